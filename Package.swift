@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+  .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+  name: "TripPlanner",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "Persistence", targets: ["Persistence"])
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+    ),
+    .systemLibrary(
+      name: "CProj",
+      pkgConfig: "proj",
+      providers: [.apt(["libproj-dev"]), .brew(["proj"])]
+    ),
+    .target(
+      name: "Persistence",
+      dependencies: ["CSQLite"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "PersistenceTests",
+      dependencies: ["Persistence"],
+      swiftSettings: swiftSettings
+    ),
+  ]
+)

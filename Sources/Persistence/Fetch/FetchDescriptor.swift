@@ -1,0 +1,56 @@
+import Foundation
+
+/// What to fetch: a predicate, sort descriptors, and a window. SwiftData's `FetchDescriptor`.
+///
+/// The predicate and sort descriptors are translated to SQL (see ``ModelContext/fetch(_:)``);
+/// anything that cannot be translated throws rather than filtering in memory.
+public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
+  /// Which models to fetch; nil for all.
+  public var predicate: Predicate<Model>?
+  /// The order. Ties are broken by insertion order (the primary key), so results are stable.
+  public var sortBy: [SortDescriptor<Model>]
+  /// At most this many models.
+  public var fetchLimit: Int?
+  /// Skip this many models first.
+  public var fetchOffset: Int?
+
+  /// Creates a descriptor.
+  public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
+    self.predicate = predicate
+    self.sortBy = sortBy
+  }
+}
+
+/// Identifies a model's row in a store, across contexts of the same store.
+public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringConvertible {
+  /// The store's identifier.
+  public var storeIdentifier: UUID
+  /// The entity (table) name.
+  public var entityName: String
+  /// The row's primary key.
+  public var primaryKey: Int64
+
+  /// `entity/primaryKey`.
+  public var description: String { "\(entityName)/\(primaryKey)" }
+}
+
+/// One section of a sectioned fetch: the models that share a key, in the descriptor's order.
+public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessCollection, Identifiable {
+  /// The key shared by the section's models (the value at the `sectionBy` key path).
+  public let id: Key
+  /// The models, in the descriptor's order.
+  public internal(set) var elements: [Model]
+
+  /// Creates a section.
+  public init(id: Key, elements: [Model]) {
+    self.id = id
+    self.elements = elements
+  }
+
+  /// The first index.
+  public var startIndex: Int { elements.startIndex }
+  /// The index past the last model.
+  public var endIndex: Int { elements.endIndex }
+  /// The model at `position`.
+  public subscript(position: Int) -> Model { elements[position] }
+}

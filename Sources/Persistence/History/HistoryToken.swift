@@ -1,0 +1,34 @@
+import Foundation
+
+/// Marks a point in a store's history: the transaction of one save.
+///
+/// Tokens of one store are ordered by commit. They are `Codable`, so a consumer can persist the
+/// last token it processed and resume after a restart. A token carries its store's identifier;
+/// using it with another store throws ``PersistenceError/Code/historyTokenForeign``.
+public struct HistoryToken: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+  /// The identifier of the store the token belongs to.
+  public let storeIdentifier: UUID
+  /// The transaction's position in the store's history (increasing, never reused).
+  public let value: Int64
+
+  /// Creates a token. Tokens normally come from history; this is for decoding and tests.
+  public init(storeIdentifier: UUID, value: Int64) {
+    self.storeIdentifier = storeIdentifier
+    self.value = value
+  }
+
+  /// Orders tokens by position (tokens of different stores are not meaningfully ordered).
+  public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.value < rhs.value }
+
+  /// `<store>:<position>`, the form the CLI prints and accepts.
+  public var description: String { "\(storeIdentifier.uuidString.lowercased()):\(value)" }
+
+  /// Parses the ``description`` form.
+  public init?(_ text: String) {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard parts.count == 2, let store = UUID(uuidString: String(parts[0])),
+      let value = Int64(parts[1]), value >= 0
+    else { return nil }
+    self.init(storeIdentifier: store, value: value)
+  }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+extension PredicateExpressions.Arithmetic: SQLTranslatable {
+  /// `+`, `-`, `*`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
+    let symbol =
+      switch op {
+      case .add: "+"
+      case .subtract: "-"
+      case .multiply: "*"
+      }
+    return .sql(try binary(translator.operand(left), symbol, translator.operand(right)))
+  }
+}
+
+extension PredicateExpressions.IntDivision: SQLTranslatable {
+  /// Integer `/`, truncating toward zero like Swift.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
+    return .sql(try binary(translator.operand(left), "/", translator.operand(right)))
+  }
+}
+
+extension PredicateExpressions.IntRemainder: SQLTranslatable {
+  /// Integer `%`, with the sign of the dividend like Swift.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
+    return .sql(try binary(translator.operand(left), "%", translator.operand(right)))
+  }
+}
+
+extension PredicateExpressions.FloatDivision: SQLTranslatable {
+  /// Floating-point `/`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
+    let l = try translator.operand(left)
+    let r = try translator.operand(right)
+    return .sql(SQLFragment("(CAST(\(l.sql) AS REAL) / \(r.sql))", l.bindings + r.bindings))
+  }
+}
+
+extension PredicateExpressions.UnaryMinus: SQLTranslatable {
+  /// Unary `-`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let inner = try translator.translate(wrapped)
+    if inner.isConstant { return try PredicateTranslator.fold(self) }
+    let fragment = try translator.operand(inner)
+    return .sql(SQLFragment("(- \(fragment.sql))", fragment.bindings))
+  }
+}

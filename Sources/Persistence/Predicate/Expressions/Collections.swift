@@ -1,0 +1,66 @@
+import Foundation
+
+extension PredicateExpressions.SequenceContains: SQLTranslatable {
+  /// `[a, b].contains($0.x)` as `x IN (?, ?)`, matching `nil` with `IS NULL`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let sequenceValue = try translator.translate(sequence)
+    let elementValue = try translator.translate(element)
+    if sequenceValue.isConstant && elementValue.isConstant { return try PredicateTranslator.fold(self) }
+    guard case .constant(let values) = sequenceValue, let values = values as? any Sequence else {
+      throw translator.unsupported("contains on a sequence that is not a captured array")
+    }
+    let target = try translator.operand(elementValue)
+    var bindings: [SQLValue] = []
+    var matchesNil = false
+    for value in values {
+      let bound = try PredicateTranslator.sqlValue(of: value)
+      if bound == .null { matchesNil = true } else { bindings.append(bound) }
+    }
+    var parts: [String] = []
+    if !bindings.isEmpty {
+      parts.append("\(target.sql) IN (\(Array(repeating: "?", count: bindings.count).joined(separator: ", ")))")
+    }
+    var allBindings = bindings.isEmpty ? [] : target.bindings + bindings
+    if matchesNil {
+      parts.append("\(target.sql) IS NULL")
+      allBindings += target.bindings
+    }
+    if parts.isEmpty { return .constant(false) }
+    return .sql(SQLFragment("(\(parts.joined(separator: " OR ")))", allBindings))
+  }
+}
+
+extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
+  /// `text.contains(other)` as `instr(text, other) > 0`, false for an empty `other` as in Swift.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let baseValue = try translator.translate(base)
+    let otherValue = try translator.translate(other)
+    if baseValue.isConstant && otherValue.isConstant { return try PredicateTranslator.fold(self) }
+    let haystack = try translator.operand(baseValue)
+    if case .constant(let value) = otherValue {
+      if let text = value as? String, text.isEmpty { return .constant(false) }
+      let needle = try translator.operand(otherValue)
+      return .sql(SQLFragment("(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings))
+    }
+    let needle = try translator.operand(otherValue)
+    return .sql(
+      SQLFragment(
+        "(instr(\(haystack.sql), \(needle.sql)) > 0 AND \(needle.sql) <> '')",
+        haystack.bindings + needle.bindings + needle.bindings))
+  }
+}
+
+extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
+  /// `text.starts(with: prefix)` as `substr(text, 1, length(prefix)) = prefix`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let baseValue = try translator.translate(base)
+    let prefixValue = try translator.translate(prefix)
+    if baseValue.isConstant && prefixValue.isConstant { return try PredicateTranslator.fold(self) }
+    let text = try translator.operand(baseValue)
+    let start = try translator.operand(prefixValue)
+    return .sql(
+      SQLFragment(
+        "(substr(\(text.sql), 1, length(\(start.sql))) = \(start.sql))",
+        text.bindings + start.bindings + start.bindings))
+  }
+}

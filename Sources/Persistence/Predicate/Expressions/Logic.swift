@@ -1,0 +1,54 @@
+import Foundation
+
+extension PredicateExpressions.Conjunction: SQLTranslatable {
+  /// `lhs AND rhs`; a constant side is folded away.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    if left.constantBool == false { return .constant(false) }
+    let right = try translator.translate(rhs)
+    if right.constantBool == false { return .constant(false) }
+    if left.constantBool == true { return right }
+    if right.constantBool == true { return left }
+    return .sql(try binary(translator.operand(left), "AND", translator.operand(right)))
+  }
+}
+
+extension PredicateExpressions.Disjunction: SQLTranslatable {
+  /// `lhs OR rhs`; a constant side is folded away.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    if left.constantBool == true { return .constant(true) }
+    let right = try translator.translate(rhs)
+    if right.constantBool == true { return .constant(true) }
+    if left.constantBool == false { return right }
+    if right.constantBool == false { return left }
+    return .sql(try binary(translator.operand(left), "OR", translator.operand(right)))
+  }
+}
+
+extension PredicateExpressions.Negation: SQLTranslatable {
+  /// `NOT x`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let inner = try translator.translate(wrapped)
+    if let bool = inner.constantBool { return .constant(!bool) }
+    let fragment = try translator.operand(inner)
+    return .sql(SQLFragment("(NOT \(fragment.sql))", fragment.bindings))
+  }
+}
+
+extension PredicateExpressions.Conditional: SQLTranslatable {
+  /// `CASE WHEN test THEN a ELSE b END`; a constant test picks its branch in Swift.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let condition = try translator.translate(test)
+    if let bool = condition.constantBool {
+      return try translator.translate(bool ? trueBranch : falseBranch)
+    }
+    let whenTrue = try translator.operand(translator.translate(trueBranch))
+    let whenFalse = try translator.operand(translator.translate(falseBranch))
+    let test = try translator.operand(condition)
+    return .sql(
+      SQLFragment(
+        "(CASE WHEN \(test.sql) THEN \(whenTrue.sql) ELSE \(whenFalse.sql) END)",
+        test.bindings + whenTrue.bindings + whenFalse.bindings))
+  }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+extension PredicateExpressions.NilCoalesce: SQLTranslatable {
+  /// `lhs ?? rhs` as `COALESCE(lhs, rhs)`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
+    let l = try translator.operand(left)
+    let r = try translator.operand(right)
+    return .sql(SQLFragment("COALESCE(\(l.sql), \(r.sql))", l.bindings + r.bindings))
+  }
+}
+
+extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
+  /// `x.flatMap { … }`: `CASE WHEN x IS NULL THEN NULL ELSE … END`, with the closure's
+  /// variable standing for `x`.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let base = try translator.translate(wrapped)
+    if case .constant(let value) = base {
+      if let optional = value as? any OptionalValue, optional.isNone { return .constant(Any?.none as Any) }
+      translator.variables[variable.key] = .constant(value)
+      let result = try translator.translate(transform)
+      translator.variables[variable.key] = nil
+      return result
+    }
+    let fragment = try translator.operand(base)
+    translator.variables[variable.key] = .sql(fragment)
+    let body = try translator.operand(translator.translate(transform))
+    translator.variables[variable.key] = nil
+    return .sql(
+      SQLFragment(
+        "(CASE WHEN \(fragment.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
+        fragment.bindings + body.bindings))
+  }
+}
+
+extension PredicateExpressions.ForcedUnwrap: SQLTranslatable {
+  /// `x!`: the value itself. A `nil` makes the row not match, where Swift would stop with an
+  /// error.
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let value = try translator.translate(inner)
+    if value.isConstant { return try PredicateTranslator.fold(self) }
+    return value
+  }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// How a value is stored in SQLite.
+public enum StorageType: String, Sendable {
+  /// `INTEGER`: `Int`, `Bool`.
+  case integer = "INTEGER"
+  /// `REAL`: `Double`, `Date` (seconds since the reference date, exactly as `Date` holds them).
+  case real = "REAL"
+  /// `TEXT`: `String`, stored NFC-normalised.
+  case text = "TEXT"
+  /// `BLOB`: `Data`, `UUID` (16 bytes), and `.codable` attributes (JSON).
+  case blob = "BLOB"
+}
+
+/// A value type that maps to one SQLite column: `String`, `Int`, `Double`, `Bool`, `Date`,
+/// `UUID`, `Data`, and optionals of each.
+///
+/// Values convert through ``SQLValue``. The library's own conformances also read and bind
+/// columns directly, without building an ``SQLValue`` per row.
+public protocol PersistableValue: Equatable, Sendable {
+  /// The SQLite storage class of the column.
+  static var storageType: StorageType { get }
+  /// Whether `nil` is a valid value (the column allows `NULL`).
+  static var isOptional: Bool { get }
+  /// The value as stored. Strings are NFC-normalised.
+  var sqlValue: SQLValue { get }
+  /// Reads a stored value; throws ``PersistenceError/Code/invalidValue`` when it cannot.
+  init(sqlValue: SQLValue) throws
+}
+
+extension PersistableValue {
+  /// Non-optional by default.
+  public static var isOptional: Bool { false }
+}
+
+func invalid(_ value: SQLValue, _ type: Any.Type) -> PersistenceError {
+  PersistenceError(
+    code: .invalidValue,
+    message: "The stored value \(value) cannot be read as \(type). The store may have been edited by hand.")
+}
+
+extension String {
+  /// The canonical composition (NFC) of the string; ASCII strings are returned as they are.
+  var nfc: String {
+    if utf8.allSatisfy({ $0 < 0x80 }) { return self }
+    return precomposedStringWithCanonicalMapping
+  }
+}
+
+extension String: PersistableValue {
+  /// `TEXT`.
+  public static var storageType: StorageType { .text }
+  /// The NFC-normalised text.
+  public var sqlValue: SQLValue { .text(nfc) }
+  /// Reads `TEXT`.
+  public init(sqlValue: SQLValue) throws {
+    guard case .text(let value) = sqlValue else { throw invalid(sqlValue, String.self) }
+    self = value
+  }
+}
+
+extension Int: PersistableValue {
+  /// `INTEGER`.
+  public static var storageType: StorageType { .integer }
+  /// The integer.
+  public var sqlValue: SQLValue { .integer(Int64(self)) }
+  /// Reads `INTEGER`.
+  public init(sqlValue: SQLValue) throws {
+    guard case .integer(let value) = sqlValue else { throw invalid(sqlValue, Int.self) }
+    self = Int(value)
+  }
+}
+
+extension Double: PersistableValue {
+  /// `REAL`.
+  public static var storageType: StorageType { .real }
+  /// The double.
+  public var sqlValue: SQLValue { .real(self) }
+  /// Reads `REAL` (or an `INTEGER`, which SQLite may store for integral reals).
+  public init(sqlValue: SQLValue) throws {
+    switch sqlValue {
+    case .real(let value): self = value
+    case .integer(let value): self = Double(value)
+    default: throw invalid(sqlValue, Double.self)
+    }
+  }
+}
+
+extension Bool: PersistableValue {
+  /// `INTEGER` 0 or 1.
+  public static var storageType: StorageType { .integer }
+  /// 1 for true, 0 for false.
+  public var sqlValue: SQLValue { .integer(self ? 1 : 0) }
+  /// Reads `INTEGER`; any non-zero value is true.
+  public init(sqlValue: SQLValue) throws {
+    guard case .integer(let value) = sqlValue else { throw invalid(sqlValue, Bool.self) }
+    self = value != 0
+  }
+}
+
+extension Date: PersistableValue {
+  /// `REAL` seconds since 2001-01-01 UTC, the value `Date` holds, so it round-trips exactly.
+  public static var storageType: StorageType { .real }
+  /// `timeIntervalSinceReferenceDate`.
+  public var sqlValue: SQLValue { .real(timeIntervalSinceReferenceDate) }
+  /// Reads `REAL` seconds since the reference date.
+  public init(sqlValue: SQLValue) throws {
+    self = Date(timeIntervalSinceReferenceDate: try Double(sqlValue: sqlValue))
+  }
+}
+
+extension UUID: PersistableValue {
+  /// `BLOB` of 16 bytes, which sorts like the UUID's bytes.
+  public static var storageType: StorageType { .blob }
+  /// The 16 bytes.
+  public var sqlValue: SQLValue { .blob(withUnsafeBytes(of: uuid) { Data($0) }) }
+  /// Reads a 16-byte `BLOB`.
+  public init(sqlValue: SQLValue) throws {
+    guard case .blob(let data) = sqlValue, data.count == 16 else { throw invalid(sqlValue, UUID.self) }
+    self = UUID(bytes16: data)
+  }
+  init(bytes16 data: Data) {
+    var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &raw) { target in data.withUnsafeBytes { target.copyMemory(from: $0) } }
+    self = UUID(uuid: raw)
+  }
+}
+
+extension Data: PersistableValue {
+  /// `BLOB`.
+  public static var storageType: StorageType { .blob }
+  /// The bytes.
+  public var sqlValue: SQLValue { .blob(self) }
+  /// Reads `BLOB` (an empty blob may come back as `NULL`-free empty data).
+  public init(sqlValue: SQLValue) throws {
+    guard case .blob(let value) = sqlValue else { throw invalid(sqlValue, Data.self) }
+    self = value
+  }
+}
+
+extension Optional: PersistableValue where Wrapped: PersistableValue {
+  /// The wrapped type's storage.
+  public static var storageType: StorageType { Wrapped.storageType }
+  /// True.
+  public static var isOptional: Bool { true }
+  /// `NULL` for nil, else the wrapped value's.
+  public var sqlValue: SQLValue { self?.sqlValue ?? .null }
+  /// `NULL` reads as nil.
+  public init(sqlValue: SQLValue) throws {
+    if case .null = sqlValue { self = nil } else { self = try Wrapped(sqlValue: sqlValue) }
+  }
+}

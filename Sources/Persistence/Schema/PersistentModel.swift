@@ -1,0 +1,33 @@
+import Observation
+
+/// A class whose instances a ``ModelContext`` persists: the macro-free counterpart of
+/// SwiftData's `@Model`.
+///
+/// Declare the model as an `@Observable final class` with an empty initializer and describe its
+/// stored attributes once, with key paths:
+///
+/// ```swift
+/// @Observable final class Trip: PersistentModel {
+///   var id = UUID()
+///   var name = ""
+///   var destination = ""
+///   var placeIdentifier: PlaceIdentifier? = nil
+///
+///   static let schema = ModelSchema<Trip>(
+///     "trips",
+///     .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
+///     .attribute(\.name, "name"),
+///     .attribute(\.destination, "destination", .indexed),
+///     .codable(\.placeIdentifier, "place_id"))
+/// }
+/// ```
+///
+/// Rows are decoded by column index straight into these key paths: no `Mirror`, and `Codable`
+/// only for `.codable` attributes. The empty initializer supplies the default values used when
+/// an attribute is added to an existing store.
+public protocol PersistentModel: AnyObject, Observable {
+  /// Creates an instance with default values; rows are loaded into it through the schema.
+  init()
+  /// The table and attributes of this model.
+  static var schema: ModelSchema<Self> { get }
+}

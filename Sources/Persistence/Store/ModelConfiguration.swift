@@ -1,0 +1,36 @@
+import Foundation
+
+/// Where and how a ``ModelContainer`` keeps its store.
+public struct ModelConfiguration: Sendable, Hashable {
+  /// The store file, or nil for an in-memory store.
+  public var url: URL?
+  /// Whether the store lives in memory only, gone when the container is.
+  public var isStoredInMemoryOnly: Bool { url == nil }
+  /// Whether contexts may save. A store opened with `false` is opened read-only.
+  public var allowsSave: Bool
+  /// How long a writer waits for another writer's lock before failing with
+  /// ``PersistenceError/Code/busy``.
+  public var busyTimeout: Duration
+  /// SQLite's page cache per connection, in KiB. A large cache halves the time of bulk inserts.
+  public var cacheSizeKiB: Int
+
+  /// A store in the file at `url`; its folder is created if needed.
+  public init(
+    url: URL, allowsSave: Bool = true, busyTimeout: Duration = .seconds(5),
+    cacheSizeKiB: Int = 64 * 1024
+  ) {
+    self.url = url
+    self.allowsSave = allowsSave
+    self.busyTimeout = busyTimeout
+    self.cacheSizeKiB = cacheSizeKiB
+  }
+
+  /// A store in memory only (when `isStoredInMemoryOnly` is true, the default), shared by the
+  /// container's contexts; pass `false` for the file `default.store` in the current directory.
+  public init(isStoredInMemoryOnly: Bool = true) {
+    self.url = isStoredInMemoryOnly ? nil : URL(fileURLWithPath: "default.store")
+    self.allowsSave = true
+    self.busyTimeout = .seconds(5)
+    self.cacheSizeKiB = 64 * 1024
+  }
+}
