@@ -1,0 +1,207 @@
+import Foundation
+
+extension ModelContext {
+  /// Fetches the models matching `descriptor`, in its order.
+  ///
+  /// The predicate and sort descriptors run in SQLite; nothing is filtered in memory. Rows
+  /// already registered in this context return their existing instance (refreshed from the
+  /// store unless it has unsaved changes). Models inserted but not saved are not included;
+  /// models marked for deletion are left out.
+  ///
+  /// Cost: the SQL query (an index serves equality, ranges and sorts on indexed attributes),
+  /// then O(rows × attributes) to load.
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
+  ///   predicate or sort that has no SQL translation.
+  public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
+    try autosaveIfNeeded()
+    var results: [Model] = []
+    try forEachRow(descriptor) { results.append($0) }
+    return results
+  }
+
+  /// Fetches the models matching `descriptor` grouped into sections by the value at
+  /// `sectionBy`: sections in ascending key order (code-point order), each holding its models
+  /// in the descriptor's order. One query ordered by the key first, grouped in one pass.
+  public func fetch<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String> & Sendable
+  ) throws -> [ResultsSection<String, Model>] {
+    try sectioned(descriptor, keyPath)
+  }
+
+  /// Fetches sections keyed by an optional string; the `nil` section comes first.
+  public func fetch<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String?> & Sendable
+  ) throws -> [ResultsSection<String?, Model>] {
+    try sectioned(descriptor, keyPath)
+  }
+
+  private func sectioned<Model: PersistentModel, Key: Hashable & Sendable>(
+    _ descriptor: FetchDescriptor<Model>, _ keyPath: KeyPath<Model, Key>
+  ) throws -> [ResultsSection<Key, Model>] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message: "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+    }
+    var sections: [ResultsSection<Key, Model>] = []
+    try forEachRow(descriptor, sectionColumn: attribute.name) { model in
+      let key = model[keyPath: keyPath]
+      if let last = sections.indices.last, sections[last].id == key {
+        sections[last].elements.append(model)
+      } else {
+        sections.append(ResultsSection(id: key, elements: [model]))
+      }
+    }
+    return sections
+  }
+
+  /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
+  public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    var inner = try Query(
+      descriptor, schema: entity.schema, select: "1", database: database, ordered: false)
+    inner.sql = "SELECT count(*) FROM (\(inner.sql))"
+    let statement = try database.cachedStatement(inner.sql)
+    statement.bindValues(inner.bindings)
+    _ = try statement.step()
+    return Int(statement.int64(at: 0))
+  }
+
+  /// The identifiers of the models matching `descriptor`, in its order, without loading them.
+  public func fetchIdentifiers<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>
+  ) throws -> [PersistentIdentifier] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    return try fetchPrimaryKeys(descriptor).map {
+      PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
+    }
+  }
+
+  /// The model with `identifier`: the registered instance, or loaded from the store; nil when
+  /// the row does not exist.
+  public func model<Model: PersistentModel>(
+    for identifier: PersistentIdentifier, as _: Model.Type = Model.self
+  ) throws -> Model? {
+    let entity = try entity(for: Model.self)
+    guard identifier.storeIdentifier == container.storeIdentifier,
+      identifier.entityName == entity.name
+    else { return nil }
+    if let registered: Model = registeredModel(for: identifier) { return registered }
+    let database = try connection()
+    let columns = (["\"_pk\""] + entity.columnNames.map(quoted)).joined(separator: ", ")
+    let statement = try database.cachedStatement(
+      "SELECT \(columns) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
+    statement.bindInt64(identifier.primaryKey, at: 1)
+    guard try statement.step() else { return nil }
+    return try materialize(statement, entity: entity)
+  }
+
+  /// Calls `block` with every model matching `descriptor`, loading `batchSize` rows at a time,
+  /// so that a large result is never held whole. Models the block leaves unchanged are released
+  /// after each batch; changed ones stay registered for the next ``save()``.
+  ///
+  /// Cost: O(rows) time, O(batchSize) memory (plus changed models).
+  public func enumerate<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, batchSize: Int = 5000,
+    block: (Model) throws -> Void
+  ) throws {
+    try autosaveIfNeeded()
+    let batchSize = max(batchSize, 1)
+    let limit = descriptor.fetchLimit
+    var offset = descriptor.fetchOffset ?? 0
+    var delivered = 0
+    while true {
+      var batch = descriptor
+      let size = limit.map { min(batchSize, $0 - delivered) } ?? batchSize
+      if size <= 0 { break }
+      batch.fetchLimit = size
+      batch.fetchOffset = offset
+      var loaded: [(Model, Bool)] = []
+      try forEachRow(batch) { model in
+        loaded.append((model, self.registrations[ObjectIdentifier(model)]?.isFresh ?? false))
+      }
+      for (model, _) in loaded { try block(model) }
+      for (model, wasFresh) in loaded where wasFresh {
+        if let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted,
+          registration.entity.changedIndexes(model, from: registration.snapshot).isEmpty
+        {
+          unregister(registration)
+        }
+      }
+      delivered += loaded.count
+      offset += loaded.count
+      if loaded.count < size { break }
+    }
+  }
+
+  // MARK: Internals
+
+  func fetchPrimaryKeys<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>
+  ) throws -> [Int64] {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, select: "\"_pk\"", database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    var keys: [Int64] = []
+    while try statement.step() { keys.append(statement.int64(at: 0)) }
+    return keys
+  }
+
+  private func forEachRow<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil, _ body: (Model) -> Void
+  ) throws {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(
+      descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    let deleted = pendingRowDeletes[entity.name]
+    while try statement.step() {
+      if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
+      let model: Model = try materialize(statement, entity: entity)
+      if registrations[ObjectIdentifier(model)]?.isDeleted == true { continue }
+      body(model)
+    }
+  }
+
+  /// Turns the current row (primary key, then every attribute) into the registered model.
+  func materialize<Model: PersistentModel>(
+    _ statement: Statement, entity: Entity<Model>
+  ) throws -> Model {
+    let key = RowKey(entity: entity.name, primaryKey: statement.int64(at: 0))
+    if let registration = rows[key] {
+      let model = unsafeDowncast(registration.model, to: Model.self)
+      if !registration.isDeleted,
+        entity.changedIndexes(model, from: registration.snapshot).isEmpty
+      {
+        try entity.load(model, from: statement, firstColumn: 1)
+        registration.snapshot = try entity.snapshot(model)
+      }
+      registration.isFresh = false
+      return model
+    }
+    let model = Model()
+    try entity.load(model, from: statement, firstColumn: 1)
+    let registration = Registration(model: model, entity: entity)
+    registration.primaryKey = key.primaryKey
+    registration.snapshot = try entity.snapshot(model)
+    registration.isFresh = true
+    registrations[ObjectIdentifier(model)] = registration
+    rows[key] = registration
+    return model
+  }
+
+  func autosaveIfNeeded() throws {
+    if autosaveEnabled && hasChanges { try save() }
+  }
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+extension ModelContext {
+  /// The transactions matching `descriptor`, oldest first.
+  ///
+  /// Cost: an indexed range scan of the history after the token, O(transactions + changes).
+  ///
+  /// - Throws: ``PersistenceError/Code/historyTokenExpired`` when transactions after the token
+  ///   were deleted by ``deleteHistory(before:)`` (do a full refetch, then continue from
+  ///   ``currentHistoryToken()``), ``PersistenceError/Code/historyTokenForeign`` for a token of
+  ///   another store.
+  public func fetchHistory(_ descriptor: HistoryDescriptor = HistoryDescriptor()) throws
+    -> [HistoryTransaction]
+  {
+    let database = try connection()
+    var after: Int64 = 0
+    if let token = descriptor.token {
+      try check(token)
+      let floor = try historyFloor(database)
+      guard token.value >= floor - 1 else {
+        throw PersistenceError(
+          code: .historyTokenExpired,
+          message: "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token.")
+      }
+      after = token.value
+    }
+    var sql = "SELECT token, author, timestamp FROM _history_transactions WHERE token > ?"
+    var bindings: [SQLValue] = [.integer(after)]
+    if let authors = descriptor.authors {
+      sql += " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
+      bindings += authors.sorted().map { .text($0) }
+    }
+    sql += " ORDER BY token"
+    let statement = try database.prepare(sql)
+    statement.bindValues(bindings)
+    var transactions: [HistoryTransaction] = []
+    let limit = descriptor.fetchLimit ?? Int.max
+    while transactions.count < limit, try statement.step() {
+      let token = statement.int64(at: 0)
+      let changes = try self.changes(
+        token: token, entityNames: descriptor.entityNames, database: database)
+      if descriptor.entityNames != nil && changes.isEmpty { continue }
+      transactions.append(
+        HistoryTransaction(
+          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+          author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
+          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
+          changes: changes))
+    }
+    return transactions
+  }
+
+  /// Deletes the transactions before `token` (keeping `token` itself and later ones). Fetching
+  /// history after an older token then throws ``PersistenceError/Code/historyTokenExpired``.
+  public func deleteHistory(before token: HistoryToken) throws {
+    try check(token)
+    let database = try connection()
+    try database.execute("BEGIN IMMEDIATE")
+    do {
+      for sql in [
+        "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token < ?)",
+        "DELETE FROM _history_changes WHERE token < ?",
+        "DELETE FROM _history_transactions WHERE token < ?",
+        "UPDATE \(StoreFile.metaTable) SET value = max(value, ?) WHERE key = 'history_floor'",
+      ] {
+        let statement = try database.prepare(sql)
+        statement.bindInt64(token.value, at: 1)
+        try statement.run()
+      }
+      try database.execute("COMMIT")
+    } catch {
+      try? database.execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// The token of the newest transaction in the store (position 0 when there is none):
+  /// history fetched after it holds only what happens from now on.
+  public func currentHistoryToken() throws -> HistoryToken {
+    let database = try connection()
+    let value =
+      try database.scalarInt(
+        "SELECT max(coalesce((SELECT max(token) FROM _history_transactions), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = '_history_transactions'), 0))"
+      ) ?? 0
+    return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
+  }
+
+  private func check(_ token: HistoryToken) throws {
+    guard token.storeIdentifier == container.storeIdentifier else {
+      throw PersistenceError(
+        code: .historyTokenForeign,
+        message: "The history token \(token) belongs to another store (\(token.storeIdentifier)); this store is \(container.storeIdentifier).")
+    }
+  }
+
+  private func historyFloor(_ database: Database) throws -> Int64 {
+    try database.scalarInt("SELECT value FROM \(StoreFile.metaTable) WHERE key = 'history_floor'") ?? 0
+  }
+
+  private func changes(
+    token: Int64, entityNames: Set<String>?, database: Database
+  ) throws -> [HistoryChange] {
+    let statement = try database.cachedStatement(
+      "SELECT id, entity, pk, kind, attributes FROM _history_changes WHERE token = ? ORDER BY id")
+    statement.bindInt64(token, at: 1)
+    var changes: [HistoryChange] = []
+    while try statement.step() {
+      let entity = statement.text(at: 1)
+      if let entityNames, !entityNames.contains(entity) { continue }
+      let kind: HistoryChange.Kind =
+        switch statement.int64(at: 3) {
+        case 0: .insert
+        case 1: .update
+        default: .delete
+        }
+      var change = HistoryChange(
+        kind: kind,
+        changedIdentifier: PersistentIdentifier(
+          storeIdentifier: container.storeIdentifier, entityName: entity,
+          primaryKey: statement.int64(at: 2)),
+        updatedAttributes: statement.isNull(at: 4)
+          ? [] : Set(statement.text(at: 4).split(separator: ",").map(String.init)),
+        tombstone: nil)
+      if kind == .delete {
+        change.tombstone = try tombstone(change: statement.int64(at: 0), database: database)
+      }
+      changes.append(change)
+    }
+    return changes
+  }
+
+  private func tombstone(change: Int64, database: Database) throws -> HistoryTombstone {
+    let statement = try database.cachedStatement(
+      "SELECT attribute, value FROM _history_tombstones WHERE change = ?")
+    statement.bindInt64(change, at: 1)
+    var values: [String: SQLValue] = [:]
+    while try statement.step() { values[statement.text(at: 0)] = statement.value(at: 1) }
+    return HistoryTombstone(values: values)
+  }
+}

@@ -1,0 +1,205 @@
+import Foundation
+
+/// Tracks models fetched from and inserted into a store, and saves their changes.
+///
+/// A context keeps one instance per row (an identity map): fetching a row twice returns the same
+/// object. It records inserts and deletes, notices changed properties by comparing each
+/// registered model with the values it was loaded with, and ``save()`` writes everything in one
+/// SQLite transaction together with its history.
+///
+/// A context is not `Sendable`: use it from one task or thread, and give each its own (they
+/// share the container). Each context has its own SQLite connection (for a file store), so
+/// readers in different contexts never block each other.
+///
+/// ## Autosave
+/// There is no UI run loop on a server to save "at the end of the event". Here,
+/// ``autosaveEnabled`` (default `false`) means: pending changes are saved before each fetch of
+/// this context (so a fetch always sees the context's own edits) and, best effort, when the
+/// context is deinitialized, with any error passed to ``autosaveErrorHandler``. Call ``save()``
+/// yourself whenever the outcome matters.
+///
+/// ## Costs
+/// `insert` and `delete` are O(1). ``hasChanges`` and ``save()`` compare every registered model
+/// with its snapshot: O(registered models × attributes), plus the SQL for what changed.
+public final class ModelContext {
+  /// The container whose store this context reads and writes.
+  public let container: ModelContainer
+  /// Recorded as the author of the history transactions this context's saves make.
+  public var author: String?
+  /// Whether pending changes are saved before each fetch and at deinit (see the type's docs).
+  public var autosaveEnabled = false
+  /// Receives errors from saving at deinit when ``autosaveEnabled`` is true.
+  public var autosaveErrorHandler: (@Sendable (any Error) -> Void)?
+
+  final class Registration {
+    let model: AnyObject
+    let entity: any EntityOperations
+    var primaryKey: Int64?
+    var snapshot: [Any] = []
+    var isDeleted = false
+    /// Registered by the fetch that is running now (for `enumerate`'s release of batches).
+    var isFresh = false
+    init(model: AnyObject, entity: any EntityOperations) {
+      self.model = model
+      self.entity = entity
+    }
+  }
+  struct RowKey: Hashable {
+    var entity: String
+    var primaryKey: Int64
+  }
+
+  var registrations: [ObjectIdentifier: Registration] = [:]
+  var rows: [RowKey: Registration] = [:]
+  /// Inserted models not yet saved, in insertion order.
+  var pendingInserts: [Registration] = []
+  /// Rows deleted by `delete(model:where:)` that have no registered model.
+  var pendingRowDeletes: [String: Set<Int64>] = [:]
+  var entities: [ObjectIdentifier: any EntityOperations] = [:]
+  private var database: Database?
+
+  /// Creates a context for the container's store.
+  public init(_ container: ModelContainer) {
+    self.container = container
+  }
+
+  deinit {
+    if autosaveEnabled, hasChanges {
+      do { try save() } catch { autosaveErrorHandler?(error) }
+    }
+  }
+
+  /// The context's connection, opened on first use.
+  func connection() throws -> Database {
+    if let database { return database }
+    let opened = try container.makeConnection()
+    database = opened
+    return opened
+  }
+
+  func entity<Model: PersistentModel>(for type: Model.Type) throws -> Entity<Model> {
+    if let known = entities[ObjectIdentifier(type)] as? Entity<Model> { return known }
+    _ = try container.entity(for: type)
+    let made = Entity<Model>()
+    entities[ObjectIdentifier(type)] = made
+    return made
+  }
+
+  // MARK: Inserting and deleting
+
+  /// Registers a new model; it is written by the next ``save()``. Inserting a model already in
+  /// the context does nothing. A model whose `.unique` value exists in the store updates that
+  /// row when saved (upsert).
+  public func insert<Model: PersistentModel>(_ model: Model) {
+    let id = ObjectIdentifier(model)
+    if let registration = registrations[id] {
+      registration.isDeleted = false
+      return
+    }
+    // Unknown model types are reported by save(), which can throw.
+    let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
+    let registration = Registration(model: model, entity: operations)
+    registrations[id] = registration
+    pendingInserts.append(registration)
+  }
+
+  /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
+  /// not saved simply forgets it.
+  public func delete<Model: PersistentModel>(_ model: Model) {
+    guard let registration = registrations[ObjectIdentifier(model)] else { return }
+    if registration.primaryKey == nil {
+      unregister(registration)
+    } else {
+      registration.isDeleted = true
+    }
+  }
+
+  /// Marks every model matching `predicate` (all of them when nil) for deletion at the next
+  /// ``save()``, without loading them. History records each deleted row.
+  ///
+  /// Cost: one indexed or scanning query for the matching keys, O(matches) memory.
+  public func delete<Model: PersistentModel>(
+    model: Model.Type, where predicate: Predicate<Model>? = nil
+  ) throws {
+    let entity = try entity(for: Model.self)
+    for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
+      if let registration = rows[RowKey(entity: entity.name, primaryKey: key)] {
+        registration.isDeleted = true
+      } else {
+        pendingRowDeletes[entity.name, default: []].insert(key)
+      }
+    }
+    for registration in pendingInserts where registration.entity.name == entity.name {
+      if let predicate, let model = registration.model as? Model,
+        (try? predicate.evaluate(model)) != true
+      {
+        continue
+      }
+      unregister(registration)
+    }
+  }
+
+  /// Whether the context has inserts, deletes or changed models not yet saved.
+  ///
+  /// Cost: O(registered models × attributes).
+  public var hasChanges: Bool {
+    if !pendingInserts.isEmpty || pendingRowDeletes.values.contains(where: { !$0.isEmpty }) {
+      return true
+    }
+    return registrations.values.contains { registration in
+      registration.isDeleted
+        || (registration.primaryKey != nil
+          && !registration.entity.changedIndexes(registration.model, from: registration.snapshot)
+            .isEmpty)
+    }
+  }
+
+  /// Discards unsaved work: forgets inserted models, cancels deletes, and puts the values of
+  /// changed models back to what was last loaded or saved.
+  public func rollback() {
+    for registration in pendingInserts { unregister(registration) }
+    pendingInserts.removeAll()
+    pendingRowDeletes.removeAll()
+    for registration in registrations.values where registration.primaryKey != nil {
+      registration.isDeleted = false
+      registration.entity.restore(registration.model, from: registration.snapshot)
+    }
+  }
+
+  /// Runs `block`, then saves. If `block` throws, its unsaved changes are rolled back and the
+  /// error is rethrown; if saving throws, nothing was written.
+  public func transaction(block: () throws -> Void) throws {
+    do {
+      try block()
+    } catch {
+      rollback()
+      throw error
+    }
+    try save()
+  }
+
+  /// The identifier of a model's row, or nil when the model is not saved in this context.
+  public func persistentIdentifier<Model: PersistentModel>(for model: Model) -> PersistentIdentifier? {
+    guard let registration = registrations[ObjectIdentifier(model)],
+      let key = registration.primaryKey
+    else { return nil }
+    return PersistentIdentifier(
+      storeIdentifier: container.storeIdentifier, entityName: registration.entity.name,
+      primaryKey: key)
+  }
+
+  /// The model registered in this context for `identifier`, without touching the store.
+  public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier) -> Model? {
+    rows[RowKey(entity: identifier.entityName, primaryKey: identifier.primaryKey)]?.model as? Model
+  }
+
+  func unregister(_ registration: Registration) {
+    registrations[ObjectIdentifier(registration.model)] = nil
+    if let key = registration.primaryKey {
+      let rowKey = RowKey(entity: registration.entity.name, primaryKey: key)
+      if rows[rowKey] === registration { rows[rowKey] = nil }
+    } else {
+      pendingInserts.removeAll { $0 === registration }
+    }
+  }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Observation
+import Persistence
+
+/// A class we do not own in spirit (like `MKMapItem.Identifier`): Codable, not Equatable.
+final class PlaceToken: Codable, @unchecked Sendable {
+  let raw: String
+  init(raw: String) { self.raw = raw }
+}
+
+/// A model with every attribute type the layer supports.
+@Observable final class Sample: PersistentModel {
+  var id = UUID()
+  var name = ""
+  var note: String? = nil
+  var count = 0
+  var small = 0
+  var score = 0.0
+  var rating: Double? = nil
+  var flag = false
+  var maybe: Bool? = nil
+  var when = Date(timeIntervalSinceReferenceDate: 0)
+  var whenMaybe: Date? = nil
+  var blob = Data()
+  var ref: UUID? = nil
+  var place: PlaceToken? = nil
+
+  init() {}
+
+  static let schema = ModelSchema<Sample>(
+    "samples",
+    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
+    .attribute(\.name, "name", .indexed, .preserveValueOnDeletion),
+    .attribute(\.note, "note"),
+    .attribute(\.count, "count"),
+    .attribute(\.small, "small"),
+    .attribute(\.score, "score"),
+    .attribute(\.rating, "rating"),
+    .attribute(\.flag, "flag"),
+    .attribute(\.maybe, "maybe"),
+    .attribute(\.when, "when"),
+    .attribute(\.whenMaybe, "when_maybe"),
+    .attribute(\.blob, "blob"),
+    .attribute(\.ref, "ref"),
+    .codable(\.place, "place"))
+}
+
+/// A small model for store-level tests.
+@Observable final class Note: PersistentModel {
+  var key = ""
+  var text = ""
+  var group = ""
+  init() {}
+  init(key: String, text: String, group: String = "") {
+    self.key = key
+    self.text = text
+    self.group = group
+  }
+  static let schema = ModelSchema<Note>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.group, "grp", .indexed))
+}
+
+/// `Note` as a later version of a program declares it: one more attribute.
+@Observable final class NoteV2: PersistentModel {
+  var key = ""
+  var text = ""
+  var group = ""
+  var priority = 3
+  var tag: String? = nil
+  init() {}
+  static let schema = ModelSchema<NoteV2>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.group, "grp", .indexed),
+    .attribute(\.priority, "priority"),
+    .attribute(\.tag, "tag"))
+}
+
+/// A temporary folder removed when the value is released.
+final class TemporaryDirectory {
+  let url: URL
+  init() {
+    url = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "persistence-tests-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  }
+  func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A deterministic generator (SplitMix64), so failures reproduce.
+struct SeededGenerator: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}

@@ -1,0 +1,347 @@
+import Foundation
+import Testing
+
+@testable import Persistence
+
+@Suite("Store and context")
+struct StoreTests {
+  @Test("saves models to a file and reads them back in a new container")
+  func savesAndReopens() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    do {
+      let container = try ModelContainer(for: Note.self, configurations: .init(url: url))
+      let context = ModelContext(container)
+      context.insert(Note(key: "a", text: "first"))
+      context.insert(Note(key: "b", text: "second"))
+      #expect(context.hasChanges)
+      try context.save()
+      #expect(!context.hasChanges)
+    }
+    let container = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let notes = try ModelContext(container).fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    #expect(notes.map(\.text) == ["first", "second"])
+  }
+
+  @Test("keeps one instance per row")
+  func identityMap() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    let note = Note(key: "a", text: "x")
+    context.insert(note)
+    try context.save()
+    let first = try context.fetch(FetchDescriptor<Note>())
+    let second = try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "a" }))
+    #expect(first.count == 1 && second.count == 1)
+    #expect(first[0] === note && second[0] === note)
+    let identifier = try #require(context.persistentIdentifier(for: note))
+    #expect(try context.model(for: identifier, as: Note.self) === note)
+  }
+
+  @Test("detects property changes and saves only them")
+  func savesChanges() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    let note = Note(key: "a", text: "x")
+    context.insert(note)
+    try context.save()
+    note.text = "y"
+    #expect(context.hasChanges)
+    try context.save()
+    let other = ModelContext(container)
+    #expect(try other.fetch(FetchDescriptor<Note>()).map(\.text) == ["y"])
+    let history = try other.fetchHistory()
+    #expect(history.count == 2)
+    #expect(history[1].changes.map(\.kind) == [.update])
+    #expect(history[1].changes[0].updatedAttributes == ["text"])
+  }
+
+  @Test("upserts on a unique attribute")
+  func upserts() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    context.insert(Note(key: "a", text: "old", group: "g"))
+    try context.save()
+    let replacement = Note(key: "a", text: "new", group: "g")
+    context.insert(replacement)
+    try context.save()
+    let notes = try ModelContext(container).fetch(FetchDescriptor<Note>())
+    #expect(notes.map(\.text) == ["new"])
+    #expect(try context.fetch(FetchDescriptor<Note>()).first === replacement)
+    let last = try #require(try context.fetchHistory().last)
+    #expect(last.changes.map(\.kind) == [.update])
+    #expect(last.changes[0].updatedAttributes == ["text"])
+  }
+
+  @Test("rolls back inserts, deletes and changes")
+  func rollsBack() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    let kept = Note(key: "a", text: "x")
+    context.insert(kept)
+    try context.save()
+    kept.text = "changed"
+    context.insert(Note(key: "b", text: "new"))
+    context.delete(kept)
+    context.rollback()
+    #expect(!context.hasChanges)
+    #expect(kept.text == "x")
+    try context.save()
+    #expect(try context.fetch(FetchDescriptor<Note>()).map(\.key) == ["a"])
+    #expect(try context.fetchHistory().count == 1)
+  }
+
+  @Test("transaction saves, and rolls back when the block throws")
+  func transactionBlock() throws {
+    struct Stop: Error {}
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    try context.transaction { context.insert(Note(key: "a", text: "x")) }
+    #expect(try context.fetchCount(FetchDescriptor<Note>()) == 1)
+    #expect(throws: Stop.self) {
+      try context.transaction {
+        context.insert(Note(key: "b", text: "y"))
+        throw Stop()
+      }
+    }
+    #expect(!context.hasChanges)
+    #expect(try context.fetchCount(FetchDescriptor<Note>()) == 1)
+  }
+
+  @Test("deletes by predicate without loading, recording tombstones")
+  func deletesByPredicate() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    for index in 0..<10 {
+      context.insert(Note(key: "k\(index)", text: "t", group: index.isMultiple(of: 2) ? "even" : "odd"))
+    }
+    try context.save()
+    let reader = ModelContext(container)
+    try reader.delete(model: Note.self, where: #Predicate { $0.group == "even" })
+    #expect(reader.hasChanges)
+    try reader.save()
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 5)
+    let deletes = try #require(try reader.fetchHistory().last).changes
+    #expect(deletes.count == 5 && deletes.allSatisfy { $0.kind == .delete })
+    #expect(Set(deletes.compactMap { $0.tombstone?[\Note.key] }) == ["k0", "k2", "k4", "k6", "k8"])
+  }
+
+  @Test("counts, pages and lists identifiers in SQL")
+  func countsAndPages() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    for index in 0..<25 { context.insert(Note(key: String(format: "k%02d", index), text: "")) }
+    try context.save()
+    var descriptor = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key, order: .reverse)])
+    descriptor.fetchLimit = 5
+    descriptor.fetchOffset = 3
+    #expect(try context.fetch(descriptor).map(\.key) == ["k21", "k20", "k19", "k18", "k17"])
+    #expect(try context.fetchCount(descriptor) == 5)
+    #expect(try context.fetchCount(FetchDescriptor<Note>()) == 25)
+    #expect(try context.fetchIdentifiers(descriptor).map(\.primaryKey) == [22, 21, 20, 19, 18])
+  }
+
+  @Test("enumerates in batches and releases unchanged models")
+  func enumeratesInBatches() throws {
+    let container = try ModelContainer(for: Note.self)
+    let writer = ModelContext(container)
+    for index in 0..<1000 { writer.insert(Note(key: "k\(index)", text: "")) }
+    try writer.save()
+    let context = ModelContext(container)
+    var seen = 0
+    var maximumRegistered = 0
+    try context.enumerate(FetchDescriptor<Note>(), batchSize: 100) { note in
+      seen += 1
+      if note.key == "k5" { note.text = "changed" }
+      maximumRegistered = max(maximumRegistered, context.registrations.count)
+    }
+    #expect(seen == 1000)
+    #expect(maximumRegistered <= 101)
+    #expect(context.registrations.count == 1)
+    try context.save()
+    #expect(try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" })).count == 1)
+  }
+
+  @Test("adds a new attribute to an existing store in place")
+  func migratesAddedAttribute() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    do {
+      let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
+      context.insert(Note(key: "a", text: "old row"))
+      try context.save()
+    }
+    let container = try ModelContainer(for: NoteV2.self, configurations: .init(url: url))
+    let notes = try ModelContext(container).fetch(FetchDescriptor<NoteV2>())
+    #expect(notes.count == 1)
+    #expect(notes[0].priority == 3)
+    #expect(notes[0].tag == nil)
+    #expect(notes[0].text == "old row")
+  }
+
+  @Test("refuses a store written by a newer schema and leaves it untouched")
+  func refusesNewerSchema() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    do {
+      let context = ModelContext(try ModelContainer(for: NoteV2.self, configurations: .init(url: url)))
+      context.insert(NoteV2())
+      try context.save()
+    }
+    let before = try Data(contentsOf: url)
+    let error = try #require(throws: PersistenceError.self) {
+      try ModelContainer(for: Note.self, configurations: .init(url: url))
+    }
+    #expect(error.code == .newerStore)
+    #expect(error.message.contains("priority"))
+    #expect(try Data(contentsOf: url) == before)
+  }
+
+  @Test("refuses a store from a newer library version")
+  func refusesNewerFormat() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    _ = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let database = try Database(path: url.path, flags: 2)
+    try database.execute("PRAGMA user_version = 99")
+    let before = try Data(contentsOf: url)
+    let error = try #require(throws: PersistenceError.self) {
+      try ModelContainer(for: Note.self, configurations: .init(url: url))
+    }
+    #expect(error.code == .newerStore)
+    #expect(try Data(contentsOf: url) == before)
+  }
+
+  @Test("refuses files that are not stores and leaves them untouched", arguments: ["random", "text", "foreign-sqlite", "truncated"])
+  func refusesForeignFiles(kind: String) throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    switch kind {
+    case "random":
+      var generator = SeededGenerator(seed: 7)
+      try Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: url)
+    case "text":
+      try Data("name,destination\nParis,France\n".utf8).write(to: url)
+    case "foreign-sqlite":
+      let database = try Database(path: url.path, flags: 2 | 4)
+      try database.execute("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('x')")
+    default:
+      do {
+        let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
+        for index in 0..<500 { context.insert(Note(key: "k\(index)", text: String(repeating: "x", count: 200))) }
+        try context.save()
+      }
+      let whole = try Data(contentsOf: url)
+      try whole.prefix(whole.count / 3).write(to: url)
+    }
+    let before = try Data(contentsOf: url)
+    let error = try #require(throws: PersistenceError.self) {
+      let container = try ModelContainer(for: Note.self, configurations: .init(url: url))
+      _ = try ModelContext(container).fetch(FetchDescriptor<Note>())
+    }
+    #expect(error.code == .notAStore)
+    #expect(try Data(contentsOf: url) == before)
+  }
+
+  @Test("round-trips a .codable class, and reads data written by an older version of the type")
+  func codableRoundTrip() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    do {
+      let context = ModelContext(try ModelContainer(for: Sample.self, configurations: .init(url: url)))
+      let sample = Sample()
+      sample.place = PlaceToken(raw: "geonames:1850147")
+      context.insert(sample)
+      let empty = Sample()
+      empty.name = "none"
+      context.insert(empty)
+      try context.save()
+      sample.place = PlaceToken(raw: "geonames:1850147")
+      #expect(!context.hasChanges, "an equal encoding is not a change")
+      sample.place = PlaceToken(raw: "geonames:2988507")
+      #expect(context.hasChanges)
+      try context.save()
+    }
+    let context = ModelContext(try ModelContainer(for: Sample.self, configurations: .init(url: url)))
+    let samples = try context.fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]))
+    #expect(samples.map { $0.place?.raw } == ["geonames:2988507", nil])
+
+    // A newer version of the type adds a field; it must read what the old one wrote.
+    struct PlaceTokenV2: Codable {
+      var raw: String
+      var source: String?
+    }
+    let database = try Database(path: url.path, flags: 2)
+    let statement = try database.prepare("SELECT place FROM samples WHERE place IS NOT NULL")
+    #expect(try statement.step())
+    let decoded = try JSONDecoder().decode(PlaceTokenV2.self, from: statement.data(at: 0))
+    #expect(decoded.raw == "geonames:2988507" && decoded.source == nil)
+    // And the old type reads what the newer one writes (unknown keys ignored).
+    let newer = try JSONEncoder().encode(PlaceTokenV2(raw: "geonames:1", source: "x"))
+    #expect(try JSONDecoder().decode(PlaceToken.self, from: newer).raw == "geonames:1")
+  }
+
+  @Test("refuses predicates and sorts on .codable attributes")
+  func refusesCodableInQueries() throws {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let error = try #require(throws: PersistenceError.self) {
+      try context.fetch(
+        FetchDescriptor<Sample>(predicate: #Predicate { $0.place.flatMap { $0.raw == "x" } == true }))
+    }
+    #expect(error.code == .unsupportedPredicate)
+    #expect(error.message.contains("place"))
+  }
+
+  @Test("refuses NaN instead of storing NULL")
+  func refusesNaN() throws {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let sample = Sample()
+    sample.score = .nan
+    context.insert(sample)
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .invalidValue)
+    #expect(context.hasChanges)
+    #expect(try ModelContext(context.container).fetchCount(FetchDescriptor<Sample>()) == 0)
+  }
+
+  @Test("refuses saving a model type the container does not know")
+  func refusesUnknownModel() throws {
+    let context = ModelContext(try ModelContainer(for: Note.self))
+    context.insert(Sample())
+    #expect(throws: PersistenceError.self) { try context.save() }
+    #expect(throws: PersistenceError.self) { try context.fetch(FetchDescriptor<Sample>()) }
+  }
+
+  @Test("groups a sectioned fetch by key, in code-point order, one section per NFC key")
+  func sections() throws {
+    let context = ModelContext(try ModelContainer(for: Note.self))
+    let rows = [
+      ("1", "b", "Zürich"), ("2", "a", "Zu\u{308}rich"), ("3", "c", "Oslo"), ("4", "a", "Ōsaka"),
+      ("5", "z", "Oslo"), ("6", "m", "Zürich"),
+    ]
+    for (key, text, group) in rows { context.insert(Note(key: key, text: text, group: group)) }
+    try context.save()
+    let sections = try ModelContext(context.container).fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.text, order: .reverse)]), sectionBy: \.group)
+    #expect(sections.map(\.id) == ["Oslo", "Zürich", "Ōsaka"])
+    #expect(sections.map { $0.map(\.key) } == [["5", "3"], ["6", "1", "2"], ["4"]])
+  }
+
+  @Test("opens a read-only configuration and refuses to save")
+  func readOnly() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    do {
+      let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
+      context.insert(Note(key: "a", text: "x"))
+      try context.save()
+    }
+    let context = ModelContext(
+      try ModelContainer(for: Note.self, configurations: .init(url: url, allowsSave: false)))
+    #expect(try context.fetchCount(FetchDescriptor<Note>()) == 1)
+    context.insert(Note(key: "b", text: "y"))
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .readOnly)
+  }
+}
