@@ -2,7 +2,7 @@
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
-  .swiftLanguageMode(.v6),
+  .swiftLanguageMode(.v6)
 ]
 
 let package = Package(

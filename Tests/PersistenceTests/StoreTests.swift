@@ -114,7 +114,8 @@ struct StoreTests {
     let container = try ModelContainer(for: Note.self)
     let context = ModelContext(container)
     for index in 0..<10 {
-      context.insert(Note(key: "k\(index)", text: "t", group: index.isMultiple(of: 2) ? "even" : "odd"))
+      context.insert(
+        Note(key: "k\(index)", text: "t", group: index.isMultiple(of: 2) ? "even" : "odd"))
     }
     try context.save()
     let reader = ModelContext(container)
@@ -160,7 +161,9 @@ struct StoreTests {
     #expect(maximumRegistered <= 101)
     #expect(context.registrations.count == 1)
     try context.save()
-    #expect(try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" })).count == 1)
+    #expect(
+      try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" })).count
+        == 1)
   }
 
   @Test("adds a new attribute to an existing store in place")
@@ -168,7 +171,8 @@ struct StoreTests {
     let directory = TemporaryDirectory()
     let url = directory.file("store.sqlite")
     do {
-      let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
+      let context = ModelContext(
+        try ModelContainer(for: Note.self, configurations: .init(url: url)))
       context.insert(Note(key: "a", text: "old row"))
       try context.save()
     }
@@ -185,7 +189,8 @@ struct StoreTests {
     let directory = TemporaryDirectory()
     let url = directory.file("store.sqlite")
     do {
-      let context = ModelContext(try ModelContainer(for: NoteV2.self, configurations: .init(url: url)))
+      let context = ModelContext(
+        try ModelContainer(for: NoteV2.self, configurations: .init(url: url)))
       context.insert(NoteV2())
       try context.save()
     }
@@ -213,7 +218,9 @@ struct StoreTests {
     #expect(try Data(contentsOf: url) == before)
   }
 
-  @Test("refuses files that are not stores and leaves them untouched", arguments: ["random", "text", "foreign-sqlite", "truncated"])
+  @Test(
+    "refuses files that are not stores and leaves them untouched",
+    arguments: ["random", "text", "foreign-sqlite", "truncated"])
   func refusesForeignFiles(kind: String) throws {
     let directory = TemporaryDirectory()
     let url = directory.file("store.sqlite")
@@ -228,8 +235,11 @@ struct StoreTests {
       try database.execute("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('x')")
     default:
       do {
-        let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
-        for index in 0..<500 { context.insert(Note(key: "k\(index)", text: String(repeating: "x", count: 200))) }
+        let context = ModelContext(
+          try ModelContainer(for: Note.self, configurations: .init(url: url)))
+        for index in 0..<500 {
+          context.insert(Note(key: "k\(index)", text: String(repeating: "x", count: 200)))
+        }
         try context.save()
       }
       let whole = try Data(contentsOf: url)
@@ -249,7 +259,8 @@ struct StoreTests {
     let directory = TemporaryDirectory()
     let url = directory.file("store.sqlite")
     do {
-      let context = ModelContext(try ModelContainer(for: Sample.self, configurations: .init(url: url)))
+      let context = ModelContext(
+        try ModelContainer(for: Sample.self, configurations: .init(url: url)))
       let sample = Sample()
       sample.place = PlaceToken(raw: "geonames:1850147")
       context.insert(sample)
@@ -263,7 +274,8 @@ struct StoreTests {
       #expect(context.hasChanges)
       try context.save()
     }
-    let context = ModelContext(try ModelContainer(for: Sample.self, configurations: .init(url: url)))
+    let context = ModelContext(
+      try ModelContainer(for: Sample.self, configurations: .init(url: url)))
     let samples = try context.fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]))
     #expect(samples.map { $0.place?.raw } == ["geonames:2988507", nil])
 
@@ -287,7 +299,8 @@ struct StoreTests {
     let context = ModelContext(try ModelContainer(for: Sample.self))
     let error = try #require(throws: PersistenceError.self) {
       try context.fetch(
-        FetchDescriptor<Sample>(predicate: #Predicate { $0.place.flatMap { $0.raw == "x" } == true }))
+        FetchDescriptor<Sample>(
+          predicate: #Predicate { $0.place.flatMap { $0.raw == "x" } == true }))
     }
     #expect(error.code == .unsupportedPredicate)
     #expect(error.message.contains("place"))
@@ -333,7 +346,8 @@ struct StoreTests {
     let directory = TemporaryDirectory()
     let url = directory.file("store.sqlite")
     do {
-      let context = ModelContext(try ModelContainer(for: Note.self, configurations: .init(url: url)))
+      let context = ModelContext(
+        try ModelContainer(for: Note.self, configurations: .init(url: url)))
       context.insert(Note(key: "a", text: "x"))
       try context.save()
     }

@@ -32,7 +32,9 @@ struct Entity<Model: PersistentModel>: EntityOperations {
     }
   }
 
-  @inline(__always) private func cast(_ model: AnyObject) -> Model { unsafeDowncast(model, to: Model.self) }
+  @inline(__always) private func cast(_ model: AnyObject) -> Model {
+    unsafeDowncast(model, to: Model.self)
+  }
 
   func snapshot(_ model: AnyObject) throws -> [Any] {
     let model = cast(model)

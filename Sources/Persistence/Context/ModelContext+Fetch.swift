@@ -13,7 +13,8 @@ extension ModelContext {
   ///
   /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
   ///   predicate or sort that has no SQL translation.
-  public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
+  public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
+  {
     try autosaveIfNeeded()
     var results: [Model] = []
     try forEachRow(descriptor) { results.append($0) }
@@ -44,7 +45,8 @@ extension ModelContext {
     guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
       throw PersistenceError(
         code: .unsupportedPredicate,
-        message: "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+        message:
+          "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
     }
     var sections: [ResultsSection<Key, Model>] = []
     try forEachRow(descriptor, sectionColumn: attribute.name) { model in
@@ -59,7 +61,8 @@ extension ModelContext {
   }
 
   /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
-  public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int {
+  public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
+  {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
     let database = try connection()

@@ -20,14 +20,17 @@ extension ModelContext {
       guard token.value >= floor - 1 else {
         throw PersistenceError(
           code: .historyTokenExpired,
-          message: "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token.")
+          message:
+            "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+        )
       }
       after = token.value
     }
     var sql = "SELECT token, author, timestamp FROM _history_transactions WHERE token > ?"
     var bindings: [SQLValue] = [.integer(after)]
     if let authors = descriptor.authors {
-      sql += " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
+      sql +=
+        " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
       bindings += authors.sorted().map { .text($0) }
     }
     sql += " ORDER BY token"
@@ -89,12 +92,15 @@ extension ModelContext {
     guard token.storeIdentifier == container.storeIdentifier else {
       throw PersistenceError(
         code: .historyTokenForeign,
-        message: "The history token \(token) belongs to another store (\(token.storeIdentifier)); this store is \(container.storeIdentifier).")
+        message:
+          "The history token \(token) belongs to another store (\(token.storeIdentifier)); this store is \(container.storeIdentifier)."
+      )
     }
   }
 
   private func historyFloor(_ database: Database) throws -> Int64 {
-    try database.scalarInt("SELECT value FROM \(StoreFile.metaTable) WHERE key = 'history_floor'") ?? 0
+    try database.scalarInt("SELECT value FROM \(StoreFile.metaTable) WHERE key = 'history_floor'")
+      ?? 0
   }
 
   private func changes(

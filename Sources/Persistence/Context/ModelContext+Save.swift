@@ -26,7 +26,8 @@ extension ModelContext {
       if registration.isDeleted {
         deletes.append((registration.entity, key, registration))
       } else {
-        let changed = registration.entity.changedIndexes(registration.model, from: registration.snapshot)
+        let changed = registration.entity.changedIndexes(
+          registration.model, from: registration.snapshot)
         if !changed.isEmpty { updates.append((registration, changed)) }
       }
     }
@@ -36,14 +37,18 @@ extension ModelContext {
     }
     let inserts = pendingInserts
     guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else { return }
-    for registration in inserts where !container.entities.values.contains(where: { $0.name == registration.entity.name }) {
+    for registration in inserts
+    where !container.entities.values.contains(where: { $0.name == registration.entity.name }) {
       throw PersistenceError(
         code: .unknownModel,
-        message: "\(type(of: registration.model)) is not part of this container. Pass it to ModelContainer(for:).")
+        message:
+          "\(type(of: registration.model)) is not part of this container. Pass it to ModelContainer(for:)."
+      )
     }
     guard container.configuration.allowsSave else {
       throw PersistenceError(
-        code: .readOnly, message: "The container was opened with allowsSave: false; nothing was saved.")
+        code: .readOnly,
+        message: "The container was opened with allowsSave: false; nothing was saved.")
     }
 
     let database = try connection()
@@ -134,7 +139,8 @@ extension ModelContext {
     if !entity.preservedIndexes.isEmpty {
       let names = entity.preservedIndexes.map { entity.columnNames[$0] }
       let select = try database.cachedStatement(
-        "SELECT \(names.map(quoted).joined(separator: ", ")) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
+        "SELECT \(names.map(quoted).joined(separator: ", ")) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?"
+      )
       select.bindInt64(key, at: 1)
       if try select.step() {
         tombstone = names.enumerated().map { ($0.element, select.value(at: Int32($0.offset))) }
@@ -157,7 +163,8 @@ extension ModelContext {
     let statement = try database.cachedStatement(
       "UPDATE \(quoted(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?")
     for (offset, attribute) in attributes.enumerated() {
-      try entity.bind(registration.model, attribute: attribute, to: statement, at: Int32(offset + 1))
+      try entity.bind(
+        registration.model, attribute: attribute, to: statement, at: Int32(offset + 1))
     }
     statement.bindInt64(key, at: Int32(attributes.count + 1))
     try statement.run()
@@ -173,7 +180,8 @@ extension ModelContext {
     var existing: Int64?
     for unique in entity.uniqueIndexes {
       let statement = try database.cachedStatement(
-        "SELECT \"_pk\" FROM \(quoted(entity.name)) WHERE \(quoted(entity.columnNames[unique])) = ?")
+        "SELECT \"_pk\" FROM \(quoted(entity.name)) WHERE \(quoted(entity.columnNames[unique])) = ?"
+      )
       try entity.bind(model, attribute: unique, to: statement, at: 1)
       if try statement.step() {
         let key = statement.int64(at: 0)
@@ -181,7 +189,9 @@ extension ModelContext {
           statement.reset()
           throw PersistenceError(
             code: .uniqueConstraint,
-            message: "The new \(entity.name) row matches two existing rows by different unique attributes; it cannot be merged into either. Nothing was saved.")
+            message:
+              "The new \(entity.name) row matches two existing rows by different unique attributes; it cannot be merged into either. Nothing was saved."
+          )
         }
         existing = key
       }
@@ -202,19 +212,22 @@ extension ModelContext {
       if !changed.isEmpty {
         let assignments = changed.map { "\(quoted(entity.columnNames[$0])) = ?" }
         let update = try database.cachedStatement(
-          "UPDATE \(quoted(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?")
+          "UPDATE \(quoted(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
+        )
         for (offset, attribute) in changed.enumerated() {
           try entity.bind(model, attribute: attribute, to: update, at: Int32(offset + 1))
         }
         update.bindInt64(key, at: Int32(changed.count + 1))
         try update.run()
         try writer.record(
-          .update, entity: entity.name, key: key, attributes: changed.map { entity.columnNames[$0] })
+          .update, entity: entity.name, key: key, attributes: changed.map { entity.columnNames[$0] }
+        )
       }
       return (key, changed)
     }
     let columns = entity.columnNames.map(quoted).joined(separator: ", ")
-    let placeholders = Array(repeating: "?", count: entity.columnNames.count).joined(separator: ", ")
+    let placeholders = Array(repeating: "?", count: entity.columnNames.count).joined(
+      separator: ", ")
     let statement = try database.cachedStatement(
       "INSERT INTO \(quoted(entity.name)) (\(columns)) VALUES (\(placeholders))")
     for index in entity.columnNames.indices {

@@ -179,7 +179,9 @@ public final class ModelContext {
   }
 
   /// The identifier of a model's row, or nil when the model is not saved in this context.
-  public func persistentIdentifier<Model: PersistentModel>(for model: Model) -> PersistentIdentifier? {
+  public func persistentIdentifier<Model: PersistentModel>(for model: Model)
+    -> PersistentIdentifier?
+  {
     guard let registration = registrations[ObjectIdentifier(model)],
       let key = registration.primaryKey
     else { return nil }
@@ -189,7 +191,9 @@ public final class ModelContext {
   }
 
   /// The model registered in this context for `identifier`, without touching the store.
-  public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier) -> Model? {
+  public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
+    -> Model?
+  {
     rows[RowKey(entity: identifier.entityName, primaryKey: identifier.primaryKey)]?.model as? Model
   }
 

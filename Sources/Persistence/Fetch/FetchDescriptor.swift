@@ -35,7 +35,8 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
 }
 
 /// One section of a sectioned fetch: the models that share a key, in the descriptor's order.
-public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessCollection, Identifiable {
+public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessCollection, Identifiable
+{
   /// The key shared by the section's models (the value at the `sectionBy` key path).
   public let id: Key
   /// The models, in the descriptor's order.

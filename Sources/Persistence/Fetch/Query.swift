@@ -51,17 +51,22 @@ struct Query {
     guard let keyPath = sort.keyPath else {
       throw PersistenceError(
         code: .unsupportedPredicate,
-        message: "A SortDescriptor on \(Model.self) has no key path (it sorts with a custom comparator), so it cannot be translated to SQL. Sort by a stored attribute.")
+        message:
+          "A SortDescriptor on \(Model.self) has no key path (it sorts with a custom comparator), so it cannot be translated to SQL. Sort by a stored attribute."
+      )
     }
     guard let attribute = schema.attribute(for: keyPath) else {
       throw PersistenceError(
         code: .unsupportedPredicate,
-        message: "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute.")
+        message:
+          "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute.")
     }
     guard !attribute.isCodable else {
       throw PersistenceError(
         code: .unsupportedPredicate,
-        message: "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData.")
+        message:
+          "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData."
+      )
     }
     var term = quoted(attribute.name)
     if let comparator = sort.stringComparator {

@@ -41,7 +41,9 @@ struct PredicateTranslator {
     translator.variables[predicate.variable.key] = .row
     switch try translator.translate(predicate.expression) {
     case .constant(let value):
-      guard let bool = value as? Bool else { throw translator.unsupported("a non-Boolean predicate") }
+      guard let bool = value as? Bool else {
+        throw translator.unsupported("a non-Boolean predicate")
+      }
       return bool ? nil : SQLFragment("0")
     case .row:
       throw translator.unsupported("a predicate that returns the model")
@@ -72,13 +74,17 @@ struct PredicateTranslator {
     if let persistable = value as? any PersistableValue { return persistable.sqlValue }
     throw PersistenceError(
       code: .unsupportedPredicate,
-      message: "The predicate compares with a value of type \(type(of: value)), which has no SQL form. Use String, Int, Double, Bool, Date, UUID or Data.")
+      message:
+        "The predicate compares with a value of type \(type(of: value)), which has no SQL form. Use String, Int, Double, Bool, Date, UUID or Data."
+    )
   }
 
   func unsupported(_ construct: String) -> PersistenceError {
     PersistenceError(
       code: .unsupportedPredicate,
-      message: "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty.")
+      message:
+        "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty."
+    )
   }
 
   static func constructName(_ expression: Any) -> String {

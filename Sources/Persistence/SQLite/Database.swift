@@ -20,7 +20,8 @@ final class Database {
       if let handle { sqlite3_close_v2(handle) }
       throw PersistenceError(
         code: .cannotOpen,
-        message: "Cannot open the store at \(path): \(message). Check the path and its permissions.",
+        message:
+          "Cannot open the store at \(path): \(message). Check the path and its permissions.",
         cause: SQLiteResult(code: result, message: message))
     }
     self.handle = handle
@@ -38,7 +39,8 @@ final class Database {
     var errorMessage: UnsafeMutablePointer<CChar>?
     let result = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
     if result != SQLITE_OK {
-      let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+      let message =
+        errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
       sqlite3_free(errorMessage)
       throw error(result, message: message, sql: sql)
     }
@@ -61,7 +63,8 @@ final class Database {
       return statement
     }
     var prepared: OpaquePointer?
-    let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+    let result = sqlite3_prepare_v3(
+      handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
     guard result == SQLITE_OK, let prepared else {
       throw error(result, sql: sql)
     }
@@ -94,22 +97,26 @@ final class Database {
     case SQLITE_NOTADB:
       return PersistenceError(
         code: .notAStore,
-        message: "The file at \(path) is not a SQLite database, or it is damaged. It was left untouched.",
+        message:
+          "The file at \(path) is not a SQLite database, or it is damaged. It was left untouched.",
         cause: cause)
     case SQLITE_CORRUPT:
       return PersistenceError(
         code: .notAStore,
-        message: "The store at \(path) is damaged. It was left untouched; restore it from a backup.",
+        message:
+          "The store at \(path) is damaged. It was left untouched; restore it from a backup.",
         cause: cause)
     case SQLITE_BUSY, SQLITE_LOCKED:
       return PersistenceError(
         code: .busy,
-        message: "The store at \(path) stayed locked by another writer past the busy timeout. Try again.",
+        message:
+          "The store at \(path) stayed locked by another writer past the busy timeout. Try again.",
         cause: cause)
     case SQLITE_READONLY:
       return PersistenceError(
         code: .readOnly,
-        message: "The store at \(path) is read-only. Check the permissions of the file and its folder.",
+        message:
+          "The store at \(path) is read-only. Check the permissions of the file and its folder.",
         cause: cause)
     case SQLITE_CONSTRAINT:
       return PersistenceError(
@@ -118,8 +125,8 @@ final class Database {
       return PersistenceError(
         code: .sqlite, message: "The disk or the store is full. Nothing was written.", cause: cause)
     default:
-      let where_ = sql.map { " while running \($0.prefix(200))" } ?? ""
-      return PersistenceError(code: .sqlite, message: "SQLite failed\(where_).", cause: cause)
+      let location = sql.map { " while running \($0.prefix(200))" } ?? ""
+      return PersistenceError(code: .sqlite, message: "SQLite failed\(location).", cause: cause)
     }
   }
 }
@@ -184,7 +191,9 @@ final class Statement {
   }
   @inline(__always) func bindData(_ value: Data, at index: Int32) {
     value.withUnsafeBytes { buffer in
-      _ = sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), csqlite_transient())
+      _ = sqlite3_bind_blob(
+        handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+        csqlite_transient())
     }
   }
   func bindValue(_ value: SQLValue, at index: Int32) {

@@ -83,13 +83,3 @@ extension Database {
     return name
   }
 }
-
-#if !canImport(Darwin)
-  extension StringProtocol {
-    /// Whether the string contains `other`, ignoring case and diacritics and respecting the
-    /// current locale: Foundation's definition, which Foundation on Linux lacks.
-    public func localizedStandardContains(_ other: some StringProtocol) -> Bool {
-      localizedStandardRange(of: other) != nil
-    }
-  }
-#endif

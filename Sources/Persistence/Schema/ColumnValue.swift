@@ -8,7 +8,9 @@ protocol ColumnValue: PersistableValue {
 }
 
 extension String: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> String { statement.text(at: index) }
+  static func read(from statement: Statement, at index: Int32) -> String {
+    statement.text(at: index)
+  }
   func bind(to statement: Statement, at index: Int32) { statement.bindText(nfc, at: index) }
 }
 
@@ -16,7 +18,9 @@ extension Int: ColumnValue {
   static func read(from statement: Statement, at index: Int32) -> Int {
     Int(statement.int64(at: index))
   }
-  func bind(to statement: Statement, at index: Int32) { statement.bindInt64(Int64(self), at: index) }
+  func bind(to statement: Statement, at index: Int32) {
+    statement.bindInt64(Int64(self), at: index)
+  }
 }
 
 extension Double: ColumnValue {
@@ -37,7 +41,9 @@ extension Bool: ColumnValue {
   static func read(from statement: Statement, at index: Int32) -> Bool {
     statement.int64(at: index) != 0
   }
-  func bind(to statement: Statement, at index: Int32) { statement.bindInt64(self ? 1 : 0, at: index) }
+  func bind(to statement: Statement, at index: Int32) {
+    statement.bindInt64(self ? 1 : 0, at: index)
+  }
 }
 
 extension Date: ColumnValue {

@@ -36,10 +36,12 @@ struct EntityDescription: Sendable {
   var createIndexSQL: [String] {
     columns.compactMap { column in
       if column.isUnique {
-        return "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
+        return
+          "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
       }
       if column.isIndexed {
-        return "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_index")) ON \(quoted(name)) (\(quoted(column.name)))"
+        return
+          "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_index")) ON \(quoted(name)) (\(quoted(column.name)))"
       }
       return nil
     }

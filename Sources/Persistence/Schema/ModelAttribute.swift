@@ -8,7 +8,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// An option on an attribute.
   public typealias Option = AttributeOption
 
-
   /// The column name.
   public let name: String
   /// The options.
@@ -103,27 +102,31 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// the type's shape triggers no migration: its `Codable` implementation must read older and
   /// newer encodings. Values are encoded with sorted keys, so equal values store equal bytes.
   /// Decoding happens when a row is loaded.
-  public static func codable<Value: Codable>(
+  public static func codable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value> & Sendable, _ name: String,
     _ options: Option...
   ) -> ModelAttribute {
     codableAttribute(
       keyPath, name, options, isOptional: false,
-      get: { Optional($0) }, set: { value in
-        guard let value else { throw PersistenceError(code: .invalidValue, message: "NULL in the non-optional .codable column \(name).") }
+      get: { Optional($0) },
+      set: { value in
+        guard let value else {
+          throw PersistenceError(
+            code: .invalidValue, message: "NULL in the non-optional .codable column \(name).")
+        }
         return value
       })
   }
 
   /// An optional `Codable` attribute; `nil` is stored as SQL `NULL`.
-  public static func codable<Value: Codable>(
+  public static func codable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value?> & Sendable, _ name: String,
     _ options: Option...
   ) -> ModelAttribute {
     codableAttribute(keyPath, name, options, isOptional: true, get: { $0 }, set: { $0 })
   }
 
-  private static func codableAttribute<Stored, Value: Codable>(
+  private static func codableAttribute<Stored, Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Stored> & Sendable, _ name: String,
     _ options: [Option], isOptional: Bool,
     get: @escaping @Sendable (Stored) -> Value?, set: @escaping @Sendable (Value?) throws -> Stored
@@ -136,7 +139,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         return .blob(try encoder.encode(value))
       } catch {
         throw PersistenceError(
-          code: .invalidValue, message: "Cannot encode the .codable attribute \(name) of \(Model.self).",
+          code: .invalidValue,
+          message: "Cannot encode the .codable attribute \(name) of \(Model.self).",
           cause: error)
       }
     }
@@ -149,7 +153,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       } catch {
         throw PersistenceError(
           code: .invalidValue,
-          message: "Cannot decode the .codable attribute \(name) of \(Model.self) as \(Value.self): its Codable implementation must read every encoding it has written.",
+          message:
+            "Cannot decode the .codable attribute \(name) of \(Model.self) as \(Value.self): its Codable implementation must read every encoding it has written.",
           cause: error)
       }
     }
@@ -158,7 +163,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       name: name, options: Set(options), storageType: .blob, isOptional: isOptional,
       isCodable: true, valueTypeName: "\(Value.self)", keyPath: keyPath,
       load: { model, statement, index in
-        model[keyPath: keyPath] = try decode(statement.isNull(at: index) ? nil : statement.data(at: index))
+        model[keyPath: keyPath] = try decode(
+          statement.isNull(at: index) ? nil : statement.data(at: index))
       },
       bind: { model, statement, index in statement.bindValue(try encode(model), at: index) },
       value: encode,

@@ -34,21 +34,28 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
 
   func validate() throws {
     func bad(_ why: String) -> PersistenceError {
-      PersistenceError(code: .invalidValue, message: "The schema of \(Model.self) is invalid: \(why).")
+      PersistenceError(
+        code: .invalidValue, message: "The schema of \(Model.self) is invalid: \(why).")
     }
     guard isIdentifier(name) else {
-      throw bad("the table name '\(name)' must be letters, digits and underscores, not starting with '_' or a digit")
+      throw bad(
+        "the table name '\(name)' must be letters, digits and underscores, not starting with '_' or a digit"
+      )
     }
     var seen = Set<String>()
     for attribute in attributes {
       guard isIdentifier(attribute.name) else {
-        throw bad("the column name '\(attribute.name)' must be letters, digits and underscores, not starting with '_' or a digit")
+        throw bad(
+          "the column name '\(attribute.name)' must be letters, digits and underscores, not starting with '_' or a digit"
+        )
       }
       guard seen.insert(attribute.name.lowercased()).inserted else {
         throw bad("the column name '\(attribute.name)' is used twice")
       }
       if attribute.isCodable && (attribute.isUnique || attribute.isIndexed) {
-        throw bad("the .codable attribute '\(attribute.name)' cannot be .unique or .indexed: its value is opaque")
+        throw bad(
+          "the .codable attribute '\(attribute.name)' cannot be .unique or .indexed: its value is opaque"
+        )
       }
     }
     let keyPaths = attributes.map(\.keyPath)

@@ -36,7 +36,9 @@ extension PersistableValue {
 func invalid(_ value: SQLValue, _ type: Any.Type) -> PersistenceError {
   PersistenceError(
     code: .invalidValue,
-    message: "The stored value \(value) cannot be read as \(type). The store may have been edited by hand.")
+    message:
+      "The stored value \(value) cannot be read as \(type). The store may have been edited by hand."
+  )
 }
 
 extension String {
@@ -116,12 +118,16 @@ extension UUID: PersistableValue {
   public var sqlValue: SQLValue { .blob(withUnsafeBytes(of: uuid) { Data($0) }) }
   /// Reads a 16-byte `BLOB`.
   public init(sqlValue: SQLValue) throws {
-    guard case .blob(let data) = sqlValue, data.count == 16 else { throw invalid(sqlValue, UUID.self) }
+    guard case .blob(let data) = sqlValue, data.count == 16 else {
+      throw invalid(sqlValue, UUID.self)
+    }
     self = UUID(bytes16: data)
   }
   init(bytes16 data: Data) {
     var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    withUnsafeMutableBytes(of: &raw) { target in data.withUnsafeBytes { target.copyMemory(from: $0) } }
+    withUnsafeMutableBytes(of: &raw) { target in
+      data.withUnsafeBytes { target.copyMemory(from: $0) }
+    }
     self = UUID(uuid: raw)
   }
 }

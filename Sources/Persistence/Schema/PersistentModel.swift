@@ -25,7 +25,7 @@ import Observation
 /// Rows are decoded by column index straight into these key paths: no `Mirror`, and `Codable`
 /// only for `.codable` attributes. The empty initializer supplies the default values used when
 /// an attribute is added to an existing store.
-public protocol PersistentModel: AnyObject, Observable {
+public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
   /// Creates an instance with default values; rows are loaded into it through the schema.
   init()
   /// The table and attributes of this model.

@@ -32,7 +32,8 @@ final class ChangeBroadcaster: Sendable {
   func subscribe(_ handler: @escaping Handler) -> Subscription {
     let id = nextID.add(1, ordering: .relaxed).newValue
     handlers.withLock { $0[id] = handler }
-    return Subscription { [weak self] in self?.handlers.withLock { _ = $0.removeValue(forKey: id) } }
+    return Subscription { [weak self] in self?.handlers.withLock { _ = $0.removeValue(forKey: id) }
+    }
   }
 
   /// Calls every handler with `change`. O(subscribers).

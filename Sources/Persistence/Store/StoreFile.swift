@@ -17,7 +17,8 @@ enum StoreFile {
       if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
         if isDirectory.boolValue {
           throw PersistenceError(
-            code: .cannotOpen, message: "The store path \(url.path) is a directory. Give a file path.")
+            code: .cannotOpen,
+            message: "The store path \(url.path) is a directory. Give a file path.")
         }
       } else if configuration.allowsSave {
         let folder = url.deletingLastPathComponent()
@@ -26,7 +27,8 @@ enum StoreFile {
         } catch {
           throw PersistenceError(
             code: .cannotOpen,
-            message: "Cannot create the folder \(folder.path) for the store. Check its permissions.",
+            message:
+              "Cannot create the folder \(folder.path) for the store. Check its permissions.",
             cause: error as NSError)
         }
         flags |= SQLITE_OPEN_CREATE
@@ -52,7 +54,9 @@ enum StoreFile {
       guard version <= ModelContainer.formatVersion else {
         throw PersistenceError(
           code: .newerStore,
-          message: "The store at \(path) was written by a newer version of this library (format \(version), this version reads up to \(ModelContainer.formatVersion)). Update the library; the file was left untouched.")
+          message:
+            "The store at \(path) was written by a newer version of this library (format \(version), this version reads up to \(ModelContainer.formatVersion)). Update the library; the file was left untouched."
+        )
       }
       isFresh = false
     } else if applicationID == 0 && tables.isEmpty {
@@ -60,12 +64,15 @@ enum StoreFile {
     } else {
       throw PersistenceError(
         code: .notAStore,
-        message: "The file at \(path) is a SQLite database but not a store of this library (it holds \(tables.isEmpty ? "no tables" : tables.sorted().prefix(5).joined(separator: ", "))). It was left untouched; choose another path.")
+        message:
+          "The file at \(path) is a SQLite database but not a store of this library (it holds \(tables.isEmpty ? "no tables" : tables.sorted().prefix(5).joined(separator: ", "))). It was left untouched; choose another path."
+      )
     }
 
     if !configuration.allowsSave {
       if isFresh {
-        throw PersistenceError(code: .cannotOpen, message: "The file at \(path) is empty: there is no store to read.")
+        throw PersistenceError(
+          code: .cannotOpen, message: "The file at \(path) is empty: there is no store to read.")
       }
       try check(database, entities: entities, migrate: false)
       return (database, try storeIdentifier(database))
@@ -131,7 +138,8 @@ enum StoreFile {
       "SELECT value FROM \(metaTable) WHERE key = 'store_identifier'")
     guard try statement.step(), let identifier = UUID(uuidString: statement.text(at: 0)) else {
       throw PersistenceError(
-        code: .notAStore, message: "The store at \(database.path) has no identifier; it is damaged.")
+        code: .notAStore, message: "The store at \(database.path) has no identifier; it is damaged."
+      )
     }
     return identifier
   }
@@ -145,7 +153,9 @@ enum StoreFile {
         guard migrate else {
           throw PersistenceError(
             code: .schemaMismatch,
-            message: "The store at \(database.path) has no table \(entity.name); open it writable once to create it.")
+            message:
+              "The store at \(database.path) has no table \(entity.name); open it writable once to create it."
+          )
         }
         try database.execute(entity.createTableSQL)
         for sql in entity.createIndexSQL { try database.execute(sql) }
@@ -160,20 +170,26 @@ enum StoreFile {
       guard unknown.isEmpty else {
         throw PersistenceError(
           code: .newerStore,
-          message: "The table \(entity.name) in \(database.path) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the file was left untouched.")
+          message:
+            "The table \(entity.name) in \(database.path) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the file was left untouched."
+        )
       }
       for column in entity.columns {
         if let type = stored[column.name] {
           guard type == column.storageType.rawValue else {
             throw PersistenceError(
               code: .schemaMismatch,
-              message: "The column \(entity.name).\(column.name) is \(type) in the store but the model declares \(column.storageType.rawValue). Changing an attribute's type needs a migration of its own.")
+              message:
+                "The column \(entity.name).\(column.name) is \(type) in the store but the model declares \(column.storageType.rawValue). Changing an attribute's type needs a migration of its own."
+            )
           }
         } else {
           guard migrate else {
             throw PersistenceError(
               code: .schemaMismatch,
-              message: "The store at \(database.path) lacks the column \(entity.name).\(column.name); open it writable once to add it.")
+              message:
+                "The store at \(database.path) lacks the column \(entity.name).\(column.name); open it writable once to add it."
+            )
           }
           try database.execute("ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)")
         }

@@ -5,7 +5,9 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let sequenceValue = try translator.translate(sequence)
     let elementValue = try translator.translate(element)
-    if sequenceValue.isConstant && elementValue.isConstant { return try PredicateTranslator.fold(self) }
+    if sequenceValue.isConstant && elementValue.isConstant {
+      return try PredicateTranslator.fold(self)
+    }
     guard case .constant(let values) = sequenceValue, let values = values as? any Sequence else {
       throw translator.unsupported("contains on a sequence that is not a captured array")
     }
@@ -18,7 +20,9 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     }
     var parts: [String] = []
     if !bindings.isEmpty {
-      parts.append("\(target.sql) IN (\(Array(repeating: "?", count: bindings.count).joined(separator: ", ")))")
+      parts.append(
+        "\(target.sql) IN (\(Array(repeating: "?", count: bindings.count).joined(separator: ", ")))"
+      )
     }
     var allBindings = bindings.isEmpty ? [] : target.bindings + bindings
     if matchesNil {
@@ -31,22 +35,17 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
 }
 
 extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
-  /// `text.contains(other)` as `instr(text, other) > 0`, false for an empty `other` as in Swift.
+  /// `text.contains(other)` as `instr(text, other) > 0`: true for an empty `other`, as
+  /// `Predicate.evaluate` answers.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let baseValue = try translator.translate(base)
     let otherValue = try translator.translate(other)
     if baseValue.isConstant && otherValue.isConstant { return try PredicateTranslator.fold(self) }
     let haystack = try translator.operand(baseValue)
-    if case .constant(let value) = otherValue {
-      if let text = value as? String, text.isEmpty { return .constant(false) }
-      let needle = try translator.operand(otherValue)
-      return .sql(SQLFragment("(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings))
-    }
     let needle = try translator.operand(otherValue)
     return .sql(
       SQLFragment(
-        "(instr(\(haystack.sql), \(needle.sql)) > 0 AND \(needle.sql) <> '')",
-        haystack.bindings + needle.bindings + needle.bindings))
+        "(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings))
   }
 }
 

@@ -31,11 +31,15 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
       guard !column.isCodable else {
         throw PersistenceError(
           code: .unsupportedPredicate,
-          message: "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData.")
+          message:
+            "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
+        )
       }
       return .sql(SQLFragment(quoted(column.name)))
     case .constant(let value):
-      guard let root = value as? Root.Output else { throw translator.unsupported("a key path on \(type(of: value))") }
+      guard let root = value as? Root.Output else {
+        throw translator.unsupported("a key path on \(type(of: value))")
+      }
       return .constant(root[keyPath: keyPath])
     case .sql(let fragment):
       let path = keyPath as AnyKeyPath

@@ -8,9 +8,12 @@ import Foundation
     /// Foundation on Apple platforms provides this node; Foundation on Linux does not, so this
     /// library does, under the same name, and translates it to SQL that calls the same Swift
     /// function (so SQL and `Predicate.evaluate` agree by construction).
-    public struct StringLocalizedStandardContains<Root: PredicateExpression, Other: PredicateExpression>:
+    public struct StringLocalizedStandardContains<
+      Root: PredicateExpression, Other: PredicateExpression
+    >:
       PredicateExpression, Sendable
-    where Root.Output: StringProtocol, Other.Output: StringProtocol, Root: Sendable, Other: Sendable {
+    where Root.Output: StringProtocol, Other.Output: StringProtocol, Root: Sendable, Other: Sendable
+    {
       /// A Boolean.
       public typealias Output = Bool
       /// The text searched.
@@ -31,6 +34,7 @@ import Foundation
     }
 
     /// Builds ``StringLocalizedStandardContains``; called by the `#Predicate` macro.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static func build_localizedStandardContains<Root, Other>(
       _ root: Root, _ other: Other
     ) -> StringLocalizedStandardContains<Root, Other> {

@@ -18,7 +18,9 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let base = try translator.translate(wrapped)
     if case .constant(let value) = base {
-      if let optional = value as? any OptionalValue, optional.isNone { return .constant(Any?.none as Any) }
+      if let optional = value as? any OptionalValue, optional.isNone {
+        return .constant(Any?.none as Any)
+      }
       translator.variables[variable.key] = .constant(value)
       let result = try translator.translate(transform)
       translator.variables[variable.key] = nil

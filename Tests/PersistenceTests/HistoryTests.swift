@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+
+@testable import Persistence
+
+@Suite("Persistent history")
+struct HistoryTests {
+  func makeContainer() throws -> ModelContainer {
+    try ModelContainer(for: Note.self, Sample.self)
+  }
+
+  @Test("records inserts, updates with attribute names, and deletes with tombstones")
+  func recordsChanges() throws {
+    let container = try makeContainer()
+    let context = ModelContext(container)
+    context.author = "app"
+    let note = Note(key: "a", text: "x", group: "g")
+    context.insert(note)
+    try context.save()
+    note.text = "y"
+    note.group = "h"
+    try context.save()
+    context.delete(note)
+    try context.save()
+
+    let history = try ModelContext(container).fetchHistory()
+    #expect(history.count == 3)
+    #expect(history.map(\.author) == ["app", "app", "app"])
+    #expect(history.map { $0.changes.map(\.kind) } == [[.insert], [.update], [.delete]])
+    #expect(history[1].changes[0].updatedAttributes == ["text", "grp"])
+    #expect(history[1].changes[0].updated(\Note.text))
+    #expect(!history[1].changes[0].updated(\Note.key))
+    let tombstone = try #require(history[2].changes[0].tombstone)
+    #expect(tombstone[\Note.key] == "a")
+    #expect(tombstone[\Note.text] == nil, "text is not .preserveValueOnDeletion")
+    let identifiers = Set(history.flatMap { $0.changes.map(\.changedIdentifier) })
+    #expect(identifiers.count == 1)
+  }
+
+  @Test("orders tokens by commit and resumes after a token")
+  func tokensOrderAndResume() throws {
+    let container = try makeContainer()
+    let context = ModelContext(container)
+    for index in 0..<5 {
+      context.insert(Note(key: "k\(index)", text: ""))
+      try context.save()
+    }
+    let history = try context.fetchHistory()
+    let tokens = history.map(\.token)
+    #expect(tokens == tokens.sorted() && Set(tokens).count == 5)
+    let after = try context.fetchHistory(HistoryDescriptor(after: tokens[2]))
+    #expect(after.map(\.token) == Array(tokens[3...]))
+    #expect(try context.fetchHistory(HistoryDescriptor(after: tokens[4])).isEmpty)
+    #expect(try context.currentHistoryToken() == tokens[4])
+    // Tokens survive encoding, so a consumer can persist them.
+    let decoded = try JSONDecoder().decode(
+      HistoryToken.self, from: try JSONEncoder().encode(tokens[1]))
+    #expect(decoded == tokens[1])
+    #expect(HistoryToken(tokens[1].description) == tokens[1])
+    #expect(HistoryToken("garbage") == nil)
+  }
+
+  @Test("filters by author and by model type")
+  func filters() throws {
+    let container = try makeContainer()
+    let app = ModelContext(container)
+    app.author = "app"
+    let sync = ModelContext(container)
+    sync.author = "sync"
+    app.insert(Note(key: "a", text: ""))
+    try app.save()
+    sync.insert(Note(key: "b", text: ""))
+    try sync.save()
+    app.insert(Sample())
+    try app.save()
+
+    #expect(try app.fetchHistory(HistoryDescriptor(authors: ["app"])).count == 2)
+    #expect(try app.fetchHistory(HistoryDescriptor(authors: ["sync"])).count == 1)
+    let notes = try app.fetchHistory(HistoryDescriptor(modelTypes: [Note.self]))
+    #expect(notes.count == 2)
+    #expect(
+      notes.allSatisfy { $0.changes.allSatisfy { $0.changedIdentifier.entityName == "notes" } })
+    #expect(
+      try app.fetchHistory(HistoryDescriptor(authors: ["sync"], modelTypes: [Sample.self])).isEmpty)
+  }
+
+  @Test("records nothing for a save with no changes, or a rolled-back one")
+  func nothingForEmptySaves() throws {
+    let container = try makeContainer()
+    let context = ModelContext(container)
+    try context.save()
+    let note = Note(key: "a", text: "x")
+    context.insert(note)
+    try context.save()
+    note.text = "x"  // same value
+    try context.save()
+    note.text = "z"
+    context.rollback()
+    try context.save()
+    #expect(try context.fetchHistory().count == 1)
+  }
+
+  @Test("expires tokens older than the kept history")
+  func expiry() throws {
+    let container = try makeContainer()
+    let context = ModelContext(container)
+    for index in 0..<4 {
+      context.insert(Note(key: "k\(index)", text: ""))
+      try context.save()
+    }
+    let tokens = try context.fetchHistory().map(\.token)
+    try context.deleteHistory(before: tokens[2])
+    #expect(try context.fetchHistory().map(\.token) == Array(tokens[2...]))
+    // The consumer that saw tokens[1] has seen everything deleted: it may continue.
+    #expect(try context.fetchHistory(HistoryDescriptor(after: tokens[1])).count == 2)
+    let error = try #require(throws: PersistenceError.self) {
+      try context.fetchHistory(HistoryDescriptor(after: tokens[0]))
+    }
+    #expect(error.code == .historyTokenExpired)
+    #expect(error.message.contains("expired"))
+  }
+
+  @Test("refuses a token from another store")
+  func foreignToken() throws {
+    let first = ModelContext(try makeContainer())
+    let second = ModelContext(try makeContainer())
+    first.insert(Note(key: "a", text: ""))
+    try first.save()
+    let token = try #require(try first.fetchHistory().first?.token)
+    let error = try #require(throws: PersistenceError.self) {
+      try second.fetchHistory(HistoryDescriptor(after: token))
+    }
+    #expect(error.code == .historyTokenForeign)
+  }
+
+  @Test("writes history in the same transaction as the data")
+  func atomicWithData() throws {
+    let container = try makeContainer()
+    let context = ModelContext(container)
+    context.insert(Note(key: "a", text: ""))
+    try context.save()
+    // A save that fails half-way (the second insert violates NOT NULL via NaN) writes neither.
+    context.insert(Note(key: "b", text: ""))
+    let bad = Sample()
+    bad.score = .nan
+    context.insert(bad)
+    #expect(throws: PersistenceError.self) { try context.save() }
+    let reader = ModelContext(container)
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 1)
+    #expect(try reader.fetchHistory().count == 1)
+  }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import Testing
+
+@testable import Persistence
+
+@Suite("Predicate translation: SQL text")
+struct PredicateSQLTests {
+  func sql(_ predicate: Predicate<Sample>) throws -> (String, [SQLValue])? {
+    try PredicateTranslator.whereClause(predicate, schema: Sample.schema).map {
+      ($0.sql, $0.bindings)
+    }
+  }
+
+  @Test("binds captured values as parameters, never as SQL text")
+  func bindsValues() throws {
+    let hostile = "x'; DROP TABLE samples; --"
+    let result = try #require(try sql(#Predicate { $0.name == hostile }))
+    #expect(result.0 == "(\"name\" IS ?)")
+    #expect(result.1 == [.text(hostile)])
+  }
+
+  @Test("translates comparisons, logic and arithmetic")
+  func comparisonsAndLogic() throws {
+    let result = try #require(
+      try sql(#Predicate { ($0.small * 2 + 1 > 5 && !$0.flag) || $0.score <= 1.5 }))
+    #expect(result.0 == "(((((\"small\" * ?) + ?) > ?) AND (NOT \"flag\")) OR (\"score\" <= ?))")
+    #expect(result.1 == [.integer(2), .integer(1), .integer(5), .real(1.5)])
+  }
+
+  @Test("translates optionals: nil tests, ?? and flatMap")
+  func optionals() throws {
+    #expect(try sql(#Predicate { $0.note == nil })?.0 == "(\"note\" IS ?)")
+    #expect(try sql(#Predicate { ($0.note ?? "x") == "y" })?.0 == "(COALESCE(\"note\", ?) IS ?)")
+    let flat = try #require(
+      try sql(#Predicate { $0.note.flatMap { $0.starts(with: "a") } == true }))
+    #expect(
+      flat.0
+        == "((CASE WHEN \"note\" IS NULL THEN NULL ELSE (substr(\"note\", 1, length(?)) = ?) END) IS ?)"
+    )
+  }
+
+  @Test("translates string searches and membership")
+  func stringsAndMembership() throws {
+    let names = ["a", "b"]
+    #expect(try sql(#Predicate { $0.name.contains("ab") })?.0 == "(instr(\"name\", ?) > 0)")
+    #expect(try sql(#Predicate { names.contains($0.name) })?.0 == "(\"name\" IN (?, ?))")
+    #expect(
+      try sql(#Predicate { $0.name.localizedStandardContains("ab") })?.0
+        == "(swift_localized_standard_contains(\"name\", ?) = 1)")
+    #expect(try sql(#Predicate { $0.name.count > 2 })?.0 == "(swift_count(\"name\") > ?)")
+  }
+
+  @Test("folds the seed's search filter in Swift: empty text means no WHERE clause")
+  func foldsConstantConditionals() throws {
+    for (text, expected) in [("", nil), ("Par", "(instr(\"name\", ?) > 0)")] {
+      let predicate = #Predicate<Sample> {
+        if text.isEmpty { return true } else { return $0.name.contains(text) }
+      }
+      #expect(try sql(predicate)?.0 == expected)
+    }
+  }
+
+  @Test("names the construct it cannot translate")
+  func namesUnsupported() throws {
+    let error = try #require(throws: PersistenceError.self) {
+      try sql(#Predicate { $0.blob.contains(where: { $0 == 1 }) })
+    }
+    #expect(error.code == .unsupportedPredicate)
+    #expect(error.message.contains("SequenceContainsWhere"))
+  }
+
+  @Test("throws for a sort without a stored key path")
+  func refusesComputedSort() throws {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let error = try #require(throws: PersistenceError.self) {
+      try context.fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name.count)]))
+    }
+    #expect(error.code == .unsupportedPredicate)
+  }
+}
+
+/// Generated data with unicode, empty strings, extremes and nil values.
+enum SampleData {
+  static let pivotIDs = (1...6).map {
+    UUID(uuidString: "\($0)0000000-0000-0000-0000-000000000000")!
+  }
+  static let strings = [
+    "", "a", "A", "ab", "abc", "Paris", "paris", "PARIS", "café", "cafe\u{301}", "Café", "Zürich",
+    "Zu\u{308}rich", "日本", "東京", "🙂", "a🙂b", "x'y", "50%_off", "O'Brien, \"Bob\"", "ß", "SS",
+    "İstanbul", "istanbul", "naïve", "NAIVE", " a", "a ", "\u{0}null", "ÅÅÅ",
+  ]
+
+  static func make(count: Int, seed: UInt64) -> [Sample] {
+    var generator = SeededGenerator(seed: seed)
+    func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &generator)] }
+    let uuids = pivotIDs
+    return (0..<count).map { index in
+      let sample = Sample()
+      sample.name = pick(strings)
+      sample.note = Bool.random(using: &generator) ? nil : pick(strings)
+      sample.count = pick([Int.min, -1, 0, 1, 2, 42, Int.max, -7, 1000])
+      sample.small = Int.random(in: -20...20, using: &generator)
+      sample.score = pick([-1.5, -0.0, 0.0, 1.5, 2.25, 1e300, -1e-300, .infinity, -.infinity, 3])
+      sample.rating = Bool.random(using: &generator) ? nil : pick([0.5, 1, 4.75, -2])
+      sample.flag = Bool.random(using: &generator)
+      sample.maybe = pick([nil, true, false])
+      sample.when = Date(
+        timeIntervalSinceReferenceDate: pick([-1e9, 0, 86400.5, 1e9, 8e8 + Double(index)]))
+      sample.whenMaybe =
+        Bool.random(using: &generator)
+        ? nil : Date(timeIntervalSinceReferenceDate: pick([0, 86400]))
+      sample.blob = pick([Data(), Data([0]), Data([1, 2, 3]), Data("abc".utf8)])
+      sample.ref = pick([nil] + uuids)
+      sample.id = UUID()
+      return sample
+    }
+  }
+}
+
+@Suite("Predicate translation: differential against Predicate.evaluate")
+struct PredicateDifferentialTests {
+  /// A fresh store per test case: contexts are not shared between concurrently running tests.
+  static func makeContext() throws -> ModelContext {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    for sample in SampleData.make(count: 400, seed: 2027) { context.insert(sample) }
+    try context.save()
+    return context
+  }
+
+  static let text = "a"
+  static let empty = ""
+  static let names = ["Paris", "café", "日本", "missing"]
+  static let optionalNames: [String?] = [nil, "abc"]
+  static let pivotDate = Date(timeIntervalSinceReferenceDate: 86400)
+  static let pivotID = SampleData.pivotIDs[3]
+  static let blob = Data([1, 2, 3])
+
+  /// Every supported predicate form, with a name for the report.
+  static let cases: [(String, Predicate<Sample>)] = {
+    let text = Self.text
+    let empty = Self.empty
+    let names = Self.names
+    let optionalNames = Self.optionalNames
+    let pivotDate = Self.pivotDate
+    let pivotID = Self.pivotID
+    let blob = Self.blob
+    let maxInt = Int.max
+    let minInt = Int.min
+    let infinity = Double.infinity
+    var cases: [(String, Predicate<Sample>)] = []
+    cases.append(("all", #Predicate<Sample> { _ in true }))
+    cases.append(("none", #Predicate<Sample> { _ in false }))
+    cases.append(("string ==", #Predicate<Sample> { $0.name == "café" }))
+    cases.append(("string != decomposed", #Predicate<Sample> { $0.name != "cafe\u{301}" }))
+    cases.append(("string <", #Predicate<Sample> { $0.name < "b" }))
+    cases.append(("string >= unicode", #Predicate<Sample> { $0.name >= "Zürich" }))
+    cases.append(("string <= empty", #Predicate<Sample> { $0.name <= "" }))
+    cases.append(("int ==", #Predicate<Sample> { $0.count == 42 }))
+    cases.append(("int >", #Predicate<Sample> { $0.count > 0 }))
+    cases.append(("int < extreme", #Predicate<Sample> { $0.count < maxInt }))
+    cases.append(("int !=", #Predicate<Sample> { $0.count != minInt }))
+    cases.append(("double <", #Predicate<Sample> { $0.score < 1.5 }))
+    cases.append(("double == -0", #Predicate<Sample> { $0.score == 0 }))
+    cases.append(("double >= inf", #Predicate<Sample> { $0.score >= infinity }))
+    cases.append(("bool", #Predicate<Sample> { $0.flag }))
+    cases.append(("bool ==", #Predicate<Sample> { $0.flag == false }))
+    cases.append(("date <", #Predicate<Sample> { $0.when < pivotDate }))
+    cases.append(("date >=", #Predicate<Sample> { $0.when >= pivotDate }))
+    cases.append(("uuid <", #Predicate<Sample> { $0.id < pivotID }))
+    cases.append(("uuid ==", #Predicate<Sample> { $0.ref == pivotID }))
+    cases.append(("data ==", #Predicate<Sample> { $0.blob == blob }))
+    cases.append(("data !=", #Predicate<Sample> { $0.blob != blob }))
+    cases.append(("and", #Predicate<Sample> { $0.flag && $0.small > 0 }))
+    cases.append(("or", #Predicate<Sample> { $0.flag || $0.small > 0 }))
+    cases.append(("not", #Predicate<Sample> { !($0.small > 0) }))
+    cases.append(("arithmetic +*", #Predicate<Sample> { $0.small * 3 + 2 > 10 }))
+    cases.append(("arithmetic -", #Predicate<Sample> { $0.small - 5 < -10 }))
+    cases.append(("division", #Predicate<Sample> { $0.small / 3 == 2 }))
+    cases.append(("remainder", #Predicate<Sample> { $0.small % 4 == -1 }))
+    cases.append(("double arithmetic", #Predicate<Sample> { $0.score * 2 > 3 }))
+    cases.append(("double division", #Predicate<Sample> { $0.score / 2 > 0.5 }))
+    cases.append(("unary minus", #Predicate<Sample> { -$0.small > 3 }))
+    cases.append(("contains", #Predicate<Sample> { $0.name.contains("a") }))
+    cases.append(("contains captured", #Predicate<Sample> { $0.name.contains(text) }))
+    cases.append(("contains empty", #Predicate<Sample> { $0.name.contains(empty) }))
+    cases.append(("contains unicode", #Predicate<Sample> { $0.name.contains("ü") }))
+    cases.append(("contains quote", #Predicate<Sample> { $0.name.contains("'") }))
+    cases.append(("contains percent", #Predicate<Sample> { $0.name.contains("%") }))
+    cases.append(("starts", #Predicate<Sample> { $0.name.starts(with: "ca") }))
+    cases.append(("starts empty", #Predicate<Sample> { $0.name.starts(with: "") }))
+    cases.append(
+      (
+        "localizedStandardContains",
+        #Predicate<Sample> { $0.name.localizedStandardContains("CAFE") }
+      ))
+    cases.append(
+      (
+        "localizedStandardContains diacritic",
+        #Predicate<Sample> { $0.name.localizedStandardContains("zurich") }
+      ))
+    cases.append(("in list", #Predicate<Sample> { names.contains($0.name) }))
+    cases.append(("in list optional", #Predicate<Sample> { optionalNames.contains($0.note) }))
+    cases.append(("literal list", #Predicate<Sample> { ["a", "ab"].contains($0.name) }))
+    cases.append(("nil", #Predicate<Sample> { $0.note == nil }))
+    cases.append(("not nil", #Predicate<Sample> { $0.note != nil }))
+    cases.append(("optional ==", #Predicate<Sample> { $0.note == "abc" }))
+    cases.append(("coalesce", #Predicate<Sample> { ($0.note ?? "abc") == "abc" }))
+    cases.append(("coalesce double", #Predicate<Sample> { ($0.rating ?? 0) > 1 }))
+    cases.append(("flatMap", #Predicate<Sample> { $0.note.flatMap { $0.contains("a") } == true }))
+    cases.append(("flatMap count", #Predicate<Sample> { ($0.note.flatMap { $0.count } ?? -1) > 2 }))
+    cases.append(("optional bool", #Predicate<Sample> { $0.maybe == true }))
+    cases.append(("optional date", #Predicate<Sample> { $0.whenMaybe == pivotDate }))
+    cases.append(("count", #Predicate<Sample> { $0.name.count == 4 }))
+    cases.append(("isEmpty", #Predicate<Sample> { $0.name.isEmpty }))
+    cases.append(
+      (
+        "seed search empty",
+        #Predicate<Sample> {
+          if empty.isEmpty { return true } else { return $0.name.contains(empty) }
+        }
+      ))
+    cases.append(
+      (
+        "seed search text",
+        #Predicate<Sample> {
+          if text.isEmpty { return true } else { return $0.name.contains(text) }
+        }
+      ))
+    cases.append(("row conditional", #Predicate<Sample> { $0.flag ? $0.small > 0 : $0.small < 0 }))
+    cases.append(("column vs column", #Predicate<Sample> { $0.name == ($0.note ?? "") }))
+    cases.append(("contains column", #Predicate<Sample> { $0.name.contains($0.note ?? "") }))
+    return cases
+  }()
+
+  static let sorts: [(String, [SortDescriptor<Sample>])] = [
+    ("none", []),
+    ("name", [SortDescriptor(\.name)]),
+    ("name desc, small", [SortDescriptor(\.name, order: .reverse), SortDescriptor(\.small)]),
+    ("note, when desc", [SortDescriptor(\.note), SortDescriptor(\.when, order: .reverse)]),
+    ("score, id", [SortDescriptor(\.score), SortDescriptor(\.id)]),
+    ("lexical name", [SortDescriptor(\.name, comparator: .lexical)]),
+    ("rating desc", [SortDescriptor(\.rating, order: .reverse)]),
+  ]
+
+  @Test("fetch equals filtering and sorting in memory", arguments: 0..<cases.count)
+  func matchesEvaluate(index: Int) throws {
+    let (name, predicate) = Self.cases[index]
+    let context = try Self.makeContext()
+    let all = try context.fetch(FetchDescriptor<Sample>())  // primary-key order
+    for (sortName, sorts) in Self.sorts {
+      let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: sorts))
+      let expected = try all.filter { try predicate.evaluate($0) }.sorted(using: sorts)
+      let same = fetched.map(ObjectIdentifier.init) == expected.map(ObjectIdentifier.init)
+      #expect(
+        same,
+        "predicate \(name), sort \(sortName): \(fetched.count) fetched, \(expected.count) expected")
+      let count = try context.fetchCount(FetchDescriptor(predicate: predicate))
+      #expect(
+        count == expected.count, "predicate \(name): count \(count), expected \(expected.count)")
+    }
+  }
+
+  @Test("the generated data covers both outcomes of most predicates")
+  func dataIsDiscriminating() throws {
+    let all = try Self.makeContext().fetch(FetchDescriptor<Sample>())
+    var trivial: [String] = []
+    for (name, predicate) in Self.cases
+    where !["all", "none", "seed search empty", "contains empty", "starts empty"].contains(name) {
+      let matches = try all.filter { try predicate.evaluate($0) }.count
+      if matches == 0 || matches == all.count { trivial.append(name) }
+    }
+    #expect(trivial.isEmpty, "predicates that match all or nothing: \(trivial)")
+  }
+}

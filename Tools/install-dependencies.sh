@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the tests need, if any is missing.
+#   libsqlite3-dev  SQLite headers and library (the store)
+#   libproj-dev     PROJ headers and library (projections)
+#   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
+#   pkg-config      lets SwiftPM find both libraries
+set -euo pipefail
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+  echo "Installing missing Debian packages: ${missing[*]}" >&2
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
