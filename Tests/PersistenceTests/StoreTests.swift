@@ -359,3 +359,59 @@ struct StoreTests {
     #expect(error.code == .readOnly)
   }
 }
+
+@Suite("Autosave")
+struct AutosaveTests {
+  @Test("saves pending changes before a fetch when enabled, and not otherwise")
+  func savesBeforeFetch() throws {
+    let container = try ModelContainer(for: Note.self)
+    let manual = ModelContext(container)
+    manual.insert(Note(key: "a", text: ""))
+    #expect(try manual.fetchCount(FetchDescriptor<Note>()) == 0)
+    manual.rollback()
+
+    let automatic = ModelContext(container)
+    automatic.autosaveEnabled = true
+    automatic.insert(Note(key: "b", text: ""))
+    #expect(try automatic.fetchCount(FetchDescriptor<Note>()) == 1)
+    #expect(!automatic.hasChanges)
+  }
+
+  @Test("saves at deinit when enabled")
+  func savesAtDeinit() throws {
+    let container = try ModelContainer(for: Note.self)
+    do {
+      let context = ModelContext(container)
+      context.autosaveEnabled = true
+      context.insert(Note(key: "a", text: ""))
+    }
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 1)
+  }
+}
+
+@Suite("Contexts sharing a file store")
+struct SharedStoreTests {
+  @Test("a context sees what another context saved, and fetch refreshes unchanged models")
+  func seesOtherContexts() throws {
+    let directory = TemporaryDirectory()
+    let container = try ModelContainer(
+      for: Note.self, configurations: .init(url: directory.file("store.sqlite")))
+    let reader = ModelContext(container)
+    let writer = ModelContext(container)
+    writer.insert(Note(key: "a", text: "one"))
+    try writer.save()
+    let note = try #require(try reader.fetch(FetchDescriptor<Note>()).first)
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 1)
+    let written = try #require(try writer.fetch(FetchDescriptor<Note>()).first)
+    written.text = "two"
+    writer.insert(Note(key: "b", text: ""))
+    try writer.save()
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 2)
+    #expect(try reader.fetch(FetchDescriptor<Note>()).first === note)
+    #expect(note.text == "two")
+    // A model with unsaved edits keeps them across a fetch.
+    note.text = "mine"
+    _ = try reader.fetch(FetchDescriptor<Note>())
+    #expect(note.text == "mine")
+  }
+}

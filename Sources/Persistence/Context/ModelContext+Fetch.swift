@@ -71,6 +71,7 @@ extension ModelContext {
     inner.sql = "SELECT count(*) FROM (\(inner.sql))"
     let statement = try database.cachedStatement(inner.sql)
     statement.bindValues(inner.bindings)
+    defer { statement.reset() }  // ends the read transaction
     _ = try statement.step()
     return Int(statement.int64(at: 0))
   }
@@ -102,6 +103,7 @@ extension ModelContext {
     let statement = try database.cachedStatement(
       "SELECT \(columns) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
     statement.bindInt64(identifier.primaryKey, at: 1)
+    defer { statement.reset() }  // ends the read transaction
     guard try statement.step() else { return nil }
     return try materialize(statement, entity: entity)
   }
@@ -154,6 +156,7 @@ extension ModelContext {
     let query = try Query(descriptor, schema: entity.schema, select: "\"_pk\"", database: database)
     let statement = try database.cachedStatement(query.sql)
     statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
     var keys: [Int64] = []
     while try statement.step() { keys.append(statement.int64(at: 0)) }
     return keys
@@ -168,6 +171,7 @@ extension ModelContext {
       descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
     let statement = try database.cachedStatement(query.sql)
     statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
