@@ -9,7 +9,9 @@ let package = Package(
   name: "TripPlanner",
   platforms: [.macOS(.v15)],
   products: [
-    .library(name: "Persistence", targets: ["Persistence"])
+    .library(name: "Persistence", targets: ["Persistence"]),
+    .library(name: "Geo", targets: ["Geo"]),
+    .library(name: "TripPlanner", targets: ["TripPlanner"]),
   ],
   targets: [
     .systemLibrary(
@@ -25,6 +27,16 @@ let package = Package(
     .target(
       name: "Persistence",
       dependencies: ["CSQLite"],
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "Geo",
+      dependencies: ["CProj"],
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "TripPlanner",
+      dependencies: ["Persistence", "Geo"],
       swiftSettings: swiftSettings
     ),
     .testTarget(

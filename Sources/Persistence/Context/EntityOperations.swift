@@ -12,6 +12,7 @@ protocol EntityOperations {
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
   func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32) throws
+  func validate(_ model: AnyObject) throws
 }
 
 struct Entity<Model: PersistentModel>: EntityOperations {
@@ -35,6 +36,8 @@ struct Entity<Model: PersistentModel>: EntityOperations {
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
     unsafeDowncast(model, to: Model.self)
   }
+
+  func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
 
   func snapshot(_ model: AnyObject) throws -> [Any] {
     let model = cast(model)

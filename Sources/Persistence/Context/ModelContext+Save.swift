@@ -45,6 +45,8 @@ extension ModelContext {
           "\(type(of: registration.model)) is not part of this container. Pass it to ModelContainer(for:)."
       )
     }
+    for registration in inserts { try registration.entity.validate(registration.model) }
+    for (registration, _) in updates { try registration.entity.validate(registration.model) }
     guard container.configuration.allowsSave else {
       throw PersistenceError(
         code: .readOnly,

@@ -30,4 +30,12 @@ public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
   init()
   /// The table and attributes of this model.
   static var schema: ModelSchema<Self> { get }
+  /// Checks the model before a save writes it (inserted or changed); throw to refuse the whole
+  /// save. The default accepts everything.
+  func validateForSave() throws
+}
+
+extension PersistentModel {
+  /// Accepts the model.
+  public func validateForSave() throws {}
 }

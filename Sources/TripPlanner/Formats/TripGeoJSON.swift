@@ -1,0 +1,95 @@
+import Foundation
+import Geo
+
+/// Trips as GeoJSON (RFC 7946): a FeatureCollection with a `bbox` (the smallest box over all
+/// trips, crossing the antimeridian when that is smaller) and one Point feature per trip, its
+/// `id` the trip id and its `properties` the other fields.
+public enum TripGeoJSON {
+  /// The feature collection for `records`.
+  public static func collection(_ records: [TripRecord]) -> JSONValue {
+    let box = GeographicBox.enclosing(
+      records.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+    var members: [(String, JSONValue)] = [("type", .string("FeatureCollection"))]
+    if let box { members.append(("bbox", .array(box.bbox.map(JSONValue.number)))) }
+    members.append(("features", .array(records.map(feature))))
+    return .object(members)
+  }
+
+  /// One trip as a Point feature.
+  public static func feature(_ record: TripRecord) -> JSONValue {
+    var properties: [(String, JSONValue)] = []
+    if case .object(let members) = TripJSON.object(record) {
+      properties = members.filter { !["id", "latitude", "longitude"].contains($0.0) }
+    }
+    return .object([
+      ("type", .string("Feature")),
+      ("id", record.id.map { .string($0.uuidString.lowercased()) } ?? .null),
+      (
+        "geometry",
+        .object([
+          ("type", .string("Point")),
+          ("coordinates", .array([.number(record.longitude), .number(record.latitude)])),
+        ])
+      ),
+      ("properties", .object(properties)),
+    ])
+  }
+
+  /// Writes the collection, indented, with a final newline.
+  public static func encode(_ records: [TripRecord]) -> Data {
+    Data((collection(records).rendered(pretty: true) + "\n").utf8)
+  }
+
+  /// Reads a FeatureCollection of Points; throws every problem at once.
+  public static func decode(_ data: Data, file: String) throws -> [(line: Int?, record: TripRecord)]
+  {
+    var problems = ProblemList(file: file)
+    let document: JSONValue
+    do {
+      document = try JSONValue.parse(data)
+    } catch {
+      problems.add(nil, "not valid JSON (\(TripJSON.describe(error)))")
+      try problems.throwIfAny()
+      return []
+    }
+    guard document["type"] == .string("FeatureCollection"),
+      case .array(let features)? = document["features"]
+    else {
+      problems.add(nil, "expected a GeoJSON FeatureCollection with a features array")
+      try problems.throwIfAny()
+      return []
+    }
+    let lines = JSONLines.objectStarts(in: data, depth: 2)
+    var records: [(line: Int?, record: TripRecord)] = []
+    for (index, feature) in features.enumerated() {
+      let line = index < lines.count ? lines[index] : nil
+      guard feature["type"] == .string("Feature") else {
+        problems.add(line, "expected a Feature")
+        continue
+      }
+      guard let geometry = feature["geometry"], geometry["type"] == .string("Point"),
+        case .array(let position)? = geometry["coordinates"], position.count >= 2,
+        case .number(let longitude) = position[0], case .number(let latitude) = position[1]
+      else {
+        problems.add(line, "the geometry must be a Point with [longitude, latitude]")
+        continue
+      }
+      var properties = feature["properties"] ?? .object([])
+      if case .object(var members) = properties, let id = feature["id"], id != .null,
+        !members.contains(where: { $0.0 == "id" })
+      {
+        members.append(("id", id))
+        properties = .object(members)
+      }
+      if let record = TripJSON.record(
+        from: properties, line: line, problems: &problems,
+        coordinates: (latitude, longitude),
+        allowedKeys: TripJSON.keys.subtracting(["latitude", "longitude"]))
+      {
+        records.append((line, record))
+      }
+    }
+    try problems.throwIfAny()
+    return records
+  }
+}

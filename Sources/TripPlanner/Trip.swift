@@ -1,0 +1,145 @@
+import Foundation
+import Observation
+import Persistence
+
+/// A planned trip: where, when, and the place it refers to.
+///
+/// Validation (``validate()``) runs on every save, whichever path the trip came in by: a name and
+/// a destination that are not blank, a finite latitude in [-90, 90] and longitude in
+/// [-180, 180], and an end date not before the start date.
+@Observable public final class Trip: PersistentModel {
+  /// The trip's identity, unique in a store (inserting a trip with an existing id updates it).
+  public var id: UUID
+  /// What the trip is called.
+  public var name: String
+  /// Where it goes; trips are grouped by it. Stored NFC-normalised.
+  public var destination: String
+  /// When it starts.
+  public var startDate: Date
+  /// When it ends; not before ``startDate``.
+  public var endDate: Date
+  /// Degrees north of the destination.
+  public var latitude: Double
+  /// Degrees east of the destination.
+  public var longitude: Double
+  /// The destination in an outside gazetteer, stored opaquely.
+  public var placeIdentifier: PlaceIdentifier?
+
+  /// An empty trip (used by the store to load rows).
+  public init() {
+    id = UUID()
+    name = ""
+    destination = ""
+    startDate = Date(timeIntervalSinceReferenceDate: 0)
+    endDate = Date(timeIntervalSinceReferenceDate: 0)
+    latitude = 0
+    longitude = 0
+    placeIdentifier = nil
+  }
+
+  /// Creates a trip from a record.
+  public convenience init(_ record: TripRecord) {
+    self.init()
+    apply(record)
+  }
+
+  /// Copies every field of `record` except an absent id.
+  public func apply(_ record: TripRecord) {
+    if let id = record.id { self.id = id }
+    name = record.name
+    destination = record.destination
+    startDate = record.startDate
+    endDate = record.endDate
+    latitude = record.latitude
+    longitude = record.longitude
+    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
+  }
+
+  /// The trip's values as a record.
+  public var record: TripRecord {
+    TripRecord(
+      id: id, name: name, destination: destination, startDate: startDate, endDate: endDate,
+      latitude: latitude, longitude: longitude, placeIdentifier: placeIdentifier?.rawValue)
+  }
+
+  /// The table `trips`.
+  public static let schema = ModelSchema<Trip>(
+    "trips",
+    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
+    .attribute(\.name, "name", .preserveValueOnDeletion),
+    .attribute(\.destination, "destination", .indexed, .preserveValueOnDeletion),
+    .attribute(\.startDate, "start_date", .indexed),
+    .attribute(\.endDate, "end_date"),
+    .attribute(\.latitude, "latitude"),
+    .attribute(\.longitude, "longitude"),
+    .codable(\.placeIdentifier, "place_id"))
+
+  /// Checks the trip's rules (see the type's docs).
+  public func validateForSave() throws { try record.validate() }
+}
+
+/// A trip's values, without identity in a store: what files and requests carry.
+public struct TripRecord: Hashable, Sendable {
+  /// The id, or nil to make a new one.
+  public var id: UUID?
+  /// What the trip is called.
+  public var name: String
+  /// Where it goes.
+  public var destination: String
+  /// When it starts.
+  public var startDate: Date
+  /// When it ends.
+  public var endDate: Date
+  /// Degrees north.
+  public var latitude: Double
+  /// Degrees east.
+  public var longitude: Double
+  /// The place identifier's raw value.
+  public var placeIdentifier: String?
+
+  /// Creates a record.
+  public init(
+    id: UUID? = nil, name: String, destination: String, startDate: Date, endDate: Date,
+    latitude: Double, longitude: Double, placeIdentifier: String? = nil
+  ) {
+    self.id = id
+    self.name = name
+    self.destination = destination
+    self.startDate = startDate
+    self.endDate = endDate
+    self.latitude = latitude
+    self.longitude = longitude
+    self.placeIdentifier = placeIdentifier
+  }
+
+  /// Every rule the record breaks, as (field, reason); empty when valid.
+  public var violations: [(field: String, reason: String)] {
+    var found: [(String, String)] = []
+    if name.allSatisfy(\.isWhitespace) { found.append(("name", "name must not be empty")) }
+    if destination.allSatisfy(\.isWhitespace) {
+      found.append(("destination", "destination must not be empty"))
+    }
+    if !latitude.isFinite || !(-90...90).contains(latitude) {
+      found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))
+    }
+    if !longitude.isFinite || !(-180...180).contains(longitude) {
+      found.append(("longitude", "longitude \(longitude) is not a number between -180 and 180"))
+    }
+    if endDate < startDate {
+      found.append(
+        (
+          "endDate",
+          "end date \(TripDates.format(endDate)) is before start date \(TripDates.format(startDate))"
+        ))
+    }
+    return found
+  }
+
+  /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
+  public func validate() throws {
+    guard let first = violations.first else { return }
+    throw TripPlannerError(
+      code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
+      field: first.field)
+  }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Persistence
+
+/// The trip store as other services use it: every `trips` command is one call here.
+///
+/// A `TripStore` owns a container and one context; it is not `Sendable` (use one per task, all
+/// on the same file if you like: SQLite's WAL lets them read and write side by side).
+public final class TripStore {
+  /// The container, for observers and further contexts.
+  public let container: ModelContainer
+  /// The context every call uses.
+  public let context: ModelContext
+
+  /// Opens (creating if needed, folders included) the store at `url`.
+  ///
+  /// - Parameter author: Recorded in history for every write.
+  public init(url: URL, author: String = "cli", readOnly: Bool = false) throws {
+    do {
+      container = try ModelContainer(
+        for: [Trip.self], configuration: ModelConfiguration(url: url, allowsSave: !readOnly))
+    } catch {
+      throw Self.wrap(error)
+    }
+    context = ModelContext(container)
+    context.author = author
+  }
+
+  /// Opens an in-memory store (for tests and tools).
+  public init(inMemoryWithAuthor author: String = "cli") throws {
+    container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration())
+    context = ModelContext(container)
+    context.author = author
+  }
+
+  /// The default store location: `$TRIPS_STORE`, else `$XDG_DATA_HOME/trips/trips.sqlite`,
+  /// else `~/.local/share/trips/trips.sqlite`.
+  public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment)
+    -> URL
+  {
+    if let path = environment["TRIPS_STORE"], !path.isEmpty { return URL(fileURLWithPath: path) }
+    if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+      return URL(fileURLWithPath: data).appendingPathComponent("trips/trips.sqlite")
+    }
+    let home =
+      environment["HOME"].map { URL(fileURLWithPath: $0) }
+      ?? FileManager.default.homeDirectoryForCurrentUser
+    return home.appendingPathComponent(".local/share/trips/trips.sqlite")
+  }
+
+  // MARK: Reading
+
+  /// The trips matching `query`, in its order. Cost: one SQL query.
+  public func trips(_ query: TripQuery = TripQuery()) throws -> [Trip] {
+    try run { try context.fetch(query.fetchDescriptor) }
+  }
+
+  /// The trips matching `query`, grouped by destination (sections in code-point order).
+  public func sections(_ query: TripQuery = TripQuery()) throws -> [ResultsSection<String, Trip>] {
+    try run { try context.fetch(query.fetchDescriptor, sectionBy: \.destination) }
+  }
+
+  /// How many trips match `query`.
+  public func count(_ query: TripQuery = TripQuery()) throws -> Int {
+    try run { try context.fetchCount(query.fetchDescriptor) }
+  }
+
+  /// The trip whose id is `id`, or whose id starts with `id` (at least 4 hexadecimal digits,
+  /// matching one trip only).
+  public func trip(matching id: String) throws -> Trip {
+    let text = id.lowercased()
+    if let uuid = UUID(uuidString: text) {
+      let trips = try run {
+        try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
+      }
+      if let trip = trips.first { return trip }
+      throw TripPlannerError(code: .notFound, message: "No trip has the id \(id).")
+    }
+    guard text.count >= 4, text.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
+      throw TripPlannerError(
+        code: .notFound,
+        message: "'\(id)' is not a trip id: give the whole id or its first 4 or more characters.")
+    }
+    let matches = try trips().filter { $0.id.uuidString.lowercased().hasPrefix(text) }
+    switch matches.count {
+    case 1: return matches[0]
+    case 0: throw TripPlannerError(code: .notFound, message: "No trip id starts with \(id).")
+    default:
+      throw TripPlannerError(
+        code: .notFound,
+        message: "\(matches.count) trip ids start with \(id); give more characters.")
+    }
+  }
+
+  // MARK: Writing
+
+  /// Adds a trip (an existing id updates that trip) and returns it.
+  @discardableResult
+  public func add(_ record: TripRecord) throws -> Trip {
+    try record.validate()
+    let trip = Trip(record)
+    context.insert(trip)
+    try save()
+    return trip
+  }
+
+  /// Changes a trip: `change` edits it, then the result is validated and saved (or nothing is).
+  @discardableResult
+  public func update(_ id: String, _ change: (inout TripRecord) throws -> Void) throws -> Trip {
+    let trip = try trip(matching: id)
+    var record = trip.record
+    try change(&record)
+    record.id = trip.id
+    try record.validate()
+    trip.apply(record)
+    try save()
+    return trip
+  }
+
+  /// Deletes the trips with these ids (or unique prefixes), all or none. Returns the trips.
+  @discardableResult
+  public func delete(_ ids: [String]) throws -> [Trip] {
+    let trips = try ids.map { try trip(matching: $0) }
+    for trip in trips { context.delete(trip) }
+    try save()
+    return trips
+  }
+
+  /// Imports records in one transaction: all of them or, if any is invalid, none; every bad
+  /// record is reported. Records with an existing id update that trip.
+  ///
+  /// - Parameter progress: Called with the number of records processed so far.
+  @discardableResult
+  public func importRecords(
+    _ records: [(line: Int?, record: TripRecord)], file: String = "-",
+    progress: ((Int) -> Void)? = nil
+  ) throws -> Int {
+    var problems: [TripPlannerError.Problem] = []
+    for (line, record) in records {
+      for violation in record.violations {
+        problems.append(.init(file: file, line: line, reason: violation.reason))
+      }
+    }
+    guard problems.isEmpty else {
+      throw TripPlannerError(
+        code: .invalidInput, message: "\(file): nothing was imported.", problems: problems)
+    }
+    for (index, item) in records.enumerated() {
+      context.insert(Trip(item.record))
+      if let progress, index % 10_000 == 0 { progress(index) }
+    }
+    try save()
+    progress?(records.count)
+    return records.count
+  }
+
+  /// Every trip as records, in `query`'s order.
+  public func exportRecords(_ query: TripQuery = TripQuery()) throws -> [TripRecord] {
+    var records: [TripRecord] = []
+    try run {
+      try context.enumerate(query.fetchDescriptor, batchSize: 10_000) { records.append($0.record) }
+    }
+    return records
+  }
+
+  private func save() throws {
+    do {
+      try context.save()
+    } catch {
+      context.rollback()
+      throw Self.wrap(error)
+    }
+  }
+
+  private func run<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch { throw Self.wrap(error) }
+  }
+
+  static func wrap(_ error: any Error) -> any Error {
+    if let error = error as? PersistenceError {
+      return TripPlannerError(code: .store, message: error.message, cause: error)
+    }
+    return error
+  }
+}
