@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "Persistence", targets: ["Persistence"]),
     .library(name: "Geo", targets: ["Geo"]),
     .library(name: "TripPlanner", targets: ["TripPlanner"]),
+    .executable(name: "trips", targets: ["trips"]),
   ],
   targets: [
     .systemLibrary(
@@ -39,9 +40,29 @@ let package = Package(
       dependencies: ["Persistence", "Geo"],
       swiftSettings: swiftSettings
     ),
+    .target(
+      name: "TripsCLI",
+      dependencies: ["TripPlanner"],
+      swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+      name: "trips",
+      dependencies: ["TripsCLI"],
+      swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "PersistenceTests",
       dependencies: ["Persistence"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "TripPlannerTests",
+      dependencies: ["TripPlanner"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "TripsCLITests",
+      dependencies: ["TripsCLI", "trips"],
       swiftSettings: swiftSettings
     ),
   ]

@@ -150,3 +150,21 @@ struct HistoryTests {
     #expect(try reader.fetchHistory().count == 1)
   }
 }
+
+@Suite("Row identity")
+struct RowIdentityTests {
+  @Test("never reuses a deleted row's primary key, so history keeps meaning one row")
+  func keysNotReused() throws {
+    let context = ModelContext(try ModelContainer(for: Note.self))
+    let first = Note(key: "a", text: "")
+    context.insert(first)
+    try context.save()
+    let firstKey = try #require(context.persistentIdentifier(for: first)).primaryKey
+    context.delete(first)
+    try context.save()
+    let second = Note(key: "b", text: "")
+    context.insert(second)
+    try context.save()
+    #expect(try #require(context.persistentIdentifier(for: second)).primaryKey > firstKey)
+  }
+}

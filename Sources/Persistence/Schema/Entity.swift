@@ -28,7 +28,7 @@ struct EntityDescription: Sendable {
 
   /// `CREATE TABLE` for a new store.
   var createTableSQL: String {
-    let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + columns.map(\.definition)
+    let definitions = ["\"_pk\" INTEGER PRIMARY KEY AUTOINCREMENT"] + columns.map(\.definition)
     return "CREATE TABLE \(quoted(name)) (\(definitions.joined(separator: ", ")))"
   }
 

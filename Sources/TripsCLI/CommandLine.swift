@@ -1,0 +1,264 @@
+import Foundation
+
+/// An option of a command, as `--name <value>` or a flag `--name`.
+struct OptionSpec {
+  var name: String
+  var short: Character?
+  /// The value's placeholder; nil for a flag.
+  var valueName: String?
+  var help: String
+  var defaultDescription: String?
+  var isRequired = false
+
+  var isFlag: Bool { valueName == nil }
+
+  var label: String {
+    var text = short.map { "-\($0), " } ?? ""
+    text += "--\(name)"
+    if let valueName { text += " <\(valueName)>" }
+    return text
+  }
+
+  var usage: String {
+    let text = "--\(name)" + (valueName.map { " <\($0)>" } ?? "")
+    return isRequired ? text : "[\(text)]"
+  }
+}
+
+/// A positional argument.
+struct ArgumentSpec {
+  var name: String
+  var help: String
+  var isOptional = false
+  var isRepeating = false
+
+  var usage: String {
+    var text = "<\(name)>"
+    if isRepeating { text += " ..." }
+    return isOptional ? "[\(text)]" : text
+  }
+}
+
+/// A command: its help text, options, arguments and subcommands.
+struct CommandSpec {
+  var name: String
+  var abstract: String
+  var discussion: String?
+  var options: [OptionSpec] = []
+  var arguments: [ArgumentSpec] = []
+  var subcommands: [CommandSpec] = []
+
+  var allOptions: [OptionSpec] {
+    options + [OptionSpec(name: "help", short: "h", valueName: nil, help: "Show help information.")]
+  }
+}
+
+/// What the command line said.
+struct ParsedArguments {
+  var values: [String: [String]] = [:]
+  var flags: Set<String> = []
+  var positionals: [String] = []
+
+  func value(_ name: String) -> String? { values[name]?.last }
+  func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// A failure with the exit code it maps to (sysexits).
+struct CLIError: Error {
+  enum Kind {
+    case usage  // 64
+    case data  // 65
+    case noInput  // 66
+    case failure  // 1
+  }
+  var kind: Kind
+  var message: String
+  /// The command whose usage to show after a usage error.
+  var command: [String] = []
+
+  var exitCode: Int32 {
+    switch kind {
+    case .usage: 64
+    case .data: 65
+    case .noInput: 66
+    case .failure: 1
+    }
+  }
+
+  static func usage(_ message: String) -> CLIError { CLIError(kind: .usage, message: message) }
+}
+
+enum ArgumentParser {
+  /// Parses `arguments` for `spec`: `--name value`, `--name=value`, `-h`, flags, `--` ends
+  /// options. Unknown options get a suggestion.
+  static func parse(_ arguments: [String], for spec: CommandSpec) throws -> ParsedArguments {
+    var parsed = ParsedArguments()
+    var index = 0
+    var optionsEnded = false
+    let options = spec.allOptions
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if optionsEnded || argument == "-" || !argument.hasPrefix("-") {
+        parsed.positionals.append(argument)
+        continue
+      }
+      if argument == "--" {
+        optionsEnded = true
+        continue
+      }
+      var name: String
+      var inlineValue: String?
+      if argument.hasPrefix("--") {
+        name = String(argument.dropFirst(2))
+        if let equals = name.firstIndex(of: "=") {
+          inlineValue = String(name[name.index(after: equals)...])
+          name = String(name[..<equals])
+        }
+      } else {
+        guard argument.count == 2, let option = options.first(where: { $0.short == argument.last })
+        else {
+          // A negative number is a value, not an option.
+          if Double(argument) != nil {
+            parsed.positionals.append(argument)
+            continue
+          }
+          throw CLIError.usage("Unknown option '\(argument)'.\(suggestion(argument, options))")
+        }
+        name = option.name
+      }
+      guard let option = options.first(where: { $0.name == name }) else {
+        throw CLIError.usage("Unknown option '--\(name)'.\(suggestion("--" + name, options))")
+      }
+      if option.isFlag {
+        guard inlineValue == nil else {
+          throw CLIError.usage("The flag '--\(name)' does not take a value.")
+        }
+        parsed.flags.insert(name)
+      } else {
+        if let inlineValue {
+          parsed.values[name, default: []].append(inlineValue)
+        } else if index < arguments.count {
+          parsed.values[name, default: []].append(arguments[index])
+          index += 1
+        } else {
+          throw CLIError.usage("Missing value for '--\(name) <\(option.valueName!)>'.")
+        }
+      }
+    }
+    if parsed.has("help") { return parsed }
+    for option in spec.options where option.isRequired && parsed.values[option.name] == nil {
+      throw CLIError.usage(
+        "Missing expected argument '--\(option.name) <\(option.valueName ?? "")>'.")
+    }
+    let required = spec.arguments.filter { !$0.isOptional }.count
+    if parsed.positionals.count < required {
+      let missing = spec.arguments[parsed.positionals.count]
+      throw CLIError.usage("Missing expected argument '<\(missing.name)>'.")
+    }
+    if !spec.arguments.contains(where: \.isRepeating)
+      && parsed.positionals.count > spec.arguments.count
+    {
+      throw CLIError.usage("Unexpected argument '\(parsed.positionals[spec.arguments.count])'.")
+    }
+    return parsed
+  }
+
+  /// " Did you mean '--x'?" for the closest option within a small edit distance.
+  static func suggestion(_ argument: String, _ options: [OptionSpec]) -> String {
+    let candidates = options.map { "--\($0.name)" }
+    guard
+      let best = candidates.min(by: { editDistance($0, argument) < editDistance($1, argument) }),
+      editDistance(best, argument) <= max(2, argument.count / 3)
+    else { return "" }
+    return " Did you mean '\(best)'?"
+  }
+
+  static func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+      var current = [i] + Array(repeating: 0, count: b.count)
+      for j in 1...b.count {
+        current[j] = min(
+          previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+      }
+      previous = current
+    }
+    return previous[b.count]
+  }
+}
+
+/// Help text in swift-argument-parser's layout.
+enum HelpFormatter {
+  static let labelWidth = 26
+  static let width = 80
+
+  static func usage(_ spec: CommandSpec, path: [String]) -> String {
+    if !spec.subcommands.isEmpty { return "\(path.joined(separator: " ")) <subcommand>" }
+    let parts =
+      spec.arguments.map(\.usage)
+      + spec.options.map(\.usage)
+    return ([path.joined(separator: " ")] + parts).joined(separator: " ")
+  }
+
+  static func help(_ spec: CommandSpec, path: [String]) -> String {
+    var text = "OVERVIEW: \(spec.abstract)\n\n"
+    if let discussion = spec.discussion { text += discussion + "\n\n" }
+    text += "USAGE: \(usage(spec, path: path))\n\n"
+    if !spec.arguments.isEmpty {
+      text += "ARGUMENTS:\n"
+      for argument in spec.arguments { text += row("<\(argument.name)>", argument.help) }
+      text += "\n"
+    }
+    text += "OPTIONS:\n"
+    var options = spec.allOptions
+    if path.count == 1 {
+      options.insert(OptionSpec(name: "version", valueName: nil, help: "Show the version."), at: 0)
+    }
+    for option in options {
+      var help = option.help
+      if let defaultDescription = option.defaultDescription {
+        help += " (default: \(defaultDescription))"
+      }
+      text += row(option.label, help)
+    }
+    if !spec.subcommands.isEmpty {
+      text += "\nSUBCOMMANDS:\n"
+      for command in spec.subcommands { text += row(command.name, command.abstract) }
+      text += "\n  See '\(path.joined(separator: " ")) help <subcommand>' for detailed help.\n"
+    }
+    return text
+  }
+
+  /// One `label  help` row, help wrapped at 80 columns and indented to the help column.
+  static func row(_ label: String, _ help: String) -> String {
+    var text = "  " + label
+    let helpLines = wrap(help, width: width - labelWidth)
+    if label.count + 2 > labelWidth - 2 {
+      text += "\n" + String(repeating: " ", count: labelWidth)
+    } else {
+      text += String(repeating: " ", count: labelWidth - label.count - 2)
+    }
+    text += helpLines.joined(separator: "\n" + String(repeating: " ", count: labelWidth))
+    return text + "\n"
+  }
+
+  static func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var current = ""
+    for word in text.split(separator: " ") {
+      if !current.isEmpty && current.count + 1 + word.count > width {
+        lines.append(current)
+        current = String(word)
+      } else {
+        current += (current.isEmpty ? "" : " ") + word
+      }
+    }
+    if !current.isEmpty { lines.append(current) }
+    return lines.isEmpty ? [""] : lines
+  }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Persistence
+import TripPlanner
+
+/// `trips history`: the store's persistent history.
+enum HistoryCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "history", abstract: "Shows the store's history: who changed which trips, and when.",
+      options: [
+        OptionSpec(
+          name: "after", valueName: "token",
+          help: "Only changes after this token (as printed by --json, or its number)."),
+        OptionSpec(name: "author", valueName: "name", help: "Only changes by this author."),
+        CommonOptions.json, CommonOptions.store,
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let store = try CommonOptions.openForReading(arguments, io)
+    let context = store.context
+    var descriptor = HistoryDescriptor(modelTypes: [Trip.self])
+    if let text = arguments.value("after") {
+      if let token = HistoryToken(text) {
+        descriptor.token = token
+      } else if let value = Int64(text), value >= 0 {
+        descriptor.token = HistoryToken(
+          storeIdentifier: store.container.storeIdentifier, value: value)
+      } else {
+        throw CLIError.usage("Invalid value '\(text)' for '--after': expected a history token.")
+      }
+    }
+    if let author = arguments.value("author") { descriptor.authors = [author] }
+    let transactions = try context.fetchHistory(descriptor)
+    // Rows are never renumbered, so a deleted row's tombstone names the trip of its earlier
+    // inserts and updates too.
+    var deletedIDs: [PersistentIdentifier: UUID] = [:]
+    for change in transactions.flatMap(\.changes) {
+      if let id = change.tombstone?[\Trip.id] { deletedIDs[change.changedIdentifier] = id }
+    }
+    func tripID(_ change: HistoryChange) -> String? {
+      if let id = deletedIDs[change.changedIdentifier] { return id.uuidString.lowercased() }
+      let trip = try? context.model(for: change.changedIdentifier, as: Trip.self)
+      return trip?.id.uuidString.lowercased()
+    }
+    if arguments.has("json") {
+      let value = JSONValue.array(
+        transactions.map { transaction in
+          .object([
+            ("token", .string(transaction.token.description)),
+            ("author", transaction.author.map(JSONValue.string) ?? .null),
+            ("timestamp", .string(TripDates.format(transaction.timestamp))),
+            (
+              "changes",
+              .array(
+                transaction.changes.map { change in
+                  .object([
+                    ("kind", .string(change.kind.rawValue)),
+                    ("tripId", tripID(change).map(JSONValue.string) ?? .null),
+                    ("attributes", .array(change.updatedAttributes.sorted().map(JSONValue.string))),
+                  ])
+                })
+            ),
+          ])
+        })
+      io.out(value.rendered(pretty: true) + "\n")
+      return
+    }
+    if transactions.isEmpty {
+      io.err("No history.\n")
+      return
+    }
+    for transaction in transactions {
+      io.out(
+        io.bold("#\(transaction.token.value)") + "  " + TripDates.format(transaction.timestamp)
+          + "  "
+          + (transaction.author ?? "-") + "\n")
+      var table = TextTable()
+      for change in transaction.changes {
+        let detail =
+          change.kind == .update ? change.updatedAttributes.sorted().joined(separator: ", ") : ""
+        table.rows.append([change.kind.rawValue, tripID(change) ?? "(deleted later)", detail])
+      }
+      io.out(table.render(indent: "    "))
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import TripPlanner
+
+/// `trips show`: one trip in full.
+enum ShowCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "show", abstract: "Shows one trip.",
+      options: [CommonOptions.json, CommonOptions.store],
+      arguments: [
+        ArgumentSpec(name: "id", help: "The trip's id, or its first 4 or more characters.")
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let store = try CommonOptions.openForReading(arguments, io)
+    let trip = try store.trip(matching: arguments.positionals[0])
+    if arguments.has("json") {
+      io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
+    } else {
+      io.out(describe(trip))
+    }
+  }
+
+  static func describe(_ trip: Trip) -> String {
+    let days = Int(((trip.endDate.timeIntervalSince(trip.startDate)) / 86400).rounded(.down)) + 1
+    let table = TextTable(rows: [
+      ["id:", trip.id.uuidString.lowercased()],
+      ["name:", trip.name],
+      ["destination:", trip.destination],
+      ["start:", displayDate(trip.startDate)],
+      ["end:", displayDate(trip.endDate) + " (\(days) day\(days == 1 ? "" : "s"))"],
+      ["latitude:", "\(trip.latitude)"],
+      ["longitude:", "\(trip.longitude)"],
+      ["place id:", trip.placeIdentifier?.rawValue ?? "none"],
+    ])
+    return table.render()
+  }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Persistence
+import TripPlanner
+
+/// Options shared by every subcommand.
+enum CommonOptions {
+  static let store = OptionSpec(
+    name: "store", valueName: "path", help: "The trip store file.",
+    defaultDescription:
+      "$TRIPS_STORE, else $XDG_DATA_HOME/trips/trips.sqlite, else ~/.local/share/trips/trips.sqlite"
+  )
+  static let author = OptionSpec(
+    name: "author", valueName: "name", help: "The author recorded in history for this change.",
+    defaultDescription: "cli")
+  static let json = OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text.")
+
+  /// The filters of `list` and `bounds`.
+  static let filters: [OptionSpec] = [
+    OptionSpec(
+      name: "search", valueName: "text",
+      help: "Only trips whose name or destination contains the text, ignoring case and accents."),
+    OptionSpec(
+      name: "destination", valueName: "destination", help: "Only trips to this destination."),
+    OptionSpec(
+      name: "from", valueName: "date",
+      help: "Only trips that end on or after this date (YYYY-MM-DD)."),
+    OptionSpec(
+      name: "to", valueName: "date",
+      help: "Only trips that start on or before this date (YYYY-MM-DD)."),
+  ]
+
+  static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) -> URL {
+    if let path = arguments.value("store") { return URL(fileURLWithPath: path) }
+    return TripStore.defaultURL(environment: io.environment)
+  }
+
+  /// Opens the store for writing (creating it and its folders if needed).
+  static func openForWriting(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
+    try TripStore(url: storeURL(arguments, io), author: arguments.value("author") ?? "cli")
+  }
+
+  /// Opens the store for reading; a store that does not exist yet reads as empty.
+  static func openForReading(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
+    let url = storeURL(arguments, io)
+    guard FileManager.default.fileExists(atPath: url.path) else {
+      return try TripStore(inMemoryWithAuthor: "cli")
+    }
+    return try TripStore(url: url, author: arguments.value("author") ?? "cli")
+  }
+
+  static func query(_ arguments: ParsedArguments) throws -> TripQuery {
+    var query = TripQuery()
+    query.search = arguments.value("search")
+    query.destination = arguments.value("destination")
+    query.from = try arguments.value("from").map { try date($0, option: "from") }
+    query.to = try arguments.value("to").map { try date($0, option: "to") }
+    if let from = query.from, let to = query.to, to < from {
+      throw CLIError.usage(
+        "--to \(TripDates.formatDay(to)) is before --from \(TripDates.formatDay(from)).")
+    }
+    return query
+  }
+
+  static func date(_ text: String, option: String) throws -> Date {
+    guard let date = TripDates.parse(text) else {
+      throw CLIError.usage(
+        "Invalid value '\(text)' for '--\(option)': expected a date as YYYY-MM-DD or ISO 8601 with a zone."
+      )
+    }
+    return date
+  }
+
+  static func number(_ text: String, option: String) throws -> Double {
+    guard let value = Double(text.trimmingCharacters(in: .whitespaces)), text.allSatisfy(\.isASCII)
+    else {
+      throw CLIError.usage("Invalid value '\(text)' for '--\(option)': expected a number.")
+    }
+    return value
+  }
+
+  static func count(_ text: String, option: String) throws -> Int {
+    guard let value = Int(text), value >= 0 else {
+      throw CLIError.usage(
+        "Invalid value '\(text)' for '--\(option)': expected a whole number, 0 or more.")
+    }
+    return value
+  }
+}
+
+/// Maps library errors to the CLI's messages and exit codes.
+func cliError(_ error: any Error) -> CLIError {
+  switch error {
+  case let error as CLIError:
+    return error
+  case let error as TripPlannerError:
+    switch error.code {
+    case .invalidTrip, .invalidInput:
+      return CLIError(kind: .data, message: error.description)
+    case .missingInput:
+      return CLIError(kind: .noInput, message: error.message)
+    case .store:
+      if let cause = error.cause as? PersistenceError,
+        [.notAStore, .newerStore, .schemaMismatch].contains(cause.code)
+      {
+        return CLIError(kind: .data, message: cause.message)
+      }
+      return CLIError(kind: .failure, message: error.description)
+    default:
+      return CLIError(kind: .failure, message: error.description)
+    }
+  case let error as PersistenceError:
+    let kind: CLIError.Kind =
+      [.notAStore, .newerStore, .schemaMismatch].contains(error.code) ? .data : .failure
+    return CLIError(kind: kind, message: error.description)
+  default:
+    return CLIError(kind: .failure, message: "\(error)")
+  }
+}
+
+extension Trip {
+  /// The first 8 characters of the id, enough to name it in a listing.
+  var shortID: String { String(id.uuidString.lowercased().prefix(8)) }
+}
+
+/// `2027-04-01` for a UTC midnight, else `2027-04-01 13:45Z`.
+func displayDate(_ date: Date) -> String {
+  if date.timeIntervalSince1970.truncatingRemainder(dividingBy: 86400) == 0 {
+    return TripDates.formatDay(date)
+  }
+  let text = TripDates.format(date)
+  return text.replacingOccurrences(of: "T", with: " ")
+}
+
+/// Reads a whole file, or standard input for `-`.
+func readInput(_ path: String, _ io: TerminalIO) throws -> Data {
+  if path == "-" { return try io.readInput() }
+  var isDirectory: ObjCBool = false
+  guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+    throw CLIError(kind: .noInput, message: "The file \(path) does not exist.")
+  }
+  guard !isDirectory.boolValue else {
+    throw CLIError(kind: .noInput, message: "\(path) is a directory, not a file.")
+  }
+  guard let data = FileManager.default.contents(atPath: path) else {
+    throw CLIError(
+      kind: .noInput, message: "The file \(path) cannot be read. Check its permissions.")
+  }
+  return data
+}

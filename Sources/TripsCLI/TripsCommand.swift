@@ -1,0 +1,89 @@
+import Foundation
+
+/// A `trips` subcommand: its specification and what it does.
+protocol Subcommand {
+  static var spec: CommandSpec { get }
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws
+}
+
+/// The `trips` command line. Everything here is testable without a process: pass a
+/// ``TerminalIO`` that collects output.
+public enum TripsCommand {
+  /// The version `--version` prints.
+  public static let version = "0.1.0"
+
+  static let subcommands: [any Subcommand.Type] = [
+    AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
+    ImportCommand.self, ExportCommand.self, HistoryCommand.self,
+  ]
+
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "trips",
+      abstract:
+        "Plan trips from the terminal: list them by destination, import, export, and read their history.",
+      subcommands: subcommands.map { $0.spec })
+  }
+
+  /// Runs the command line `arguments` (without the program name) and returns the exit code:
+  /// 0 success, 64 usage error, 65 invalid data, 66 missing input, 1 anything else.
+  public static func main(_ arguments: [String], io: TerminalIO) -> Int32 {
+    var path = ["trips"]
+    do {
+      guard let first = arguments.first else {
+        io.out(HelpFormatter.help(spec, path: path))
+        return 0
+      }
+      switch first {
+      case "--help", "-h":
+        io.out(HelpFormatter.help(spec, path: path))
+        return 0
+      case "--version":
+        io.out(version + "\n")
+        return 0
+      case "help":
+        guard arguments.count > 1 else {
+          io.out(HelpFormatter.help(spec, path: path))
+          return 0
+        }
+        let command = try subcommand(named: arguments[1])
+        io.out(HelpFormatter.help(command.spec, path: path + [command.spec.name]))
+        return 0
+      default:
+        let command = try subcommand(named: first)
+        path.append(command.spec.name)
+        let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: command.spec)
+        if parsed.has("help") {
+          io.out(HelpFormatter.help(command.spec, path: path))
+          return 0
+        }
+        try command.run(parsed, io)
+        return 0
+      }
+    } catch {
+      let failure = cliError(error)
+      io.err("Error: \(failure.message)\n")
+      if failure.kind == .usage {
+        let command = try? subcommand(named: path.last ?? "")
+        let usage = HelpFormatter.usage(command?.spec ?? spec, path: path)
+        io.err(
+          "Usage: \(usage)\n  See '\(path.joined(separator: " ")) --help' for more information.\n")
+      }
+      return failure.exitCode
+    }
+  }
+
+  static func subcommand(named name: String) throws -> any Subcommand.Type {
+    if let command = subcommands.first(where: { $0.spec.name == name }) { return command }
+    let names = subcommands.map { $0.spec.name }
+    let closest = names.min {
+      ArgumentParser.editDistance($0, name) < ArgumentParser.editDistance($1, name)
+    }
+    var message =
+      name.hasPrefix("-") ? "Unknown option '\(name)'." : "Unknown subcommand '\(name)'."
+    if let closest, ArgumentParser.editDistance(closest, name) <= 2 {
+      message += " Did you mean '\(closest)'?"
+    }
+    throw CLIError.usage(message)
+  }
+}

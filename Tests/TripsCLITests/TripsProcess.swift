@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// The result of running the built `trips` binary.
+struct Run {
+  var stdout: String
+  var stderr: String
+  var status: Int32
+}
+
+/// Runs the `trips` executable built next to the test bundle, as a real process.
+func trips(
+  _ arguments: [String], store: URL? = nil, stdin: Data? = nil,
+  environment: [String: String] = [:], cwd: URL? = nil
+) throws -> Run {
+  let process = Process()
+  if let cwd { process.currentDirectoryURL = cwd }
+  process.executableURL = tripsExecutable
+  process.arguments =
+    (store.map { ["--store", $0.path] } ?? []).isEmpty
+    ? arguments : insertStore(arguments, store!)
+  var env = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+  env.merge(environment) { $1 }
+  process.environment = env
+  // Output goes to files, so that neither stream can fill a pipe and block the child.
+  let directory = FileManager.default.temporaryDirectory
+  let outURL = directory.appendingPathComponent("trips-out-\(UUID().uuidString)")
+  let errURL = directory.appendingPathComponent("trips-err-\(UUID().uuidString)")
+  FileManager.default.createFile(atPath: outURL.path, contents: nil)
+  FileManager.default.createFile(atPath: errURL.path, contents: nil)
+  defer {
+    try? FileManager.default.removeItem(at: outURL)
+    try? FileManager.default.removeItem(at: errURL)
+  }
+  let out = try FileHandle(forWritingTo: outURL)
+  let err = try FileHandle(forWritingTo: errURL)
+  let input = Pipe()
+  process.standardOutput = out
+  process.standardError = err
+  process.standardInput = input
+  try process.run()
+  if let stdin { input.fileHandleForWriting.write(stdin) }
+  try input.fileHandleForWriting.close()
+  process.waitUntilExit()
+  try out.close()
+  try err.close()
+  return Run(
+    stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+    stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self),
+    status: process.terminationStatus)
+}
+
+/// Puts `--store PATH` after the subcommand (and before `--`), where the parser expects it.
+private func insertStore(_ arguments: [String], _ store: URL) -> [String] {
+  guard let first = arguments.first else { return ["--store", store.path] }
+  return [first, "--store", store.path] + arguments.dropFirst()
+}
+
+let tripsExecutable: URL = {
+  let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  for candidate in [bundle, bundle.deletingLastPathComponent()] {
+    let url = candidate.appendingPathComponent("trips")
+    if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+  }
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  return root.appendingPathComponent(".build/debug/trips")
+}()
+
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .deletingLastPathComponent().deletingLastPathComponent()
+let sampleTrips = repositoryRoot.appendingPathComponent("Data/sample-trips.csv")
+
+/// A temporary folder removed when the value is released.
+final class Scratch {
+  let url: URL
+  init() {
+    url = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "trips-cli-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  }
+  func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+  var store: URL { file("trips.sqlite") }
+  func write(_ name: String, _ text: String) throws -> URL {
+    let target = file(name)
+    try Data(text.utf8).write(to: target)
+    return target
+  }
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A JSON array of objects from stdout.
+func jsonArray(_ text: String) throws -> [[String: Any]] {
+  try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+}
