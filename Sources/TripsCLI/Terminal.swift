@@ -67,6 +67,7 @@ struct TextTable {
           isLast
           ? cell : cell + String(repeating: " ", count: widths[index] - displayWidth(cell) + 2)
       }
+      while line.last == " " { line.removeLast() }
       if rowIndex == 0, let header { line = header(line) }
       text += indent + line + "\n"
     }

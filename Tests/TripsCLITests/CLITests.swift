@@ -124,13 +124,12 @@ struct ListTests {
 
   @Test("sorts, reverses and pages")
   func sortAndPage() throws {
-    #expect(
-      try listed(["--sort", "name"])
-        == expected({ _ in true }) { a, b in
-          let x = a["name"]!.unicodeScalars.map(\.value)
-          let y = b["name"]!.unicodeScalars.map(\.value)
-          return x == y ? a["start_date"]! < b["start_date"]! : x.lexicographicallyPrecedes(y)
-        })
+    let byName: ([String: String], [String: String]) -> Bool = { a, b in
+      let x = a["name"]!.unicodeScalars.map(\.value)
+      let y = b["name"]!.unicodeScalars.map(\.value)
+      return x == y ? a["start_date"]! < b["start_date"]! : x.lexicographicallyPrecedes(y)
+    }
+    #expect(try listed(["--sort", "name"]) == expected({ _ in true }, by: byName))
     let all = try listed([])
     #expect(try listed(["--reverse"]) == all.reversed())
     #expect(try listed(["--limit", "7", "--offset", "3"]) == Array(all[3..<10]))
@@ -143,9 +142,11 @@ struct ListTests {
     let lines = run.stdout.split(separator: "\n")
     #expect(lines.count == 4)
     #expect(lines[0].hasPrefix("START       END         NAME"))
-    let idColumn = lines[0].range(of: "ID")!.lowerBound.utf16Offset(in: lines[0])
+    let idColumn = lines[0].count - 2
     for line in lines.dropFirst() {
-      #expect(line.dropFirst(0).count > idColumn)
+      let id = line.dropFirst(idColumn)
+      #expect(id.count == 8 && id.allSatisfy(\.isHexDigit), "'\(line)'")
+      #expect(line.dropFirst(12).hasPrefix("2027") || line.dropFirst(12).hasPrefix("2028"))
     }
   }
 
