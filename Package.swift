@@ -50,6 +50,12 @@ let package = Package(
       dependencies: ["TripsCLI"],
       swiftSettings: swiftSettings
     ),
+    .executableTarget(
+      name: "trips-generate",
+      dependencies: ["TripPlanner"],
+      path: "Tools/TripsGenerator",
+      swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "PersistenceTests",
       dependencies: ["Persistence"],
@@ -62,7 +68,7 @@ let package = Package(
     ),
     .testTarget(
       name: "TripsCLITests",
-      dependencies: ["TripsCLI", "trips"],
+      dependencies: ["TripsCLI", "trips", "trips-generate"],
       swiftSettings: swiftSettings
     ),
   ]

@@ -433,3 +433,65 @@ struct HelpTests {
     #expect(try trips(["--version"]).stdout == "0.1.0\n")
   }
 }
+
+@Suite("trips: terminal output")
+struct TerminalTests {
+  /// Runs `trips` under a pseudo-terminal (util-linux `script`), as a person would.
+  func onTerminal(_ command: String, environment: [String: String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+    process.arguments = ["-qec", command, "/dev/null"]
+    process.environment = ["PATH": "/usr/bin:/bin", "TERM": "xterm"].merging(environment) { $1 }
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  @Test(
+    "uses colour on a terminal unless NO_COLOR is set",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func colour() throws {
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let command = "\(tripsExecutable.path) list --store \(scratch.store.path) --group-by destination"
+    let coloured = try onTerminal(command, environment: [:])
+    #expect(coloured.contains("\u{1B}[1mAccra\u{1B}[0m"))
+    let plain = try onTerminal(command, environment: ["NO_COLOR": "1"])
+    #expect(plain.contains("Accra (4 trips)"))
+    #expect(!plain.contains("\u{1B}["))
+  }
+}
+
+@Suite("trips-generate")
+struct GeneratorTests {
+  let generator = tripsExecutable.deletingLastPathComponent().appendingPathComponent("trips-generate")
+
+  func generate(_ arguments: [String]) throws -> Data {
+    let process = Process()
+    process.executableURL = generator
+    process.arguments = arguments + ["--cities", repositoryRoot.appendingPathComponent("Data/cities.csv").path]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    return data
+  }
+
+  @Test("generates the same trips for the same seed, in the import format")
+  func deterministic() throws {
+    let first = try generate(["--count", "2000"])
+    #expect(first == (try generate(["--count", "2000"])))
+    #expect(first != (try generate(["--count", "2000", "--seed", "7"])))
+    let scratch = Scratch()
+    let file = scratch.file("generated.csv")
+    try first.write(to: file)
+    let run = try trips(["import", file.path], store: scratch.store)
+    #expect(run.stdout == "Imported 2000 trips.\n")
+  }
+}
