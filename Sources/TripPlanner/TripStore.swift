@@ -66,6 +66,8 @@ public final class TripStore {
 
   /// The trip whose id is `id`, or whose id starts with `id` (at least 4 hexadecimal digits,
   /// matching one trip only).
+  ///
+  /// Cost: a range scan of the unique index on `id` (a prefix is a range of UUIDs).
   public func trip(matching id: String) throws -> Trip {
     let text = id.lowercased()
     if let uuid = UUID(uuidString: text) {
@@ -80,7 +82,22 @@ public final class TripStore {
         code: .notFound,
         message: "'\(id)' is not a trip id: give the whole id or its first 4 or more characters.")
     }
-    let matches = try trips().filter { $0.id.uuidString.lowercased().hasPrefix(text) }
+    let digits = text.filter(\.isHexDigit)
+    let lower = UUID(
+      uuidString: Self.uuidText(digits.padding(toLength: 32, withPad: "0", startingAt: 0)))!
+    let upper = Self.incrementedHex(digits).map {
+      UUID(uuidString: Self.uuidText($0.padding(toLength: 32, withPad: "0", startingAt: 0)))!
+    }
+    let hasUpper = upper != nil
+    let bound = upper ?? lower
+    let candidates = try run {
+      try context.fetch(
+        FetchDescriptor<Trip>(
+          predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) }))
+    }
+    let matches = candidates.filter {
+      $0.id.uuidString.lowercased().filter(\.isHexDigit).hasPrefix(digits)
+    }
     switch matches.count {
     case 1: return matches[0]
     case 0: throw TripPlannerError(code: .notFound, message: "No trip id starts with \(id).")
@@ -89,6 +106,29 @@ public final class TripStore {
         code: .notFound,
         message: "\(matches.count) trip ids start with \(id); give more characters.")
     }
+  }
+
+  /// 32 hex digits as UUID text.
+  static func uuidText(_ hex: String) -> String {
+    let digits = Array(hex)
+    return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(digits[$0]) }.joined(
+      separator: "-")
+  }
+
+  /// The hex number one greater, same length; nil when it overflows (all `f`).
+  static func incrementedHex(_ hex: String) -> String? {
+    var digits = Array(hex)
+    var index = digits.count - 1
+    while index >= 0 {
+      let value = digits[index].hexDigitValue!
+      if value < 15 {
+        digits[index] = Character(String(value + 1, radix: 16))
+        return String(digits)
+      }
+      digits[index] = "0"
+      index -= 1
+    }
+    return nil
   }
 
   // MARK: Writing

@@ -457,7 +457,8 @@ struct TerminalTests {
   func colour() throws {
     let scratch = Scratch()
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
-    let command = "\(tripsExecutable.path) list --store \(scratch.store.path) --group-by destination"
+    let command =
+      "\(tripsExecutable.path) list --store \(scratch.store.path) --group-by destination"
     let coloured = try onTerminal(command, environment: [:])
     #expect(coloured.contains("\u{1B}[1mAccra\u{1B}[0m"))
     let plain = try onTerminal(command, environment: ["NO_COLOR": "1"])
@@ -468,12 +469,14 @@ struct TerminalTests {
 
 @Suite("trips-generate")
 struct GeneratorTests {
-  let generator = tripsExecutable.deletingLastPathComponent().appendingPathComponent("trips-generate")
+  let generator = tripsExecutable.deletingLastPathComponent().appendingPathComponent(
+    "trips-generate")
 
   func generate(_ arguments: [String]) throws -> Data {
     let process = Process()
     process.executableURL = generator
-    process.arguments = arguments + ["--cities", repositoryRoot.appendingPathComponent("Data/cities.csv").path]
+    process.arguments =
+      arguments + ["--cities", repositoryRoot.appendingPathComponent("Data/cities.csv").path]
     let out = Pipe()
     process.standardOutput = out
     try process.run()

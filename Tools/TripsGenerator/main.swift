@@ -37,11 +37,14 @@ struct Generator {
     let city = cities[below(cities.count)]
     let start = Date(timeIntervalSince1970: 1_798_761_600 + Double(below(1460)) * 86400)
     let end = start.addingTimeInterval(Double(below(21)) * 86400)
-    let name = Self.templates[below(Self.templates.count)].replacingOccurrences(of: "%@", with: city.name)
+    let name = Self.templates[below(Self.templates.count)].replacingOccurrences(
+      of: "%@", with: city.name)
     var bytes = (next(), next())
     let id = withUnsafeBytes(of: &bytes) { raw -> UUID in
       var uuid = UUID().uuid
-      withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<16])) }
+      withUnsafeMutableBytes(of: &uuid) {
+        $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<16]))
+      }
       uuid.6 = (uuid.6 & 0x0F) | 0x40
       uuid.8 = (uuid.8 & 0x3F) | 0x80
       return UUID(uuid: uuid)

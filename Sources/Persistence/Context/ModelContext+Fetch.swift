@@ -112,6 +112,9 @@ extension ModelContext {
   /// so that a large result is never held whole. Models the block leaves unchanged are released
   /// after each batch; changed ones stay registered for the next ``save()``.
   ///
+  /// One query runs from start to end (its own statement, so the block may fetch too), and every
+  /// batch comes from the same snapshot of the store.
+  ///
   /// Cost: O(rows) time, O(batchSize) memory (plus changed models).
   public func enumerate<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, batchSize: Int = 5000,
@@ -119,31 +122,34 @@ extension ModelContext {
   ) throws {
     try autosaveIfNeeded()
     let batchSize = max(batchSize, 1)
-    let limit = descriptor.fetchLimit
-    var offset = descriptor.fetchOffset ?? 0
-    var delivered = 0
-    while true {
-      var batch = descriptor
-      let size = limit.map { min(batchSize, $0 - delivered) } ?? batchSize
-      if size <= 0 { break }
-      batch.fetchLimit = size
-      batch.fetchOffset = offset
-      var loaded: [(Model, Bool)] = []
-      try forEachRow(batch) { model in
-        loaded.append((model, self.registrations[ObjectIdentifier(model)]?.isFresh ?? false))
-      }
-      for (model, _) in loaded { try block(model) }
-      for (model, wasFresh) in loaded where wasFresh {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, database: database)
+    let statement = try database.prepare(query.sql)
+    statement.bindValues(query.bindings)
+    let deleted = pendingRowDeletes[entity.name]
+    var batch: [(Model, Bool)] = []
+    batch.reserveCapacity(batchSize)
+    func deliver() throws {
+      for (model, _) in batch { try block(model) }
+      for (model, wasFresh) in batch where wasFresh {
         if let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted,
           registration.entity.changedIndexes(model, from: registration.snapshot).isEmpty
         {
           unregister(registration)
         }
       }
-      delivered += loaded.count
-      offset += loaded.count
-      if loaded.count < size { break }
+      batch.removeAll(keepingCapacity: true)
     }
+    while try statement.step() {
+      if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
+      let model: Model = try materialize(statement, entity: entity)
+      guard let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted
+      else { continue }
+      batch.append((model, registration.isFresh))
+      if batch.count == batchSize { try deliver() }
+    }
+    try deliver()
   }
 
   // MARK: Internals
