@@ -62,6 +62,11 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(
+      name: "GeoTests",
+      dependencies: ["Geo"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
       name: "TripPlannerTests",
       dependencies: ["TripPlanner"],
       swiftSettings: swiftSettings

@@ -1,0 +1,159 @@
+import CProj
+import Foundation
+import Synchronization
+
+/// A transformation from WGS 84 longitude/latitude to a coordinate reference system PROJ
+/// knows, such as `EPSG:3857`, `EPSG:32633` or a PROJ string.
+///
+/// PROJ contexts must not be used by two threads at once: each `Projection` owns its own
+/// context and PROJ object, guarded by a mutex, so a `Projection` is `Sendable` and can be
+/// shared. Both are destroyed with it. PROJ's errors become ``GeoError``s carrying PROJ's
+/// message.
+public final class Projection: Sendable {
+  /// The target CRS as given.
+  public let crs: String
+  private let state: Mutex<State>
+
+  fileprivate struct State: ~Copyable {
+    let context: OpaquePointer
+    let transform: OpaquePointer
+    deinit {
+      proj_destroy(transform)
+      proj_context_destroy(context)
+    }
+  }
+
+  /// Creates the transformation from `EPSG:4326` (in longitude, latitude order) to `crs`.
+  ///
+  /// - Throws: ``GeoError/Code/unknownCRS`` when PROJ does not know `crs`.
+  public init(to crs: String) throws {
+    self.crs = crs
+    guard let context = proj_context_create() else {
+      throw GeoError(code: .projectionFailed, message: "PROJ could not create a context (out of memory?).")
+    }
+    proj_log_level(context, PJ_LOG_NONE)
+    func failure(_ what: String) -> GeoError {
+      let code = proj_context_errno(context)
+      let message = proj_context_errno_string(context, code).map { String(cString: $0) } ?? "unknown error"
+      return GeoError(
+        code: .unknownCRS,
+        message: "PROJ does not know the coordinate reference system '\(crs)' (\(what)): \(message). Use a code such as EPSG:3857, or a PROJ string.",
+        cause: ProjError(code: code, message: message))
+    }
+    guard !crs.isEmpty, !crs.contains("\0"), let target = proj_create(context, crs) else {
+      let error = failure("not recognised")
+      proj_context_destroy(context)
+      throw error
+    }
+    defer { proj_destroy(target) }
+    guard proj_is_crs(target) != 0 else {
+      proj_context_destroy(context)
+      throw GeoError(
+        code: .unknownCRS,
+        message: "'\(crs)' is a PROJ operation, not a coordinate reference system. Use a CRS such as EPSG:3857.")
+    }
+    guard let raw = proj_create_crs_to_crs(context, "EPSG:4326", crs, nil) else {
+      let error = failure("no transformation from EPSG:4326")
+      proj_context_destroy(context)
+      throw error
+    }
+    let normalized = proj_normalize_for_visualization(context, raw)
+    proj_destroy(raw)
+    guard let normalized else {
+      let error = failure("cannot normalise axis order")
+      proj_context_destroy(context)
+      throw error
+    }
+    state = Mutex(State(context: context, transform: normalized))
+  }
+
+  /// Whether the target is Web Mercator (EPSG:3857 and its aliases), which has closed forms.
+  public var isWebMercator: Bool {
+    ["EPSG:3857", "EPSG:900913", "EPSG:3785", "EPSG:102100"].contains(crs.uppercased())
+  }
+
+  /// Projects one point.
+  public func project(_ coordinate: Coordinate) throws -> (x: Double, y: Double) {
+    try state.withLock { state in
+      var input = proj_coord(coordinate.longitude, coordinate.latitude, 0, 0)
+      input = proj_trans(state.transform, PJ_FWD, input)
+      let x = input.v.0
+      let y = input.v.1
+      guard x.isFinite, y.isFinite else {
+        let code = proj_errno(state.transform)
+        proj_errno_reset(state.transform)
+        throw GeoError(
+          code: .projectionFailed,
+          message: "PROJ cannot project \(coordinate.latitude), \(coordinate.longitude) to \(crs).",
+          cause: ProjError(code: code, message: Self.message(state.context, code)))
+      }
+      return (x, y)
+    }
+  }
+
+  /// Points PROJ adds along each edge of a box. PROJ suggests 21; on a 4° UTM box that misses
+  /// the southern edge's lowest point by 4 m, so the extent would not cover every trip. 200
+  /// points bring that to about a centimetre for little cost.
+  static let densifyPoints: Int32 = 200
+
+  /// The extent of a box in the target CRS, densified along its edges by PROJ
+  /// (`proj_trans_bounds`, ``densifyPoints`` per edge). A box crossing the antimeridian is split at 180° and the two
+  /// extents joined, since PROJ 9.1 answers such a box with an almost global extent.
+  ///
+  /// For Web Mercator, see ``ProjectedExtent/webMercator(_:)``, which this does not special-case.
+  public func transformBounds(_ box: GeographicBox) throws -> ProjectedExtent {
+    if box.crossesAntimeridian {
+      let west = try transformBounds(
+        GeographicBox(west: box.west, south: box.south, east: 180, north: box.north))
+      let east = try transformBounds(
+        GeographicBox(west: -180, south: box.south, east: box.east, north: box.north))
+      return west.union(east)
+    }
+    return try state.withLock { state in
+      var minX = 0.0
+      var minY = 0.0
+      var maxX = 0.0
+      var maxY = 0.0
+      let result = proj_trans_bounds(
+        state.context, state.transform, PJ_FWD, box.west, box.south, box.east, box.north, &minX,
+        &minY, &maxX, &maxY, Self.densifyPoints)
+      guard result != 0, minX.isFinite, minY.isFinite, maxX.isFinite, maxY.isFinite else {
+        let code = proj_context_errno(state.context)
+        throw GeoError(
+          code: .projectionFailed,
+          message: "PROJ cannot transform the box \(box.bbox) to \(crs); the CRS may not cover it.",
+          cause: ProjError(code: code, message: Self.message(state.context, code)))
+      }
+      return ProjectedExtent(crs: crs, minX: minX, minY: minY, maxX: maxX, maxY: maxY)
+    }
+  }
+
+  /// The box's extent in the target CRS: Web Mercator's closed form for EPSG:3857, else
+  /// ``transformBounds(_:)``.
+  public func extent(of box: GeographicBox) throws -> ProjectedExtent {
+    if isWebMercator {
+      var extent = ProjectedExtent.webMercator(box)
+      extent.crs = crs
+      return extent
+    }
+    return try transformBounds(box)
+  }
+
+  private static func message(_ context: OpaquePointer, _ code: Int32) -> String {
+    proj_context_errno_string(context, code).map { String(cString: $0) } ?? "error \(code)"
+  }
+}
+
+/// PROJ's error number and message, as a ``GeoError/cause``.
+public struct ProjError: Error, Sendable, CustomStringConvertible {
+  /// PROJ's error number.
+  public var code: Int32
+  /// PROJ's message.
+  public var message: String
+  /// `PROJ error <code>: <message>`.
+  public var description: String { "PROJ error \(code): \(message)" }
+}
+
+// The PROJ context and object are only ever touched inside `Projection.state`'s mutex, one
+// thread at a time, as PROJ requires.
+extension Projection.State: @unchecked Sendable {}
