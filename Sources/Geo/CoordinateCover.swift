@@ -121,8 +121,12 @@ struct GapHeap {
       let leftChild = 2 * parent + 1
       let rightChild = leftChild + 1
       var best = parent
-      if leftChild < entries.count && Self.before(entries[leftChild], entries[best]) { best = leftChild }
-      if rightChild < entries.count && Self.before(entries[rightChild], entries[best]) { best = rightChild }
+      if leftChild < entries.count && Self.before(entries[leftChild], entries[best]) {
+        best = leftChild
+      }
+      if rightChild < entries.count && Self.before(entries[rightChild], entries[best]) {
+        best = rightChild
+      }
       if best == parent { break }
       entries.swapAt(parent, best)
       parent = best

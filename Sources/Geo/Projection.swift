@@ -29,15 +29,18 @@ public final class Projection: Sendable {
   public init(to crs: String) throws {
     self.crs = crs
     guard let context = proj_context_create() else {
-      throw GeoError(code: .projectionFailed, message: "PROJ could not create a context (out of memory?).")
+      throw GeoError(
+        code: .projectionFailed, message: "PROJ could not create a context (out of memory?).")
     }
     proj_log_level(context, PJ_LOG_NONE)
     func failure(_ what: String) -> GeoError {
       let code = proj_context_errno(context)
-      let message = proj_context_errno_string(context, code).map { String(cString: $0) } ?? "unknown error"
+      let message =
+        proj_context_errno_string(context, code).map { String(cString: $0) } ?? "unknown error"
       return GeoError(
         code: .unknownCRS,
-        message: "PROJ does not know the coordinate reference system '\(crs)' (\(what)): \(message). Use a code such as EPSG:3857, or a PROJ string.",
+        message:
+          "PROJ does not know the coordinate reference system '\(crs)' (\(what)): \(message). Use a code such as EPSG:3857, or a PROJ string.",
         cause: ProjError(code: code, message: message))
     }
     guard !crs.isEmpty, !crs.contains("\0"), let target = proj_create(context, crs) else {
@@ -50,7 +53,9 @@ public final class Projection: Sendable {
       proj_context_destroy(context)
       throw GeoError(
         code: .unknownCRS,
-        message: "'\(crs)' is a PROJ operation, not a coordinate reference system. Use a CRS such as EPSG:3857.")
+        message:
+          "'\(crs)' is a PROJ operation, not a coordinate reference system. Use a CRS such as EPSG:3857."
+      )
     }
     guard let raw = proj_create_crs_to_crs(context, "EPSG:4326", crs, nil) else {
       let error = failure("no transformation from EPSG:4326")

@@ -28,7 +28,9 @@ func bruteForceBox(_ points: [Coordinate]) -> GeographicBox? {
     if value < -180 { value += 360 }
     return value
   }
-  guard !longitudes.isEmpty else { return GeographicBox(west: -180, south: south, east: 180, north: north) }
+  guard !longitudes.isEmpty else {
+    return GeographicBox(west: -180, south: south, east: 180, north: north)
+  }
   var best: (width: Double, crosses: Bool, gapStart: Double, west: Double, east: Double)?
   for west in Set(longitudes) {
     // The eastern edge is the longitude furthest east of `west`, taken as it is (no arithmetic).
@@ -65,10 +67,16 @@ struct EnclosingBoxTests {
       ("one", [Coordinate(latitude: 10, longitude: 20)]),
       ("one at the antimeridian", [Coordinate(latitude: 10, longitude: 180)]),
       ("duplicates", Array(repeating: Coordinate(latitude: -5, longitude: 100), count: 4)),
-      ("poles only", [Coordinate(latitude: 90, longitude: 10), Coordinate(latitude: -90, longitude: 0)]),
+      (
+        "poles only",
+        [Coordinate(latitude: 90, longitude: 10), Coordinate(latitude: -90, longitude: 0)]
+      ),
       (
         "Fiji and Samoa",
-        [Coordinate(latitude: -18.1, longitude: 178.4), Coordinate(latitude: -13.8, longitude: -171.8)]
+        [
+          Coordinate(latitude: -18.1, longitude: 178.4),
+          Coordinate(latitude: -13.8, longitude: -171.8),
+        ]
       ),
       (
         "east edge on the antimeridian",
@@ -135,7 +143,8 @@ struct EnclosingBoxTests {
   func crossingAndCenter() throws {
     let box = try #require(
       GeographicBox.enclosing([
-        Coordinate(latitude: -18.1, longitude: 178.4), Coordinate(latitude: -13.8, longitude: -171.8),
+        Coordinate(latitude: -18.1, longitude: 178.4),
+        Coordinate(latitude: -13.8, longitude: -171.8),
       ]))
     #expect(box.crossesAntimeridian)
     #expect(box.west == 178.4 && box.east == -171.8)

@@ -97,7 +97,9 @@ struct ProjectionTests {
     #expect(abs(extent.maxY - max(west.3, east.3)) < 1)
   }
 
-  @Test("refuses unknown CRSs with PROJ's message", arguments: ["EPSG:999999", "garbage", "", "+proj=merc +ellps=nope"])
+  @Test(
+    "refuses unknown CRSs with PROJ's message",
+    arguments: ["EPSG:999999", "garbage", "", "+proj=merc +ellps=nope"])
   func unknownCRS(crs: String) throws {
     let error = try #require(throws: GeoError.self) { try Projection(to: crs) }
     #expect(error.code == .unknownCRS)
@@ -121,7 +123,8 @@ struct ProjectionTests {
 
   @Test("fits a camera: the whole world in 512 px is zoom 0, a point gets the maximum")
   func camera() throws {
-    let world = GeographicBox(west: -180, south: -85.0511287798066, east: 180, north: 85.0511287798066)
+    let world = GeographicBox(
+      west: -180, south: -85.0511287798066, east: 180, north: 85.0511287798066)
     let fit = try CameraFit(box: world, width: 512, height: 512)
     #expect(abs(fit.zoom) < 1e-9)
     let half = GeographicBox(west: 0, south: 0, east: 90, north: 0)

@@ -127,6 +127,7 @@ extension ModelContext {
       }
     }
     if let token = writer.token, writer.changeCount > 0 {
+      container.broadcaster.noteAnnounced(token)
       container.broadcaster.post(
         StoreChange(
           token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),

@@ -20,6 +20,9 @@ public struct StoreChange: Sendable {
   public var author: String?
   /// Changes by entity (table) name.
   public var entities: [String: EntityChanges]
+  /// True when the changes are unknown (history was deleted before it could be read):
+  /// observers must fetch again.
+  public var requiresRefetch = false
 }
 
 /// Delivers ``StoreChange``s to subscribers, synchronously, on the thread that committed.
@@ -33,6 +36,39 @@ final class ChangeBroadcaster: Sendable {
     let id = nextID.add(1, ordering: .relaxed).newValue
     handlers.withLock { $0[id] = handler }
     return Subscription { [weak self] in self?.handlers.withLock { _ = $0.removeValue(forKey: id) }
+    }
+  }
+
+  /// Tokens announced by this process while a monitor runs, so the monitor skips them.
+  private let announced = Mutex<Set<Int64>>([])
+  private let monitorLeases = Mutex<(count: Int, monitor: StoreMonitor?)>((0, nil))
+
+  /// Records that this process announced `token` (only needed while a monitor runs).
+  func noteAnnounced(_ token: Int64) {
+    let running = monitorLeases.withLock { $0.monitor != nil }
+    if running { announced.withLock { _ = $0.insert(token) } }
+  }
+
+  /// True when `token` came from another process (or before this process's announcement was
+  /// noted); false, and forgotten, when this process already announced it.
+  func claimForeign(_ token: Int64) -> Bool {
+    announced.withLock { $0.remove(token) == nil }
+  }
+
+  /// Keeps a store monitor running for `container` while the returned lease lives.
+  func leaseMonitor(for container: ModelContainer) throws -> Subscription {
+    try monitorLeases.withLock { state in
+      if state.monitor == nil { state.monitor = try StoreMonitor(container: container) }
+      state.count += 1
+    }
+    return Subscription { [weak self] in
+      self?.monitorLeases.withLock { state in
+        state.count -= 1
+        if state.count == 0 {
+          state.monitor?.stop()
+          state.monitor = nil
+        }
+      }
     }
   }
 

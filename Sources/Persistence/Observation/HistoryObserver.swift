@@ -1,0 +1,63 @@
+import Observation
+import Synchronization
+
+/// Follows a store's persistent history: ``eventCounter`` goes up when new transactions
+/// arrive, from this process or another one writing the same file, filtered by authors and
+/// model types. SwiftData's `HistoryObserver`.
+///
+/// Observe the counter, then fetch history after the last token you processed:
+///
+/// ```swift
+/// let observer = try HistoryObserver(container: container, authors: ["app"])
+/// token = withContinuousObservation { [weak self] in
+///   _ = observer.eventCounter
+///   self?.processChanges()   // context.fetchHistory(HistoryDescriptor(after: lastToken)) …
+/// }
+/// ```
+///
+/// Cost: O(1) per transaction (the filter checks author and entity names).
+public final class HistoryObserver: Observable, Sendable {
+  private let registrar = ObservationRegistrar()
+  private let counter = Mutex(0)
+  private let authors: Set<String>?
+  private let entityNames: Set<String>?
+  private let subscription = Mutex<ChangeBroadcaster.Subscription?>(nil)
+  private let monitorLease = Mutex<ChangeBroadcaster.Subscription?>(nil)
+
+  /// Starts following `container`'s store.
+  ///
+  /// - Parameters:
+  ///   - authors: Count only transactions by these authors; nil for all.
+  ///   - modelTypes: Count only transactions that change these models; nil for all.
+  public init(
+    container: ModelContainer, authors: Set<String>? = nil,
+    modelTypes: [any PersistentModel.Type]? = nil
+  ) throws {
+    self.authors = authors
+    self.entityNames = modelTypes.map { Set($0.map { $0.entityName }) }
+    let subscription = container.broadcaster.subscribe { [weak self] change in
+      self?.receive(change)
+    }
+    self.subscription.withLock { $0 = subscription }
+    if container.configuration.url != nil {
+      let lease = try container.broadcaster.leaseMonitor(for: container)
+      monitorLease.withLock { $0 = lease }
+    }
+  }
+
+  /// How many matching transactions have arrived since the observer was made.
+  public var eventCounter: Int {
+    registrar.access(self, keyPath: \.eventCounter)
+    return counter.withLock { $0 }
+  }
+
+  private func receive(_ change: StoreChange) {
+    if !change.requiresRefetch {
+      if let authors, !authors.contains(change.author ?? "") { return }
+      if let entityNames, !change.entities.keys.contains(where: entityNames.contains) { return }
+    }
+    registrar.withMutation(of: self, keyPath: \.eventCounter) {
+      counter.withLock { $0 += 1 }
+    }
+  }
+}

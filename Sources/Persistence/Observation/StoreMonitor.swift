@@ -1,0 +1,88 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// Notices commits made by other processes (and other connections) to a store file, reads
+/// what they changed from persistent history, and posts it to the container's observers.
+///
+/// It polls SQLite's `PRAGMA data_version` on its own connection every ``interval``: a read of
+/// shared memory that changes only when another connection commits. On a change it fetches
+/// the history after the last token it saw; transactions this process already announced are
+/// skipped. Cost per poll: O(1); per foreign commit: O(changes in it).
+///
+/// One monitor runs per container while any observer holds a lease on it.
+final class StoreMonitor: Sendable {
+  /// How often to poll.
+  static let interval: Duration = .milliseconds(5)
+
+  /// Set to stop the polling thread.
+  final class StopFlag: Sendable {
+    let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+  }
+  private let stopped = StopFlag()
+
+  /// Starts polling on a thread of its own.
+  init(container: ModelContainer) throws {
+    let context = ModelContext(container)
+    let start = try context.currentHistoryToken()
+    let box = UncheckedSendable((context, start))
+    let thread = Thread { [stopped] in
+      let (context, start) = box.value
+      Self.run(context: context, from: start, stopped: stopped)
+    }
+    thread.name = "persistence.store-monitor"
+    thread.start()
+  }
+
+  /// Stops polling.
+  func stop() { stopped.value.store(true, ordering: .sequentiallyConsistent) }
+
+  private static func run(context: ModelContext, from start: HistoryToken, stopped: StopFlag) {
+    let container = context.container
+    var lastToken = start
+    var lastVersion: Int64?
+    while !stopped.isSet {
+      do {
+        let database = try context.connection()
+        let version = try database.scalarInt("PRAGMA data_version")
+        if version != lastVersion {
+          lastVersion = version
+          lastToken = try deliver(after: lastToken, context: context, container: container)
+        }
+      } catch let error as PersistenceError where error.code == .historyTokenExpired {
+        // History this monitor had not read was deleted: observers must refetch.
+        container.broadcaster.post(
+          StoreChange(token: lastToken, author: nil, entities: [:], requiresRefetch: true))
+        lastToken = (try? context.currentHistoryToken()) ?? lastToken
+      } catch {
+        // A busy or transiently unreadable store: try again at the next poll.
+      }
+      Thread.sleep(forTimeInterval: Double(interval.components.attoseconds) / 1e18)
+    }
+  }
+
+  /// Posts the transactions after `token` that this process did not announce itself.
+  private static func deliver(
+    after token: HistoryToken, context: ModelContext, container: ModelContainer
+  ) throws -> HistoryToken {
+    var last = token
+    for transaction in try context.fetchHistory(HistoryDescriptor(after: token)) {
+      last = transaction.token
+      guard container.broadcaster.claimForeign(transaction.token.value) else { continue }
+      var entities: [String: StoreChange.EntityChanges] = [:]
+      for change in transaction.changes {
+        let key = change.changedIdentifier.primaryKey
+        let name = change.changedIdentifier.entityName
+        switch change.kind {
+        case .insert: entities[name, default: .init()].inserted.insert(key)
+        case .update: entities[name, default: .init()].updated[key] = change.updatedAttributes
+        case .delete: entities[name, default: .init()].deleted.insert(key)
+        }
+      }
+      container.broadcaster.post(
+        StoreChange(token: transaction.token, author: transaction.author, entities: entities))
+    }
+    return last
+  }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Observation
+import Synchronization
+import Testing
+
+@testable import Persistence
+
+/// Waits up to `seconds` for `condition`.
+func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    if try condition() { return true }
+    Thread.sleep(forTimeInterval: 0.002)
+  }
+  return try condition()
+}
+
+@Suite("ResultsObserver")
+struct ResultsObserverTests {
+  func fileContainer(_ directory: TemporaryDirectory) throws -> ModelContainer {
+    try ModelContainer(for: Note.self, configurations: .init(url: directory.file("store.sqlite")))
+  }
+
+  @Test(
+    "fetches in init and follows saves from its own and other contexts", arguments: [false, true])
+  func followsContexts(onFile: Bool) throws {
+    let directory = TemporaryDirectory()
+    let container = onFile ? try fileContainer(directory) : try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    context.insert(Note(key: "b", text: "2"))
+    try context.save()
+    let observer = try ResultsObserver(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]), modelContext: context)
+    #expect(observer.results.map(\.key) == ["b"])
+    #expect(observer.version == 0)
+
+    context.insert(Note(key: "a", text: "1"))
+    try context.save()
+    observer.waitForPendingUpdates()
+    #expect(observer.results.map(\.key) == ["a", "b"])
+
+    let other = ModelContext(container)
+    let b = try #require(
+      try other.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "b" })).first)
+    b.key = "0"
+    other.insert(Note(key: "c", text: "3"))
+    try other.save()
+    observer.waitForPendingUpdates()
+    #expect(observer.results.map(\.key) == ["0", "a", "c"])
+    try other.delete(model: Note.self, where: #Predicate { $0.key == "a" })
+    try other.save()
+    observer.waitForPendingUpdates()
+    #expect(observer.results.map(\.key) == ["0", "c"])
+    #expect(observer.version == 3)
+  }
+
+  @Test("patches results in the descriptor's order, with a predicate, like a fresh fetch")
+  func patchesLikeAFetch() throws {
+    let container = try ModelContainer(for: Sample.self)
+    let context = ModelContext(container)
+    let predicate = #Predicate<Sample> { $0.small > -5 && $0.name.contains("a") }
+    let sorts = [SortDescriptor(\Sample.name, order: .reverse), SortDescriptor(\Sample.small)]
+    let observer = try ResultsObserver(
+      FetchDescriptor(predicate: predicate, sortBy: sorts), sectionBy: \Sample.name,
+      container: container)
+    var generator = SeededGenerator(seed: 99)
+    var live: [Sample] = []
+    for round in 0..<30 {
+      for sample in SampleData.make(count: 10, seed: UInt64(round)) {
+        context.insert(sample)
+        live.append(sample)
+      }
+      for _ in 0..<5 where !live.isEmpty {
+        let sample = live[Int.random(in: 0..<live.count, using: &generator)]
+        sample.small = Int.random(in: -10...10, using: &generator)
+        sample.name = SampleData.strings.randomElement(using: &generator)!
+      }
+      for _ in 0..<3 where !live.isEmpty {
+        context.delete(live.remove(at: Int.random(in: 0..<live.count, using: &generator)))
+      }
+      try context.save()
+      observer.waitForPendingUpdates()
+      let fresh = try ModelContext(container).fetch(
+        FetchDescriptor(predicate: predicate, sortBy: sorts), sectionBy: \Sample.name)
+      let expected = fresh.flatMap { $0.map(\.id) }
+      #expect(observer.results.map(\.id) == expected, "round \(round)")
+      #expect(observer.sections.map(\.id) == fresh.map(\.id))
+      #expect(observer.sections.map { $0.map(\.id) } == fresh.map { $0.map(\.id) })
+    }
+  }
+
+  @Test("publishes nothing for a rolled-back, empty, read-only or unrelated save")
+  func noSpuriousUpdates() throws {
+    let container = try ModelContainer(for: Note.self, Sample.self)
+    let context = ModelContext(container)
+    let observer = try ResultsObserver(
+      FetchDescriptor<Note>(predicate: #Predicate { $0.group == "shown" }), container: container)
+    let notifications = Mutex(0)
+    let token = withContinuousObservation {
+      _ = observer.results
+      notifications.withLock { $0 += 1 }
+    }
+    #expect(eventually { notifications.withLock { $0 } == 1 })
+    context.insert(Note(key: "x", text: ""))
+    context.rollback()
+    try context.save()
+    _ = try context.fetch(FetchDescriptor<Note>())
+    context.insert(Note(key: "hidden", text: "", group: "other"))
+    context.insert(Sample())
+    try context.save()
+    observer.waitForPendingUpdates()
+    Thread.sleep(forTimeInterval: 0.05)
+    #expect(notifications.withLock { $0 } == 1)
+    #expect(observer.version == 0)
+    context.insert(Note(key: "shown", text: "", group: "shown"))
+    try context.save()
+    #expect(eventually { notifications.withLock { $0 } == 2 })
+    #expect(observer.results.map(\.key) == ["shown"])
+    token.cancel()
+  }
+
+  @Test("hands out snapshots: a changed row arrives as a new instance")
+  func snapshots() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    let note = Note(key: "a", text: "old")
+    context.insert(note)
+    try context.save()
+    let observer = try ResultsObserver(FetchDescriptor<Note>(), container: container)
+    let before = try #require(observer.results.first)
+    note.text = "new"
+    try context.save()
+    observer.waitForPendingUpdates()
+    #expect(before.text == "old")
+    #expect(observer.results.first?.text == "new")
+    let change = try #require(observer.changes(after: 0)?.first)
+    #expect(change.removed.first === before && change.inserted.first === observer.results.first)
+    let identifier = try #require(observer.identifier(for: observer.results[0]))
+    #expect(try context.model(for: identifier, as: Note.self) === note)
+  }
+
+  @Test("refetches a window (fetchLimit) instead of patching it")
+  func window() throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    var descriptor = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)])
+    descriptor.fetchLimit = 2
+    let observer = try ResultsObserver(descriptor, container: container)
+    for key in ["c", "b", "a"] {
+      context.insert(Note(key: key, text: ""))
+      try context.save()
+    }
+    observer.waitForPendingUpdates()
+    #expect(observer.results.map(\.key) == ["a", "b"])
+  }
+
+  @Test("works with Observations")
+  func observations() async throws {
+    let container = try ModelContainer(for: Note.self)
+    let observer = try ResultsObserver(FetchDescriptor<Note>(), container: container)
+    let counts = Observations { observer.results.count }
+    var iterator = counts.makeAsyncIterator()
+    #expect(await iterator.next() == 0)
+    let context = ModelContext(container)
+    context.insert(Note(key: "a", text: ""))
+    try context.save()
+    #expect(await iterator.next() == 1)
+  }
+}
+
+@Suite("HistoryObserver")
+struct HistoryObserverTests {
+  @Test("counts transactions by author and model type, and the seed's pattern works")
+  func countsAndSeedPattern() throws {
+    let container = try ModelContainer(for: Note.self, Sample.self)
+    let observer = try HistoryObserver(
+      container: container, authors: ["App"], modelTypes: [Note.self])
+    let app = ModelContext(container)
+    app.author = "App"
+    let server = ModelContext(container)
+    server.author = "Server"
+
+    // The seed: observe eventCounter, then fetch the history after the last token, upload it.
+    let uploaded = Mutex<[String]>([])
+    let lastToken = Mutex<HistoryToken?>(nil)
+    let reader = ModelContext(container)
+    let readerBox = UncheckedSendable(reader)
+    let lock = NSLock()
+    let token = withContinuousObservation {
+      _ = observer.eventCounter
+      lock.lock()
+      defer { lock.unlock() }
+      let context = readerBox.value
+      let descriptor = HistoryDescriptor(
+        after: lastToken.withLock { $0 }, authors: ["App"], modelTypes: [Note.self])
+      guard let transactions = try? context.fetchHistory(descriptor) else { return }
+      for transaction in transactions {
+        uploaded.withLock {
+          $0.append("\(transaction.changes.count) by \(transaction.author ?? "")")
+        }
+        lastToken.withLock { $0 = transaction.token }
+      }
+    }
+    server.insert(Note(key: "s", text: ""))
+    try server.save()
+    app.insert(Sample())
+    try app.save()
+    #expect(observer.eventCounter == 0)
+    app.insert(Note(key: "a", text: ""))
+    app.insert(Note(key: "b", text: ""))
+    try app.save()
+    #expect(observer.eventCounter == 1)
+    #expect(eventually { uploaded.withLock { $0 } == ["2 by App"] })
+    token.cancel()
+  }
+}
