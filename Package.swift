@@ -42,7 +42,7 @@ let package = Package(
     ),
     .target(
       name: "TripsCLI",
-      dependencies: ["TripPlanner"],
+      dependencies: ["TripPlanner", "Geo", "Persistence"],
       swiftSettings: swiftSettings
     ),
     .executableTarget(
@@ -73,7 +73,7 @@ let package = Package(
     ),
     .testTarget(
       name: "TripsCLITests",
-      dependencies: ["TripsCLI", "trips", "trips-generate"],
+      dependencies: ["TripsCLI", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate"],
       swiftSettings: swiftSettings
     ),
   ]

@@ -88,7 +88,7 @@ public struct CameraFit: Hashable, Sendable {
     if dy > 0 { candidates.append(log2(height / (dy * 512))) }
     zoom = min(candidates.min() ?? maxZoom, maxZoom)
     let middleY = (extent.minY + extent.maxY) / 2
-    center = Coordinate(
-      latitude: ProjectedExtent.latitude(mercatorY: middleY), longitude: box.center.longitude)
+    let latitude = box.south == box.north ? box.south : ProjectedExtent.latitude(mercatorY: middleY)
+    center = Coordinate(latitude: latitude, longitude: box.center.longitude)
   }
 }

@@ -32,18 +32,30 @@ public final class Projection: Sendable {
       throw GeoError(
         code: .projectionFailed, message: "PROJ could not create a context (out of memory?).")
     }
-    proj_log_level(context, PJ_LOG_NONE)
+    // PROJ explains failures in its log ("crs not found", …); keep the last message.
+    let log = LogCapture()
+    let logPointer = Unmanaged.passRetained(log)
+    defer { logPointer.release() }
+    proj_log_level(context, PJ_LOG_ERROR)
+    proj_log_func(context, logPointer.toOpaque()) { data, _, message in
+      guard let data, let message else { return }
+      Unmanaged<LogCapture>.fromOpaque(data).takeUnretainedValue().last = String(cString: message)
+    }
     func failure(_ what: String) -> GeoError {
       let code = proj_context_errno(context)
       let message =
-        proj_context_errno_string(context, code).map { String(cString: $0) } ?? "unknown error"
+        log.last ?? proj_context_errno_string(context, code).map { String(cString: $0) }
+        ?? "unknown error"
       return GeoError(
         code: .unknownCRS,
         message:
           "PROJ does not know the coordinate reference system '\(crs)' (\(what)): \(message). Use a code such as EPSG:3857, or a PROJ string.",
         cause: ProjError(code: code, message: message))
     }
-    guard !crs.isEmpty, !crs.contains("\0"), let target = proj_create(context, crs) else {
+    // "+proj=merc +lon_0=150" names an operation; with +type=crs it is the CRS users mean.
+    var definition = crs
+    if crs.hasPrefix("+proj=") && !crs.contains("+type=crs") { definition += " +type=crs" }
+    guard !crs.isEmpty, !crs.contains("\0"), let target = proj_create(context, definition) else {
       let error = failure("not recognised")
       proj_context_destroy(context)
       throw error
@@ -57,7 +69,7 @@ public final class Projection: Sendable {
           "'\(crs)' is a PROJ operation, not a coordinate reference system. Use a CRS such as EPSG:3857."
       )
     }
-    guard let raw = proj_create_crs_to_crs(context, "EPSG:4326", crs, nil) else {
+    guard let raw = proj_create_crs_to_crs(context, "EPSG:4326", definition, nil) else {
       let error = failure("no transformation from EPSG:4326")
       proj_context_destroy(context)
       throw error
@@ -69,6 +81,8 @@ public final class Projection: Sendable {
       proj_context_destroy(context)
       throw error
     }
+    proj_log_func(context, nil, nil)
+    proj_log_level(context, PJ_LOG_NONE)
     state = Mutex(State(context: context, transform: normalized))
   }
 
@@ -147,6 +161,11 @@ public final class Projection: Sendable {
   private static func message(_ context: OpaquePointer, _ code: Int32) -> String {
     proj_context_errno_string(context, code).map { String(cString: $0) } ?? "error \(code)"
   }
+}
+
+/// Receives PROJ's log messages while a projection is created.
+private final class LogCapture {
+  var last: String?
 }
 
 /// PROJ's error number and message, as a ``GeoError/cause``.

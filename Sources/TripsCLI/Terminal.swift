@@ -1,13 +1,13 @@
 import Foundation
 
 /// Where a command reads and writes: the process's streams, or buffers in tests.
-public struct TerminalIO {
+public struct TerminalIO: Sendable {
   /// Writes to standard output.
-  public var out: (String) -> Void
+  public var out: @Sendable (String) -> Void
   /// Writes to standard error.
-  public var err: (String) -> Void
+  public var err: @Sendable (String) -> Void
   /// Reads all of standard input.
-  public var readInput: () throws -> Data
+  public var readInput: @Sendable () throws -> Data
   /// The environment (`TRIPS_STORE`, `XDG_DATA_HOME`, `HOME`, `NO_COLOR`).
   public var environment: [String: String]
   /// Whether standard output is a terminal (colour and tables for people).
@@ -17,8 +17,9 @@ public struct TerminalIO {
 
   /// Creates an IO.
   public init(
-    out: @escaping (String) -> Void, err: @escaping (String) -> Void,
-    readInput: @escaping () throws -> Data, environment: [String: String], outIsTerminal: Bool,
+    out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+    readInput: @escaping @Sendable () throws -> Data, environment: [String: String],
+    outIsTerminal: Bool,
     errIsTerminal: Bool
   ) {
     self.out = out

@@ -14,7 +14,8 @@ public enum TripsCommand {
 
   static let subcommands: [any Subcommand.Type] = [
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
-    ImportCommand.self, ExportCommand.self, HistoryCommand.self,
+    ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
+    HistoryCommand.self,
   ]
 
   static var spec: CommandSpec {

@@ -214,3 +214,29 @@ struct HistoryObserverTests {
     token.cancel()
   }
 }
+
+@Suite("Continuous observation")
+struct ContinuousObservationTests {
+  @Test("sees the value after the change, never stopping at a stale one")
+  func seesLatest() throws {
+    let container = try ModelContainer(for: Note.self)
+    let observer = try ResultsObserver(FetchDescriptor<Note>(), container: container)
+    let seen = Mutex<[Int]>([])
+    let token = withContinuousObservation { seen.withLock { $0.append(observer.version) } }
+    let context = ModelContext(container)
+    for index in 0..<50 {
+      context.insert(Note(key: "k\(index)", text: ""))
+      try context.save()
+    }
+    #expect(eventually { seen.withLock { $0.last } == 50 })
+    let values = seen.withLock { $0 }
+    #expect(values == values.sorted(), "versions only go up")
+    token.cancel()
+    let count = seen.withLock { $0.count }
+    context.insert(Note(key: "after", text: ""))
+    try context.save()
+    observer.waitForPendingUpdates()
+    Thread.sleep(forTimeInterval: 0.05)
+    #expect(seen.withLock { $0.count } == count, "a cancelled token runs no more")
+  }
+}

@@ -56,8 +56,8 @@ public final class HistoryObserver: Observable, Sendable {
       if let authors, !authors.contains(change.author ?? "") { return }
       if let entityNames, !change.entities.keys.contains(where: entityNames.contains) { return }
     }
-    registrar.withMutation(of: self, keyPath: \.eventCounter) {
-      counter.withLock { $0 += 1 }
-    }
+    // Counted before observers hear of it, so they read the new value even at willSet.
+    counter.withLock { $0 += 1 }
+    registrar.withMutation(of: self, keyPath: \.eventCounter) {}
   }
 }

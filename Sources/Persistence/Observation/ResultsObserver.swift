@@ -207,13 +207,12 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     next.log.append(Change(version: next.version, removed: removed, inserted: inserted))
     if next.log.count > Self.logLimit { next.log.removeFirst(next.log.count - Self.logLimit) }
     let value = next
-    registrar.withMutation(of: self, keyPath: \.version) {
-      registrar.withMutation(of: self, keyPath: \.results) {
-        registrar.withMutation(of: self, keyPath: \.sections) {
-          state.withLock { $0 = value }
-        }
-      }
-    }
+    // The new state is in place before observers hear of it, so whatever they read when told
+    // (even at willSet) is the new value.
+    state.withLock { $0 = value }
+    registrar.withMutation(of: self, keyPath: \.version) {}
+    registrar.withMutation(of: self, keyPath: \.results) {}
+    registrar.withMutation(of: self, keyPath: \.sections) {}
   }
 
   /// Whether `a` comes before `b`: section key, then the sort descriptors, then the key.

@@ -1,0 +1,107 @@
+import Foundation
+import Geo
+import Observation
+import Persistence
+import Synchronization
+
+/// Keeps the bounding region of a set of trips current as the store changes: the trip
+/// library's `MapCameraController`.
+///
+/// It subscribes through a ``ResultsObserver`` of the trips matching a ``TripQuery`` (all
+/// trips by default), and applies each update's removed and inserted trips to a
+/// ``CoordinateCover``: one added, moved or deleted trip costs O(log n), with no rescan. The
+/// projected extent is then recomputed from the box (O(1) for Web Mercator; one PROJ call
+/// otherwise). ``report`` is observable and changes only when the report does.
+///
+/// Changes arrive from any context of the container and from other processes writing the same
+/// file.
+public final class BoundsController: Observable, Sendable {
+  private struct State: Sendable {
+    var cover = CoordinateCover()
+    var version = 0
+    var report: BoundsReport
+  }
+
+  private let registrar = ObservationRegistrar()
+  private let state: Mutex<State>
+  private let observer: ResultsObserver<Trip>
+  private let projection: Projection
+  private let viewport: Viewport?
+  private let token = Mutex<ObservationTrackingToken?>(nil)
+
+  /// Starts following the trips of `container` that match `query`, reporting in `crs`.
+  ///
+  /// - Throws: `GeoError` for an unknown CRS, `PersistenceError` when the store fails.
+  public init(
+    container: ModelContainer, query: TripQuery = TripQuery(), crs: String = "EPSG:3857",
+    viewport: Viewport? = nil
+  ) throws {
+    projection = try Projection(to: crs)
+    self.viewport = viewport
+    var descriptor = FetchDescriptor<Trip>(predicate: query.predicate)
+    descriptor.fetchLimit = query.limit
+    descriptor.fetchOffset = query.offset
+    observer = try ResultsObserver(descriptor, container: container)
+    let results = observer.results
+    let cover = CoordinateCover(
+      results.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+    var initial = State(
+      cover: cover, version: observer.version,
+      report: try BoundsReport(count: 0, box: nil, projection: projection, viewport: viewport))
+    initial.report = try BoundsReport(
+      count: initial.cover.count, box: initial.cover.box, projection: projection, viewport: viewport
+    )
+    state = Mutex(initial)
+    let observer = self.observer
+    let started = withContinuousObservation { [weak self] in
+      let version = observer.version
+      self?.catchUp(to: version)
+    }
+    token.withLock { $0 = started }
+  }
+
+  deinit { token.withLock { $0?.cancel() } }
+
+  /// The current report.
+  public var report: BoundsReport {
+    registrar.access(self, keyPath: \.report)
+    return state.withLock { $0.report }
+  }
+
+  /// Blocks until every commit announced so far is reflected in ``report``.
+  public func waitForPendingUpdates() {
+    observer.waitForPendingUpdates()
+    catchUp(to: observer.version)
+  }
+
+  private func catchUp(to version: Int) {
+    let updated: BoundsReport? = state.withLock { state in
+      guard version > state.version else { return nil }
+      if let changes = observer.changes(after: state.version) {
+        for change in changes where change.version <= version {
+          for trip in change.removed { state.cover.remove(Self.coordinate(trip)) }
+          for trip in change.inserted { state.cover.insert(Self.coordinate(trip)) }
+          state.version = change.version
+        }
+      } else {
+        state.cover = CoordinateCover(observer.results.map(Self.coordinate))
+        state.version = observer.version
+      }
+      guard
+        let report = try? BoundsReport(
+          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport
+        ),
+        report != state.report
+      else { return nil }
+      // The report is in place before observers hear of it (see ResultsObserver).
+      state.report = report
+      return report
+    }
+    guard updated != nil else { return }
+    registrar.withMutation(of: self, keyPath: \.report) {}
+  }
+
+  private static func coordinate(_ trip: Trip) -> Coordinate {
+    Coordinate(latitude: trip.latitude, longitude: trip.longitude)
+  }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Geo
+
+/// A viewport in pixels, for camera fits: `800x600`.
+public struct Viewport: Hashable, Sendable, CustomStringConvertible {
+  /// Width in pixels.
+  public var width: Double
+  /// Height in pixels.
+  public var height: Double
+
+  /// Creates a viewport.
+  public init(width: Double, height: Double) {
+    self.width = width
+    self.height = height
+  }
+
+  /// Parses `WIDTHxHEIGHT` with positive whole numbers; nil otherwise.
+  public init?(_ text: String) {
+    let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+    guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0,
+      height > 0, width <= 100_000, height <= 100_000
+    else { return nil }
+    self.init(width: Double(width), height: Double(height))
+  }
+
+  /// `WIDTHxHEIGHT`.
+  public var description: String { "\(Int(width))x\(Int(height))" }
+}
+
+/// The bounding region of a set of trips, for map tools: the geographic box, its centre, its
+/// extent in a projected CRS, and optionally a camera fit.
+public struct BoundsReport: Hashable, Sendable {
+  /// How many trips.
+  public var count: Int
+  /// The smallest box over the trips; nil when there are none.
+  public var geographic: GeographicBox?
+  /// The middle of the box.
+  public var center: Coordinate?
+  /// The box in the projected CRS.
+  public var projected: ProjectedExtent?
+  /// The camera fit, when a viewport was given and there are trips.
+  public var camera: CameraFit?
+  /// The viewport of the camera fit.
+  public var viewport: Viewport?
+
+  /// Makes the report for `count` trips covered by `box`.
+  public init(count: Int, box: GeographicBox?, projection: Projection, viewport: Viewport? = nil)
+    throws
+  {
+    self.count = count
+    self.geographic = box
+    self.viewport = viewport
+    guard let box else { return }
+    center = box.center
+    projected = try projection.extent(of: box)
+    if let viewport {
+      camera = try CameraFit(box: box, width: viewport.width, height: viewport.height)
+    }
+  }
+
+  /// The report as JSON: `count`, `geographic`, `bbox`, `center`, `projected`, and `camera`
+  /// when a viewport was given; every member but `count` is `null` when there are no trips.
+  public var json: JSONValue {
+    var members: [(String, JSONValue)] = [("count", .number(Double(count)))]
+    if let box = geographic {
+      members.append(
+        (
+          "geographic",
+          .object([
+            ("west", .number(box.west)), ("south", .number(box.south)), ("east", .number(box.east)),
+            ("north", .number(box.north)), ("crossesAntimeridian", .bool(box.crossesAntimeridian)),
+          ])
+        ))
+      members.append(("bbox", .array(box.bbox.map(JSONValue.number))))
+    } else {
+      members += [("geographic", .null), ("bbox", .null)]
+    }
+    members.append(("center", center.map(Self.coordinate) ?? .null))
+    if let projected {
+      members.append(
+        (
+          "projected",
+          .object([
+            ("crs", .string(projected.crs)), ("minX", .number(projected.minX)),
+            ("minY", .number(projected.minY)), ("maxX", .number(projected.maxX)),
+            ("maxY", .number(projected.maxY)),
+          ])
+        ))
+    } else {
+      members.append(("projected", .null))
+    }
+    if viewport != nil {
+      members.append(
+        (
+          "camera",
+          camera.map {
+            .object([("center", Self.coordinate($0.center)), ("zoom", .number($0.zoom))])
+          } ?? .null
+        ))
+    }
+    return .object(members)
+  }
+
+  private static func coordinate(_ coordinate: Coordinate) -> JSONValue {
+    .object([
+      ("longitude", .number(coordinate.longitude)), ("latitude", .number(coordinate.latitude)),
+    ])
+  }
+
+  /// The report for people.
+  public var text: String {
+    guard let box = geographic, let center, let projected else {
+      return "No trips: no bounds.\n"
+    }
+    func degrees(_ value: Double) -> String { String(format: "%.5f", value) }
+    func metres(_ value: Double) -> String { String(format: "%.2f", value) }
+    var lines = [
+      ("Trips:", "\(count)"),
+      (
+        "Box:",
+        "west \(degrees(box.west)), south \(degrees(box.south)), east \(degrees(box.east)), north \(degrees(box.north))"
+          + (box.crossesAntimeridian ? " (crosses the antimeridian)" : "")
+      ),
+      ("Center:", "latitude \(degrees(center.latitude)), longitude \(degrees(center.longitude))"),
+      (
+        "\(projected.crs):",
+        "x \(metres(projected.minX)) to \(metres(projected.maxX)), y \(metres(projected.minY)) to \(metres(projected.maxY))"
+      ),
+    ]
+    if let camera, let viewport {
+      lines.append(
+        (
+          "Camera:",
+          "zoom \(String(format: "%.2f", camera.zoom)) at latitude \(degrees(camera.center.latitude)), longitude \(degrees(camera.center.longitude)) for \(viewport)"
+        ))
+    }
+    let width = lines.map(\.0.count).max() ?? 0
+    return lines.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }
+      .joined(separator: "\n") + "\n"
+  }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Geo
+import TripPlanner
+
+/// `trips bounds`: the bounding region of the trips, for map tools.
+enum BoundsCommand: Subcommand {
+  static let crs = OptionSpec(
+    name: "crs", valueName: "crs",
+    help: "The projected CRS, as PROJ knows it (EPSG:32633, a PROJ string…).",
+    defaultDescription: "EPSG:3857")
+  static let viewport = OptionSpec(
+    name: "viewport", valueName: "WxH",
+    help: "Also fit a map camera to a viewport of this many pixels, such as 800x600.")
+
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "bounds",
+      abstract: "Reports the smallest box around the trips, its center and projected extent.",
+      discussion:
+        "The box is the smallest on the globe: it crosses the antimeridian (west > east) when that is smaller.",
+      options: CommonOptions.filters + [
+        crs, viewport,
+        OptionSpec(
+          name: "format", valueName: "format", help: "text, json or geojson.",
+          defaultDescription: "text"),
+        CommonOptions.store,
+      ])
+  }
+
+  static func options(_ arguments: ParsedArguments) throws -> (Projection, Viewport?) {
+    var viewport: Viewport?
+    if let text = arguments.value("viewport") {
+      guard let parsed = Viewport(text) else {
+        throw CLIError.usage(
+          "Invalid value '\(text)' for '--viewport': expected WIDTHxHEIGHT in pixels, such as 800x600."
+        )
+      }
+      viewport = parsed
+    }
+    let crs = arguments.value("crs") ?? "EPSG:3857"
+    do {
+      return (try Projection(to: crs), viewport)
+    } catch let error as GeoError {
+      throw CLIError.usage(error.message)
+    }
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let query = try CommonOptions.query(arguments)
+    let format = arguments.value("format") ?? "text"
+    guard ["text", "json", "geojson"].contains(format) else {
+      throw CLIError.usage(
+        "Invalid value '\(format)' for '--format': expected text, json or geojson.")
+    }
+    let (projection, viewport) = try options(arguments)
+    let store = try CommonOptions.openForReading(arguments, io)
+    let records = try store.trips(query).map(\.record)
+    if format == "geojson" {
+      io.out(String(decoding: TripGeoJSON.encode(records), as: UTF8.self))
+      return
+    }
+    let box = GeographicBox.enclosing(
+      records.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+    let report = try BoundsReport(
+      count: records.count, box: box, projection: projection, viewport: viewport)
+    io.out(format == "json" ? report.json.rendered(pretty: true) + "\n" : report.text)
+  }
+}
