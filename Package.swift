@@ -50,10 +50,27 @@ let package = Package(
       dependencies: ["TripsCLI"],
       swiftSettings: swiftSettings
     ),
+    .target(
+      name: "TripsSynthetic",
+      dependencies: ["TripPlanner"],
+      path: "Tools/TripsSynthetic",
+      swiftSettings: swiftSettings
+    ),
     .executableTarget(
       name: "trips-generate",
-      dependencies: ["TripPlanner"],
+      dependencies: ["TripPlanner", "TripsSynthetic"],
       path: "Tools/TripsGenerator",
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "TripsBaseline",
+      path: "Tools/CBaseline",
+      linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("m")]
+    ),
+    .executableTarget(
+      name: "trips-bench",
+      dependencies: ["TripPlanner", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo"],
+      path: "Tools/Benchmarks",
       swiftSettings: swiftSettings
     ),
     .testTarget(

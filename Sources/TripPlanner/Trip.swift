@@ -72,7 +72,7 @@ import Persistence
     .attribute(\.endDate, "end_date"),
     .attribute(\.latitude, "latitude"),
     .attribute(\.longitude, "longitude"),
-    .codable(\.placeIdentifier, "place_id"))
+    .codable(\.placeIdentifier, "place_id", .sharesEqualValues))
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws { try record.validate() }

@@ -1,5 +1,6 @@
 import Foundation
 import TripPlanner
+import TripsSynthetic
 
 // trips-generate: a deterministic generator of synthetic trips from Data/cities.csv.
 //
@@ -7,54 +8,6 @@ import TripPlanner
 //   swift run -c release trips-generate --count 1000000 --store trips-1m.sqlite
 //
 // The same --count and --seed always give the same trips (SplitMix64, no system randomness).
-
-struct Generator {
-  struct City {
-    var id: Int
-    var name: String
-    var latitude: Double
-    var longitude: Double
-  }
-
-  var state: UInt64
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-
-  mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-  static let templates = [
-    "%@ weekend", "Spring in %@", "Conference, %@", "Food tour: %@", "\"Slow travel\" in %@",
-    "Hiking near %@", "Family visit to %@", "%@, again", "Winter lights of %@",
-  ]
-
-  mutating func record(_ index: Int, cities: [City]) -> TripRecord {
-    let city = cities[below(cities.count)]
-    let start = Date(timeIntervalSince1970: 1_798_761_600 + Double(below(1460)) * 86400)
-    let end = start.addingTimeInterval(Double(below(21)) * 86400)
-    let name = Self.templates[below(Self.templates.count)].replacingOccurrences(
-      of: "%@", with: city.name)
-    var bytes = (next(), next())
-    let id = withUnsafeBytes(of: &bytes) { raw -> UUID in
-      var uuid = UUID().uuid
-      withUnsafeMutableBytes(of: &uuid) {
-        $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<16]))
-      }
-      uuid.6 = (uuid.6 & 0x0F) | 0x40
-      uuid.8 = (uuid.8 & 0x3F) | 0x80
-      return UUID(uuid: uuid)
-    }
-    return TripRecord(
-      id: id, name: name, destination: city.name, startDate: start, endDate: end,
-      latitude: city.latitude, longitude: city.longitude,
-      placeIdentifier: index % 10 == 9 ? nil : "geonames:\(city.id)")
-  }
-}
 
 func fail(_ message: String) -> Never {
   FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
@@ -106,15 +59,9 @@ guard let citiesData = FileManager.default.contents(atPath: citiesPath) else {
   FileHandle.standardError.write(Data("Error: cannot read \(citiesPath)\n".utf8))
   exit(66)
 }
-let rows = try CSVReader.records(citiesData)
-let cities = rows.dropFirst().compactMap { row -> Generator.City? in
-  guard row.fields.count == 6, let id = Int(row.fields[0]), let latitude = Double(row.fields[3]),
-    let longitude = Double(row.fields[4])
-  else { return nil }
-  return Generator.City(id: id, name: row.fields[1], latitude: latitude, longitude: longitude)
-}
+let cities = try SyntheticTrips.cities(citiesData)
 guard !cities.isEmpty else { fail("no cities in \(citiesPath)") }
-var generator = Generator(state: seed)
+var generator = SyntheticTrips(seed: seed)
 
 if let storePath {
   let store = try TripStore(url: URL(fileURLWithPath: storePath), author: "generator")

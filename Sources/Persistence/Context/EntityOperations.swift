@@ -3,6 +3,8 @@
 protocol EntityOperations {
   var name: String { get }
   var columnNames: [String] { get }
+  /// SQL the context runs for this entity, made once.
+  var statements: EntityStatements { get }
   var uniqueIndexes: [Int] { get }
   var preservedIndexes: [Int] { get }
   func snapshot(_ model: AnyObject) throws -> [Any]
@@ -11,14 +13,54 @@ protocol EntityOperations {
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
-  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32) throws
+  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32, cache: LoadCache)
+    throws -> [Any]
   func validate(_ model: AnyObject) throws
+}
+
+/// The SQL a context runs for one entity, built once per entity rather than once per row.
+struct EntityStatements {
+  let table: String
+  let quotedColumns: [String]
+  let insert: String
+  let selectByKey: String
+  let delete: String
+  /// `SELECT "_pk" FROM table WHERE "unique" = ?`, by attribute index.
+  let lookup: [Int: String]
+  /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
+  let tombstone: String?
+
+  init(name: String, columns: [String], unique: [Int], preserved: [Int]) {
+    let table = quoted(name)
+    let quotedColumns = columns.map(quoted)
+    self.table = table
+    self.quotedColumns = quotedColumns
+    let list = quotedColumns.joined(separator: ", ")
+    insert =
+      "INSERT INTO \(table) (\(list)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+    selectByKey = "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
+    delete = "DELETE FROM \(table) WHERE \"_pk\" = ?"
+    var lookup: [Int: String] = [:]
+    for index in unique {
+      lookup[index] = "SELECT \"_pk\" FROM \(table) WHERE \(quotedColumns[index]) = ?"
+    }
+    self.lookup = lookup
+    let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
+    tombstone =
+      preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"
+  }
+
+  /// `UPDATE table SET changed = ? … WHERE "_pk" = ?`.
+  func update(_ changed: [Int]) -> String {
+    "UPDATE \(table) SET \(changed.map { quotedColumns[$0] + " = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
+  }
 }
 
 struct Entity<Model: PersistentModel>: EntityOperations {
   let schema: ModelSchema<Model>
   let name: String
   let columnNames: [String]
+  let statements: EntityStatements
   let uniqueIndexes: [Int]
   let preservedIndexes: [Int]
 
@@ -31,6 +73,8 @@ struct Entity<Model: PersistentModel>: EntityOperations {
     preservedIndexes = schema.attributes.indices.filter {
       schema.attributes[$0].preservesValueOnDeletion
     }
+    statements = EntityStatements(
+      name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
@@ -66,13 +110,19 @@ struct Entity<Model: PersistentModel>: EntityOperations {
     try schema.attributes[attribute].assign(cast(model), value)
   }
 
-  /// Loads every attribute from consecutive columns starting at `firstColumn`.
-  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32) throws {
+  /// Loads every attribute from consecutive columns starting at `firstColumn`; returns the
+  /// values loaded, the model's snapshot.
+  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32, cache: LoadCache)
+    throws -> [Any]
+  {
     let model = cast(model)
+    var snapshot: [Any] = []
+    snapshot.reserveCapacity(schema.attributes.count)
     var column = firstColumn
     for attribute in schema.attributes {
-      try attribute.load(model, statement, column)
+      snapshot.append(try attribute.load(model, statement, column, cache))
       column += 1
     }
+    return snapshot
   }
 }

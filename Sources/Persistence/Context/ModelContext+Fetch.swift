@@ -99,13 +99,13 @@ extension ModelContext {
     else { return nil }
     if let registered: Model = registeredModel(for: identifier) { return registered }
     let database = try connection()
-    let columns = (["\"_pk\""] + entity.columnNames.map(quoted)).joined(separator: ", ")
     let statement = try database.cachedStatement(
-      "SELECT \(columns) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
+      "SELECT \"_pk\", " + entity.statements.quotedColumns.joined(separator: ", ") + " FROM "
+        + entity.statements.table + " WHERE \"_pk\" = ?")
     statement.bindInt64(identifier.primaryKey, at: 1)
     defer { statement.reset() }  // ends the read transaction
     guard try statement.step() else { return nil }
-    return try materialize(statement, entity: entity)
+    return try materialize(statement, entity: entity, cache: LoadCache())
   }
 
   /// Calls `block` with every model matching `descriptor`, loading `batchSize` rows at a time,
@@ -128,6 +128,7 @@ extension ModelContext {
     let statement = try database.prepare(query.sql)
     statement.bindValues(query.bindings)
     let deleted = pendingRowDeletes[entity.name]
+    let cache = LoadCache()
     var batch: [(Model, Bool)] = []
     batch.reserveCapacity(batchSize)
     func deliver() throws {
@@ -143,7 +144,7 @@ extension ModelContext {
     }
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let model: Model = try materialize(statement, entity: entity)
+      let model: Model = try materialize(statement, entity: entity, cache: cache)
       guard let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted
       else { continue }
       batch.append((model, registration.isFresh))
@@ -179,9 +180,10 @@ extension ModelContext {
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]
+    let cache = LoadCache()
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let model: Model = try materialize(statement, entity: entity)
+      let model: Model = try materialize(statement, entity: entity, cache: cache)
       if registrations[ObjectIdentifier(model)]?.isDeleted == true { continue }
       body(model)
     }
@@ -189,28 +191,28 @@ extension ModelContext {
 
   /// Turns the current row (primary key, then every attribute) into the registered model.
   func materialize<Model: PersistentModel>(
-    _ statement: Statement, entity: Entity<Model>
+    _ statement: Statement, entity: Entity<Model>, cache: LoadCache
   ) throws -> Model {
-    let key = RowKey(entity: entity.name, primaryKey: statement.int64(at: 0))
-    if let registration = rows[key] {
+    let primaryKey = statement.int64(at: 0)
+    let table = rowTable(entity.name)
+    if let registration = table.rows[primaryKey] {
       let model = unsafeDowncast(registration.model, to: Model.self)
       if !registration.isDeleted,
         entity.changedIndexes(model, from: registration.snapshot).isEmpty
       {
-        try entity.load(model, from: statement, firstColumn: 1)
-        registration.snapshot = try entity.snapshot(model)
+        registration.snapshot = try entity.load(
+          model, from: statement, firstColumn: 1, cache: cache)
       }
       registration.isFresh = false
       return model
     }
     let model = Model()
-    try entity.load(model, from: statement, firstColumn: 1)
     let registration = Registration(model: model, entity: entity)
-    registration.primaryKey = key.primaryKey
-    registration.snapshot = try entity.snapshot(model)
+    registration.snapshot = try entity.load(model, from: statement, firstColumn: 1, cache: cache)
+    registration.primaryKey = primaryKey
     registration.isFresh = true
     registrations[ObjectIdentifier(model)] = registration
-    rows[key] = registration
+    table.rows[primaryKey] = registration
     return model
   }
 

@@ -110,13 +110,13 @@ extension ModelContext {
     }
     pendingInserts.removeAll()
     for (registration, key, changed) in applied.inserted {
-      let rowKey = RowKey(entity: registration.entity.name, primaryKey: key)
-      if let previous = rows[rowKey], previous !== registration {
+      let table = rowTable(registration.entity.name)
+      if let previous = table.rows[key], previous !== registration {
         registrations[ObjectIdentifier(previous.model)] = nil
       }
       registration.primaryKey = key
       registration.snapshot = try registration.entity.snapshot(registration.model)
-      rows[rowKey] = registration
+      table.rows[key] = registration
       if let changed {
         if !changed.isEmpty {
           changes[registration.entity.name, default: .init()].updated[key] = Set(
@@ -141,17 +141,14 @@ extension ModelContext {
     var tombstone: [(String, SQLValue)] = []
     if !entity.preservedIndexes.isEmpty {
       let names = entity.preservedIndexes.map { entity.columnNames[$0] }
-      let select = try database.cachedStatement(
-        "SELECT \(names.map(quoted).joined(separator: ", ")) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?"
-      )
+      let select = try database.cachedStatement(entity.statements.tombstone ?? "")
       select.bindInt64(key, at: 1)
       if try select.step() {
         tombstone = names.enumerated().map { ($0.element, select.value(at: Int32($0.offset))) }
       }
       select.reset()
     }
-    let statement = try database.cachedStatement(
-      "DELETE FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
+    let statement = try database.cachedStatement(entity.statements.delete)
     statement.bindInt64(key, at: 1)
     try statement.run()
     guard database.changes > 0 else { return }  // already gone: nothing to record
@@ -162,9 +159,7 @@ extension ModelContext {
     _ registration: Registration, key: Int64, attributes: [Int], database: Database
   ) throws {
     let entity = registration.entity
-    let assignments = attributes.map { "\(quoted(entity.columnNames[$0])) = ?" }
-    let statement = try database.cachedStatement(
-      "UPDATE \(quoted(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?")
+    let statement = try database.cachedStatement(entity.statements.update(attributes))
     for (offset, attribute) in attributes.enumerated() {
       try entity.bind(
         registration.model, attribute: attribute, to: statement, at: Int32(offset + 1))
@@ -182,9 +177,7 @@ extension ModelContext {
     let model = registration.model
     var existing: Int64?
     for unique in entity.uniqueIndexes {
-      let statement = try database.cachedStatement(
-        "SELECT \"_pk\" FROM \(quoted(entity.name)) WHERE \(quoted(entity.columnNames[unique])) = ?"
-      )
+      let statement = try database.cachedStatement(entity.statements.lookup[unique] ?? "")
       try entity.bind(model, attribute: unique, to: statement, at: 1)
       if try statement.step() {
         let key = statement.int64(at: 0)
@@ -201,9 +194,7 @@ extension ModelContext {
       statement.reset()
     }
     if let key = existing {
-      let columns = entity.columnNames.map(quoted).joined(separator: ", ")
-      let select = try database.cachedStatement(
-        "SELECT \(columns) FROM \(quoted(entity.name)) WHERE \"_pk\" = ?")
+      let select = try database.cachedStatement(entity.statements.selectByKey)
       select.bindInt64(key, at: 1)
       _ = try select.step()
       var changed: [Int] = []
@@ -213,10 +204,7 @@ extension ModelContext {
       }
       select.reset()
       if !changed.isEmpty {
-        let assignments = changed.map { "\(quoted(entity.columnNames[$0])) = ?" }
-        let update = try database.cachedStatement(
-          "UPDATE \(quoted(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
-        )
+        let update = try database.cachedStatement(entity.statements.update(changed))
         for (offset, attribute) in changed.enumerated() {
           try entity.bind(model, attribute: attribute, to: update, at: Int32(offset + 1))
         }
@@ -228,11 +216,7 @@ extension ModelContext {
       }
       return (key, changed)
     }
-    let columns = entity.columnNames.map(quoted).joined(separator: ", ")
-    let placeholders = Array(repeating: "?", count: entity.columnNames.count).joined(
-      separator: ", ")
-    let statement = try database.cachedStatement(
-      "INSERT INTO \(quoted(entity.name)) (\(columns)) VALUES (\(placeholders))")
+    let statement = try database.cachedStatement(entity.statements.insert)
     for index in entity.columnNames.indices {
       try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
     }

@@ -44,13 +44,13 @@ public final class ModelContext {
       self.entity = entity
     }
   }
-  struct RowKey: Hashable {
-    var entity: String
-    var primaryKey: Int64
+  /// The registered rows of one entity, by primary key.
+  final class RowTable {
+    var rows: [Int64: Registration] = [:]
   }
 
   var registrations: [ObjectIdentifier: Registration] = [:]
-  var rows: [RowKey: Registration] = [:]
+  var rowTables: [String: RowTable] = [:]
   /// Inserted models not yet saved, in insertion order.
   var pendingInserts: [Registration] = []
   /// Rows deleted by `delete(model:where:)` that have no registered model.
@@ -123,7 +123,7 @@ public final class ModelContext {
   ) throws {
     let entity = try entity(for: Model.self)
     for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
-      if let registration = rows[RowKey(entity: entity.name, primaryKey: key)] {
+      if let registration = rowTable(entity.name).rows[key] {
         registration.isDeleted = true
       } else {
         pendingRowDeletes[entity.name, default: []].insert(key)
@@ -194,14 +194,22 @@ public final class ModelContext {
   public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
     -> Model?
   {
-    rows[RowKey(entity: identifier.entityName, primaryKey: identifier.primaryKey)]?.model as? Model
+    rowTables[identifier.entityName]?.rows[identifier.primaryKey]?.model as? Model
+  }
+
+  /// The registered rows of `entity` (made on first use).
+  func rowTable(_ entity: String) -> RowTable {
+    if let table = rowTables[entity] { return table }
+    let table = RowTable()
+    rowTables[entity] = table
+    return table
   }
 
   func unregister(_ registration: Registration) {
     registrations[ObjectIdentifier(registration.model)] = nil
     if let key = registration.primaryKey {
-      let rowKey = RowKey(entity: registration.entity.name, primaryKey: key)
-      if rows[rowKey] === registration { rows[rowKey] = nil }
+      let table = rowTable(registration.entity.name)
+      if table.rows[key] === registration { table.rows[key] = nil }
     } else {
       pendingInserts.removeAll { $0 === registration }
     }

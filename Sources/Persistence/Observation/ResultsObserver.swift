@@ -39,13 +39,19 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     public var inserted: [Model]
   }
 
+  /// What readers see, replaced whole under the lock.
   fileprivate struct State {
     var results = ObservedResults<Model>()
     var sections: [ResultsSection<String, Model>] = []
-    var keys: [ObjectIdentifier: Int64] = [:]
-    var byKey: [Int64: Model] = [:]
     var version = 0
     var log: [Change] = []
+  }
+
+  /// The row keys of the models, touched only on `queue` (and in `init`): kept out of `State`
+  /// so that an update never copies them (a copy would cost O(n) per change).
+  final class Keys {
+    var byModel: [ObjectIdentifier: Int64] = [:]
+    var byKey: [Int64: Model] = [:]
   }
 
   private let registrar = ObservationRegistrar()
@@ -55,6 +61,9 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   private let descriptor: FetchDescriptor<Model>
   private let sectionKeyPath: (KeyPath<Model, String> & Sendable)?
   private let loader: UncheckedSendable<Loader>
+  private let index = UncheckedSendable(Keys())
+  /// Row keys for ``identifier(for:)``, readable from any thread.
+  private let publishedKeys = Mutex<[ObjectIdentifier: Int64]>([:])
   private var subscription: ChangeBroadcaster.Subscription?
   private var monitorLease: ChangeBroadcaster.Subscription?
   static var logLimit: Int { 1024 }
@@ -127,7 +136,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
 
   /// The store identifier of one of the observer's models.
   public func identifier(for model: Model) -> PersistentIdentifier? {
-    state.withLock { $0.keys[ObjectIdentifier(model)] }.map {
+    publishedKeys.withLock { $0[ObjectIdentifier(model)] }.map {
       PersistentIdentifier(
         storeIdentifier: container.storeIdentifier, entityName: Model.schema.name, primaryKey: $0)
     }
@@ -153,23 +162,36 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       try? reload(publish: true)
       return
     }
+    let keys = index.value
+    guard
+      candidates.union(changes.deleted).contains(where: {
+        keys.byKey[$0] != nil || loaded[$0] != nil
+      })
+    else { return }
     var next = state.withLock { $0 }
     var removed: [Model] = []
     var inserted: [Model] = []
     let affected = candidates.union(changes.deleted).sorted()
     for key in affected {
-      if let old = next.byKey[key] {
+      if let old = keys.byKey[key] {
         remove(old, from: &next)
-        next.byKey[key] = nil
-        next.keys[ObjectIdentifier(old)] = nil
+        keys.byKey[key] = nil
+        keys.byModel[ObjectIdentifier(old)] = nil
         removed.append(old)
       }
       if let model = loaded[key] {
+        keys.byModel[ObjectIdentifier(model)] = key
+        keys.byKey[key] = model
         insert(model, key: key, into: &next)
         inserted.append(model)
       }
     }
-    guard !removed.isEmpty || !inserted.isEmpty else { return }
+    publishedKeys.withLock { published in
+      for model in removed { published[ObjectIdentifier(model)] = nil }
+      for model in inserted {
+        published[ObjectIdentifier(model)] = keys.byModel[ObjectIdentifier(model)]
+      }
+    }
     publish(&next, removed: removed, inserted: inserted)
   }
 
@@ -178,12 +200,14 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     var next = state.withLock { $0 }
     let removed = next.results.array
     next.results = ObservedResults(models)
-    next.keys = [:]
-    next.byKey = [:]
+    let index = self.index.value
+    index.byModel = [:]
+    index.byKey = [:]
     for (model, key) in zip(models, keys) {
-      next.keys[ObjectIdentifier(model)] = key
-      next.byKey[key] = model
+      index.byModel[ObjectIdentifier(model)] = key
+      index.byKey[key] = model
     }
+    publishedKeys.withLock { $0 = index.byModel }
     next.sections = []
     if let sectionKeyPath {
       for model in models {
@@ -252,15 +276,14 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func insert(_ model: Model, key: Int64, into next: inout State) {
-    let position = lowerBound(model, key, in: next.results, keys: next.keys)
+    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
     next.results.insert(model, at: position)
-    next.keys[ObjectIdentifier(model)] = key
-    next.byKey[key] = model
     guard let sectionKeyPath else { return }
     let id = model[keyPath: sectionKeyPath]
     let index = sectionIndex(id, in: next.sections)
     if index < next.sections.count && next.sections[index].id == id {
-      let within = lowerBound(model, key, in: next.sections[index].elements, keys: next.keys)
+      let within = lowerBound(
+        model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
       next.sections[index].elements.insert(model, at: within)
     } else {
       next.sections.insert(ResultsSection(id: id, elements: [model]), at: index)
@@ -268,8 +291,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func remove(_ model: Model, from next: inout State) {
-    let key = next.keys[ObjectIdentifier(model)] ?? 0
-    let position = lowerBound(model, key, in: next.results, keys: next.keys)
+    let key = index.value.byModel[ObjectIdentifier(model)] ?? 0
+    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
     if position < next.results.count && next.results[position] === model {
       next.results.remove(at: position)
     }
@@ -277,7 +300,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let id = model[keyPath: sectionKeyPath]
     let index = sectionIndex(id, in: next.sections)
     guard index < next.sections.count && next.sections[index].id == id else { return }
-    let within = lowerBound(model, key, in: next.sections[index].elements, keys: next.keys)
+    let within = lowerBound(
+      model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
     if within < next.sections[index].count && next.sections[index].elements[within] === model {
       next.sections[index].elements.remove(at: within)
       if next.sections[index].elements.isEmpty { next.sections.remove(at: index) }
@@ -338,9 +362,10 @@ final class Loader {
     }
     table = quoted(schema.name)
     columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
+    let cache = LoadCache()
     loadRow = { statement in
       let model = Model()
-      try operations.load(model, from: statement, firstColumn: 1)
+      _ = try operations.load(model, from: statement, firstColumn: 1, cache: cache)
       return model
     }
   }

@@ -131,8 +131,9 @@ final class Database {
   }
 }
 
-/// A prepared statement. Bind by 1-based index, read columns by 0-based index.
-final class Statement {
+/// A prepared SQLite statement, opaque outside this library: ``PersistableValue``s read from
+/// and bind to it.
+public final class Statement {
   let handle: OpaquePointer
   unowned let database: Database
 

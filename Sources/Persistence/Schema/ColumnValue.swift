@@ -1,33 +1,35 @@
 import Foundation
 
-/// The library's fast path for ``PersistableValue``: read a column and bind a parameter
-/// directly, without an intermediate ``SQLValue``.
-protocol ColumnValue: PersistableValue {
-  static func read(from statement: Statement, at index: Int32) throws -> Self
-  func bind(to statement: Statement, at index: Int32) throws
-}
+// The library's fast paths for ``PersistableValue``: read a column and bind a parameter
+// directly, without an intermediate ``SQLValue``.
 
-extension String: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> String {
+extension String {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> String {
     statement.text(at: index)
   }
-  func bind(to statement: Statement, at index: Int32) { statement.bindText(nfc, at: index) }
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) { statement.bindText(nfc, at: index) }
 }
 
-extension Int: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> Int {
+extension Int {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> Int {
     Int(statement.int64(at: index))
   }
-  func bind(to statement: Statement, at index: Int32) {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) {
     statement.bindInt64(Int64(self), at: index)
   }
 }
 
-extension Double: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> Double {
+extension Double {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> Double {
     statement.double(at: index)
   }
-  func bind(to statement: Statement, at index: Int32) throws {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) throws {
     guard !isNaN else {
       throw PersistenceError(
         code: .invalidValue,
@@ -37,46 +39,58 @@ extension Double: ColumnValue {
   }
 }
 
-extension Bool: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> Bool {
+extension Bool {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> Bool {
     statement.int64(at: index) != 0
   }
-  func bind(to statement: Statement, at index: Int32) {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) {
     statement.bindInt64(self ? 1 : 0, at: index)
   }
 }
 
-extension Date: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> Date {
+extension Date {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> Date {
     Date(timeIntervalSinceReferenceDate: statement.double(at: index))
   }
-  func bind(to statement: Statement, at index: Int32) throws {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) throws {
     try timeIntervalSinceReferenceDate.bind(to: statement, at: index)
   }
 }
 
-extension UUID: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) throws -> UUID {
+extension UUID {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) throws -> UUID {
     let data = statement.data(at: index)
     guard data.count == 16 else { throw invalid(.blob(data), UUID.self) }
     return UUID(bytes16: data)
   }
-  func bind(to statement: Statement, at index: Int32) {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) {
     var raw = uuid
     withUnsafeBytes(of: &raw) { statement.bindData(Data($0), at: index) }
   }
 }
 
-extension Data: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) -> Data { statement.data(at: index) }
-  func bind(to statement: Statement, at index: Int32) { statement.bindData(self, at: index) }
+extension Data {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) -> Data {
+    statement.data(at: index)
+  }
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) { statement.bindData(self, at: index) }
 }
 
-extension Optional: ColumnValue where Wrapped: ColumnValue {
-  static func read(from statement: Statement, at index: Int32) throws -> Wrapped? {
+extension Optional where Wrapped: PersistableValue {
+  /// Reads the column directly.
+  public static func read(from statement: Statement, at index: Int32) throws -> Wrapped? {
     statement.isNull(at: index) ? nil : try Wrapped.read(from: statement, at: index)
   }
-  func bind(to statement: Statement, at index: Int32) throws {
+  /// Binds the value directly.
+  public func bind(to statement: Statement, at index: Int32) throws {
     if let self { try self.bind(to: statement, at: index) } else { statement.bindNull(index) }
   }
 }

@@ -1,9 +1,15 @@
 import Foundation
+import Synchronization
 
 /// One stored attribute of a ``PersistentModel``: a key path, a column name and options.
 ///
 /// Make attributes with ``attribute(_:_:_:)`` for the value types SQLite stores natively and
 /// ``codable(_:_:_:)`` for any other `Codable` value, which is stored opaquely.
+///
+/// Both are `@inlinable`: compiled in the module that declares the schema, where the key path is
+/// a literal, so that loading a row calls the property's accessors directly instead of going
+/// through the key path machinery (about 4 times faster per attribute on an `@Observable`
+/// model). Key paths are immutable values, shared between threads as they are.
 public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// An option on an attribute.
   public typealias Option = AttributeOption
@@ -21,21 +27,61 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The Swift type of the value, for messages.
   public let valueTypeName: String
 
-  let keyPath: AnyKeyPath & Sendable
-  /// Reads column `index` of the current row into the model.
-  let load: @Sendable (Model, Statement, Int32) throws -> Void
+  /// Every access to the model's property, in one closure: one closure capturing the literal
+  /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
+  /// accessor calls (stored elsewhere too, or shared by several closures, it stays a key path).
+  /// The model is nil only for ``AttributeOperation/keyPath``.
+  @usableFromInline let access: @Sendable (Model?, AttributeOperation) throws -> Any
+
+  /// The key path of the property.
+  var keyPath: AnyKeyPath {
+    // The closure answers .keyPath with its key path; `\Model.self` never matches an attribute.
+    ((try? access(nil, .keyPath)) as? AnyKeyPath) ?? \Model.self
+  }
+
+  @inlinable
+  init(
+    name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
+    isCodable: Bool, valueTypeName: String,
+    access: @escaping @Sendable (Model?, AttributeOperation) throws -> Any
+  ) {
+    self.name = name
+    self.options = options
+    self.storageType = storageType
+    self.isOptional = isOptional
+    self.isCodable = isCodable
+    self.valueTypeName = valueTypeName
+    self.access = access
+  }
+
+  /// Reads column `index` of the current row into the model; returns the value as a snapshot.
+  func load(_ model: Model, _ statement: Statement, _ index: Int32, _ cache: LoadCache) throws
+    -> Any
+  {
+    try access(model, .load(statement, index, cache))
+  }
   /// Binds the model's value to parameter `index`.
-  let bind: @Sendable (Model, Statement, Int32) throws -> Void
+  func bind(_ model: Model, _ statement: Statement, _ index: Int32) throws {
+    _ = try access(model, .bind(statement, index))
+  }
   /// The model's value as stored.
-  let value: @Sendable (Model) throws -> SQLValue
+  func value(_ model: Model) throws -> SQLValue {
+    guard let value = try access(model, .value) as? SQLValue else {
+      throw PersistenceError(
+        code: .invalidValue, message: "The attribute \(name) gave no stored value.")
+    }
+    return value
+  }
   /// Sets the model's value from a stored value.
-  let assign: @Sendable (Model, SQLValue) throws -> Void
+  func assign(_ model: Model, _ value: SQLValue) throws { _ = try access(model, .assign(value)) }
   /// A copy of the model's value for change tracking.
-  let snapshot: @Sendable (Model) throws -> Any
+  func snapshot(_ model: Model) throws -> Any { try access(model, .snapshot) }
   /// Whether the model's value still equals a snapshot.
-  let matches: @Sendable (Model, Any) -> Bool
+  func matches(_ model: Model, _ old: Any) -> Bool {
+    ((try? access(model, .matches(old))) as? Bool) ?? false
+  }
   /// Puts a snapshot back into the model (rollback).
-  let restore: @Sendable (Model, Any) -> Void
+  func restore(_ model: Model, _ old: Any) { _ = try? access(model, .restore(old)) }
 
   var isUnique: Bool { options.contains(.unique) }
   var isIndexed: Bool { options.contains(.indexed) }
@@ -47,52 +93,37 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// - Parameters:
   ///   - keyPath: The model's stored property.
   ///   - name: The column name: letters, digits and underscores, not starting with `_`.
-  ///   - options: ``Option/unique``, ``Option/indexed``, ``Option/preserveValueOnDeletion``.
+  ///   - options: ``AttributeOption/unique``, ``AttributeOption/indexed``,
+  ///     ``AttributeOption/preserveValueOnDeletion``.
+  @inlinable @inline(__always)
   public static func attribute<Value: PersistableValue>(
-    _ keyPath: ReferenceWritableKeyPath<Model, Value> & Sendable, _ name: String,
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
     _ options: Option...
   ) -> ModelAttribute {
-    let load: @Sendable (Model, Statement, Int32) throws -> Void
-    let bind: @Sendable (Model, Statement, Int32) throws -> Void
-    if let column = Value.self as? any ColumnValue.Type {
-      (load, bind) = fastAccessors(keyPath, column)
-    } else {
-      load = { model, statement, index in
-        model[keyPath: keyPath] = try Value(sqlValue: statement.value(at: index))
-      }
-      bind = { model, statement, index in
-        statement.bindValue(model[keyPath: keyPath].sqlValue, at: index)
-      }
-    }
+    // A literal key path, captured as is so the optimizer can turn it into accessor calls
+    // (an `& Sendable` existential hides it); key paths are immutable.
+    nonisolated(unsafe) let keyPath = keyPath
     return ModelAttribute(
       name: name, options: Set(options), storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-      keyPath: keyPath, load: load, bind: bind,
-      value: { model in model[keyPath: keyPath].sqlValue },
-      assign: { model, value in model[keyPath: keyPath] = try Value(sqlValue: value) },
-      snapshot: { model in model[keyPath: keyPath] },
-      matches: { model, old in (old as? Value) == model[keyPath: keyPath] },
-      restore: { model, old in if let old = old as? Value { model[keyPath: keyPath] = old } })
-  }
-
-  private static func fastAccessors<Value, Column: ColumnValue>(
-    _ keyPath: ReferenceWritableKeyPath<Model, Value> & Sendable, _: Column.Type
-  ) -> (
-    @Sendable (Model, Statement, Int32) throws -> Void,
-    @Sendable (Model, Statement, Int32) throws -> Void
-  ) {
-    // Value == Column, checked by the caller; the cast happens once, not per row.
-    guard let typed = keyPath as? ReferenceWritableKeyPath<Model, Column> else {
-      preconditionFailure("key path value type \(Value.self) is not \(Column.self)")
+    ) { model, operation in
+      guard let model else { return keyPath as AnyKeyPath }
+      switch operation {
+      case .load(let statement, let index, _):
+        let value = try Value.read(from: statement, at: index)
+        model[keyPath: keyPath] = value
+        return value
+      case .bind(let statement, let index):
+        try model[keyPath: keyPath].bind(to: statement, at: index)
+      case .value: return model[keyPath: keyPath].sqlValue
+      case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
+      case .snapshot: return model[keyPath: keyPath]
+      case .matches(let old): return (old as? Value) == model[keyPath: keyPath]
+      case .restore(let old): if let old = old as? Value { model[keyPath: keyPath] = old }
+      case .keyPath: return keyPath as AnyKeyPath
+      }
+      return ()
     }
-    // Key paths are immutable; this one is the caller's Sendable key path, retyped.
-    let path = UncheckedSendable(typed)
-    return (
-      { model, statement, index in
-        model[keyPath: path.value] = try Column.read(from: statement, at: index)
-      },
-      { model, statement, index in try model[keyPath: path.value].bind(to: statement, at: index) }
-    )
   }
 
   /// An attribute of any `Codable` type, stored opaquely as JSON in a `BLOB`, like SwiftData's
@@ -101,108 +132,91 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The value cannot be used in predicates or sort descriptors (they throw), and a change of
   /// the type's shape triggers no migration: its `Codable` implementation must read older and
   /// newer encodings. Values are encoded with sorted keys, so equal values store equal bytes.
-  /// Decoding happens when a row is loaded.
+  /// Decoding happens when a row is loaded; with ``AttributeOption/sharesEqualValues`` rows
+  /// with equal bytes share one decoded value (decoded once per fetch).
+  @inlinable @inline(__always)
   public static func codable<Value: Codable & SendableMetatype>(
-    _ keyPath: ReferenceWritableKeyPath<Model, Value> & Sendable, _ name: String,
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
     _ options: Option...
   ) -> ModelAttribute {
-    codableAttribute(
-      keyPath, name, options, isOptional: false,
-      get: { Optional($0) },
-      set: { value in
-        guard let value else {
-          throw PersistenceError(
-            code: .invalidValue, message: "NULL in the non-optional .codable column \(name).")
-        }
-        return value
-      })
+    let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
+    nonisolated(unsafe) let keyPath = keyPath
+    return ModelAttribute(
+      name: name, options: Set(options), storageType: .blob, isOptional: false, isCodable: true,
+      valueTypeName: "\(Value.self)"
+    ) { model, operation in
+      guard let model else { return keyPath as AnyKeyPath }
+      switch operation {
+      case .load(let statement, let index, let cache):
+        guard let value = try coder.read(statement, index, cache) else { throw coder.nullError() }
+        model[keyPath: keyPath] = value
+        return try coder.snapshot(value)
+      case .bind(let statement, let index):
+        try coder.bind(model[keyPath: keyPath], statement, index)
+      case .value: return try coder.encode(model[keyPath: keyPath])
+      case .assign(let value):
+        guard let decoded = try coder.decode(value) else { throw coder.nullError() }
+        model[keyPath: keyPath] = decoded
+      case .snapshot: return try coder.snapshot(model[keyPath: keyPath])
+      case .matches(let old): return coder.matches(model[keyPath: keyPath], old)
+      case .restore(let old): if let value = coder.restore(old) { model[keyPath: keyPath] = value }
+      case .keyPath: return keyPath as AnyKeyPath
+      }
+      return ()
+    }
   }
 
   /// An optional `Codable` attribute; `nil` is stored as SQL `NULL`.
+  @inlinable @inline(__always)
   public static func codable<Value: Codable & SendableMetatype>(
-    _ keyPath: ReferenceWritableKeyPath<Model, Value?> & Sendable, _ name: String,
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
     _ options: Option...
   ) -> ModelAttribute {
-    codableAttribute(keyPath, name, options, isOptional: true, get: { $0 }, set: { $0 })
-  }
-
-  private static func codableAttribute<Stored, Value: Codable & SendableMetatype>(
-    _ keyPath: ReferenceWritableKeyPath<Model, Stored> & Sendable, _ name: String,
-    _ options: [Option], isOptional: Bool,
-    get: @escaping @Sendable (Stored) -> Value?, set: @escaping @Sendable (Value?) throws -> Stored
-  ) -> ModelAttribute {
-    @Sendable func encode(_ model: Model) throws -> SQLValue {
-      guard let value = get(model[keyPath: keyPath]) else { return .null }
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.sortedKeys]
-      do {
-        return .blob(try encoder.encode(value))
-      } catch {
-        throw PersistenceError(
-          code: .invalidValue,
-          message: "Cannot encode the .codable attribute \(name) of \(Model.self).",
-          cause: error)
-      }
-    }
-    @Sendable func decode(_ data: Data?) throws -> Stored {
-      guard let data else { return try set(nil) }
-      do {
-        return try set(try JSONDecoder().decode(Value.self, from: data))
-      } catch let error as PersistenceError {
-        throw error
-      } catch {
-        throw PersistenceError(
-          code: .invalidValue,
-          message:
-            "Cannot decode the .codable attribute \(name) of \(Model.self) as \(Value.self): its Codable implementation must read every encoding it has written.",
-          cause: error)
-      }
-    }
-    let isEquatable = Value.self is any Equatable.Type
+    let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
+    nonisolated(unsafe) let keyPath = keyPath
     return ModelAttribute(
-      name: name, options: Set(options), storageType: .blob, isOptional: isOptional,
-      isCodable: true, valueTypeName: "\(Value.self)", keyPath: keyPath,
-      load: { model, statement, index in
-        model[keyPath: keyPath] = try decode(
-          statement.isNull(at: index) ? nil : statement.data(at: index))
-      },
-      bind: { model, statement, index in statement.bindValue(try encode(model), at: index) },
-      value: encode,
-      assign: { model, value in
-        switch value {
-        case .null: model[keyPath: keyPath] = try decode(nil)
-        case .blob(let data): model[keyPath: keyPath] = try decode(data)
-        default: throw invalid(value, Value.self)
-        }
-      },
-      snapshot: { model in
-        let current = get(model[keyPath: keyPath])
-        if isEquatable { return current as Any }
-        return try encode(model)
-      },
-      matches: { model, old in
-        let current = get(model[keyPath: keyPath])
-        if isEquatable {
-          let previous: Value? = (old as? Value?) ?? nil
-          switch (current, previous) {
-          case (nil, nil): return true
-          case (let current?, let previous?):
-            return (current as? any Equatable)?.isEqual(toAny: previous) ?? false
-          default: return false
-          }
-        }
-        return (try? encode(model)) == (old as? SQLValue)
-      },
-      restore: { model, old in
-        if isEquatable, let old = old as? Value? {
-          if let stored = try? set(old) { model[keyPath: keyPath] = stored }
-        } else if let old = old as? SQLValue, case .blob(let data) = old {
-          if let stored = try? decode(data) { model[keyPath: keyPath] = stored }
-        } else if let stored = try? decode(nil) {
-          model[keyPath: keyPath] = stored
-        }
-      })
+      name: name, options: Set(options), storageType: .blob, isOptional: true, isCodable: true,
+      valueTypeName: "\(Value.self)"
+    ) { model, operation in
+      guard let model else { return keyPath as AnyKeyPath }
+      switch operation {
+      case .load(let statement, let index, let cache):
+        let value = try coder.read(statement, index, cache)
+        model[keyPath: keyPath] = value
+        return try coder.snapshot(value)
+      case .bind(let statement, let index):
+        try coder.bind(model[keyPath: keyPath], statement, index)
+      case .value: return try coder.encode(model[keyPath: keyPath])
+      case .assign(let value): model[keyPath: keyPath] = try coder.decode(value)
+      case .snapshot: return try coder.snapshot(model[keyPath: keyPath])
+      case .matches(let old): return coder.matches(model[keyPath: keyPath], old)
+      case .restore(let old): model[keyPath: keyPath] = coder.restore(old)
+      case .keyPath: return keyPath as AnyKeyPath
+      }
+      return ()
+    }
   }
+}
+
+/// What ``ModelAttribute``'s access closure is asked to do with a model's property.
+@usableFromInline
+enum AttributeOperation {
+  /// Read column `index` of the current row into the property; answer the snapshot.
+  case load(Statement, Int32, LoadCache)
+  /// Bind the property to parameter `index`.
+  case bind(Statement, Int32)
+  /// Answer the property's stored form, an ``SQLValue``.
+  case value
+  /// Set the property from a stored value.
+  case assign(SQLValue)
+  /// Answer a snapshot of the property.
+  case snapshot
+  /// Answer whether the property equals a snapshot (a `Bool`).
+  case matches(Any)
+  /// Set the property back to a snapshot.
+  case restore(Any)
+  /// Answer the key path (asked with no model).
+  case keyPath
 }
 
 /// An option on a ``ModelAttribute``.
@@ -217,10 +231,151 @@ public struct AttributeOption: Hashable, Sendable {
   public static let indexed = AttributeOption("indexed")
   /// The value is kept in history (the tombstone) when the model is deleted.
   public static let preserveValueOnDeletion = AttributeOption("preserveValueOnDeletion")
+  /// For `.codable` attributes of an immutable type: rows with equal stored bytes may share one
+  /// decoded instance (decoded once per fetch), and equal `Hashable` values reuse one
+  /// encoding. Do not use it for a type whose instances can change.
+  public static let sharesEqualValues = AttributeOption("sharesEqualValues")
+}
+
+/// Per-fetch state shared by the rows of one fetch: decoded `.codable` values by stored bytes.
+public final class LoadCache {
+  var decoded: [ObjectIdentifier: [Data: Any]] = [:]
+  init() {}
+}
+
+/// Encodes and decodes one `.codable` column.
+@usableFromInline
+final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
+  let name: String
+  let model: String
+  let shares: Bool
+  let isEquatable: Bool
+  /// Encodings of recent equal values (only with `sharesEqualValues` and a `Hashable` type).
+  private let encodings = EncodingCache()
+
+  @usableFromInline
+  init(name: String, model: String, options: Set<AttributeOption>) {
+    self.name = name
+    self.model = model
+    self.shares = options.contains(.sharesEqualValues)
+    self.isEquatable = Value.self is any Equatable.Type
+  }
+
+  @usableFromInline
+  func nullError() -> PersistenceError {
+    PersistenceError(
+      code: .invalidValue, message: "NULL in the non-optional .codable column \(name) of \(model).")
+  }
+
+  @usableFromInline
+  func encode(_ value: Value?) throws -> SQLValue {
+    guard let value else { return .null }
+    let key: AnyHashable? = shares ? (value as? any Hashable).map { AnyHashable($0) } : nil
+    if let key, let cached = encodings.get(key) { return .blob(cached) }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    do {
+      let data = try encoder.encode(value)
+      if let key { encodings.put(key, data) }
+      return .blob(data)
+    } catch {
+      throw PersistenceError(
+        code: .invalidValue, message: "Cannot encode the .codable attribute \(name) of \(model).",
+        cause: error)
+    }
+  }
+
+  @usableFromInline
+  func bind(_ value: Value?, _ statement: Statement, _ index: Int32) throws {
+    statement.bindValue(try encode(value), at: index)
+  }
+
+  func decode(_ data: Data) throws -> Value {
+    do {
+      return try JSONDecoder().decode(Value.self, from: data)
+    } catch {
+      throw PersistenceError(
+        code: .invalidValue,
+        message:
+          "Cannot decode the .codable attribute \(name) of \(model) as \(Value.self): its Codable implementation must read every encoding it has written.",
+        cause: error)
+    }
+  }
+
+  @usableFromInline
+  func decode(_ stored: SQLValue) throws -> Value? {
+    switch stored {
+    case .null: return nil
+    case .blob(let data): return try decode(data)
+    default: throw invalid(stored, Value.self)
+    }
+  }
+
+  /// Reads the column; nil for `NULL`. Shared values come from the fetch's cache.
+  @usableFromInline
+  func read(_ statement: Statement, _ index: Int32, _ cache: LoadCache) throws -> Value? {
+    if statement.isNull(at: index) { return nil }
+    let data = statement.data(at: index)
+    guard shares else { return try decode(data) }
+    let id = ObjectIdentifier(self)
+    if let hit = cache.decoded[id]?[data] as? Value { return hit }
+    let value = try decode(data)
+    cache.decoded[id, default: [:]][data] = value
+    return value
+  }
+
+  /// The snapshot of a value: the value itself when it is `Equatable`, else its encoding.
+  @usableFromInline
+  func snapshot(_ value: Value?) throws -> Any {
+    if isEquatable { return value as Any }
+    return try encode(value)
+  }
+
+  @usableFromInline
+  func matches(_ current: Value?, _ old: Any) -> Bool {
+    if isEquatable {
+      let previous: Value? = (old as? Value?) ?? nil
+      switch (current, previous) {
+      case (nil, nil): return true
+      case (let current?, let previous?):
+        return (current as? any Equatable)?.isEqual(toAny: previous) ?? false
+      default: return false
+      }
+    }
+    return (try? encode(current)) == (old as? SQLValue)
+  }
+
+  @usableFromInline
+  func restore(_ old: Any) -> Value? {
+    if isEquatable { return (old as? Value?) ?? nil }
+    if let old = old as? SQLValue, let value = try? decode(old) { return value }
+    return nil
+  }
+}
+
+/// A small bounded map from values to their encodings.
+final class EncodingCache: Sendable {
+  /// The keys are values of a type declared immutable (`sharesEqualValues`); they are only
+  /// reached inside the mutex.
+  private struct Entries: @unchecked Sendable {
+    var map: [AnyHashable: Data] = [:]
+  }
+  private let entries = Mutex(Entries())
+  static let limit = 65_536
+
+  func get(_ key: AnyHashable) -> Data? { entries.withLock { $0.map[key] } }
+
+  func put(_ key: AnyHashable, _ data: Data) {
+    entries.withLock { entries in
+      if entries.map.count >= Self.limit { entries.map.removeAll(keepingCapacity: true) }
+      entries.map[key] = data
+    }
+  }
 }
 
 /// Wraps a value that is safe to share but not declared `Sendable` (an immutable key path).
+@usableFromInline
 struct UncheckedSendable<Value>: @unchecked Sendable {
-  let value: Value
-  init(_ value: Value) { self.value = value }
+  @usableFromInline let value: Value
+  @usableFromInline init(_ value: Value) { self.value = value }
 }

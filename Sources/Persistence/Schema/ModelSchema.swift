@@ -59,9 +59,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       }
     }
     let keyPaths = attributes.map(\.keyPath)
-    if Set(keyPaths.map { ObjectIdentifier($0) }).count != keyPaths.count
-      && Set(keyPaths).count != keyPaths.count
-    {
+    if Set(keyPaths).count != keyPaths.count {
       throw bad("a key path is declared twice")
     }
   }
@@ -78,5 +76,6 @@ func isIdentifier(_ name: String) -> Bool {
 
 /// Quotes an identifier for SQL.
 func quoted(_ identifier: String) -> String {
-  "\"\(identifier.replacingOccurrences(of: "\"", with: "\"\""))\""
+  guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+  return "\"\(identifier.replacingOccurrences(of: "\"", with: "\"\""))\""
 }

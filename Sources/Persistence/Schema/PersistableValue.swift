@@ -16,7 +16,7 @@ public enum StorageType: String, Sendable {
 /// `UUID`, `Data`, and optionals of each.
 ///
 /// Values convert through ``SQLValue``. The library's own conformances also read and bind
-/// columns directly, without building an ``SQLValue`` per row.
+/// columns directly (``read(from:at:)``, ``bind(to:at:)``), without an ``SQLValue`` per row.
 public protocol PersistableValue: Equatable, Sendable {
   /// The SQLite storage class of the column.
   static var storageType: StorageType { get }
@@ -26,11 +26,25 @@ public protocol PersistableValue: Equatable, Sendable {
   var sqlValue: SQLValue { get }
   /// Reads a stored value; throws ``PersistenceError/Code/invalidValue`` when it cannot.
   init(sqlValue: SQLValue) throws
+  /// Reads column `index` of the statement's current row.
+  static func read(from statement: Statement, at index: Int32) throws -> Self
+  /// Binds the value to parameter `index` (1-based).
+  func bind(to statement: Statement, at index: Int32) throws
 }
 
 extension PersistableValue {
   /// Non-optional by default.
   public static var isOptional: Bool { false }
+
+  /// Reads through ``SQLValue``.
+  public static func read(from statement: Statement, at index: Int32) throws -> Self {
+    try Self(sqlValue: statement.value(at: index))
+  }
+
+  /// Binds through ``SQLValue``.
+  public func bind(to statement: Statement, at index: Int32) throws {
+    statement.bindValue(sqlValue, at: index)
+  }
 }
 
 func invalid(_ value: SQLValue, _ type: Any.Type) -> PersistenceError {

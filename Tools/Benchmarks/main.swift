@@ -1,0 +1,572 @@
+import Foundation
+import Geo
+import Persistence
+import Synchronization
+import TripPlanner
+import TripsBaseline
+import TripsSynthetic
+
+// trips-bench: our layer against a raw SQLite C baseline, phase by phase, in one process run,
+// on the same generated trips. See Tools/README.md and README's Performance section.
+//
+//   swift run -c release trips-bench --size 1000000 --rounds 3 --json results.json
+
+struct Options {
+  var size = 10_000
+  var rounds = 5
+  var json: String?
+  var directory = FileManager.default.temporaryDirectory.appendingPathComponent("trips-bench").path
+  var cities = "Data/cities.csv"
+  var watch = true
+  var child: [String] = []
+}
+
+func parseOptions() -> Options {
+  var options = Options()
+  var arguments = CommandLine.arguments.dropFirst().makeIterator()
+  func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+    exit(64)
+  }
+  while let argument = arguments.next() {
+    func value() -> String {
+      guard let next = arguments.next() else { fail("missing value for \(argument)") }
+      return next
+    }
+    switch argument {
+    case "--size":
+      guard let size = Int(value()), size > 0 else { fail("--size takes a positive number") }
+      options.size = size
+    case "--rounds":
+      guard let rounds = Int(value()), rounds > 0 else { fail("--rounds takes a positive number") }
+      options.rounds = rounds
+    case "--json": options.json = value()
+    case "--directory": options.directory = value()
+    case "--cities": options.cities = value()
+    case "--no-watch": options.watch = false
+    case "--child": options.child = [value(), value(), value()]
+    case "-h", "--help":
+      print(
+        """
+        OVERVIEW: Times our persistence layer against a raw SQLite C baseline on generated trips.
+
+        USAGE: trips-bench [--size <n>] [--rounds <n>] [--json <file>] [--directory <dir>] [--no-watch]
+
+        OPTIONS:
+          --size <n>              How many trips. (default: 10000)
+          --rounds <n>            Rounds per phase; medians are reported. (default: 5)
+          --json <file>           Also write {"phases": [...]} here.
+          --directory <dir>       Where the store files go. (default: $TMPDIR/trips-bench)
+          --cities <file>         The cities file. (default: Data/cities.csv)
+          --no-watch              Skip the phase that runs `trips watch` in another process.
+          -h, --help              Show help information.
+        """)
+      exit(0)
+    default: fail("unknown argument '\(argument)'")
+    }
+  }
+  return options
+}
+
+/// Seconds taken by `body`.
+func time(_ body: () throws -> Void) rethrows -> Double {
+  let start = DispatchTime.now().uptimeNanoseconds
+  try body()
+  return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+func median(_ values: [Double]) -> Double {
+  let sorted = values.sorted()
+  guard !sorted.isEmpty else { return .nan }
+  return sorted.count % 2 == 1
+    ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+struct Phase {
+  var phase: String
+  var n: Int
+  var seconds: Double
+  var baselineSeconds: Double?
+  var unit = "s"
+  var note = ""
+  var ratio: Double? { baselineSeconds.map { seconds / $0 } }
+}
+
+var phases: [Phase] = []
+
+@MainActor func report(_ phase: Phase) {
+  phases.append(phase)
+  func format(_ value: Double) -> String {
+    phase.unit == "s"
+      ? String(format: "%.6f s", value) : String(format: "%.0f %@", value, phase.unit)
+  }
+  var line = phase.phase.padding(toLength: 34, withPad: " ", startingAt: 0)
+  line += "n=\(phase.n)".padding(toLength: 11, withPad: " ", startingAt: 0)
+  line += "ours \(format(phase.seconds))".padding(toLength: 22, withPad: " ", startingAt: 0)
+  if let baseline = phase.baselineSeconds, let ratio = phase.ratio {
+    line += "baseline \(format(baseline))".padding(toLength: 26, withPad: " ", startingAt: 0)
+    line += String(format: "ratio %.3f", ratio)
+  }
+  if !phase.note.isEmpty { line += "  (\(phase.note))" }
+  FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func check(_ condition: Bool, _ message: String) {
+  if !condition {
+    FileHandle.standardError.write(Data("Error: results differ: \(message)\n".utf8))
+    exit(1)
+  }
+}
+
+/// The checksum the C side computes, over ids in order.
+func checksum(_ trips: some Sequence<Trip>) -> UInt64 {
+  var sum: UInt64 = 0
+  for (index, trip) in trips.enumerated() {
+    var hash: UInt64 = 1_469_598_103_934_665_603
+    withUnsafeBytes(of: trip.id.uuid) { bytes in
+      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+    }
+    sum = sum &+ hash &* UInt64(index + 1)
+  }
+  return sum
+}
+
+let options = parseOptions()
+let fileManager = FileManager.default
+
+if !options.child.isEmpty {
+  runChild(options.child)
+  exit(0)
+}
+
+try? fileManager.removeItem(atPath: options.directory)
+try fileManager.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+func storeURL(_ name: String) -> URL {
+  URL(fileURLWithPath: options.directory).appendingPathComponent(name)
+}
+func removeStore(_ url: URL) {
+  for suffix in ["", "-wal", "-shm"] { try? fileManager.removeItem(atPath: url.path + suffix) }
+}
+
+guard let citiesData = fileManager.contents(atPath: options.cities) else {
+  FileHandle.standardError.write(Data("Error: cannot read \(options.cities)\n".utf8))
+  exit(66)
+}
+let cities = try SyntheticTrips.cities(citiesData)
+var generator = SyntheticTrips(seed: 2027)
+let records = (0..<options.size).map { generator.record($0, cities: cities) }
+
+// The same trips as C structs, made before any timing.
+var cTrips = records.map { record -> tb_trip in
+  var trip = tb_trip()
+  withUnsafeMutableBytes(of: &trip.id) { target in
+    withUnsafeBytes(of: record.id!.uuid) { target.copyMemory(from: $0) }
+  }
+  trip.name = strdup(record.name)
+  trip.destination = strdup(record.destination)
+  trip.start_date = record.startDate.timeIntervalSinceReferenceDate
+  trip.end_date = record.endDate.timeIntervalSinceReferenceDate
+  trip.latitude = record.latitude
+  trip.longitude = record.longitude
+  trip.place_id = record.placeIdentifier.map { strdup($0) } ?? nil
+  return trip
+}
+
+let cacheKiB = ModelConfiguration(url: storeURL("x")).cacheSizeKiB
+FileHandle.standardOutput.write(
+  Data(
+    ("trips-bench: \(options.size) trips, \(options.rounds) rounds per phase, medians; SQLite \(String(cString: sqlite3_libversion_shim())), cache \(cacheKiB) KiB, WAL, synchronous NORMAL\n")
+      .utf8))
+
+// MARK: Insert
+
+var oursInsert: [Double] = []
+var baseInsert: [Double] = []
+for round in 0..<options.rounds {
+  let ours = storeURL("insert-ours-\(round).sqlite")
+  let base = storeURL("insert-base-\(round).sqlite")
+  removeStore(ours)
+  removeStore(base)
+  // The C side writes into a store the Swift layer created: the same schema and indexes.
+  _ = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: base))
+  func runOurs() throws {
+    let container = try ModelContainer(
+      for: [Trip.self], configuration: ModelConfiguration(url: ours))
+    let context = ModelContext(container)
+    context.author = "bench"
+    oursInsert.append(
+      try time {
+        for record in records { context.insert(Trip(record)) }
+        try context.save()
+      })
+  }
+  func runBase() {
+    let db = tb_open(base.path, Int32(cacheKiB))
+    baseInsert.append(
+      time { check(tb_insert(db, &cTrips, cTrips.count, "bench") == 0, "C insert failed") })
+    tb_close(db)
+  }
+  if round % 2 == 0 {
+    try runOurs()
+    runBase()
+  } else {
+    runBase()
+    try runOurs()
+  }
+  if round > 0 {
+    removeStore(ours)
+    removeStore(base)
+  }
+}
+report(
+  Phase(
+    phase: "insert (insert + one save)", n: options.size, seconds: median(oursInsert),
+    baselineSeconds: median(baseInsert)))
+
+let store = storeURL("insert-ours-0.sqlite")
+let container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: store))
+let db = tb_open(store.path, Int32(cacheKiB))
+defer { tb_close(db) }
+
+/// Runs both sides `rounds` times, alternating order, and reports medians.
+@MainActor func compare(
+  _ name: String, n: Int = options.size, ours: () throws -> Void, base: () -> Void
+) throws {
+  try ours()
+  base()  // warm-up: both sides read the file once before timing
+  var oursTimes: [Double] = []
+  var baseTimes: [Double] = []
+  for round in 0..<options.rounds {
+    if round % 2 == 0 {
+      oursTimes.append(try time(ours))
+      baseTimes.append(time(base))
+    } else {
+      baseTimes.append(time(base))
+      oursTimes.append(try time(ours))
+    }
+  }
+  report(Phase(phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes)))
+}
+
+// MARK: Fetch all, sorted by start date
+
+do {
+  var oursSum: UInt64 = 0
+  var baseSum: UInt64 = 0
+  try compare(
+    "fetch all sorted by start date",
+    ours: {
+      let context = ModelContext(container)
+      let trips = try context.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+      oursSum = checksum(trips)
+    },
+    base: {
+      var out = tb_trips()
+      check(tb_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out) == 0, "C fetch failed")
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(oursSum == baseSum, "fetch all checksums \(oursSum) vs \(baseSum)")
+}
+
+// MARK: Sectioned fetch by destination
+
+do {
+  var oursSections = 0
+  var baseSections = 0
+  var oursSum: UInt64 = 0
+  var baseSum: UInt64 = 0
+  try compare(
+    "sectioned fetch by destination",
+    ours: {
+      let context = ModelContext(container)
+      let sections = try context.fetch(
+        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), sectionBy: \Trip.destination)
+      oursSections = sections.count
+      oursSum = checksum(sections.lazy.flatMap { $0 })
+    },
+    base: {
+      var out = tb_trips()
+      check(
+        tb_fetch(db, nil, nil, "\"destination\", \"start_date\", \"_pk\"", 1, &out) == 0,
+        "C fetch failed")
+      baseSections = out.sections
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(
+    oursSections == baseSections && oursSum == baseSum,
+    "sections \(oursSections) vs \(baseSections)")
+}
+
+// MARK: Indexed predicate, 100 destinations
+
+let destinations = Array(Set(records.map(\.destination)).sorted().prefix(100))
+do {
+  var oursCount = 0
+  var baseCount = 0
+  try compare(
+    "indexed predicate (destination ==) x100", n: options.size,
+    ours: {
+      let context = ModelContext(container)
+      oursCount = 0
+      for destination in destinations {
+        oursCount += try context.fetch(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination })
+        ).count
+      }
+    },
+    base: {
+      baseCount = 0
+      for destination in destinations {
+        var out = tb_trips()
+        check(tb_fetch(db, "\"destination\" IS ?", destination, "\"_pk\"", 0, &out) == 0, "C fetch")
+        baseCount += out.count
+        tb_free_trips(&out)
+      }
+    })
+  check(oursCount == baseCount, "indexed \(oursCount) vs \(baseCount)")
+}
+
+// MARK: contains scan
+
+do {
+  let text = "lights"
+  var oursSum: UInt64 = 0
+  var baseSum: UInt64 = 0
+  try compare(
+    "contains scan (name contains)",
+    ours: {
+      let context = ModelContext(container)
+      oursSum = checksum(
+        try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name.contains(text) })))
+    },
+    base: {
+      var out = tb_trips()
+      check(tb_fetch(db, "(instr(\"name\", ?) > 0)", text, "\"_pk\"", 0, &out) == 0, "C fetch")
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(oursSum == baseSum, "contains checksums")
+}
+
+// MARK: fetchCount with a predicate
+
+do {
+  var ours = 0
+  var base = 0
+  try compare(
+    "fetchCount (destination ==) x100",
+    ours: {
+      let context = ModelContext(container)
+      ours = 0
+      for destination in destinations {
+        ours += try context.fetchCount(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination }))
+      }
+    },
+    base: {
+      base = 0
+      for destination in destinations { base += tb_count(db, "\"destination\" IS ?", destination) }
+    })
+  check(ours == base, "counts \(ours) vs \(base)")
+}
+
+// MARK: Bounds from scratch
+
+func oursBoundsFromScratch() throws -> GeographicBox? {
+  let context = ModelContext(container)
+  let trips = try context.fetch(FetchDescriptor<Trip>())
+  return GeographicBox.enclosing(
+    trips.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+}
+do {
+  var ours: GeographicBox?
+  var base = GeographicBox(west: 0, south: 0, east: 0, north: 0)
+  try compare(
+    "bounds of all from scratch",
+    ours: { ours = try oursBoundsFromScratch() },
+    base: {
+      var count = 0
+      check(
+        tb_bounds(db, &base.west, &base.south, &base.east, &base.north, &count) == 0, "C bounds")
+    })
+  check(ours == base, "bounds \(String(describing: ours)) vs \(base)")
+}
+
+// MARK: One trip added, moved, deleted with an observer and a BoundsController attached
+
+do {
+  let controller = try BoundsController(container: container)
+  let context = ModelContext(container)
+  context.author = "bench"
+  var latencies: [Double] = []
+  /// Saves, then spins until the controller's report differs from `before`.
+  func measure(_ change: () throws -> Void) throws {
+    let before = controller.report
+    try change()
+    let start = DispatchTime.now().uptimeNanoseconds
+    while controller.report == before {}
+    latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+  }
+  let updates = max(options.rounds * 4, 20)
+  for index in 0..<updates {
+    let trip = Trip(
+      TripRecord(
+        name: "probe \(index)", destination: "Probe", startDate: .now, endDate: .now,
+        latitude: -89.5 + Double(index) / 1000, longitude: 0))
+    try measure {
+      context.insert(trip)
+      try context.save()
+    }
+    try measure {
+      trip.latitude = 89.5 - Double(index) / 1000
+      try context.save()
+    }
+    try measure {
+      context.delete(trip)
+      try context.save()
+    }
+  }
+  var refetch: [Double] = []
+  for _ in 0..<options.rounds { refetch.append(try time { _ = try oursBoundsFromScratch() }) }
+  report(
+    Phase(
+      phase: "one-trip change -> bounds current", n: options.size, seconds: median(latencies),
+      baselineSeconds: median(refetch),
+      note: "baseline: refetch all + recompute, same run; \(latencies.count) changes"))
+}
+
+// MARK: The same change seen by `trips watch` in another process
+
+if options.watch {
+  let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("trips")
+  if fileManager.isExecutableFile(atPath: executable.path) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = ["watch", "--store", store.path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    let lines = Mutex(0)
+    let arrived = DispatchSemaphore(value: 0)
+    pipe.fileHandleForReading.readabilityHandler = { handle in
+      let data = handle.availableData
+      let newlines = data.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+      lines.withLock { $0 += newlines }
+      for _ in 0..<newlines { arrived.signal() }
+    }
+    try process.run()
+    arrived.wait()
+    let context = ModelContext(container)
+    var latencies: [Double] = []
+    for index in 0..<max(options.rounds * 4, 20) {
+      let trip = Trip(
+        TripRecord(
+          name: "watch \(index)", destination: "Probe", startDate: .now, endDate: .now,
+          latitude: -89.5 + Double(index) / 1000, longitude: 0))
+      context.insert(trip)
+      try context.save()
+      let start = DispatchTime.now().uptimeNanoseconds
+      arrived.wait()
+      latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+      context.delete(trip)
+      try context.save()
+      arrived.wait()
+    }
+    process.interrupt()
+    process.waitUntilExit()
+    report(
+      Phase(
+        phase: "one-trip change -> trips watch line", n: options.size, seconds: median(latencies),
+        baselineSeconds: nil, note: "another process; polls every 5 ms"))
+  } else {
+    print("(skipping the watch phase: build the trips product in the same configuration)")
+  }
+}
+
+// MARK: Peak memory of fetching all
+
+func peakKiB(_ side: String) throws -> Double {
+  // The child reports its own VmHWM (peak resident set of its address space): wait4's
+  // ru_maxrss would include the parent's size, which a vfork-style spawn shares until exec.
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+  process.arguments = ["--child", "fetch-memory", side, store.path]
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  try process.run()
+  let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  process.waitUntilExit()
+  guard process.terminationStatus == 0,
+    let kib = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+  else { throw CocoaError(.executableLoad) }
+  return kib
+}
+
+/// This process's peak resident set, in KiB (VmHWM).
+func peakResidentKiB() -> Int {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+    return 0
+  }
+  for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+  }
+  return 0
+}
+do {
+  var ours: [Double] = []
+  var base: [Double] = []
+  for _ in 0..<max(1, min(options.rounds, 3)) {
+    ours.append(try peakKiB("swift"))
+    base.append(try peakKiB("c"))
+  }
+  report(
+    Phase(
+      phase: "peak memory of fetch all", n: options.size, seconds: median(ours),
+      baselineSeconds: median(base), unit: "KiB",
+      note: "peak RSS (VmHWM) of a child process that fetches all"))
+}
+
+if let path = options.json {
+  var entries: [String] = []
+  for phase in phases {
+    let baseline = phase.baselineSeconds.map { String($0) } ?? "null"
+    let ratio = phase.ratio.map { String($0) } ?? "null"
+    entries.append(
+      "{\"phase\": \"\(phase.phase)\", \"n\": \(phase.n), \"seconds\": \(phase.seconds), \"baselineSeconds\": \(baseline), \"ratio\": \(ratio), \"unit\": \"\(phase.unit)\"}"
+    )
+  }
+  let text = "{\"phases\": [\n  " + entries.joined(separator: ",\n  ") + "\n]}\n"
+  try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+}
+for trip in cTrips {
+  free(trip.name)
+  free(trip.destination)
+  free(trip.place_id)
+}
+
+/// A child process: fetch everything once on one side, then exit (the parent reads max RSS).
+func runChild(_ arguments: [String]) {
+  let side = arguments[1]
+  let path = arguments[2]
+  if side == "c" {
+    let db = tb_open(path, 65536)
+    var out = tb_trips()
+    _ = tb_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out)
+    print(peakResidentKiB())
+    tb_free_trips(&out)
+    tb_close(db)
+  } else {
+    do {
+      let container = try ModelContainer(
+        for: [Trip.self], configuration: ModelConfiguration(url: URL(fileURLWithPath: path)))
+      let trips = try ModelContext(container).fetch(
+        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+      if trips.isEmpty { exit(2) }
+      print(peakResidentKiB())
+    } catch {
+      exit(1)
+    }
+  }
+}

@@ -1,0 +1,55 @@
+#ifndef TRIPS_BASELINE_H
+#define TRIPS_BASELINE_H
+
+#include <stddef.h>
+
+/// One trip as a C program would hold it.
+typedef struct {
+  unsigned char id[16];
+  char *name;
+  char *destination;
+  double start_date;  /* seconds since 2001-01-01, as the Swift layer stores dates */
+  double end_date;
+  double latitude;
+  double longitude;
+  char *place_id;     /* the raw identifier, or NULL */
+} tb_trip;
+
+/// Fetched trips: a growable array the caller frees with tb_free_trips.
+typedef struct {
+  tb_trip *trips;
+  size_t count;
+  size_t capacity;
+  size_t sections; /* for sectioned fetches: how many groups */
+} tb_trips;
+
+/// Opens a store file created by the Swift layer, with the same settings it uses
+/// (WAL, synchronous NORMAL, the same page cache, busy timeout). Returns NULL on failure.
+void *tb_open(const char *path, int cache_kib);
+void tb_close(void *db);
+
+/// Inserts trips the way ModelContext.save() does: one IMMEDIATE transaction, a history
+/// transaction row, then per trip the unique-id lookup, the INSERT (place id encoded as the same
+/// JSON) and the history change row. Returns 0 on success.
+int tb_insert(void *db, const tb_trip *trips, size_t count, const char *author);
+
+/// SELECT every column of every trip in `order_by` order (a SQL fragment) into `out`.
+int tb_fetch(void *db, const char *where_sql, const char *text_parameter, const char *order_by,
+             int section_column, tb_trips *out);
+
+/// SELECT count(*) of trips matching `where_sql` with one text parameter.
+long tb_count(void *db, const char *where_sql, const char *text_parameter);
+
+/// The smallest box over the trips' coordinates (largest-gap method, the same rules as the
+/// Swift Geo module). Returns 0 when there is a box.
+int tb_bounds(void *db, double *west, double *south, double *east, double *north, size_t *count);
+
+void tb_free_trips(tb_trips *trips);
+
+/// A checksum of fetched trips (ids and coordinates), to compare both sides' results.
+unsigned long long tb_checksum(const tb_trips *trips);
+
+/// The SQLite library version, for reports.
+const char *sqlite3_libversion_shim(void);
+
+#endif
