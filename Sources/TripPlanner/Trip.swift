@@ -25,7 +25,7 @@ import Persistence
   /// The destination in an outside gazetteer, stored opaquely.
   public var placeIdentifier: PlaceIdentifier?
 
-  /// An empty trip (used by the store to load rows).
+  /// An empty trip with a new random id.
   public init() {
     id = UUID()
     name = ""
@@ -37,9 +37,27 @@ import Persistence
     placeIdentifier = nil
   }
 
-  /// Creates a trip from a record.
+  /// A trip the store fills from a row: no random id is generated (see
+  /// `PersistentModel.makeForLoading()`).
+  private init(placeholder id: UUID) {
+    self.id = id
+    name = ""
+    destination = ""
+    startDate = Date(timeIntervalSinceReferenceDate: 0)
+    endDate = Date(timeIntervalSinceReferenceDate: 0)
+    latitude = 0
+    longitude = 0
+    placeIdentifier = nil
+  }
+
+  /// An instance to load a row into, without generating a random id.
+  public static func makeForLoading() -> Trip { Trip(placeholder: Trip.placeholderID) }
+
+  private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+  /// Creates a trip from a record (a new random id when the record has none).
   public convenience init(_ record: TripRecord) {
-    self.init()
+    self.init(placeholder: record.id ?? UUID())
     apply(record)
   }
 

@@ -181,9 +181,10 @@ extension ModelContext {
     defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()
+    let table = rowTable(entity.name)
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let model: Model = try materialize(statement, entity: entity, cache: cache)
+      let model: Model = try materialize(statement, entity: entity, cache: cache, table: table)
       if registrations[ObjectIdentifier(model)]?.isDeleted == true { continue }
       body(model)
     }
@@ -191,10 +192,10 @@ extension ModelContext {
 
   /// Turns the current row (primary key, then every attribute) into the registered model.
   func materialize<Model: PersistentModel>(
-    _ statement: Statement, entity: Entity<Model>, cache: LoadCache
+    _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
   ) throws -> Model {
     let primaryKey = statement.int64(at: 0)
-    let table = rowTable(entity.name)
+    let table = table ?? rowTable(entity.name)
     if let registration = table.rows[primaryKey] {
       let model = unsafeDowncast(registration.model, to: Model.self)
       if !registration.isDeleted,
@@ -206,7 +207,7 @@ extension ModelContext {
       registration.isFresh = false
       return model
     }
-    let model = Model()
+    let model = Model.makeForLoading()
     let registration = Registration(model: model, entity: entity)
     registration.snapshot = try entity.load(model, from: statement, firstColumn: 1, cache: cache)
     registration.primaryKey = primaryKey

@@ -364,7 +364,7 @@ final class Loader {
     columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     let cache = LoadCache()
     loadRow = { statement in
-      let model = Model()
+      let model = Model.makeForLoading()
       _ = try operations.load(model, from: statement, firstColumn: 1, cache: cache)
       return model
     }

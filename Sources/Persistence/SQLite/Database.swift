@@ -227,6 +227,14 @@ public final class Statement {
     guard count > 0, let pointer = sqlite3_column_blob(handle, index) else { return Data() }
     return Data(bytes: pointer, count: count)
   }
+  /// The bytes of a BLOB or TEXT column, valid until the statement steps or resets.
+  func bytes(at index: Int32) -> UnsafeRawBufferPointer {
+    let pointer = sqlite3_column_blob(handle, index)
+    let count = Int(sqlite3_column_bytes(handle, index))
+    guard let pointer, count > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: pointer, count: count)
+  }
+
   func value(at index: Int32) -> SQLValue {
     switch sqlite3_column_type(handle, index) {
     case SQLITE_NULL: .null

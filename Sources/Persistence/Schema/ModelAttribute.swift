@@ -239,8 +239,36 @@ public struct AttributeOption: Hashable, Sendable {
 
 /// Per-fetch state shared by the rows of one fetch: decoded `.codable` values by stored bytes.
 public final class LoadCache {
-  var decoded: [ObjectIdentifier: [Data: Any]] = [:]
+  /// One ``DecodedValues`` per `.codable` column, by the column's identity.
+  var decoded: [ObjectIdentifier: AnyObject] = [:]
   init() {}
+}
+
+/// The values one `.codable` column decoded during a fetch, by stored bytes: buckets by an
+/// FNV-1a hash of the bytes, so that a hit needs no allocation and no `Data` hashing.
+final class DecodedValues<Value> {
+  private var buckets: [UInt64: [(Data, Value)]] = [:]
+
+  static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
+  }
+
+  func value(for bytes: UnsafeRawBufferPointer, hash: UInt64) -> Value? {
+    guard let bucket = buckets[hash] else { return nil }
+    for (data, value) in bucket where data.count == bytes.count {
+      let equal = data.withUnsafeBytes { stored in
+        stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+      }
+      if equal { return value }
+    }
+    return nil
+  }
+
+  func insert(_ value: Value, for data: Data, hash: UInt64) {
+    buckets[hash, default: []].append((data, value))
+  }
 }
 
 /// Encodes and decodes one `.codable` column.
@@ -315,12 +343,21 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   @usableFromInline
   func read(_ statement: Statement, _ index: Int32, _ cache: LoadCache) throws -> Value? {
     if statement.isNull(at: index) { return nil }
-    let data = statement.data(at: index)
-    guard shares else { return try decode(data) }
+    guard shares else { return try decode(statement.data(at: index)) }
+    let bytes = statement.bytes(at: index)
     let id = ObjectIdentifier(self)
-    if let hit = cache.decoded[id]?[data] as? Value { return hit }
+    let values: DecodedValues<Value>
+    if let known = cache.decoded[id] {
+      values = unsafeDowncast(known, to: DecodedValues<Value>.self)  // only this column stores here
+    } else {
+      values = DecodedValues()
+      cache.decoded[id] = values
+    }
+    let hash = DecodedValues<Value>.hash(bytes)
+    if let hit = values.value(for: bytes, hash: hash) { return hit }
+    let data = Data(bytes)
     let value = try decode(data)
-    cache.decoded[id, default: [:]][data] = value
+    values.insert(value, for: data, hash: hash)
     return value
   }
 
