@@ -90,7 +90,9 @@ let package = Package(
     ),
     .testTarget(
       name: "TripsCLITests",
-      dependencies: ["TripsCLI", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate"],
+      dependencies: [
+        "TripsCLI", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate", "trips-bench",
+      ],
       swiftSettings: swiftSettings
     ),
   ]

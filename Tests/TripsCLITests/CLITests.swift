@@ -498,3 +498,41 @@ struct GeneratorTests {
     #expect(run.stdout == "Imported 2000 trips.\n")
   }
 }
+
+@Suite("trips-bench")
+struct BenchmarkSmokeTests {
+  @Test("runs every phase at a tiny size, both sides returning the same results")
+  func tinyRun() throws {
+    let scratch = Scratch()
+    let process = Process()
+    process.executableURL = tripsExecutable.deletingLastPathComponent().appendingPathComponent(
+      "trips-bench")
+    process.arguments = [
+      "--size", "300", "--rounds", "1", "--directory", scratch.file("bench").path, "--cities",
+      repositoryRoot.appendingPathComponent("Data/cities.csv").path, "--json",
+      scratch.file("out.json").path,
+    ]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "\(text)")
+    #expect(!text.contains("results differ"))
+    let json = try #require(
+      try JSONSerialization.jsonObject(with: Data(contentsOf: scratch.file("out.json")))
+        as? [String: Any])
+    let phases = try #require(json["phases"] as? [[String: Any]])
+    let names = phases.compactMap { $0["phase"] as? String }
+    for expected in [
+      "insert (insert + one save)", "fetch all sorted by start date",
+      "sectioned fetch by destination",
+      "contains scan (name contains)", "bounds of all from scratch",
+      "one-trip change -> bounds current",
+      "one-trip change -> trips watch line", "peak memory of fetch all",
+    ] {
+      #expect(names.contains(expected), "\(names)")
+    }
+  }
+}

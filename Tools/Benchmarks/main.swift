@@ -406,7 +406,8 @@ do {
     let before = controller.report
     try change()
     let start = DispatchTime.now().uptimeNanoseconds
-    while controller.report == before {}
+    // Yield while waiting: on two cores a busy spin would compete with the threads it waits for.
+    while controller.report == before { sched_yield() }
     latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
   }
   let updates = max(options.rounds * 4, 20)

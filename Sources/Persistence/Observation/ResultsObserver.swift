@@ -66,7 +66,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   private let publishedKeys = Mutex<[ObjectIdentifier: Int64]>([:])
   private var subscription: ChangeBroadcaster.Subscription?
   private var monitorLease: ChangeBroadcaster.Subscription?
-  static var logLimit: Int { 1024 }
+  static var logLimit: Int { 128 }
 
   /// Fetches the models matching `descriptor` (grouped by `sectionBy`, if given) and follows
   /// the store of `container`.
@@ -125,7 +125,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   /// The updates after `version`, oldest first; nil when they are no longer kept (the last
-  /// 1024 are), in which case start again from ``results``.
+  /// 128 are), in which case start again from ``results``.
   public func changes(after version: Int) -> [Change]? {
     state.withLock { state in
       if version == state.version { return [] }
