@@ -458,7 +458,16 @@ if options.watch {
       for _ in 0..<newlines { arrived.signal() }
     }
     try process.run()
-    arrived.wait()
+    /// Waits for the next report line; a missing one fails the run instead of hanging it.
+    func nextLine() {
+      if arrived.wait(timeout: .now() + 30) == .timedOut {
+        process.terminate()
+        FileHandle.standardError.write(
+          Data("Error: trips watch printed no report within 30 s\n".utf8))
+        exit(1)
+      }
+    }
+    nextLine()
     let context = ModelContext(container)
     var latencies: [Double] = []
     for index in 0..<max(options.rounds * 4, 20) {
@@ -469,11 +478,11 @@ if options.watch {
       context.insert(trip)
       try context.save()
       let start = DispatchTime.now().uptimeNanoseconds
-      arrived.wait()
+      nextLine()
       latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
       context.delete(trip)
       try context.save()
-      arrived.wait()
+      nextLine()
     }
     process.interrupt()
     process.waitUntilExit()

@@ -38,6 +38,11 @@ public final class ObservationTrackingToken: Sendable {
   deinit { cancel() }
 
   /// Runs the body under observation tracking; schedules the next run on change.
+  ///
+  /// Observation installs its tracking only after the body returns, so a change made between
+  /// the body's read and that moment would go unseen. The body therefore runs once more right
+  /// after the tracking is in place: a change in that window is then read, and any later one
+  /// triggers the next run.
   func track() {
     guard !cancelled else { return }
     withObservationTracking {
@@ -51,6 +56,8 @@ public final class ObservationTrackingToken: Sendable {
       // The mutation completes on the changing thread; running on our queue afterwards sees it.
       self.queue.async { [weak self] in self?.track() }
     }
+    guard !cancelled else { return }
+    body()
   }
 
   func start() {
@@ -71,6 +78,8 @@ public final class ObservationTrackingToken: Sendable {
 ///
 /// The closure runs on a serial queue of the token's, first asynchronously right after this
 /// call, then after each change; changes made while it runs are coalesced into one more run.
+/// It may also run when nothing changed (see the tracking note in the source), so make it
+/// idempotent: read the current state and act on what is new, as the seed's pattern does.
 ///
 /// - Returns: The token whose lifetime is the subscription.
 public func withContinuousObservation(
