@@ -198,7 +198,9 @@ enum HelpFormatter {
   static let width = 80
 
   static func usage(_ spec: CommandSpec, path: [String]) -> String {
-    if !spec.subcommands.isEmpty { return "\(path.joined(separator: " ")) <subcommand>" }
+    if !spec.subcommands.isEmpty && spec.options.isEmpty {
+      return "\(path.joined(separator: " ")) <subcommand>"
+    }
     let parts =
       spec.arguments.map(\.usage)
       + spec.options.map(\.usage)
@@ -216,7 +218,7 @@ enum HelpFormatter {
     }
     text += "OPTIONS:\n"
     var options = spec.allOptions
-    if path.count == 1 {
+    if path.count == 1 && !spec.subcommands.isEmpty {
       options.insert(OptionSpec(name: "version", valueName: nil, help: "Show the version."), at: 0)
     }
     for option in options {
@@ -229,7 +231,8 @@ enum HelpFormatter {
     if !spec.subcommands.isEmpty {
       text += "\nSUBCOMMANDS:\n"
       for command in spec.subcommands { text += row(command.name, command.abstract) }
-      text += "\n  See '\(path.joined(separator: " ")) help <subcommand>' for detailed help.\n"
+      let nested = path.dropFirst().map { $0 + " " }.joined()
+      text += "\n  See '\(path[0]) help \(nested)<subcommand>' for detailed help.\n"
     }
     return text
   }

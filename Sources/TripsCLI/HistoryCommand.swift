@@ -4,16 +4,21 @@ import TripPlanner
 
 /// `trips history`: the store's persistent history.
 enum HistoryCommand: Subcommand {
+  static var subcommands: [any Subcommand.Type] { [HistoryPruneCommand.self] }
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "history", abstract: "Shows the store's history: who changed which trips, and when.",
+      discussion:
+        "History is kept until pruned: 'trips history prune --before TOKEN' deletes older transactions. Prune only before the oldest token a sync still resumes from (see its state file); consumers holding an older token are told it expired.",
       options: [
         OptionSpec(
           name: "after", valueName: "token",
           help: "Only changes after this token (as printed by --json, or its number)."),
         OptionSpec(name: "author", valueName: "name", help: "Only changes by this author."),
         CommonOptions.json, CommonOptions.store,
-      ])
+      ],
+      subcommands: subcommands.map { $0.spec })
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
@@ -82,6 +87,43 @@ enum HistoryCommand: Subcommand {
         table.rows.append([change.kind.rawValue, tripID(change) ?? "(deleted later)", detail])
       }
       io.out(table.render(indent: "    "))
+    }
+  }
+}
+
+/// `trips history prune`.
+enum HistoryPruneCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "prune",
+      abstract: "Deletes history transactions older than a token (the token itself is kept).",
+      options: [
+        OptionSpec(
+          name: "before", valueName: "token", help: "Delete transactions before this token.",
+          isRequired: true),
+        CommonOptions.store,
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let store = try CommonOptions.openForWriting(arguments, io)
+    let text = arguments.value("before") ?? ""
+    let token: HistoryToken
+    if let parsed = HistoryToken(text) {
+      token = parsed
+    } else if let value = Int64(text), value >= 0 {
+      token = HistoryToken(storeIdentifier: store.container.storeIdentifier, value: value)
+    } else {
+      throw CLIError.usage("Invalid value '\(text)' for '--before': expected a history token.")
+    }
+    do {
+      let before = try store.context.fetchHistory().count
+      try store.context.deleteHistory(before: token)
+      let after = try store.context.fetchHistory().count
+      io.out("Deleted \(before - after) history transaction\(before - after == 1 ? "" : "s").\n")
+    } catch let error as PersistenceError {
+      throw CLIError(
+        kind: error.code == .historyTokenForeign ? .data : .failure, message: error.message)
     }
   }
 }

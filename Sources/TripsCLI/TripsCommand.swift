@@ -3,7 +3,13 @@ import Foundation
 /// A `trips` subcommand: its specification and what it does.
 protocol Subcommand {
   static var spec: CommandSpec { get }
+  /// Nested subcommands (`trips sync export`); empty for most.
+  static var subcommands: [any Subcommand.Type] { get }
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws
+}
+
+extension Subcommand {
+  static var subcommands: [any Subcommand.Type] { [] }
 }
 
 /// The `trips` command line. Everything here is testable without a process: pass a
@@ -15,7 +21,7 @@ public enum TripsCommand {
   static let subcommands: [any Subcommand.Type] = [
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
     ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
-    HistoryCommand.self,
+    HistoryCommand.self, SyncCommand.self,
   ]
 
   static var spec: CommandSpec {
@@ -47,13 +53,28 @@ public enum TripsCommand {
           io.out(HelpFormatter.help(spec, path: path))
           return 0
         }
-        let command = try subcommand(named: arguments[1])
-        io.out(HelpFormatter.help(command.spec, path: path + [command.spec.name]))
+        var command = try subcommand(named: arguments[1])
+        path.append(command.spec.name)
+        if arguments.count > 2,
+          let nested = command.subcommands.first(where: { $0.spec.name == arguments[2] })
+        {
+          command = nested
+          path.append(nested.spec.name)
+        }
+        io.out(HelpFormatter.help(command.spec, path: path))
         return 0
       default:
-        let command = try subcommand(named: first)
+        var command = try subcommand(named: first)
         path.append(command.spec.name)
-        let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: command.spec)
+        var rest = Array(arguments.dropFirst())
+        if let next = rest.first,
+          let nested = command.subcommands.first(where: { $0.spec.name == next })
+        {
+          command = nested
+          path.append(nested.spec.name)
+          rest.removeFirst()
+        }
+        let parsed = try ArgumentParser.parse(rest, for: command.spec)
         if parsed.has("help") {
           io.out(HelpFormatter.help(command.spec, path: path))
           return 0
@@ -65,7 +86,8 @@ public enum TripsCommand {
       let failure = cliError(error)
       io.err("Error: \(failure.message)\n")
       if failure.kind == .usage {
-        let command = try? subcommand(named: path.last ?? "")
+        var command = path.count > 1 ? try? subcommand(named: path[1]) : nil
+        if path.count > 2 { command = command?.subcommands.first { $0.spec.name == path[2] } }
         let usage = HelpFormatter.usage(command?.spec ?? spec, path: path)
         io.err(
           "Usage: \(usage)\n  See '\(path.joined(separator: " ")) --help' for more information.\n")

@@ -180,12 +180,18 @@ final class Watcher: @unchecked Sendable {
   let process = Process()
   private let lines = LineBuffer()
   private let pipe = Pipe()
+  private let errors = Pipe()
+
+  /// What the process wrote to standard error so far (after ``stop()``).
+  var errorOutput: String {
+    String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+  }
 
   init(_ arguments: [String]) throws {
     process.executableURL = tripsExecutable
     process.arguments = arguments
     process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
+    process.standardError = errors
     let lines = self.lines
     pipe.fileHandleForReading.readabilityHandler = { handle in
       let data = handle.availableData

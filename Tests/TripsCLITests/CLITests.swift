@@ -275,7 +275,7 @@ struct WriteTests {
     ])
   func usageErrors(arguments: [String], message: String) throws {
     let scratch = Scratch()
-    let run = try trips(arguments, store: scratch.store)
+    let run = try trips(arguments, environment: ["TRIPS_STORE": scratch.store.path])
     #expect(run.status == 64)
     #expect(run.stderr.hasPrefix(message + "\nUsage: trips"))
     #expect(run.stdout.isEmpty)

@@ -50,10 +50,9 @@ func trips(
     status: process.terminationStatus)
 }
 
-/// Puts `--store PATH` after the subcommand (and before `--`), where the parser expects it.
+/// Puts `--store PATH` last, where every subcommand (nested ones included) accepts it.
 private func insertStore(_ arguments: [String], _ store: URL) -> [String] {
-  guard let first = arguments.first else { return ["--store", store.path] }
-  return [first, "--store", store.path] + arguments.dropFirst()
+  arguments + ["--store", store.path]
 }
 
 let tripsExecutable: URL = {

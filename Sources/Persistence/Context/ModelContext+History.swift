@@ -33,6 +33,11 @@ extension ModelContext {
         " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
       bindings += authors.sorted().map { .text($0) }
     }
+    if !descriptor.excludedAuthors.isEmpty {
+      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
+      sql += " AND (author IS NULL OR author NOT IN (\(placeholders.joined(separator: ", "))))"
+      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
+    }
     sql += " ORDER BY token"
     let statement = try database.prepare(sql)
     statement.bindValues(bindings)
@@ -86,6 +91,22 @@ extension ModelContext {
         "SELECT max(coalesce((SELECT max(token) FROM _history_transactions), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = '_history_transactions'), 0))"
       ) ?? 0
     return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
+  }
+
+  /// When the row of `identifier` last changed, by the history still kept; nil when history
+  /// has no change for it. Cost: an index lookup.
+  public func lastChangeDate(for identifier: PersistentIdentifier) throws -> Date? {
+    let database = try connection()
+    let statement = try database.cachedStatement(
+      """
+      SELECT max(t.timestamp) FROM _history_changes c JOIN _history_transactions t ON t.token = c.token
+      WHERE c.entity = ? AND c.pk = ?
+      """)
+    statement.bindText(identifier.entityName, at: 1)
+    statement.bindInt64(identifier.primaryKey, at: 2)
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+    return Date(timeIntervalSinceReferenceDate: statement.double(at: 0))
   }
 
   private func check(_ token: HistoryToken) throws {

@@ -178,6 +178,13 @@ public final class ModelContext {
     try save()
   }
 
+  /// Whether `model` is inserted or changed in this context and not yet saved.
+  public func insertedOrChanged<Model: PersistentModel>(_ model: Model) -> Bool {
+    guard let registration = registrations[ObjectIdentifier(model)] else { return false }
+    if registration.primaryKey == nil { return true }
+    return !registration.entity.changedIndexes(model, from: registration.snapshot).isEmpty
+  }
+
   /// The identifier of a model's row, or nil when the model is not saved in this context.
   public func persistentIdentifier<Model: PersistentModel>(for model: Model)
     -> PersistentIdentifier?

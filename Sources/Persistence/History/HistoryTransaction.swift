@@ -6,6 +6,9 @@ public struct HistoryDescriptor: Sendable {
   public var token: HistoryToken?
   /// Only transactions by these authors; nil for any author.
   public var authors: Set<String>?
+  /// Leave out transactions by these authors (for example changes a sync applied, so that they
+  /// are not sent back where they came from).
+  public var excludedAuthors: Set<String> = []
   /// Only changes to these entities (table names); nil for all. Transactions left with no
   /// change are left out.
   public var entityNames: Set<String>?

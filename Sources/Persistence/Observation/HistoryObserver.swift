@@ -20,6 +20,7 @@ public final class HistoryObserver: Observable, Sendable {
   private let registrar = ObservationRegistrar()
   private let counter = Mutex(0)
   private let authors: Set<String>?
+  private let excludedAuthors: Set<String>
   private let entityNames: Set<String>?
   private let subscription = Mutex<ChangeBroadcaster.Subscription?>(nil)
   private let monitorLease = Mutex<ChangeBroadcaster.Subscription?>(nil)
@@ -28,12 +29,14 @@ public final class HistoryObserver: Observable, Sendable {
   ///
   /// - Parameters:
   ///   - authors: Count only transactions by these authors; nil for all.
+  ///   - excludedAuthors: Do not count transactions by these authors.
   ///   - modelTypes: Count only transactions that change these models; nil for all.
   public init(
-    container: ModelContainer, authors: Set<String>? = nil,
+    container: ModelContainer, authors: Set<String>? = nil, excludedAuthors: Set<String> = [],
     modelTypes: [any PersistentModel.Type]? = nil
   ) throws {
     self.authors = authors
+    self.excludedAuthors = excludedAuthors
     self.entityNames = modelTypes.map { Set($0.map { $0.entityName }) }
     let subscription = container.broadcaster.subscribe { [weak self] change in
       self?.receive(change)
@@ -54,6 +57,7 @@ public final class HistoryObserver: Observable, Sendable {
   private func receive(_ change: StoreChange) {
     if !change.requiresRefetch {
       if let authors, !authors.contains(change.author ?? "") { return }
+      if let author = change.author, excludedAuthors.contains(author) { return }
       if let entityNames, !change.entities.keys.contains(where: entityNames.contains) { return }
     }
     // Counted before observers hear of it, so they read the new value even at willSet.

@@ -93,6 +93,7 @@ enum StoreFile {
           id INTEGER PRIMARY KEY, token INTEGER NOT NULL, entity TEXT NOT NULL,
           pk INTEGER NOT NULL, kind INTEGER NOT NULL, attributes TEXT);
         CREATE INDEX IF NOT EXISTS _history_changes_token ON _history_changes (token);
+        CREATE INDEX IF NOT EXISTS _history_changes_row ON _history_changes (entity, pk);
         CREATE TABLE IF NOT EXISTS _history_tombstones (
           change INTEGER NOT NULL, attribute TEXT NOT NULL, value,
           PRIMARY KEY (change, attribute)) WITHOUT ROWID;

@@ -1,0 +1,190 @@
+import Foundation
+import Persistence
+import TripPlanner
+
+/// `trips sync`: keep two stores in step through persistent history.
+enum SyncCommand: Subcommand {
+  static var subcommands: [any Subcommand.Type] {
+    [SyncExportCommand.self, SyncApplyCommand.self, SyncWatchCommand.self]
+  }
+
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "sync", abstract: "Exchanges changes with another store through persistent history.",
+      discussion:
+        "Conflicts: last writer wins per trip, by the time of the change. Changes applied with --author NAME are left out of feeds exported with --exclude-author NAME, so nothing is echoed back.",
+      subcommands: subcommands.map { $0.spec })
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    throw CLIError.usage("Missing subcommand: export, apply or watch.")
+  }
+
+  static func token(_ text: String?) throws -> HistoryToken? {
+    guard let text else { return nil }
+    guard let token = HistoryToken(text) else {
+      throw CLIError.usage(
+        "Invalid value '\(text)' for '--after': expected a history token (<store>:<number>).")
+    }
+    return token
+  }
+
+  /// Turns an expired or foreign token into a clear error with what to do.
+  static func explain(_ error: any Error) -> any Error {
+    if let error = error as? TripPlannerError, let cause = error.cause as? PersistenceError {
+      switch cause.code {
+      case .historyTokenExpired:
+        return CLIError(
+          kind: .data,
+          message:
+            "\(cause.message) Do a full export (trips export) and import it on the other side, then sync from the token the export was taken at."
+        )
+      case .historyTokenForeign:
+        return CLIError(kind: .data, message: cause.message)
+      default: break
+      }
+    }
+    return error
+  }
+}
+
+/// `trips sync export`.
+enum SyncExportCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "export",
+      abstract:
+        "Writes the changes after a token as JSON lines, ending with the token to resume from.",
+      options: [
+        OptionSpec(
+          name: "after", valueName: "token", help: "Only changes after this token.",
+          defaultDescription: "all kept history"),
+        OptionSpec(
+          name: "exclude-author", valueName: "name",
+          help: "Leave out changes by this author (those a sync applied)."),
+        OptionSpec(
+          name: "output", valueName: "file", help: "Write to this file instead of standard output."),
+        CommonOptions.store,
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let after = try SyncCommand.token(arguments.value("after"))
+    let store = try CommonOptions.openForReading(arguments, io)
+    let feed: SyncFeed
+    do {
+      feed = try store.changeFeed(after: after, excludingAuthor: arguments.value("exclude-author"))
+    } catch {
+      throw SyncCommand.explain(error)
+    }
+    if let output = arguments.value("output") {
+      do {
+        try Data(feed.jsonLines.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+      } catch {
+        throw CLIError(
+          kind: .failure, message: "Cannot write \(output): \(error.localizedDescription)")
+      }
+      io.err(
+        "Exported \(feed.changes.count) change\(feed.changes.count == 1 ? "" : "s"); resume after \(feed.resumeToken).\n"
+      )
+    } else {
+      io.out(feed.jsonLines)
+    }
+  }
+}
+
+/// `trips sync apply`.
+enum SyncApplyCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "apply",
+      abstract: "Applies a change feed in one transaction; applying it twice changes nothing.",
+      options: [
+        OptionSpec(
+          name: "author", valueName: "name", help: "The author recorded for the applied changes.",
+          defaultDescription: "sync"),
+        CommonOptions.store,
+      ],
+      arguments: [
+        ArgumentSpec(name: "file", help: "The feed (JSON lines), or - for standard input.")
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let path = arguments.positionals[0]
+    let data = try readInput(path, io)
+    let feed = try SyncFeed.parse(data, file: path == "-" ? "<stdin>" : path)
+    let store = try TripStore(
+      url: CommonOptions.storeURL(arguments, io), author: arguments.value("author") ?? "sync")
+    let result = try store.apply(feed)
+    io.out(
+      "Applied \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"
+    )
+  }
+}
+
+/// `trips sync watch`.
+enum SyncWatchCommand: Subcommand {
+  static var spec: CommandSpec {
+    CommandSpec(
+      name: "watch",
+      abstract: "Pushes this store's changes to another store now and after every change.",
+      discussion:
+        "The last pushed token is kept in a state file, so a restart resumes where it stopped. Stops with exit 0 on Ctrl-C.",
+      options: [
+        OptionSpec(name: "to", valueName: "store", help: "The store to push to.", isRequired: true),
+        OptionSpec(
+          name: "author", valueName: "name",
+          help: "The author of the pushed changes there; changes by it here are not pushed.",
+          defaultDescription: "sync"),
+        OptionSpec(
+          name: "state", valueName: "file", help: "Where the last pushed token is kept.",
+          defaultDescription: "<to>.sync-state.json"),
+        OptionSpec(name: "once", valueName: nil, help: "Push once and exit."),
+        CommonOptions.store,
+      ])
+  }
+
+  static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let source = CommonOptions.storeURL(arguments, io)
+    let target = URL(fileURLWithPath: arguments.value("to") ?? "")
+    guard source.standardizedFileURL != target.standardizedFileURL else {
+      throw CLIError.usage("--to names the store itself; give another store.")
+    }
+    let output = io.out
+    let errors = io.err
+    let sync = try StoreSync(
+      from: source, to: target, author: arguments.value("author") ?? "sync",
+      state: arguments.value("state").map { URL(fileURLWithPath: $0) }
+    ) { result in
+      switch result {
+      case .success(let pushed) where pushed.applied + pushed.skipped > 0:
+        output(
+          "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
+        )
+      case .success: break
+      case .failure(let error): errors("Error: \(SyncCommand.explain(error))\n")
+      }
+    }
+    if arguments.has("once") {
+      do {
+        let pushed = try sync.pushOnce()
+        io.out(
+          "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
+        )
+      } catch {
+        throw SyncCommand.explain(error)
+      }
+      return
+    }
+    let done = DispatchSemaphore(value: 0)
+    signal(SIGINT, SIG_IGN)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+    interrupt.setEventHandler { done.signal() }
+    interrupt.resume()
+    sync.start()
+    done.wait()
+    sync.stop()
+    interrupt.cancel()
+  }
+}
