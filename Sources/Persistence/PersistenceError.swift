@@ -33,6 +33,8 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let historyTokenForeign = Code("historyTokenForeign")
     /// The model type was not registered with the container.
     public static let unknownModel = Code("unknownModel")
+    /// The disk, or the store's size limit, is full; nothing was written.
+    public static let storeFull = Code("storeFull")
     /// The store is read-only.
     public static let readOnly = Code("readOnly")
 

@@ -21,7 +21,7 @@ public enum TripsCommand {
   static let subcommands: [any Subcommand.Type] = [
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
     ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
-    HistoryCommand.self, SyncCommand.self,
+    HistoryCommand.self, SyncCommand.self, CheckCommand.self,
   ]
 
   static var spec: CommandSpec {

@@ -415,3 +415,27 @@ struct SharedStoreTests {
     #expect(note.text == "mine")
   }
 }
+
+@Suite("Damaged and full stores")
+struct FullStoreTests {
+  @Test("fails a save that would overflow the store, writing nothing")
+  func storeFull() throws {
+    let directory = TemporaryDirectory()
+    var configuration = ModelConfiguration(url: directory.file("store.sqlite"))
+    configuration.maximumPageCount = 40
+    let container = try ModelContainer(for: [Note.self], configuration: configuration)
+    let context = ModelContext(container)
+    context.insert(Note(key: "first", text: ""))
+    try context.save()
+    for index in 0..<2000 {
+      context.insert(Note(key: "k\(index)", text: String(repeating: "x", count: 100)))
+    }
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .storeFull)
+    #expect(context.hasChanges, "the unsaved work is kept, to retry")
+    let reader = ModelContext(container)
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 1)
+    #expect(try reader.fetchHistory().count == 1)
+    #expect(try container.checkIntegrity().isEmpty)
+  }
+}

@@ -123,7 +123,10 @@ final class Database {
         code: .uniqueConstraint, message: "A constraint failed: \(text).", cause: cause)
     case SQLITE_FULL:
       return PersistenceError(
-        code: .sqlite, message: "The disk or the store is full. Nothing was written.", cause: cause)
+        code: .storeFull,
+        message:
+          "The disk (or the store's size limit) is full at \(path). Nothing was written; free space and try again.",
+        cause: cause)
     default:
       let location = sql.map { " while running \($0.prefix(200))" } ?? ""
       return PersistenceError(code: .sqlite, message: "SQLite failed\(location).", cause: cause)

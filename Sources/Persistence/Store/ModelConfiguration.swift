@@ -13,6 +13,10 @@ public struct ModelConfiguration: Sendable, Hashable {
   public var busyTimeout: Duration
   /// SQLite's page cache per connection, in KiB. A large cache halves the time of bulk inserts.
   public var cacheSizeKiB: Int
+  /// The most pages the store file may grow to (`PRAGMA max_page_count`); nil for SQLite's
+  /// limit. A save that would exceed it fails with ``PersistenceError/Code/storeFull`` and
+  /// writes nothing, as on a full disk.
+  public var maximumPageCount: Int?
 
   /// A store in the file at `url`; its folder is created if needed.
   public init(

@@ -85,6 +85,26 @@ public final class ModelContainer: Sendable {
     return entity
   }
 
+  /// Checks the store file with SQLite's `PRAGMA integrity_check` and that every history change
+  /// names an existing transaction. Returns the problems found; empty when the store is sound.
+  ///
+  /// Cost: reads the whole file.
+  public func checkIntegrity() throws -> [String] {
+    let database = try makeConnection()
+    var problems: [String] = []
+    let check = try database.prepare("PRAGMA integrity_check")
+    while try check.step() {
+      let line = check.text(at: 0)
+      if line != "ok" { problems.append(line) }
+    }
+    let orphans =
+      try database.scalarInt(
+        "SELECT count(*) FROM _history_changes WHERE token NOT IN (SELECT token FROM _history_transactions)"
+      ) ?? 0
+    if orphans > 0 { problems.append("\(orphans) history changes have no transaction") }
+    return problems
+  }
+
   /// The table names of the container's models.
   public var entityNames: [String] { entities.values.map(\.name).sorted() }
 }

@@ -123,6 +123,9 @@ enum StoreFile {
     sqlite3_busy_timeout(database.handle, Int32(clamping: milliseconds))
     try database.execute(
       "PRAGMA cache_size = -\(max(configuration.cacheSizeKiB, 64)); PRAGMA synchronous = NORMAL")
+    if let pages = configuration.maximumPageCount {
+      _ = try database.scalarInt("PRAGMA max_page_count = \(max(pages, 1))")
+    }
     try SQLFunctions.register(on: database)
   }
 
