@@ -93,6 +93,16 @@ struct PredicateTranslator {
     return "PredicateExpressions.\(base)"
   }
 
+  /// `lhs symbol rhs` for a binary node, folded in Swift when both operands are constants.
+  mutating func binaryOperation<E: PredicateExpression>(
+    _ node: E, _ lhs: Any, _ symbol: String, _ rhs: Any
+  ) throws -> TranslatedExpression {
+    let left = try translate(lhs)
+    let right = try translate(rhs)
+    if left.isConstant && right.isConstant { return try Self.fold(node) }
+    return .sql(binary(try operand(left), symbol, try operand(right)))
+  }
+
   /// Folds a node whose operands are all constants by evaluating it in Swift.
   static func fold<E: PredicateExpression>(_ expression: E) throws -> TranslatedExpression {
     .constant(try expression.evaluate(PredicateBindings()))

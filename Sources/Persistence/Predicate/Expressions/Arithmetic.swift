@@ -3,36 +3,27 @@ import Foundation
 extension PredicateExpressions.Arithmetic: SQLTranslatable {
   /// `+`, `-`, `*`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
     let symbol =
       switch op {
       case .add: "+"
       case .subtract: "-"
       case .multiply: "*"
       }
-    return .sql(try binary(translator.operand(left), symbol, translator.operand(right)))
+    return try translator.binaryOperation(self, lhs, symbol, rhs)
   }
 }
 
 extension PredicateExpressions.IntDivision: SQLTranslatable {
   /// Integer `/`, truncating toward zero like Swift.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    return .sql(try binary(translator.operand(left), "/", translator.operand(right)))
+    try translator.binaryOperation(self, lhs, "/", rhs)
   }
 }
 
 extension PredicateExpressions.IntRemainder: SQLTranslatable {
   /// Integer `%`, with the sign of the dividend like Swift.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    return .sql(try binary(translator.operand(left), "%", translator.operand(right)))
+    try translator.binaryOperation(self, lhs, "%", rhs)
   }
 }
 

@@ -3,29 +3,20 @@ import Foundation
 extension PredicateExpressions.Equal: SQLTranslatable {
   /// `lhs IS rhs`: null-safe, like Swift's `==` on optionals.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    return .sql(try binary(translator.operand(left), "IS", translator.operand(right)))
+    try translator.binaryOperation(self, lhs, "IS", rhs)
   }
 }
 
 extension PredicateExpressions.NotEqual: SQLTranslatable {
   /// `lhs IS NOT rhs`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    return .sql(try binary(translator.operand(left), "IS NOT", translator.operand(right)))
+    try translator.binaryOperation(self, lhs, "IS NOT", rhs)
   }
 }
 
 extension PredicateExpressions.Comparison: SQLTranslatable {
   /// `<`, `<=`, `>`, `>=`. Text compares by code point on NFC text, as Swift's `<` does.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
     let symbol =
       switch op {
       case .lessThan: "<"
@@ -33,7 +24,7 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
       case .greaterThan: ">"
       case .greaterThanOrEqual: ">="
       }
-    return .sql(try binary(translator.operand(left), symbol, translator.operand(right)))
+    return try translator.binaryOperation(self, lhs, symbol, rhs)
   }
 }
 
