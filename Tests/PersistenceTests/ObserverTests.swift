@@ -229,7 +229,9 @@ struct ContinuousObservationTests {
       context.insert(Note(key: "k\(index)", text: ""))
       try context.save()
     }
-    #expect(eventually { seen.withLock { $0.last } == 50 })
+    #expect(eventually { observer.results.count == 50 })
+    let final = observer.version
+    #expect(eventually { seen.withLock { $0.last } == final }, "the body saw the last version")
     let values = seen.withLock { $0 }
     #expect(values == values.sorted(), "versions only go up")
     token.cancel()

@@ -84,8 +84,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       try Loader(container: container, descriptor: descriptor, sectionBy: sectionBy))
     // Subscribe first, then fetch: a commit in between is applied again, harmlessly.
     subscription = container.broadcaster.subscribe { [weak self] change in
-      guard let self else { return }
-      self.queue.async { self.apply(change) }
+      self?.enqueue(change)
     }
     if container.configuration.url != nil {
       monitorLease = try container.broadcaster.leaseMonitor(for: container)
@@ -148,6 +147,42 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   // MARK: Updating (on `queue`)
+
+  /// Changes announced but not applied yet; drained in one batch, so that a burst of commits
+  /// costs one load of the rows they touched rather than one per commit.
+  private let pending = Mutex<(changes: [StoreChange], scheduled: Bool)>(([], false))
+
+  private func enqueue(_ change: StoreChange) {
+    let schedule = pending.withLock { state -> Bool in
+      state.changes.append(change)
+      defer { state.scheduled = true }
+      return !state.scheduled
+    }
+    if schedule { queue.async { [weak self] in self?.drain() } }
+  }
+
+  private func drain() {
+    let changes = pending.withLock { state -> [StoreChange] in
+      defer {
+        state.changes = []
+        state.scheduled = false
+      }
+      return state.changes
+    }
+    guard var merged = changes.first else { return }
+    for change in changes.dropFirst() {
+      merged.requiresRefetch = merged.requiresRefetch || change.requiresRefetch
+      merged.token = change.token
+      for (name, entity) in change.entities {
+        var combined = merged.entities[name] ?? StoreChange.EntityChanges()
+        combined.inserted.formUnion(entity.inserted)
+        combined.updated.merge(entity.updated) { $0.union($1) }
+        combined.deleted.formUnion(entity.deleted)
+        merged.entities[name] = combined
+      }
+    }
+    apply(merged)
+  }
 
   private func apply(_ change: StoreChange) {
     if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
