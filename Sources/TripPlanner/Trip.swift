@@ -26,15 +26,8 @@ import Persistence
   public var placeIdentifier: PlaceIdentifier?
 
   /// An empty trip with a new random id.
-  public init() {
-    id = UUID()
-    name = ""
-    destination = ""
-    startDate = Date(timeIntervalSinceReferenceDate: 0)
-    endDate = Date(timeIntervalSinceReferenceDate: 0)
-    latitude = 0
-    longitude = 0
-    placeIdentifier = nil
+  public convenience init() {
+    self.init(placeholder: UUID())
   }
 
   /// A trip the store fills from a row: no random id is generated (see

@@ -44,14 +44,7 @@ public enum TripGeoJSON {
   public static func decode(_ data: Data, file: String) throws -> [(line: Int?, record: TripRecord)]
   {
     var problems = ProblemList(file: file)
-    let document: JSONValue
-    do {
-      document = try JSONValue.parse(data)
-    } catch {
-      problems.add(nil, "not valid JSON (\(TripJSON.describe(error)))")
-      try problems.throwIfAny()
-      return []
-    }
+    let document = try TripJSON.parseDocument(data, problems: &problems)
     guard document["type"] == .string("FeatureCollection"),
       case .array(let features)? = document["features"]
     else {

@@ -32,14 +32,7 @@ public enum TripJSON {
   public static func decode(_ data: Data, file: String) throws -> [(line: Int?, record: TripRecord)]
   {
     var problems = ProblemList(file: file)
-    let document: JSONValue
-    do {
-      document = try JSONValue.parse(data)
-    } catch {
-      problems.add(nil, "not valid JSON (\(describe(error)))")
-      try problems.throwIfAny()
-      return []
-    }
+    let document = try parseDocument(data, problems: &problems)
     guard case .array(let items) = document else {
       problems.add(nil, "expected a JSON array of trips")
       try problems.throwIfAny()
@@ -110,6 +103,17 @@ public enum TripJSON {
     guard problems.problems.count == before else { return nil }
     problems.check(record, line: line)
     return record
+  }
+
+  /// Parses a JSON document, or throws the one problem that it is not JSON.
+  static func parseDocument(_ data: Data, problems: inout ProblemList) throws -> JSONValue {
+    do {
+      return try JSONValue.parse(data)
+    } catch {
+      problems.add(nil, "not valid JSON (\(describe(error)))")
+      try problems.throwIfAny()
+      return .null
+    }
   }
 
   static func describe(_ error: any Error) -> String {
