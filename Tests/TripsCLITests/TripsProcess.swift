@@ -20,6 +20,10 @@ func trips(
     (store.map { ["--store", $0.path] } ?? []).isEmpty
     ? arguments : insertStore(arguments, store!)
   var env = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+  // Sanitizer settings reach the child (Tools/sanitize.sh runs it instrumented too).
+  for key in ["ASAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"] {
+    if let value = ProcessInfo.processInfo.environment[key] { env[key] = value }
+  }
   env.merge(environment) { $1 }
   process.environment = env
   // Output goes to files, so that neither stream can fill a pipe and block the child.
