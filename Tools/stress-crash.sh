@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-50}"
 count="${2:-40000}"
-swift build -c release --product trips --product trips-generate >&2 2>/dev/null || swift build -c release >&2
+swift build -c release --product trips >&2
+swift build -c release --product trips-generate >&2
 bin=.build/release
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
