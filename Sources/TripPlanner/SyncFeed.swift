@@ -156,8 +156,10 @@ extension TripStore {
               kind: change.kind, tripID: id, trip: record))
         }
       }
-      let resume = try max(token ?? context.currentHistoryToken(), context.currentHistoryToken())
-      return SyncFeed(changes: changes, resumeToken: transactions.last?.token ?? resume)
+      if let last = transactions.last { return SyncFeed(changes: changes, resumeToken: last.token) }
+      // Nothing new (or only left-out authors' changes): resume from where the store is now.
+      let current = try context.currentHistoryToken()
+      return SyncFeed(changes: changes, resumeToken: max(token ?? current, current))
     } catch let error as PersistenceError {
       throw TripPlannerError(code: .store, message: error.message, cause: error)
     }

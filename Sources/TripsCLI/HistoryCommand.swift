@@ -117,10 +117,8 @@ enum HistoryPruneCommand: Subcommand {
       throw CLIError.usage("Invalid value '\(text)' for '--before': expected a history token.")
     }
     do {
-      let before = try store.context.fetchHistory().count
-      try store.context.deleteHistory(before: token)
-      let after = try store.context.fetchHistory().count
-      io.out("Deleted \(before - after) history transaction\(before - after == 1 ? "" : "s").\n")
+      let deleted = try store.context.deleteHistory(before: token)
+      io.out("Deleted \(deleted) history transaction\(deleted == 1 ? "" : "s").\n")
     } catch let error as PersistenceError {
       throw CLIError(
         kind: error.code == .historyTokenForeign ? .data : .failure, message: error.message)

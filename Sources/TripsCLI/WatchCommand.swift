@@ -49,9 +49,8 @@ enum WatchCommand: Subcommand {
       }
       if finished { done.signal() }
     }
-    done.wait()
+    withExtendedLifetime(controller) { done.wait() }
     token.cancel()
     interrupt.cancel()
-    _ = controller
   }
 }

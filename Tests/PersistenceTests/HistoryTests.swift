@@ -109,7 +109,7 @@ struct HistoryTests {
       try context.save()
     }
     let tokens = try context.fetchHistory().map(\.token)
-    try context.deleteHistory(before: tokens[2])
+    #expect(try context.deleteHistory(before: tokens[2]) == 2)
     #expect(try context.fetchHistory().map(\.token) == Array(tokens[2...]))
     // The consumer that saw tokens[1] has seen everything deleted: it may continue.
     #expect(try context.fetchHistory(HistoryDescriptor(after: tokens[1])).count == 2)

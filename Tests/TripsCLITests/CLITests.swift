@@ -394,12 +394,11 @@ struct ImportExportTests {
   func badFiles(text: String, errors: [String]) throws {
     let scratch = Scratch()
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
-    let file = try scratch.write("bad.csv", text)
+    _ = try scratch.write("bad.csv", text)
     let run = try trips(
       ["import", "bad.csv"], store: scratch.store, environment: [:], cwd: scratch.url)
     #expect(run.status == 65)
     #expect(run.stderr == "Error: " + errors.joined(separator: "\n") + "\n")
-    _ = file
     let count = try jsonArray(try trips(["list", "--json"], store: scratch.store).stdout).count
     #expect(count == 240, "the store is unchanged")
   }

@@ -60,10 +60,14 @@ extension ModelContext {
 
   /// Deletes the transactions before `token` (keeping `token` itself and later ones). Fetching
   /// history after an older token then throws ``PersistenceError/Code/historyTokenExpired``.
-  public func deleteHistory(before token: HistoryToken) throws {
+  ///
+  /// - Returns: How many transactions were deleted.
+  @discardableResult
+  public func deleteHistory(before token: HistoryToken) throws -> Int {
     try check(token)
     let database = try connection()
     try database.execute("BEGIN IMMEDIATE")
+    var deleted = 0
     do {
       for sql in [
         "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token < ?)",
@@ -74,12 +78,14 @@ extension ModelContext {
         let statement = try database.prepare(sql)
         statement.bindInt64(token.value, at: 1)
         try statement.run()
+        if sql.hasPrefix("DELETE FROM _history_transactions") { deleted = database.changes }
       }
       try database.execute("COMMIT")
     } catch {
       try? database.execute("ROLLBACK")
       throw error
     }
+    return deleted
   }
 
   /// The token of the newest transaction in the store (position 0 when there is none):
