@@ -1,7 +1,7 @@
 import Foundation
 
 /// A `trips` subcommand: its specification and what it does.
-protocol Subcommand {
+protocol Subcommand: SendableMetatype {
   static var spec: CommandSpec { get }
   /// Nested subcommands (`trips sync export`); empty for most.
   static var subcommands: [any Subcommand.Type] { get }

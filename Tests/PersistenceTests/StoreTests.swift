@@ -254,6 +254,51 @@ struct StoreTests {
     #expect(try Data(contentsOf: url) == before)
   }
 
+  @Test("snapshots: each attribute type's change is seen alone, and rollback restores it")
+  func snapshotsEveryAttributeType() throws {
+    let container = try ModelContainer(for: Sample.self)
+    let writer = ModelContext(container)
+    let original = Sample()
+    original.name = "Kyoto trip"
+    original.note = "a long note that does not fit in a small string"
+    original.place = PlaceToken(raw: "geonames:1857910")
+    original.blob = Data(repeating: 7, count: 40)
+    writer.insert(original)
+    try writer.save()
+
+    let context = ModelContext(container)
+    let sample = try #require(try context.fetch(FetchDescriptor<Sample>()).first)
+    let edits: [(String, (Sample) -> Void)] = [
+      ("id", { $0.id = UUID() }), ("name", { $0.name += "!" }), ("note", { $0.note = nil }),
+      ("count", { $0.count = 1 }), ("small", { $0.small = -1 }), ("score", { $0.score = 0.5 }),
+      ("rating", { $0.rating = 4 }), ("flag", { $0.flag.toggle() }),
+      ("maybe", { $0.maybe = false }),
+      ("when", { $0.when = Date(timeIntervalSinceReferenceDate: 9) }),
+      ("when_maybe", { $0.whenMaybe = Date(timeIntervalSinceReferenceDate: 1) }),
+      ("blob", { $0.blob.append(1) }), ("ref", { $0.ref = UUID() }),
+      ("place", { $0.place = PlaceToken(raw: "geonames:0") }),
+    ]
+    for (column, edit) in edits {
+      #expect(!context.hasChanges, "before \(column)")
+      edit(sample)
+      #expect(context.insertedOrChanged(sample), "\(column) is a change")
+      context.rollback()
+      #expect(!context.hasChanges, "rollback of \(column)")
+    }
+    #expect(sample.name == "Kyoto trip" && sample.note == original.note && sample.blob.count == 40)
+    #expect(sample.place?.raw == "geonames:1857910" && sample.id == original.id)
+
+    // A saved change becomes the new snapshot; a refetch keeps the same instance.
+    sample.note = "changed"
+    try context.save()
+    #expect(!context.hasChanges)
+    sample.note = nil
+    context.rollback()
+    #expect(sample.note == "changed")
+    #expect(try context.fetch(FetchDescriptor<Sample>()).first === sample)
+    #expect(try ModelContext(container).fetch(FetchDescriptor<Sample>()).first?.note == "changed")
+  }
+
   @Test("round-trips a .codable class, and reads data written by an older version of the type")
   func codableRoundTrip() throws {
     let directory = TemporaryDirectory()

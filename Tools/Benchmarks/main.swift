@@ -19,6 +19,16 @@ struct Options {
   var cities = "Data/cities.csv"
   var watch = true
   var child: [String] = []
+  /// The phases to run, by short name; nil for all.
+  var phases: Set<String>?
+
+  static let phaseNames = [
+    "insert", "fetch", "sectioned", "indexed", "contains", "count", "bounds", "update", "watch",
+    "memory",
+  ]
+
+  /// Whether the phase `name` (one of ``phaseNames``) runs.
+  func wants(_ name: String) -> Bool { phases?.contains(name) ?? true }
 }
 
 func parseOptions() -> Options {
@@ -44,13 +54,20 @@ func parseOptions() -> Options {
     case "--directory": options.directory = value()
     case "--cities": options.cities = value()
     case "--no-watch": options.watch = false
+    case "--phases":
+      let names = Set(value().split(separator: ",").map(String.init))
+      if let unknown = names.subtracting(Options.phaseNames).first {
+        fail("unknown phase '\(unknown)'; phases: \(Options.phaseNames.joined(separator: ","))")
+      }
+      options.phases = names
     case "--child": options.child = [value(), value(), value()]
     case "-h", "--help":
       print(
         """
         OVERVIEW: Times our persistence layer against a raw SQLite C baseline on generated trips.
 
-        USAGE: trips-bench [--size <n>] [--rounds <n>] [--json <file>] [--directory <dir>] [--no-watch]
+        USAGE: trips-bench [--size <n>] [--rounds <n>] [--json <file>] [--directory <dir>]
+                           [--no-watch] [--phases <list>]
 
         OPTIONS:
           --size <n>              How many trips. (default: 10000)
@@ -59,6 +76,9 @@ func parseOptions() -> Options {
           --directory <dir>       Where the store files go. (default: $TMPDIR/trips-bench)
           --cities <file>         The cities file. (default: Data/cities.csv)
           --no-watch              Skip the phase that runs `trips watch` in another process.
+          --phases <list>         Run only these phases, comma-separated, of: insert, fetch,
+                                  sectioned, indexed, contains, count, bounds, update, watch,
+                                  memory. (The store is always filled.)
           -h, --help              Show help information.
         """)
       exit(0)
@@ -182,7 +202,8 @@ FileHandle.standardOutput.write(
 
 var oursInsert: [Double] = []
 var baseInsert: [Double] = []
-for round in 0..<options.rounds {
+let insertRounds = options.wants("insert") ? options.rounds : 1
+for round in 0..<insertRounds {
   let ours = storeURL("insert-ours-\(round).sqlite")
   let base = storeURL("insert-base-\(round).sqlite")
   removeStore(ours)
@@ -218,10 +239,12 @@ for round in 0..<options.rounds {
     removeStore(base)
   }
 }
-report(
-  Phase(
-    phase: "insert (insert + one save)", n: options.size, seconds: median(oursInsert),
-    baselineSeconds: median(baseInsert)))
+if options.wants("insert") {
+  report(
+    Phase(
+      phase: "insert (insert + one save)", n: options.size, seconds: median(oursInsert),
+      baselineSeconds: median(baseInsert)))
+}
 
 let store = storeURL("insert-ours-0.sqlite")
 let container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: store))
@@ -250,7 +273,7 @@ defer { tb_close(db) }
 
 // MARK: Fetch all, sorted by start date
 
-do {
+if options.wants("fetch") {
   var oursSum: UInt64 = 0
   var baseSum: UInt64 = 0
   try compare(
@@ -271,7 +294,7 @@ do {
 
 // MARK: Sectioned fetch by destination
 
-do {
+if options.wants("sectioned") {
   var oursSections = 0
   var baseSections = 0
   var oursSum: UInt64 = 0
@@ -302,7 +325,7 @@ do {
 // MARK: Indexed predicate, 100 destinations
 
 let destinations = Array(Set(records.map(\.destination)).sorted().prefix(100))
-do {
+if options.wants("indexed") {
   var oursCount = 0
   var baseCount = 0
   try compare(
@@ -330,7 +353,7 @@ do {
 
 // MARK: contains scan
 
-do {
+if options.wants("contains") {
   let text = "lights"
   var oursSum: UInt64 = 0
   var baseSum: UInt64 = 0
@@ -352,7 +375,7 @@ do {
 
 // MARK: fetchCount with a predicate
 
-do {
+if options.wants("count") {
   var ours = 0
   var base = 0
   try compare(
@@ -380,7 +403,7 @@ func oursBoundsFromScratch() throws -> GeographicBox? {
   return GeographicBox.enclosing(
     trips.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
 }
-do {
+if options.wants("bounds") {
   var ours: GeographicBox?
   var base = GeographicBox(west: 0, south: 0, east: 0, north: 0)
   try compare(
@@ -396,7 +419,7 @@ do {
 
 // MARK: One trip added, moved, deleted with an observer and a BoundsController attached
 
-do {
+if options.wants("update") {
   let controller = try BoundsController(container: container)
   let context = ModelContext(container)
   context.author = "bench"
@@ -440,7 +463,7 @@ do {
 
 // MARK: The same change seen by `trips watch` in another process
 
-if options.watch {
+if options.watch && options.wants("watch") {
   let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     .appendingPathComponent("trips")
   if fileManager.isExecutableFile(atPath: executable.path) {
@@ -524,7 +547,7 @@ func peakResidentKiB() -> Int {
   }
   return 0
 }
-do {
+if options.wants("memory") {
   var ours: [Double] = []
   var base: [Double] = []
   for _ in 0..<max(1, min(options.rounds, 3)) {

@@ -1,20 +1,23 @@
 /// The type-erased operations a ``ModelContext`` needs on one model type, so that registrations
 /// of different models can live in one identity map.
-protocol EntityOperations {
+protocol EntityOperations: AnyObject {
   var name: String { get }
   var columnNames: [String] { get }
   /// SQL the context runs for this entity, made once.
   var statements: EntityStatements { get }
   var uniqueIndexes: [Int] { get }
   var preservedIndexes: [Int] { get }
-  func snapshot(_ model: AnyObject) throws -> [Any]
-  func changedIndexes(_ model: AnyObject, from snapshot: [Any]) -> [Int]
-  func restore(_ model: AnyObject, from snapshot: [Any])
+  /// Copies the registered model's values into its snapshot (made on first use).
+  func recordSnapshot(_ registration: ModelContext.Registration) throws
+  /// The attributes whose values differ from the snapshot; all of them when there is none.
+  func changedIndexes(_ registration: ModelContext.Registration) -> [Int]
+  /// Puts the snapshot's values back into the model.
+  func restore(_ registration: ModelContext.Registration)
+  /// Deinitializes and frees a snapshot.
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer, of model: AnyObject)
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
-  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32, cache: LoadCache)
-    throws -> [Any]
   func validate(_ model: AnyObject) throws
 }
 
@@ -56,13 +59,21 @@ struct EntityStatements {
   }
 }
 
-struct Entity<Model: PersistentModel>: EntityOperations {
+/// The operations on one model type, and the layout of its snapshots: one slot per attribute,
+/// each holding a value of the attribute's own type, in one allocation per model.
+final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let schema: ModelSchema<Model>
   let name: String
   let columnNames: [String]
   let statements: EntityStatements
   let uniqueIndexes: [Int]
   let preservedIndexes: [Int]
+  /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
+  let accesses: [AttributeAccess]
+  /// Each attribute's slot offset in a snapshot.
+  let offsets: [Int]
+  let snapshotSize: Int
+  let snapshotAlignment: Int
 
   init() {
     let schema = Model.schema
@@ -75,6 +86,20 @@ struct Entity<Model: PersistentModel>: EntityOperations {
     }
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
+    accesses = schema.attributes.map(\.access)
+    var offsets: [Int] = []
+    var size = 0
+    var alignment = 1
+    for attribute in schema.attributes {
+      let slotAlignment = max(attribute.slotAlignment, 1)
+      size = (size + slotAlignment - 1) / slotAlignment * slotAlignment
+      offsets.append(size)
+      size += attribute.slotSize
+      alignment = max(alignment, slotAlignment)
+    }
+    self.offsets = offsets
+    snapshotSize = max(size, 1)
+    snapshotAlignment = alignment
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
@@ -83,46 +108,116 @@ struct Entity<Model: PersistentModel>: EntityOperations {
 
   func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
 
-  func snapshot(_ model: AnyObject) throws -> [Any] {
-    let model = cast(model)
-    return try schema.attributes.map { try $0.snapshot(model) }
+  func recordSnapshot(_ registration: ModelContext.Registration) throws {
+    let model = registration.model
+    if let snapshot = registration.snapshot {
+      for index in accesses.indices {
+        _ = try accesses[index](
+          model, .record(SnapshotSlot(snapshot + offsets[index], isInitialized: true)))
+      }
+      return
+    }
+    let snapshot = UnsafeMutableRawPointer.allocate(
+      byteCount: snapshotSize, alignment: snapshotAlignment)
+    var done = 0
+    do {
+      for index in accesses.indices {
+        _ = try accesses[index](
+          model, .record(SnapshotSlot(snapshot + offsets[index], isInitialized: false)))
+        done += 1
+      }
+    } catch {
+      destroy(snapshot, model, initialized: done)
+      throw error
+    }
+    registration.snapshot = snapshot
   }
 
-  func changedIndexes(_ model: AnyObject, from snapshot: [Any]) -> [Int] {
-    let model = cast(model)
-    return schema.attributes.indices.filter { !schema.attributes[$0].matches(model, snapshot[$0]) }
+  func changedIndexes(_ registration: ModelContext.Registration) -> [Int] {
+    guard let snapshot = registration.snapshot else { return Array(accesses.indices) }
+    let model = registration.model
+    var changed: [Int] = []
+    for index in accesses.indices {
+      let same = (try? accesses[index](model, .matches(snapshot + offsets[index]))) as? Bool
+      if same != true { changed.append(index) }
+    }
+    return changed
   }
 
-  func restore(_ model: AnyObject, from snapshot: [Any]) {
-    let model = cast(model)
-    for (attribute, value) in zip(schema.attributes, snapshot) { attribute.restore(model, value) }
+  func restore(_ registration: ModelContext.Registration) {
+    guard let snapshot = registration.snapshot else { return }
+    for index in accesses.indices {
+      _ = try? accesses[index](registration.model, .restore(snapshot + offsets[index]))
+    }
+  }
+
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer, of model: AnyObject) {
+    destroy(snapshot, model, initialized: accesses.count)
+  }
+
+  /// Deinitializes the first `count` slots and frees the snapshot.
+  private func destroy(
+    _ snapshot: UnsafeMutableRawPointer, _ model: AnyObject, initialized count: Int
+  ) {
+    for index in 0..<count { _ = try? accesses[index](model, .destroy(snapshot + offsets[index])) }
+    snapshot.deallocate()
   }
 
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws {
-    try schema.attributes[attribute].bind(cast(model), statement, index)
+    _ = try accesses[attribute](model, .bind(statement, index))
   }
 
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {
-    try schema.attributes[attribute].value(cast(model))
+    guard let value = try accesses[attribute](model, .value) as? SQLValue else {
+      throw PersistenceError(
+        code: .invalidValue,
+        message: "The attribute \(columnNames[attribute]) gave no stored value.")
+    }
+    return value
   }
 
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws {
-    try schema.attributes[attribute].assign(cast(model), value)
+    _ = try accesses[attribute](model, .assign(value))
   }
 
-  /// Loads every attribute from consecutive columns starting at `firstColumn`; returns the
-  /// values loaded, the model's snapshot.
-  func load(_ model: AnyObject, from statement: Statement, firstColumn: Int32, cache: LoadCache)
-    throws -> [Any]
-  {
-    let model = cast(model)
-    var snapshot: [Any] = []
-    snapshot.reserveCapacity(schema.attributes.count)
-    var column = firstColumn
-    for attribute in schema.attributes {
-      snapshot.append(try attribute.load(model, statement, column, cache))
-      column += 1
+  /// Loads every attribute from consecutive columns starting at `firstColumn` into `model`,
+  /// and into the registration's snapshot when one is given (made here if it has none).
+  ///
+  /// Cost: O(attributes), no allocation but the snapshot's and the values' own.
+  func load(
+    _ model: Model, into registration: ModelContext.Registration?, from statement: Statement,
+    firstColumn: Int32, cache: LoadCache
+  ) throws {
+    let object: AnyObject = model
+    guard let registration else {
+      for index in accesses.indices {
+        _ = try accesses[index](
+          object, .load(statement, firstColumn + Int32(index), cache, nil))
+      }
+      return
     }
-    return snapshot
+    if let snapshot = registration.snapshot {
+      for index in accesses.indices {
+        let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
+        _ = try accesses[index](
+          object, .load(statement, firstColumn + Int32(index), cache, slot))
+      }
+      return
+    }
+    let snapshot = UnsafeMutableRawPointer.allocate(
+      byteCount: snapshotSize, alignment: snapshotAlignment)
+    var done = 0
+    do {
+      for index in accesses.indices {
+        let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: false)
+        _ = try accesses[index](
+          object, .load(statement, firstColumn + Int32(index), cache, slot))
+        done += 1
+      }
+    } catch {
+      destroy(snapshot, object, initialized: done)
+      throw error
+    }
+    registration.snapshot = snapshot
   }
 }

@@ -135,7 +135,7 @@ extension ModelContext {
       for (model, _) in batch { try block(model) }
       for (model, wasFresh) in batch where wasFresh {
         if let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted,
-          registration.entity.changedIndexes(model, from: registration.snapshot).isEmpty
+          registration.entity.changedIndexes(registration).isEmpty
         {
           unregister(registration)
         }
@@ -198,18 +198,15 @@ extension ModelContext {
     let table = table ?? rowTable(entity.name)
     if let registration = table.rows[primaryKey] {
       let model = unsafeDowncast(registration.model, to: Model.self)
-      if !registration.isDeleted,
-        entity.changedIndexes(model, from: registration.snapshot).isEmpty
-      {
-        registration.snapshot = try entity.load(
-          model, from: statement, firstColumn: 1, cache: cache)
+      if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
+        try entity.load(model, into: registration, from: statement, firstColumn: 1, cache: cache)
       }
       registration.isFresh = false
       return model
     }
     let model = Model.makeForLoading()
     let registration = Registration(model: model, entity: entity)
-    registration.snapshot = try entity.load(model, from: statement, firstColumn: 1, cache: cache)
+    try entity.load(model, into: registration, from: statement, firstColumn: 1, cache: cache)
     registration.primaryKey = primaryKey
     registration.isFresh = true
     registrations[ObjectIdentifier(model)] = registration

@@ -26,8 +26,7 @@ extension ModelContext {
       if registration.isDeleted {
         deletes.append((registration.entity, key, registration))
       } else {
-        let changed = registration.entity.changedIndexes(
-          registration.model, from: registration.snapshot)
+        let changed = registration.entity.changedIndexes(registration)
         if !changed.isEmpty { updates.append((registration, changed)) }
       }
     }
@@ -104,7 +103,7 @@ extension ModelContext {
     }
     pendingRowDeletes.removeAll()
     for (registration, key, changed) in applied.updated {
-      registration.snapshot = try registration.entity.snapshot(registration.model)
+      try registration.entity.recordSnapshot(registration)
       changes[registration.entity.name, default: .init()].updated[key] = Set(
         changed.map { registration.entity.columnNames[$0] })
     }
@@ -115,7 +114,7 @@ extension ModelContext {
         registrations[ObjectIdentifier(previous.model)] = nil
       }
       registration.primaryKey = key
-      registration.snapshot = try registration.entity.snapshot(registration.model)
+      try registration.entity.recordSnapshot(registration)
       table.rows[key] = registration
       if let changed {
         if !changed.isEmpty {

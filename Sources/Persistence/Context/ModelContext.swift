@@ -35,13 +35,18 @@ public final class ModelContext {
     let model: AnyObject
     let entity: any EntityOperations
     var primaryKey: Int64?
-    var snapshot: [Any] = []
+    /// The values last loaded or saved, laid out by the entity (see `Entity`); nil until the
+    /// model is first loaded or saved.
+    var snapshot: UnsafeMutableRawPointer?
     var isDeleted = false
     /// Registered by the fetch that is running now (for `enumerate`'s release of batches).
     var isFresh = false
     init(model: AnyObject, entity: any EntityOperations) {
       self.model = model
       self.entity = entity
+    }
+    deinit {
+      if let snapshot { entity.destroySnapshot(snapshot, of: model) }
     }
   }
   /// The registered rows of one entity, by primary key.
@@ -149,8 +154,7 @@ public final class ModelContext {
     return registrations.values.contains { registration in
       registration.isDeleted
         || (registration.primaryKey != nil
-          && !registration.entity.changedIndexes(registration.model, from: registration.snapshot)
-            .isEmpty)
+          && !registration.entity.changedIndexes(registration).isEmpty)
     }
   }
 
@@ -162,7 +166,7 @@ public final class ModelContext {
     pendingRowDeletes.removeAll()
     for registration in registrations.values where registration.primaryKey != nil {
       registration.isDeleted = false
-      registration.entity.restore(registration.model, from: registration.snapshot)
+      registration.entity.restore(registration)
     }
   }
 
@@ -182,7 +186,7 @@ public final class ModelContext {
   public func insertedOrChanged<Model: PersistentModel>(_ model: Model) -> Bool {
     guard let registration = registrations[ObjectIdentifier(model)] else { return false }
     if registration.primaryKey == nil { return true }
-    return !registration.entity.changedIndexes(model, from: registration.snapshot).isEmpty
+    return !registration.entity.changedIndexes(registration).isEmpty
   }
 
   /// The identifier of a model's row, or nil when the model is not saved in this context.

@@ -400,7 +400,7 @@ final class Loader {
     let cache = LoadCache()
     loadRow = { statement in
       let model = Model.makeForLoading()
-      _ = try operations.load(model, from: statement, firstColumn: 1, cache: cache)
+      try operations.load(model, into: nil, from: statement, firstColumn: 1, cache: cache)
       return model
     }
   }

@@ -200,6 +200,12 @@ public final class Statement {
         csqlite_transient())
     }
   }
+  /// Binds a copy of `bytes` as a BLOB.
+  @inline(__always) func bindBytes(_ bytes: UnsafeRawBufferPointer, at index: Int32) {
+    _ = sqlite3_bind_blob(
+      handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
+      csqlite_transient())
+  }
   func bindValue(_ value: SQLValue, at index: Int32) {
     switch value {
     case .null: bindNull(index)

@@ -62,16 +62,17 @@ extension Date {
 }
 
 extension UUID {
-  /// Reads the column directly.
+  /// Reads the column directly: its 16 bytes, copied without an intermediate `Data`.
   public static func read(from statement: Statement, at index: Int32) throws -> UUID {
-    let data = statement.data(at: index)
-    guard data.count == 16 else { throw invalid(.blob(data), UUID.self) }
-    return UUID(bytes16: data)
+    let bytes = statement.bytes(at: index)
+    guard bytes.count == 16 else { throw invalid(statement.value(at: index), UUID.self) }
+    var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+    return UUID(uuid: raw)
   }
-  /// Binds the value directly.
+  /// Binds the value directly (SQLite copies the 16 bytes).
   public func bind(to statement: Statement, at index: Int32) {
-    var raw = uuid
-    withUnsafeBytes(of: &raw) { statement.bindData(Data($0), at: index) }
+    withUnsafeBytes(of: uuid) { statement.bindBytes($0, at: index) }
   }
 }
 

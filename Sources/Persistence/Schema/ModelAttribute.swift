@@ -26,12 +26,19 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   public let isCodable: Bool
   /// The Swift type of the value, for messages.
   public let valueTypeName: String
+  /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
+  @usableFromInline let slotSize: Int
+  @usableFromInline let slotAlignment: Int
 
   /// Every access to the model's property, in one closure: one closure capturing the literal
   /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
   /// accessor calls (stored elsewhere too, or shared by several closures, it stays a key path).
   /// The model is nil only for ``AttributeOperation/keyPath``.
-  @usableFromInline let access: @Sendable (Model?, AttributeOperation) throws -> Any
+  ///
+  /// The model comes as `AnyObject` (always a `Model`), so that the entity can keep the
+  /// closures of all attributes in one non-generic array and call them without generic
+  /// metadata lookups per row.
+  @usableFromInline let access: AttributeAccess
 
   /// The key path of the property.
   var keyPath: AnyKeyPath {
@@ -42,8 +49,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   @inlinable
   init(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
-    isCodable: Bool, valueTypeName: String,
-    access: @escaping @Sendable (Model?, AttributeOperation) throws -> Any
+    isCodable: Bool, valueTypeName: String, slotSize: Int, slotAlignment: Int,
+    access: @escaping AttributeAccess
   ) {
     self.name = name
     self.options = options
@@ -51,19 +58,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.isOptional = isOptional
     self.isCodable = isCodable
     self.valueTypeName = valueTypeName
+    self.slotSize = slotSize
+    self.slotAlignment = slotAlignment
     self.access = access
   }
 
-  /// Reads column `index` of the current row into the model; returns the value as a snapshot.
-  func load(_ model: Model, _ statement: Statement, _ index: Int32, _ cache: LoadCache) throws
-    -> Any
-  {
-    try access(model, .load(statement, index, cache))
-  }
-  /// Binds the model's value to parameter `index`.
-  func bind(_ model: Model, _ statement: Statement, _ index: Int32) throws {
-    _ = try access(model, .bind(statement, index))
-  }
   /// The model's value as stored.
   func value(_ model: Model) throws -> SQLValue {
     guard let value = try access(model, .value) as? SQLValue else {
@@ -72,16 +71,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return value
   }
-  /// Sets the model's value from a stored value.
-  func assign(_ model: Model, _ value: SQLValue) throws { _ = try access(model, .assign(value)) }
-  /// A copy of the model's value for change tracking.
-  func snapshot(_ model: Model) throws -> Any { try access(model, .snapshot) }
-  /// Whether the model's value still equals a snapshot.
-  func matches(_ model: Model, _ old: Any) -> Bool {
-    ((try? access(model, .matches(old))) as? Bool) ?? false
-  }
-  /// Puts a snapshot back into the model (rollback).
-  func restore(_ model: Model, _ old: Any) { _ = try? access(model, .restore(old)) }
 
   var isUnique: Bool { options.contains(.unique) }
   var isIndexed: Bool { options.contains(.indexed) }
@@ -106,20 +95,25 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: Set(options), storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-    ) { model, operation in
-      guard let model else { return keyPath as AnyKeyPath }
+      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment
+    ) { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, _):
+      case .load(let statement, let index, _, let slot):
         let value = try Value.read(from: statement, at: index)
         model[keyPath: keyPath] = value
-        return value
+        slot?.store(value)
       case .bind(let statement, let index):
         try model[keyPath: keyPath].bind(to: statement, at: index)
       case .value: return model[keyPath: keyPath].sqlValue
       case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
-      case .snapshot: return model[keyPath: keyPath]
-      case .matches(let old): return (old as? Value) == model[keyPath: keyPath]
-      case .restore(let old): if let old = old as? Value { model[keyPath: keyPath] = old }
+      case .record(let slot): slot.store(model[keyPath: keyPath])
+      case .matches(let slot):
+        return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: keyPath]
+      case .restore(let slot):
+        model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
+      case .destroy(let slot): slot.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
       case .keyPath: return keyPath as AnyKeyPath
       }
       return ()
@@ -141,25 +135,34 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
     nonisolated(unsafe) let keyPath = keyPath
+    typealias Slot = CodableSnapshot<Value>
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: false, isCodable: true,
-      valueTypeName: "\(Value.self)"
-    ) { model, operation in
-      guard let model else { return keyPath as AnyKeyPath }
+      valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
+      slotAlignment: MemoryLayout<Slot>.alignment
+    ) { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, let cache):
+      case .load(let statement, let index, let cache, let slot):
         guard let value = try coder.read(statement, index, cache) else { throw coder.nullError() }
         model[keyPath: keyPath] = value
-        return try coder.snapshot(value)
+        if let slot { slot.store(try coder.snapshot(value)) }
       case .bind(let statement, let index):
         try coder.bind(model[keyPath: keyPath], statement, index)
       case .value: return try coder.encode(model[keyPath: keyPath])
       case .assign(let value):
         guard let decoded = try coder.decode(value) else { throw coder.nullError() }
         model[keyPath: keyPath] = decoded
-      case .snapshot: return try coder.snapshot(model[keyPath: keyPath])
-      case .matches(let old): return coder.matches(model[keyPath: keyPath], old)
-      case .restore(let old): if let value = coder.restore(old) { model[keyPath: keyPath] = value }
+      case .record(let slot): slot.store(try coder.snapshot(model[keyPath: keyPath]))
+      case .matches(let slot):
+        return coder.matches(
+          model[keyPath: keyPath], slot.assumingMemoryBound(to: Slot.self).pointee)
+      case .restore(let slot):
+        if let value = coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee) {
+          model[keyPath: keyPath] = value
+        }
+      case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
       case .keyPath: return keyPath as AnyKeyPath
       }
       return ()
@@ -174,23 +177,30 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
     nonisolated(unsafe) let keyPath = keyPath
+    typealias Slot = CodableSnapshot<Value>
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: true, isCodable: true,
-      valueTypeName: "\(Value.self)"
-    ) { model, operation in
-      guard let model else { return keyPath as AnyKeyPath }
+      valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
+      slotAlignment: MemoryLayout<Slot>.alignment
+    ) { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, let cache):
+      case .load(let statement, let index, let cache, let slot):
         let value = try coder.read(statement, index, cache)
         model[keyPath: keyPath] = value
-        return try coder.snapshot(value)
+        if let slot { slot.store(try coder.snapshot(value)) }
       case .bind(let statement, let index):
         try coder.bind(model[keyPath: keyPath], statement, index)
       case .value: return try coder.encode(model[keyPath: keyPath])
       case .assign(let value): model[keyPath: keyPath] = try coder.decode(value)
-      case .snapshot: return try coder.snapshot(model[keyPath: keyPath])
-      case .matches(let old): return coder.matches(model[keyPath: keyPath], old)
-      case .restore(let old): model[keyPath: keyPath] = coder.restore(old)
+      case .record(let slot): slot.store(try coder.snapshot(model[keyPath: keyPath]))
+      case .matches(let slot):
+        return coder.matches(
+          model[keyPath: keyPath], slot.assumingMemoryBound(to: Slot.self).pointee)
+      case .restore(let slot):
+        model[keyPath: keyPath] = coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee)
+      case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
       case .keyPath: return keyPath as AnyKeyPath
       }
       return ()
@@ -198,25 +208,62 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   }
 }
 
+/// An attribute's access closure: the model (nil to ask for the key path), and what to do.
+@usableFromInline
+typealias AttributeAccess = @Sendable (AnyObject?, AttributeOperation) throws -> Any
+
 /// What ``ModelAttribute``'s access closure is asked to do with a model's property.
 @usableFromInline
 enum AttributeOperation {
-  /// Read column `index` of the current row into the property; answer the snapshot.
-  case load(Statement, Int32, LoadCache)
+  /// Read column `index` of the current row into the property, and into the slot if given.
+  case load(Statement, Int32, LoadCache, SnapshotSlot?)
   /// Bind the property to parameter `index`.
   case bind(Statement, Int32)
   /// Answer the property's stored form, an ``SQLValue``.
   case value
   /// Set the property from a stored value.
   case assign(SQLValue)
-  /// Answer a snapshot of the property.
-  case snapshot
-  /// Answer whether the property equals a snapshot (a `Bool`).
-  case matches(Any)
-  /// Set the property back to a snapshot.
-  case restore(Any)
+  /// Copy the property into a snapshot slot.
+  case record(SnapshotSlot)
+  /// Answer whether the property equals the value in an initialized slot (a `Bool`).
+  case matches(UnsafeMutableRawPointer)
+  /// Set the property back to the value in an initialized slot.
+  case restore(UnsafeMutableRawPointer)
+  /// Deinitialize an initialized slot.
+  case destroy(UnsafeMutableRawPointer)
   /// Answer the key path (asked with no model).
   case keyPath
+}
+
+/// One attribute's place in a model's snapshot: raw memory laid out by the entity, holding a
+/// value of the attribute's own type (no `Any` box), initialized or not yet.
+@usableFromInline
+struct SnapshotSlot {
+  @usableFromInline let pointer: UnsafeMutableRawPointer
+  @usableFromInline let isInitialized: Bool
+
+  init(_ pointer: UnsafeMutableRawPointer, isInitialized: Bool) {
+    self.pointer = pointer
+    self.isInitialized = isInitialized
+  }
+
+  /// Puts `value` in the slot, replacing the value there if any.
+  @inlinable @inline(__always)
+  func store<Value>(_ value: Value) {
+    if isInitialized {
+      pointer.assumingMemoryBound(to: Value.self).pointee = value
+    } else {
+      pointer.initializeMemory(as: Value.self, to: value)
+    }
+  }
+}
+
+/// The snapshot of a `.codable` value: the value itself when it is `Equatable`, else its
+/// stored encoding (a mutable instance would change under a kept reference).
+@usableFromInline
+enum CodableSnapshot<Value> {
+  case value(Value?)
+  case encoded(SQLValue)
 }
 
 /// An option on a ``ModelAttribute``.
@@ -300,10 +347,8 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
     guard let value else { return .null }
     let key: AnyHashable? = shares ? (value as? any Hashable).map { AnyHashable($0) } : nil
     if let key, let cached = encodings.get(key) { return .blob(cached) }
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys]
     do {
-      let data = try encoder.encode(value)
+      let data = try encodeStoredJSON(value)
       if let key { encodings.put(key, data) }
       return .blob(data)
     } catch {
@@ -320,7 +365,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
 
   func decode(_ data: Data) throws -> Value {
     do {
-      return try JSONDecoder().decode(Value.self, from: data)
+      return try decodeStoredJSON(Value.self, from: data)
     } catch {
       throw PersistenceError(
         code: .invalidValue,
@@ -363,30 +408,31 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
 
   /// The snapshot of a value: the value itself when it is `Equatable`, else its encoding.
   @usableFromInline
-  func snapshot(_ value: Value?) throws -> Any {
-    if isEquatable { return value as Any }
-    return try encode(value)
+  func snapshot(_ value: Value?) throws -> CodableSnapshot<Value> {
+    if isEquatable { return .value(value) }
+    return .encoded(try encode(value))
   }
 
   @usableFromInline
-  func matches(_ current: Value?, _ old: Any) -> Bool {
-    if isEquatable {
-      let previous: Value? = (old as? Value?) ?? nil
+  func matches(_ current: Value?, _ old: CodableSnapshot<Value>) -> Bool {
+    switch old {
+    case .value(let previous):
       switch (current, previous) {
       case (nil, nil): return true
       case (let current?, let previous?):
         return (current as? any Equatable)?.isEqual(toAny: previous) ?? false
       default: return false
       }
+    case .encoded(let encoding): return (try? encode(current)) == encoding
     }
-    return (try? encode(current)) == (old as? SQLValue)
   }
 
   @usableFromInline
-  func restore(_ old: Any) -> Value? {
-    if isEquatable { return (old as? Value?) ?? nil }
-    if let old = old as? SQLValue, let value = try? decode(old) { return value }
-    return nil
+  func restore(_ old: CodableSnapshot<Value>) -> Value? {
+    switch old {
+    case .value(let previous): return previous
+    case .encoded(let encoding): return try? decode(encoding)
+    }
   }
 }
 

@@ -1,0 +1,161 @@
+import Foundation
+import Testing
+
+@testable import Persistence
+
+/// The `.codable` column's own JSON codec must agree with Foundation's, value by value: the
+/// same bytes out (`JSONEncoder` with `.sortedKeys`), the same values in, and Foundation's
+/// errors where a value is not decodable.
+@Suite("Stored JSON: the fast codec agrees with Foundation")
+struct StoredJSONTests {
+  struct Flat: Codable, Equatable {
+    var rawValue: String
+    var count: Int
+    var flag: Bool
+    var note: String?
+  }
+
+  struct Nested: Codable, Equatable {
+    var name: String
+    var tags: [String]
+    var inner: Flat
+    var byKey: [String: Int]
+    var levels: [[Int8]]
+    var optionalList: [UInt?]
+  }
+
+  enum Kind: String, Codable { case city, region }
+
+  struct Mixed: Codable, Equatable {
+    var kind: Kind
+    var when: Date
+    var ratio: Double
+    var blob: Data
+    var link: URL
+  }
+
+  /// A type with a super encoder, which the fast path leaves to Foundation.
+  class Base: Codable {
+    var base = 1
+  }
+  final class Derived: Base, @unchecked Sendable {
+    var extra = "x"
+    enum CodingKeys: String, CodingKey { case extra }
+    override init() { super.init() }
+    required init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: CodingKeys.self)
+      extra = try container.decode(String.self, forKey: .extra)
+      try super.init(from: container.superDecoder())
+    }
+    override func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: CodingKeys.self)
+      try container.encode(extra, forKey: .extra)
+      try super.encode(to: container.superEncoder())
+    }
+  }
+
+  func foundationBytes(_ value: some Encodable) throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    return try encoder.encode(value)
+  }
+
+  func roundTrips<Value: Codable & Equatable>(_ value: Value) throws {
+    let ours = try encodeStoredJSON(value)
+    let theirs = try foundationBytes(value)
+    #expect(
+      ours == theirs,
+      "\(String(decoding: ours, as: UTF8.self)) vs \(String(decoding: theirs, as: UTF8.self))")
+    #expect(try decodeStoredJSON(Value.self, from: theirs) == value)
+    #expect(
+      try decodeStoredJSON(Value.self, from: theirs)
+        == JSONDecoder().decode(Value.self, from: theirs))
+  }
+
+  @Test("flat and nested values: identical bytes and values")
+  func identicalBytes() throws {
+    try roundTrips(Flat(rawValue: "geonames:2643743", count: -42, flag: true, note: nil))
+    try roundTrips(Flat(rawValue: "", count: Int.max, flag: false, note: "x"))
+    try roundTrips(
+      Nested(
+        name: "a/b \"quoted\" back\\slash \n\t\r\u{8}\u{c}\u{1}\u{1f}\u{7f} é 東京 😀 \u{2028}",
+        tags: [], inner: Flat(rawValue: "r", count: 0, flag: true, note: "n"),
+        byKey: ["Zed": 1, "_x": 2, "a10": 3, "a2": 4, "abc": 5, "z": 6, "B": 7, "b": 8, "": 9],
+        levels: [[-128, 127], []], optionalList: [1, nil, UInt.max]))
+    try roundTrips(["só": 1, "ä": 2, "z": 3])  // non-ASCII keys: Foundation orders them
+    try roundTrips(
+      Mixed(
+        kind: .region, when: Date(timeIntervalSinceReferenceDate: 1.5), ratio: 0.1,
+        blob: Data([0, 1, 2]), link: URL(string: "https://example.com/a?b=c")!))
+    try roundTrips([Kind.city, .region])
+    try roundTrips("top-level string")
+    try roundTrips(12)
+    try roundTrips([true, false])
+    let derived = try decodeStoredJSON(Derived.self, from: encodeStoredJSON(Derived()))
+    #expect(derived.extra == "x" && derived.base == 1)
+    #expect(try encodeStoredJSON(Derived()) == foundationBytes(Derived()))
+  }
+
+  @Test("the fast path takes the common shapes and leaves the rest to Foundation")
+  func fastPathCoverage() throws {
+    let flat = Flat(rawValue: "geonames:1", count: 3, flag: true, note: nil)
+    let nested = Nested(
+      name: "n", tags: ["a"], inner: flat, byKey: ["k": 1], levels: [[1]], optionalList: [nil])
+    #expect(fastEncodeStoredJSON(flat) != nil)
+    #expect(fastEncodeStoredJSON(nested) != nil)
+    #expect(fastDecodeStoredJSON(Flat.self, from: try foundationBytes(flat)) == flat)
+    #expect(fastDecodeStoredJSON(Nested.self, from: try foundationBytes(nested)) == nested)
+    let mixed = Mixed(
+      kind: .city, when: Date(), ratio: 1, blob: Data(), link: URL(string: "file:///")!)
+    #expect(fastEncodeStoredJSON(mixed) == nil)
+    #expect(fastDecodeStoredJSON(Mixed.self, from: try foundationBytes(mixed)) == nil)
+    #expect(fastEncodeStoredJSON(Derived()) == nil)
+    #expect(fastEncodeStoredJSON(["é": 1]) == nil)
+    #expect(
+      fastDecodeStoredJSON(Flat.self, from: Data(#"{"rawValue":"a","count":1.0,"flag":true}"#.utf8))
+        == nil)
+  }
+
+  @Test("decodes what Foundation decodes, however it is spelled")
+  func spellings() throws {
+    let documents = [
+      #"{"rawValue":"a","count":1,"flag":true}"#,
+      #" { "flag" : false , "count" : -0 , "rawValue" : "\u00e9\ud83d\ude00\/\"" , "note" : null } "#,
+      #"{"rawValue":"a","count":1.0,"flag":true}"#,
+      #"{"rawValue":"a","count":1e2,"flag":true,"extra":[1,{"deep":null}]}"#,
+      #"{"rawValue":"a","count":1,"flag":true,"rawValue":"b"}"#,
+    ]
+    for document in documents {
+      let data = Data(document.utf8)
+      #expect(
+        try decodeStoredJSON(Flat.self, from: data) == JSONDecoder().decode(Flat.self, from: data))
+    }
+  }
+
+  @Test(
+    "garbage gets Foundation's error, never a value",
+    arguments: [
+      "", "{", "}", "[1,]", #"{"rawValue":"a","count":01,"flag":true}"#,
+      #"{"rawValue":"a","count":99999999999999999999,"flag":true}"#,
+      #"{"rawValue":"a","count":1,"flag":"true"}"#, #"{"rawValue":1,"count":1,"flag":true}"#,
+      #"{"count":1,"flag":true}"#, #"{"rawValue":"\ud83d","count":1,"flag":true}"#,
+      "{\"rawValue\":\"a\u{1}\",\"count\":1,\"flag\":true}",
+      #"{"rawValue":"\x","count":1,"flag":true}"#,
+      "null", "[]", "nul", #"{"rawValue":"a","count":1,"flag":true} x"#,
+      String(repeating: "[", count: 200) + String(repeating: "]", count: 200),
+    ])
+  func garbage(_ document: String) throws {
+    let data = Data(document.utf8)
+    #expect(throws: (any Error).self) { try JSONDecoder().decode(Flat.self, from: data) }
+    #expect(throws: (any Error).self) { try decodeStoredJSON(Flat.self, from: data) }
+  }
+
+  @Test("invalid UTF-8 is refused as Foundation refuses it")
+  func invalidUTF8() throws {
+    var bytes = Array(#"{"rawValue":"a","count":1,"flag":true}"#.utf8)
+    bytes[13] = 0xFF
+    let data = Data(bytes)
+    #expect(throws: (any Error).self) { try JSONDecoder().decode(Flat.self, from: data) }
+    #expect(throws: (any Error).self) { try decodeStoredJSON(Flat.self, from: data) }
+  }
+}
