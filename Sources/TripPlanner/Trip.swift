@@ -49,9 +49,17 @@ import Persistence
   private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
   /// Creates a trip from a record (a new random id when the record has none).
-  public convenience init(_ record: TripRecord) {
-    self.init(placeholder: record.id ?? UUID())
-    apply(record)
+  public init(_ record: TripRecord) {
+    // Assigned here, not through `apply`, so that no observation bookkeeping runs for a trip
+    // nobody can be observing yet.
+    id = record.id ?? UUID()
+    name = record.name
+    destination = record.destination
+    startDate = record.startDate
+    endDate = record.endDate
+    latitude = record.latitude
+    longitude = record.longitude
+    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
   }
 
   /// Copies every field of `record` except an absent id.
@@ -73,20 +81,31 @@ import Persistence
       latitude: latitude, longitude: longitude, placeIdentifier: placeIdentifier?.rawValue)
   }
 
-  /// The table `trips`.
+  /// The table `trips`. Rows load into new trips through the `@Observable` backing storage
+  /// (`storage:`), without observation bookkeeping.
   public static let schema = ModelSchema<Trip>(
     "trips",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.name, "name", .preserveValueOnDeletion),
-    .attribute(\.destination, "destination", .indexed, .preserveValueOnDeletion),
-    .attribute(\.startDate, "start_date", .indexed),
-    .attribute(\.endDate, "end_date"),
-    .attribute(\.latitude, "latitude"),
-    .attribute(\.longitude, "longitude"),
-    .codable(\.placeIdentifier, "place_id", .sharesEqualValues))
+    .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
+    .attribute(\.name, "name", .preserveValueOnDeletion, storage: \._name),
+    .attribute(
+      \.destination, "destination", .indexed, .preserveValueOnDeletion, storage: \._destination),
+    .attribute(\.startDate, "start_date", .indexed, storage: \._startDate),
+    .attribute(\.endDate, "end_date", storage: \._endDate),
+    .attribute(\.latitude, "latitude", storage: \._latitude),
+    .attribute(\.longitude, "longitude", storage: \._longitude),
+    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, storage: \._placeIdentifier))
 
   /// Checks the trip's rules (see the type's docs).
-  public func validateForSave() throws { try record.validate() }
+  public func validateForSave() throws {
+    // The common case, checked without building a record or messages.
+    if TripRecord.isValid(
+      name: name, destination: destination, startDate: startDate, endDate: endDate,
+      latitude: latitude, longitude: longitude)
+    {
+      return
+    }
+    try record.validate()
+  }
 }
 
 /// A trip's values, without identity in a store: what files and requests carry.
@@ -123,11 +142,30 @@ public struct TripRecord: Hashable, Sendable {
     self.placeIdentifier = placeIdentifier
   }
 
+  /// Whether values keep every rule; the same rules as ``violations``, without messages.
+  static func isValid(
+    name: String, destination: String, startDate: Date, endDate: Date, latitude: Double,
+    longitude: Double
+  ) -> Bool {
+    !isBlank(name) && !isBlank(destination) && latitude.isFinite && (-90...90).contains(latitude)
+      && longitude.isFinite && (-180...180).contains(longitude) && endDate >= startDate
+  }
+
+  /// Whether the text is empty or only white space; scans bytes first, characters only when
+  /// the text starts with something that is not plainly ASCII.
+  static func isBlank(_ text: String) -> Bool {
+    for byte in text.utf8 {
+      if byte >= 0x80 { break }
+      if byte > 0x20 && byte != 0x7F { return false }
+    }
+    return text.allSatisfy(\.isWhitespace)
+  }
+
   /// Every rule the record breaks, as (field, reason); empty when valid.
   public var violations: [(field: String, reason: String)] {
     var found: [(String, String)] = []
-    if name.allSatisfy(\.isWhitespace) { found.append(("name", "name must not be empty")) }
-    if destination.allSatisfy(\.isWhitespace) {
+    if Self.isBlank(name) { found.append(("name", "name must not be empty")) }
+    if Self.isBlank(destination) {
       found.append(("destination", "destination must not be empty"))
     }
     if !latitude.isFinite || !(-90...90).contains(latitude) {

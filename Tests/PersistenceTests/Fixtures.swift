@@ -30,8 +30,8 @@ final class PlaceToken: Codable, @unchecked Sendable {
   static let schema = ModelSchema<Sample>(
     "samples",
     .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.name, "name", .indexed, .preserveValueOnDeletion),
-    .attribute(\.note, "note"),
+    .attribute(\.name, "name", .indexed, .preserveValueOnDeletion, storage: \._name),
+    .attribute(\.note, "note", storage: \._note),
     .attribute(\.count, "count"),
     .attribute(\.small, "small"),
     .attribute(\.score, "score"),
@@ -42,7 +42,7 @@ final class PlaceToken: Codable, @unchecked Sendable {
     .attribute(\.whenMaybe, "when_maybe"),
     .attribute(\.blob, "blob"),
     .attribute(\.ref, "ref"),
-    .codable(\.place, "place"))
+    .codable(\.place, "place", storage: \._place))
 }
 
 /// A small model for store-level tests.

@@ -1,4 +1,6 @@
 import Foundation
+import Observation
+import Synchronization
 import Testing
 
 @testable import Persistence
@@ -458,6 +460,42 @@ struct SharedStoreTests {
     note.text = "mine"
     _ = try reader.fetch(FetchDescriptor<Note>())
     #expect(note.text == "mine")
+  }
+
+  @Test("a refetch that changes an observed model notifies its observers, storage-backed or not")
+  func refreshNotifiesObservers() throws {
+    let directory = TemporaryDirectory()
+    let container = try ModelContainer(
+      for: Sample.self, configurations: .init(url: directory.file("store.sqlite")))
+    let writer = ModelContext(container)
+    let original = Sample()
+    original.name = "before"
+    writer.insert(original)
+    try writer.save()
+
+    let reader = ModelContext(container)
+    let sample = try #require(try reader.fetch(FetchDescriptor<Sample>()).first)
+    #expect(sample.name == "before")
+    let changed = Mutex<[String]>([])
+    for (label, read) in [
+      ("name", { (s: Sample) in _ = s.name }), ("note", { _ = $0.note }),
+      ("count", { _ = $0.count }), ("place", { _ = $0.place }),
+    ] {
+      withObservationTracking {
+        read(sample)
+      } onChange: {
+        changed.withLock { $0.append(label) }
+      }
+    }
+    original.name = "after"
+    original.note = "n"
+    original.count = 3
+    original.place = PlaceToken(raw: "geonames:1")
+    try writer.save()
+    _ = try reader.fetch(FetchDescriptor<Sample>())
+    #expect(sample.name == "after" && sample.note == "n" && sample.count == 3)
+    #expect(sample.place?.raw == "geonames:1")
+    #expect(changed.withLock { Set($0) } == ["name", "note", "count", "place"])
   }
 }
 

@@ -182,17 +182,19 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
 
   /// Loads every attribute from consecutive columns starting at `firstColumn` into `model`,
   /// and into the registration's snapshot when one is given (made here if it has none).
+  /// `isNew` tells that nobody can observe the model yet (made for this row): attributes with
+  /// backing storage then load through it.
   ///
   /// Cost: O(attributes), no allocation but the snapshot's and the values' own.
   func load(
-    _ model: Model, into registration: ModelContext.Registration?, from statement: Statement,
-    firstColumn: Int32, cache: LoadCache
+    _ model: Model, isNew: Bool, into registration: ModelContext.Registration?,
+    from statement: Statement, firstColumn: Int32, cache: LoadCache
   ) throws {
     let object: AnyObject = model
     guard let registration else {
       for index in accesses.indices {
         _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, nil))
+          object, .load(statement, firstColumn + Int32(index), cache, nil, isNew))
       }
       return
     }
@@ -200,7 +202,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       for index in accesses.indices {
         let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
         _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, slot))
+          object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
       }
       return
     }
@@ -211,7 +213,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       for index in accesses.indices {
         let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: false)
         _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, slot))
+          object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
         done += 1
       }
     } catch {

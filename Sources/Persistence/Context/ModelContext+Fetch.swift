@@ -199,14 +199,16 @@ extension ModelContext {
     if let registration = table.rows[primaryKey] {
       let model = unsafeDowncast(registration.model, to: Model.self)
       if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
-        try entity.load(model, into: registration, from: statement, firstColumn: 1, cache: cache)
+        try entity.load(
+          model, isNew: false, into: registration, from: statement, firstColumn: 1, cache: cache)
       }
       registration.isFresh = false
       return model
     }
     let model = Model.makeForLoading()
     let registration = Registration(model: model, entity: entity)
-    try entity.load(model, into: registration, from: statement, firstColumn: 1, cache: cache)
+    try entity.load(
+      model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
     registration.primaryKey = primaryKey
     registration.isFresh = true
     registrations[ObjectIdentifier(model)] = registration

@@ -400,7 +400,8 @@ final class Loader {
     let cache = LoadCache()
     loadRow = { statement in
       let model = Model.makeForLoading()
-      try operations.load(model, into: nil, from: statement, firstColumn: 1, cache: cache)
+      try operations.load(
+        model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
       return model
     }
   }

@@ -84,14 +84,20 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ///   - name: The column name: letters, digits and underscores, not starting with `_`.
   ///   - options: ``AttributeOption/unique``, ``AttributeOption/indexed``,
   ///     ``AttributeOption/preserveValueOnDeletion``.
+  ///   - storage: Optionally, the `@Observable` macro's backing storage of the property
+  ///     (`\._name` for `name`, reachable from inside the model's declaration). Rows then load
+  ///     into new instances through it, skipping the observation registrar, which nobody can
+  ///     have subscribed to yet (about 600 instructions per attribute and row). Everything
+  ///     else, refreshing a registered instance included, goes through `keyPath`.
   @inlinable @inline(__always)
   public static func attribute<Value: PersistableValue>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
-    _ options: Option...
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
   ) -> ModelAttribute {
     // A literal key path, captured as is so the optimizer can turn it into accessor calls
     // (an `& Sendable` existential hides it); key paths are immutable.
     nonisolated(unsafe) let keyPath = keyPath
+    nonisolated(unsafe) let storage = storage
     return ModelAttribute(
       name: name, options: Set(options), storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
@@ -100,9 +106,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, _, let slot):
+      case .load(let statement, let index, _, let slot, let isNew):
         let value = try Value.read(from: statement, at: index)
-        model[keyPath: keyPath] = value
+        if isNew, let storage {
+          model[keyPath: storage] = value
+        } else {
+          model[keyPath: keyPath] = value
+        }
         slot?.store(value)
       case .bind(let statement, let index):
         try model[keyPath: keyPath].bind(to: statement, at: index)
@@ -127,14 +137,16 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// the type's shape triggers no migration: its `Codable` implementation must read older and
   /// newer encodings. Values are encoded with sorted keys, so equal values store equal bytes.
   /// Decoding happens when a row is loaded; with ``AttributeOption/sharesEqualValues`` rows
-  /// with equal bytes share one decoded value (decoded once per fetch).
+  /// with equal bytes share one decoded value (decoded once per fetch). `storage` is as for
+  /// ``attribute(_:_:_:storage:)``.
   @inlinable @inline(__always)
   public static func codable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
-    _ options: Option...
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
     nonisolated(unsafe) let keyPath = keyPath
+    nonisolated(unsafe) let storage = storage
     typealias Slot = CodableSnapshot<Value>
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: false, isCodable: true,
@@ -144,9 +156,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, let cache, let slot):
+      case .load(let statement, let index, let cache, let slot, let isNew):
         guard let value = try coder.read(statement, index, cache) else { throw coder.nullError() }
-        model[keyPath: keyPath] = value
+        if isNew, let storage {
+          model[keyPath: storage] = value
+        } else {
+          model[keyPath: keyPath] = value
+        }
         if let slot { slot.store(try coder.snapshot(value)) }
       case .bind(let statement, let index):
         try coder.bind(model[keyPath: keyPath], statement, index)
@@ -173,10 +189,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   @inlinable @inline(__always)
   public static func codable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
-    _ options: Option...
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value?>? = nil
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
     nonisolated(unsafe) let keyPath = keyPath
+    nonisolated(unsafe) let storage = storage
     typealias Slot = CodableSnapshot<Value>
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: true, isCodable: true,
@@ -186,9 +203,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {
-      case .load(let statement, let index, let cache, let slot):
+      case .load(let statement, let index, let cache, let slot, let isNew):
         let value = try coder.read(statement, index, cache)
-        model[keyPath: keyPath] = value
+        if isNew, let storage {
+          model[keyPath: storage] = value
+        } else {
+          model[keyPath: keyPath] = value
+        }
         if let slot { slot.store(try coder.snapshot(value)) }
       case .bind(let statement, let index):
         try coder.bind(model[keyPath: keyPath], statement, index)
@@ -215,8 +236,9 @@ typealias AttributeAccess = @Sendable (AnyObject?, AttributeOperation) throws ->
 /// What ``ModelAttribute``'s access closure is asked to do with a model's property.
 @usableFromInline
 enum AttributeOperation {
-  /// Read column `index` of the current row into the property, and into the slot if given.
-  case load(Statement, Int32, LoadCache, SnapshotSlot?)
+  /// Read column `index` of the current row into the property, and into the slot if given;
+  /// the flag tells that the model is new (no one can observe it yet).
+  case load(Statement, Int32, LoadCache, SnapshotSlot?, Bool)
   /// Bind the property to parameter `index`.
   case bind(Statement, Int32)
   /// Answer the property's stored form, an ``SQLValue``.
