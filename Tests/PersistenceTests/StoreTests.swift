@@ -462,6 +462,31 @@ struct SharedStoreTests {
     #expect(note.text == "mine")
   }
 
+  @Test("opening a current store reads only: it succeeds while another connection writes")
+  func openingDoesNotWaitForWriters() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    let first = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let context = ModelContext(first)
+    context.insert(Note(key: "a", text: "x"))
+    try context.save()
+    // Another connection holds the write lock for the whole open.
+    let writer = try Database(path: url.path, flags: 2)
+    try writer.execute("BEGIN IMMEDIATE")
+    defer { try? writer.execute("ROLLBACK") }
+    let started = Date()
+    let second = try ModelContainer(
+      for: Note.self, configurations: .init(url: url, busyTimeout: .milliseconds(50)))
+    #expect(Date().timeIntervalSince(started) < 1)
+    #expect(try ModelContext(second).fetchCount(FetchDescriptor<Note>()) == 1)
+    // A store that needs a change (here a new model's table) still takes the lock, and says so.
+    #expect(throws: PersistenceError.self) {
+      _ = try ModelContainer(
+        for: Note.self, Sample.self, configurations: .init(url: url, busyTimeout: .milliseconds(50))
+      )
+    }
+  }
+
   @Test("a refetch that changes an observed model notifies its observers, storage-backed or not")
   func refreshNotifiesObservers() throws {
     let directory = TemporaryDirectory()

@@ -27,8 +27,13 @@ struct Options {
     "memory",
   ]
 
-  /// Whether the phase `name` (one of ``phaseNames``) runs.
-  func wants(_ name: String) -> Bool { phases?.contains(name) ?? true }
+  /// Phases that run only when named: long measurements beside the comparison.
+  static let optInPhaseNames = ["observers"]
+
+  /// Whether the phase `name` (one of ``phaseNames`` or ``optInPhaseNames``) runs.
+  func wants(_ name: String) -> Bool {
+    phases?.contains(name) ?? !Options.optInPhaseNames.contains(name)
+  }
 }
 
 func parseOptions() -> Options {
@@ -56,8 +61,9 @@ func parseOptions() -> Options {
     case "--no-watch": options.watch = false
     case "--phases":
       let names = Set(value().split(separator: ",").map(String.init))
-      if let unknown = names.subtracting(Options.phaseNames).first {
-        fail("unknown phase '\(unknown)'; phases: \(Options.phaseNames.joined(separator: ","))")
+      let known = Options.phaseNames + Options.optInPhaseNames
+      if let unknown = names.subtracting(known).first {
+        fail("unknown phase '\(unknown)'; phases: \(known.joined(separator: ","))")
       }
       options.phases = names
     case "--child": options.child = [value(), value(), value()]
@@ -78,7 +84,8 @@ func parseOptions() -> Options {
           --no-watch              Skip the phase that runs `trips watch` in another process.
           --phases <list>         Run only these phases, comma-separated, of: insert, fetch,
                                   sectioned, indexed, contains, count, bounds, update, watch,
-                                  memory. (The store is always filled.)
+                                  memory; and, only when named, observers (100 observers
+                                  and 10,000 writes). (The store is always filled.)
           -h, --help              Show help information.
         """)
       exit(0)
@@ -461,6 +468,65 @@ if options.wants("update") {
       note: "baseline: refetch all + recompute, same run; \(latencies.count) changes"))
 }
 
+// MARK: A hundred observers and ten thousand writes (only with --phases observers)
+
+if options.wants("observers") {
+  // Updates of a fixed set of trips, so that every observer's results keep their size: what
+  // grows, if anything, is per-change state.
+  let directory = storeURL("observers.sqlite")
+  removeStore(directory)
+  let observed = try ModelContainer(
+    for: [Trip.self], configuration: ModelConfiguration(url: directory))
+  let writer = ModelContext(observed)
+  writer.author = "bench"
+  for record in records.prefix(1000) { writer.insert(Trip(record)) }
+  try writer.save()
+  let trips = try writer.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+  var step = 0
+  func write(_ count: Int) throws -> Double {
+    try time {
+      for _ in 0..<count {
+        step += 1
+        trips[step % trips.count].longitude = Double(step % 360) - 180
+        try writer.save()
+      }
+    }
+  }
+  let writes = 10_000
+  let alone = try write(writes / 10) / Double(writes / 10)
+  let observers = try (0..<100).map { index in
+    let threshold = Double(index % 50) * 3.6 - 180
+    return try ResultsObserver(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.longitude >= threshold }),
+      container: observed)
+  }
+  for observer in observers { observer.waitForPendingUpdates() }
+  let startVersions = observers.map(\.version)
+  var watched = try write(writes / 5)
+  for observer in observers { observer.waitForPendingUpdates() }
+  let early = peakResidentKiB()
+  let earlyRSS = currentResidentKiB()
+  watched += try write(writes - writes / 5)
+  for observer in observers { observer.waitForPendingUpdates() }
+  let lateRSS = currentResidentKiB()
+  let reader = ModelContext(observed)
+  for (index, observer) in observers.enumerated() {
+    let threshold = Double(index % 50) * 3.6 - 180
+    let matching = try reader.fetchCount(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.longitude >= threshold }))
+    check(observer.results.count == matching, "observer \(index) is behind")
+  }
+  let maxRuns = zip(observers, startVersions).map { $0.version - $1 }.max() ?? 0
+  check(maxRuns <= writes, "an observer updated more often than there were writes")
+  report(
+    Phase(
+      phase: "write with 100 observers attached", n: writes, seconds: watched / Double(writes),
+      baselineSeconds: alone,
+      note:
+        "baseline: the same write with no observer; observers current and correct; at most \(maxRuns) updates per observer for \(writes) writes; RSS \(earlyRSS) KiB after \(writes / 5) writes, \(lateRSS) KiB after \(writes) (peak \(max(early, peakResidentKiB())) KiB)"
+    ))
+}
+
 // MARK: The same change seen by `trips watch` in another process
 
 if options.watch && options.wants("watch") {
@@ -535,6 +601,17 @@ func peakKiB(_ side: String) throws -> Double {
     let kib = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
   else { throw CocoaError(.executableLoad) }
   return kib
+}
+
+/// This process's resident set now, in KiB (VmRSS).
+func currentResidentKiB() -> Int {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+    return 0
+  }
+  for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+  }
+  return 0
 }
 
 /// This process's peak resident set, in KiB (VmHWM).

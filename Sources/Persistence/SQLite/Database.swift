@@ -89,6 +89,13 @@ final class Database {
     return statement.isNull(at: 0) ? nil : statement.int64(at: 0)
   }
 
+  /// Returns the first column of the first row of `sql` as text, or nil.
+  func scalarText(_ sql: String) throws -> String? {
+    let statement = try prepare(sql)
+    guard try statement.step() else { return nil }
+    return statement.isNull(at: 0) ? nil : statement.text(at: 0)
+  }
+
   /// Makes a ``PersistenceError`` from a SQLite result code, mapping the codes users can act on.
   func error(_ result: Int32, message: String? = nil, sql: String? = nil) -> PersistenceError {
     let text = message ?? String(cString: sqlite3_errmsg(handle))

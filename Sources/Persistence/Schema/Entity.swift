@@ -32,6 +32,15 @@ struct EntityDescription: Sendable {
     return "CREATE TABLE \(quoted(name)) (\(definitions.joined(separator: ", ")))"
   }
 
+  /// The names of the indexes for `.unique` and `.indexed` columns.
+  var indexNames: [String] {
+    columns.compactMap { column in
+      if column.isUnique { return "\(name)_\(column.name)_unique" }
+      if column.isIndexed { return "\(name)_\(column.name)_index" }
+      return nil
+    }
+  }
+
   /// `CREATE INDEX` statements for `.unique` and `.indexed` columns.
   var createIndexSQL: [String] {
     columns.compactMap { column in

@@ -78,6 +78,15 @@ enum StoreFile {
       return (database, try storeIdentifier(database))
     }
 
+    // A store that is already current needs no write: checking it in a read transaction keeps
+    // opening from taking the write lock, which busy writers would otherwise wait for.
+    if !isFresh, version == ModelContainer.formatVersion, try isCurrent(database, entities) {
+      if url != nil, try database.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {
+        let mode = try database.prepare("PRAGMA journal_mode=WAL")
+        _ = try mode.step()
+      }
+      return (database, try storeIdentifier(database))
+    }
     if url != nil {
       let mode = try database.prepare("PRAGMA journal_mode=WAL")
       _ = try mode.step()
@@ -113,6 +122,26 @@ enum StoreFile {
       throw error
     }
     return (database, try storeIdentifier(database))
+  }
+
+  /// Whether the store already has everything `open` would create: the history tables, the
+  /// store identifier, and every entity's table, columns and indexes. Reads only.
+  static func isCurrent(_ database: Database, _ entities: [EntityDescription]) throws -> Bool {
+    let tables = try tableNames(database)
+    let required = [metaTable, "_history_transactions", "_history_changes", "_history_tombstones"]
+    guard required.allSatisfy(tables.contains) else { return false }
+    guard (try? storeIdentifier(database)) != nil else { return false }
+    do {
+      try check(database, entities: entities, migrate: false)
+    } catch let error as PersistenceError where error.code == .schemaMismatch {
+      return false  // a table or column to add
+    }
+    let statement = try database.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'")
+    var indexes = Set<String>()
+    while try statement.step() { indexes.insert(statement.text(at: 0)) }
+    let expected =
+      ["_history_changes_token", "_history_changes_row"] + entities.flatMap(\.indexNames)
+    return expected.allSatisfy(indexes.contains)
   }
 
   /// Sets up a connection: busy timeout, cache, synchronous mode, and the SQL functions and
