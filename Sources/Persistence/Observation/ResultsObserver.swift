@@ -377,7 +377,9 @@ final class Loader {
     container: ModelContainer, descriptor: FetchDescriptor<Model>,
     sectionBy: (KeyPath<Model, String> & Sendable)?
   ) throws {
-    database = try container.makeConnection()
+    // A small page cache: the connection reads changed rows by key, and every observer has
+    // one, so a hundred of them must not each grow to the store's full cache.
+    database = try container.makeConnection(cacheSizeKiB: 2048)
     let schema = Model.schema
     let operations = Entity<Model>()
     var sectionColumn: String?

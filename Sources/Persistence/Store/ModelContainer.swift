@@ -70,8 +70,12 @@ public final class ModelContainer: Sendable {
   }
 
   /// Opens a new connection to the store, set up for this library.
-  func makeConnection() throws -> Database {
+  /// A new connection to the store, configured; `cacheSizeKiB` overrides the configuration's
+  /// page cache (observers read little and keep their own connection each).
+  func makeConnection(cacheSizeKiB: Int? = nil) throws -> Database {
     let database = try Database(path: openPath, flags: openFlags)
+    var configuration = configuration
+    if let cacheSizeKiB { configuration.cacheSizeKiB = cacheSizeKiB }
     try StoreFile.configure(database, configuration: configuration)
     return database
   }
