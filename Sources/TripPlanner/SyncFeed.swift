@@ -125,7 +125,7 @@ public struct SyncResult: Hashable, Sendable {
 
 extension TripStore {
   /// The changes to trips after `token` (all kept history when nil), leaving out those by
-  /// `excludedAuthor`, with the trips' current values.
+  /// `excludedAuthor`, with the trips' current values (read afresh, in a context of its own).
   ///
   /// - Throws: ``TripPlannerError`` wrapping `historyTokenExpired` when the store no longer
   ///   keeps the history after `token`: do a full export instead.
@@ -135,6 +135,13 @@ extension TripStore {
     do {
       var descriptor = HistoryDescriptor(after: token, modelTypes: [Trip.self])
       if let excludedAuthor { descriptor.excludedAuthors = [excludedAuthor] }
+      // A context of its own: the store's long-lived context may hold instances registered by
+      // an earlier feed, whose values would be those of that time, not the current ones.
+      let context = ModelContext(container)
+      // The store's token before reading the history: every transaction up to it is in what the
+      // history read returns (or left out by author or model type), so resuming from it skips
+      // nothing. Read after, it could include a transaction committed after the history read.
+      let currentBefore = try context.currentHistoryToken()
       let transactions = try context.fetchHistory(descriptor)
       var changes: [FeedChange] = []
       for transaction in transactions {
@@ -156,10 +163,9 @@ extension TripStore {
               kind: change.kind, tripID: id, trip: record))
         }
       }
-      if let last = transactions.last { return SyncFeed(changes: changes, resumeToken: last.token) }
-      // Nothing new (or only left-out authors' changes): resume from where the store is now.
-      let current = try context.currentHistoryToken()
-      return SyncFeed(changes: changes, resumeToken: max(token ?? current, current))
+      // Resume after what was read, and after left-out transactions up to `currentBefore`.
+      let read = transactions.last?.token ?? token ?? currentBefore
+      return SyncFeed(changes: changes, resumeToken: max(read, currentBefore))
     } catch let error as PersistenceError {
       throw TripPlannerError(code: .store, message: error.message, cause: error)
     }
@@ -169,8 +175,12 @@ extension TripStore {
   /// feed exported with `excludingAuthor` does not send the changes back).
   ///
   /// Conflicts: last writer wins per trip, by time. A change is applied unless this store's
-  /// history shows the trip changed here at a later time (changes a sync applied count at the
-  /// time they were applied). A trip this store no longer has history for accepts the change.
+  /// history shows the trip changed here, by another author than this store's (the author
+  /// syncs record), at a later time than the change. Changes applied by sync do not count: their
+  /// history time is when they arrived, not when they were made, so counting them would refuse
+  /// an update made while its insert was still on the way. A trip this store no longer has
+  /// history for accepts the change. With several sources changing one trip, the feed applied
+  /// last wins.
   public func apply(_ feed: SyncFeed) throws -> SyncResult {
     var result = SyncResult()
     var touched: [UUID: Trip] = [:]
@@ -181,7 +191,9 @@ extension TripStore {
           try touched[tripID]
           ?? context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == tripID })).first
         if let local, let identifier = context.persistentIdentifier(for: local),
-          let localTime = try context.lastChangeDate(for: identifier), localTime > change.time,
+          let localTime = try context.lastChangeDate(
+            for: identifier, excludingAuthor: context.author),
+          localTime > change.time,
           !context.insertedOrChanged(local)
         {
           result.skipped += 1

@@ -165,6 +165,45 @@ struct SyncTests {
     #expect(try everything(a) == (try everything(b)))
   }
 
+  @Test("live sync carries updates made right after their inserts, from writers running at once")
+  func liveSyncOfQuickUpdates() throws {
+    _ = try add("seed", a)
+    let watcher = try Watcher(["sync", "watch", "--to", b.path, "--store", a.path])
+    // Two writer processes at once, each adding trips and renaming each right away: before the
+    // fix, the watcher's long-lived context handed out the values it had seen at the insert,
+    // so every rename was dropped as "nothing to do".
+    let script = """
+      set -e
+      for i in 1 2 3 4 5; do
+        id=$("$TRIPS" add --store "$STORE" --author "$WHO" --name "$WHO $i" --destination Oslo \
+          --start 2027-01-01 --end 2027-01-02 --latitude 59.9 --longitude 10.7)
+        "$TRIPS" update "$id" --store "$STORE" --author "$WHO" --name "$WHO $i renamed" >/dev/null
+      done
+      """
+    let writers = try ["alpha", "beta"].map { who in
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/bin/sh")
+      process.arguments = ["-c", script]
+      process.environment = [
+        "TRIPS": tripsExecutable.path, "STORE": a.path, "WHO": who, "PATH": "/usr/bin:/bin",
+      ]
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      return process
+    }
+    for writer in writers {
+      writer.waitUntilExit()
+      #expect(writer.terminationStatus == 0)
+    }
+    let converged = eventually(15) { (try? everything(a)) == (try? everything(b)) }
+    #expect(watcher.stop() == 0)
+    #expect(converged, "stdout: \(watcher.output), stderr: \(watcher.errorOutput)")
+    let names = try jsonArray(try trips(["list", "--json"], store: b).stdout).compactMap {
+      $0["name"] as? String
+    }
+    #expect(names.filter { $0.hasSuffix("renamed") }.count == 10, "\(names)")
+  }
+
   @Test("reports an expired token with what to do")
   func expired() throws {
     _ = try add("one", a)

@@ -99,17 +99,25 @@ extension ModelContext {
     return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
   }
 
-  /// When the row of `identifier` last changed, by the history still kept; nil when history
-  /// has no change for it. Cost: an index lookup.
-  public func lastChangeDate(for identifier: PersistentIdentifier) throws -> Date? {
+  /// When the row of `identifier` last changed, by the history still kept, leaving out
+  /// transactions by `excludedAuthor`; nil when history has no such change for it.
+  /// Cost: an index lookup, then the row's changes.
+  public func lastChangeDate(
+    for identifier: PersistentIdentifier, excludingAuthor excludedAuthor: String? = nil
+  ) throws -> Date? {
     let database = try connection()
     let statement = try database.cachedStatement(
       """
       SELECT max(t.timestamp) FROM _history_changes c JOIN _history_transactions t ON t.token = c.token
-      WHERE c.entity = ? AND c.pk = ?
+      WHERE c.entity = ? AND c.pk = ? AND (?3 IS NULL OR t.author IS NULL OR t.author <> ?3)
       """)
     statement.bindText(identifier.entityName, at: 1)
     statement.bindInt64(identifier.primaryKey, at: 2)
+    if let excludedAuthor {
+      statement.bindText(excludedAuthor, at: 3)
+    } else {
+      statement.bindNull(3)
+    }
     defer { statement.reset() }
     guard try statement.step(), !statement.isNull(at: 0) else { return nil }
     return Date(timeIntervalSinceReferenceDate: statement.double(at: 0))
