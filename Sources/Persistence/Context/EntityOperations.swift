@@ -22,7 +22,7 @@ protocol EntityOperations: AnyObject {
 }
 
 /// The SQL a context runs for one entity, built once per entity rather than once per row.
-struct EntityStatements {
+final class EntityStatements: Sendable {
   let table: String
   let quotedColumns: [String]
   let insert: String
@@ -30,6 +30,10 @@ struct EntityStatements {
   let delete: String
   /// `SELECT "_pk" FROM table WHERE "unique" = ?`, by attribute index.
   let lookup: [Int: String]
+  /// An object per unique attribute, whose identity keys its prepared lookup during a save.
+  let lookupKeys: [Int: LookupKey]
+
+  final class LookupKey: Sendable {}
   /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
   let tombstone: String?
 
@@ -48,6 +52,7 @@ struct EntityStatements {
       lookup[index] = "SELECT \"_pk\" FROM \(table) WHERE \(quotedColumns[index]) = ?"
     }
     self.lookup = lookup
+    lookupKeys = Dictionary(uniqueKeysWithValues: unique.map { ($0, LookupKey()) })
     let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
     tombstone =
       preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"
@@ -72,6 +77,8 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let accesses: [AttributeAccess]
   /// Each attribute's slot offset in a snapshot.
   let offsets: [Int]
+  /// The attributes whose slots need deinitializing (not plain data), in order.
+  let nontrivialSlots: [Int]
   let snapshotSize: Int
   let snapshotAlignment: Int
 
@@ -87,6 +94,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
     accesses = schema.attributes.map(\.access)
+    nontrivialSlots = schema.attributes.indices.filter { !schema.attributes[$0].slotIsTrivial }
     var offsets: [Int] = []
     var size = 0
     var alignment = 1
@@ -159,7 +167,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   private func destroy(
     _ snapshot: UnsafeMutableRawPointer, _ model: AnyObject, initialized count: Int
   ) {
-    for index in 0..<count { _ = try? accesses[index](model, .destroy(snapshot + offsets[index])) }
+    for index in nontrivialSlots where index < count {
+      _ = try? accesses[index](model, .destroy(snapshot + offsets[index]))
+    }
     snapshot.deallocate()
   }
 

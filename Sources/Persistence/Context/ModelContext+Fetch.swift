@@ -144,9 +144,9 @@ extension ModelContext {
     }
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let model: Model = try materialize(statement, entity: entity, cache: cache)
-      guard let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted
-      else { continue }
+      let (model, registration) = try materializeRegistered(
+        statement, entity: entity, cache: cache)
+      if registration.isDeleted { continue }
       batch.append((model, registration.isFresh))
       if batch.count == batchSize { try deliver() }
     }
@@ -184,8 +184,9 @@ extension ModelContext {
     let table = rowTable(entity.name)
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let model: Model = try materialize(statement, entity: entity, cache: cache, table: table)
-      if registrations[ObjectIdentifier(model)]?.isDeleted == true { continue }
+      let (model, registration) = try materializeRegistered(
+        statement, entity: entity, cache: cache, table: table)
+      if registration.isDeleted { continue }
       body(model)
     }
   }
@@ -194,6 +195,14 @@ extension ModelContext {
   func materialize<Model: PersistentModel>(
     _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
   ) throws -> Model {
+    try materializeRegistered(statement, entity: entity, cache: cache, table: table).0
+  }
+
+  /// ``materialize(_:entity:cache:table:)``, also answering the registration (which saves the
+  /// caller a lookup per row). Cost: one lookup by key; a new row adds two map entries.
+  func materializeRegistered<Model: PersistentModel>(
+    _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
+  ) throws -> (Model, Registration) {
     let primaryKey = statement.int64(at: 0)
     let table = table ?? rowTable(entity.name)
     if let registration = table.rows[primaryKey] {
@@ -203,7 +212,7 @@ extension ModelContext {
           model, isNew: false, into: registration, from: statement, firstColumn: 1, cache: cache)
       }
       registration.isFresh = false
-      return model
+      return (model, registration)
     }
     let model = Model.makeForLoading()
     let registration = Registration(model: model, entity: entity)
@@ -213,7 +222,7 @@ extension ModelContext {
     registration.isFresh = true
     registrations[ObjectIdentifier(model)] = registration
     table.rows[primaryKey] = registration
-    return model
+    return (model, registration)
   }
 
   func autosaveIfNeeded() throws {

@@ -70,8 +70,10 @@ extension ModelContext {
           attributes: changed.map { registration.entity.columnNames[$0] })
         applied.updated.append((registration, key, changed))
       }
+      var insertStatements: [ObjectIdentifier: Statement] = [:]
       for registration in inserts {
-        let (key, changed) = try insertRow(registration, database: database, writer: writer)
+        let (key, changed) = try insertRow(
+          registration, database: database, writer: writer, insertStatements: &insertStatements)
         applied.inserted.append((registration, key, changed))
       }
       if writer.changeCount == 0 {
@@ -170,13 +172,23 @@ extension ModelContext {
   /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
   /// (upsert). Returns the key and, for an upsert, the attributes it changed.
   private func insertRow(
-    _ registration: Registration, database: Database, writer: HistoryWriter
+    _ registration: Registration, database: Database, writer: HistoryWriter,
+    insertStatements: inout [ObjectIdentifier: Statement]
   ) throws -> (Int64, [Int]?) {
     let entity = registration.entity
     let model = registration.model
     var existing: Int64?
     for unique in entity.uniqueIndexes {
-      let statement = try database.cachedStatement(entity.statements.lookup[unique] ?? "")
+      // Prepared once per save (keyed apart from the insert by the attribute's index).
+      let statement: Statement
+      let lookupKey = ObjectIdentifier(entity.statements.lookupKeys[unique]!)
+      if let prepared = insertStatements[lookupKey] {
+        statement = prepared
+        statement.rewind()
+      } else {
+        statement = try database.cachedStatement(entity.statements.lookup[unique] ?? "")
+        insertStatements[lookupKey] = statement
+      }
       try entity.bind(model, attribute: unique, to: statement, at: 1)
       if try statement.step() {
         let key = statement.int64(at: 0)
@@ -215,7 +227,14 @@ extension ModelContext {
       }
       return (key, changed)
     }
-    let statement = try database.cachedStatement(entity.statements.insert)
+    let statement: Statement
+    if let prepared = insertStatements[ObjectIdentifier(entity)] {
+      statement = prepared
+      statement.rewind()
+    } else {
+      statement = try database.cachedStatement(entity.statements.insert)
+      insertStatements[ObjectIdentifier(entity)] = statement
+    }
     for index in entity.columnNames.indices {
       try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
     }
@@ -231,6 +250,8 @@ final class HistoryWriter {
   let database: Database
   private(set) var token: Int64?
   private(set) var changeCount = 0
+  /// The change insert, prepared once per save rather than looked up by its SQL per row.
+  private var changeStatement: Statement?
 
   init(database: Database) { self.database = database }
 
@@ -248,8 +269,16 @@ final class HistoryWriter {
     tombstone: [(String, SQLValue)] = []
   ) throws {
     guard let token else { return }
-    let statement = try database.cachedStatement(
-      "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES (?, ?, ?, ?, ?)")
+    let statement: Statement
+    if let prepared = changeStatement {
+      statement = prepared
+      statement.rewind()
+    } else {
+      statement = try database.cachedStatement(
+        "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES (?, ?, ?, ?, ?)"
+      )
+      changeStatement = statement
+    }
     statement.bindInt64(token, at: 1)
     statement.bindText(entity, at: 2)
     statement.bindInt64(key, at: 3)

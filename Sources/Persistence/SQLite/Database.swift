@@ -160,6 +160,9 @@ public final class Statement {
     sqlite3_clear_bindings(handle)
   }
 
+  /// Resets the statement to run again, keeping its bindings (the caller rebinds them all).
+  @inline(__always) func rewind() { sqlite3_reset(handle) }
+
   /// Steps once. Returns true when a row is available, false when done.
   @inline(__always)
   func step() throws -> Bool {

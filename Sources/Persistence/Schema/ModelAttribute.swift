@@ -29,6 +29,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
   @usableFromInline let slotSize: Int
   @usableFromInline let slotAlignment: Int
+  /// Whether the slot's type is plain data, which needs no deinitialization.
+  @usableFromInline let slotIsTrivial: Bool
 
   /// Every access to the model's property, in one closure: one closure capturing the literal
   /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
@@ -50,7 +52,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   init(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
     isCodable: Bool, valueTypeName: String, slotSize: Int, slotAlignment: Int,
-    access: @escaping AttributeAccess
+    slotIsTrivial: Bool, access: @escaping AttributeAccess
   ) {
     self.name = name
     self.options = options
@@ -60,6 +62,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.valueTypeName = valueTypeName
     self.slotSize = slotSize
     self.slotAlignment = slotAlignment
+    self.slotIsTrivial = slotIsTrivial
     self.access = access
   }
 
@@ -101,7 +104,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: Set(options), storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment
+      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
+      slotIsTrivial: _isPOD(Value.self)
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
@@ -151,7 +155,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: false, isCodable: true,
       valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-      slotAlignment: MemoryLayout<Slot>.alignment
+      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
@@ -198,7 +202,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: Set(options), storageType: .blob, isOptional: true, isCodable: true,
       valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-      slotAlignment: MemoryLayout<Slot>.alignment
+      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       let model = unsafeDowncast(object, to: Model.self)
