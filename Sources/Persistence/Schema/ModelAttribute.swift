@@ -317,10 +317,21 @@ public final class LoadCache {
   init() {}
 }
 
-/// The values one `.codable` column decoded during a fetch, by stored bytes: buckets by an
-/// FNV-1a hash of the bytes, so that a hit needs no allocation and no `Data` hashing.
+/// The values one `.codable` column decoded during a fetch, by stored bytes: chained by an
+/// FNV-1a hash of the bytes, so that a hit costs a hash, one lookup and one `memcmp`, with no
+/// allocation.
 final class DecodedValues<Value> {
-  private var buckets: [UInt64: [(Data, Value)]] = [:]
+  private final class Entry {
+    let bytes: [UInt8]
+    let value: Value
+    let next: Entry?
+    init(bytes: [UInt8], value: Value, next: Entry?) {
+      self.bytes = bytes
+      self.value = value
+      self.next = next
+    }
+  }
+  private var entries: [UInt64: Entry] = [:]
 
   static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -329,18 +340,22 @@ final class DecodedValues<Value> {
   }
 
   func value(for bytes: UnsafeRawBufferPointer, hash: UInt64) -> Value? {
-    guard let bucket = buckets[hash] else { return nil }
-    for (data, value) in bucket where data.count == bytes.count {
-      let equal = data.withUnsafeBytes { stored in
-        stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+    var entry = entries[hash]
+    while let current = entry {
+      if current.bytes.count == bytes.count
+        && current.bytes.withUnsafeBytes({ stored in
+          stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+        })
+      {
+        return current.value
       }
-      if equal { return value }
+      entry = current.next
     }
     return nil
   }
 
-  func insert(_ value: Value, for data: Data, hash: UInt64) {
-    buckets[hash, default: []].append((data, value))
+  func insert(_ value: Value, for bytes: UnsafeRawBufferPointer, hash: UInt64) {
+    entries[hash] = Entry(bytes: Array(bytes), value: value, next: entries[hash])
   }
 }
 
@@ -426,9 +441,8 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
     }
     let hash = DecodedValues<Value>.hash(bytes)
     if let hit = values.value(for: bytes, hash: hash) { return hit }
-    let data = Data(bytes)
-    let value = try decode(data)
-    values.insert(value, for: data, hash: hash)
+    let value = try decode(Data(bytes))
+    values.insert(value, for: bytes, hash: hash)
     return value
   }
 
