@@ -97,41 +97,65 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
     _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
   ) -> ModelAttribute {
-    // A literal key path, captured as is so the optimizer can turn it into accessor calls
-    // (an `& Sendable` existential hides it); key paths are immutable.
+    // Literal key paths, captured as they are so the optimizer can turn them into accessor
+    // calls (an `& Sendable` existential hides them); key paths are immutable. Each branch
+    // makes its own closure, so that no closure tests an optional key path at run time.
     nonisolated(unsafe) let keyPath = keyPath
-    nonisolated(unsafe) let storage = storage
+    let options = Set(options)
+    if let storage {
+      nonisolated(unsafe) let storage = storage
+      return ModelAttribute(
+        name: name, options: options, storageType: Value.storageType,
+        isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+        slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
+        slotIsTrivial: _isPOD(Value.self)
+      ) { object, operation in
+        guard let object else { return keyPath as AnyKeyPath }
+        let model = unsafeDowncast(object, to: Model.self)
+        if case .load(let statement, let index, _, let slot, true) = operation {
+          let value = try Value.read(from: statement, at: index)
+          model[keyPath: storage] = value
+          slot?.store(value)
+          return ()
+        }
+        return try access(model, keyPath, operation)
+      }
+    }
     return ModelAttribute(
-      name: name, options: Set(options), storageType: Value.storageType,
+      name: name, options: options, storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
       slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
       slotIsTrivial: _isPOD(Value.self)
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
-      let model = unsafeDowncast(object, to: Model.self)
-      switch operation {
-      case .load(let statement, let index, _, let slot, let isNew):
-        let value = try Value.read(from: statement, at: index)
-        if isNew, let storage {
-          model[keyPath: storage] = value
-        } else {
-          model[keyPath: keyPath] = value
-        }
-        slot?.store(value)
-      case .bind(let statement, let index):
-        try model[keyPath: keyPath].bind(to: statement, at: index)
-      case .value: return model[keyPath: keyPath].sqlValue
-      case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
-      case .record(let slot): slot.store(model[keyPath: keyPath])
-      case .matches(let slot):
-        return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: keyPath]
-      case .restore(let slot):
-        model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
-      case .destroy(let slot): slot.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
-      case .keyPath: return keyPath as AnyKeyPath
-      }
-      return ()
+      return try access(unsafeDowncast(object, to: Model.self), keyPath, operation)
     }
+  }
+
+  /// Every operation on a native attribute through its key path.
+  @inlinable @inline(__always)
+  static func access<Value: PersistableValue>(
+    _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Value>,
+    _ operation: AttributeOperation
+  ) throws -> Any {
+    switch operation {
+    case .load(let statement, let index, _, let slot, _):
+      let value = try Value.read(from: statement, at: index)
+      model[keyPath: keyPath] = value
+      slot?.store(value)
+    case .bind(let statement, let index):
+      try model[keyPath: keyPath].bind(to: statement, at: index)
+    case .value: return model[keyPath: keyPath].sqlValue
+    case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
+    case .record(let slot): slot.store(model[keyPath: keyPath])
+    case .matches(let slot):
+      return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: keyPath]
+    case .restore(let slot):
+      model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
+    case .destroy(let slot): slot.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+    case .keyPath: return keyPath as AnyKeyPath
+    }
+    return ()
   }
 
   /// An attribute of any `Codable` type, stored opaquely as JSON in a `BLOB`, like SwiftData's
@@ -149,44 +173,12 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
-    nonisolated(unsafe) let keyPath = keyPath
-    nonisolated(unsafe) let storage = storage
-    typealias Slot = CodableSnapshot<Value>
-    return ModelAttribute(
-      name: name, options: Set(options), storageType: .blob, isOptional: false, isCodable: true,
-      valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
-    ) { object, operation in
-      guard let object else { return keyPath as AnyKeyPath }
-      let model = unsafeDowncast(object, to: Model.self)
-      switch operation {
-      case .load(let statement, let index, let cache, let slot, let isNew):
-        guard let value = try coder.read(statement, index, cache) else { throw coder.nullError() }
-        if isNew, let storage {
-          model[keyPath: storage] = value
-        } else {
-          model[keyPath: keyPath] = value
-        }
-        if let slot { slot.store(try coder.snapshot(value)) }
-      case .bind(let statement, let index):
-        try coder.bind(model[keyPath: keyPath], statement, index)
-      case .value: return try coder.encode(model[keyPath: keyPath])
-      case .assign(let value):
-        guard let decoded = try coder.decode(value) else { throw coder.nullError() }
-        model[keyPath: keyPath] = decoded
-      case .record(let slot): slot.store(try coder.snapshot(model[keyPath: keyPath]))
-      case .matches(let slot):
-        return coder.matches(
-          model[keyPath: keyPath], slot.assumingMemoryBound(to: Slot.self).pointee)
-      case .restore(let slot):
-        if let value = coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee) {
-          model[keyPath: keyPath] = value
-        }
-      case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
-      case .keyPath: return keyPath as AnyKeyPath
-      }
-      return ()
-    }
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: false,
+      wrap: { value in
+        guard let value else { throw coder.nullError() }
+        return value
+      }, unwrap: { $0 })
   }
 
   /// An optional `Codable` attribute; `nil` is stored as SQL `NULL`.
@@ -196,40 +188,81 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value?>? = nil
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
-    nonisolated(unsafe) let keyPath = keyPath
-    nonisolated(unsafe) let storage = storage
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: true,
+      wrap: { $0 }, unwrap: { $0 })
+  }
+
+  /// A `.codable` attribute whose property holds `Stored` (the value, or its optional):
+  /// `wrap` turns a decoded value (nil for `NULL`) into the property's value or throws,
+  /// `unwrap` is the reverse. As for ``attribute(_:_:_:storage:)``, each branch makes its own
+  /// closure around literal key paths.
+  @inlinable @inline(__always)
+  static func codable<Value: Codable & SendableMetatype, Stored>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Stored>, _ name: String, _ options: Set<Option>,
+    storage: ReferenceWritableKeyPath<Model, Stored>?, coder: CodableColumn<Value>,
+    isOptional: Bool, wrap: @escaping @Sendable (Value?) throws -> Stored,
+    unwrap: @escaping @Sendable (Stored) -> Value?
+  ) -> ModelAttribute {
     typealias Slot = CodableSnapshot<Value>
-    return ModelAttribute(
-      name: name, options: Set(options), storageType: .blob, isOptional: true, isCodable: true,
-      valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
-    ) { object, operation in
-      guard let object else { return keyPath as AnyKeyPath }
-      let model = unsafeDowncast(object, to: Model.self)
-      switch operation {
-      case .load(let statement, let index, let cache, let slot, let isNew):
-        let value = try coder.read(statement, index, cache)
-        if isNew, let storage {
-          model[keyPath: storage] = value
-        } else {
-          model[keyPath: keyPath] = value
-        }
-        if let slot { slot.store(try coder.snapshot(value)) }
-      case .bind(let statement, let index):
-        try coder.bind(model[keyPath: keyPath], statement, index)
-      case .value: return try coder.encode(model[keyPath: keyPath])
-      case .assign(let value): model[keyPath: keyPath] = try coder.decode(value)
-      case .record(let slot): slot.store(try coder.snapshot(model[keyPath: keyPath]))
-      case .matches(let slot):
-        return coder.matches(
-          model[keyPath: keyPath], slot.assumingMemoryBound(to: Slot.self).pointee)
-      case .restore(let slot):
-        model[keyPath: keyPath] = coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee)
-      case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
-      case .keyPath: return keyPath as AnyKeyPath
-      }
-      return ()
+    nonisolated(unsafe) let keyPath = keyPath
+    func make(_ access: @escaping AttributeAccess) -> ModelAttribute {
+      ModelAttribute(
+        name: name, options: options, storageType: .blob, isOptional: isOptional,
+        isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
+        slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self),
+        access: access)
     }
+    if let storage {
+      nonisolated(unsafe) let storage = storage
+      return make { object, operation in
+        guard let object else { return keyPath as AnyKeyPath }
+        let model = unsafeDowncast(object, to: Model.self)
+        if case .load(let statement, let index, let cache, let slot, true) = operation {
+          let value = try wrap(coder.read(statement, index, cache))
+          model[keyPath: storage] = value
+          if let slot { slot.store(try coder.snapshot(unwrap(value))) }
+          return ()
+        }
+        return try codableAccess(model, keyPath, coder, wrap, unwrap, operation)
+      }
+    }
+    return make { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      return try codableAccess(
+        unsafeDowncast(object, to: Model.self), keyPath, coder, wrap, unwrap, operation)
+    }
+  }
+
+  /// Every operation on a `.codable` attribute through its key path.
+  @inlinable @inline(__always)
+  static func codableAccess<Value: Codable & SendableMetatype, Stored>(
+    _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Stored>,
+    _ coder: CodableColumn<Value>, _ wrap: (Value?) throws -> Stored,
+    _ unwrap: (Stored) -> Value?, _ operation: AttributeOperation
+  ) throws -> Any {
+    typealias Slot = CodableSnapshot<Value>
+    switch operation {
+    case .load(let statement, let index, let cache, let slot, _):
+      let value = try wrap(coder.read(statement, index, cache))
+      model[keyPath: keyPath] = value
+      if let slot { slot.store(try coder.snapshot(unwrap(value))) }
+    case .bind(let statement, let index):
+      try coder.bind(unwrap(model[keyPath: keyPath]), statement, index)
+    case .value: return try coder.encode(unwrap(model[keyPath: keyPath]))
+    case .assign(let value): model[keyPath: keyPath] = try wrap(coder.decode(value))
+    case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: keyPath])))
+    case .matches(let slot):
+      return coder.matches(
+        unwrap(model[keyPath: keyPath]), slot.assumingMemoryBound(to: Slot.self).pointee)
+    case .restore(let slot):
+      // A non-optional property keeps its value when the snapshot cannot be restored.
+      model[keyPath: keyPath] = try wrap(
+        coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee))
+    case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
+    case .keyPath: return keyPath as AnyKeyPath
+    }
+    return ()
   }
 }
 
