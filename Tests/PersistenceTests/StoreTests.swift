@@ -157,11 +157,11 @@ struct StoreTests {
     try context.enumerate(FetchDescriptor<Note>(), batchSize: 100) { note in
       seen += 1
       if note.key == "k5" { note.text = "changed" }
-      maximumRegistered = max(maximumRegistered, context.registrations.count)
+      maximumRegistered = max(maximumRegistered, context.registeredCount)
     }
     #expect(seen == 1000)
     #expect(maximumRegistered <= 101)
-    #expect(context.registrations.count == 1)
+    #expect(context.registeredCount == 1)
     try context.save()
     #expect(
       try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" })).count
@@ -254,6 +254,34 @@ struct StoreTests {
     }
     #expect(error.code == .notAStore)
     #expect(try Data(contentsOf: url) == before)
+  }
+
+  @Test("models registered by a fetch are found by model afterwards (the index is built lazily)")
+  func lookupsAfterFetch() throws {
+    let container = try ModelContainer(for: Note.self)
+    let writer = ModelContext(container)
+    for key in ["a", "b", "c"] { writer.insert(Note(key: key, text: "")) }
+    try writer.save()
+    let context = ModelContext(container)
+    let notes = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    #expect(notes.allSatisfy { context.persistentIdentifier(for: $0) != nil })
+    context.insert(notes[0])  // already registered: nothing to write
+    #expect(!context.hasChanges)
+    let fresh = Note(key: "d", text: "")
+    context.insert(fresh)
+    #expect(context.insertedOrChanged(fresh) && !context.insertedOrChanged(notes[1]))
+    context.delete(notes[1])
+    try context.save()
+    #expect(context.persistentIdentifier(for: fresh) != nil)
+    #expect(context.persistentIdentifier(for: notes[1]) == nil)
+    // Fetched after the index exists: indexed as they arrive.
+    let again = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    #expect(again.map(\.key) == ["a", "c", "d"] && again[2] === fresh)
+    let other = ModelContext(container)
+    let late = try #require(try other.fetch(FetchDescriptor<Note>()).first)
+    other.delete(late)
+    try other.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 2)
   }
 
   @Test("snapshots: each attribute type's change is seen alone, and rollback restores it")

@@ -129,14 +129,12 @@ extension ModelContext {
     statement.bindValues(query.bindings)
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()
-    var batch: [(Model, Bool)] = []
+    var batch: [(Model, Registration, Bool)] = []
     batch.reserveCapacity(batchSize)
     func deliver() throws {
-      for (model, _) in batch { try block(model) }
-      for (model, wasFresh) in batch where wasFresh {
-        if let registration = registrations[ObjectIdentifier(model)], !registration.isDeleted,
-          registration.entity.changedIndexes(registration).isEmpty
-        {
+      for (model, _, _) in batch { try block(model) }
+      for (_, registration, wasFresh) in batch where wasFresh {
+        if !registration.isDeleted, registration.entity.changedIndexes(registration).isEmpty {
           unregister(registration)
         }
       }
@@ -147,7 +145,7 @@ extension ModelContext {
       let (model, registration) = try materializeRegistered(
         statement, entity: entity, cache: cache)
       if registration.isDeleted { continue }
-      batch.append((model, registration.isFresh))
+      batch.append((model, registration, registration.isFresh))
       if batch.count == batchSize { try deliver() }
     }
     try deliver()
@@ -220,7 +218,7 @@ extension ModelContext {
       model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
     registration.primaryKey = primaryKey
     registration.isFresh = true
-    registrations[ObjectIdentifier(model)] = registration
+    index(registration)
     table.rows[primaryKey] = registration
     return (model, registration)
   }

@@ -21,7 +21,7 @@ extension ModelContext {
   public func save() throws {
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
-    for registration in registrations.values {
+    for registration in savedRegistrations {
       guard let key = registration.primaryKey else { continue }
       if registration.isDeleted {
         deletes.append((registration.entity, key, registration))
@@ -113,7 +113,7 @@ extension ModelContext {
     for (registration, key, changed) in applied.inserted {
       let table = rowTable(registration.entity.name)
       if let previous = table.rows[key], previous !== registration {
-        registrations[ObjectIdentifier(previous.model)] = nil
+        unregister(previous)
       }
       registration.primaryKey = key
       try registration.entity.recordSnapshot(registration)

@@ -19,8 +19,11 @@ import Foundation
 /// yourself whenever the outcome matters.
 ///
 /// ## Costs
-/// `insert` and `delete` are O(1). ``hasChanges`` and ``save()`` compare every registered model
-/// with its snapshot: O(registered models × attributes), plus the SQL for what changed.
+/// `insert` and `delete` are O(1); the first call that looks a model up after a fetch indexes
+/// the registered models once, O(registered) (fetches register rows by key only). Fetching
+/// costs, per row, one lookup by key, the load, and for a new row one allocation for the model's
+/// snapshot. ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
+/// O(registered models × attributes), plus the SQL for what changed.
 public final class ModelContext {
   /// The container whose store this context reads and writes.
   public let container: ModelContainer
@@ -54,7 +57,10 @@ public final class ModelContext {
     var rows: [Int64: Registration] = [:]
   }
 
-  var registrations: [ObjectIdentifier: Registration] = [:]
+  /// Every saved registered model is in its entity's row table; unsaved ones are in
+  /// `pendingInserts`. This index by model is built only when a call needs it (see
+  /// `registration(for:)`), so that a fetch registers each row in one map, not two.
+  private var objectIndex: [ObjectIdentifier: Registration]?
   var rowTables: [String: RowTable] = [:]
   /// Inserted models not yet saved, in insertion order.
   var pendingInserts: [Registration] = []
@@ -96,22 +102,21 @@ public final class ModelContext {
   /// the context does nothing. A model whose `.unique` value exists in the store updates that
   /// row when saved (upsert).
   public func insert<Model: PersistentModel>(_ model: Model) {
-    let id = ObjectIdentifier(model)
-    if let registration = registrations[id] {
+    if let registration = registration(for: model) {
       registration.isDeleted = false
       return
     }
     // Unknown model types are reported by save(), which can throw.
     let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
     let registration = Registration(model: model, entity: operations)
-    registrations[id] = registration
+    index(registration)
     pendingInserts.append(registration)
   }
 
   /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
   /// not saved simply forgets it.
   public func delete<Model: PersistentModel>(_ model: Model) {
-    guard let registration = registrations[ObjectIdentifier(model)] else { return }
+    guard let registration = registration(for: model) else { return }
     if registration.primaryKey == nil {
       unregister(registration)
     } else {
@@ -151,7 +156,7 @@ public final class ModelContext {
     if !pendingInserts.isEmpty || pendingRowDeletes.values.contains(where: { !$0.isEmpty }) {
       return true
     }
-    return registrations.values.contains { registration in
+    return savedRegistrations.contains { registration in
       registration.isDeleted
         || (registration.primaryKey != nil
           && !registration.entity.changedIndexes(registration).isEmpty)
@@ -164,7 +169,7 @@ public final class ModelContext {
     for registration in pendingInserts { unregister(registration) }
     pendingInserts.removeAll()
     pendingRowDeletes.removeAll()
-    for registration in registrations.values where registration.primaryKey != nil {
+    for registration in savedRegistrations {
       registration.isDeleted = false
       registration.entity.restore(registration)
     }
@@ -184,7 +189,7 @@ public final class ModelContext {
 
   /// Whether `model` is inserted or changed in this context and not yet saved.
   public func insertedOrChanged<Model: PersistentModel>(_ model: Model) -> Bool {
-    guard let registration = registrations[ObjectIdentifier(model)] else { return false }
+    guard let registration = registration(for: model) else { return false }
     if registration.primaryKey == nil { return true }
     return !registration.entity.changedIndexes(registration).isEmpty
   }
@@ -193,7 +198,7 @@ public final class ModelContext {
   public func persistentIdentifier<Model: PersistentModel>(for model: Model)
     -> PersistentIdentifier?
   {
-    guard let registration = registrations[ObjectIdentifier(model)],
+    guard let registration = registration(for: model),
       let key = registration.primaryKey
     else { return nil }
     return PersistentIdentifier(
@@ -216,8 +221,41 @@ public final class ModelContext {
     return table
   }
 
+  /// The registration of `model`, if registered. The first call after a fetch registered
+  /// models indexes every registered model: O(registered) once, then O(1).
+  func registration(for model: AnyObject) -> Registration? {
+    if objectIndex == nil {
+      var index: [ObjectIdentifier: Registration] = [:]
+      index.reserveCapacity(
+        pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.rows.count })
+      for registration in savedRegistrations {
+        index[ObjectIdentifier(registration.model)] = registration
+      }
+      for registration in pendingInserts {
+        index[ObjectIdentifier(registration.model)] = registration
+      }
+      objectIndex = index
+    }
+    return objectIndex?[ObjectIdentifier(model)]
+  }
+
+  /// Adds a new registration to the index by model, when there is one yet.
+  func index(_ registration: Registration) {
+    objectIndex?[ObjectIdentifier(registration.model)] = registration
+  }
+
+  /// How many models are registered, saved or not.
+  var registeredCount: Int {
+    pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.rows.count }
+  }
+
+  /// Every registration of a saved row (in the row tables), the deleted ones included.
+  var savedRegistrations: some Sequence<Registration> {
+    rowTables.values.lazy.flatMap { $0.rows.values }
+  }
+
   func unregister(_ registration: Registration) {
-    registrations[ObjectIdentifier(registration.model)] = nil
+    objectIndex?[ObjectIdentifier(registration.model)] = nil
     if let key = registration.primaryKey {
       let table = rowTable(registration.entity.name)
       if table.rows[key] === registration { table.rows[key] = nil }
