@@ -99,10 +99,12 @@ func cliError(_ error: any Error) -> CLIError {
     case .missingInput:
       return CLIError(kind: .noInput, message: error.message)
     case .store:
-      if let cause = error.cause as? PersistenceError,
-        [.notAStore, .newerStore, .schemaMismatch].contains(cause.code)
-      {
-        return CLIError(kind: .data, message: cause.message)
+      if let cause = error.cause as? PersistenceError {
+        if [.notAStore, .newerStore, .schemaMismatch].contains(cause.code) {
+          return CLIError(kind: .data, message: cause.message)
+        }
+        // The store error's own text already carries the message (and SQLite's detail).
+        return CLIError(kind: .failure, message: cause.description)
       }
       return CLIError(kind: .failure, message: error.description)
     default:

@@ -121,6 +121,39 @@ struct ReliabilityTests {
     #expect(tokens.count == 1 + 3 * (12 + 4 + 3))
   }
 
+  @Test("a read-only store or folder: a clear error, exit 1, and the file untouched")
+  func readOnlyStore() throws {
+    let nobody: UInt32 = 65534
+    let folder = scratch.file("locked")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let store = folder.appendingPathComponent("trips.sqlite")
+    #expect(try trips(addSuva, store: store).status == 0)
+    let before = try Data(contentsOf: store)
+    func attempt(_ label: String, store: URL) throws {
+      let run = try trips(addSuva, store: store, asUser: nobody)
+      #expect(run.status == 1, "\(label): \(run.stderr)")
+      #expect(run.stderr.hasPrefix("Error: ") && run.stderr.contains("permissions"), "\(label)")
+      // One message, not the same one nested in its cause.
+      #expect(run.stderr.components(separatedBy: "Check the").count == 2, "\(label): \(run.stderr)")
+    }
+    // A read-only file in a folder anyone may write.
+    try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: folder.path)
+    try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: store.path)
+    try attempt("read-only file", store: store)
+    #expect(try Data(contentsOf: store) == before)
+    // A writable file in a read-only folder (SQLite cannot make its journal).
+    try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: store.path)
+    try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+    try attempt("read-only folder", store: store)
+    #expect(try Data(contentsOf: store) == before)
+    // A new store in a read-only folder: nothing is created.
+    let new = folder.appendingPathComponent("new.sqlite")
+    try attempt("new store in a read-only folder", store: new)
+    #expect(!FileManager.default.fileExists(atPath: new.path))
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+    #expect(try trips(["check"], store: store).status == 0)
+  }
+
   @Test("a hundred observers do not slow a writer in proportion, and all see every write")
   func manyObservers() throws {
     let store = try TripStore(url: scratch.store)

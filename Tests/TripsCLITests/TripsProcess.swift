@@ -9,9 +9,12 @@ struct Run {
 }
 
 /// Runs the `trips` executable built next to the test bundle, as a real process.
+///
+/// `asUser` runs it under that user id (and the same group id) through `setpriv`, when the
+/// tests run as root: permission bits do not stop root, so read-only tests need another user.
 func trips(
   _ arguments: [String], store: URL? = nil, stdin: Data? = nil,
-  environment: [String: String] = [:], cwd: URL? = nil
+  environment: [String: String] = [:], cwd: URL? = nil, asUser user: UInt32? = nil
 ) throws -> Run {
   let process = Process()
   if let cwd { process.currentDirectoryURL = cwd }
@@ -19,6 +22,12 @@ func trips(
   process.arguments =
     (store.map { ["--store", $0.path] } ?? []).isEmpty
     ? arguments : insertStore(arguments, store!)
+  if let user, getuid() == 0 {
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    process.arguments =
+      ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", tripsExecutable.path]
+      + (process.arguments ?? [])
+  }
   var env = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
   // Sanitizer settings reach the child (Tools/sanitize.sh runs it instrumented too).
   for key in ["ASAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"] {
