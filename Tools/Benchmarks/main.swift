@@ -19,6 +19,8 @@ struct Options {
   var cities = "Data/cities.csv"
   var watch = true
   var child: [String] = []
+  /// Writes in the observers phase.
+  var observerWrites = 10_000
   /// The phases to run, by short name; nil for all.
   var phases: Set<String>?
 
@@ -59,6 +61,11 @@ func parseOptions() -> Options {
     case "--directory": options.directory = value()
     case "--cities": options.cities = value()
     case "--no-watch": options.watch = false
+    case "--observer-writes":
+      guard let writes = Int(value()), writes >= 10 else {
+        fail("--observer-writes takes 10 or more")
+      }
+      options.observerWrites = writes
     case "--phases":
       let names = Set(value().split(separator: ",").map(String.init))
       let known = Options.phaseNames + Options.optInPhaseNames
@@ -86,6 +93,7 @@ func parseOptions() -> Options {
                                   sectioned, indexed, contains, count, bounds, update, watch,
                                   memory; and, only when named, observers (100 observers
                                   and 10,000 writes). (The store is always filled.)
+          --observer-writes <n>   Writes in the observers phase. (default: 10000)
           -h, --help              Show help information.
         """)
       exit(0)
@@ -492,7 +500,7 @@ if options.wants("observers") {
     }
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
   }
-  let writes = 10_000
+  let writes = options.observerWrites
   let alone = try write(writes / 10) / Double(writes / 10)
   let observers = try (0..<100).map { index in
     let threshold = Double(index % 50) * 3.6 - 180
@@ -504,11 +512,11 @@ if options.wants("observers") {
   let startVersions = observers.map(\.version)
   // Resident memory after each fifth of the writes: bounded means it levels off.
   var watched = 0.0
-  var residents: [Int] = []
+  var residents: [String] = []
   for _ in 0..<5 {
     watched += try write(writes / 5)
     for observer in observers { observer.waitForPendingUpdates() }
-    residents.append(currentResidentKiB())
+    residents.append("\(currentResidentKiB()) (SQLite \(tb_sqlite_memory_used() / 1024))")
   }
   let reader = ModelContext(observed)
   for (index, observer) in observers.enumerated() {
@@ -524,7 +532,7 @@ if options.wants("observers") {
       phase: "write with 100 observers attached", n: writes, seconds: watched / Double(writes),
       baselineSeconds: alone,
       note:
-        "baseline: the same write with no observer; observers current and correct; at most \(maxRuns) updates per observer for \(writes) writes; RSS in KiB after each \(writes / 5) writes: \(residents.map(String.init).joined(separator: ", "))"
+        "baseline: the same write with no observer; observers current and correct; at most \(maxRuns) updates per observer for \(writes) writes; RSS (of which SQLite's heap) in KiB after each \(writes / 5) writes: \(residents.joined(separator: ", "))"
     ))
 }
 

@@ -224,3 +224,5 @@ unsigned long long tb_checksum(const tb_trips *trips) {
 }
 
 const char *sqlite3_libversion_shim(void) { return sqlite3_libversion(); }
+
+long long tb_sqlite_memory_used(void) { return (long long)sqlite3_memory_used(); }

@@ -52,4 +52,7 @@ unsigned long long tb_checksum(const tb_trips *trips);
 /// The SQLite library version, for reports.
 const char *sqlite3_libversion_shim(void);
 
+/// Bytes SQLite has allocated in this process now (page caches included).
+long long tb_sqlite_memory_used(void);
+
 #endif
