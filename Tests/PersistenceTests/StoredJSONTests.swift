@@ -150,6 +150,60 @@ struct StoredJSONTests {
     #expect(throws: (any Error).self) { try decodeStoredJSON(Flat.self, from: data) }
   }
 
+  @Test("mutated documents: the fast path never answers what Foundation would not")
+  func mutations() throws {
+    // Start from real encodings, then flip, drop and insert bytes (a seeded generator, so a
+    // failure reproduces): whenever the fast path answers, Foundation must answer the same.
+    var generator = SplitMix(seed: 2027)
+    let seeds: [Data] = [
+      try foundationBytes(Flat(rawValue: "geonames:1", count: 7, flag: true, note: "é\n")),
+      try foundationBytes(
+        Nested(
+          name: "n", tags: ["a", "b"],
+          inner: Flat(rawValue: "r", count: -1, flag: false, note: nil),
+          byKey: ["k": 1, "l": 2], levels: [[1, -2]], optionalList: [nil, 3])),
+    ]
+    let alphabet = Array(#"{}[],:"\ u0123456789abcdefnulltruefalse-+.eE/é"#.utf8)
+    var answered = 0
+    for round in 0..<4000 {
+      var bytes = [UInt8](seeds[round % seeds.count])
+      for _ in 0..<(1 + Int(generator.next() % 3)) {
+        let position = Int(generator.next() % UInt64(bytes.count + 1))
+        switch generator.next() % 3 {
+        case 0 where position < bytes.count:
+          bytes[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
+        case 1 where position < bytes.count: bytes.remove(at: position)
+        default:
+          bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
+        }
+      }
+      let data = Data(bytes)
+      if round % seeds.count == 0 {
+        if let fast = fastDecodeStoredJSON(Flat.self, from: data) {
+          answered += 1
+          #expect((try? JSONDecoder().decode(Flat.self, from: data)) == fast, "\(bytes)")
+        }
+      } else if let fast = fastDecodeStoredJSON(Nested.self, from: data) {
+        answered += 1
+        #expect((try? JSONDecoder().decode(Nested.self, from: data)) == fast, "\(bytes)")
+      }
+    }
+    #expect(answered > 100, "the mutations should leave many documents decodable")
+  }
+
+  /// A small deterministic generator (SplitMix64).
+  struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+      state &+= 0x9E37_79B9_7F4A_7C15
+      var z = state
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
+  }
+
   @Test("invalid UTF-8 is refused as Foundation refuses it")
   func invalidUTF8() throws {
     var bytes = Array(#"{"rawValue":"a","count":1,"flag":true}"#.utf8)
