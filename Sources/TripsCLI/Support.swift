@@ -39,13 +39,23 @@ enum CommonOptions {
     try TripStore(url: storeURL(arguments, io), author: arguments.value("author") ?? "cli")
   }
 
-  /// Opens the store for reading; a store that does not exist yet reads as empty.
+  /// Opens the store for reading; a store that does not exist yet reads as empty. It is
+  /// opened read-only (so a store in a read-only place can be read), or writable when it
+  /// needs a migration first.
   static func openForReading(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
     let url = storeURL(arguments, io)
     guard FileManager.default.fileExists(atPath: url.path) else {
       return try TripStore(inMemoryWithAuthor: "cli")
     }
-    return try TripStore(url: url, author: arguments.value("author") ?? "cli")
+    let author = arguments.value("author") ?? "cli"
+    do {
+      return try TripStore(url: url, author: author, readOnly: true)
+    } catch let error as TripPlannerError {
+      guard let cause = error.cause as? PersistenceError, cause.code == .schemaMismatch else {
+        throw error
+      }
+      return try TripStore(url: url, author: author)
+    }
   }
 
   static func query(_ arguments: ParsedArguments) throws -> TripQuery {

@@ -150,8 +150,44 @@ struct ReliabilityTests {
     let new = folder.appendingPathComponent("new.sqlite")
     try attempt("new store in a read-only folder", store: new)
     #expect(!FileManager.default.fileExists(atPath: new.path))
+    // Reading works in the read-only folder (the store opens immutable) and changes nothing.
+    let listed = try trips(["list", "--json"], store: store, asUser: nobody)
+    #expect(listed.status == 0, "\(listed.stderr)")
+    #expect(try jsonArray(listed.stdout).count == 1)
+    #expect(try Data(contentsOf: store) == before)
     try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
     #expect(try trips(["check"], store: store).status == 0)
+  }
+
+  @Test("a store whose write-ahead log was left behind, in a read-only folder: a clear error")
+  func readOnlyFolderWithLog() throws {
+    let nobody: UInt32 = 65534
+    // A writer that keeps its connection: its commits stay in the -wal file.
+    let live = scratch.file("live.sqlite")
+    let store = try TripStore(url: live)
+    try store.add(
+      TripRecord(
+        name: "kept", destination: "Oslo", startDate: .now, endDate: .now, latitude: 1,
+        longitude: 2))
+    // What a crashed writer leaves: the store and its log, no shared-memory file.
+    let folder = scratch.file("left")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let copy = folder.appendingPathComponent("trips.sqlite")
+    try FileManager.default.copyItem(at: live, to: copy)
+    try FileManager.default.copyItem(
+      at: URL(fileURLWithPath: live.path + "-wal"), to: URL(fileURLWithPath: copy.path + "-wal"))
+    try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+    defer {
+      try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+    }
+    let run = try trips(["list"], store: copy, asUser: nobody)
+    if getuid() == 0 {
+      #expect(run.status == 1)
+      #expect(run.stderr.contains("write-ahead log"), "\(run.stderr)")
+    }
+    // Where the folder can be written, SQLite folds the log in and the trip is there.
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+    #expect(try jsonArray(try trips(["list", "--json"], store: copy).stdout).count == 1)
   }
 
   @Test("a hundred observers do not slow a writer in proportion, and all see every write")

@@ -56,7 +56,7 @@ public final class ModelContainer: Sendable {
     }
     self.entities = entities
     if let url = configuration.url {
-      openPath = url.path
+      openPath = configuration.allowsSave ? url.path : try StoreFile.readOnlyPath(for: url)
       openFlags = configuration.allowsSave ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY
     } else {
       openPath = "file:/persistence-\(UUID().uuidString)?vfs=memdb"

@@ -124,6 +124,29 @@ enum StoreFile {
     return (database, try storeIdentifier(database))
   }
 
+  /// The path to open a store read-only with. WAL readers need SQLite's shared-memory file
+  /// beside the store; in a folder this process cannot write, where that file cannot be made,
+  /// the store is opened immutable instead (read as it is, without locks), unless its
+  /// write-ahead log holds commits not yet in the file, which an immutable reader would miss.
+  static func readOnlyPath(for url: URL) throws -> String {
+    let path = url.path
+    let folder = url.deletingLastPathComponent().path
+    let manager = FileManager.default
+    guard manager.fileExists(atPath: path), access(folder, W_OK) != 0,
+      !manager.fileExists(atPath: path + "-shm")
+    else { return path }
+    let log = (try? manager.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+    guard log == 0 else {
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "The store at \(path) is in a folder that cannot be written, and its write-ahead log (\(path)-wal) holds commits not yet in the file. Open it once where the folder can be written, so that SQLite folds the log in."
+      )
+    }
+    let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+    return "file:\(encoded)?immutable=1"
+  }
+
   /// Whether the store already has everything `open` would create: the history tables, the
   /// store identifier, and every entity's table, columns and indexes. Reads only.
   static func isCurrent(_ database: Database, _ entities: [EntityDescription]) throws -> Bool {
