@@ -154,7 +154,7 @@ struct StoredJSONTests {
   func mutations() throws {
     // Start from real encodings, then flip, drop and insert bytes (a seeded generator, so a
     // failure reproduces): whenever the fast path answers, Foundation must answer the same.
-    var generator = SplitMix(seed: 2027)
+    var generator = SeededGenerator(seed: 2027)
     let seeds: [Data] = [
       try foundationBytes(Flat(rawValue: "geonames:1", count: 7, flag: true, note: "é\n")),
       try foundationBytes(
@@ -189,19 +189,6 @@ struct StoredJSONTests {
       }
     }
     #expect(answered > 100, "the mutations should leave many documents decodable")
-  }
-
-  /// A small deterministic generator (SplitMix64).
-  struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
   }
 
   @Test("invalid UTF-8 is refused as Foundation refuses it")

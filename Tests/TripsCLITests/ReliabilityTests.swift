@@ -89,18 +89,7 @@ struct ReliabilityTests {
         if [ $((i % 4)) = 0 ]; then "$TRIPS" delete "$id" --store "$STORE" --author "$WHO" >/dev/null 2>&1; fi
       done
       """
-    var writers: [Process] = []
-    for who in ["alpha", "beta", "gamma"] {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: "/bin/sh")
-      process.arguments = ["-c", script]
-      process.environment = [
-        "TRIPS": tripsExecutable.path, "STORE": store.path, "WHO": who, "PATH": "/usr/bin:/bin",
-      ]
-      process.standardOutput = FileHandle.nullDevice
-      try process.run()
-      writers.append(process)
-    }
+    let writers = try startWriters(["alpha", "beta", "gamma"], script: script, store: store)
     for writer in writers {
       writer.waitUntilExit()
       #expect(writer.terminationStatus == 0, "a writer failed (a lock reached the user?)")

@@ -180,17 +180,7 @@ struct SyncTests {
         "$TRIPS" update "$id" --store "$STORE" --author "$WHO" --name "$WHO $i renamed" >/dev/null
       done
       """
-    let writers = try ["alpha", "beta"].map { who in
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: "/bin/sh")
-      process.arguments = ["-c", script]
-      process.environment = [
-        "TRIPS": tripsExecutable.path, "STORE": a.path, "WHO": who, "PATH": "/usr/bin:/bin",
-      ]
-      process.standardOutput = FileHandle.nullDevice
-      try process.run()
-      return process
-    }
+    let writers = try startWriters(["alpha", "beta"], script: script, store: a)
     for writer in writers {
       writer.waitUntilExit()
       #expect(writer.terminationStatus == 0)

@@ -105,3 +105,19 @@ final class Scratch {
 func jsonArray(_ text: String) throws -> [[String: Any]] {
   try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
 }
+
+/// Starts one `/bin/sh -c script` process per author, all at once, writing to `store`: the
+/// script sees `$TRIPS` (the executable), `$STORE` and `$WHO` (the author).
+func startWriters(_ authors: [String], script: String, store: URL) throws -> [Process] {
+  try authors.map { who in
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", script]
+    process.environment = [
+      "TRIPS": tripsExecutable.path, "STORE": store.path, "WHO": who, "PATH": "/usr/bin:/bin",
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    return process
+  }
+}

@@ -612,27 +612,23 @@ func peakKiB(_ side: String) throws -> Double {
   return kib
 }
 
-/// This process's resident set now, in KiB (VmRSS).
-func currentResidentKiB() -> Int {
+/// A field of this process's `/proc/self/status`, in KiB (0 when unreadable).
+func statusKiB(_ field: String) -> Int {
   guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
     return 0
   }
-  for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+  for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
     return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
   }
   return 0
 }
 
-/// This process's peak resident set, in KiB (VmHWM).
-func peakResidentKiB() -> Int {
-  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
-    return 0
-  }
-  for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
-  }
-  return 0
-}
+/// This process's resident set now, in KiB.
+func currentResidentKiB() -> Int { statusKiB("VmRSS") }
+
+/// This process's peak resident set, in KiB.
+func peakResidentKiB() -> Int { statusKiB("VmHWM") }
+
 if options.wants("memory") {
   var ours: [Double] = []
   var base: [Double] = []

@@ -125,20 +125,29 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       }
       return
     }
+    registration.snapshot = try makeSnapshot(of: model) { index, slot in
+      _ = try accesses[index](model, .record(slot))
+    }
+  }
+
+  /// A new snapshot whose slots `fill` initializes one by one, in order; if it throws, the
+  /// slots filled so far are deinitialized and the snapshot freed.
+  private func makeSnapshot(
+    of model: AnyObject, _ fill: (Int, SnapshotSlot) throws -> Void
+  ) throws -> UnsafeMutableRawPointer {
     let snapshot = UnsafeMutableRawPointer.allocate(
       byteCount: snapshotSize, alignment: snapshotAlignment)
     var done = 0
     do {
       for index in accesses.indices {
-        _ = try accesses[index](
-          model, .record(SnapshotSlot(snapshot + offsets[index], isInitialized: false)))
+        try fill(index, SnapshotSlot(snapshot + offsets[index], isInitialized: false))
         done += 1
       }
     } catch {
       destroy(snapshot, model, initialized: done)
       throw error
     }
-    registration.snapshot = snapshot
+    return snapshot
   }
 
   func changedIndexes(_ registration: ModelContext.Registration) -> [Int] {
@@ -216,20 +225,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       }
       return
     }
-    let snapshot = UnsafeMutableRawPointer.allocate(
-      byteCount: snapshotSize, alignment: snapshotAlignment)
-    var done = 0
-    do {
-      for index in accesses.indices {
-        let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: false)
-        _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
-        done += 1
-      }
-    } catch {
-      destroy(snapshot, object, initialized: done)
-      throw error
+    registration.snapshot = try makeSnapshot(of: object) { index, slot in
+      _ = try accesses[index](
+        object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
     }
-    registration.snapshot = snapshot
   }
 }

@@ -101,15 +101,16 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     // calls (an `& Sendable` existential hides them); key paths are immutable. Each branch
     // makes its own closure, so that no closure tests an optional key path at run time.
     nonisolated(unsafe) let keyPath = keyPath
-    let options = Set(options)
-    if let storage {
-      nonisolated(unsafe) let storage = storage
-      return ModelAttribute(
-        name: name, options: options, storageType: Value.storageType,
+    func make(_ access: @escaping AttributeAccess) -> ModelAttribute {
+      ModelAttribute(
+        name: name, options: Set(options), storageType: Value.storageType,
         isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
         slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
-        slotIsTrivial: _isPOD(Value.self)
-      ) { object, operation in
+        slotIsTrivial: _isPOD(Value.self), access: access)
+    }
+    if let storage {
+      nonisolated(unsafe) let storage = storage
+      return make { object, operation in
         guard let object else { return keyPath as AnyKeyPath }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, _, let slot, true) = operation {
@@ -121,12 +122,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         return try access(model, keyPath, operation)
       }
     }
-    return ModelAttribute(
-      name: name, options: options, storageType: Value.storageType,
-      isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
-      slotIsTrivial: _isPOD(Value.self)
-    ) { object, operation in
+    return make { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try access(unsafeDowncast(object, to: Model.self), keyPath, operation)
     }
