@@ -99,18 +99,19 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ) -> ModelAttribute {
     // Literal key paths, captured as they are so the optimizer can turn them into accessor
     // calls (an `& Sendable` existential hides them); key paths are immutable. Each branch
-    // makes its own closure, so that no closure tests an optional key path at run time.
+    // makes its own closure, so that no closure tests an optional key path at run time; they
+    // are written out twice because a closure made by a shared helper function kept some key
+    // paths from being folded (seen with perf).
     nonisolated(unsafe) let keyPath = keyPath
-    func make(_ access: @escaping AttributeAccess) -> ModelAttribute {
-      ModelAttribute(
-        name: name, options: Set(options), storageType: Value.storageType,
-        isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-        slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
-        slotIsTrivial: _isPOD(Value.self), access: access)
-    }
+    let options = Set(options)
     if let storage {
       nonisolated(unsafe) let storage = storage
-      return make { object, operation in
+      return ModelAttribute(
+        name: name, options: options, storageType: Value.storageType,
+        isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+        slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
+        slotIsTrivial: _isPOD(Value.self)
+      ) { object, operation in
         guard let object else { return keyPath as AnyKeyPath }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, _, let slot, true) = operation {
@@ -122,7 +123,12 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         return try access(model, keyPath, operation)
       }
     }
-    return make { object, operation in
+    return ModelAttribute(
+      name: name, options: options, storageType: Value.storageType,
+      isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
+      slotIsTrivial: _isPOD(Value.self)
+    ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try access(unsafeDowncast(object, to: Model.self), keyPath, operation)
     }
@@ -202,16 +208,15 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ) -> ModelAttribute {
     typealias Slot = CodableSnapshot<Value>
     nonisolated(unsafe) let keyPath = keyPath
-    func make(_ access: @escaping AttributeAccess) -> ModelAttribute {
-      ModelAttribute(
-        name: name, options: options, storageType: .blob, isOptional: isOptional,
-        isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-        slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self),
-        access: access)
-    }
+    // Written out twice rather than through a shared helper: a closure made by a helper
+    // function kept some key paths from being folded into accessor calls (seen with perf).
     if let storage {
       nonisolated(unsafe) let storage = storage
-      return make { object, operation in
+      return ModelAttribute(
+        name: name, options: options, storageType: .blob, isOptional: isOptional,
+        isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
+        slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
+      ) { object, operation in
         guard let object else { return keyPath as AnyKeyPath }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, let cache, let slot, true) = operation {
@@ -223,7 +228,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         return try codableAccess(model, keyPath, coder, wrap, unwrap, operation)
       }
     }
-    return make { object, operation in
+    return ModelAttribute(
+      name: name, options: options, storageType: .blob, isOptional: isOptional,
+      isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
+      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
+    ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try codableAccess(
         unsafeDowncast(object, to: Model.self), keyPath, coder, wrap, unwrap, operation)
