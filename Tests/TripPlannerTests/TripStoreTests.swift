@@ -28,6 +28,49 @@ struct TripStoreTests {
     }
   }
 
+  @Test("sync: an update made before its insert arrived still applies; a later local edit wins")
+  func lastWriterWinsLeavesOutSyncedChanges() throws {
+    let target = try TripStore(inMemoryWithAuthor: "sync")
+    let source = UUID()
+    let id = UUID(uuidString: "abcd0000-0000-4000-8000-000000000001")!
+    func feed(_ kind: HistoryChange.Kind, _ name: String, at time: Date, token: Int64) -> SyncFeed {
+      var trip = record(id.uuidString, name)
+      trip.id = id
+      let change = FeedChange(
+        token: HistoryToken(storeIdentifier: source, value: token), author: "cli", time: time,
+        kind: kind, tripID: id, trip: trip)
+      return SyncFeed(
+        changes: [change], resumeToken: HistoryToken(storeIdentifier: source, value: token))
+    }
+    let made = Date()
+    // The insert arrives (applied now, after `made`), then the update made at `made + 1`,
+    // before the insert was applied here: the applied insert must not count as a later write.
+    #expect(try target.apply(feed(.insert, "one", at: made, token: 1)).applied == 1)
+    Thread.sleep(forTimeInterval: 0.01)
+    let update = feed(.update, "renamed", at: made.addingTimeInterval(0.001), token: 2)
+    #expect(try target.apply(update).applied == 1)
+    #expect(try target.trip(matching: "abcd0000").name == "renamed")
+    // A local edit by another author, made after a change, wins over it.
+    target.context.author = "planner"
+    let trip = try target.trip(matching: "abcd0000")
+    trip.name = "mine"
+    try target.context.save()
+    target.context.author = "sync"
+    let stale = feed(.update, "theirs", at: made.addingTimeInterval(0.002), token: 3)
+    #expect(try target.apply(stale).skipped == 1)
+    #expect(try target.trip(matching: "abcd0000").name == "mine")
+  }
+
+  @Test("blank names: ASCII and Unicode white space, not control characters")
+  func blank() {
+    for text in ["", " ", "\t\n ", "\u{3000}", "\r\n", " \u{A0}"] {
+      #expect(TripRecord.isBlank(text), "\(Array(text.unicodeScalars))")
+    }
+    for text in ["a", " a", "\u{1}", "\u{7F}", " é", "\u{3000}x"] {
+      #expect(!TripRecord.isBlank(text), "\(Array(text.unicodeScalars))")
+    }
+  }
+
   @Test("deletes all or none")
   func deleteAllOrNone() throws {
     let store = try TripStore(inMemoryWithAuthor: "test")
