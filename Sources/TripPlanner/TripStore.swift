@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import Persistence
 
 /// The trip store as other services use it: every `trips` command is one call here.
@@ -52,6 +53,16 @@ public final class TripStore {
   /// The trips matching `query`, in its order. Cost: one SQL query.
   public func trips(_ query: TripQuery = TripQuery()) throws -> [Trip] {
     try run { try context.fetch(query.fetchDescriptor) }
+  }
+
+  /// The coordinates of the trips matching `query`, in its order, read from their two columns
+  /// without making models: what a bounds report needs. Cost: one SQL query, O(rows).
+  public func coordinates(_ query: TripQuery = TripQuery()) throws -> [Coordinate] {
+    try run {
+      try context.fetchValues(query.fetchDescriptor, \.latitude, \.longitude).map {
+        Coordinate(latitude: $0, longitude: $1)
+      }
+    }
   }
 
   /// The trips matching `query`, grouped by destination (sections in code-point order).

@@ -256,6 +256,34 @@ struct StoreTests {
     #expect(try Data(contentsOf: url) == before)
   }
 
+  @Test("fetchValues reads two columns in the descriptor's order, without registering models")
+  func fetchValues() throws {
+    let container = try ModelContainer(for: Sample.self)
+    let context = ModelContext(container)
+    for (index, name) in ["delta", "alpha", "charlie", "bravo"].enumerated() {
+      let sample = Sample()
+      sample.name = name
+      sample.count = index
+      sample.rating = index == 2 ? nil : Double(index) / 2
+      context.insert(sample)
+    }
+    try context.save()
+    let reader = ModelContext(container)
+    var descriptor = FetchDescriptor<Sample>(
+      predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.name)])
+    descriptor.fetchLimit = 2
+    let values = try reader.fetchValues(descriptor, \.name, \.rating)
+    #expect(values.map(\.0) == ["alpha", "bravo"] && values.map(\.1) == [0.5, 1.5])
+    #expect(reader.registeredCount == 0)
+    let all = try reader.fetchValues(FetchDescriptor<Sample>(), \.count, \.rating)
+    #expect(all.count == 4 && all.contains { $0.0 == 2 && $0.1 == nil })
+    // A .codable attribute does not compile here (not a PersistableValue); a key path that
+    // is not a stored attribute is refused.
+    #expect(throws: PersistenceError.self) {
+      _ = try reader.fetchValues(FetchDescriptor<Sample>(), \.name, \.name.count)
+    }
+  }
+
   @Test("models registered by a fetch are found by model afterwards (the index is built lazily)")
   func lookupsAfterFetch() throws {
     let container = try ModelContainer(for: Note.self)

@@ -412,11 +412,12 @@ if options.wants("count") {
 
 // MARK: Bounds from scratch
 
+/// Bounds from scratch as the library offers it (`trips bounds` does the same): the two
+/// coordinate columns read with `fetchValues`, no models made.
 func oursBoundsFromScratch() throws -> GeographicBox? {
   let context = ModelContext(container)
-  let trips = try context.fetch(FetchDescriptor<Trip>())
-  return GeographicBox.enclosing(
-    trips.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+  let values = try context.fetchValues(FetchDescriptor<Trip>(), \.latitude, \.longitude)
+  return GeographicBox.enclosing(values.map { Coordinate(latitude: $0, longitude: $1) })
 }
 if options.wants("bounds") {
   var ours: GeographicBox?

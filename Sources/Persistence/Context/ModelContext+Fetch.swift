@@ -76,6 +76,51 @@ extension ModelContext {
     return Int(statement.int64(at: 0))
   }
 
+  /// The values of two attributes of the models matching `descriptor`, in its order, read
+  /// straight from their columns: no model is made or registered (SwiftData's
+  /// `propertiesToFetch`, for when only a few values are needed, such as coordinates).
+  ///
+  /// It reads the store: unsaved changes are not included (with ``autosaveEnabled`` they are
+  /// saved first, as for any fetch).
+  ///
+  /// Cost: the SQL query, selecting two columns, then O(rows).
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
+  ///   key path that is not a stored attribute (`.codable` ones do not compile here: they are
+  ///   not ``PersistableValue``s), or for a predicate or sort without a SQL translation.
+  public func fetchValues<
+    Model: PersistentModel, First: PersistableValue, Second: PersistableValue
+  >(
+    _ descriptor: FetchDescriptor<Model>, _ first: KeyPath<Model, First> & Sendable,
+    _ second: KeyPath<Model, Second> & Sendable
+  ) throws -> [(First, Second)] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let columns = try [first as AnyKeyPath, second].map { keyPath in
+      guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "fetchValues needs stored attributes of \(Model.self) of a native type; \(keyPath) is not one."
+        )
+      }
+      return quoted(attribute.name)
+    }
+    let database = try connection()
+    let query = try Query(
+      descriptor, schema: entity.schema, select: columns.joined(separator: ", "),
+      database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    var values: [(First, Second)] = []
+    while try statement.step() {
+      values.append(
+        (try First.read(from: statement, at: 0), try Second.read(from: statement, at: 1)))
+    }
+    return values
+  }
+
   /// The identifiers of the models matching `descriptor`, in its order, without loading them.
   public func fetchIdentifiers<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>
