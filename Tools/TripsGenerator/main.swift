@@ -81,7 +81,7 @@ if let storePath {
 } else {
   let handle: FileHandle
   if let output {
-    FileManager.default.createFile(atPath: output, contents: nil)
+    _ = FileManager.default.createFile(atPath: output, contents: nil)
     guard let opened = FileHandle(forWritingAtPath: output) else { fail("cannot write \(output)") }
     handle = opened
   } else {
