@@ -1,8 +1,9 @@
 import Foundation
-import Persistence
 import Synchronization
 import Testing
 import TripPlanner
+
+@testable import Persistence
 
 /// Runs `trips-generate` with `arguments`.
 func generate(_ arguments: [String]) throws {
@@ -145,6 +146,21 @@ struct ReliabilityTests {
     #expect(try jsonArray(listed.stdout).count == 1)
     #expect(try Data(contentsOf: store) == before)
     try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+    #expect(try trips(["check"], store: store).status == 0)
+  }
+
+  @Test("reading a store of an older schema migrates it (reading commands open read-only first)")
+  func readingMigratesOlderStore() throws {
+    let store = scratch.store
+    #expect(try trips(addSuva, store: store).status == 0)
+    // What an older version wrote: the trips table without its place column.
+    do {
+      let database = try Database(path: store.path, flags: 2)
+      try database.execute("ALTER TABLE trips DROP COLUMN place_id")
+    }
+    let listed = try trips(["list", "--json"], store: store)
+    #expect(listed.status == 0, "\(listed.stderr)")
+    #expect(try jsonArray(listed.stdout).count == 1)
     #expect(try trips(["check"], store: store).status == 0)
   }
 

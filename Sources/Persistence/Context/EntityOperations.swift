@@ -30,10 +30,6 @@ final class EntityStatements: Sendable {
   let delete: String
   /// `SELECT "_pk" FROM table WHERE "unique" = ?`, by attribute index.
   let lookup: [Int: String]
-  /// An object per unique attribute, whose identity keys its prepared lookup during a save.
-  let lookupKeys: [Int: LookupKey]
-
-  final class LookupKey: Sendable {}
   /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
   let tombstone: String?
 
@@ -52,7 +48,6 @@ final class EntityStatements: Sendable {
       lookup[index] = "SELECT \"_pk\" FROM \(table) WHERE \(quotedColumns[index]) = ?"
     }
     self.lookup = lookup
-    lookupKeys = Dictionary(uniqueKeysWithValues: unique.map { ($0, LookupKey()) })
     let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
     tombstone =
       preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"

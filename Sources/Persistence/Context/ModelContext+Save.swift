@@ -70,7 +70,7 @@ extension ModelContext {
           attributes: changed.map { registration.entity.columnNames[$0] })
         applied.updated.append((registration, key, changed))
       }
-      var insertStatements: [ObjectIdentifier: Statement] = [:]
+      var insertStatements: [PreparedKey: Statement] = [:]
       for registration in inserts {
         let (key, changed) = try insertRow(
           registration, database: database, writer: writer, insertStatements: &insertStatements)
@@ -169,26 +169,41 @@ extension ModelContext {
     try statement.run()
   }
 
+  /// Which statement of an entity a save keeps prepared: its insert (`lookup` nil), or the
+  /// lookup by a unique attribute.
+  struct PreparedKey: Hashable {
+    let entity: ObjectIdentifier
+    let lookup: Int?
+  }
+
+  /// The statement for `key`, prepared once per save: later rows rewind it instead of looking
+  /// it up by its SQL text for every row.
+  private func prepared(
+    _ key: PreparedKey, _ sql: String, in statements: inout [PreparedKey: Statement],
+    database: Database
+  ) throws -> Statement {
+    if let statement = statements[key] {
+      statement.rewind()
+      return statement
+    }
+    let statement = try database.cachedStatement(sql)
+    statements[key] = statement
+    return statement
+  }
+
   /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
   /// (upsert). Returns the key and, for an upsert, the attributes it changed.
   private func insertRow(
     _ registration: Registration, database: Database, writer: HistoryWriter,
-    insertStatements: inout [ObjectIdentifier: Statement]
+    insertStatements: inout [PreparedKey: Statement]
   ) throws -> (Int64, [Int]?) {
     let entity = registration.entity
     let model = registration.model
     var existing: Int64?
     for unique in entity.uniqueIndexes {
-      // Prepared once per save (keyed apart from the insert by the attribute's index).
-      let statement: Statement
-      let lookupKey = ObjectIdentifier(entity.statements.lookupKeys[unique]!)
-      if let prepared = insertStatements[lookupKey] {
-        statement = prepared
-        statement.rewind()
-      } else {
-        statement = try database.cachedStatement(entity.statements.lookup[unique] ?? "")
-        insertStatements[lookupKey] = statement
-      }
+      let statement = try prepared(
+        PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
+        entity.statements.lookup[unique] ?? "", in: &insertStatements, database: database)
       try entity.bind(model, attribute: unique, to: statement, at: 1)
       if try statement.step() {
         let key = statement.int64(at: 0)
@@ -227,14 +242,9 @@ extension ModelContext {
       }
       return (key, changed)
     }
-    let statement: Statement
-    if let prepared = insertStatements[ObjectIdentifier(entity)] {
-      statement = prepared
-      statement.rewind()
-    } else {
-      statement = try database.cachedStatement(entity.statements.insert)
-      insertStatements[ObjectIdentifier(entity)] = statement
-    }
+    let statement = try prepared(
+      PreparedKey(entity: ObjectIdentifier(entity), lookup: nil), entity.statements.insert,
+      in: &insertStatements, database: database)
     for index in entity.columnNames.indices {
       try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
     }

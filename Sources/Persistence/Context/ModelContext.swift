@@ -226,8 +226,7 @@ public final class ModelContext {
   func registration(for model: AnyObject) -> Registration? {
     if objectIndex == nil {
       var index: [ObjectIdentifier: Registration] = [:]
-      index.reserveCapacity(
-        pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.rows.count })
+      index.reserveCapacity(registeredCount)
       for registration in savedRegistrations {
         index[ObjectIdentifier(registration.model)] = registration
       }

@@ -69,7 +69,6 @@ public final class ModelContainer: Sendable {
     anchor = Mutex(configuration.url == nil ? database : nil)
   }
 
-  /// Opens a new connection to the store, set up for this library.
   /// A new connection to the store, configured; `cacheSizeKiB` overrides the configuration's
   /// page cache (observers read little and keep their own connection each).
   func makeConnection(cacheSizeKiB: Int? = nil) throws -> Database {
