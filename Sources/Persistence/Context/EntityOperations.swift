@@ -7,13 +7,22 @@ protocol EntityOperations: AnyObject {
   var statements: EntityStatements { get }
   var uniqueIndexes: [Int] { get }
   var preservedIndexes: [Int] { get }
+  /// The size and alignment of a snapshot, which a registration keeps in its tail.
+  var snapshotSize: Int { get }
+  var snapshotAlignment: Int { get }
+  /// A new, empty instance to load a row into (`PersistentModel.makeForLoading()`).
+  func makeModelForLoading() -> AnyObject
+  /// Loads a row into a model (see `Entity.load`).
+  func load(
+    _ model: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
+    from statement: Statement, firstColumn: Int32, cache: LoadCache) throws
   /// Copies the registered model's values into its snapshot (made on first use).
   func recordSnapshot(_ registration: ModelContext.Registration) throws
   /// The attributes whose values differ from the snapshot; all of them when there is none.
   func changedIndexes(_ registration: ModelContext.Registration) -> [Int]
   /// Puts the snapshot's values back into the model.
   func restore(_ registration: ModelContext.Registration)
-  /// Deinitializes and frees a snapshot.
+  /// Deinitializes a snapshot's values (its memory belongs to the registration).
   func destroySnapshot(_ snapshot: UnsafeMutableRawPointer, of model: AnyObject)
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
@@ -60,7 +69,7 @@ final class EntityStatements: Sendable {
 }
 
 /// The operations on one model type, and the layout of its snapshots: one slot per attribute,
-/// each holding a value of the attribute's own type, in one allocation per model.
+/// each holding a value of the attribute's own type, in the tail of the model's registration.
 final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let schema: ModelSchema<Model>
   let name: String
@@ -111,6 +120,8 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
 
   func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
 
+  func makeModelForLoading() -> AnyObject { Model.makeForLoading() }
+
   func recordSnapshot(_ registration: ModelContext.Registration) throws {
     let model = registration.model
     if let snapshot = registration.snapshot {
@@ -120,18 +131,18 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       }
       return
     }
-    registration.snapshot = try makeSnapshot(of: model) { index, slot in
+    try makeSnapshot(in: registration) { index, slot in
       _ = try accesses[index](model, .record(slot))
     }
   }
 
-  /// A new snapshot whose slots `fill` initializes one by one, in order; if it throws, the
-  /// slots filled so far are deinitialized and the snapshot freed.
+  /// Fills the registration's empty snapshot, `fill` initializing its slots one by one, in
+  /// order; if it throws, the slots filled so far are deinitialized and the snapshot stays
+  /// empty.
   private func makeSnapshot(
-    of model: AnyObject, _ fill: (Int, SnapshotSlot) throws -> Void
-  ) throws -> UnsafeMutableRawPointer {
-    let snapshot = UnsafeMutableRawPointer.allocate(
-      byteCount: snapshotSize, alignment: snapshotAlignment)
+    in registration: ModelContext.Registration, _ fill: (Int, SnapshotSlot) throws -> Void
+  ) throws {
+    let snapshot = registration.snapshotStorage
     var done = 0
     do {
       for index in accesses.indices {
@@ -139,10 +150,10 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
         done += 1
       }
     } catch {
-      destroy(snapshot, model, initialized: done)
+      destroy(snapshot, registration.model, initialized: done)
       throw error
     }
-    return snapshot
+    registration.hasSnapshot = true
   }
 
   func changedIndexes(_ registration: ModelContext.Registration) -> [Int] {
@@ -167,14 +178,13 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     destroy(snapshot, model, initialized: accesses.count)
   }
 
-  /// Deinitializes the first `count` slots and frees the snapshot.
+  /// Deinitializes the first `count` slots of a snapshot.
   private func destroy(
     _ snapshot: UnsafeMutableRawPointer, _ model: AnyObject, initialized count: Int
   ) {
     for index in nontrivialSlots where index < count {
       _ = try? accesses[index](model, .destroy(snapshot + offsets[index]))
     }
-    snapshot.deallocate()
   }
 
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws {
@@ -201,10 +211,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   ///
   /// Cost: O(attributes), no allocation but the snapshot's and the values' own.
   func load(
-    _ model: Model, isNew: Bool, into registration: ModelContext.Registration?,
+    _ object: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
     from statement: Statement, firstColumn: Int32, cache: LoadCache
   ) throws {
-    let object: AnyObject = model
     guard let registration else {
       for index in accesses.indices {
         _ = try accesses[index](
@@ -220,7 +229,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       }
       return
     }
-    registration.snapshot = try makeSnapshot(of: object) { index, slot in
+    try makeSnapshot(in: registration) { index, slot in
       _ = try accesses[index](
         object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
     }

@@ -174,6 +174,7 @@ extension ModelContext {
     statement.bindValues(query.bindings)
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()
+    let table = rowTable(entity.name)
     var batch: [(Model, Registration, Bool)] = []
     batch.reserveCapacity(batchSize)
     func deliver() throws {
@@ -187,10 +188,11 @@ extension ModelContext {
     }
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let (model, registration) = try materializeRegistered(
-        statement, entity: entity, cache: cache)
+      let registration = try materializeRow(
+        statement, entity: entity, cache: cache, table: table)
       if registration.isDeleted { continue }
-      batch.append((model, registration, registration.isFresh))
+      batch.append(
+        (unsafeDowncast(registration.model, to: Model.self), registration, registration.isFresh))
       if batch.count == batchSize { try deliver() }
     }
     try deliver()
@@ -227,10 +229,10 @@ extension ModelContext {
     let table = rowTable(entity.name)
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
-      let (model, registration) = try materializeRegistered(
+      let registration = try materializeRow(
         statement, entity: entity, cache: cache, table: table)
       if registration.isDeleted { continue }
-      body(model)
+      body(unsafeDowncast(registration.model, to: Model.self))
     }
   }
 
@@ -238,34 +240,39 @@ extension ModelContext {
   func materialize<Model: PersistentModel>(
     _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
   ) throws -> Model {
-    try materializeRegistered(statement, entity: entity, cache: cache, table: table).0
+    let registration = try materializeRow(
+      statement, entity: entity, cache: cache, table: table ?? rowTable(entity.name))
+    return unsafeDowncast(registration.model, to: Model.self)
   }
 
-  /// ``materialize(_:entity:cache:table:)``, also answering the registration (which saves the
-  /// caller a lookup per row). Cost: one lookup by key; a new row adds two map entries.
-  func materializeRegistered<Model: PersistentModel>(
-    _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
-  ) throws -> (Model, Registration) {
+  /// The registration of the current row's model (primary key, then every attribute): the
+  /// registered one, refreshed unless it has changes, or a new one. Not generic, so that no
+  /// generic metadata is looked up per row.
+  ///
+  /// Cost: one lookup by key; a new row adds one map entry and two allocations (the model and
+  /// its registration, which holds the snapshot).
+  func materializeRow(
+    _ statement: Statement, entity: any EntityOperations, cache: LoadCache, table: RowTable
+  ) throws -> Registration {
     let primaryKey = statement.int64(at: 0)
-    let table = table ?? rowTable(entity.name)
     if let registration = table.rows[primaryKey] {
-      let model = unsafeDowncast(registration.model, to: Model.self)
       if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
         try entity.load(
-          model, isNew: false, into: registration, from: statement, firstColumn: 1, cache: cache)
+          registration.model, isNew: false, into: registration, from: statement,
+          firstColumn: 1, cache: cache)
       }
       registration.isFresh = false
-      return (model, registration)
+      return registration
     }
-    let model = Model.makeForLoading()
-    let registration = Registration(model: model, entity: entity)
+    let model = entity.makeModelForLoading()
+    let registration = Registration.make(model: model, entity: entity)
     try entity.load(
       model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
     registration.primaryKey = primaryKey
     registration.isFresh = true
     index(registration)
     table.rows[primaryKey] = registration
-    return (model, registration)
+    return registration
   }
 
   func autosaveIfNeeded() throws {
