@@ -80,6 +80,36 @@ final class PlaceToken: Codable, @unchecked Sendable {
     .attribute(\.tag, "tag"))
 }
 
+/// A `Hashable` codable value whose every instance hashes alike, so that a cache of encodings
+/// must compare values, not hashes; its `SIMD4<Float>` needs 16-byte alignment, so its snapshot
+/// slot sits at an aligned offset in a registration's tail.
+struct Tile: Codable, Hashable, Sendable {
+  var corner: SIMD4<Float>
+  var label: String
+  static func == (lhs: Tile, rhs: Tile) -> Bool {
+    lhs.corner == rhs.corner && lhs.label == rhs.label
+  }
+  func hash(into hasher: inout Hasher) { hasher.combine(0) }
+}
+
+/// A model with shared `Hashable` codable values, optional and not.
+@Observable final class Board: PersistentModel {
+  var key = ""
+  var tile: Tile? = nil
+  var base = Tile(corner: .zero, label: "")
+  init() {}
+  init(key: String, tile: Tile?, base: Tile) {
+    self.key = key
+    self.tile = tile
+    self.base = base
+  }
+  static let schema = ModelSchema<Board>(
+    "boards",
+    .attribute(\.key, "key", .unique),
+    .codable(\.tile, "tile", .sharesEqualValues),
+    .codable(\.base, "base", .sharesEqualValues, storage: \._base))
+}
+
 /// A temporary folder removed when the value is released.
 final class TemporaryDirectory {
   let url: URL

@@ -397,6 +397,47 @@ struct StoreTests {
     #expect(try JSONDecoder().decode(PlaceToken.self, from: newer).raw == "geonames:1")
   }
 
+  @Test("shared Hashable .codable values: equal hashes keep distinct encodings; aligned snapshots")
+  func sharedHashableCodables() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    let north = Tile(corner: SIMD4(1, 2, 3, 4), label: "north")
+    let south = Tile(corner: SIMD4(-1, -2, -3, -4), label: "south")
+    do {
+      let context = ModelContext(
+        try ModelContainer(for: Board.self, configurations: .init(url: url)))
+      // Equal values in different rows, and different values with equal hashes.
+      for (key, tile, base) in [
+        ("a", north, south), ("b", south, north), ("c", Tile?.none, north), ("d", north, south),
+      ] {
+        context.insert(Board(key: key, tile: tile, base: base))
+      }
+      try context.save()
+    }
+    let container = try ModelContainer(for: Board.self, configurations: .init(url: url))
+    let context = ModelContext(container)
+    let boards = try context.fetch(FetchDescriptor<Board>(sortBy: [SortDescriptor(\.key)]))
+    #expect(boards.map(\.tile) == [north, south, nil, north])
+    #expect(boards.map(\.base) == [south, north, north, south])
+    for board in boards {
+      let registration = try #require(context.registration(for: board))
+      #expect(Int(bitPattern: registration.snapshotStorage) % 16 == 0)
+    }
+
+    // Snapshots in the registration's tail: a change is seen, rollback restores it.
+    boards[0].base = north
+    boards[2].tile = south
+    #expect(context.hasChanges)
+    context.rollback()
+    #expect(!context.hasChanges)
+    #expect(boards[0].base == south && boards[2].tile == nil)
+    boards[1].tile = north
+    try context.save()
+    #expect(
+      try ModelContext(container).fetch(FetchDescriptor<Board>(sortBy: [SortDescriptor(\.key)]))
+        .map(\.tile) == [north, north, nil, north])
+  }
+
   @Test("refuses predicates and sorts on .codable attributes")
   func refusesCodableInQueries() throws {
     let context = ModelContext(try ModelContainer(for: Sample.self))

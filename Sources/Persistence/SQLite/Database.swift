@@ -231,7 +231,7 @@ public final class Statement {
 
   // MARK: Reading
 
-  @inline(__always) func isNull(at index: Int32) -> Bool {
+  @usableFromInline @inline(__always) func isNull(at index: Int32) -> Bool {
     sqlite3_column_type(handle, index) == SQLITE_NULL
   }
   @inline(__always) func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
@@ -241,13 +241,13 @@ public final class Statement {
     let count = Int(sqlite3_column_bytes(handle, index))
     return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
   }
-  @inline(__always) func data(at index: Int32) -> Data {
+  @usableFromInline @inline(__always) func data(at index: Int32) -> Data {
     let count = Int(sqlite3_column_bytes(handle, index))
     guard count > 0, let pointer = sqlite3_column_blob(handle, index) else { return Data() }
     return Data(bytes: pointer, count: count)
   }
   /// The bytes of a BLOB or TEXT column, valid until the statement steps or resets.
-  func bytes(at index: Int32) -> UnsafeRawBufferPointer {
+  @usableFromInline func bytes(at index: Int32) -> UnsafeRawBufferPointer {
     let pointer = sqlite3_column_blob(handle, index)
     let count = Int(sqlite3_column_bytes(handle, index))
     guard let pointer, count > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }

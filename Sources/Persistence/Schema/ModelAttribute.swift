@@ -195,6 +195,38 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       wrap: { $0 }, unwrap: { $0 })
   }
 
+  /// A `Codable` attribute of a `Hashable` type: as the other overload, and with
+  /// ``AttributeOption/sharesEqualValues`` equal values also reuse one encoding when saved.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & Hashable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(
+      name: name, model: "\(Model.self)", options: Set(options),
+      encodings: EncodingCache<Value>().memo)
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: false,
+      wrap: { value in
+        guard let value else { throw coder.nullError() }
+        return value
+      }, unwrap: { $0 })
+  }
+
+  /// An optional `Codable` attribute of a `Hashable` type (see the non-optional overload).
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & Hashable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value?>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(
+      name: name, model: "\(Model.self)", options: Set(options),
+      encodings: EncodingCache<Value>().memo)
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: true,
+      wrap: { $0 }, unwrap: { $0 })
+  }
+
   /// A `.codable` attribute whose property holds `Stored` (the value, or its optional):
   /// `wrap` turns a decoded value (nil for `NULL`) into the property's value or throws,
   /// `unwrap` is the reverse. As for ``attribute(_:_:_:storage:)``, each branch makes its own
@@ -351,32 +383,61 @@ public struct AttributeOption: Hashable, Sendable {
 /// Per-fetch state shared by the rows of one fetch: decoded `.codable` values by stored bytes.
 public final class LoadCache {
   /// One ``DecodedValues`` per `.codable` column, by the column's identity.
-  var decoded: [ObjectIdentifier: AnyObject] = [:]
+  @usableFromInline var decoded: [ObjectIdentifier: AnyObject] = [:]
+  /// The column asked last and its values: rows ask column after column, so with one
+  /// `.codable` column per model every row after the first finds its values here.
+  @usableFromInline var lastColumn: ObjectIdentifier?
+  @usableFromInline var lastValues: AnyObject?
   init() {}
+
+  /// The decoded values of the column `id`, made by `make` on first use.
+  @inlinable
+  func values(for id: ObjectIdentifier, _ make: () -> AnyObject) -> AnyObject {
+    if id == lastColumn, let lastValues { return lastValues }
+    let values: AnyObject
+    if let known = decoded[id] {
+      values = known
+    } else {
+      values = make()
+      decoded[id] = values
+    }
+    lastColumn = id
+    lastValues = values
+    return values
+  }
 }
 
 /// The values one `.codable` column decoded during a fetch, by stored bytes: chained by an
 /// FNV-1a hash of the bytes, so that a hit costs a hash, one lookup and one `memcmp`, with no
-/// allocation.
+/// allocation. Inlinable, so that it is specialized for the value type where a schema is
+/// declared (no generic metadata lookups per row).
+@usableFromInline
 final class DecodedValues<Value> {
-  private final class Entry {
-    let bytes: [UInt8]
-    let value: Value
-    let next: Entry?
+  @usableFromInline
+  final class Entry {
+    @usableFromInline let bytes: [UInt8]
+    @usableFromInline let value: Value
+    @usableFromInline let next: Entry?
+    @inlinable
     init(bytes: [UInt8], value: Value, next: Entry?) {
       self.bytes = bytes
       self.value = value
       self.next = next
     }
   }
-  private var entries: [UInt64: Entry] = [:]
+  @usableFromInline var entries: [UInt64: Entry] = [:]
 
+  @inlinable
+  init() {}
+
+  @inlinable
   static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
     return hash
   }
 
+  @inlinable
   func value(for bytes: UnsafeRawBufferPointer, hash: UInt64) -> Value? {
     var entry = entries[hash]
     while let current = entry {
@@ -392,6 +453,7 @@ final class DecodedValues<Value> {
     return nil
   }
 
+  @inlinable
   func insert(_ value: Value, for bytes: UnsafeRawBufferPointer, hash: UInt64) {
     entries[hash] = Entry(bytes: Array(bytes), value: value, next: entries[hash])
   }
@@ -402,17 +464,21 @@ final class DecodedValues<Value> {
 final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   let name: String
   let model: String
-  let shares: Bool
-  let isEquatable: Bool
+  @usableFromInline let shares: Bool
+  @usableFromInline let isEquatable: Bool
   /// Encodings of recent equal values (only with `sharesEqualValues` and a `Hashable` type).
-  private let encodings = EncodingCache()
+  @usableFromInline let encodings: EncodingMemo<Value>?
 
   @usableFromInline
-  init(name: String, model: String, options: Set<AttributeOption>) {
+  init(
+    name: String, model: String, options: Set<AttributeOption>,
+    encodings: EncodingMemo<Value>? = nil
+  ) {
     self.name = name
     self.model = model
     self.shares = options.contains(.sharesEqualValues)
     self.isEquatable = Value.self is any Equatable.Type
+    self.encodings = shares ? encodings : nil
   }
 
   @usableFromInline
@@ -424,11 +490,10 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   @usableFromInline
   func encode(_ value: Value?) throws -> SQLValue {
     guard let value else { return .null }
-    let key: AnyHashable? = shares ? (value as? any Hashable).map { AnyHashable($0) } : nil
-    if let key, let cached = encodings.get(key) { return .blob(cached) }
+    if let encodings, let cached = encodings.get(value) { return .blob(cached) }
     do {
       let data = try encodeStoredJSON(value)
-      if let key { encodings.put(key, data) }
+      encodings?.put(value, data)
       return .blob(data)
     } catch {
       throw PersistenceError(
@@ -442,6 +507,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
     statement.bindValue(try encode(value), at: index)
   }
 
+  @usableFromInline
   func decode(_ data: Data) throws -> Value {
     do {
       return try decodeStoredJSON(Value.self, from: data)
@@ -464,19 +530,15 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   }
 
   /// Reads the column; nil for `NULL`. Shared values come from the fetch's cache.
-  @usableFromInline
+  @inlinable
   func read(_ statement: Statement, _ index: Int32, _ cache: LoadCache) throws -> Value? {
     if statement.isNull(at: index) { return nil }
     guard shares else { return try decode(statement.data(at: index)) }
     let bytes = statement.bytes(at: index)
-    let id = ObjectIdentifier(self)
-    let values: DecodedValues<Value>
-    if let known = cache.decoded[id] {
-      values = unsafeDowncast(known, to: DecodedValues<Value>.self)  // only this column stores here
-    } else {
-      values = DecodedValues()
-      cache.decoded[id] = values
-    }
+    // Only this column stores under its identity.
+    let values = unsafeDowncast(
+      cache.values(for: ObjectIdentifier(self)) { DecodedValues<Value>() },
+      to: DecodedValues<Value>.self)
     let hash = DecodedValues<Value>.hash(bytes)
     if let hit = values.value(for: bytes, hash: hash) { return hit }
     let value = try decode(Data(bytes))
@@ -485,7 +547,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   }
 
   /// The snapshot of a value: the value itself when it is `Equatable`, else its encoding.
-  @usableFromInline
+  @inlinable
   func snapshot(_ value: Value?) throws -> CodableSnapshot<Value> {
     if isEquatable { return .value(value) }
     return .encoded(try encode(value))
@@ -514,23 +576,53 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   }
 }
 
-/// A small bounded map from values to their encodings.
-final class EncodingCache: Sendable {
+/// Finds and remembers the encodings of equal values of one `.codable` column: made where the
+/// value type is known to be `Hashable`, so that its closures are specialized for it (no
+/// `AnyHashable` boxing or dynamic equality per row).
+@usableFromInline
+struct EncodingMemo<Value>: Sendable {
+  @usableFromInline let get: @Sendable (Value) -> Data?
+  @usableFromInline let put: @Sendable (Value, Data) -> Void
+
+  @inlinable
+  init(get: @escaping @Sendable (Value) -> Data?, put: @escaping @Sendable (Value, Data) -> Void) {
+    self.get = get
+    self.put = put
+  }
+}
+
+/// A bounded map from values to their encodings, behind a mutex (a schema, and so its columns,
+/// is shared by every context).
+@usableFromInline
+final class EncodingCache<Value: Hashable & SendableMetatype>: Sendable {
   /// The keys are values of a type declared immutable (`sharesEqualValues`); they are only
   /// reached inside the mutex.
-  private struct Entries: @unchecked Sendable {
-    var map: [AnyHashable: Data] = [:]
+  @usableFromInline
+  struct Entries: @unchecked Sendable {
+    @usableFromInline var map: [Value: Data] = [:]
+    @inlinable init() {}
   }
-  private let entries = Mutex(Entries())
-  static let limit = 65_536
+  @usableFromInline let entries = Mutex(Entries())
+  /// Past this many values the map starts again (memory stays bounded).
+  @usableFromInline static var limit: Int { 65_536 }
 
-  func get(_ key: AnyHashable) -> Data? { entries.withLock { $0.map[key] } }
+  @inlinable init() {}
 
-  func put(_ key: AnyHashable, _ data: Data) {
+  @inlinable
+  func get(_ value: Value) -> Data? { entries.withLock { $0.map[value] } }
+
+  @inlinable
+  func put(_ value: Value, _ data: Data) {
     entries.withLock { entries in
       if entries.map.count >= Self.limit { entries.map.removeAll(keepingCapacity: true) }
-      entries.map[key] = data
+      entries.map[value] = data
     }
+  }
+
+  /// The memo a column uses, its closures specialized where `Value` is known.
+  @inlinable
+  var memo: EncodingMemo<Value> {
+    EncodingMemo(get: { self.get($0) }, put: { self.put($0, $1) })
   }
 }
 
