@@ -23,7 +23,7 @@ protocol EntityOperations: AnyObject {
   /// Puts the snapshot's values back into the model.
   func restore(_ registration: ModelContext.Registration)
   /// Deinitializes a snapshot's values (its memory belongs to the registration).
-  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer, of model: AnyObject)
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer)
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
@@ -68,6 +68,9 @@ final class EntityStatements: Sendable {
   }
 }
 
+/// Deinitializes one snapshot slot (see `ModelAttribute.destroySlot`).
+typealias SlotDestroyer = @Sendable (UnsafeMutableRawPointer) -> Void
+
 /// The operations on one model type, and the layout of its snapshots: one slot per attribute,
 /// each holding a value of the attribute's own type, in the tail of the model's registration.
 final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
@@ -81,8 +84,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let accesses: [AttributeAccess]
   /// Each attribute's slot offset in a snapshot.
   let offsets: [Int]
-  /// The attributes whose slots need deinitializing (not plain data), in order.
-  let nontrivialSlots: [Int]
+  /// The slots that need deinitializing (not plain data), in order: the attribute's index,
+  /// its slot's offset, and how to deinitialize it.
+  let nontrivialSlots: [(index: Int, offset: Int, destroy: SlotDestroyer)]
   let snapshotSize: Int
   let snapshotAlignment: Int
 
@@ -98,7 +102,6 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
     accesses = schema.attributes.map(\.access)
-    nontrivialSlots = schema.attributes.indices.filter { !schema.attributes[$0].slotIsTrivial }
     var offsets: [Int] = []
     var size = 0
     var alignment = 1
@@ -110,6 +113,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       alignment = max(alignment, slotAlignment)
     }
     self.offsets = offsets
+    nontrivialSlots = schema.attributes.indices.compactMap { index in
+      schema.attributes[index].destroySlot.map { (index, offsets[index], $0) }
+    }
     snapshotSize = max(size, 1)
     snapshotAlignment = alignment
   }
@@ -150,7 +156,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
         done += 1
       }
     } catch {
-      destroy(snapshot, registration.model, initialized: done)
+      destroy(snapshot, initialized: done)
       throw error
     }
     registration.hasSnapshot = true
@@ -174,17 +180,13 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     }
   }
 
-  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer, of model: AnyObject) {
-    destroy(snapshot, model, initialized: accesses.count)
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer) {
+    destroy(snapshot, initialized: accesses.count)
   }
 
   /// Deinitializes the first `count` slots of a snapshot.
-  private func destroy(
-    _ snapshot: UnsafeMutableRawPointer, _ model: AnyObject, initialized count: Int
-  ) {
-    for index in nontrivialSlots where index < count {
-      _ = try? accesses[index](model, .destroy(snapshot + offsets[index]))
-    }
+  private func destroy(_ snapshot: UnsafeMutableRawPointer, initialized count: Int) {
+    for slot in nontrivialSlots where slot.index < count { slot.destroy(snapshot + slot.offset) }
   }
 
   func bind(_ model: AnyObject, attribute: Int, to statement: Statement, at index: Int32) throws {

@@ -93,7 +93,7 @@ public final class ModelContext {
     var snapshot: UnsafeMutableRawPointer? { header.hasSnapshot ? snapshotStorage : nil }
 
     deinit {
-      if header.hasSnapshot { header.entity.destroySnapshot(snapshotStorage, of: header.model) }
+      if header.hasSnapshot { header.entity.destroySnapshot(snapshotStorage) }
     }
   }
 

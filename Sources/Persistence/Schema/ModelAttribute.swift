@@ -29,8 +29,10 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
   @usableFromInline let slotSize: Int
   @usableFromInline let slotAlignment: Int
-  /// Whether the slot's type is plain data, which needs no deinitialization.
-  @usableFromInline let slotIsTrivial: Bool
+  /// Deinitializes a slot holding a value; nil when the slot's type is plain data, which
+  /// needs none. A closure of its own, specialized for the slot's type, so that releasing a
+  /// snapshot calls nothing else.
+  @usableFromInline let destroySlot: (@Sendable (UnsafeMutableRawPointer) -> Void)?
 
   /// Every access to the model's property, in one closure: one closure capturing the literal
   /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
@@ -48,11 +50,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     ((try? access(nil, .keyPath)) as? AnyKeyPath) ?? \Model.self
   }
 
+  /// An attribute whose snapshot slot holds a `Slot`.
   @inlinable
-  init(
+  init<Slot>(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
-    isCodable: Bool, valueTypeName: String, slotSize: Int, slotAlignment: Int,
-    slotIsTrivial: Bool, access: @escaping AttributeAccess
+    isCodable: Bool, valueTypeName: String, slot: Slot.Type, access: @escaping AttributeAccess
   ) {
     self.name = name
     self.options = options
@@ -60,9 +62,15 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.isOptional = isOptional
     self.isCodable = isCodable
     self.valueTypeName = valueTypeName
-    self.slotSize = slotSize
-    self.slotAlignment = slotAlignment
-    self.slotIsTrivial = slotIsTrivial
+    self.slotSize = MemoryLayout<Slot>.size
+    self.slotAlignment = MemoryLayout<Slot>.alignment
+    if _isPOD(Slot.self) {
+      self.destroySlot = nil
+    } else {
+      self.destroySlot = { slot in
+        _ = slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
+      }
+    }
     self.access = access
   }
 
@@ -109,8 +117,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       return ModelAttribute(
         name: name, options: options, storageType: Value.storageType,
         isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-        slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
-        slotIsTrivial: _isPOD(Value.self)
+        slot: Value.self
       ) { object, operation in
         guard let object else { return keyPath as AnyKeyPath }
         let model = unsafeDowncast(object, to: Model.self)
@@ -126,8 +133,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: options, storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-      slotSize: MemoryLayout<Value>.size, slotAlignment: MemoryLayout<Value>.alignment,
-      slotIsTrivial: _isPOD(Value.self)
+      slot: Value.self
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try access(unsafeDowncast(object, to: Model.self), keyPath, operation)
@@ -154,7 +160,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: keyPath]
     case .restore(let slot):
       model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
-    case .destroy(let slot): slot.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
     case .keyPath: return keyPath as AnyKeyPath
     }
     return ()
@@ -246,8 +251,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       nonisolated(unsafe) let storage = storage
       return ModelAttribute(
         name: name, options: options, storageType: .blob, isOptional: isOptional,
-        isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-        slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
+        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
       ) { object, operation in
         guard let object else { return keyPath as AnyKeyPath }
         let model = unsafeDowncast(object, to: Model.self)
@@ -262,8 +266,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: isOptional,
-      isCodable: true, valueTypeName: "\(Value.self)", slotSize: MemoryLayout<Slot>.size,
-      slotAlignment: MemoryLayout<Slot>.alignment, slotIsTrivial: _isPOD(Slot.self)
+      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try codableAccess(
@@ -296,7 +299,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       // A non-optional property keeps its value when the snapshot cannot be restored.
       model[keyPath: keyPath] = try wrap(
         coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee))
-    case .destroy(let slot): slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
     case .keyPath: return keyPath as AnyKeyPath
     }
     return ()
@@ -325,8 +327,6 @@ enum AttributeOperation {
   case matches(UnsafeMutableRawPointer)
   /// Set the property back to the value in an initialized slot.
   case restore(UnsafeMutableRawPointer)
-  /// Deinitialize an initialized slot.
-  case destroy(UnsafeMutableRawPointer)
   /// Answer the key path (asked with no model).
   case keyPath
 }
