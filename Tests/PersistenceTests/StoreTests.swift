@@ -312,6 +312,44 @@ struct StoreTests {
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 2)
   }
 
+  @Test("rows a fetch registers unindexed are found by key afterwards, by every path")
+  func unindexedRowsAfterFirstFetch() throws {
+    let container = try ModelContainer(for: Note.self)
+    let writer = ModelContext(container)
+    for key in ["a", "b", "c", "d"] { writer.insert(Note(key: key, text: key, group: "g")) }
+    try writer.save()
+
+    // Each of these starts from an empty context, so its first fetch appends unindexed.
+    let context = ModelContext(container)
+    let notes = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    let identifier = try #require(context.persistentIdentifier(for: notes[2]))
+    let registered: Note? = context.registeredModel(for: identifier)
+    #expect(registered === notes[2])
+    notes[0].text = "edited"
+    let again = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    #expect(zip(notes, again).allSatisfy { $0 === $1 } && again[0].text == "edited")
+
+    let sectioned = ModelContext(container)
+    let sections = try sectioned.fetch(FetchDescriptor<Note>(), sectionBy: \.group)
+    let first = try #require(sections.first?.elements.first)
+    #expect(try sectioned.fetch(FetchDescriptor<Note>()).contains { $0 === first })
+
+    let deleting = ModelContext(container)
+    let loaded = try deleting.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    try deleting.delete(model: Note.self, where: #Predicate { $0.key >= "c" })
+    #expect(deleting.hasChanges)
+    try deleting.save()
+    // The registered models of deleted rows were marked, not left behind.
+    #expect(deleting.persistentIdentifier(for: loaded[3]) == nil)
+    #expect(deleting.persistentIdentifier(for: loaded[2]) == nil)
+    #expect(deleting.persistentIdentifier(for: loaded[0]) != nil)
+    #expect(try deleting.fetch(FetchDescriptor<Note>()).count == 2)
+
+    try context.save()
+    #expect(
+      try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.text) == ["edited", "b"])
+  }
+
   @Test("snapshots: each attribute type's change is seen alone, and rollback restores it")
   func snapshotsEveryAttributeType() throws {
     let container = try ModelContainer(for: Sample.self)

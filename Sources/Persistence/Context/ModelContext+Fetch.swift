@@ -227,10 +227,12 @@ extension ModelContext {
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()
     let table = rowTable(entity.name)
+    // Into an empty table every row is new (a query returns each row once).
+    let allNew = table.isEmpty
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
       let registration = try materializeRow(
-        statement, entity: entity, cache: cache, table: table)
+        statement, entity: entity, cache: cache, table: table, allNew: allNew)
       if registration.isDeleted { continue }
       body(unsafeDowncast(registration.model, to: Model.self))
     }
@@ -247,15 +249,17 @@ extension ModelContext {
 
   /// The registration of the current row's model (primary key, then every attribute): the
   /// registered one, refreshed unless it has changes, or a new one. Not generic, so that no
-  /// generic metadata is looked up per row.
+  /// generic metadata is looked up per row. `allNew` tells that the table was empty when the
+  /// query started: rows are then appended without a lookup (see `RowTable`).
   ///
-  /// Cost: one lookup by key; a new row adds one map entry and two allocations (the model and
-  /// its registration, which holds the snapshot).
+  /// Cost: one lookup by key (none when `allNew`); a new row adds one table entry and two
+  /// allocations (the model and its registration, which holds the snapshot).
   func materializeRow(
-    _ statement: Statement, entity: any EntityOperations, cache: LoadCache, table: RowTable
+    _ statement: Statement, entity: any EntityOperations, cache: LoadCache, table: RowTable,
+    allNew: Bool = false
   ) throws -> Registration {
     let primaryKey = statement.int64(at: 0)
-    if let registration = table.rows[primaryKey] {
+    if !allNew, let registration = table[primaryKey] {
       if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
         try entity.load(
           registration.model, isNew: false, into: registration, from: statement,
@@ -271,7 +275,11 @@ extension ModelContext {
     registration.primaryKey = primaryKey
     registration.isFresh = true
     index(registration)
-    table.rows[primaryKey] = registration
+    if allNew {
+      table.appendUnindexed(registration)
+    } else {
+      table[primaryKey] = registration
+    }
     return registration
   }
 

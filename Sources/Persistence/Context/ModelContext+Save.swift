@@ -112,12 +112,12 @@ extension ModelContext {
     pendingInserts.removeAll()
     for (registration, key, changed) in applied.inserted {
       let table = rowTable(registration.entity.name)
-      if let previous = table.rows[key], previous !== registration {
+      if let previous = table[key], previous !== registration {
         unregister(previous)
       }
       registration.primaryKey = key
       try registration.entity.recordSnapshot(registration)
-      table.rows[key] = registration
+      table[key] = registration
       if let changed {
         if !changed.isEmpty {
           changes[registration.entity.name, default: .init()].updated[key] = Set(

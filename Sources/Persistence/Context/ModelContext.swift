@@ -98,8 +98,58 @@ public final class ModelContext {
   }
 
   /// The registered rows of one entity, by primary key.
+  ///
+  /// A fetch into an empty table cannot meet a registered row, so it appends its rows
+  /// unindexed; the map by key is built from them on the first lookup, O(rows) once. A context
+  /// that fetches once and is released never builds it (for 1M rows, about 32 MB and a
+  /// hashed insert per row saved).
   final class RowTable {
-    var rows: [Int64: Registration] = [:]
+    private var indexed: [Int64: Registration] = [:]
+    /// Registrations with a key, not yet in `indexed` (no key is in both).
+    private var unindexed: [Registration] = []
+
+    /// Whether no row is registered.
+    var isEmpty: Bool { indexed.isEmpty && unindexed.isEmpty }
+    /// How many rows are registered.
+    var count: Int { indexed.count + unindexed.count }
+    /// Every registration, in no particular order.
+    var registrations: Registrations {
+      Registrations(indexed: indexed.values.makeIterator(), unindexed: unindexed.makeIterator())
+    }
+
+    /// The indexed registrations, then the unindexed ones.
+    struct Registrations: Sequence, IteratorProtocol {
+      var indexed: Dictionary<Int64, Registration>.Values.Iterator
+      var unindexed: IndexingIterator<[Registration]>
+      mutating func next() -> Registration? { indexed.next() ?? unindexed.next() }
+    }
+
+    /// The registration of the row `key`; setting nil removes it. O(1) after the first lookup
+    /// that follows unindexed appends.
+    subscript(key: Int64) -> Registration? {
+      get {
+        indexPending()
+        return indexed[key]
+      }
+      set {
+        indexPending()
+        indexed[key] = newValue
+      }
+    }
+
+    /// Registers a row the caller knows is not registered (see the type's docs).
+    func appendUnindexed(_ registration: Registration) {
+      unindexed.append(registration)
+    }
+
+    private func indexPending() {
+      guard !unindexed.isEmpty else { return }
+      indexed.reserveCapacity(indexed.count + unindexed.count)
+      for registration in unindexed {
+        if let key = registration.primaryKey { indexed[key] = registration }
+      }
+      unindexed = []
+    }
   }
 
   /// Every saved registered model is in its entity's row table; unsaved ones are in
@@ -178,7 +228,7 @@ public final class ModelContext {
   ) throws {
     let entity = try entity(for: Model.self)
     for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
-      if let registration = rowTable(entity.name).rows[key] {
+      if let registration = rowTable(entity.name)[key] {
         registration.isDeleted = true
       } else {
         pendingRowDeletes[entity.name, default: []].insert(key)
@@ -255,7 +305,7 @@ public final class ModelContext {
   public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
     -> Model?
   {
-    rowTables[identifier.entityName]?.rows[identifier.primaryKey]?.model as? Model
+    rowTables[identifier.entityName]?[identifier.primaryKey]?.model as? Model
   }
 
   /// The registered rows of `entity` (made on first use).
@@ -290,19 +340,19 @@ public final class ModelContext {
 
   /// How many models are registered, saved or not.
   var registeredCount: Int {
-    pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.rows.count }
+    pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.count }
   }
 
   /// Every registration of a saved row (in the row tables), the deleted ones included.
   var savedRegistrations: some Sequence<Registration> {
-    rowTables.values.lazy.flatMap { $0.rows.values }
+    rowTables.values.lazy.flatMap { $0.registrations }
   }
 
   func unregister(_ registration: Registration) {
     objectIndex?[ObjectIdentifier(registration.model)] = nil
     if let key = registration.primaryKey {
       let table = rowTable(registration.entity.name)
-      if table.rows[key] === registration { table.rows[key] = nil }
+      if table[key] === registration { table[key] = nil }
     } else {
       pendingInserts.removeAll { $0 === registration }
     }
