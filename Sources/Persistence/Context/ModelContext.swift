@@ -20,9 +20,10 @@ import Foundation
 ///
 /// ## Costs
 /// `insert` and `delete` are O(1); the first call that looks a model up after a fetch indexes
-/// the registered models once, O(registered) (fetches register rows by key only). Fetching
-/// costs, per row, one lookup by key, the load, and for a new row one allocation for the model's
-/// snapshot. ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
+/// the registered models once, O(registered) (fetches register rows by key only, and a fetch
+/// into a context with no rows of that model not even by key until a lookup needs it). Fetching
+/// costs, per row, one lookup by key (none into an empty context), the load, and for a new row
+/// the model and one allocation for its registration, which holds its snapshot. ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
 /// O(registered models × attributes), plus the SQL for what changed.
 public final class ModelContext {
   /// The container whose store this context reads and writes.
