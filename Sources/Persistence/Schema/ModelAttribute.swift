@@ -98,8 +98,10 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ///   - storage: Optionally, the `@Observable` macro's backing storage of the property
   ///     (`\._name` for `name`, reachable from inside the model's declaration). Rows then load
   ///     into new instances through it, skipping the observation registrar, which nobody can
-  ///     have subscribed to yet (about 600 instructions per attribute and row). Everything
-  ///     else, refreshing a registered instance included, goes through `keyPath`.
+  ///     have subscribed to yet (about 600 instructions per attribute and row). Saves and
+  ///     change checks read through it too (no observation access is recorded, so a save
+  ///     inside an observation-tracking block does not depend on every attribute). Every
+  ///     write to a model others may observe, a refresh included, goes through `keyPath`.
   @inlinable @inline(__always)
   public static func attribute<Value: PersistableValue>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
@@ -127,7 +129,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
           slot?.store(value)
           return ()
         }
-        return try access(model, keyPath, operation)
+        return try access(model, keyPath, reading: storage, operation)
       }
     }
     return ModelAttribute(
@@ -136,15 +138,19 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       slot: Value.self
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
-      return try access(unsafeDowncast(object, to: Model.self), keyPath, operation)
+      return try access(
+        unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, operation)
     }
   }
 
-  /// Every operation on a native attribute through its key path.
+  /// Every operation on a native attribute: writes through `keyPath` (observers are told),
+  /// reads for saving and comparing through `read` (the backing storage when there is one: no
+  /// observation bookkeeping, and a save inside an observation-tracking block does not make it
+  /// depend on every attribute).
   @inlinable @inline(__always)
   static func access<Value: PersistableValue>(
     _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Value>,
-    _ operation: AttributeOperation
+    reading read: ReferenceWritableKeyPath<Model, Value>, _ operation: AttributeOperation
   ) throws -> Any {
     switch operation {
     case .load(let statement, let index, _, let slot, _):
@@ -152,12 +158,12 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       model[keyPath: keyPath] = value
       slot?.store(value)
     case .bind(let statement, let index):
-      try model[keyPath: keyPath].bind(to: statement, at: index)
-    case .value: return model[keyPath: keyPath].sqlValue
+      try model[keyPath: read].bind(to: statement, at: index)
+    case .value: return model[keyPath: read].sqlValue
     case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
-    case .record(let slot): slot.store(model[keyPath: keyPath])
+    case .record(let slot): slot.store(model[keyPath: read])
     case .matches(let slot):
-      return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: keyPath]
+      return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: read]
     case .restore(let slot):
       model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
     case .keyPath: return keyPath as AnyKeyPath
@@ -261,7 +267,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
           if let slot { slot.store(try coder.snapshot(unwrap(value))) }
           return ()
         }
-        return try codableAccess(model, keyPath, coder, wrap, unwrap, operation)
+        return try codableAccess(model, keyPath, reading: storage, coder, wrap, unwrap, operation)
       }
     }
     return ModelAttribute(
@@ -270,15 +276,18 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     ) { object, operation in
       guard let object else { return keyPath as AnyKeyPath }
       return try codableAccess(
-        unsafeDowncast(object, to: Model.self), keyPath, coder, wrap, unwrap, operation)
+        unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, coder, wrap, unwrap,
+        operation)
     }
   }
 
-  /// Every operation on a `.codable` attribute through its key path.
+  /// Every operation on a `.codable` attribute: writes through `keyPath`, reads for saving and
+  /// comparing through `read` (as for native attributes).
   @inlinable @inline(__always)
   static func codableAccess<Value: Codable & SendableMetatype, Stored>(
     _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Stored>,
-    _ coder: CodableColumn<Value>, _ wrap: (Value?) throws -> Stored,
+    reading read: ReferenceWritableKeyPath<Model, Stored>, _ coder: CodableColumn<Value>,
+    _ wrap: (Value?) throws -> Stored,
     _ unwrap: (Stored) -> Value?, _ operation: AttributeOperation
   ) throws -> Any {
     typealias Slot = CodableSnapshot<Value>
@@ -288,13 +297,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       model[keyPath: keyPath] = value
       if let slot { slot.store(try coder.snapshot(unwrap(value))) }
     case .bind(let statement, let index):
-      try coder.bind(unwrap(model[keyPath: keyPath]), statement, index)
-    case .value: return try coder.encode(unwrap(model[keyPath: keyPath]))
+      try coder.bind(unwrap(model[keyPath: read]), statement, index)
+    case .value: return try coder.encode(unwrap(model[keyPath: read]))
     case .assign(let value): model[keyPath: keyPath] = try wrap(coder.decode(value))
-    case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: keyPath])))
+    case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: read])))
     case .matches(let slot):
       return coder.matches(
-        unwrap(model[keyPath: keyPath]), slot.assumingMemoryBound(to: Slot.self).pointee)
+        unwrap(model[keyPath: read]), slot.assumingMemoryBound(to: Slot.self).pointee)
     case .restore(let slot):
       // A non-optional property keeps its value when the snapshot cannot be restored.
       model[keyPath: keyPath] = try wrap(

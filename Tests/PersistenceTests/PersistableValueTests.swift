@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+
+@testable import Persistence
+
+@Suite("Stored text is NFC")
+struct PersistableValueTests {
+  @Test("every scalar below U+0300 is NFC alone and after a letter, as Foundation says")
+  func scalarsBelowCombiningMarks() {
+    for value in 0..<0x300 {
+      let scalar = Unicode.Scalar(UInt32(value))!
+      #expect(scalar.properties.canonicalCombiningClass == .notReordered)
+      for text in [String(Character(scalar)), "A\(scalar)", "e\(scalar)", "\(scalar)a"] {
+        #expect(below(text))
+        #expect(
+          text.precomposedStringWithCanonicalMapping.unicodeScalars.elementsEqual(
+            text.unicodeScalars), "U+\(String(value, radix: 16))")
+        #expect(text.nfc.unicodeScalars.elementsEqual(text.unicodeScalars))
+      }
+    }
+  }
+
+  @Test("text with scalars from U+0300 up is normalized")
+  func normalizedAboveCombiningMarks() {
+    let cases = [
+      ("e\u{301}", "\u{E9}"), ("Zu\u{308}rich", "Z\u{FC}rich"), ("\u{212B}", "\u{C5}"),
+      ("Ω", "Ω"), ("\u{1100}\u{1161}", "\u{AC00}"), ("東京", "東京"),
+    ]
+    for (input, expected) in cases {
+      #expect(!below(input))
+      #expect(input.nfc.unicodeScalars.elementsEqual(expected.unicodeScalars), "\(input)")
+    }
+    #expect("".nfc == "" && "Köneürgenç".nfc.utf8.elementsEqual("Köneürgenç".utf8))
+  }
+
+  private func below(_ text: String) -> Bool {
+    var copy = text
+    return copy.withUTF8(String.isBelowCombiningMarks)
+  }
+}
