@@ -395,6 +395,27 @@ struct StoreTests {
     #expect(try ModelContext(container).fetch(FetchDescriptor<Sample>()).first?.note == "changed")
   }
 
+  @Test("a save inside observation tracking depends only on attributes without storage")
+  func saveReadsThroughStorage() throws {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let sample = Sample()
+    context.insert(sample)
+    let changes = Mutex(0)
+    withObservationTracking {
+      _ = try? context.save()
+    } onChange: {
+      changes.withLock { $0 += 1 }
+    }
+    // `name`, `note` and `place` declare their backing storage: the save read them there.
+    sample.name = "renamed"
+    sample.note = "noted"
+    sample.place = PlaceToken(raw: "geonames:1")
+    #expect(changes.withLock { $0 } == 0)
+    // `count` declares none: the save read it through its getter, which tracking saw.
+    sample.count = 2
+    #expect(changes.withLock { $0 } == 1)
+  }
+
   @Test("round-trips a .codable class, and reads data written by an older version of the type")
   func codableRoundTrip() throws {
     let directory = TemporaryDirectory()
