@@ -38,3 +38,34 @@ struct PersistableValueTests {
     return copy.withUTF8(String.isBelowCombiningMarks)
   }
 }
+
+@Suite("Decoded values shared by a fetch")
+struct DecodedValuesTests {
+  @Test("finds each value by its bytes, through growth, equal hashes and empty keys")
+  func lookups() {
+    let table = DecodedValues<String>()
+    let keys = (0..<1000).map { "{\"rawValue\":\"geonames:\($0)\"}" } + [""]
+    func find(_ key: String, hash: UInt64? = nil) -> String? {
+      Array(key.utf8).withUnsafeBytes {
+        table.value(for: $0, hash: hash ?? DecodedValues<String>.hash($0))
+      }
+    }
+    for (index, key) in keys.enumerated() {
+      #expect(find(key) == nil)
+      Array(key.utf8).withUnsafeBytes {
+        // Every third key shares one hash, so probing must compare bytes.
+        table.insert(
+          "v\(index)", for: $0, hash: index % 3 == 0 ? 7 : DecodedValues<String>.hash($0))
+      }
+    }
+    for (index, key) in keys.enumerated() {
+      #expect(find(key, hash: index % 3 == 0 ? 7 : nil) == "v\(index)")
+    }
+    #expect(find("{\"rawValue\":\"geonames:1000\"}") == nil)
+    #expect(find("{\"rawValue\":\"geonames:1\"}", hash: 7) == nil)
+    // Equal bytes hash alike; different lengths and tails differ.
+    let hashes = Set(
+      keys.map { key in Array(key.utf8).withUnsafeBytes(DecodedValues<String>.hash) })
+    #expect(hashes.count == keys.count)
+  }
+}

@@ -322,6 +322,7 @@ struct StoreTests {
     // Each of these starts from an empty context, so its first fetch appends unindexed.
     let context = ModelContext(container)
     let notes = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    #expect(context.rowTable("notes").count == 4 && context.rowTable("notes").indexedCount == 0)
     let identifier = try #require(context.persistentIdentifier(for: notes[2]))
     let registered: Note? = context.registeredModel(for: identifier)
     #expect(registered === notes[2])

@@ -113,6 +113,8 @@ public final class ModelContext {
     var isEmpty: Bool { indexed.isEmpty && unindexed.isEmpty }
     /// How many rows are registered.
     var count: Int { indexed.count + unindexed.count }
+    /// How many rows are in the map by key (the rest wait for a lookup).
+    var indexedCount: Int { indexed.count }
     /// Every registration, in no particular order.
     var registrations: Registrations {
       Registrations(indexed: indexed.values.makeIterator(), unindexed: unindexed.makeIterator())

@@ -416,55 +416,93 @@ public final class LoadCache {
   }
 }
 
-/// The values one `.codable` column decoded during a fetch, by stored bytes: chained by an
-/// FNV-1a hash of the bytes, so that a hit costs a hash, one lookup and one `memcmp`, with no
-/// allocation. Inlinable, so that it is specialized for the value type where a schema is
-/// declared (no generic metadata lookups per row).
+/// The values one `.codable` column decoded during a fetch, by stored bytes: an
+/// open-addressing table of (hash, entry) pairs over flat arrays of bytes and values, so that
+/// a hit costs a hash of the bytes, about one probe, one `memcmp` and no allocation, and
+/// touches no object but the value it returns. Inlinable, so that it is specialized for the
+/// value type where a schema is declared (no generic metadata lookups per row).
+///
+/// Cost: O(bytes) per lookup; O(values) memory for the fetch's lifetime.
 @usableFromInline
 final class DecodedValues<Value> {
-  @usableFromInline
-  final class Entry {
-    @usableFromInline let bytes: [UInt8]
-    @usableFromInline let value: Value
-    @usableFromInline let next: Entry?
-    @inlinable
-    init(bytes: [UInt8], value: Value, next: Entry?) {
-      self.bytes = bytes
-      self.value = value
-      self.next = next
-    }
-  }
-  @usableFromInline var entries: [UInt64: Entry] = [:]
+  /// Hash and entry index per slot (`-1`: empty); the count is a power of two, at most half
+  /// full.
+  @usableFromInline var slots: [(hash: UInt64, entry: Int32)]
+  /// Each entry's bytes are `bytes[ends[entry - 1] ..< ends[entry]]` (from 0 for the first).
+  @usableFromInline var ends: [Int] = []
+  @usableFromInline var bytes: [UInt8] = []
+  @usableFromInline var values: [Value] = []
 
   @inlinable
-  init() {}
+  init() {
+    slots = Array(repeating: (0, -1), count: 64)
+  }
 
+  /// A 64-bit hash of the bytes, eight at a time.
   @inlinable
   static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    return hash
-  }
-
-  @inlinable
-  func value(for bytes: UnsafeRawBufferPointer, hash: UInt64) -> Value? {
-    var entry = entries[hash]
-    while let current = entry {
-      if current.bytes.count == bytes.count
-        && current.bytes.withUnsafeBytes({ stored in
-          stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0
-        })
-      {
-        return current.value
-      }
-      entry = current.next
+    var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+    var offset = 0
+    while offset + 8 <= bytes.count {
+      let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+      hash = (hash ^ word) &* 0xBF58_476D_1CE4_E5B9
+      hash ^= hash >> 31
+      offset += 8
     }
-    return nil
+    var tail: UInt64 = 0
+    while offset < bytes.count {
+      tail = tail << 8 | UInt64(bytes[offset])
+      offset += 1
+    }
+    hash = (hash ^ tail) &* 0x94D0_49BB_1331_11EB
+    return hash ^ (hash >> 29)
   }
 
   @inlinable
-  func insert(_ value: Value, for bytes: UnsafeRawBufferPointer, hash: UInt64) {
-    entries[hash] = Entry(bytes: Array(bytes), value: value, next: entries[hash])
+  func value(for key: UnsafeRawBufferPointer, hash: UInt64) -> Value? {
+    let mask = slots.count - 1
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    while true {
+      let (slotHash, entry) = slots[slot]
+      if entry < 0 { return nil }
+      if slotHash == hash && matches(Int(entry), key) { return values[Int(entry)] }
+      slot = (slot + 1) & mask
+    }
+  }
+
+  @inlinable
+  func matches(_ entry: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+    let start = entry == 0 ? 0 : ends[entry - 1]
+    guard ends[entry] - start == key.count else { return false }
+    if key.isEmpty { return true }
+    return bytes.withUnsafeBufferPointer { stored in
+      memcmp(stored.baseAddress! + start, key.baseAddress!, key.count) == 0
+    }
+  }
+
+  @inlinable
+  func insert(_ value: Value, for key: UnsafeRawBufferPointer, hash: UInt64) {
+    if (values.count + 1) * 2 > slots.count { grow() }
+    let entry = Int32(values.count)
+    bytes.append(contentsOf: key)
+    ends.append(bytes.count)
+    values.append(value)
+    place(hash, entry)
+  }
+
+  @inlinable
+  func place(_ hash: UInt64, _ entry: Int32) {
+    let mask = slots.count - 1
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    while slots[slot].entry >= 0 { slot = (slot + 1) & mask }
+    slots[slot] = (hash, entry)
+  }
+
+  @inlinable
+  func grow() {
+    let old = slots
+    slots = Array(repeating: (0, -1), count: old.count * 2)
+    for (hash, entry) in old where entry >= 0 { place(hash, entry) }
   }
 }
 
