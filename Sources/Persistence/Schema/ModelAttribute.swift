@@ -125,8 +125,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, _, let slot, true) = operation {
           let value = try Value.read(from: statement, at: index)
-          model[keyPath: storage] = value
-          slot?.store(value)
+          slot?.store(copy value)
+          model[keyPath: storage] = consume value
           return ()
         }
         return try access(model, keyPath, reading: storage, operation)
@@ -263,8 +263,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, let cache, let slot, true) = operation {
           let value = try wrap(coder.read(statement, index, cache))
-          model[keyPath: storage] = value
           if let slot { slot.store(try coder.snapshot(unwrap(value))) }
+          model[keyPath: storage] = consume value
           return ()
         }
         return try codableAccess(model, keyPath, reading: storage, coder, wrap, unwrap, operation)
@@ -352,9 +352,10 @@ struct SnapshotSlot {
     self.isInitialized = isInitialized
   }
 
-  /// Puts `value` in the slot, replacing the value there if any.
+  /// Puts `value` in the slot, replacing the value there if any (taking it over: a caller's
+  /// last use moves it in, with no copy).
   @inlinable @inline(__always)
-  func store<Value>(_ value: Value) {
+  func store<Value>(_ value: consuming Value) {
     if isInitialized {
       pointer.assumingMemoryBound(to: Value.self).pointee = value
     } else {
