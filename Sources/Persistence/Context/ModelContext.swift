@@ -62,28 +62,36 @@ public final class ModelContext {
       return unsafeDowncast(buffer, to: Registration.self)
     }
 
-    var model: AnyObject { header.model }
-    var entity: any EntityOperations { header.entity }
+    // The fields are reached through the header's pointer: `header` is a stored property,
+    // whose every access the runtime would check for exclusivity (a thread-local lookup, per
+    // field, per row); a registration belongs to one context and is never accessed reentrantly.
+    var model: AnyObject { state.pointee.model }
+    var entity: any EntityOperations { state.pointee.entity }
     var primaryKey: Int64? {
-      get { header.primaryKey }
-      set { header.primaryKey = newValue }
+      get { state.pointee.primaryKey }
+      set { state.pointee.primaryKey = newValue }
     }
     var isDeleted: Bool {
-      get { header.isDeleted }
-      set { header.isDeleted = newValue }
+      get { state.pointee.isDeleted }
+      set { state.pointee.isDeleted = newValue }
     }
     var isFresh: Bool {
-      get { header.isFresh }
-      set { header.isFresh = newValue }
+      get { state.pointee.isFresh }
+      set { state.pointee.isFresh = newValue }
     }
     var hasSnapshot: Bool {
-      get { header.hasSnapshot }
-      set { header.hasSnapshot = newValue }
+      get { state.pointee.hasSnapshot }
+      set { state.pointee.hasSnapshot = newValue }
+    }
+
+    /// The header, valid as long as this object.
+    private var state: UnsafeMutablePointer<RegistrationState> {
+      withUnsafeMutablePointerToHeader { $0 }
     }
 
     /// Where the snapshot lives: in this object's tail, so valid as long as it is.
     var snapshotStorage: UnsafeMutableRawPointer {
-      let alignment = header.entity.snapshotAlignment
+      let alignment = state.pointee.entity.snapshotAlignment
       return withUnsafeMutablePointerToElements { elements in
         let raw = UnsafeMutableRawPointer(elements)
         return alignment <= 8 ? raw : raw.alignedUp(toMultipleOf: alignment)
@@ -91,10 +99,10 @@ public final class ModelContext {
     }
 
     /// The snapshot when it holds values.
-    var snapshot: UnsafeMutableRawPointer? { header.hasSnapshot ? snapshotStorage : nil }
+    var snapshot: UnsafeMutableRawPointer? { hasSnapshot ? snapshotStorage : nil }
 
     deinit {
-      if header.hasSnapshot { header.entity.destroySnapshot(snapshotStorage) }
+      if hasSnapshot { entity.destroySnapshot(snapshotStorage) }
     }
   }
 
@@ -105,9 +113,11 @@ public final class ModelContext {
   /// that fetches once and is released never builds it (for 1M rows, about 32 MB and a
   /// hashed insert per row saved).
   final class RowTable {
-    private var indexed: [Int64: Registration] = [:]
+    // Touched per fetched row, by one context (not Sendable) and never reentrantly: no
+    // dynamic exclusivity checks.
+    @exclusivity(unchecked) private var indexed: [Int64: Registration] = [:]
     /// Registrations with a key, not yet in `indexed` (no key is in both).
-    private var unindexed: [Registration] = []
+    @exclusivity(unchecked) private var unindexed: [Registration] = []
 
     /// Whether no row is registered.
     var isEmpty: Bool { indexed.isEmpty && unindexed.isEmpty }

@@ -391,13 +391,17 @@ public struct AttributeOption: Hashable, Sendable {
 }
 
 /// Per-fetch state shared by the rows of one fetch: decoded `.codable` values by stored bytes.
+///
+/// Used by one fetch on one thread and never reentered, so its properties skip the runtime's
+/// exclusivity checks (`@exclusivity(unchecked)`, as in `DecodedValues` and `RowTable`): they
+/// cost a thread-local lookup per access, per row.
 public final class LoadCache {
   /// One ``DecodedValues`` per `.codable` column, by the column's identity.
-  @usableFromInline var decoded: [ObjectIdentifier: AnyObject] = [:]
+  @usableFromInline @exclusivity(unchecked) var decoded: [ObjectIdentifier: AnyObject] = [:]
   /// The column asked last and its values: rows ask column after column, so with one
   /// `.codable` column per model every row after the first finds its values here.
-  @usableFromInline var lastColumn: ObjectIdentifier?
-  @usableFromInline var lastValues: AnyObject?
+  @usableFromInline @exclusivity(unchecked) var lastColumn: ObjectIdentifier?
+  @usableFromInline @exclusivity(unchecked) var lastValues: AnyObject?
   init() {}
 
   /// The decoded values of the column `id`, made by `make` on first use.
@@ -428,11 +432,11 @@ public final class LoadCache {
 final class DecodedValues<Value> {
   /// Hash and entry index per slot (`-1`: empty); the count is a power of two, at most half
   /// full.
-  @usableFromInline var slots: [(hash: UInt64, entry: Int32)]
+  @usableFromInline @exclusivity(unchecked) var slots: [(hash: UInt64, entry: Int32)]
   /// Each entry's bytes are `bytes[ends[entry - 1] ..< ends[entry]]` (from 0 for the first).
-  @usableFromInline var ends: [Int] = []
-  @usableFromInline var bytes: [UInt8] = []
-  @usableFromInline var values: [Value] = []
+  @usableFromInline @exclusivity(unchecked) var ends: [Int] = []
+  @usableFromInline @exclusivity(unchecked) var bytes: [UInt8] = []
+  @usableFromInline @exclusivity(unchecked) var values: [Value] = []
 
   @inlinable
   init() {
