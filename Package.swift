@@ -71,10 +71,7 @@ let package = Package(
       name: "trips-bench",
       dependencies: ["TripPlanner", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo"],
       path: "Tools/Benchmarks",
-      exclude: [
-        "results-1m.json", "results-1m.txt", "results-10k.json", "results-1m-bounds.json",
-        "results-1m-bounds.txt",
-      ],
+      exclude: ["results-1m.json", "results-1m.txt", "results-10k.json"],
       swiftSettings: swiftSettings
     ),
     .testTarget(
