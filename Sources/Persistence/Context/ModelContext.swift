@@ -23,7 +23,8 @@ import Foundation
 /// the registered models once, O(registered) (fetches register rows by key only, and a fetch
 /// into a context with no rows of that model not even by key until a lookup needs it). Fetching
 /// costs, per row, one lookup by key (none into an empty context), the load, and for a new row
-/// the model and one allocation for its registration, which holds its snapshot. ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
+/// the model and one allocation for its registration, which holds its snapshot.
+/// ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
 /// O(registered models × attributes), plus the SQL for what changed.
 public final class ModelContext {
   /// The container whose store this context reads and writes.
