@@ -545,6 +545,37 @@ struct StoreTests {
     #expect(sections.map { $0.map(\.key) } == [["5", "3"], ["6", "1", "2"], ["4"]])
   }
 
+  @Test("sections follow stored keys: nil apart from empty, unsaved key changes stay put")
+  func sectionsFollowStoredKeys() throws {
+    let container = try ModelContainer(for: Sample.self, Note.self)
+    let context = ModelContext(container)
+    for (name, note) in [("1", String?.none), ("2", ""), ("3", "a"), ("4", nil), ("5", "a")] {
+      let sample = Sample()
+      sample.name = name
+      sample.note = note
+      context.insert(sample)
+    }
+    for (key, group) in [("k1", "north"), ("k2", "north"), ("k3", "south")] {
+      context.insert(Note(key: key, text: key, group: group))
+    }
+    try context.save()
+    let reader = ModelContext(container)
+    let byNote = try reader.fetch(
+      FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]), sectionBy: \.note)
+    #expect(byNote.map(\.id) == [nil, "", "a"])
+    #expect(byNote.map { $0.map(\.name) } == [["1", "4"], ["2"], ["3", "5"]])
+
+    let notes = try reader.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    notes[0].group = "west"  // not saved
+    let sections = try reader.fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]), sectionBy: \.group)
+    #expect(sections.map(\.id) == ["north", "south"])
+    #expect(sections[0].elements.first === notes[0] && notes[0].group == "west")
+    try reader.save()
+    let saved = try reader.fetch(FetchDescriptor<Note>(), sectionBy: \.group)
+    #expect(saved.map(\.id) == ["north", "south", "west"])
+  }
+
   @Test("opens a read-only configuration and refuses to save")
   func readOnly() throws {
     let directory = TemporaryDirectory()

@@ -17,46 +17,69 @@ extension ModelContext {
   {
     try autosaveIfNeeded()
     var results: [Model] = []
-    try forEachRow(descriptor) { results.append($0) }
+    try forEachRow(descriptor) { model, _ in results.append(model) }
     return results
   }
 
   /// Fetches the models matching `descriptor` grouped into sections by the value at
   /// `sectionBy`: sections in ascending key order (code-point order), each holding its models
   /// in the descriptor's order. One query ordered by the key first, grouped in one pass.
+  ///
+  /// Sections follow the stored values, which SQLite sorted by: a model with an unsaved change
+  /// to its key stays in the section of its stored key (save first, or enable autosave, to
+  /// group by the new one).
+  ///
+  /// Cost: the query, then O(rows) with one comparison of the key's stored bytes per row.
   public func fetch<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String> & Sendable
   ) throws -> [ResultsSection<String, Model>] {
-    try sectioned(descriptor, keyPath)
+    try sectioned(descriptor, keyPath) { $0.text(at: $1) }
   }
 
   /// Fetches sections keyed by an optional string; the `nil` section comes first.
   public func fetch<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String?> & Sendable
   ) throws -> [ResultsSection<String?, Model>] {
-    try sectioned(descriptor, keyPath)
+    try sectioned(descriptor, keyPath) { $0.isNull(at: $1) ? nil : $0.text(at: $1) }
   }
 
+  /// Groups the rows by the stored bytes of the key's column (stored text is NFC, so equal
+  /// bytes are equal keys), reading a key only where a section starts.
   private func sectioned<Model: PersistentModel, Key: Hashable & Sendable>(
-    _ descriptor: FetchDescriptor<Model>, _ keyPath: KeyPath<Model, Key>
+    _ descriptor: FetchDescriptor<Model>, _ keyPath: KeyPath<Model, Key>,
+    key makeKey: (Statement, Int32) -> Key
   ) throws -> [ResultsSection<Key, Model>] {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
+      let index = entity.columnNames.firstIndex(of: attribute.name)
+    else {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
           "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
     }
+    let column = Int32(index + 1)  // after the primary key
     var sections: [ResultsSection<Key, Model>] = []
-    try forEachRow(descriptor, sectionColumn: attribute.name) { model in
-      let key = model[keyPath: keyPath]
-      if let last = sections.indices.last, sections[last].id == key {
-        sections[last].elements.append(model)
-      } else {
-        sections.append(ResultsSection(id: key, elements: [model]))
+    var current: (key: Key, bytes: [UInt8], isNull: Bool)?
+    var models: [Model] = []
+    try forEachRow(descriptor, sectionColumn: attribute.name) { model, statement in
+      let isNull = statement.isNull(at: column)
+      let bytes = statement.bytes(at: column)
+      if let known = current, known.isNull == isNull, known.bytes.count == bytes.count,
+        bytes.isEmpty
+          || known.bytes.withUnsafeBytes({
+            memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+          })
+      {
+        models.append(model)
+        return
       }
+      if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
+      current = (makeKey(statement, column), Array(bytes), isNull)
+      models = [model]
     }
+    if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
     return sections
   }
 
@@ -215,7 +238,8 @@ extension ModelContext {
   }
 
   private func forEachRow<Model: PersistentModel>(
-    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil, _ body: (Model) -> Void
+    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil,
+    _ body: (Model, Statement) -> Void
   ) throws {
     let entity = try entity(for: Model.self)
     let database = try connection()
@@ -234,7 +258,7 @@ extension ModelContext {
       let registration = try materializeRow(
         statement, entity: entity, cache: cache, table: table, allNew: allNew)
       if registration.isDeleted { continue }
-      body(unsafeDowncast(registration.model, to: Model.self))
+      body(unsafeDowncast(registration.model, to: Model.self), statement)
     }
   }
 
