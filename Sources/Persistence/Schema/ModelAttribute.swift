@@ -186,12 +186,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
   ) -> ModelAttribute {
     let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
-    return codable(
-      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: false,
-      wrap: { value in
-        guard let value else { throw coder.nullError() }
-        return value
-      }, unwrap: { $0 })
+    return required(keyPath, name, Set(options), storage: storage, coder: coder)
   }
 
   /// An optional `Codable` attribute; `nil` is stored as SQL `NULL`.
@@ -216,12 +211,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     let coder = CodableColumn<Value>(
       name: name, model: "\(Model.self)", options: Set(options),
       encodings: EncodingCache<Value>().memo)
-    return codable(
-      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: false,
-      wrap: { value in
-        guard let value else { throw coder.nullError() }
-        return value
-      }, unwrap: { $0 })
+    return required(keyPath, name, Set(options), storage: storage, coder: coder)
   }
 
   /// An optional `Codable` attribute of a `Hashable` type (see the non-optional overload).
@@ -236,6 +226,20 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return codable(
       keyPath, name, Set(options), storage: storage, coder: coder, isOptional: true,
       wrap: { $0 }, unwrap: { $0 })
+  }
+
+  /// A non-optional `.codable` attribute: `NULL` in its column is an error.
+  @inlinable @inline(__always)
+  static func required<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String, _ options: Set<Option>,
+    storage: ReferenceWritableKeyPath<Model, Value>?, coder: CodableColumn<Value>
+  ) -> ModelAttribute {
+    codable(
+      keyPath, name, options, storage: storage, coder: coder, isOptional: false,
+      wrap: { value in
+        guard let value else { throw coder.nullError() }
+        return value
+      }, unwrap: { $0 })
   }
 
   /// A `.codable` attribute whose property holds `Stored` (the value, or its optional):
