@@ -576,6 +576,23 @@ struct StoreTests {
     #expect(saved.map(\.id) == ["north", "south", "west"])
   }
 
+  @Test("sections over keys an outside writer stored with other types group by their text")
+  func sectionsOverForeignTypes() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    let container = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let context = ModelContext(container)
+    for key in ["a", "b", "c", "d"] { context.insert(Note(key: key, text: key, group: "north")) }
+    try context.save()
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("UPDATE notes SET grp = 4200000 WHERE key IN ('a', 'b')")
+    try outside.execute("UPDATE notes SET grp = 2.5 WHERE key = 'c'")
+    let sections = try ModelContext(container).fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]), sectionBy: \.group)
+    #expect(sections.map(\.id) == ["2.5", "4200000", "north"])
+    #expect(sections.map { $0.map(\.key) } == [["c"], ["a", "b"], ["d"]])
+  }
+
   @Test("opens a read-only configuration and refuses to save")
   func readOnly() throws {
     let directory = TemporaryDirectory()

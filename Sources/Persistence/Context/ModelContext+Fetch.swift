@@ -76,7 +76,10 @@ extension ModelContext {
         return
       }
       if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
-      current = (makeKey(statement, column), Array(bytes), isNull)
+      // Copied before the key is read: reading it as text may convert a value an outside
+      // writer stored with another type, which frees the bytes.
+      let stored = Array(bytes)
+      current = (makeKey(statement, column), stored, isNull)
       models = [model]
     }
     if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
@@ -264,10 +267,10 @@ extension ModelContext {
 
   /// Turns the current row (primary key, then every attribute) into the registered model.
   func materialize<Model: PersistentModel>(
-    _ statement: Statement, entity: Entity<Model>, cache: LoadCache, table: RowTable? = nil
+    _ statement: Statement, entity: Entity<Model>, cache: LoadCache
   ) throws -> Model {
     let registration = try materializeRow(
-      statement, entity: entity, cache: cache, table: table ?? rowTable(entity.name))
+      statement, entity: entity, cache: cache, table: rowTable(entity.name))
     return unsafeDowncast(registration.model, to: Model.self)
   }
 
