@@ -56,6 +56,18 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     self.cause = cause
   }
 
+  /// The row the error is about (`trips id 1b4e…, row 17`), when it concerns one stored row.
+  public var row: String?
+
+  /// The same error, naming the stored row it concerns.
+  public func naming(row: String) -> PersistenceError {
+    guard self.row == nil else { return self }
+    var error = self
+    error.row = row
+    error.message += " (\(row))"
+    return error
+  }
+
   /// The message, followed by the cause when there is one.
   public var description: String {
     if let cause { return "\(message) (\(cause))" }

@@ -20,6 +20,7 @@ public final class BoundsController: Observable, Sendable {
     var cover = CoordinateCover()
     var version = 0
     var report: BoundsReport
+    var lastError: (any Error & Sendable)?
   }
 
   private let registrar = ObservationRegistrar()
@@ -55,7 +56,8 @@ public final class BoundsController: Observable, Sendable {
     let observer = self.observer
     let started = withContinuousObservation { [weak self] in
       let version = observer.version
-      self?.catchUp(to: version)
+      let failure = observer.lastError
+      self?.catchUp(to: version, observerError: failure)
     }
     token.withLock { $0 = started }
   }
@@ -68,13 +70,27 @@ public final class BoundsController: Observable, Sendable {
     return state.withLock { $0.report }
   }
 
+  /// Why the report could not be kept current, or nil while it can: the store could not be
+  /// read (the results observer's `lastError`) or the box could not be projected. ``report``
+  /// keeps its last good value meanwhile. Observable.
+  public var lastError: (any Error & Sendable)? {
+    registrar.access(self, keyPath: \.lastError)
+    return state.withLock { $0.lastError }
+  }
+
   /// Blocks until every commit announced so far is reflected in ``report``.
   public func waitForPendingUpdates() {
     observer.waitForPendingUpdates()
-    catchUp(to: observer.version)
+    catchUp(to: observer.version, observerError: observer.lastError)
   }
 
-  private func catchUp(to version: Int) {
+  private func catchUp(to version: Int, observerError: PersistenceError?) {
+    let errorChanged = state.withLock { state -> Bool in
+      let before = state.lastError.map { "\($0)" }
+      if let observerError { state.lastError = observerError } else if state.lastError is PersistenceError { state.lastError = nil }
+      return before != state.lastError.map { "\($0)" }
+    }
+    if errorChanged { registrar.withMutation(of: self, keyPath: \.lastError) {} }
     let updated: BoundsReport? = state.withLock { state in
       guard version > state.version else { return nil }
       if let changes = observer.changes(after: state.version) {
@@ -87,12 +103,16 @@ public final class BoundsController: Observable, Sendable {
         state.cover = CoordinateCover(observer.results.map(Self.coordinate))
         state.version = observer.version
       }
-      guard
-        let report = try? BoundsReport(
-          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport
-        ),
-        report != state.report
-      else { return nil }
+      let report: BoundsReport
+      do {
+        report = try BoundsReport(
+          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport)
+      } catch {
+        state.lastError = error
+        return nil
+      }
+      if !(state.lastError is PersistenceError) { state.lastError = nil }
+      guard report != state.report else { return nil }
       // The report is in place before observers hear of it (see ResultsObserver).
       state.report = report
       return report

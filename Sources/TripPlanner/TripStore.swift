@@ -75,6 +75,15 @@ public final class TripStore {
     try run { try context.fetchCount(query.fetchDescriptor) }
   }
 
+  /// Every stored trip that cannot be read back or breaks a rule, one message each naming the
+  /// trip by id (and row): what `trips check` reports beyond SQLite's own check. Empty when
+  /// every trip reads back and is valid.
+  ///
+  /// Cost: one pass over the trips, O(n), one trip in memory at a time.
+  public func damagedTrips() throws -> [String] {
+    try run { try context.validateStoredRows(of: Trip.self).map(\.message) }
+  }
+
   /// The trip whose id is `id`, or whose id starts with `id` (at least 4 hexadecimal digits,
   /// matching one trip only).
   ///

@@ -56,7 +56,7 @@ enum BoundsCommand: Subcommand {
     let store = try CommonOptions.openForReading(arguments, io)
     if format == "geojson" {
       let records = try store.trips(query).map(\.record)
-      io.out(String(decoding: TripGeoJSON.encode(records), as: UTF8.self))
+      try io.out(String(decoding: TripGeoJSON.encode(records), as: UTF8.self))
       return
     }
     // Only the coordinates are read: no trip is made (about 20 times faster at a million).
@@ -64,6 +64,6 @@ enum BoundsCommand: Subcommand {
     let report = try BoundsReport(
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
       viewport: viewport)
-    io.out(format == "json" ? report.json.rendered(pretty: true) + "\n" : report.text)
+    try io.out(format == "json" ? report.json.rendered(pretty: true) + "\n" : report.text)
   }
 }

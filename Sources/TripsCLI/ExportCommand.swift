@@ -12,7 +12,9 @@ enum ExportCommand: Subcommand {
           defaultDescription: "from --output's extension, else csv"),
         OptionSpec(
           name: "output", valueName: "file",
-          help: "Write to this file (replaced whole) instead of standard output."),
+          help:
+            "Write to this file instead of standard output: a regular file is replaced whole (atomically), a FIFO or device is written through, - is standard output."
+        ),
         CommonOptions.store,
       ])
   }
@@ -30,18 +32,9 @@ enum ExportCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let output = arguments.value("output")
-    let format = try format(arguments.value("format"), path: output)
+    let format = try format(arguments.value("format"), path: output == "-" ? nil : output)
     let store = try CommonOptions.openForReading(arguments, io)
     let data = format.encode(try store.exportRecords())
-    if let output {
-      do {
-        try data.write(to: URL(fileURLWithPath: output), options: .atomic)
-      } catch {
-        throw CLIError(
-          kind: .failure, message: "Cannot write \(output): \(error.localizedDescription)")
-      }
-    } else {
-      io.out(String(decoding: data, as: UTF8.self))
-    }
+    try OutputFile.write(data, to: output ?? "-", io: io)
   }
 }

@@ -68,7 +68,7 @@ enum HistoryCommand: Subcommand {
             ),
           ])
         })
-      io.out(value.rendered(pretty: true) + "\n")
+      try io.out(value.rendered(pretty: true) + "\n")
       return
     }
     if transactions.isEmpty {
@@ -76,7 +76,7 @@ enum HistoryCommand: Subcommand {
       return
     }
     for transaction in transactions {
-      io.out(
+      try io.out(
         io.bold("#\(transaction.token.value)") + "  " + TripDates.format(transaction.timestamp)
           + "  "
           + (transaction.author ?? "-") + "\n")
@@ -86,7 +86,7 @@ enum HistoryCommand: Subcommand {
           change.kind == .update ? change.updatedAttributes.sorted().joined(separator: ", ") : ""
         table.rows.append([change.kind.rawValue, tripID(change) ?? "(deleted later)", detail])
       }
-      io.out(table.render(indent: "    "))
+      try io.out(table.render(indent: "    "))
     }
   }
 }
@@ -118,7 +118,7 @@ enum HistoryPruneCommand: Subcommand {
     }
     do {
       let deleted = try store.context.deleteHistory(before: token)
-      io.out("Deleted \(deleted) history transaction\(deleted == 1 ? "" : "s").\n")
+      try io.out("Deleted \(deleted) history transaction\(deleted == 1 ? "" : "s").\n")
     } catch let error as PersistenceError {
       throw CLIError(
         kind: error.code == .historyTokenForeign ? .data : .failure, message: error.message)

@@ -30,6 +30,6 @@ enum ImportCommand: Subcommand {
       if showProgress { io.err("\rImporting \(done)/\(records.count) trips…") }
     }
     if showProgress { io.err("\r\u{1B}[K") }
-    io.out("Imported \(count) trip\(count == 1 ? "" : "s").\n")
+    try io.out("Imported \(count) trip\(count == 1 ? "" : "s").\n")
   }
 }

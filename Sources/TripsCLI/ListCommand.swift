@@ -54,16 +54,16 @@ enum ListCommand: Subcommand {
               ("trips", .array(section.map { TripJSON.object($0.record) })),
             ])
           })
-        io.out(value.rendered(pretty: true) + "\n")
+        try io.out(value.rendered(pretty: true) + "\n")
       } else if sections.isEmpty {
         io.err("No trips.\n")
       } else {
-        io.out(renderSections(sections, io: io))
+        try io.out(renderSections(sections, io: io))
       }
     } else {
       let trips = try store.trips(query)
       if arguments.has("json") {
-        io.out(
+        try io.out(
           JSONValue.array(trips.map { TripJSON.object($0.record) }).rendered(pretty: true) + "\n")
       } else if trips.isEmpty {
         io.err("No trips.\n")
@@ -75,7 +75,7 @@ enum ListCommand: Subcommand {
             trip.shortID,
           ])
         }
-        io.out(table.render(header: io.dim))
+        try io.out(table.render(header: io.dim))
       }
     }
   }

@@ -16,9 +16,9 @@ enum ShowCommand: Subcommand {
     let store = try CommonOptions.openForReading(arguments, io)
     let trip = try store.trip(matching: arguments.positionals[0])
     if arguments.has("json") {
-      io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
+      try io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
     } else {
-      io.out(describe(trip))
+      try io.out(describe(trip))
     }
   }
 

@@ -29,22 +29,57 @@ enum CommonOptions {
       help: "Only trips that start on or before this date (YYYY-MM-DD)."),
   ]
 
-  static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) -> URL {
-    if let path = arguments.value("store") { return URL(fileURLWithPath: path) }
+  static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> URL {
+    if let path = arguments.value("store") { return try storeURL(path, option: "--store") }
+    if let path = io.environment["TRIPS_STORE"], !path.isEmpty {
+      return try storeURL(path, option: "TRIPS_STORE")
+    }
     return TripStore.defaultURL(environment: io.environment)
+  }
+
+  /// A store path, or an error for a value with a URL scheme this build cannot open (it is
+  /// never taken for a folder named `postgresql:`). `file://` URLs name files.
+  static func storeURL(_ value: String, option: String) throws -> URL {
+    guard !value.isEmpty else { throw CLIError.usage("\(option) needs a store path.") }
+    if let colon = value.range(of: "://") {
+      let scheme = value[..<colon.lowerBound]
+      let isScheme =
+        scheme.first?.isLetter == true
+        && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+      if isScheme {
+        if scheme.lowercased() == "file", let url = URL(string: value), url.isFileURL {
+          return URL(fileURLWithPath: url.path)
+        }
+        if ["postgresql", "postgres"].contains(scheme.lowercased()) {
+          throw CLIError.usage(
+            "\(option) names a PostgreSQL database (\(scheme)://…), which this build of trips cannot open yet; give the path of a SQLite store file."
+          )
+        }
+        throw CLIError.usage(
+          "\(option) has the URL scheme '\(scheme)', which trips cannot open; give the path of a SQLite store file."
+        )
+      }
+    }
+    return URL(fileURLWithPath: value)
   }
 
   /// Opens the store for writing (creating it and its folders if needed).
   static func openForWriting(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
-    try TripStore(url: storeURL(arguments, io), author: arguments.value("author") ?? "cli")
+    try TripStore(url: try storeURL(arguments, io), author: arguments.value("author") ?? "cli")
   }
 
   /// Opens the store for reading; a store that does not exist yet reads as empty. It is
   /// opened read-only (so a store in a read-only place can be read), or writable when it
   /// needs a migration first.
+  ///
+  /// A store that does not exist yet, or an empty file (which SQLite treats as a new
+  /// database, and `add` would fill), reads as empty; a note on standard error names the path.
   static func openForReading(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
-    let url = storeURL(arguments, io)
-    guard FileManager.default.fileExists(atPath: url.path) else {
+    let url = try storeURL(arguments, io)
+    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
+    guard FileManager.default.fileExists(atPath: url.path), size != 0 else {
+      let what = FileManager.default.fileExists(atPath: url.path) ? "is empty" : "does not exist"
+      io.err("Note: the store \(terminalSafe(url.path)) \(what) yet; reading it as empty.\n")
       return try TripStore(inMemoryWithAuthor: "cli")
     }
     let author = arguments.value("author") ?? "cli"
@@ -102,6 +137,8 @@ func cliError(_ error: any Error) -> CLIError {
   switch error {
   case let error as CLIError:
     return error
+  case OutputError.failed(let reason):
+    return CLIError(kind: .failure, message: "Cannot write to standard output: \(reason).")
   case let error as TripPlannerError:
     switch error.code {
     case .invalidTrip, .invalidInput:
@@ -112,6 +149,11 @@ func cliError(_ error: any Error) -> CLIError {
       if let cause = error.cause as? PersistenceError {
         if [.notAStore, .newerStore, .schemaMismatch].contains(cause.code) {
           return CLIError(kind: .data, message: cause.message)
+        }
+        if cause.row != nil {
+          return CLIError(
+            kind: .data,
+            message: cause.message + ". Run 'trips check' to list every damaged trip.")
         }
         // The store error's own text already carries the message (and SQLite's detail).
         return CLIError(kind: .failure, message: cause.description)

@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import Persistence
+import Synchronization
 import TripPlanner
 
 /// `trips sync`: keep two stores in step through persistent history.
@@ -63,7 +65,10 @@ enum SyncExportCommand: Subcommand {
           name: "exclude-author", valueName: "name",
           help: "Leave out changes by this author (those a sync applied)."),
         OptionSpec(
-          name: "output", valueName: "file", help: "Write to this file instead of standard output."),
+          name: "output", valueName: "file",
+          help:
+            "Write to this file instead of standard output (a regular file is replaced atomically; a FIFO or device is written through; - is standard output)."
+        ),
         CommonOptions.store,
       ])
   }
@@ -77,18 +82,13 @@ enum SyncExportCommand: Subcommand {
     } catch {
       throw SyncCommand.explain(error)
     }
-    if let output = arguments.value("output") {
-      do {
-        try Data(feed.jsonLines.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
-      } catch {
-        throw CLIError(
-          kind: .failure, message: "Cannot write \(output): \(error.localizedDescription)")
-      }
+    if let output = arguments.value("output"), output != "-" {
+      try OutputFile.write(Data(feed.jsonLines.utf8), to: output, io: io)
       io.err(
         "Exported \(feed.changes.count) change\(feed.changes.count == 1 ? "" : "s"); resume after \(feed.resumeToken).\n"
       )
     } else {
-      io.out(feed.jsonLines)
+      try io.out(feed.jsonLines)
     }
   }
 }
@@ -115,9 +115,9 @@ enum SyncApplyCommand: Subcommand {
     let data = try readInput(path, io)
     let feed = try SyncFeed.parse(data, file: path == "-" ? "<stdin>" : path)
     let store = try TripStore(
-      url: CommonOptions.storeURL(arguments, io), author: arguments.value("author") ?? "sync")
+      url: try CommonOptions.storeURL(arguments, io), author: arguments.value("author") ?? "sync")
     let result = try store.apply(feed)
-    io.out(
+    try io.out(
       "Applied \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"
     )
   }
@@ -146,30 +146,52 @@ enum SyncWatchCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let source = CommonOptions.storeURL(arguments, io)
-    let target = URL(fileURLWithPath: arguments.value("to") ?? "")
+    let source = try CommonOptions.storeURL(arguments, io)
+    let target = try CommonOptions.storeURL(arguments.value("to") ?? "", option: "--to")
     guard source.standardizedFileURL != target.standardizedFileURL else {
       throw CLIError.usage("--to names the store itself; give another store.")
     }
-    let output = io.out
-    let errors = io.err
+    // What the live loop met: an output failure ends it; a push failure is printed once, and
+    // ends it with exit 1 when it lasts (see WatchCommand.failureGracePeriod).
+    struct Status {
+      var outputError: (any Error)?
+      var failure: String?
+      var failingSince: ContinuousClock.Instant?
+    }
+    let status = Mutex(Status())
+    let done = DispatchSemaphore(value: 0)
     let sync = try StoreSync(
       from: source, to: target, author: arguments.value("author") ?? "sync",
       state: arguments.value("state").map { URL(fileURLWithPath: $0) }
     ) { result in
-      switch result {
-      case .success(let pushed) where pushed.applied + pushed.skipped > 0:
-        output(
-          "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
-        )
-      case .success: break
-      case .failure(let error): errors("Error: \(SyncCommand.explain(error))\n")
+      status.withLock { state in
+        switch result {
+        case .success(let pushed):
+          state.failure = nil
+          state.failingSince = nil
+          guard pushed.applied + pushed.skipped > 0 else { return }
+          do {
+            try io.out(
+              "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
+            )
+          } catch {
+            state.outputError = error
+            done.signal()
+          }
+        case .failure(let error):
+          let message = terminalSafeMessage(cliError(SyncCommand.explain(error)).message)
+          if message != state.failure {
+            io.err("Error: \(message)\n")
+            state.failure = message
+          }
+          if state.failingSince == nil { state.failingSince = .now }
+        }
       }
     }
     if arguments.has("once") {
       do {
         let pushed = try sync.pushOnce()
-        io.out(
+        try io.out(
           "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
         )
       } catch {
@@ -177,14 +199,32 @@ enum SyncWatchCommand: Subcommand {
       }
       return
     }
-    let done = DispatchSemaphore(value: 0)
     signal(SIGINT, SIG_IGN)
     let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
     interrupt.setEventHandler { done.signal() }
     interrupt.resume()
+    let poll = DispatchSource.makeTimerSource(queue: .global())
+    poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+    poll.setEventHandler {
+      let expired = status.withLock { state in
+        state.failingSince.map { ContinuousClock.now - $0 > WatchCommand.failureGracePeriod }
+          ?? false
+      }
+      if expired { done.signal() }
+    }
+    poll.resume()
     sync.start()
     done.wait()
     sync.stop()
+    poll.cancel()
     interrupt.cancel()
+    let final = status.withLock { ($0.outputError, $0.failure, $0.failingSince) }
+    if let outputError = final.0 { throw outputError }
+    if let failure = final.1, let since = final.2,
+      ContinuousClock.now - since > WatchCommand.failureGracePeriod
+    {
+      throw CLIError(
+        kind: .failure, message: "Stopped syncing: \(failure) (still failing after 5 seconds)")
+    }
   }
 }

@@ -2,9 +2,10 @@ import Foundation
 
 /// Where a command reads and writes: the process's streams, or buffers in tests.
 public struct TerminalIO: Sendable {
-  /// Writes to standard output.
-  public var out: @Sendable (String) -> Void
-  /// Writes to standard error.
+  /// Writes bytes to standard output; throws when they cannot be written (the reader went away,
+  /// the disk is full), never traps.
+  public var writeOutput: @Sendable ([UInt8]) throws -> Void
+  /// Writes to standard error (failures are ignored: there is nowhere left to report them).
   public var err: @Sendable (String) -> Void
   /// Reads all of standard input.
   public var readInput: @Sendable () throws -> Data
@@ -17,12 +18,13 @@ public struct TerminalIO: Sendable {
 
   /// Creates an IO.
   public init(
-    out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+    writeOutput: @escaping @Sendable ([UInt8]) throws -> Void,
+    err: @escaping @Sendable (String) -> Void,
     readInput: @escaping @Sendable () throws -> Data, environment: [String: String],
     outIsTerminal: Bool,
     errIsTerminal: Bool
   ) {
-    self.out = out
+    self.writeOutput = writeOutput
     self.err = err
     self.readInput = readInput
     self.environment = environment
@@ -31,14 +33,27 @@ public struct TerminalIO: Sendable {
   }
 
   /// The process's own streams and environment.
+  ///
+  /// Call it before the command opens any file: descriptors 0, 1 and 2 that the process was
+  /// started without are reopened on `/dev/null` first, so that no file can take their number.
   public static func process() -> TerminalIO {
-    TerminalIO(
-      out: { FileHandle.standardOutput.write(Data($0.utf8)) },
-      err: { FileHandle.standardError.write(Data($0.utf8)) },
-      readInput: { FileHandle.standardInput.readDataToEndOfFile() },
+    let outputIsOpen = StandardStreams.prepare()
+    return TerminalIO(
+      writeOutput: { bytes in
+        guard outputIsOpen else { throw OutputError.failed("standard output is closed") }
+        try writeAll(bytes, to: 1)
+      },
+      err: { text in try? writeAll(Array(text.utf8), to: 2) },
+      readInput: { try FileHandle.standardInput.readToEnd() ?? Data() },
       environment: ProcessInfo.processInfo.environment,
       outIsTerminal: isatty(1) == 1, errIsTerminal: isatty(2) == 1)
   }
+
+  /// Writes text to standard output.
+  func out(_ text: String) throws { try writeOutput(Array(text.utf8)) }
+
+  /// Writes bytes to standard output.
+  func out(_ data: Data) throws { try writeOutput([UInt8](data)) }
 
   /// Colour only on a terminal, and never when `NO_COLOR` is set to anything.
   var useColor: Bool { outIsTerminal && (environment["NO_COLOR"] ?? "").isEmpty }
@@ -48,32 +63,111 @@ public struct TerminalIO: Sendable {
 }
 
 /// Aligned text columns, measured in terminal cells (wide CJK and emoji count as two).
+///
+/// Cells are shown with ``terminalSafe(_:)``, so no row can span two lines or send a control
+/// sequence. A column is padded to at most ``maximumColumnWidth`` cells: a longer cell is cut
+/// with `…` when `cutsLongCells` (on a terminal) and otherwise printed whole without widening
+/// the other rows, so one huge value cannot blow up the whole output.
 struct TextTable {
-  var rows: [[String]] = []
+  /// The widest a column is padded to.
+  static let maximumColumnWidth = 40
 
-  func render(indent: String = "", header: ((String) -> String)? = nil) -> String {
-    guard let columnCount = rows.map(\.count).max() else { return "" }
-    var widths = Array(repeating: 0, count: columnCount)
+  var rows: [[String]] = []
+  /// Cut cells wider than ``maximumColumnWidth`` with `…` (on a terminal).
+  var cutsLongCells = false
+
+  /// The column widths for `rows`, each at most ``maximumColumnWidth``. O(cells).
+  static func widths(_ rows: [[String]]) -> [Int] {
+    var widths: [Int] = []
     for row in rows {
       for (index, cell) in row.enumerated() {
-        widths[index] = max(widths[index], displayWidth(cell))
+        if index == widths.count { widths.append(0) }
+        let width = min(displayWidth(terminalSafe(cell)), maximumColumnWidth)
+        widths[index] = max(widths[index], width)
       }
     }
-    var text = ""
-    for (rowIndex, row) in rows.enumerated() {
-      var line = ""
-      for (index, cell) in row.enumerated() {
-        let isLast = index == row.count - 1
-        line +=
-          isLast
-          ? cell : cell + String(repeating: " ", count: widths[index] - displayWidth(cell) + 2)
+    return widths
+  }
+
+  /// One row as a line (without its newline), padded to `widths`.
+  static func line(_ row: [String], widths: [Int], cutsLongCells: Bool) -> String {
+    var line = ""
+    for (index, rawCell) in row.enumerated() {
+      var cell = terminalSafe(rawCell)
+      var width = displayWidth(cell)
+      if cutsLongCells && width > maximumColumnWidth {
+        cell = cut(cell, to: maximumColumnWidth)
+        width = displayWidth(cell)
       }
-      while line.last == " " { line.removeLast() }
-      if rowIndex == 0, let header { line = header(line) }
-      text += indent + line + "\n"
+      line += cell
+      if index < row.count - 1 {
+        let target = index < widths.count ? widths[index] : 0
+        line += String(repeating: " ", count: max(target - width, 0) + 2)
+      }
+    }
+    while line.last == " " { line.removeLast() }
+    return line
+  }
+
+  /// `text` shortened to at most `width` cells, ending with `…`.
+  static func cut(_ text: String, to width: Int) -> String {
+    var result = ""
+    var used = 0
+    for character in text {
+      let cells = displayWidth(String(character))
+      if used + cells > width - 1 { break }
+      result.append(character)
+      used += cells
+    }
+    return result + "…"
+  }
+
+  /// Each row as one line (without newlines).
+  func lines() -> [String] {
+    let widths = Self.widths(rows)
+    return rows.map { Self.line($0, widths: widths, cutsLongCells: cutsLongCells) }
+  }
+
+  func render(indent: String = "", header: ((String) -> String)? = nil) -> String {
+    var text = ""
+    for (index, line) in lines().enumerated() {
+      text += indent + (index == 0 ? header.map { $0(line) } ?? line : line) + "\n"
     }
     return text
   }
+}
+
+/// `text` as it may be shown to a person: C0 control characters, DEL and C1 control characters
+/// are written as escapes (`\n`, `\t`, `\r`, else `\u{1B}`), so data can never move the cursor,
+/// change colours, set a window title or split a line. O(length); no copy when there is none.
+func terminalSafe(_ text: String) -> String {
+  guard text.unicodeScalars.contains(where: isControl) else { return text }
+  var result = ""
+  for scalar in text.unicodeScalars {
+    guard isControl(scalar) else {
+      result.unicodeScalars.append(scalar)
+      continue
+    }
+    switch scalar {
+    case "\n": result += "\\n"
+    case "\t": result += "\\t"
+    case "\r": result += "\\r"
+    default: result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+    }
+  }
+  return result
+}
+
+/// C0 (U+0000–U+001F), DEL (U+007F) or C1 (U+0080–U+009F).
+func isControl(_ scalar: Unicode.Scalar) -> Bool {
+  scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+}
+
+/// `terminalSafe(_:)` for messages: newlines between lines are kept, every other control
+/// character is escaped.
+func terminalSafeMessage(_ text: String) -> String {
+  text.split(separator: "\n", omittingEmptySubsequences: false).map { terminalSafe(String($0)) }
+    .joined(separator: "\n")
 }
 
 /// The number of terminal cells `text` takes.

@@ -38,19 +38,19 @@ public enum TripsCommand {
     var path = ["trips"]
     do {
       guard let first = arguments.first else {
-        io.out(HelpFormatter.help(spec, path: path))
+        try io.out(HelpFormatter.help(spec, path: path))
         return 0
       }
       switch first {
       case "--help", "-h":
-        io.out(HelpFormatter.help(spec, path: path))
+        try io.out(HelpFormatter.help(spec, path: path))
         return 0
       case "--version":
-        io.out(version + "\n")
+        try io.out(version + "\n")
         return 0
       case "help":
         guard arguments.count > 1 else {
-          io.out(HelpFormatter.help(spec, path: path))
+          try io.out(HelpFormatter.help(spec, path: path))
           return 0
         }
         var command = try subcommand(named: arguments[1])
@@ -61,7 +61,7 @@ public enum TripsCommand {
           command = nested
           path.append(nested.spec.name)
         }
-        io.out(HelpFormatter.help(command.spec, path: path))
+        try io.out(HelpFormatter.help(command.spec, path: path))
         return 0
       default:
         var command = try subcommand(named: first)
@@ -76,15 +76,18 @@ public enum TripsCommand {
         }
         let parsed = try ArgumentParser.parse(rest, for: command.spec)
         if parsed.has("help") {
-          io.out(HelpFormatter.help(command.spec, path: path))
+          try io.out(HelpFormatter.help(command.spec, path: path))
           return 0
         }
         try command.run(parsed, io)
         return 0
       }
+    } catch OutputError.readerGone {
+      // The reader went away (`trips list | head -1`): stop quietly, as `cat` does.
+      return 0
     } catch {
       let failure = cliError(error)
-      io.err("Error: \(failure.message)\n")
+      io.err("Error: \(terminalSafeMessage(failure.message))\n")
       if failure.kind == .usage {
         var command = path.count > 1 ? try? subcommand(named: path[1]) : nil
         if path.count > 2 { command = command?.subcommands.first { $0.spec.name == path[2] } }

@@ -21,14 +21,28 @@ enum WatchCommand: Subcommand {
       ])
   }
 
+  /// How long a failure to follow the store may last before `watch` gives up (exit 1).
+  static let failureGracePeriod: Duration = .seconds(5)
+
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let query = try CommonOptions.query(arguments)
     let limit = try arguments.value("count").map { try CommonOptions.count($0, option: "count") }
     if limit == 0 { return }
     let (projection, viewport) = try BoundsCommand.options(arguments)
-    let store = try CommonOptions.openForWriting(arguments, io)
+    // Read like `list` (a read-only store works); a store that does not exist yet is created,
+    // so that the trips added to it later are seen.
+    let url = try CommonOptions.storeURL(arguments, io)
+    let store =
+      FileManager.default.fileExists(atPath: url.path)
+      ? try CommonOptions.openForReading(arguments, io)
+      : try CommonOptions.openForWriting(arguments, io)
     let controller = try BoundsController(
       container: store.container, query: query, crs: projection.crs, viewport: viewport)
+    if store.container.isImmutable {
+      io.err(
+        "Note: \(url.path) is in a folder this user cannot write, so changes to it cannot be followed; printing the current report only.\n"
+      )
+    }
 
     let done = DispatchSemaphore(value: 0)
     signal(SIGINT, SIG_IGN)
@@ -36,21 +50,58 @@ enum WatchCommand: Subcommand {
     interrupt.setEventHandler { done.signal() }
     interrupt.resume()
 
-    let printed = Mutex<(count: Int, last: BoundsReport?)>((0, nil))
-    let output = io.out
+    struct Printed {
+      var count = 0
+      var last: BoundsReport?
+      var outputError: (any Error)?
+      var failure: String?
+      var failingSince: ContinuousClock.Instant?
+    }
+    let printed = Mutex(Printed())
+    let immutable = store.container.isImmutable
     let token = withContinuousObservation {
       let report = controller.report
+      let failure = controller.lastError.map { terminalSafeMessage(cliError($0).message) }
       let finished = printed.withLock { state -> Bool in
+        if failure != state.failure {
+          state.failure = failure
+          state.failingSince = failure == nil ? nil : .now
+          if let failure { io.err("Error: \(failure)\n") }
+        }
         guard state.last != report, limit.map({ state.count < $0 }) ?? true else { return false }
         state.last = report
         state.count += 1
-        output(report.json.rendered() + "\n")
-        return limit.map { state.count >= $0 } ?? false
+        do {
+          try io.out(report.json.rendered() + "\n")
+        } catch {
+          state.outputError = error
+          return true
+        }
+        return immutable || (limit.map { state.count >= $0 } ?? false)
       }
       if finished { done.signal() }
     }
+    // A failure that lasts ends the command; a passing one (the store briefly unreadable) only
+    // prints its error.
+    let poll = DispatchSource.makeTimerSource(queue: .global())
+    poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+    poll.setEventHandler {
+      let expired = printed.withLock { state in
+        state.failingSince.map { ContinuousClock.now - $0 > failureGracePeriod } ?? false
+      }
+      if expired { done.signal() }
+    }
+    poll.resume()
     withExtendedLifetime(controller) { done.wait() }
     token.cancel()
+    poll.cancel()
     interrupt.cancel()
+    let final = printed.withLock { ($0.outputError, $0.failure, $0.failingSince) }
+    if let outputError = final.0 { throw outputError }
+    if let failure = final.1, let since = final.2, ContinuousClock.now - since > failureGracePeriod {
+      throw CLIError(
+        kind: .failure,
+        message: "Stopped following the store: \(failure) (still failing after 5 seconds)")
+    }
   }
 }

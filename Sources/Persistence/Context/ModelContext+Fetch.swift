@@ -224,6 +224,42 @@ extension ModelContext {
     try deliver()
   }
 
+  /// Reads every stored row of `Model`'s table back into a model, as a fetch would, and
+  /// validates it (`validateForSave()`): the check behind `trips check`, which SQLite's
+  /// `integrity_check` cannot do (a damaged `.codable` value or an out-of-range number is a
+  /// sound page to SQLite). Returns one error per bad row, each naming the row
+  /// (``PersistenceError/row``); empty when every row reads back and is valid.
+  ///
+  /// Cost: one pass over the table, O(rows); one model alive at a time. Models are not
+  /// registered in the context.
+  ///
+  /// - Throws: ``PersistenceError`` when the table cannot be read at all (a damaged page).
+  public func validateStoredRows<Model: PersistentModel>(of _: Model.Type) throws
+    -> [PersistenceError]
+  {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(FetchDescriptor<Model>(), schema: entity.schema, database: database)
+    let statement = try database.prepare(query.sql)
+    statement.bindValues(query.bindings)
+    let cache = LoadCache()
+    var problems: [PersistenceError] = []
+    while try statement.step() {
+      let model = entity.makeModelForLoading()
+      do {
+        try entity.load(model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        try entity.validate(model)
+      } catch {
+        let failure =
+          error as? PersistenceError
+          ?? PersistenceError(
+            code: .invalidValue, message: String(describing: error))
+        problems.append(failure.naming(row: describeRow(statement, entity: entity)))
+      }
+    }
+    return problems
+  }
+
   // MARK: Internals
 
   func fetchPrimaryKeys<Model: PersistentModel>(
@@ -288,17 +324,25 @@ extension ModelContext {
     let primaryKey = statement.int64(at: 0)
     if !allNew, let registration = table[primaryKey] {
       if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
-        try entity.load(
-          registration.model, isNew: false, into: registration, from: statement,
-          firstColumn: 1, cache: cache)
+        do {
+          try entity.load(
+            registration.model, isNew: false, into: registration, from: statement,
+            firstColumn: 1, cache: cache)
+        } catch let error as PersistenceError {
+          throw error.naming(row: describeRow(statement, entity: entity))
+        }
       }
       registration.isFresh = false
       return registration
     }
     let model = entity.makeModelForLoading()
     let registration = Registration.make(model: model, entity: entity)
-    try entity.load(
-      model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
+    do {
+      try entity.load(
+        model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
+    } catch let error as PersistenceError {
+      throw error.naming(row: describeRow(statement, entity: entity))
+    }
     registration.primaryKey = primaryKey
     registration.isFresh = true
     index(registration)
@@ -308,6 +352,27 @@ extension ModelContext {
       table[primaryKey] = registration
     }
     return registration
+  }
+
+  /// The row the statement is on, for an error: its primary key and its `.unique` values
+  /// (a 16-byte value is shown as a UUID).
+  func describeRow(_ statement: Statement, entity: any EntityOperations) -> String {
+    var parts: [String] = []
+    for index in entity.uniqueIndexes {
+      let column = Int32(index) + 1
+      let bytes = statement.bytes(at: column)
+      let value: String
+      if bytes.count == 16 {
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+        value = UUID(uuid: raw).uuidString.lowercased()
+      } else {
+        value = statement.text(at: column)
+      }
+      parts.append("\(entity.columnNames[index]) \(value)")
+    }
+    parts.append("row \(statement.int64(at: 0))")
+    return "\(entity.name) " + parts.joined(separator: ", ")
   }
 
   func autosaveIfNeeded() throws {

@@ -45,6 +45,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     var sections: [ResultsSection<String, Model>] = []
     var version = 0
     var log: [Change] = []
+    var lastError: PersistenceError?
   }
 
   /// The row keys of the models, touched only on `queue` (and in `init`): kept out of `State`
@@ -117,6 +118,16 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     return state.withLock { $0.sections }
   }
 
+  /// Why the observer could not follow the store, or nil while it can.
+  ///
+  /// When an update fails (the store was damaged or made unreadable, another process's changes
+  /// cannot be read), ``results`` keep their last good value and this holds the error; it is
+  /// cleared by the next update that succeeds. Observable, like ``results``.
+  public var lastError: PersistenceError? {
+    registrar.access(self, keyPath: \.lastError)
+    return state.withLock { $0.lastError }
+  }
+
   /// Counts the updates applied since the initial fetch (0).
   public var version: Int {
     registrar.access(self, keyPath: \.version)
@@ -169,8 +180,18 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       }
       return state.changes
     }
-    guard var merged = changes.first else { return }
-    for change in changes.dropFirst() {
+    // Failures and recoveries of the store monitor: the last one says where things stand.
+    if let status = changes.last(where: { $0.failure != nil || $0.recovered }) {
+      if let failure = status.failure {
+        setLastError(failure)
+      } else if state.withLock({ $0.lastError }) != nil {
+        // Reading works again: changes may have been missed while it failed, so refetch.
+        do { try reload(publish: true) } catch { setLastError(error) }
+      }
+    }
+    let commits = changes.filter { $0.failure == nil && !$0.recovered }
+    guard var merged = commits.first else { return }
+    for change in commits.dropFirst() {
       merged.requiresRefetch = merged.requiresRefetch || change.requiresRefetch
       merged.token = change.token
       for (name, entity) in change.entities {
@@ -187,16 +208,21 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   private func apply(_ change: StoreChange) {
     if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
       if change.requiresRefetch || change.entities[Model.schema.name] != nil {
-        try? reload(publish: true)
+        do { try reload(publish: true) } catch { setLastError(error) }
       }
       return
     }
     guard let changes = change.entities[Model.schema.name] else { return }
     let candidates = changes.inserted.union(changes.updated.keys)
-    guard let loaded: [Int64: Model] = try? loader.value.load(keys: candidates) else {
-      try? reload(publish: true)
+    let loaded: [Int64: Model]
+    do {
+      loaded = try loader.value.load(keys: candidates)
+    } catch {
+      // The rows could not be loaded: a full refetch, and if that fails too, the error.
+      do { try reload(publish: true) } catch { setLastError(error) }
       return
     }
+    clearLastError()
     let keys = index.value
     guard
       candidates.union(changes.deleted).contains(where: {
@@ -230,8 +256,31 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     publish(&next, removed: removed, inserted: inserted)
   }
 
+  /// Publishes `error` as ``lastError`` (results keep their last good value).
+  private func setLastError(_ error: any Error) {
+    let failure =
+      error as? PersistenceError ?? PersistenceError(code: .sqlite, message: "\(error)")
+    let changed = state.withLock { state -> Bool in
+      guard state.lastError?.description != failure.description else { return false }
+      state.lastError = failure
+      return true
+    }
+    if changed { registrar.withMutation(of: self, keyPath: \.lastError) {} }
+  }
+
+  /// Clears ``lastError`` after an update that succeeded.
+  private func clearLastError() {
+    let changed = state.withLock { state -> Bool in
+      guard state.lastError != nil else { return false }
+      state.lastError = nil
+      return true
+    }
+    if changed { registrar.withMutation(of: self, keyPath: \.lastError) {} }
+  }
+
   private func reload(publish shouldPublish: Bool) throws {
     let (models, keys): ([Model], [Int64]) = try loader.value.loadAll()
+    if shouldPublish { clearLastError() }
     var next = state.withLock { $0 }
     let removed = next.results.array
     next.results = ObservedResults(models)

@@ -10,10 +10,17 @@ import Synchronization
 /// the history after the last token it saw; transactions this process already announced are
 /// skipped. Cost per poll: O(1); per foreign commit: O(changes in it).
 ///
+/// When the store cannot be read (it was damaged, deleted or made unreadable), the monitor
+/// tells the observers (their `lastError`), and polls less often, doubling the wait up to
+/// ``maximumInterval``; when it can read again it says so and catches up from its last token,
+/// missing nothing.
+///
 /// One monitor runs per container while any observer holds a lease on it.
 final class StoreMonitor: Sendable {
   /// How often to poll.
   static let interval: Duration = .milliseconds(5)
+  /// The longest wait between polls while the store cannot be read.
+  static let maximumInterval: Duration = .seconds(1)
 
   /// Set to stop the polling thread.
   final class StopFlag: Sendable {
@@ -42,23 +49,38 @@ final class StoreMonitor: Sendable {
     let container = context.container
     var lastToken = start
     var lastVersion: Int64?
+    var failing: PersistenceError?
+    var wait = interval
     while !stopped.isSet {
       do {
         let database = try context.connection()
         let version = try database.scalarInt("PRAGMA data_version")
-        if version != lastVersion {
-          lastVersion = version
+        if version != lastVersion || failing != nil {
           lastToken = try deliver(after: lastToken, context: context, container: container)
+          lastVersion = version
         }
+        if failing != nil {
+          failing = nil
+          container.broadcaster.postFailure(nil, token: lastToken)
+        }
+        wait = interval
       } catch let error as PersistenceError where error.code == .historyTokenExpired {
         // History this monitor had not read was deleted: observers must refetch.
         container.broadcaster.post(
           StoreChange(token: lastToken, author: nil, entities: [:], requiresRefetch: true))
         lastToken = (try? context.currentHistoryToken()) ?? lastToken
       } catch {
-        // A busy or transiently unreadable store: try again at the next poll.
+        // The store cannot be read: say so once per distinct error, and back off.
+        let failure =
+          error as? PersistenceError
+          ?? PersistenceError(code: .sqlite, message: "\(error)")
+        if failing?.description != failure.description {
+          container.broadcaster.postFailure(failure, token: lastToken)
+        }
+        failing = failure
+        wait = min(wait * 2, maximumInterval)
       }
-      Thread.sleep(forTimeInterval: Double(interval.components.attoseconds) / 1e18)
+      Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds))
     }
   }
 

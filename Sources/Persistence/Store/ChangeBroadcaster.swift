@@ -23,6 +23,11 @@ public struct StoreChange: Sendable {
   /// True when the changes are unknown (history was deleted before it could be read):
   /// observers must fetch again.
   public var requiresRefetch = false
+  /// Set when following the store failed (another process's changes could not be read): the
+  /// observers keep their results and show the error until the store can be read again.
+  public var failure: PersistenceError?
+  /// True when following the store works again after a ``failure``.
+  public var recovered = false
 }
 
 /// Delivers ``StoreChange``s to subscribers, synchronously, on the thread that committed.
@@ -70,6 +75,13 @@ final class ChangeBroadcaster: Sendable {
         }
       }
     }
+  }
+
+  /// Tells every handler that following the store failed (`error`) or works again (nil).
+  func postFailure(_ error: PersistenceError?, token: HistoryToken) {
+    post(
+      StoreChange(
+        token: token, author: nil, entities: [:], failure: error, recovered: error == nil))
   }
 
   /// Calls every handler with `change`. O(subscribers).

@@ -108,6 +108,11 @@ public final class ModelContainer: Sendable {
     return problems
   }
 
+  /// Whether the store was opened immutable: read-only in a folder this process cannot write,
+  /// where SQLite cannot make its shared-memory file. Such a store is read as it was when
+  /// opened: changes by other processes are not seen.
+  public var isImmutable: Bool { openPath.hasSuffix("?immutable=1") }
+
   /// The table names of the container's models.
   public var entityNames: [String] { entities.values.map(\.name).sorted() }
 }

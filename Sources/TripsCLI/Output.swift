@@ -1,0 +1,152 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Why writing a command's output stopped.
+///
+/// No output path uses Foundation's `FileHandle.write(_:)`, which traps on any error: every
+/// write goes through ``writeAll(_:to:)``, which throws one of these.
+enum OutputError: Error, Equatable {
+  /// The reader went away (`EPIPE`: `trips list | head -1`). The command ends quietly with
+  /// exit 0, as `cat` and `grep` do when their reader is gone.
+  case readerGone
+  /// Writing failed for another reason (a full disk, a closed descriptor, an I/O error): a
+  /// one-line error, exit 1.
+  case failed(String)
+}
+
+/// Writes all of `bytes` to the file descriptor, retrying after `EINTR` and partial writes.
+func writeAll(_ bytes: [UInt8], to descriptor: Int32) throws(OutputError) {
+  var offset = 0
+  while offset < bytes.count {
+    let written = bytes.withUnsafeBytes { buffer in
+      write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+    }
+    if written >= 0 {
+      offset += written
+      continue
+    }
+    let code = errno
+    if code == EINTR || code == EAGAIN { continue }
+    if code == EPIPE { throw .readerGone }
+    throw .failed(String(cString: strerror(code)))
+  }
+}
+
+/// The process's standard streams, made safe before anything else opens a file.
+enum StandardStreams {
+  /// Reopens any of descriptors 0, 1 and 2 that the process was started without (`>&-`) on
+  /// `/dev/null`, so that no file the command opens later (the store itself) can take their
+  /// number and receive its output. Returns whether standard output was open.
+  static func prepare() -> Bool {
+    var outputWasOpen = true
+    for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+      if descriptor == 1 { outputWasOpen = false }
+      let opened = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+      if opened >= 0 && opened != descriptor {
+        dup2(opened, descriptor)
+        close(opened)
+      }
+    }
+    return outputWasOpen
+  }
+}
+
+/// Where `--output FILE` writes: a regular file is replaced atomically; anything else (a FIFO,
+/// a character device, a symlink to one) is written through; a symlink to a regular file
+/// updates its target; `-` is standard output.
+enum OutputFile {
+  /// Writes `data` to `path` as described on the type.
+  static func write(_ data: Data, to path: String, io: TerminalIO) throws {
+    if path == "-" {
+      try io.out(data)
+      return
+    }
+    guard !path.isEmpty else { throw CLIError.usage("--output needs a file name, or - for standard output.") }
+    do {
+      try writeFile(data, to: path)
+    } catch let error as CLIError {
+      throw error
+    } catch let error as OutputError {
+      switch error {
+      case .readerGone: throw error
+      case .failed(let reason): throw CLIError(kind: .failure, message: "Cannot write \(path): \(reason).")
+      }
+    }
+  }
+
+  private static func writeFile(_ data: Data, to path: String) throws {
+    var info = stat()
+    // Follow symlinks: a link to a regular file updates the target, a link to a device or a
+    // FIFO writes through to it.
+    if stat(path, &info) != 0 {
+      guard errno == ENOENT else { throw OutputError.failed(String(cString: strerror(errno))) }
+      // A new file, or a dangling symlink: create it where the path (or the link) points.
+      var linkInfo = stat()
+      if lstat(path, &linkInfo) == 0 && (linkInfo.st_mode & S_IFMT) == S_IFLNK {
+        try writeThrough(data, to: path, create: true)
+      } else {
+        try replaceAtomically(data, at: path, mode: nil)
+      }
+      return
+    }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG:
+      let resolved = realpath(path, nil).map { pointer -> String in
+        defer { free(pointer) }
+        return String(cString: pointer)
+      }
+      try replaceAtomically(data, at: resolved ?? path, mode: info.st_mode & 0o7777)
+    case S_IFDIR:
+      throw CLIError(kind: .failure, message: "Cannot write \(path): it is a directory.")
+    default:
+      try writeThrough(data, to: path, create: false)
+    }
+  }
+
+  /// Opens and writes (a FIFO, a device, a new file behind a dangling link).
+  private static func writeThrough(_ data: Data, to path: String, create: Bool) throws {
+    let flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0)
+    let descriptor = open(path, flags, 0o666)
+    guard descriptor >= 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+    defer { close(descriptor) }
+    let bytes = [UInt8](data)
+    let result = Result { () throws(OutputError) in try writeAll(bytes, to: descriptor) }
+    if case .failure(let error) = result {
+      throw error == .readerGone ? OutputError.failed("its reader went away") : error
+    }
+  }
+
+  /// Writes a temporary file beside `path` and renames it over `path`: readers see the old
+  /// file or the new one, never half of it. An existing file's permission bits are kept.
+  private static func replaceAtomically(_ data: Data, at path: String, mode: mode_t?) throws {
+    let url = URL(fileURLWithPath: path)
+    let folder = url.deletingLastPathComponent().path
+    var template = Array((folder + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
+    let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard descriptor >= 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+    let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var renamed = false
+    defer {
+      if !renamed { unlink(temporary) }
+    }
+    do {
+      defer { close(descriptor) }
+      if let mode {
+        fchmod(descriptor, mode)
+      } else {
+        let mask = umask(0)
+        umask(mask)
+        fchmod(descriptor, 0o666 & ~mask)
+      }
+      try writeAll([UInt8](data), to: descriptor)
+      guard fsync(descriptor) == 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+    }
+    guard rename(temporary, path) == 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+    renamed = true
+  }
+}
