@@ -31,6 +31,8 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let historyTokenExpired = Code("historyTokenExpired")
     /// A history token belongs to another store.
     public static let historyTokenForeign = Code("historyTokenForeign")
+    /// A history token is newer than any this store issued (a store restored from a backup).
+    public static let historyTokenUnknown = Code("historyTokenUnknown")
     /// The model type was not registered with the container.
     public static let unknownModel = Code("unknownModel")
     /// The disk, or the store's size limit, is full; nothing was written.

@@ -14,11 +14,15 @@ public struct Viewport: Hashable, Sendable, CustomStringConvertible {
     self.height = height
   }
 
-  /// Parses `WIDTHxHEIGHT` with positive whole numbers; nil otherwise.
+  /// The largest width or height accepted, in pixels.
+  public static let maximumSide = 100_000
+
+  /// Parses `WIDTHxHEIGHT` with whole numbers from 1 to ``maximumSide``; nil otherwise.
   public init?(_ text: String) {
     let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-    guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0,
-      height > 0, width <= 100_000, height <= 100_000
+    guard parts.count == 2, parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+      let width = Int(parts[0]), let height = Int(parts[1]), width > 0,
+      height > 0, width <= Self.maximumSide, height <= Self.maximumSide
     else { return nil }
     self.init(width: Double(width), height: Double(height))
   }

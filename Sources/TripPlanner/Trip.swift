@@ -5,8 +5,10 @@ import Persistence
 /// A planned trip: where, when, and the place it refers to.
 ///
 /// Validation (``validate()``) runs on every save, whichever path the trip came in by: a name and
-/// a destination that are not blank, a finite latitude in [-90, 90] and longitude in
-/// [-180, 180], and an end date not before the start date.
+/// a destination that are not blank, at most ``TripRecord/maximumTextLength`` Unicode scalars
+/// long and free of control characters (C0, DEL, C1: no line breaks, tabs or escape sequences;
+/// the place identifier too), a finite latitude in [-90, 90] and longitude in [-180, 180], and
+/// an end date not before the start date.
 @Observable public final class Trip: PersistentModel {
   /// The trip's identity, unique in a store (inserting a trip with an existing id updates it).
   public var id: UUID
@@ -100,7 +102,8 @@ import Persistence
     // The common case, checked without building a record or messages.
     if TripRecord.isValid(
       name: name, destination: destination, startDate: startDate, endDate: endDate,
-      latitude: latitude, longitude: longitude)
+      latitude: latitude, longitude: longitude),
+      placeIdentifier.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
     {
       return
     }
@@ -142,13 +145,97 @@ public struct TripRecord: Hashable, Sendable {
     self.placeIdentifier = placeIdentifier
   }
 
+  /// Parses a decimal number as people write coordinates: `-33.9`, `+151`, `1.5e2`. Nil for
+  /// anything else: hexadecimal (`0x10`, which `Double(_:)` would read as 16), `inf`, `nan`,
+  /// inner spaces, an empty text, or a value beyond the range of a `Double`. Spaces around it
+  /// are ignored.
+  public static func parseNumber(_ text: String) -> Double? {
+    let bytes = Array(text.utf8.drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed())
+    var index = 0
+    func digits() -> Int {
+      let start = index
+      while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+      return index - start
+    }
+    if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+    var mantissa = digits()
+    if index < bytes.count, bytes[index] == 0x2E {
+      index += 1
+      mantissa += digits()
+    }
+    guard mantissa > 0 else { return nil }
+    if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+      index += 1
+      if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+      guard digits() > 0 else { return nil }
+    }
+    guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)),
+      value.isFinite
+    else { return nil }
+    return value
+  }
+
+  /// The longest a name, a destination or a place identifier may be, in Unicode scalars.
+  /// Longer text is refused on every write path (CLI, files, sync, library saves), so that one
+  /// value cannot blow up a listing.
+  public static let maximumTextLength = 256
+
   /// Whether values keep every rule; the same rules as ``violations``, without messages.
   static func isValid(
     name: String, destination: String, startDate: Date, endDate: Date, latitude: Double,
     longitude: Double
   ) -> Bool {
-    !isBlank(name) && !isBlank(destination) && latitude.isFinite && (-90...90).contains(latitude)
+    !isBlank(name) && !isBlank(destination) && isPlainText(name) && isPlainText(destination)
+      && latitude.isFinite && (-90...90).contains(latitude)
       && longitude.isFinite && (-180...180).contains(longitude) && endDate >= startDate
+  }
+
+  /// Whether the text is at most ``maximumTextLength`` scalars long and has no control
+  /// character (C0 U+0000–U+001F, DEL U+007F, C1 U+0080–U+009F). O(length), bytes first.
+  static func isPlainText(_ text: String) -> Bool {
+    let utf8 = text.utf8
+    if utf8.count <= maximumTextLength {
+      // Short enough in bytes, so in scalars too; only ASCII controls can hide here, and
+      // C1 controls start with 0xC2 0x80…0x9F.
+      var previous: UInt8 = 0
+      for byte in utf8 {
+        if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && (0x80...0x9F).contains(byte)) {
+          return false
+        }
+        previous = byte
+      }
+      return true
+    }
+    return tooLong(text) == nil && !text.unicodeScalars.contains(where: isControl)
+  }
+
+  /// The text's length in scalars when it is over the maximum, else nil.
+  static func tooLong(_ text: String) -> Int? {
+    guard text.utf8.count > maximumTextLength else { return nil }
+    let count = text.unicodeScalars.count
+    return count > maximumTextLength ? count : nil
+  }
+
+  static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+  }
+
+  /// The problems of one text field: too long, control characters.
+  static func textViolations(_ text: String, field: String, label: String) -> [(String, String)] {
+    var found: [(String, String)] = []
+    if let count = tooLong(text) {
+      found.append(
+        (field, "\(label) is \(count) characters long; at most \(maximumTextLength) are allowed"))
+    }
+    if let control = text.unicodeScalars.first(where: isControl) {
+      let code = String(control.value, radix: 16, uppercase: true)
+      found.append(
+        (
+          field,
+          "\(label) contains the control character U+\(String(repeating: "0", count: max(0, 4 - code.count)))\(code); line breaks, tabs and escape sequences are not allowed"
+        ))
+    }
+    return found
   }
 
   /// Whether the text is empty or only white space; scans bytes first, characters only when
@@ -167,6 +254,11 @@ public struct TripRecord: Hashable, Sendable {
     if Self.isBlank(name) { found.append(("name", "name must not be empty")) }
     if Self.isBlank(destination) {
       found.append(("destination", "destination must not be empty"))
+    }
+    found += Self.textViolations(name, field: "name", label: "name")
+    found += Self.textViolations(destination, field: "destination", label: "destination")
+    if let placeIdentifier {
+      found += Self.textViolations(placeIdentifier, field: "placeIdentifier", label: "place id")
     }
     if !latitude.isFinite || !(-90...90).contains(latitude) {
       found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))

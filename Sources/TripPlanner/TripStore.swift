@@ -176,10 +176,12 @@ public final class TripStore {
     return trip
   }
 
-  /// Deletes the trips with these ids (or unique prefixes), all or none. Returns the trips.
+  /// Deletes the trips with these ids (or unique prefixes), all or none. Returns the trips,
+  /// each once (an id given twice, or a prefix and the whole id, names one trip).
   @discardableResult
   public func delete(_ ids: [String]) throws -> [Trip] {
-    let trips = try ids.map { try trip(matching: $0) }
+    var seen = Set<UUID>()
+    let trips = try ids.map { try trip(matching: $0) }.filter { seen.insert($0.id).inserted }
     for trip in trips { context.delete(trip) }
     try save()
     return trips
@@ -195,9 +197,24 @@ public final class TripStore {
     progress: ((Int) -> Void)? = nil
   ) throws -> Int {
     var problems: [TripPlannerError.Problem] = []
+    // The first line of each id: a second record with the same id (whatever its case) would
+    // silently overwrite the first in the same transaction.
+    var firstLine: [UUID: Int?] = [:]
     for (line, record) in records {
       for violation in record.violations {
         problems.append(.init(file: file, line: line, reason: violation.reason))
+      }
+      if let id = record.id {
+        if let earlier = firstLine[id] {
+          let place = earlier.map { "on line \($0)" } ?? "earlier in the file"
+          problems.append(
+            .init(
+              file: file, line: line,
+              reason: "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"
+            ))
+        } else {
+          firstLine[id] = line
+        }
       }
     }
     guard problems.isEmpty else {
@@ -211,6 +228,25 @@ public final class TripStore {
     try save()
     progress?(records.count)
     return records.count
+  }
+
+  /// Calls `body` with each trip matching `query`, in its order, as they are read: the first
+  /// trips arrive before the whole result is read, and at most a batch of 1,000 unchanged
+  /// trips is held. Cost: one SQL query, O(rows), memory O(batch).
+  public func forEachTrip(_ query: TripQuery = TripQuery(), _ body: (Trip) throws -> Void) throws {
+    // Errors thrown by `body` (such as a closed output) pass through unwrapped.
+    var bodyError: (any Error)?
+    do {
+      try context.enumerate(query.fetchDescriptor, batchSize: 1_000) { trip in
+        do { try body(trip) } catch {
+          bodyError = error
+          throw error
+        }
+      }
+    } catch {
+      if let bodyError { throw bodyError }
+      throw Self.wrap(error)
+    }
   }
 
   /// Every trip as records, in `query`'s order.

@@ -32,7 +32,7 @@ enum BoundsCommand: Subcommand {
     if let text = arguments.value("viewport") {
       guard let parsed = Viewport(text) else {
         throw CLIError.usage(
-          "Invalid value '\(text)' for '--viewport': expected WIDTHxHEIGHT in pixels, such as 800x600."
+          "Invalid value '\(terminalSafe(text))' for '--viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide) each, such as 800x600."
         )
       }
       viewport = parsed
@@ -46,7 +46,7 @@ enum BoundsCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let query = try CommonOptions.query(arguments)
+    let query = try CommonOptions.query(arguments, io)
     let format = arguments.value("format") ?? "text"
     guard ["text", "json", "geojson"].contains(format) else {
       throw CLIError.usage(

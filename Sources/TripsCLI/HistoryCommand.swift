@@ -36,7 +36,12 @@ enum HistoryCommand: Subcommand {
       }
     }
     if let author = arguments.value("author") { descriptor.authors = [author] }
-    let transactions = try context.fetchHistory(descriptor)
+    let transactions: [HistoryTransaction]
+    do {
+      transactions = try context.fetchHistory(descriptor)
+    } catch {
+      throw SyncCommand.explain(error)
+    }
     // Rows are never renumbered, so a deleted row's tombstone names the trip of its earlier
     // inserts and updates too.
     var deletedIDs: [PersistentIdentifier: UUID] = [:]
@@ -79,7 +84,7 @@ enum HistoryCommand: Subcommand {
       try io.out(
         io.bold("#\(transaction.token.value)") + "  " + TripDates.format(transaction.timestamp)
           + "  "
-          + (transaction.author ?? "-") + "\n")
+          + terminalSafe(transaction.author ?? "-") + "\n")
       var table = TextTable()
       for change in transaction.changes {
         let detail =

@@ -12,7 +12,10 @@ enum ImportCommand: Subcommand {
       options: [
         OptionSpec(
           name: "format", valueName: "format",
-          help: "csv, json or geojson.", defaultDescription: "from the file's extension; csv for -"),
+          help: "csv, json or geojson.",
+          defaultDescription:
+            "from the file's extension, else from its first character: [ is JSON, { is GeoJSON, anything else CSV"
+        ),
         CommonOptions.author, CommonOptions.store,
       ],
       arguments: [ArgumentSpec(name: "file", help: "The file to import, or - for standard input.")])
@@ -20,9 +23,17 @@ enum ImportCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let path = arguments.positionals[0]
-    let format = try ExportCommand.format(arguments.value("format"), path: path == "-" ? nil : path)
     let data = try readInput(path, io)
     let name = path == "-" ? "<stdin>" : path
+    guard !data.isEmpty else {
+      throw CLIError(kind: .data, message: "\(terminalSafe(name)) is empty: there is nothing to import.")
+    }
+    let format: TripFileFormat
+    if arguments.value("format") == nil, path == "-" || TripFileFormat(pathExtension: path) == nil {
+      format = sniff(data)
+    } else {
+      format = try ExportCommand.format(arguments.value("format"), path: path)
+    }
     let records = try format.decode(data, file: name)
     let store = try CommonOptions.openForWriting(arguments, io)
     let showProgress = io.errIsTerminal && records.count >= 50_000
@@ -31,5 +42,18 @@ enum ImportCommand: Subcommand {
     }
     if showProgress { io.err("\r\u{1B}[K") }
     try io.out("Imported \(count) trip\(count == 1 ? "" : "s").\n")
+  }
+
+  /// The format of a document without a telling name: `[` starts JSON, `{` GeoJSON, anything
+  /// else is read as CSV (after a byte-order mark and white space).
+  static func sniff(_ data: Data) -> TripFileFormat {
+    var bytes = data.prefix(4096)[...]
+    if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+    let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+    switch first {
+    case UInt8(ascii: "["): return .json
+    case UInt8(ascii: "{"): return .geojson
+    default: return .csv
+    }
   }
 }

@@ -23,7 +23,7 @@ enum ListCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    var query = try CommonOptions.query(arguments)
+    var query = try CommonOptions.query(arguments, io)
     if let sort = arguments.value("sort") {
       guard let value = TripQuery.Sort(rawValue: sort) else {
         throw CLIError.usage(
@@ -61,43 +61,75 @@ enum ListCommand: Subcommand {
         try io.out(renderSections(sections, io: io))
       }
     } else {
-      let trips = try store.trips(query)
       if arguments.has("json") {
+        let trips = try store.trips(query)
         try io.out(
           JSONValue.array(trips.map { TripJSON.object($0.record) }).rendered(pretty: true) + "\n")
-      } else if trips.isEmpty {
-        io.err("No trips.\n")
       } else {
-        var table = TextTable(rows: [["START", "END", "NAME", "DESTINATION", "ID"]])
-        for trip in trips {
-          table.rows.append([
-            displayDate(trip.startDate), displayDate(trip.endDate), trip.name, trip.destination,
-            trip.shortID,
-          ])
-        }
-        try io.out(table.render(header: io.dim))
+        try streamTable(store, query, io: io)
       }
     }
+  }
+
+  /// How many rows are read before the first are printed; their widths set the columns'.
+  static let streamBatch = 1_000
+
+  /// Prints the table as the rows are read, a batch at a time, so that the first rows appear
+  /// before the whole result is read (`trips list | head -1` on a million trips returns at
+  /// once). Column widths come from the first batch (capped at
+  /// ``TextTable/maximumColumnWidth``); a later, longer cell widens only its own row.
+  /// Cost: O(rows), memory O(batch).
+  static func streamTable(_ store: TripStore, _ query: TripQuery, io: TerminalIO) throws {
+    var rows: [[String]] = [["START", "END", "NAME", "DESTINATION", "ID"]]
+    var widths: [Int]?
+    var printedHeader = false
+    func flush() throws {
+      if widths == nil { widths = TextTable.widths(rows) }
+      var text = ""
+      for row in rows {
+        let line = TextTable.line(row, widths: widths!, cutsLongCells: io.outIsTerminal)
+        text += (printedHeader ? line : io.dim(line)) + "\n"
+        printedHeader = true
+      }
+      rows.removeAll(keepingCapacity: true)
+      try io.out(text)
+    }
+    var count = 0
+    try store.forEachTrip(query) { trip in
+      count += 1
+      rows.append([
+        displayDate(trip.startDate, io: io), displayDate(trip.endDate, io: io), trip.name,
+        trip.destination, trip.shortID,
+      ])
+      if rows.count >= streamBatch { try flush() }
+    }
+    if count == 0 {
+      io.err("No trips.\n")
+      return
+    }
+    if !rows.isEmpty { try flush() }
   }
 
   /// Each destination as a header with its count, then its trips in aligned columns (the
   /// columns line up across sections).
   static func renderSections(_ sections: [ResultsSection<String, Trip>], io: TerminalIO) -> String {
-    var table = TextTable()
+    var table = TextTable(cutsLongCells: io.outIsTerminal)
     for section in sections {
       for trip in section {
         table.rows.append([
-          displayDate(trip.startDate), displayDate(trip.endDate), trip.name, trip.shortID,
+          displayDate(trip.startDate, io: io), displayDate(trip.endDate, io: io), trip.name,
+          trip.shortID,
         ])
       }
     }
-    let lines = table.render(indent: "  ").split(separator: "\n", omittingEmptySubsequences: false)
+    // One line per row (cells never hold a line break: see `terminalSafe`).
+    let lines = table.lines().map { "  " + $0 }
     var text = ""
     var line = 0
     for (index, section) in sections.enumerated() {
       if index > 0 { text += "\n" }
       let count = section.count == 1 ? "1 trip" : "\(section.count) trips"
-      text += io.bold(section.id) + " " + io.dim("(\(count))") + "\n"
+      text += io.bold(terminalSafe(section.id)) + " " + io.dim("(\(count))") + "\n"
       for _ in section {
         text += lines[line] + "\n"
         line += 1

@@ -6,7 +6,7 @@ enum ShowCommand: Subcommand {
   static var spec: CommandSpec {
     CommandSpec(
       name: "show", abstract: "Shows one trip.",
-      options: [CommonOptions.json, CommonOptions.store],
+      options: [CommonOptions.json, CommonOptions.timeZone, CommonOptions.store],
       arguments: [
         ArgumentSpec(name: "id", help: "The trip's id, or its first 4 or more characters.")
       ])
@@ -18,22 +18,23 @@ enum ShowCommand: Subcommand {
     if arguments.has("json") {
       try io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
     } else {
-      try io.out(describe(trip))
+      try io.out(describe(trip, io: io))
     }
   }
 
-  static func describe(_ trip: Trip) -> String {
+  static func describe(_ trip: Trip, io: TerminalIO) -> String {
     let days = Int(((trip.endDate.timeIntervalSince(trip.startDate)) / 86400).rounded(.down)) + 1
     let table = TextTable(rows: [
       ["id:", trip.id.uuidString.lowercased()],
       ["name:", trip.name],
       ["destination:", trip.destination],
-      ["start:", displayDate(trip.startDate)],
-      ["end:", displayDate(trip.endDate) + " (\(days) day\(days == 1 ? "" : "s"))"],
+      ["start:", displayDate(trip.startDate, io: io)],
+      ["end:", displayDate(trip.endDate, io: io) + " (\(days) day\(days == 1 ? "" : "s"))"],
       ["latitude:", "\(trip.latitude)"],
       ["longitude:", "\(trip.longitude)"],
       ["place id:", trip.placeIdentifier?.rawValue ?? "none"],
     ])
+    // Cells are escaped by the table (no control character from data reaches the terminal).
     return table.render()
   }
 }

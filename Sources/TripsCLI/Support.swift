@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import Persistence
 import TripPlanner
 
@@ -14,6 +15,41 @@ enum CommonOptions {
     defaultDescription: "cli")
   static let json = OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text.")
 
+  static let timeZone = OptionSpec(
+    name: "time-zone", valueName: "zone",
+    help:
+      "Show dates, and read the days of --from and --to, in this time zone (an IANA name such as America/New_York, or UTC).",
+    defaultDescription: "$TZ, else UTC")
+
+  /// The zone named by `--time-zone` or, when absent, `$TZ` (`:Europe/Zurich` too); UTC when
+  /// neither is set.
+  static func timeZone(_ arguments: ParsedArguments, environment: [String: String]) throws
+    -> TimeZone
+  {
+    if let name = arguments.value("time-zone") {
+      guard let zone = zone(named: name) else {
+        throw CLIError.usage(
+          "Invalid value '\(name)' for '--time-zone': expected a time zone such as UTC or Europe/Zurich."
+        )
+      }
+      return zone
+    }
+    // An unknown $TZ (a POSIX rule such as "<+03>-3") falls back to UTC.
+    if let name = environment["TZ"], !name.isEmpty, let zone = zone(named: name) {
+      return zone
+    }
+    return TimeZone(identifier: "UTC")!
+  }
+
+  private static func zone(named text: String) -> TimeZone? {
+    let name = text.hasPrefix(":") ? String(text.dropFirst()) : text
+    if name == "UTC" || name == "Z" { return TimeZone(identifier: "UTC") }
+    guard name.allSatisfy({ $0.isASCII && !$0.isWhitespace }), !name.isEmpty else { return nil }
+    if let zone = TimeZone(identifier: name) { return zone }
+    if let zone = TimeZone(abbreviation: name), name.count <= 5 { return zone }
+    return nil
+  }
+
   /// The filters of `list` and `bounds`.
   static let filters: [OptionSpec] = [
     OptionSpec(
@@ -27,6 +63,7 @@ enum CommonOptions {
     OptionSpec(
       name: "to", valueName: "date",
       help: "Only trips that start on or before this date (YYYY-MM-DD)."),
+    timeZone,
   ]
 
   static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> URL {
@@ -93,32 +130,61 @@ enum CommonOptions {
     }
   }
 
-  static func query(_ arguments: ParsedArguments) throws -> TripQuery {
+  static func query(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripQuery {
+    let zone = io.timeZone
     var query = TripQuery()
     query.search = arguments.value("search")
     query.destination = arguments.value("destination")
-    query.from = try arguments.value("from").map { try date($0, option: "from") }
-    query.to = try arguments.value("to").map { try date($0, option: "to") }
+    query.from = try arguments.value("from").map { try day($0, option: "from", zone: zone).start }
+    query.to = try arguments.value("to").map { try day($0, option: "to", zone: zone).end }
     if let from = query.from, let to = query.to, to < from {
       throw CLIError.usage(
-        "--to \(TripDates.formatDay(to)) is before --from \(TripDates.formatDay(from)).")
+        "--to \(arguments.value("to") ?? "") is before --from \(arguments.value("from") ?? "").")
     }
     return query
+  }
+
+  /// The period a `--from`/`--to` value names: a day (`YYYY-MM-DD`, `today`) from its first to
+  /// its last instant in `zone`, or an ISO 8601 instant with a zone (start and end alike).
+  static func day(_ text: String, option: String, zone: TimeZone) throws -> (start: Date, end: Date) {
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = zone
+    var dayStart: Date?
+    if text.lowercased() == "today" {
+      dayStart = calendar.startOfDay(for: Date())
+    } else if text.count == 10, let utc = TripDates.parse(text) {
+      // The same calendar day, in the zone.
+      var utcCalendar = Calendar(identifier: .gregorian)
+      utcCalendar.timeZone = TimeZone(identifier: "UTC")!
+      let parts = utcCalendar.dateComponents([.year, .month, .day], from: utc)
+      dayStart = calendar.date(from: parts)
+    }
+    if let dayStart {
+      let next = calendar.date(byAdding: .day, value: 1, to: dayStart) ?? dayStart
+      return (dayStart, next.addingTimeInterval(-0.001))
+    }
+    guard let instant = TripDates.parse(text) else {
+      throw CLIError.usage(
+        "Invalid value '\(terminalSafe(text))' for '--\(option)': expected a day as YYYY-MM-DD or today, or ISO 8601 with a zone."
+      )
+    }
+    return (instant, instant)
   }
 
   static func date(_ text: String, option: String) throws -> Date {
     guard let date = TripDates.parse(text) else {
       throw CLIError.usage(
-        "Invalid value '\(text)' for '--\(option)': expected a date as YYYY-MM-DD or ISO 8601 with a zone."
+        "Invalid value '\(terminalSafe(text))' for '--\(option)': expected a date as YYYY-MM-DD or ISO 8601 with a zone."
       )
     }
     return date
   }
 
   static func number(_ text: String, option: String) throws -> Double {
-    guard let value = Double(text.trimmingCharacters(in: .whitespaces)), text.allSatisfy(\.isASCII)
-    else {
-      throw CLIError.usage("Invalid value '\(text)' for '--\(option)': expected a number.")
+    guard let value = TripRecord.parseNumber(text) else {
+      throw CLIError.usage(
+        "Invalid value '\(terminalSafe(text))' for '--\(option)': expected a decimal number, such as -33.86."
+      )
     }
     return value
   }
@@ -147,7 +213,10 @@ func cliError(_ error: any Error) -> CLIError {
       return CLIError(kind: .noInput, message: error.message)
     case .store:
       if let cause = error.cause as? PersistenceError {
-        if [.notAStore, .newerStore, .schemaMismatch].contains(cause.code) {
+        if [
+          .notAStore, .newerStore, .schemaMismatch, .historyTokenExpired, .historyTokenForeign,
+          .historyTokenUnknown,
+        ].contains(cause.code) {
           return CLIError(kind: .data, message: cause.message)
         }
         if cause.row != nil {
@@ -164,10 +233,21 @@ func cliError(_ error: any Error) -> CLIError {
     }
   case let error as PersistenceError:
     let kind: CLIError.Kind =
-      [.notAStore, .newerStore, .schemaMismatch].contains(error.code) ? .data : .failure
+      [
+        .notAStore, .newerStore, .schemaMismatch, .historyTokenExpired, .historyTokenForeign,
+        .historyTokenUnknown,
+      ].contains(error.code) ? .data : .failure
     return CLIError(kind: kind, message: error.description)
+  case let error as GeoError:
+    return CLIError(kind: .failure, message: error.message)
+  case let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain:
+    return CLIError(kind: .failure, message: error.localizedDescription)
   default:
-    return CLIError(kind: .failure, message: "\(error)")
+    // Never a Swift type name or a debug description: errors a user can cause are mapped
+    // above; anything else is a bug to report.
+    return CLIError(
+      kind: .failure,
+      message: "An unexpected error stopped the command. Please report it with the command you ran.")
   }
 }
 
@@ -176,28 +256,53 @@ extension Trip {
   var shortID: String { String(id.uuidString.lowercased().prefix(8)) }
 }
 
-/// `2027-04-01` for a UTC midnight, else `2027-04-01 13:45Z`.
-func displayDate(_ date: Date) -> String {
-  if date.timeIntervalSince1970.truncatingRemainder(dividingBy: 86400) == 0 {
-    return TripDates.formatDay(date)
+/// A date as people read it, in the command's zone (`--time-zone`, `$TZ`, else UTC):
+/// `2027-04-01` for a midnight there, else `2027-04-01 22:00-05:00` (`…Z` in UTC).
+func displayDate(_ date: Date, io: TerminalIO) -> String {
+  var calendar = Calendar(identifier: .gregorian)
+  calendar.timeZone = io.timeZone
+  let parts = calendar.dateComponents(
+    [.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)
+  let day = String(
+    format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+  if parts.hour == 0 && parts.minute == 0 && parts.second == 0 && (parts.nanosecond ?? 0) < 1_000_000 {
+    return day
   }
-  let text = TripDates.format(date)
-  return text.replacingOccurrences(of: "T", with: " ")
+  let offset = io.timeZone.secondsFromGMT(for: date)
+  let zone =
+    offset == 0
+    ? "Z"
+    : String(
+      format: "%@%02d:%02d", offset < 0 ? "-" : "+", abs(offset) / 3600, abs(offset) % 3600 / 60)
+  return day + String(format: " %02d:%02d", parts.hour ?? 0, parts.minute ?? 0) + zone
 }
 
-/// Reads a whole file, or standard input for `-`.
+/// Reads a whole file, or standard input for `-`. Character devices and FIFOs are read like
+/// files (`/dev/stdin`, `<(…)`); a folder or an unreadable file is a clear error.
 func readInput(_ path: String, _ io: TerminalIO) throws -> Data {
-  if path == "-" { return try io.readInput() }
+  if path == "-" {
+    do {
+      return try io.readInput()
+    } catch {
+      throw CLIError(kind: .noInput, message: "Standard input cannot be read.")
+    }
+  }
   var isDirectory: ObjCBool = false
   guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-    throw CLIError(kind: .noInput, message: "The file \(path) does not exist.")
+    throw CLIError(kind: .noInput, message: "The file \(terminalSafe(path)) does not exist.")
   }
   guard !isDirectory.boolValue else {
-    throw CLIError(kind: .noInput, message: "\(path) is a directory, not a file.")
+    throw CLIError(kind: .noInput, message: "\(terminalSafe(path)) is a directory, not a file.")
   }
-  guard let data = FileManager.default.contents(atPath: path) else {
+  guard let handle = FileHandle(forReadingAtPath: path) else {
     throw CLIError(
-      kind: .noInput, message: "The file \(path) cannot be read. Check its permissions.")
+      kind: .noInput,
+      message: "The file \(terminalSafe(path)) cannot be opened. Check its permissions.")
   }
-  return data
+  defer { try? handle.close() }
+  do {
+    return try handle.readToEnd() ?? Data()
+  } catch {
+    throw CLIError(kind: .noInput, message: "The file \(terminalSafe(path)) cannot be read.")
+  }
 }

@@ -33,15 +33,17 @@ enum SyncCommand: Subcommand {
 
   /// Turns an expired or foreign token into a clear error with what to do.
   static func explain(_ error: any Error) -> any Error {
-    if let error = error as? TripPlannerError, let cause = error.cause as? PersistenceError {
+    if let cause = (error as? TripPlannerError)?.cause as? PersistenceError
+      ?? error as? PersistenceError
+    {
       switch cause.code {
       case .historyTokenExpired:
         return CLIError(
           kind: .data,
           message:
-            "\(cause.message) Do a full export (trips export) and import it on the other side, then sync from the token the export was taken at."
+            "\(cause.message) Take a full copy instead: note this store's current token (the last one 'trips history --json' prints), copy every trip with 'trips export' here and 'trips import' there, then sync after the noted token."
         )
-      case .historyTokenForeign:
+      case .historyTokenForeign, .historyTokenUnknown:
         return CLIError(kind: .data, message: cause.message)
       default: break
       }

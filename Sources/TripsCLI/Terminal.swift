@@ -15,6 +15,9 @@ public struct TerminalIO: Sendable {
   public var outIsTerminal: Bool
   /// Whether standard error is a terminal (progress).
   public var errIsTerminal: Bool
+  /// The zone days are shown and filtered in: `--time-zone`, else `$TZ`, else UTC. Instants
+  /// are stored as they are; only display and day filters follow the zone.
+  var timeZone = TimeZone(identifier: "UTC")!
 
   /// Creates an IO.
   public init(

@@ -35,6 +35,7 @@ public enum TripsCommand {
   /// Runs the command line `arguments` (without the program name) and returns the exit code:
   /// 0 success, 64 usage error, 65 invalid data, 66 missing input, 1 anything else.
   public static func main(_ arguments: [String], io: TerminalIO) -> Int32 {
+    var io = io
     var path = ["trips"]
     do {
       guard let first = arguments.first else {
@@ -79,6 +80,7 @@ public enum TripsCommand {
           try io.out(HelpFormatter.help(command.spec, path: path))
           return 0
         }
+        io.timeZone = try CommonOptions.timeZone(parsed, environment: io.environment)
         try command.run(parsed, io)
         return 0
       }

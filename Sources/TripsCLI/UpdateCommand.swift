@@ -39,6 +39,6 @@ enum UpdateCommand: Subcommand {
         record.placeIdentifier = place.isEmpty ? nil : place
       }
     }
-    try io.out(ShowCommand.describe(trip))
+    try io.out(ShowCommand.describe(trip, io: io))
   }
 }

@@ -25,7 +25,7 @@ enum WatchCommand: Subcommand {
   static let failureGracePeriod: Duration = .seconds(5)
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let query = try CommonOptions.query(arguments)
+    let query = try CommonOptions.query(arguments, io)
     let limit = try arguments.value("count").map { try CommonOptions.count($0, option: "count") }
     if limit == 0 { return }
     let (projection, viewport) = try BoundsCommand.options(arguments)

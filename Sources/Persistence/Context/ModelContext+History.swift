@@ -8,7 +8,8 @@ extension ModelContext {
   /// - Throws: ``PersistenceError/Code/historyTokenExpired`` when transactions after the token
   ///   were deleted by ``deleteHistory(before:)`` (do a full refetch, then continue from
   ///   ``currentHistoryToken()``), ``PersistenceError/Code/historyTokenForeign`` for a token of
-  ///   another store.
+  ///   another store, ``PersistenceError/Code/historyTokenUnknown`` for a token newer than any
+  ///   this store issued.
   public func fetchHistory(_ descriptor: HistoryDescriptor = HistoryDescriptor()) throws
     -> [HistoryTransaction]
   {
@@ -22,6 +23,16 @@ extension ModelContext {
           code: .historyTokenExpired,
           message:
             "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+        )
+      }
+      let latest =
+        try database.scalarInt(
+          "SELECT seq FROM sqlite_sequence WHERE name = '_history_transactions'") ?? 0
+      guard token.value <= latest else {
+        throw PersistenceError(
+          code: .historyTokenUnknown,
+          message:
+            "The history token \(token) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
         )
       }
       after = token.value

@@ -36,8 +36,39 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
       self = .bool(bool)
     } else if let number = try? single.decode(Double.self) {
       self = .number(number)
+    } else if let string = try? single.decode(String.self) {
+      self = .string(string)
     } else {
-      self = .string(try single.decode(String.self))
+      // The only JSON scalar left is a number too large for a Double (`1e999`).
+      throw JSONValue.ParseError(
+        message: "a number out of range (beyond ±1.8e308, such as 1e999)",
+        path: decoder.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue })
+    }
+  }
+
+  /// Why a document could not be read as JSON, in words (no Swift type names).
+  public struct ParseError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public var message: String
+    /// Where: array indexes and member names from the document's root.
+    public var path: [String]
+
+    /// The message, with where it is when known.
+    public var description: String {
+      path.isEmpty ? message : "\(message) at \(path.joined(separator: "."))"
+    }
+  }
+
+  /// Describes any error from reading JSON in words, without Swift type names.
+  public static func describe(_ error: any Error) -> String {
+    switch error {
+    case let error as ParseError:
+      return error.description
+    case DecodingError.dataCorrupted(let context):
+      let underlying = (context.underlyingError as? NSError)?.userInfo["NSDebugDescription"]
+      return (underlying as? String) ?? "the text is not JSON"
+    default:
+      return "the text cannot be read as JSON"
     }
   }
 

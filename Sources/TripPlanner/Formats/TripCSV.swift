@@ -69,10 +69,10 @@ public enum TripCSV {
       }
       func number(_ column: String) -> Double {
         let text = (value(column) ?? "").trimmingCharacters(in: .whitespaces)
-        if let number = Double(text), !text.isEmpty, text.allSatisfy({ $0.isASCII }) {
-          return number
-        }
-        problems.add(row.line, "\(column) '\(text)' is not a number")
+        if let number = TripRecord.parseNumber(text) { return number }
+        problems.add(
+          row.line,
+          "\(column) '\(text)' is not a decimal number (such as -33.86 or 151.2)")
         valid = false
         return 0
       }

@@ -116,11 +116,5 @@ public enum TripJSON {
     }
   }
 
-  static func describe(_ error: any Error) -> String {
-    if case DecodingError.dataCorrupted(let context) = error {
-      let underlying = (context.underlyingError as? NSError)?.userInfo["NSDebugDescription"]
-      return (underlying as? String) ?? context.debugDescription
-    }
-    return "\(error)"
-  }
+  static func describe(_ error: any Error) -> String { JSONValue.describe(error) }
 }
