@@ -88,7 +88,12 @@ public struct CameraFit: Hashable, Sendable {
     if dy > 0 { candidates.append(log2(height / (dy * 512))) }
     zoom = min(candidates.min() ?? maxZoom, maxZoom)
     let middleY = (extent.minY + extent.maxY) / 2
-    let latitude = box.south == box.north ? box.south : ProjectedExtent.latitude(mercatorY: middleY)
+    // Web Mercator has no pole: a box on one latitude (all trips at the North Pole) is
+    // looked at from the nearest latitude the map can show.
+    let limit = ProjectedExtent.maxMercatorLatitude
+    let latitude =
+      box.south == box.north
+      ? min(max(box.south, -limit), limit) : ProjectedExtent.latitude(mercatorY: middleY)
     center = Coordinate(latitude: latitude, longitude: box.center.longitude)
   }
 }

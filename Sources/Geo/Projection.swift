@@ -14,37 +14,30 @@ public final class Projection: Sendable {
   public let crs: String
   private let state: Mutex<State>
 
-  fileprivate struct State: ~Copyable {
-    let context: OpaquePointer
-    let transform: OpaquePointer
-    deinit {
-      proj_destroy(transform)
-      proj_context_destroy(context)
-    }
+  /// The context and the transformation, each freed exactly once by its owner, the
+  /// transformation first (it keeps its context alive).
+  fileprivate struct State {
+    let context: ProjContext
+    let transform: ProjObject
   }
 
   /// Creates the transformation from `EPSG:4326` (in longitude, latitude order) to `crs`.
   ///
+  /// Every PROJ object made here has one owner (``ProjContext``, ``ProjObject``) that frees it
+  /// once, objects before their context, on success and on every failure path alike.
+  ///
   /// - Throws: ``GeoError/Code/unknownCRS`` when PROJ does not know `crs`.
   public init(to crs: String) throws {
     self.crs = crs
-    guard let context = proj_context_create() else {
+    guard let context = ProjContext() else {
       throw GeoError(
         code: .projectionFailed, message: "PROJ could not create a context (out of memory?).")
     }
-    // PROJ explains failures in its log ("crs not found", …); keep the last message.
-    let log = LogCapture()
-    let logPointer = Unmanaged.passRetained(log)
-    defer { logPointer.release() }
-    proj_log_level(context, PJ_LOG_ERROR)
-    proj_log_func(context, logPointer.toOpaque()) { data, _, message in
-      guard let data, let message else { return }
-      Unmanaged<LogCapture>.fromOpaque(data).takeUnretainedValue().last = String(cString: message)
-    }
     func failure(_ what: String) -> GeoError {
-      let code = proj_context_errno(context)
+      let code = proj_context_errno(context.pointer)
       let message =
-        log.last ?? proj_context_errno_string(context, code).map { String(cString: $0) }
+        context.log.last
+        ?? proj_context_errno_string(context.pointer, code).map { String(cString: $0) }
         ?? "unknown error"
       return GeoError(
         code: .unknownCRS,
@@ -55,34 +48,31 @@ public final class Projection: Sendable {
     // "+proj=merc +lon_0=150" names an operation; with +type=crs it is the CRS users mean.
     var definition = crs
     if crs.hasPrefix("+proj=") && !crs.contains("+type=crs") { definition += " +type=crs" }
-    guard !crs.isEmpty, !crs.contains("\0"), let target = proj_create(context, definition) else {
-      let error = failure("not recognised")
-      proj_context_destroy(context)
-      throw error
+    guard !crs.isEmpty, !crs.contains("\0"),
+      let target = ProjObject(proj_create(context.pointer, definition), context: context)
+    else {
+      throw failure("not recognised")
     }
-    defer { proj_destroy(target) }
-    guard proj_is_crs(target) != 0 else {
-      proj_context_destroy(context)
+    guard proj_is_crs(target.pointer) != 0 else {
       throw GeoError(
         code: .unknownCRS,
         message:
           "'\(crs)' is a PROJ operation, not a coordinate reference system. Use a CRS such as EPSG:3857."
       )
     }
-    guard let raw = proj_create_crs_to_crs(context, "EPSG:4326", definition, nil) else {
-      let error = failure("no transformation from EPSG:4326")
-      proj_context_destroy(context)
-      throw error
+    guard
+      let raw = ProjObject(
+        proj_create_crs_to_crs(context.pointer, "EPSG:4326", definition, nil), context: context)
+    else {
+      throw failure("no transformation from EPSG:4326")
     }
-    let normalized = proj_normalize_for_visualization(context, raw)
-    proj_destroy(raw)
-    guard let normalized else {
-      let error = failure("cannot normalise axis order")
-      proj_context_destroy(context)
-      throw error
+    guard
+      let normalized = ProjObject(
+        proj_normalize_for_visualization(context.pointer, raw.pointer), context: context)
+    else {
+      throw failure("cannot normalise axis order")
     }
-    proj_log_func(context, nil, nil)
-    proj_log_level(context, PJ_LOG_NONE)
+    context.stopLogging()
     state = Mutex(State(context: context, transform: normalized))
   }
 
@@ -95,19 +85,31 @@ public final class Projection: Sendable {
   public func project(_ coordinate: Coordinate) throws -> (x: Double, y: Double) {
     try state.withLock { state in
       var input = proj_coord(coordinate.longitude, coordinate.latitude, 0, 0)
-      input = proj_trans(state.transform, PJ_FWD, input)
+      input = proj_trans(state.transform.pointer, PJ_FWD, input)
       let x = input.v.0
       let y = input.v.1
       guard x.isFinite, y.isFinite else {
-        let code = proj_errno(state.transform)
-        proj_errno_reset(state.transform)
+        let code = proj_errno(state.transform.pointer)
+        proj_errno_reset(state.transform.pointer)
         throw GeoError(
           code: .projectionFailed,
           message: "PROJ cannot project \(coordinate.latitude), \(coordinate.longitude) to \(crs).",
-          cause: ProjError(code: code, message: Self.message(state.context, code)))
+          cause: ProjError(code: code, message: Self.message(state.context.pointer, code)))
       }
       return (x, y)
     }
+  }
+
+  /// Projects one point, or nil when it cannot be projected (outside the CRS's area).
+  public func projectIfPossible(_ coordinate: Coordinate) -> (x: Double, y: Double)? {
+    try? project(coordinate)
+  }
+
+  /// The projections of `coordinates` in one cover (one PROJ call per point).
+  public func pointCover(_ coordinates: some Sequence<Coordinate>) -> ProjectedPointCover {
+    var cover = ProjectedPointCover()
+    for coordinate in coordinates { cover.insert(projectIfPossible(coordinate)) }
+    return cover
   }
 
   /// Points PROJ adds along each edge of a box. PROJ suggests 21; on a 4° UTM box that misses
@@ -134,14 +136,14 @@ public final class Projection: Sendable {
       var maxX = 0.0
       var maxY = 0.0
       let result = proj_trans_bounds(
-        state.context, state.transform, PJ_FWD, box.west, box.south, box.east, box.north, &minX,
+        state.context.pointer, state.transform.pointer, PJ_FWD, box.west, box.south, box.east, box.north, &minX,
         &minY, &maxX, &maxY, Self.densifyPoints)
       guard result != 0, minX.isFinite, minY.isFinite, maxX.isFinite, maxY.isFinite else {
-        let code = proj_context_errno(state.context)
+        let code = proj_context_errno(state.context.pointer)
         throw GeoError(
           code: .projectionFailed,
           message: "PROJ cannot transform the box \(box.bbox) to \(crs); the CRS may not cover it.",
-          cause: ProjError(code: code, message: Self.message(state.context, code)))
+          cause: ProjError(code: code, message: Self.message(state.context.pointer, code)))
       }
       return ProjectedExtent(crs: crs, minX: minX, minY: minY, maxX: maxX, maxY: maxY)
     }
@@ -164,8 +166,52 @@ public final class Projection: Sendable {
 }
 
 /// Receives PROJ's log messages while a projection is created.
-private final class LogCapture {
+final class LogCapture {
   var last: String?
+}
+
+/// Owns a PROJ context: destroys it once, when the last ``ProjObject`` made in it and the
+/// ``Projection`` are gone. It also owns the log capture its log function points at, so that
+/// the capture outlives every message PROJ may log (even while the context is destroyed).
+final class ProjContext {
+  let pointer: OpaquePointer
+  let log = LogCapture()
+
+  init?() {
+    guard let pointer = proj_context_create() else { return nil }
+    self.pointer = pointer
+    proj_log_level(pointer, PJ_LOG_ERROR)
+    proj_log_func(pointer, Unmanaged.passUnretained(log).toOpaque()) { data, _, message in
+      guard let data, let message else { return }
+      Unmanaged<LogCapture>.fromOpaque(data).takeUnretainedValue().last = String(cString: message)
+    }
+  }
+
+  /// Ends the capture of PROJ's messages (once the projection is made).
+  func stopLogging() {
+    proj_log_func(pointer, nil, nil)
+    proj_log_level(pointer, PJ_LOG_NONE)
+  }
+
+  deinit {
+    proj_log_func(pointer, nil, nil)
+    proj_context_destroy(pointer)
+  }
+}
+
+/// Owns one PROJ object (`PJ *`): destroys it once, before its context, which it keeps alive.
+final class ProjObject {
+  let pointer: OpaquePointer
+  private let context: ProjContext
+
+  /// Takes ownership of `pointer`; nil (owning nothing) when PROJ returned nil.
+  init?(_ pointer: OpaquePointer?, context: ProjContext) {
+    guard let pointer else { return nil }
+    self.pointer = pointer
+    self.context = context
+  }
+
+  deinit { proj_destroy(pointer) }
 }
 
 /// PROJ's error number and message, as a ``GeoError/cause``.

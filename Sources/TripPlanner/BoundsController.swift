@@ -10,14 +10,17 @@ import Synchronization
 /// It subscribes through a ``ResultsObserver`` of the trips matching a ``TripQuery`` (all
 /// trips by default), and applies each update's removed and inserted trips to a
 /// ``CoordinateCover``: one added, moved or deleted trip costs O(log n), with no rescan. The
-/// projected extent is then recomputed from the box (O(1) for Web Mercator; one PROJ call
-/// otherwise). ``report`` is observable and changes only when the report does.
+/// projected extent is then recomputed from the box (O(1) for Web Mercator; for other CRSs one
+/// PROJ call per changed trip, kept in a ``ProjectedPointCover`` in O(log n), and one
+/// densified `proj_trans_bounds` of the box). ``report`` is observable and changes only when the report does.
 ///
 /// Changes arrive from any context of the container and from other processes writing the same
 /// file.
 public final class BoundsController: Observable, Sendable {
   private struct State: Sendable {
     var cover = CoordinateCover()
+    /// The trips' own projections, outside Web Mercator (see `BoundsReport`).
+    var points: ProjectedPointCover?
     var version = 0
     var report: BoundsReport
     var lastError: (any Error & Sendable)?
@@ -46,12 +49,18 @@ public final class BoundsController: Observable, Sendable {
     let results = observer.results
     let cover = CoordinateCover(
       results.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+    let projection = self.projection
+    let points =
+      projection.isWebMercator
+      ? nil
+      : projection.pointCover(
+        results.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
     var initial = State(
-      cover: cover, version: observer.version,
+      cover: cover, points: points, version: observer.version,
       report: try BoundsReport(count: 0, box: nil, projection: projection, viewport: viewport))
     initial.report = try BoundsReport(
-      count: initial.cover.count, box: initial.cover.box, projection: projection, viewport: viewport
-    )
+      count: initial.cover.count, box: initial.cover.box, projection: projection, viewport: viewport,
+      points: initial.points)
     state = Mutex(initial)
     let observer = self.observer
     let started = withContinuousObservation { [weak self] in
@@ -95,18 +104,27 @@ public final class BoundsController: Observable, Sendable {
       guard version > state.version else { return nil }
       if let changes = observer.changes(after: state.version) {
         for change in changes where change.version <= version {
-          for trip in change.removed { state.cover.remove(Self.coordinate(trip)) }
-          for trip in change.inserted { state.cover.insert(Self.coordinate(trip)) }
+          for trip in change.removed {
+            state.cover.remove(Self.coordinate(trip))
+            state.points?.remove(projection.projectIfPossible(Self.coordinate(trip)))
+          }
+          for trip in change.inserted {
+            state.cover.insert(Self.coordinate(trip))
+            state.points?.insert(projection.projectIfPossible(Self.coordinate(trip)))
+          }
           state.version = change.version
         }
       } else {
-        state.cover = CoordinateCover(observer.results.map(Self.coordinate))
+        let coordinates = observer.results.map(Self.coordinate)
+        state.cover = CoordinateCover(coordinates)
+        if state.points != nil { state.points = projection.pointCover(coordinates) }
         state.version = observer.version
       }
       let report: BoundsReport
       do {
         report = try BoundsReport(
-          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport)
+          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport,
+          points: state.points)
       } catch {
         state.lastError = error
         return nil

@@ -42,21 +42,43 @@ public struct BoundsReport: Hashable, Sendable {
   public var center: Coordinate?
   /// The box in the projected CRS.
   public var projected: ProjectedExtent?
+  /// How many trips could not be projected to the CRS (outside its area of use); they are
+  /// still in the geographic box. Always 0 for Web Mercator.
+  public var unprojectedCount = 0
   /// The camera fit, when a viewport was given and there are trips.
   public var camera: CameraFit?
   /// The viewport of the camera fit.
   public var viewport: Viewport?
 
   /// Makes the report for `count` trips covered by `box`.
-  public init(count: Int, box: GeographicBox?, projection: Projection, viewport: Viewport? = nil)
-    throws
-  {
+  ///
+  /// - Parameter points: For CRSs other than Web Mercator, the trips' own projections: the
+  ///   projected extent is the box's (edges densified by PROJ) joined with them, so it holds
+  ///   every trip even where the densified edges miss one. Points that do not project are
+  ///   counted in ``unprojectedCount``.
+  public init(
+    count: Int, box: GeographicBox?, projection: Projection, viewport: Viewport? = nil,
+    points: ProjectedPointCover? = nil
+  ) throws {
     self.count = count
     self.geographic = box
     self.viewport = viewport
     guard let box else { return }
     center = box.center
-    projected = try projection.extent(of: box)
+    if let points, !projection.isWebMercator {
+      unprojectedCount = points.unprojectedCount
+      // A box whose densified edges PROJ cannot transform (a UTM zone's far side) still has
+      // the extent of the trips that do project.
+      let edges = try? projection.extent(of: box)
+      switch (edges, points.extent(crs: projection.crs)) {
+      case (let edges?, let own?): projected = edges.union(own)
+      case (let edges?, nil): projected = edges
+      case (nil, let own?): projected = own
+      case (nil, nil): projected = try projection.extent(of: box)
+      }
+    } else {
+      projected = try projection.extent(of: box)
+    }
     if let viewport {
       camera = try CameraFit(box: box, width: viewport.width, height: viewport.height)
     }
@@ -93,6 +115,7 @@ public struct BoundsReport: Hashable, Sendable {
     } else {
       members.append(("projected", .null))
     }
+    if unprojectedCount > 0 { members.append(("unprojected", .number(Double(unprojectedCount)))) }
     if viewport != nil {
       members.append(
         (
@@ -131,6 +154,13 @@ public struct BoundsReport: Hashable, Sendable {
         "x \(metres(projected.minX)) to \(metres(projected.maxX)), y \(metres(projected.minY)) to \(metres(projected.maxY))"
       ),
     ]
+    if unprojectedCount > 0 {
+      lines.append(
+        (
+          "Not projected:",
+          "\(unprojectedCount) trip\(unprojectedCount == 1 ? "" : "s") outside the area of \(projected.crs)"
+        ))
+    }
     if let camera, let viewport {
       lines.append(
         (

@@ -61,9 +61,12 @@ enum BoundsCommand: Subcommand {
     }
     // Only the coordinates are read: no trip is made (about 20 times faster at a million).
     let coordinates = try store.coordinates(query)
+    // Outside Web Mercator, the extent also holds every trip's own projection (one PROJ call
+    // per trip), which densified box edges can miss.
     let report = try BoundsReport(
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
-      viewport: viewport)
+      viewport: viewport,
+      points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
     try io.out(format == "json" ? report.json.rendered(pretty: true) + "\n" : report.text)
   }
 }

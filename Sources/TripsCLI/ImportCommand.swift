@@ -25,9 +25,6 @@ enum ImportCommand: Subcommand {
     let path = arguments.positionals[0]
     let data = try readInput(path, io)
     let name = path == "-" ? "<stdin>" : path
-    guard !data.isEmpty else {
-      throw CLIError(kind: .data, message: "\(terminalSafe(name)) is empty: there is nothing to import.")
-    }
     let format: TripFileFormat
     if arguments.value("format") == nil, path == "-" || TripFileFormat(pathExtension: path) == nil {
       format = sniff(data)

@@ -220,7 +220,14 @@ struct WriteTests {
         ["--end", "2027-03-01"],
         "end date 2027-03-01T00:00:00Z is before start date 2027-04-01T00:00:00Z"
       ),
-      (["--latitude", "nan"], "latitude nan is not a number between -90 and 90"),
+      (
+        ["--name", "Evil\u{1B}]0;pwned\u{07}"],
+        "name contains the control character U+001B; line breaks, tabs and escape sequences are not allowed"
+      ),
+      (
+        ["--destination", String(repeating: "x", count: 257)],
+        "destination is 257 characters long; at most 256 are allowed"
+      ),
     ])
   func invalidTrips(change: [String], message: String) throws {
     let scratch = Scratch()
@@ -258,9 +265,35 @@ struct WriteTests {
       ),
       (
         ["list", "--from", "tomorrow"],
-        "Error: Invalid value 'tomorrow' for '--from': expected a date as YYYY-MM-DD or ISO 8601 with a zone."
+        "Error: Invalid value 'tomorrow' for '--from': expected a day as YYYY-MM-DD or today, or ISO 8601 with a zone."
       ),
       (["list", "--json=yes"], "Error: The flag '--json' does not take a value."),
+      (
+        ["add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
+          "--latitude", "0x10", "--longitude", "1"],
+        "Error: Invalid value '0x10' for '--latitude': expected a decimal number, such as -33.86."
+      ),
+      (
+        ["add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
+          "--latitude", "nan", "--longitude", "1"],
+        "Error: Invalid value 'nan' for '--latitude': expected a decimal number, such as -33.86."
+      ),
+      (
+        ["bounds", "--viewport", "1000000000x1"],
+        "Error: Invalid value '1000000000x1' for '--viewport': expected WIDTHxHEIGHT in whole pixels from 1 to 100000 each, such as 800x600."
+      ),
+      (
+        ["list", "--store", "postgresql://alice@db.example/trips"],
+        "Error: --store names a PostgreSQL database (postgresql://…), which this build of trips cannot open yet; give the path of a SQLite store file."
+      ),
+      (
+        ["list", "--store", "ftp://host/trips.sqlite"],
+        "Error: --store has the URL scheme 'ftp', which trips cannot open; give the path of a SQLite store file."
+      ),
+      (
+        ["list", "--time-zone", "Mars/Olympus_Mons"],
+        "Error: Invalid value 'Mars/Olympus_Mons' for '--time-zone': expected a time zone such as UTC or Europe/Zurich."
+      ),
       (["show"], "Error: Missing expected argument '<id>'."),
       (["list", "--limit"], "Error: Missing value for '--limit <n>'."),
       (["add", "--name", "x"], "Error: Missing expected argument '--destination <destination>'."),

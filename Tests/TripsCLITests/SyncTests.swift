@@ -208,7 +208,11 @@ struct SyncTests {
       ["sync", "export", "--after", "\(old.prefix(while: { $0 != ":" })):0"], store: a)
     #expect(export.status == 65)
     #expect(export.stderr.contains("expired"))
-    #expect(export.stderr.contains("full export"))
+    #expect(export.stderr.contains("'trips export' here and 'trips import' there"))
+    let listing = try trips(
+      ["history", "--after", "\(old.prefix(while: { $0 != ":" })):0"], store: a)
+    #expect(listing.status == 65, "an expired token is invalid data for every command")
+    #expect(listing.stderr == export.stderr)
     let garbage = try trips(["sync", "export", "--after", "nonsense"], store: a)
     #expect(garbage.status == 64)
     let feedless = try trips(
