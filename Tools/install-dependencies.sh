@@ -4,8 +4,10 @@
 #   libproj-dev     PROJ headers and library (projections)
 #   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
 #   pkg-config      lets SwiftPM find both libraries
+#   valgrind        the tests' memcheck of the paths that create and fail PROJ objects
+#   zsh             the tests' syntax check of `trips completion zsh`
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config)
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config valgrind zsh)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

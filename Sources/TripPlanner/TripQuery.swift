@@ -18,7 +18,10 @@ public struct TripQuery: Sendable, Hashable {
   /// Trips whose name or destination contains this text, ignoring case and diacritics
   /// (`localizedStandardContains`).
   public var search: String?
-  /// Trips to exactly this destination (canonically equal strings match).
+  /// Trips to this destination, matched as a person types it: ignoring case and accents
+  /// (`zurich` finds `Zürich`), canonically equal strings alike, but the whole destination
+  /// (`zur` does not find `Zürich`: use ``search`` for parts). Cost: a scan of the trips'
+  /// destinations (a Swift comparison per row, not the index).
   public var destination: String?
   /// Trips that end on or after this date (overlapping the period from it).
   public var from: Date?
@@ -52,6 +55,7 @@ public struct TripQuery: Sendable, Hashable {
   public var predicate: Predicate<Trip> {
     let search = self.search ?? ""
     let destination = self.destination ?? ""
+    let destinationLength = destination.count
     let hasFrom = from != nil
     let from = self.from ?? Date.distantPast
     let hasTo = to != nil
@@ -59,7 +63,9 @@ public struct TripQuery: Sendable, Hashable {
     return #Predicate<Trip> { trip in
       (search.isEmpty || trip.name.localizedStandardContains(search)
         || trip.destination.localizedStandardContains(search))
-        && (destination.isEmpty || trip.destination == destination)
+        && (destination.isEmpty
+          || (trip.destination.localizedStandardContains(destination)
+            && trip.destination.count == destinationLength))
         && (!hasFrom || trip.endDate >= from)
         && (!hasTo || trip.startDate <= to)
     }

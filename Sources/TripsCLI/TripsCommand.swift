@@ -21,7 +21,8 @@ public enum TripsCommand {
   static let subcommands: [any Subcommand.Type] = [
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
     ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
-    HistoryCommand.self, SyncCommand.self, CheckCommand.self,
+    DestinationsCommand.self, HistoryCommand.self, SyncCommand.self, CheckCommand.self,
+    CompletionCommand.self,
   ]
 
   static var spec: CommandSpec {

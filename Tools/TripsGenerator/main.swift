@@ -9,16 +9,56 @@ import TripsSynthetic
 //
 // The same --count and --seed always give the same trips (SplitMix64, no system randomness).
 
+/// Writes all bytes to a descriptor with write(2): never traps (FileHandle.write does). A
+/// reader that went away ends the program quietly; any other failure is an error, exit 1.
+func emit(_ bytes: some Collection<UInt8>, to descriptor: Int32 = 1) {
+  let array = Array(bytes)
+  var offset = 0
+  while offset < array.count {
+    let written = array.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, array.count - offset) }
+    if written >= 0 {
+      offset += written
+    } else if errno == EINTR {
+      continue
+    } else if errno == EPIPE {
+      exit(0)
+    } else {
+      if descriptor != 2 { emit(Array("Error: cannot write the trips: \(String(cString: strerror(errno)))\n".utf8), to: 2) }
+      exit(1)
+    }
+  }
+}
+
 func fail(_ message: String) -> Never {
-  FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+  emit(Array("Error: \(message)\n".utf8), to: 2)
   exit(64)
 }
+
+/// `Data/cities.csv` from the working directory, else beside the executable's build folder
+/// (`.build/<config>/trips-generate` → the package root), else the package this was built
+/// from: the generator works from any directory.
+func defaultCitiesPath() -> String {
+  let relative = "Data/cities.csv"
+  var candidates = [relative]
+  var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    .deletingLastPathComponent()
+  for _ in 0..<5 {
+    candidates.append(folder.appendingPathComponent(relative).path)
+    folder = folder.deletingLastPathComponent()
+  }
+  let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+  candidates.append(source.appendingPathComponent(relative).path)
+  return candidates.first { FileManager.default.isReadableFile(atPath: $0) } ?? relative
+}
+
+signal(SIGPIPE, SIG_IGN)
 
 var count = 1000
 var seed: UInt64 = 2027
 var output: String?
 var storePath: String?
-var citiesPath = "Data/cities.csv"
+var citiesPath: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
   func value() -> String {
@@ -45,7 +85,7 @@ while let argument = arguments.next() {
       OPTIONS:
         --count <n>             How many trips. (default: 1000)
         --seed <n>              The generator's seed. (default: 2027)
-        --cities <file>         The cities file. (default: Data/cities.csv)
+        --cities <file>         The cities file. (default: Data/cities.csv, found from any directory)
         --output <file>         Write CSV in the import format here. (default: standard output)
         --store <file>          Insert straight into this trip store instead.
         -h, --help              Show help information.
@@ -55,12 +95,13 @@ while let argument = arguments.next() {
   }
 }
 
-guard let citiesData = FileManager.default.contents(atPath: citiesPath) else {
-  FileHandle.standardError.write(Data("Error: cannot read \(citiesPath)\n".utf8))
+let resolvedCitiesPath = citiesPath ?? defaultCitiesPath()
+guard let citiesData = FileManager.default.contents(atPath: resolvedCitiesPath) else {
+  emit(Array("Error: cannot read \(resolvedCitiesPath); give --cities FILE\n".utf8), to: 2)
   exit(66)
 }
 let cities = try SyntheticTrips.cities(citiesData)
-guard !cities.isEmpty else { fail("no cities in \(citiesPath)") }
+guard !cities.isEmpty else { fail("no cities in \(resolvedCitiesPath)") }
 var generator = SyntheticTrips(seed: seed)
 
 if let storePath {
@@ -75,17 +116,14 @@ if let storePath {
     try store.importRecords(records, file: "generated")
     done += records.count
     store.context.rollback()
-    FileHandle.standardError.write(Data("\rInserted \(done)/\(count)".utf8))
+    emit(Array("\rInserted \(done)/\(count)".utf8), to: 2)
   }
-  FileHandle.standardError.write(Data("\n".utf8))
+  emit(Array("\n".utf8), to: 2)
 } else {
-  let handle: FileHandle
+  var descriptor: Int32 = 1
   if let output {
-    _ = FileManager.default.createFile(atPath: output, contents: nil)
-    guard let opened = FileHandle(forWritingAtPath: output) else { fail("cannot write \(output)") }
-    handle = opened
-  } else {
-    handle = FileHandle.standardOutput
+    descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+    guard descriptor >= 0 else { fail("cannot write \(output)") }
   }
   var chunk: [TripRecord] = []
   var wroteHeader = false
@@ -94,10 +132,10 @@ if let storePath {
     if chunk.count == 50_000 || index == count - 1 {
       var data = TripCSV.encode(chunk)
       if wroteHeader, let newline = data.firstIndex(of: 0x0A) { data = data[(newline + 1)...] }
-      handle.write(data)
+      emit(data, to: descriptor)
       wroteHeader = true
       chunk.removeAll(keepingCapacity: true)
     }
   }
-  if count == 0 { handle.write(TripCSV.encode([])) }
+  if count == 0 { emit(TripCSV.encode([]), to: descriptor) }
 }

@@ -147,6 +147,42 @@ extension ModelContext {
     return values
   }
 
+  /// How many models matching `descriptor` share each value of a `String` attribute, in the
+  /// value's code-point order: one SQL aggregate (`GROUP BY`), no models made. The
+  /// descriptor's sorts, limit and offset are not used.
+  ///
+  /// Cost: one SQL query; O(rows) to scan (an index on the attribute serves the grouping),
+  /// O(groups) memory.
+  public func fetchCounts<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, groupedBy keyPath: KeyPath<Model, String> & Sendable
+  ) throws -> [(value: String, count: Int)] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message: "fetchCounts needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+    }
+    let column = quoted(attribute.name)
+    var unbounded = descriptor
+    unbounded.sortBy = []
+    unbounded.fetchLimit = nil
+    unbounded.fetchOffset = nil
+    let database = try connection()
+    let query = try Query(
+      unbounded, schema: entity.schema, select: "\(column), count(*)", database: database,
+      ordered: false)
+    let statement = try database.cachedStatement(
+      query.sql + " GROUP BY \(column) ORDER BY \(column)")
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    var counts: [(value: String, count: Int)] = []
+    while try statement.step() {
+      counts.append((String.read(from: statement, at: 0), Int(statement.int64(at: 1))))
+    }
+    return counts
+  }
+
   /// The identifiers of the models matching `descriptor`, in its order, without loading them.
   public func fetchIdentifiers<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>
