@@ -58,6 +58,9 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     self.cause = cause
   }
 
+  /// The stored attribute (column) whose value could not be read, when known.
+  public var attribute: String?
+
   /// The row the error is about (`trips id 1b4e…, row 17`), when it concerns one stored row.
   public var row: String?
 

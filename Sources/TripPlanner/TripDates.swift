@@ -13,10 +13,19 @@ public enum TripDates {
   }
 
   /// Parses `YYYY-MM-DD` (UTC midnight) or ISO 8601 with a zone (`Z` or `±hh:mm`), with
-  /// optional fractional seconds. Nil for anything else, including impossible dates.
+  /// optional seconds and fractional seconds (`2027-04-01T22:00-05:00`). Nil for anything
+  /// else, including impossible dates.
   public static func parse(_ text: String) -> Date? {
-    let text = text.trimmingCharacters(in: .whitespaces)
+    var text = text.trimmingCharacters(in: .whitespaces)
     if text.count == 10, let day = parseDay(text) { return day }
+    // Minutes without seconds: `…T22:00Z`, `…T22:00-05:00`.
+    let bytes = Array(text.utf8)
+    if bytes.count >= 17, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+      bytes.count == 17 || [UInt8(ascii: "Z"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[16])
+    {
+      text = String(decoding: bytes[0..<16] + Array(":00".utf8) + bytes[16...], as: UTF8.self)
+      if bytes.count == 16 { return nil }
+    }
     if let date = try? Date(text, strategy: .iso8601) { return date }
     if let date = try? Date(
       text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))

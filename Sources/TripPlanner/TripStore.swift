@@ -93,7 +93,20 @@ public final class TripStore {
   ///
   /// Cost: one pass over the trips, O(n), one trip in memory at a time.
   public func damagedTrips() throws -> [String] {
-    try run { try context.validateStoredRows(of: Trip.self).map(\.message) }
+    try run { try context.validateStoredRows(of: Trip.self).map(Self.describeDamage) }
+  }
+
+  /// A damaged row in words for people: which trip, and what is wrong with it.
+  public static func describeDamage(_ error: PersistenceError) -> String {
+    let row = error.row ?? "a trip"
+    if let attribute = error.attribute {
+      return "\(row): the stored \(attribute) value cannot be decoded (the bytes are damaged)"
+    }
+    var message = error.message
+    if let named = error.row, message.hasSuffix(" (\(named))") {
+      message.removeLast(named.count + 3)
+    }
+    return "\(row): \(message)"
   }
 
   /// The trip whose id is `id`, or whose id starts with `id` (at least 4 hexadecimal digits,
@@ -209,26 +222,12 @@ public final class TripStore {
     progress: ((Int) -> Void)? = nil
   ) throws -> Int {
     var problems: [TripPlannerError.Problem] = []
-    // The first line of each id: a second record with the same id (whatever its case) would
-    // silently overwrite the first in the same transaction.
-    var firstLine: [UUID: Int?] = [:]
     for (line, record) in records {
       for violation in record.violations {
         problems.append(.init(file: file, line: line, reason: violation.reason))
       }
-      if let id = record.id {
-        if let earlier = firstLine[id] {
-          let place = earlier.map { "on line \($0)" } ?? "earlier in the file"
-          problems.append(
-            .init(
-              file: file, line: line,
-              reason: "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"
-            ))
-        } else {
-          firstLine[id] = line
-        }
-      }
     }
+    problems += Self.duplicateProblems(records, file: file)
     guard problems.isEmpty else {
       throw TripPlannerError(
         code: .invalidInput, message: "\(file): nothing was imported.", problems: problems)
@@ -259,6 +258,28 @@ public final class TripStore {
       if let bodyError { throw bodyError }
       throw Self.wrap(error)
     }
+  }
+
+  /// A problem for each record whose id an earlier record of the same file has (whatever its
+  /// case): in one transaction the second would silently overwrite the first. O(records).
+  static func duplicateProblems(_ records: [(line: Int?, record: TripRecord)], file: String)
+    -> [TripPlannerError.Problem]
+  {
+    var problems: [TripPlannerError.Problem] = []
+    var firstLine: [UUID: Int?] = [:]
+    for (line, record) in records {
+      guard let id = record.id else { continue }
+      if let earlier = firstLine[id] {
+        let place = earlier.map { "on line \($0)" } ?? "earlier in the file"
+        problems.append(
+          .init(
+            file: file, line: line,
+            reason: "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"))
+      } else {
+        firstLine[id] = line
+      }
+    }
+    return problems
   }
 
   /// Every trip as records, in `query`'s order.

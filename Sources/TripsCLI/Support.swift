@@ -222,7 +222,9 @@ func cliError(_ error: any Error) -> CLIError {
         if cause.row != nil {
           return CLIError(
             kind: .data,
-            message: cause.message + ". Run 'trips check' to list every damaged trip.")
+            message:
+              "A stored trip cannot be read: \(TripStore.describeDamage(cause)). Run 'trips check' to list every damaged trip."
+          )
         }
         // The store error's own text already carries the message (and SQLite's detail).
         return CLIError(kind: .failure, message: cause.description)

@@ -568,11 +568,13 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
     do {
       return try decodeStoredJSON(Value.self, from: data)
     } catch {
-      throw PersistenceError(
+      var failure = PersistenceError(
         code: .invalidValue,
         message:
           "Cannot decode the .codable attribute \(name) of \(model) as \(Value.self): its Codable implementation must read every encoding it has written.",
         cause: error)
+      failure.attribute = name
+      throw failure
     }
   }
 

@@ -22,11 +22,19 @@ public enum TripFileFormat: String, Sendable, CaseIterable {
   /// Reads trip records from `data`. Throws ``TripPlannerError/Code/invalidInput`` listing
   /// every problem (syntax, missing or unknown fields, values, and the trip rules).
   public func decode(_ data: Data, file: String) throws -> [(line: Int?, record: TripRecord)] {
-    switch self {
-    case .csv: try TripCSV.decode(data, file: file)
-    case .json: try TripJSON.decode(data, file: file)
-    case .geojson: try TripGeoJSON.decode(data, file: file)
+    let records =
+      switch self {
+      case .csv: try TripCSV.decode(data, file: file)
+      case .json: try TripJSON.decode(data, file: file)
+      case .geojson: try TripGeoJSON.decode(data, file: file)
+      }
+    // The same id twice in one file is refused here, before any store is opened.
+    let duplicates = TripStore.duplicateProblems(records, file: file)
+    guard duplicates.isEmpty else {
+      throw TripPlannerError(
+        code: .invalidInput, message: "\(file): nothing was imported.", problems: duplicates)
     }
+    return records
   }
 
   /// Writes trip records.
