@@ -243,3 +243,89 @@ struct ContinuousObservationTests {
     #expect(seen.withLock { $0.count } == count, "a cancelled token runs no more")
   }
 }
+
+@Suite("Observers report failures")
+struct ObserverFailureTests {
+  /// A store of two samples with place tokens, an observer on it, and a raw connection to write
+  /// around the library as another process would.
+  func setUp(_ directory: TemporaryDirectory) throws -> (
+    ModelContainer, ResultsObserver<Sample>, Database
+  ) {
+    let url = directory.file("store.sqlite")
+    let container = try ModelContainer(for: Sample.self, configurations: .init(url: url))
+    let context = ModelContext(container)
+    for name in ["a", "b"] {
+      let sample = Sample()
+      sample.name = name
+      sample.place = PlaceToken(raw: name)
+      context.insert(sample)
+    }
+    try context.save()
+    let observer = try ResultsObserver(
+      FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]), container: container)
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("PRAGMA busy_timeout = 5000")
+    return (container, observer, outside)
+  }
+
+  /// Commits `sql` with a history transaction saying row `key` was updated, as a writer in
+  /// another process would.
+  func outsideUpdate(_ database: Database, key: Int, _ sql: String) throws {
+    try database.execute(
+      """
+      BEGIN IMMEDIATE;
+      \(sql);
+      INSERT INTO _history_transactions (author, timestamp) VALUES ('outside', 0);
+      INSERT INTO _history_changes (token, entity, pk, kind, attributes)
+        VALUES (last_insert_rowid(), 'samples', \(key), 1, 'place');
+      COMMIT;
+      """)
+  }
+
+  @Test("a row that can no longer be read: lastError names it, results stay, then recover")
+  func damagedRow() throws {
+    let directory = TemporaryDirectory()
+    let (_, observer, outside) = try setUp(directory)
+    #expect(observer.lastError == nil)
+    let seen = Mutex<[String?]>([])
+    let token = withContinuousObservation {
+      let error = observer.lastError
+      seen.withLock { $0.append(error?.row) }
+    }
+    defer { token.cancel() }
+    try outsideUpdate(outside, key: 1, "UPDATE samples SET place = CAST('{{' AS BLOB) WHERE _pk = 1")
+    #expect(eventually { observer.lastError != nil })
+    let error = try #require(observer.lastError)
+    #expect(error.code == .invalidValue)
+    #expect(error.row?.contains("row 1") == true, "\(error)")
+    #expect(observer.results.map(\.name) == ["a", "b"], "the last good results are kept")
+    // Repaired by the outside writer: the observer catches up and clears the error.
+    try outsideUpdate(
+      outside, key: 1,
+      "UPDATE samples SET place = CAST('{\"raw\":\"fixed\"}' AS BLOB), name = 'c' WHERE _pk = 1")
+    #expect(eventually { observer.lastError == nil && observer.results.map(\.name) == ["b", "c"] })
+    #expect(seen.withLock { $0.contains { $0?.contains("row 1") == true } })
+    #expect(seen.withLock { $0.last! == nil })
+  }
+
+  @Test("history that cannot be read: the monitor reports it, backs off, and catches up")
+  func unreadableHistory() throws {
+    let directory = TemporaryDirectory()
+    let (container, observer, outside) = try setUp(directory)
+    // Another process's commit lands while the history table cannot be read.
+    try outside.execute(
+      "ALTER TABLE _history_transactions RENAME TO _history_away; UPDATE samples SET name = 'z' WHERE _pk = 1"
+    )
+    #expect(eventually { observer.lastError != nil }, "the failure is visible")
+    #expect(observer.results.map(\.name) == ["a", "b"])
+    try outside.execute("ALTER TABLE _history_away RENAME TO _history_transactions")
+    // A commit after the repair is seen, and so is the one made while it failed (refetched).
+    let context = ModelContext(container)
+    let sample = Sample()
+    sample.name = "m"
+    context.insert(sample)
+    try context.save()
+    #expect(eventually { observer.lastError == nil && observer.results.map(\.name) == ["b", "m", "z"] },
+      "\(observer.results.map(\.name)) \(String(describing: observer.lastError))")
+  }
+}

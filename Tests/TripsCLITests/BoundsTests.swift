@@ -187,8 +187,10 @@ final class Watcher: @unchecked Sendable {
     String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
   }
 
-  init(_ arguments: [String]) throws {
-    process.executableURL = tripsExecutable
+  /// Runs `trips` with `arguments`; with `viaEnv`, runs `arguments` as a whole command line
+  /// (`setpriv … trips watch …`).
+  init(_ arguments: [String], viaEnv: Bool = false) throws {
+    process.executableURL = viaEnv ? URL(fileURLWithPath: "/usr/bin/env") : tripsExecutable
     process.arguments = arguments
     process.standardOutput = pipe
     process.standardError = errors
@@ -250,5 +252,47 @@ struct WatchTests {
     #expect(eventually { watcher.output.count == 2 })
     let last = try #require(try watcher.reports().last)
     #expect((last["projected"] as? [String: Any])?["crs"] as? String == "EPSG:32633")
+  }
+
+  @Test("reads a read-only store as another user; follows it where SQLite can, says so where not")
+  func readOnlyStore() throws {
+    let nobody: UInt32 = 65534
+    let scratch = Scratch()
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.url.path)
+    let folder = scratch.file("locked")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let store = folder.appendingPathComponent("trips.sqlite")
+    #expect(try trips(addSuva, store: store).status == 0)
+    try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: store.path)
+    // A read-only file in a folder anyone may write: watched live.
+    try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: folder.path)
+    let watcher = try Watcher(
+      ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
+        "watch", "--count", "2", "--store", store.path], viaEnv: true)
+    #expect(eventually { watcher.output.count == 1 })
+    try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: store.path)
+    #expect(try trips(addApia, store: store).status == 0)
+    #expect(eventually { !watcher.process.isRunning }, "the change was seen")
+    #expect(watcher.stop() == 0)
+    #expect(try watcher.reports().last?["count"] as? Int == 2)
+    // A read-only folder: SQLite cannot make its shared memory there; one report and a note.
+    let lockedFolder = scratch.file("read-only")
+    try FileManager.default.createDirectory(at: lockedFolder, withIntermediateDirectories: true)
+    let lockedStore = lockedFolder.appendingPathComponent("trips.sqlite")
+    #expect(try trips(addSuva, store: lockedStore).status == 0)
+    try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: lockedStore.path)
+    try FileManager.default.setAttributes(
+      [.posixPermissions: 0o555], ofItemAtPath: lockedFolder.path)
+    let once = try Watcher(
+      ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
+        "watch", "--count", "3", "--store", lockedStore.path], viaEnv: true)
+    #expect(eventually { !once.process.isRunning }, "watch ends after its one report")
+    if once.process.isRunning { _ = once.stop() }
+    #expect(once.process.terminationStatus == 0)
+    #expect(once.output.joined().split(separator: "\n").count == 1)
+    #expect(once.errorOutput.contains("changes to it cannot be followed"), "\(once.errorOutput)")
+    try FileManager.default.setAttributes(
+      [.posixPermissions: 0o755], ofItemAtPath: lockedFolder.path)
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
   }
 }

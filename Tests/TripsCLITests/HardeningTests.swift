@@ -700,3 +700,42 @@ struct SeededGenerator: RandomNumberGenerator {
     return z ^ (z >> 31)
   }
 }
+
+@Suite("Hardening: failures in background work")
+struct BackgroundFailureTests {
+  let scratch = Scratch()
+
+  @Test("a damaged sync state file is an error naming it, never a silent restart")
+  func damagedState() throws {
+    let source = scratch.file("a.sqlite")
+    let target = scratch.file("b.sqlite")
+    #expect(try trips(addSuva, store: source).status == 0)
+    let state = try scratch.write("b.sqlite.sync-state.json", "garbage{")
+    let once = try trips(["sync", "watch", "--once", "--to", target.path], store: source)
+    #expect(once.status == 65)
+    #expect(once.stderr.hasPrefix("Error: The sync state file \(state.path) is damaged"))
+    #expect(
+      try jsonArray(try trips(["list", "--json"], store: target).stdout).isEmpty,
+      "nothing was pushed")
+    // Live: the error once, then exit 1 as it lasts.
+    let live = try trips(["sync", "watch", "--to", target.path], store: source)
+    #expect(live.status == 1)
+    #expect(live.stderr.components(separatedBy: "is damaged").count == 3, "\(live.stderr)")
+    #expect(live.stderr.contains("Error: Stopped syncing:"))
+  }
+
+  @Test("watch prints a lasting failure to follow the store once, then exits 1")
+  func watchFailure() throws {
+    let store = scratch.store
+    #expect(try trips(addSuva, store: store).status == 0)
+    let watcher = try Watcher(["watch", "--store", store.path])
+    #expect(eventually { watcher.output.count == 1 })
+    try rawSQL(store, "ALTER TABLE _history_transactions RENAME TO _history_away; UPDATE trips SET name = 'x';")
+    #expect(eventually(15) { !watcher.process.isRunning }, "watch gave up")
+    #expect(watcher.stop() == 1)
+    let errors = watcher.errorOutput
+    #expect(errors.hasPrefix("Error: "), "\(errors)")
+    #expect(errors.contains("Error: Stopped following the store:"), "\(errors)")
+    #expect(errors.split(separator: "\n").count == 2, "printed once, then the final error: \(errors)")
+  }
+}

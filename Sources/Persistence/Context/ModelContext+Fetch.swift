@@ -390,28 +390,32 @@ extension ModelContext {
     return registration
   }
 
-  /// The row the statement is on, for an error: its primary key and its `.unique` values
-  /// (a 16-byte value is shown as a UUID).
   func describeRow(_ statement: Statement, entity: any EntityOperations) -> String {
-    var parts: [String] = []
-    for index in entity.uniqueIndexes {
-      let column = Int32(index) + 1
-      let bytes = statement.bytes(at: column)
-      let value: String
-      if bytes.count == 16 {
-        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
-        value = UUID(uuid: raw).uuidString.lowercased()
-      } else {
-        value = statement.text(at: column)
-      }
-      parts.append("\(entity.columnNames[index]) \(value)")
-    }
-    parts.append("row \(statement.int64(at: 0))")
-    return "\(entity.name) " + parts.joined(separator: ", ")
+    describeStoredRow(statement, entity: entity)
   }
 
   func autosaveIfNeeded() throws {
     if autosaveEnabled && hasChanges { try save() }
   }
+}
+
+/// The row the statement is on, for an error: its primary key and its `.unique` values
+/// (a 16-byte value is shown as a UUID).
+func describeStoredRow(_ statement: Statement, entity: any EntityOperations) -> String {
+  var parts: [String] = []
+  for index in entity.uniqueIndexes {
+    let column = Int32(index) + 1
+    let bytes = statement.bytes(at: column)
+    let value: String
+    if bytes.count == 16 {
+      var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+      withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+      value = UUID(uuid: raw).uuidString.lowercased()
+    } else {
+      value = statement.text(at: column)
+    }
+    parts.append("\(entity.columnNames[index]) \(value)")
+  }
+  parts.append("row \(statement.int64(at: 0))")
+  return "\(entity.name) " + parts.joined(separator: ", ")
 }

@@ -46,6 +46,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     var version = 0
     var log: [Change] = []
     var lastError: PersistenceError?
+    /// Set while the store monitor cannot read other processes' commits.
+    var monitorFailure: PersistenceError?
   }
 
   /// The row keys of the models, touched only on `queue` (and in `init`): kept out of `State`
@@ -183,9 +185,12 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     // Failures and recoveries of the store monitor: the last one says where things stand.
     if let status = changes.last(where: { $0.failure != nil || $0.recovered }) {
       if let failure = status.failure {
+        state.withLock { $0.monitorFailure = failure }
         setLastError(failure)
-      } else if state.withLock({ $0.lastError }) != nil {
-        // Reading works again: changes may have been missed while it failed, so refetch.
+      } else {
+        // Reading works again: other processes' commits may have been missed meanwhile, so
+        // refetch.
+        state.withLock { $0.monitorFailure = nil }
         do { try reload(publish: true) } catch { setLastError(error) }
       }
     }
@@ -268,10 +273,11 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     if changed { registrar.withMutation(of: self, keyPath: \.lastError) {} }
   }
 
-  /// Clears ``lastError`` after an update that succeeded.
+  /// Clears ``lastError`` after an update that succeeded (unless the store monitor still
+  /// cannot follow other processes).
   private func clearLastError() {
     let changed = state.withLock { state -> Bool in
-      guard state.lastError != nil else { return false }
+      guard state.lastError != nil, state.monitorFailure == nil else { return false }
       state.lastError = nil
       return true
     }
@@ -451,8 +457,12 @@ final class Loader {
     let cache = LoadCache()
     loadRow = { statement in
       let model = Model.makeForLoading()
-      try operations.load(
-        model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+      do {
+        try operations.load(
+          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+      } catch let error as PersistenceError {
+        throw error.naming(row: describeStoredRow(statement, entity: operations))
+      }
       return model
     }
   }
