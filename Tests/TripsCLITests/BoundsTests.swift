@@ -296,3 +296,31 @@ struct WatchTests {
     try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
   }
 }
+
+@Suite("PROJ under valgrind")
+struct ProjMemoryTests {
+  @Test(
+    "creating and failing projections reads and frees no memory it does not own",
+    arguments: ["urn:ogc:def:coordinateOperation:EPSG::1671", "EPSG:99999", "", "EPSG:3035"])
+  func memcheck(crs: String) throws {
+    let scratch = Scratch()
+    #expect(try trips(addSuva, store: scratch.store).status == 0)
+    #expect(try trips(addApia, store: scratch.store).status == 0)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/valgrind")
+    process.arguments = [
+      "--quiet", "--leak-check=no", tripsExecutable.path, "bounds", "--crs",
+      crs, "--store", scratch.store.path,
+    ]
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == (crs == "EPSG:3035" ? 0 : 64), "\(report)")
+    for error in ["Invalid read", "Invalid write", "Invalid free", "freed"] {
+      #expect(!report.contains(error), "\(report)")
+    }
+  }
+}

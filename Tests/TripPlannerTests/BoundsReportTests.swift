@@ -1,0 +1,143 @@
+import Foundation
+import Geo
+import Testing
+
+@testable import TripPlanner
+
+/// A small deterministic generator (SplitMix64).
+struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+@Suite("Bounds reports: the projected extent holds every trip")
+struct ProjectedExtentTests {
+  /// Whether every point that projects lies inside `extent`.
+  static func holdsAll(_ extent: ProjectedExtent, _ points: [Coordinate], _ projection: Projection)
+    -> Bool
+  {
+    points.allSatisfy { point in
+      guard let (x, y) = projection.projectIfPossible(point) else { return true }
+      return x >= extent.minX && x <= extent.maxX && y >= extent.minY && y <= extent.maxY
+    }
+  }
+
+  @Test(
+    "random wide sets: the extent holds each trip's own projection",
+    arguments: [
+      ("EPSG:32633", -60.0...90.0, -80.0...84.0), ("EPSG:3035", -60.0...80.0, 0.0...85.0),
+    ])
+  func randomSets(crs: String, longitudes: ClosedRange<Double>, latitudes: ClosedRange<Double>)
+    throws
+  {
+    let projection = try Projection(to: crs)
+    var generator = SplitMix(state: 40)
+    for _ in 0..<40 {
+      // Half the trips share the lowest latitude, so that they lie on the box's southern edge,
+      // between the points PROJ samples along it (where densified edges can miss them).
+      let shared = Double.random(in: latitudes, using: &generator)
+      let points = (0..<Int.random(in: 4...12, using: &generator)).map { index in
+        Coordinate(
+          latitude: index % 2 == 0
+            ? shared : Double.random(in: shared...latitudes.upperBound, using: &generator),
+          longitude: Double.random(in: longitudes, using: &generator))
+      }
+      let box = try #require(GeographicBox.enclosing(points))
+      let report = try BoundsReport(
+        count: points.count, box: box, projection: projection,
+        points: projection.pointCover(points))
+      let extent = try #require(report.projected)
+      #expect(Self.holdsAll(extent, points, projection), "\(points)")
+    }
+  }
+
+  @Test("six trips on the equator in EPSG:3035: the one at 10°E is inside the extent")
+  func equator() throws {
+    let projection = try Projection(to: "EPSG:3035")
+    let points = stride(from: 0.0, through: 50.0, by: 10.0).map {
+      Coordinate(latitude: 0, longitude: $0)
+    }
+    let box = try #require(GeographicBox.enclosing(points))
+    let edgesOnly = try projection.extent(of: box)
+    let lowest = try projection.project(Coordinate(latitude: 0, longitude: 10))
+    #expect(edgesOnly.minY > lowest.y, "the densified edge alone misses it")
+    let report = try BoundsReport(
+      count: points.count, box: box, projection: projection,
+      points: projection.pointCover(points))
+    #expect(try #require(report.projected).minY == lowest.y)
+  }
+
+  @Test("trips a CRS cannot project are counted, not dropped silently")
+  func unprojected() throws {
+    let projection = try Projection(to: "EPSG:32633")
+    let points = [
+      Coordinate(latitude: 45, longitude: 15), Coordinate(latitude: 45, longitude: -165),
+    ]
+    let cover = projection.pointCover(points)
+    let report = try BoundsReport(
+      count: 2, box: GeographicBox.enclosing(points), projection: projection, points: cover)
+    let far = projection.projectIfPossible(points[1])
+    #expect(report.unprojectedCount == (far == nil ? 1 : 0))
+    if far == nil {
+      #expect(report.text.contains("Not projected:  1 trip outside the area of EPSG:32633"))
+      #expect(report.json.rendered().contains("\"unprojected\":1"))
+    }
+  }
+
+  @Test("the controller's incremental extent equals a report made from scratch")
+  func controllerMatchesScratch() throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    let controller = try BoundsController(container: store.container, crs: "EPSG:3035")
+    var generator = SplitMix(state: 7)
+    var trips: [Trip] = []
+    for index in 0..<30 {
+      trips.append(
+        try store.add(
+          TripRecord(
+            name: "T\(index)", destination: "D", startDate: TripDates.parse("2027-01-01")!,
+            endDate: TripDates.parse("2027-01-02")!,
+            latitude: Double.random(in: 0...60, using: &generator).rounded(),
+            longitude: Double.random(in: -20...50, using: &generator).rounded())))
+      if index % 5 == 4 { _ = try store.delete([trips.removeFirst().id.uuidString]) }
+    }
+    controller.waitForPendingUpdates()
+    let coordinates = try store.coordinates()
+    let projection = try Projection(to: "EPSG:3035")
+    let scratch = try BoundsReport(
+      count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
+      points: projection.pointCover(coordinates))
+    #expect(controller.report == scratch)
+  }
+}
+
+@Suite("Bounds reports: edge cases of the contract")
+struct BoundsContractTests {
+  @Test("a camera on trips at a pole looks from Web Mercator's last latitude")
+  func cameraAtPole() throws {
+    for latitude in [90.0, -90.0] {
+      let box = try #require(GeographicBox.enclosing([Coordinate(latitude: latitude, longitude: 0)]))
+      let camera = try CameraFit(box: box, width: 800, height: 600)
+      #expect(camera.center.latitude == (latitude > 0 ? 1 : -1) * ProjectedExtent.maxMercatorLatitude)
+      #expect(camera.zoom.isFinite)
+    }
+  }
+
+  @Test("a tie between two boxes that do not cross: the one from the smallest longitude")
+  func tie() throws {
+    let box = try #require(
+      GeographicBox.enclosing([
+        Coordinate(latitude: 0, longitude: -180), Coordinate(latitude: 0, longitude: 0),
+      ]))
+    #expect(box.west == -180 && box.east == 0)
+    var cover = CoordinateCover()
+    cover.insert(Coordinate(latitude: 0, longitude: 0))
+    cover.insert(Coordinate(latitude: 0, longitude: -180))
+    #expect(cover.box == box, "incremental and from scratch agree")
+  }
+}
