@@ -71,7 +71,7 @@ let package = Package(
       name: "trips-bench",
       dependencies: ["TripPlanner", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo"],
       path: "Tools/Benchmarks",
-      exclude: ["results-1m.json", "results-1m.txt", "results-10k.json"],
+      exclude: ["results-1m.json", "results-1m.txt", "results-10k.json", "README.md"],
       swiftSettings: swiftSettings
     ),
     .testTarget(

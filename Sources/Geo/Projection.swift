@@ -136,7 +136,8 @@ public final class Projection: Sendable {
       var maxX = 0.0
       var maxY = 0.0
       let result = proj_trans_bounds(
-        state.context.pointer, state.transform.pointer, PJ_FWD, box.west, box.south, box.east, box.north, &minX,
+        state.context.pointer, state.transform.pointer, PJ_FWD, box.west, box.south, box.east,
+        box.north, &minX,
         &minY, &maxX, &maxY, Self.densifyPoints)
       guard result != 0, minX.isFinite, minY.isFinite, maxX.isFinite, maxY.isFinite else {
         let code = proj_context_errno(state.context.pointer)

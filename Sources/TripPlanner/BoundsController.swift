@@ -59,7 +59,8 @@ public final class BoundsController: Observable, Sendable {
       cover: cover, points: points, version: observer.version,
       report: try BoundsReport(count: 0, box: nil, projection: projection, viewport: viewport))
     initial.report = try BoundsReport(
-      count: initial.cover.count, box: initial.cover.box, projection: projection, viewport: viewport,
+      count: initial.cover.count, box: initial.cover.box, projection: projection,
+      viewport: viewport,
       points: initial.points)
     state = Mutex(initial)
     let observer = self.observer
@@ -96,7 +97,11 @@ public final class BoundsController: Observable, Sendable {
   private func catchUp(to version: Int, observerError: PersistenceError?) {
     let errorChanged = state.withLock { state -> Bool in
       let before = state.lastError.map { "\($0)" }
-      if let observerError { state.lastError = observerError } else if state.lastError is PersistenceError { state.lastError = nil }
+      if let observerError {
+        state.lastError = observerError
+      } else if state.lastError is PersistenceError {
+        state.lastError = nil
+      }
       return before != state.lastError.map { "\($0)" }
     }
     if errorChanged { registrar.withMutation(of: self, keyPath: \.lastError) {} }
@@ -123,7 +128,8 @@ public final class BoundsController: Observable, Sendable {
       let report: BoundsReport
       do {
         report = try BoundsReport(
-          count: state.cover.count, box: state.cover.box, projection: projection, viewport: viewport,
+          count: state.cover.count, box: state.cover.box, projection: projection,
+          viewport: viewport,
           points: state.points)
       } catch {
         state.lastError = error

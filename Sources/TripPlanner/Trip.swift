@@ -150,7 +150,8 @@ public struct TripRecord: Hashable, Sendable {
   /// inner spaces, an empty text, or a value beyond the range of a `Double`. Spaces around it
   /// are ignored.
   public static func parseNumber(_ text: String) -> Double? {
-    let bytes = Array(text.utf8.drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed())
+    let bytes = Array(
+      text.utf8.drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed())
     var index = 0
     func digits() -> Int {
       let start = index

@@ -21,7 +21,8 @@ public enum TripDates {
     // Minutes without seconds: `…T22:00Z`, `…T22:00-05:00`.
     let bytes = Array(text.utf8)
     if bytes.count >= 17, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-      bytes.count == 17 || [UInt8(ascii: "Z"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[16])
+      bytes.count == 17
+        || [UInt8(ascii: "Z"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[16])
     {
       text = String(decoding: bytes[0..<16] + Array(":00".utf8) + bytes[16...], as: UTF8.self)
       if bytes.count == 16 { return nil }

@@ -274,7 +274,8 @@ public final class TripStore {
         problems.append(
           .init(
             file: file, line: line,
-            reason: "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"))
+            reason:
+              "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"))
       } else {
         firstLine[id] = line
       }

@@ -67,6 +67,8 @@ enum BoundsCommand: Subcommand {
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
       viewport: viewport,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
-    try io.out(format == "json" ? report.json.rendered(pretty: true) + "\n" : terminalSafeMessage(report.text))
+    try io.out(
+      format == "json"
+        ? report.json.rendered(pretty: true) + "\n" : terminalSafeMessage(report.text))
   }
 }

@@ -56,7 +56,8 @@ enum CompletionCommand: Subcommand {
     }
     var values = ""
     for (name, list) in optionValues.sorted(by: { $0.key < $1.key }) {
-      values += "    --\(name)) COMPREPLY=($(compgen -W \"\(list.joined(separator: " "))\" -- \"$cur\")); return ;;\n"
+      values +=
+        "    --\(name)) COMPREPLY=($(compgen -W \"\(list.joined(separator: " "))\" -- \"$cur\")); return ;;\n"
     }
     let files = fileOptions.sorted().map { "--\($0)" }.joined(separator: "|")
     let top = TripsCommand.subcommands.map { $0.spec.name }.joined(separator: " ")
@@ -94,8 +95,10 @@ enum CompletionCommand: Subcommand {
     var functions = ""
     var dispatch = ""
     for (path, spec) in commands() {
-      let name = "_trips_" + path.replacingOccurrences(of: " ", with: "_").replacingOccurrences(
-        of: "-", with: "_")
+      let name =
+        "_trips_"
+        + path.replacingOccurrences(of: " ", with: "_").replacingOccurrences(
+          of: "-", with: "_")
       var specs: [String] = []
       for option in spec.allOptions {
         let help = option.help.replacingOccurrences(of: "'", with: "'\\''")
@@ -104,7 +107,9 @@ enum CompletionCommand: Subcommand {
         if option.isFlag {
           specs.append("'--\(option.name)[\(help)]'")
         } else if let list = optionValues[option.name] {
-          specs.append("'--\(option.name)=[\(help)]:\(option.valueName ?? "value"):(\(list.joined(separator: " ")))'")
+          specs.append(
+            "'--\(option.name)=[\(help)]:\(option.valueName ?? "value"):(\(list.joined(separator: " ")))'"
+          )
         } else if fileOptions.contains(option.name) {
           specs.append("'--\(option.name)=[\(help)]:\(option.valueName ?? "file"):_files'")
         } else {
@@ -119,7 +124,8 @@ enum CompletionCommand: Subcommand {
       } else if !spec.arguments.isEmpty {
         specs.append("'*:argument:_files'")
       }
-      functions += "\(name)() {\n  _arguments -s \\\n    \(specs.joined(separator: " \\\n    "))\n}\n\n"
+      functions +=
+        "\(name)() {\n  _arguments -s \\\n    \(specs.joined(separator: " \\\n    "))\n}\n\n"
       dispatch += "    \"\(path)\") \(name) ;;\n"
     }
     let top = TripsCommand.subcommands.map {

@@ -66,7 +66,9 @@ enum OutputFile {
       try io.out(data)
       return
     }
-    guard !path.isEmpty else { throw CLIError.usage("--output needs a file name, or - for standard output.") }
+    guard !path.isEmpty else {
+      throw CLIError.usage("--output needs a file name, or - for standard output.")
+    }
     do {
       try writeFile(data, to: path)
     } catch let error as CLIError {
@@ -74,7 +76,8 @@ enum OutputFile {
     } catch let error as OutputError {
       switch error {
       case .readerGone: throw error
-      case .failed(let reason): throw CLIError(kind: .failure, message: "Cannot write \(path): \(reason).")
+      case .failed(let reason):
+        throw CLIError(kind: .failure, message: "Cannot write \(path): \(reason).")
       }
     }
   }
@@ -129,7 +132,8 @@ enum OutputFile {
     var template = Array((folder + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
     let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
     guard descriptor >= 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
-    let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let temporary = String(
+      decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     var renamed = false
     defer {
       if !renamed { unlink(temporary) }
@@ -144,9 +148,13 @@ enum OutputFile {
         fchmod(descriptor, 0o666 & ~mask)
       }
       try writeAll([UInt8](data), to: descriptor)
-      guard fsync(descriptor) == 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+      guard fsync(descriptor) == 0 else {
+        throw OutputError.failed(String(cString: strerror(errno)))
+      }
     }
-    guard rename(temporary, path) == 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
+    guard rename(temporary, path) == 0 else {
+      throw OutputError.failed(String(cString: strerror(errno)))
+    }
     renamed = true
   }
 }

@@ -146,7 +146,8 @@ enum CommonOptions {
 
   /// The period a `--from`/`--to` value names: a day (`YYYY-MM-DD`, `today`) from its first to
   /// its last instant in `zone`, or an ISO 8601 instant with a zone (start and end alike).
-  static func day(_ text: String, option: String, zone: TimeZone) throws -> (start: Date, end: Date) {
+  static func day(_ text: String, option: String, zone: TimeZone) throws -> (start: Date, end: Date)
+  {
     var calendar = Calendar(identifier: .gregorian)
     calendar.timeZone = zone
     var dayStart: Date?
@@ -242,14 +243,16 @@ func cliError(_ error: any Error) -> CLIError {
     return CLIError(kind: kind, message: error.description)
   case let error as GeoError:
     return CLIError(kind: .failure, message: error.message)
-  case let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain:
+  case let error as NSError
+  where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain:
     return CLIError(kind: .failure, message: error.localizedDescription)
   default:
     // Never a Swift type name or a debug description: errors a user can cause are mapped
     // above; anything else is a bug to report.
     return CLIError(
       kind: .failure,
-      message: "An unexpected error stopped the command. Please report it with the command you ran.")
+      message: "An unexpected error stopped the command. Please report it with the command you ran."
+    )
   }
 }
 
@@ -267,7 +270,9 @@ func displayDate(_ date: Date, io: TerminalIO) -> String {
     [.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)
   let day = String(
     format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
-  if parts.hour == 0 && parts.minute == 0 && parts.second == 0 && (parts.nanosecond ?? 0) < 1_000_000 {
+  if parts.hour == 0 && parts.minute == 0 && parts.second == 0
+    && (parts.nanosecond ?? 0) < 1_000_000
+  {
     return day
   }
   let offset = io.timeZone.secondsFromGMT(for: date)

@@ -98,7 +98,8 @@ enum WatchCommand: Subcommand {
     interrupt.cancel()
     let final = printed.withLock { ($0.outputError, $0.failure, $0.failingSince) }
     if let outputError = final.0 { throw outputError }
-    if let failure = final.1, let since = final.2, ContinuousClock.now - since > failureGracePeriod {
+    if let failure = final.1, let since = final.2, ContinuousClock.now - since > failureGracePeriod
+    {
       throw CLIError(
         kind: .failure,
         message: "Stopped following the store: \(failure) (still failing after 5 seconds)")

@@ -293,7 +293,8 @@ struct ObserverFailureTests {
       seen.withLock { $0.append(error?.row) }
     }
     defer { token.cancel() }
-    try outsideUpdate(outside, key: 1, "UPDATE samples SET place = CAST('{{' AS BLOB) WHERE _pk = 1")
+    try outsideUpdate(
+      outside, key: 1, "UPDATE samples SET place = CAST('{{' AS BLOB) WHERE _pk = 1")
     #expect(eventually { observer.lastError != nil })
     let error = try #require(observer.lastError)
     #expect(error.code == .invalidValue)
@@ -325,7 +326,8 @@ struct ObserverFailureTests {
     sample.name = "m"
     context.insert(sample)
     try context.save()
-    #expect(eventually { observer.lastError == nil && observer.results.map(\.name) == ["b", "m", "z"] },
+    #expect(
+      eventually { observer.lastError == nil && observer.results.map(\.name) == ["b", "m", "z"] },
       "\(observer.results.map(\.name)) \(String(describing: observer.lastError))")
   }
 }

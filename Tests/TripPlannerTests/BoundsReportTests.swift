@@ -121,9 +121,11 @@ struct BoundsContractTests {
   @Test("a camera on trips at a pole looks from Web Mercator's last latitude")
   func cameraAtPole() throws {
     for latitude in [90.0, -90.0] {
-      let box = try #require(GeographicBox.enclosing([Coordinate(latitude: latitude, longitude: 0)]))
+      let box = try #require(
+        GeographicBox.enclosing([Coordinate(latitude: latitude, longitude: 0)]))
       let camera = try CameraFit(box: box, width: 800, height: 600)
-      #expect(camera.center.latitude == (latitude > 0 ? 1 : -1) * ProjectedExtent.maxMercatorLatitude)
+      #expect(
+        camera.center.latitude == (latitude > 0 ? 1 : -1) * ProjectedExtent.maxMercatorLatitude)
       #expect(camera.zoom.isFinite)
     }
   }

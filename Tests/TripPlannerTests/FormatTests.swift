@@ -12,7 +12,8 @@ struct FormatTests {
       endDate: TripDates.parse("2027-05-05")!, latitude: -18.13683, longitude: 178.42531,
       placeIdentifier: "geonames:2198148"),
     TripRecord(
-      id: UUID(uuidString: "59062751-9867-42dd-846d-afd049f2c596"), name: "Zürich — notes, \"quoted\"; and, commas",
+      id: UUID(uuidString: "59062751-9867-42dd-846d-afd049f2c596"),
+      name: "Zürich — notes, \"quoted\"; and, commas",
       destination: "Zu\u{308}rich", startDate: TripDates.parse("2027-07-07T09:30:00Z")!,
       endDate: TripDates.parse("2027-07-19T18:00:00+02:00")!, latitude: 47.36667, longitude: 8.55,
       placeIdentifier: nil),

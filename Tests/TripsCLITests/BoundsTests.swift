@@ -258,7 +258,8 @@ struct WatchTests {
   func readOnlyStore() throws {
     let nobody: UInt32 = 65534
     let scratch = Scratch()
-    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.url.path)
+    try FileManager.default.setAttributes(
+      [.posixPermissions: 0o755], ofItemAtPath: scratch.url.path)
     let folder = scratch.file("locked")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let store = folder.appendingPathComponent("trips.sqlite")
@@ -267,8 +268,10 @@ struct WatchTests {
     // A read-only file in a folder anyone may write: watched live.
     try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: folder.path)
     let watcher = try Watcher(
-      ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
-        "watch", "--count", "2", "--store", store.path], viaEnv: true)
+      [
+        "setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
+        "watch", "--count", "2", "--store", store.path,
+      ], viaEnv: true)
     #expect(eventually { watcher.output.count == 1 })
     try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: store.path)
     #expect(try trips(addApia, store: store).status == 0)
@@ -280,12 +283,15 @@ struct WatchTests {
     try FileManager.default.createDirectory(at: lockedFolder, withIntermediateDirectories: true)
     let lockedStore = lockedFolder.appendingPathComponent("trips.sqlite")
     #expect(try trips(addSuva, store: lockedStore).status == 0)
-    try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: lockedStore.path)
+    try FileManager.default.setAttributes(
+      [.posixPermissions: 0o444], ofItemAtPath: lockedStore.path)
     try FileManager.default.setAttributes(
       [.posixPermissions: 0o555], ofItemAtPath: lockedFolder.path)
     let once = try Watcher(
-      ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
-        "watch", "--count", "3", "--store", lockedStore.path], viaEnv: true)
+      [
+        "setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", tripsExecutable.path,
+        "watch", "--count", "3", "--store", lockedStore.path,
+      ], viaEnv: true)
     #expect(eventually { !once.process.isRunning }, "watch ends after its one report")
     if once.process.isRunning { _ = once.stop() }
     #expect(once.process.terminationStatus == 0)

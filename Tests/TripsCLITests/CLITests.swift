@@ -269,13 +269,19 @@ struct WriteTests {
       ),
       (["list", "--json=yes"], "Error: The flag '--json' does not take a value."),
       (
-        ["add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
-          "--latitude", "0x10", "--longitude", "1"],
+        [
+          "add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end",
+          "2027-01-02",
+          "--latitude", "0x10", "--longitude", "1",
+        ],
         "Error: Invalid value '0x10' for '--latitude': expected a decimal number, such as -33.86."
       ),
       (
-        ["add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
-          "--latitude", "nan", "--longitude", "1"],
+        [
+          "add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end",
+          "2027-01-02",
+          "--latitude", "nan", "--longitude", "1",
+        ],
         "Error: Invalid value 'nan' for '--latitude': expected a decimal number, such as -33.86."
       ),
       (

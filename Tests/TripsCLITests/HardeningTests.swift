@@ -12,7 +12,9 @@ func trips(
   let process = Process()
   process.executableURL = tripsExecutable
   process.arguments = arguments + (store.map { ["--store", $0.path] } ?? [])
-  process.environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+  process.environment = [
+    "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
+  ]
   let errors = FileManager.default.temporaryDirectory.appendingPathComponent(
     "trips-err-\(UUID().uuidString)")
   _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
@@ -90,18 +92,23 @@ struct OutputFailureTests {
     ["completion", "--help", "--version"].contains(arguments[0]) ? nil : store
   }
 
-  @Test("a reader that went away ends every output command quietly, exit 0", arguments: outputCommands)
+  @Test(
+    "a reader that went away ends every output command quietly, exit 0", arguments: outputCommands)
   func readerGone(arguments: [String]) throws {
     let pipe = Pipe()
     // The reader is closed before the command writes anything: every write gets EPIPE.
     try pipe.fileHandleForReading.close()
-    let run = try trips(arguments, store: Self.store(for: arguments), stdout: pipe.fileHandleForWriting)
+    let run = try trips(
+      arguments, store: Self.store(for: arguments), stdout: pipe.fileHandleForWriting)
     #expect(run.status == 0, "\(arguments): \(run.stderr)")
-    #expect(run.stderr.isEmpty || run.stderr.hasPrefix("Note:") == false && !run.stderr.contains("Fatal"), "\(arguments): \(run.stderr)")
+    #expect(
+      run.stderr.isEmpty || run.stderr.hasPrefix("Note:") == false && !run.stderr.contains("Fatal"),
+      "\(arguments): \(run.stderr)")
     #expect(!run.stderr.contains("Error"), "\(arguments): \(run.stderr)")
   }
 
-  @Test("a full disk is one Error line and exit 1 for every output command", arguments: outputCommands)
+  @Test(
+    "a full disk is one Error line and exit 1 for every output command", arguments: outputCommands)
   func diskFull(arguments: [String]) throws {
     let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
     let run = try trips(arguments, store: Self.store(for: arguments), stdout: full)
@@ -200,7 +207,9 @@ struct OutputTargetTests {
     let device = scratch.file("null")
     // The same device as /dev/null (1, 3), made in the test's own folder.
     #expect(mknod(device.path, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0, "mknod needs root")
-    for command in [["export", "--output", device.path], ["sync", "export", "--output", device.path]] {
+    for command in [
+      ["export", "--output", device.path], ["sync", "export", "--output", device.path],
+    ] {
       let run = try trips(command, store: store)
       #expect(run.status == 0, "\(run.stderr)")
       var info = stat()
@@ -249,13 +258,17 @@ struct TextLimitTests {
     let store = scratch.store
     // CLI add and update.
     let added = try trips(
-      ["add", "--name", Self.longest, "--destination", "Oslo", "--start", "2027-01-01", "--end",
-        "2027-01-02", "--latitude", "1", "--longitude", "2"], store: store)
+      [
+        "add", "--name", Self.longest, "--destination", "Oslo", "--start", "2027-01-01", "--end",
+        "2027-01-02", "--latitude", "1", "--longitude", "2",
+      ], store: store)
     #expect(added.status == 0)
     let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     let add = try trips(
-      ["add", "--name", Self.tooLong, "--destination", "Oslo", "--start", "2027-01-01", "--end",
-        "2027-01-02", "--latitude", "1", "--longitude", "2"], store: store)
+      [
+        "add", "--name", Self.tooLong, "--destination", "Oslo", "--start", "2027-01-01", "--end",
+        "2027-01-02", "--latitude", "1", "--longitude", "2",
+      ], store: store)
     #expect(add.status == 65 && add.stderr == "Error: \(Self.reason)\n")
     let update = try trips(["update", id, "--name", Self.tooLong], store: store)
     #expect(update.status == 65 && update.stderr == "Error: \(Self.reason)\n")
@@ -307,7 +320,9 @@ struct TextLimitTests {
         case "destination": record.destination = "A\(control)B"
         default: record.placeIdentifier = "A\(control)B"
         }
-        #expect(record.violations.contains { $0.field == field }, "\(field) \(control.unicodeScalars.map(\.value))")
+        #expect(
+          record.violations.contains { $0.field == field },
+          "\(field) \(control.unicodeScalars.map(\.value))")
       }
     }
   }
@@ -332,7 +347,8 @@ struct TextLimitTests {
         "UPDATE trips SET name = 'ǂ' || CAST(X'\(hex)' AS TEXT) || 'ǂ', destination = 'D' || CAST(X'\(hex)' AS TEXT), place_id = CAST(json_object('rawValue', 'P' || CAST(X'\(hex)' AS TEXT)) AS BLOB) WHERE _pk = \(index + 1);"
       )
     }
-    statements.append("UPDATE _history_transactions SET author = 'evil' || char(27) || '[31m' || char(10) || 'x';")
+    statements.append(
+      "UPDATE _history_transactions SET author = 'evil' || char(27) || '[31m' || char(10) || 'x';")
     try rawSQL(store, statements.joined(separator: "\n"))
     var outputs: [(String, Run)] = []
     for command in [
@@ -346,7 +362,9 @@ struct TextLimitTests {
     }
     #expect(ids.count == 240)
     let listing = try trips(["list", "--json", "--sort", "name"], store: store)
-    let damaged = try jsonArray(listing.stdout).filter { ($0["name"] as? String)?.hasPrefix("ǂ") == true }
+    let damaged = try jsonArray(listing.stdout).filter {
+      ($0["name"] as? String)?.hasPrefix("ǂ") == true
+    }
     #expect(damaged.count == Self.controls.count)
     for trip in damaged {
       let id = try #require(trip["id"] as? String)
@@ -354,7 +372,8 @@ struct TextLimitTests {
     }
     // Errors that quote a value.
     outputs.append(("show ESC", try trips(["show", "\u{1B}[31mabcd"], store: store)))
-    outputs.append(("list --sort", try trips(["list", "--sort", "x\u{1B}]0;t\u{07}"], store: store)))
+    outputs.append(
+      ("list --sort", try trips(["list", "--sort", "x\u{1B}]0;t\u{07}"], store: store)))
     for (label, run) in outputs {
       #expect(!Self.hasRawControl(run.stdout), "\(label) stdout")
       #expect(!Self.hasRawControl(run.stderr), "\(label) stderr")
@@ -408,7 +427,9 @@ struct DamageTests {
     for round in 0..<46 {
       var bytes = original
       let offset = Int.random(in: 0..<(bytes.count - 4), using: &generator)
-      for index in offset..<(offset + 4) { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
+      for index in offset..<(offset + 4) {
+        bytes[index] = UInt8.random(in: 0...255, using: &generator)
+      }
       let copy = scratch.file("damaged-\(round).sqlite")
       try bytes.write(to: copy)
       let export = try trips(["export", "--format", "json"], store: copy)
@@ -420,7 +441,9 @@ struct DamageTests {
       }
       if export.status != 0 || list.status != 0 {
         readFailures += 1
-        #expect(check.status == 65, "round \(round) at \(offset): reads failed, check said \(check.stdout)")
+        #expect(
+          check.status == 65,
+          "round \(round) at \(offset): reads failed, check said \(check.stdout)")
       }
     }
     #expect(readFailures > 0, "the damage must break some reads for this test to mean anything")
@@ -432,7 +455,8 @@ struct DamageTests {
     var bytes = try Data(contentsOf: store)
     let needle = Data("\"geonames:".utf8)
     let range = try #require(bytes.range(of: needle))
-    bytes.replaceSubrange(range.lowerBound..<(range.lowerBound + 4), with: Data("\u{1}\u{2}{[".utf8))
+    bytes.replaceSubrange(
+      range.lowerBound..<(range.lowerBound + 4), with: Data("\u{1}\u{2}{[".utf8))
     try bytes.write(to: store)
     let check = try trips(["check"], store: store)
     #expect(check.status == 65)
@@ -455,7 +479,8 @@ struct DamageTests {
     #expect(check.stderr.contains("row 7"))
   }
 
-  @Test("duplicate ids in one file are refused, naming both lines", arguments: TripFileFormat.allCases)
+  @Test(
+    "duplicate ids in one file are refused, naming both lines", arguments: TripFileFormat.allCases)
   func duplicateIDs(format: TripFileFormat) throws {
     let id = UUID()
     let records = [
@@ -496,7 +521,8 @@ struct DamageTests {
   func deleteTwice() throws {
     let added = try trips(addSuva, store: scratch.store)
     let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    let run = try trips(["delete", id, String(id.prefix(8)), id.uppercased()], store: scratch.store)
+    let run = try trips(
+      ["delete", id, String(id.prefix(8)), id.uppercased()], store: scratch.store)
     #expect(run.status == 0)
     #expect(run.stderr == "Deleted 1 trip.\n")
     #expect(run.stdout == id + "\n")
@@ -515,10 +541,12 @@ struct DamageTests {
     let storeID = try #require((tokens.first?["token"] as? String)?.split(separator: ":").first)
     let zero = scratch.file("zero.sqlite")
     _ = FileManager.default.createFile(atPath: zero.path, contents: Data())
-    let json = "[{\"name\":\"a\",\"destination\":\"b\",\"startDate\":\"2027-01-01T00:00:00Z\",\"endDate\":\"2027-01-01T00:00:00Z\",\"latitude\":1e999,\"longitude\":0}]"
+    let json =
+      "[{\"name\":\"a\",\"destination\":\"b\",\"startDate\":\"2027-01-01T00:00:00Z\",\"endDate\":\"2027-01-01T00:00:00Z\",\"latitude\":1e999,\"longitude\":0}]"
     let cases: [(label: String, run: Run, status: Int32, says: String)] = [
       (
-        "1e999", try trips(["import", "-", "--format", "json"], store: store, stdin: Data(json.utf8)),
+        "1e999",
+        try trips(["import", "-", "--format", "json"], store: store, stdin: Data(json.utf8)),
         65, "a number out of range"
       ),
       (
@@ -534,7 +562,8 @@ struct DamageTests {
         "is a directory"
       ),
       (
-        "a token from the future", try trips(["sync", "export", "--after", "\(storeID):99"], store: store),
+        "a token from the future",
+        try trips(["sync", "export", "--after", "\(storeID):99"], store: store),
         65, "newer than this store's history"
       ),
       (
@@ -554,7 +583,9 @@ struct DamageTests {
         "hex latitude in CSV",
         try trips(
           ["import", "-"], store: store,
-          stdin: Data("name,destination,start_date,end_date,latitude,longitude\na,b,2027-01-01,2027-01-02,0x10,1\n".utf8)),
+          stdin: Data(
+            "name,destination,start_date,end_date,latitude,longitude\na,b,2027-01-01,2027-01-02,0x10,1\n"
+              .utf8)),
         65, "<stdin>:2: error: latitude '0x10' is not a decimal number"
       ),
       (
@@ -593,8 +624,10 @@ struct DayTests {
 
   func storeWithEveningTrip() throws -> URL {
     let run = try trips(
-      ["add", "--name", "Evening", "--destination", "Zürich", "--start", "2027-04-01T22:00-05:00",
-        "--end", "2027-04-03", "--latitude", "47.37", "--longitude", "8.55"], store: scratch.store)
+      [
+        "add", "--name", "Evening", "--destination", "Zürich", "--start", "2027-04-01T22:00-05:00",
+        "--end", "2027-04-03", "--latitude", "47.37", "--longitude", "8.55",
+      ], store: scratch.store)
     #expect(run.status == 0, "\(run.stderr)")
     return scratch.store
   }
@@ -618,8 +651,10 @@ struct DayTests {
     }
     let show = try trips(["show", "--time-zone", "Asia/Tokyo", "--json"], store: store)
     #expect(show.status == 64, "show needs an id")
-    let json = try jsonArray(try trips(["list", "--json", "--time-zone", "Asia/Tokyo"], store: store).stdout)
-    #expect(json.first?["startDate"] as? String == "2027-04-02T03:00:00Z", "JSON keeps UTC instants")
+    let json = try jsonArray(
+      try trips(["list", "--json", "--time-zone", "Asia/Tokyo"], store: store).stdout)
+    #expect(
+      json.first?["startDate"] as? String == "2027-04-02T03:00:00Z", "JSON keeps UTC instants")
     let today = try trips(["list", "--from", "today"], store: store)
     #expect(today.status == 0)
   }
@@ -730,12 +765,15 @@ struct BackgroundFailureTests {
     #expect(try trips(addSuva, store: store).status == 0)
     let watcher = try Watcher(["watch", "--store", store.path])
     #expect(eventually { watcher.output.count == 1 })
-    try rawSQL(store, "ALTER TABLE _history_transactions RENAME TO _history_away; UPDATE trips SET name = 'x';")
+    try rawSQL(
+      store,
+      "ALTER TABLE _history_transactions RENAME TO _history_away; UPDATE trips SET name = 'x';")
     #expect(eventually(15) { !watcher.process.isRunning }, "watch gave up")
     #expect(watcher.stop() == 1)
     let errors = watcher.errorOutput
     #expect(errors.hasPrefix("Error: "), "\(errors)")
     #expect(errors.contains("Error: Stopped following the store:"), "\(errors)")
-    #expect(errors.split(separator: "\n").count == 2, "printed once, then the final error: \(errors)")
+    #expect(
+      errors.split(separator: "\n").count == 2, "printed once, then the final error: \(errors)")
   }
 }

@@ -291,7 +291,8 @@ struct ReliabilityTests {
     #expect(run.status == 65)
     #expect(
       run.stderr
-        == "Error: \(file.path):3: error: name is 524288 characters long; at most 256 are allowed\n")
+        == "Error: \(file.path):3: error: name is 524288 characters long; at most 256 are allowed\n"
+    )
     #expect(!FileManager.default.fileExists(atPath: scratch.store.path))
   }
 

@@ -26,7 +26,7 @@ struct Options {
 
   static let phaseNames = [
     "insert", "fetch", "sectioned", "indexed", "contains", "count", "bounds", "update", "watch",
-    "memory",
+    "listhead", "memory",
   ]
 
   /// Phases that run only when named: long measurements beside the comparison.
@@ -91,7 +91,7 @@ func parseOptions() -> Options {
           --no-watch              Skip the phase that runs `trips watch` in another process.
           --phases <list>         Run only these phases, comma-separated, of: insert, fetch,
                                   sectioned, indexed, contains, count, bounds, update, watch,
-                                  memory; and, only when named, observers (100 observers
+                                  listhead, memory; and, only when named, observers (100 observers
                                   and 10,000 writes). (The store is always filled.)
           --observer-writes <n>   Writes in the observers phase. (default: 10000)
           -h, --help              Show help information.
@@ -591,6 +591,52 @@ if options.watch && options.wants("watch") {
         baselineSeconds: nil, note: "another process; polls every 5 ms"))
   } else {
     print("(skipping the watch phase: build the trips product in the same configuration)")
+  }
+}
+
+// MARK: `trips list | head -1`: the first row arrives before the whole result is read
+
+if options.wants("listhead") {
+  let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("trips")
+  if fileManager.isExecutableFile(atPath: executable.path) {
+    /// Runs `trips list`; with `firstLineOnly`, reads one line and closes the pipe as `head -1`
+    /// does. Returns the seconds until the process exited.
+    func listRun(firstLineOnly: Bool) throws -> Double {
+      let process = Process()
+      process.executableURL = executable
+      process.arguments = ["list", "--store", store.path]
+      let pipe = Pipe()
+      process.standardOutput = firstLineOnly ? pipe : FileHandle.nullDevice
+      let start = DispatchTime.now().uptimeNanoseconds
+      try process.run()
+      if firstLineOnly {
+        let reader = pipe.fileHandleForReading
+        var seen = Data()
+        while !seen.contains(0x0A) {
+          let chunk = reader.availableData
+          if chunk.isEmpty { break }
+          seen.append(chunk)
+        }
+        try reader.close()
+      }
+      process.waitUntilExit()
+      check(process.terminationStatus == 0, "trips list exited \(process.terminationStatus)")
+      return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+    var heads: [Double] = []
+    var wholes: [Double] = []
+    for _ in 0..<options.rounds {
+      heads.append(try listRun(firstLineOnly: true))
+      wholes.append(try listRun(firstLineOnly: false))
+    }
+    report(
+      Phase(
+        phase: "trips list | head -1", n: options.size, seconds: median(heads),
+        baselineSeconds: median(wholes),
+        note: "baseline: the whole listing to /dev/null; streamed a batch of 1,000 at a time"))
+  } else {
+    print("(skipping the listhead phase: build the trips product in the same configuration)")
   }
 }
 

@@ -15,7 +15,9 @@ func emit(_ bytes: some Collection<UInt8>, to descriptor: Int32 = 1) {
   let array = Array(bytes)
   var offset = 0
   while offset < array.count {
-    let written = array.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, array.count - offset) }
+    let written = array.withUnsafeBytes {
+      write(descriptor, $0.baseAddress! + offset, array.count - offset)
+    }
     if written >= 0 {
       offset += written
     } else if errno == EINTR {
@@ -23,7 +25,10 @@ func emit(_ bytes: some Collection<UInt8>, to descriptor: Int32 = 1) {
     } else if errno == EPIPE {
       exit(0)
     } else {
-      if descriptor != 2 { emit(Array("Error: cannot write the trips: \(String(cString: strerror(errno)))\n".utf8), to: 2) }
+      if descriptor != 2 {
+        emit(
+          Array("Error: cannot write the trips: \(String(cString: strerror(errno)))\n".utf8), to: 2)
+      }
       exit(1)
     }
   }

@@ -161,7 +161,8 @@ extension ModelContext {
     guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
       throw PersistenceError(
         code: .unsupportedPredicate,
-        message: "fetchCounts needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+        message:
+          "fetchCounts needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
     }
     let column = quoted(attribute.name)
     var unbounded = descriptor
@@ -283,7 +284,8 @@ extension ModelContext {
     while try statement.step() {
       let model = entity.makeModelForLoading()
       do {
-        try entity.load(model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        try entity.load(
+          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
         try entity.validate(model)
       } catch {
         let failure =

@@ -80,7 +80,9 @@ final class StoreMonitor: Sendable {
         failing = failure
         wait = min(wait * 2, maximumInterval)
       }
-      Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds))
+      Thread.sleep(
+        forTimeInterval: Double(wait.components.attoseconds) / 1e18
+          + Double(wait.components.seconds))
     }
   }
 
