@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "Persistence", targets: ["Persistence"]),
     .library(name: "Geo", targets: ["Geo"]),
     .library(name: "TripPlanner", targets: ["TripPlanner"]),
+    .library(name: "TripService", targets: ["TripService"]),
     .executable(name: "trips", targets: ["trips"]),
   ],
   targets: [
@@ -24,6 +25,11 @@ let package = Package(
       name: "CProj",
       pkgConfig: "proj",
       providers: [.apt(["libproj-dev"]), .brew(["proj"])]
+    ),
+    .systemLibrary(
+      name: "CMicroHTTPD",
+      pkgConfig: "libmicrohttpd",
+      providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
     ),
     .target(
       name: "Persistence",
@@ -41,8 +47,13 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .target(
+      name: "TripService",
+      dependencies: ["TripPlanner", "Geo", "Persistence", "CMicroHTTPD"],
+      swiftSettings: swiftSettings
+    ),
+    .target(
       name: "TripsCLI",
-      dependencies: ["TripPlanner", "Geo", "Persistence"],
+      dependencies: ["TripService", "TripPlanner", "Geo", "Persistence"],
       swiftSettings: swiftSettings
     ),
     .executableTarget(
@@ -92,7 +103,7 @@ let package = Package(
     .testTarget(
       name: "TripsCLITests",
       dependencies: [
-        "TripsCLI", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate", "trips-bench",
+        "TripsCLI", "TripService", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate", "trips-bench",
       ],
       swiftSettings: swiftSettings
     ),

@@ -42,7 +42,8 @@ public final class BoundsController: Observable, Sendable {
   ) throws {
     projection = try Projection(to: crs)
     self.viewport = viewport
-    var descriptor = FetchDescriptor<Trip>(predicate: query.predicate)
+    var descriptor = query.fetchDescriptor
+    descriptor.sortBy = []
     descriptor.fetchLimit = query.limit
     descriptor.fetchOffset = query.offset
     observer = try ResultsObserver(descriptor, container: container)

@@ -94,7 +94,9 @@ import Persistence
     .attribute(\.startDate, "start_date", .indexed, storage: \._startDate),
     .attribute(\.endDate, "end_date", storage: \._endDate),
     .attribute(\.latitude, "latitude", storage: \._latitude),
-    .attribute(\.longitude, "longitude", storage: \._longitude),
+    // Indexed for bounding-box queries (`TripQuery.bbox`): a range of longitudes, or two ranges
+    // split at the antimeridian, is an index search.
+    .attribute(\.longitude, "longitude", .indexed, storage: \._longitude),
     .codable(\.placeIdentifier, "place_id", .sharesEqualValues, storage: \._placeIdentifier))
 
   /// Checks the trip's rules (see the type's docs).

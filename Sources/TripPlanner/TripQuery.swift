@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import Persistence
 
 /// Which trips to list, and in what order: the filters of `trips list` and `trips bounds`.
@@ -27,6 +28,10 @@ public struct TripQuery: Sendable, Hashable {
   public var from: Date?
   /// Trips that start on or before this date (overlapping the period up to it).
   public var to: Date?
+  /// Trips inside this box (edges included); a box whose west is greater than its east crosses
+  /// the antimeridian and selects the trips on both sides of it. Cost: an index search on
+  /// longitude (two ranges when the box crosses 180°), then a check of latitude per row found.
+  public var bbox: GeographicBox?
   /// The order.
   public var sort: Sort
   /// Reverse the order.
@@ -49,9 +54,11 @@ public struct TripQuery: Sendable, Hashable {
     self.reverse = reverse
     self.limit = limit
     self.offset = offset
+    self.bbox = nil
   }
 
-  /// The filters as a predicate; parts for absent filters fold away before SQL.
+  /// The filters but ``bbox`` as a predicate (see ``boxPredicate``); parts for absent filters
+  /// fold away before SQL.
   public var predicate: Predicate<Trip> {
     let search = self.search ?? ""
     let destination = self.destination ?? ""
@@ -88,9 +95,33 @@ public struct TripQuery: Sendable, Hashable {
     }
   }
 
-  /// The query as a fetch descriptor.
+  /// The ``bbox`` as a predicate, or nil without one: plain ranges of longitude (two, split at
+  /// the antimeridian, when the box crosses it), which SQLite answers from the index on
+  /// longitude: O(log n + trips in the longitude band).
+  public var boxPredicate: Predicate<Trip>? {
+    guard let bbox else { return nil }
+    let west = bbox.west
+    let east = bbox.east
+    let south = bbox.south
+    let north = bbox.north
+    if bbox.crossesAntimeridian {
+      // Two bounded ranges (one-sided ones make SQLite prefer scanning in sort order).
+      return #Predicate<Trip> { trip in
+        ((trip.longitude >= west && trip.longitude <= 180)
+          || (trip.longitude >= -180 && trip.longitude <= east))
+          && trip.latitude >= south && trip.latitude <= north
+      }
+    }
+    return #Predicate<Trip> { trip in
+      trip.longitude >= west && trip.longitude <= east && trip.latitude >= south
+        && trip.latitude <= north
+    }
+  }
+
+  /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate`` as a condition.
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)
+    descriptor.conditions = boxPredicate.map { [$0] } ?? []
     descriptor.fetchLimit = limit
     descriptor.fetchOffset = offset
     return descriptor

@@ -26,6 +26,14 @@ public final class TripStore {
     context.author = author
   }
 
+  /// A store on an open container, with a context of its own (for instance one per thread of
+  /// a server, all on one container).
+  public init(container: ModelContainer, author: String = "cli") {
+    self.container = container
+    context = ModelContext(container)
+    context.author = author
+  }
+
   /// Opens an in-memory store (for tests and tools).
   public init(inMemoryWithAuthor author: String = "cli") throws {
     container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration())

@@ -22,7 +22,7 @@ public enum TripsCommand {
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
     ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
     DestinationsCommand.self, HistoryCommand.self, SyncCommand.self, CheckCommand.self,
-    CompletionCommand.self,
+    CompletionCommand.self, ServeCommand.self,
   ]
 
   static var spec: CommandSpec {

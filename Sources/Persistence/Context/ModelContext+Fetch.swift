@@ -147,6 +147,22 @@ extension ModelContext {
     return values
   }
 
+  /// SQLite's plan for the fetch `descriptor` makes (`EXPLAIN QUERY PLAN`), one line per step,
+  /// such as `SEARCH trips USING INDEX trips_longitude (longitude>? AND longitude<?)`: to check
+  /// that a query uses an index. Nothing is fetched.
+  public func explainQueryPlan<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>)
+    throws -> [String]
+  {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, database: database)
+    let statement = try database.prepare("EXPLAIN QUERY PLAN " + query.sql)
+    statement.bindValues(query.bindings)
+    var lines: [String] = []
+    while try statement.step() { lines.append(statement.text(at: 3)) }
+    return lines
+  }
+
   /// How many models matching `descriptor` share each value of a `String` attribute, in the
   /// value's code-point order: one SQL aggregate (`GROUP BY`), no models made. The
   /// descriptor's sorts, limit and offset are not used.

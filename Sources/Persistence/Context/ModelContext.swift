@@ -284,6 +284,19 @@ public final class ModelContext {
     }
   }
 
+  /// Forgets every model: unsaved work is discarded (as by ``rollback()``) and the registered
+  /// models are no longer tracked, nor returned by later fetches (those that hold them keep
+  /// them as detached values). The connection stays open. Use it between independent units of
+  /// work on a long-lived context, such as a server's requests, so that the identity map does
+  /// not grow with every row ever read. O(registered models).
+  public func reset() {
+    rollback()
+    rowTables = [:]
+    objectIndex = nil
+    pendingInserts = []
+    pendingRowDeletes = [:]
+  }
+
   /// Runs `block`, then saves. If `block` throws, its unsaved changes are rolled back and the
   /// error is rethrown; if saving throws, nothing was written.
   public func transaction(block: () throws -> Void) throws {

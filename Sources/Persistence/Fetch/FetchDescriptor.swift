@@ -7,6 +7,10 @@ import Foundation
 public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
   /// Which models to fetch; nil for all.
   public var predicate: Predicate<Model>?
+  /// Further predicates every model must also match, joined to ``predicate`` with SQL `AND`:
+  /// a query made of parts (a filter, a bounding box) without one `#Predicate` so large that
+  /// the compiler cannot type-check it. Empty by default.
+  public var conditions: [Predicate<Model>] = []
   /// The order. Ties are broken by insertion order (the primary key), so results are stable.
   public var sortBy: [SortDescriptor<Model>]
   /// At most this many models.
@@ -18,6 +22,26 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
   public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
     self.predicate = predicate
     self.sortBy = sortBy
+  }
+
+  /// Whether `model` matches ``predicate`` and every one of ``conditions`` (in Swift).
+  public func matches(_ model: Model) throws -> Bool {
+    if let predicate, try !predicate.evaluate(model) { return false }
+    for condition in conditions where try !condition.evaluate(model) { return false }
+    return true
+  }
+
+  /// The `WHERE` condition of ``predicate`` and ``conditions``, or nil when there is none.
+  func whereClause(schema: ModelSchema<Model>) throws -> SQLFragment? {
+    var parts: [SQLFragment] = []
+    for predicate in [predicate].compactMap({ $0 }) + conditions {
+      if let part = try PredicateTranslator.whereClause(predicate, schema: schema) {
+        parts.append(part)
+      }
+    }
+    guard parts.count > 1 else { return parts.first }
+    return SQLFragment(
+      parts.map { "(\($0.sql))" }.joined(separator: " AND "), parts.flatMap(\.bindings))
   }
 }
 

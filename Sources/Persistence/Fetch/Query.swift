@@ -19,9 +19,7 @@ struct Query {
       columns ?? (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     var sql = "SELECT \(selection) FROM \(quoted(schema.name))"
     var bindings: [SQLValue] = []
-    if let predicate = descriptor.predicate,
-      let condition = try PredicateTranslator.whereClause(predicate, schema: schema)
-    {
+    if let condition = try descriptor.whereClause(schema: schema) {
       sql += " WHERE \(condition.sql)"
       bindings += condition.bindings
     }

@@ -449,9 +449,7 @@ final class Loader {
     }
     allQuery = try Query(
       descriptor, schema: schema, sectionColumn: sectionColumn, database: database)
-    condition = try descriptor.predicate.flatMap {
-      try PredicateTranslator.whereClause($0, schema: schema)
-    }
+    condition = try descriptor.whereClause(schema: schema)
     table = quoted(schema.name)
     columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     let cache = LoadCache()

@@ -56,33 +56,51 @@ public enum TripGeoJSON {
     var records: [(line: Int?, record: TripRecord)] = []
     for (index, feature) in features.enumerated() {
       let line = index < lines.count ? lines[index] : nil
-      guard feature["type"] == .string("Feature") else {
-        problems.add(line, "expected a Feature")
-        continue
-      }
-      guard let geometry = feature["geometry"], geometry["type"] == .string("Point"),
-        case .array(let position)? = geometry["coordinates"], position.count >= 2,
-        case .number(let longitude) = position[0], case .number(let latitude) = position[1]
-      else {
-        problems.add(line, "the geometry must be a Point with [longitude, latitude]")
-        continue
-      }
-      var properties = feature["properties"] ?? .object([])
-      if case .object(var members) = properties, let id = feature["id"], id != .null,
-        !members.contains(where: { $0.0 == "id" })
-      {
-        members.append(("id", id))
-        properties = .object(members)
-      }
-      if let record = TripJSON.record(
-        from: properties, line: line, problems: &problems,
-        coordinates: (latitude, longitude),
-        allowedKeys: TripJSON.keys.subtracting(["latitude", "longitude"]))
-      {
+      if let record = record(fromFeature: feature, line: line, problems: &problems) {
         records.append((line, record))
       }
     }
     try problems.throwIfAny()
     return records
+  }
+
+  /// Reads one Feature document (a request body, `"id"` optional); throws every problem at
+  /// once, each as `FILE: error: reason`.
+  public static func decodeFeature(_ data: Data, file: String) throws -> TripRecord {
+    var problems = ProblemList(file: file)
+    let document = try TripJSON.parseDocument(data, problems: &problems)
+    let record = record(fromFeature: document, line: nil, problems: &problems)
+    try problems.throwIfAny()
+    guard let record else {
+      throw TripPlannerError(code: .invalidInput, message: "\(file): expected a Feature.")
+    }
+    return record
+  }
+
+  /// One feature as a record, or nil with its problems added.
+  static func record(fromFeature feature: JSONValue, line: Int?, problems: inout ProblemList)
+    -> TripRecord?
+  {
+    guard feature["type"] == .string("Feature") else {
+      problems.add(line, "expected a Feature")
+      return nil
+    }
+    guard let geometry = feature["geometry"], geometry["type"] == .string("Point"),
+      case .array(let position)? = geometry["coordinates"], position.count >= 2,
+      case .number(let longitude) = position[0], case .number(let latitude) = position[1]
+    else {
+      problems.add(line, "the geometry must be a Point with [longitude, latitude]")
+      return nil
+    }
+    var properties = feature["properties"] ?? .object([])
+    if case .object(var members) = properties, let id = feature["id"], id != .null,
+      !members.contains(where: { $0.0 == "id" })
+    {
+      members.append(("id", id))
+      properties = .object(members)
+    }
+    return TripJSON.record(
+      from: properties, line: line, problems: &problems, coordinates: (latitude, longitude),
+      allowedKeys: TripJSON.keys.subtracting(["latitude", "longitude"]))
   }
 }

@@ -1,0 +1,83 @@
+#ifndef TRIPS_CMICROHTTPD_SHIM_H
+#define TRIPS_CMICROHTTPD_SHIM_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <microhttpd.h>
+
+/// The daemon's settings: what MHD_start_daemon's variadic options would carry, which Swift
+/// cannot pass. Zero means "libmicrohttpd's default" for the numbers; NULL for the pointers.
+struct trips_mhd_settings {
+  unsigned int flags;
+  uint16_t port;
+  const struct sockaddr *address;
+  unsigned int connection_limit;
+  unsigned int per_ip_connection_limit;
+  unsigned int connection_timeout_seconds;
+  unsigned int thread_pool_size;
+  size_t connection_memory_limit;
+  const char *tls_key_pem;
+  const char *tls_cert_pem;
+  MHD_RequestCompletedCallback completed;
+  void *completed_context;
+};
+
+/// Starts a daemon with `settings`; NULL on failure (errno tells why, when it can).
+static inline struct MHD_Daemon *trips_mhd_start(
+    const struct trips_mhd_settings *settings, MHD_AccessHandlerCallback handler,
+    void *handler_context) {
+  struct MHD_OptionItem options[12];
+  int count = 0;
+  if (settings->address)
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)settings->address};
+  if (settings->connection_limit)
+    options[count++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit, NULL};
+  if (settings->per_ip_connection_limit)
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                settings->per_ip_connection_limit, NULL};
+  if (settings->connection_timeout_seconds)
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                                settings->connection_timeout_seconds, NULL};
+  if (settings->thread_pool_size)
+    options[count++] =
+        (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size, NULL};
+  if (settings->connection_memory_limit)
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                                (intptr_t)settings->connection_memory_limit, NULL};
+  if (settings->tls_key_pem)
+    options[count++] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)settings->tls_key_pem};
+  if (settings->tls_cert_pem)
+    options[count++] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)settings->tls_cert_pem};
+  if (settings->completed)
+    options[count++] = (struct MHD_OptionItem){
+        MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)settings->completed, settings->completed_context};
+  options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  return MHD_start_daemon(settings->flags, settings->port, NULL, NULL, handler, handler_context,
+                          MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/// The port the daemon listens on (useful after asking for port 0).
+static inline uint16_t trips_mhd_port(struct MHD_Daemon *daemon) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+  return info ? info->port : 0;
+}
+
+/// How many connections the daemon has open.
+static inline unsigned int trips_mhd_connections(struct MHD_Daemon *daemon) {
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  return info ? info->num_connections : 0;
+}
+
+/// A response holding a copy of `size` bytes at `data` (libmicrohttpd frees it).
+static inline struct MHD_Response *trips_mhd_response_copy(size_t size, const void *data) {
+  return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
+}
+
+#endif

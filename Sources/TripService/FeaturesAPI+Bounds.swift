@@ -1,0 +1,113 @@
+import Foundation
+import Geo
+import Persistence
+import TripPlanner
+
+extension FeaturesAPI {
+  /// `GET /collections/trips/bounds`: the bounds report of the matching trips (as
+  /// `trips bounds --format json`) with the box in three dialects. Parameters: the items
+  /// filters, `viewport=WxH`, `padding=N` pixels, `crs=`. Cost: two columns of the matching
+  /// trips, O(matching), no models; one PROJ transformation outside Web Mercator per trip.
+  func bounds(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parsed = try ItemsQuery(
+      request, allowed: ItemsQuery.filterNames.union(["viewport", "padding", "crs"]))
+    var viewport: Viewport?
+    if let text = request.queryValues("viewport").last {
+      guard let value = Viewport(text) else {
+        throw ServiceError.request(
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide).")
+      }
+      viewport = value
+    }
+    var padding = 0
+    if let text = request.queryValues("padding").last {
+      guard let value = Int(text), value >= 0, value <= 10_000 else {
+        throw ServiceError.request(
+          400, "Invalid value '\(HTTPServer.loggable(text))' for 'padding': expected pixels from 0 to 10000.")
+      }
+      padding = value
+    }
+    if let viewport, padding > 0 {
+      guard viewport.width > Double(2 * padding), viewport.height > Double(2 * padding) else {
+        throw ServiceError.request(
+          400, "Invalid value for 'padding': \(padding) px on each side leaves nothing of \(viewport).")
+      }
+    }
+    let crs = request.queryValues("crs").last ?? "EPSG:3857"
+    let projection: Projection
+    do {
+      projection = try Projection(to: crs)
+    } catch let error as GeoError {
+      throw ServiceError.request(400, "Invalid value for 'crs': \(error.message)")
+    }
+    let coordinates = try pool.withStore(author: "service") { try $0.coordinates(parsed.unpaged) }
+    let box = GeographicBox.enclosing(coordinates)
+    // The camera fits the box into the viewport less the padding on every side.
+    let fitted = viewport.map {
+      Viewport(width: $0.width - Double(2 * padding), height: $0.height - Double(2 * padding))
+    }
+    var report = try BoundsReport(
+      count: coordinates.count, box: box, projection: projection, viewport: fitted,
+      points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
+    report.viewport = viewport
+    guard case .object(var members) = report.json else {
+      return Self.document(report.json, type: Self.json)
+    }
+    members.append(("boxes", Self.dialects(box)))
+    if viewport != nil { members.append(("padding", .number(Double(padding)))) }
+    return Self.document(.object(members), type: Self.json)
+  }
+
+  /// The box in the three dialects map tools expect:
+  /// - `rfc7946`: west > east when it crosses the antimeridian (RFC 7946 §5.2);
+  /// - `unwrapped`: east ≥ west, east may exceed 180 (MapLibre Native, Mapbox SDKs);
+  /// - `nonWrapping`: inside −180…180 and covering every trip, for TileJSON `bounds`, which
+  ///   must not wrap (the whole width when the box crosses the antimeridian).
+  static func dialects(_ box: GeographicBox?) -> JSONValue {
+    guard let box else {
+      return .object([("rfc7946", .null), ("unwrapped", .null), ("nonWrapping", .null)])
+    }
+    let crosses = box.crossesAntimeridian
+    let unwrapped = [box.west, box.south, crosses ? box.east + 360 : box.east, box.north]
+    let nonWrapping =
+      crosses ? [-180, box.south, 180, box.north] : [box.west, box.south, box.east, box.north]
+    return .object([
+      ("rfc7946", .array(box.bbox.map(JSONValue.number))),
+      ("unwrapped", .array(unwrapped.map(JSONValue.number))),
+      ("nonWrapping", .array(nonWrapping.map(JSONValue.number))),
+    ])
+  }
+
+  /// `GET /collections/trips/sections`: each destination of the matching trips with its count
+  /// (one SQL aggregate) and its bounds (from two columns, no models), in code-point order.
+  /// Cost: O(matching).
+  func sections(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parsed = try ItemsQuery(request, allowed: ItemsQuery.filterNames)
+    var descriptor = parsed.unpaged.fetchDescriptor
+    descriptor.sortBy = [SortDescriptor(\.destination)]
+    let (counts, latitudes, longitudes) = try pool.withStore(author: "service") { store in
+      (
+        try store.destinations(parsed.unpaged),
+        try store.context.fetchValues(descriptor, \.destination, \.latitude),
+        try store.context.fetchValues(descriptor, \.destination, \.longitude)
+      )
+    }
+    var coordinates: [String: [Coordinate]] = [:]
+    for ((destination, latitude), (_, longitude)) in zip(latitudes, longitudes) {
+      coordinates[destination, default: []].append(
+        Coordinate(latitude: latitude, longitude: longitude))
+    }
+    let sections = counts.map { entry -> JSONValue in
+      let box = GeographicBox.enclosing(coordinates[entry.destination] ?? [])
+      return .object([
+        ("id", .string(entry.destination)),
+        ("count", .number(Double(entry.count))),
+        ("bbox", box.map { .array($0.bbox.map(JSONValue.number)) } ?? .null),
+      ])
+    }
+    return Self.document(
+      .object([("sections", .array(sections)), ("numberMatched", .number(Double(counts.count)))]),
+      type: Self.json)
+  }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Persistence
+import TripPlanner
+
+extension FeaturesAPI {
+  /// The author of a write: the name of the bearer token presented. 405 when the service is
+  /// read-only, 401 without a token file, a token, or with a wrong one.
+  func writer(_ request: HTTPRequest) throws -> String {
+    if configuration.readOnly {
+      throw ServiceError.request(405, "This service is read-only (--read-only): it takes no writes.")
+    }
+    guard let tokens = configuration.tokens else {
+      throw ServiceError.request(
+        401, "This service takes no writes: it was started without --token-file.")
+    }
+    guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
+      let name = tokens.writer(for: String(header.dropFirst("Bearer ".count)))
+    else {
+      throw ServiceError.request(401, "Writes need Authorization: Bearer <token> with a valid token.")
+    }
+    return name
+  }
+
+  /// POST, PUT, PATCH and DELETE on items: validated exactly as the CLI validates (every problem
+  /// listed, nothing written), saved in one transaction recorded under the token's name.
+  func write(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
+    if case .item = route {} else if case .items = route {} else {
+      throw ServiceError.request(405, "Only items can be written.")
+    }
+    let author = try writer(request)
+    if request.method != "DELETE" {
+      if let type = request.header("Content-Type")?.split(separator: ";").first?
+        .trimmingCharacters(in: .whitespaces).lowercased(),
+        !["application/geo+json", "application/json", "application/merge-patch+json"].contains(
+          type)
+      {
+        throw ServiceError.request(
+          415, "Send the trip as application/geo+json (a GeoJSON Feature), not \(type).")
+      }
+    }
+    let links = Links(base: baseURL(request), format: "json")
+    switch (route, request.method) {
+    case (.items, "POST"):
+      var record = try Self.decodeFeature(request.body)
+      if let id = record.id, try exists(id) {
+        throw ServiceError.request(
+          409, "A trip with the id \(id.uuidString.lowercased()) exists; PUT it to replace it.")
+      }
+      if record.id == nil { record.id = UUID() }
+      let saved = try pool.withStore(author: author) { try $0.add(record).record }
+      var response = Self.feature(saved, links: links, status: 201)
+      response.headers.append(
+        ("Location", links.base + "/collections/trips/items/" + saved.id!.uuidString.lowercased()))
+      return response
+    case (.item(let id), "PUT"):
+      let uuid = try Self.uuid(id)
+      var record = try Self.decodeFeature(request.body)
+      if let given = record.id, given != uuid {
+        throw ServiceError.request(400, "The feature's id does not match the id in the path.")
+      }
+      record.id = uuid
+      let saved = try pool.withStore(author: author) { store -> TripRecord in
+        _ = try store.trip(matching: uuid.uuidString)
+        return try store.update(uuid.uuidString) { $0 = record }.record
+      }
+      return Self.feature(saved, links: links)
+    case (.item(let id), "PATCH"):
+      let uuid = try Self.uuid(id)
+      let saved = try pool.withStore(author: author) { store -> TripRecord in
+        let current = try store.trip(matching: uuid.uuidString).record
+        let merged = try Self.merge(request.body, into: current)
+        return try store.update(uuid.uuidString) { $0 = merged }.record
+      }
+      return Self.feature(saved, links: links)
+    case (.item(let id), "DELETE"):
+      let uuid = try Self.uuid(id)
+      try pool.withStore(author: author) { _ = try $0.delete([uuid.uuidString]) }
+      return HTTPResponse(status: 204)
+    default:
+      throw ServiceError.request(405, "\(request.method) is not allowed here.")
+    }
+  }
+
+  func exists(_ id: UUID) throws -> Bool {
+    try pool.withStore(author: "service") { store in
+      try store.context.fetchCount(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })) > 0
+    }
+  }
+
+  static func uuid(_ id: String) throws -> UUID {
+    guard let uuid = UUID(uuidString: id) else {
+      throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
+    }
+    return uuid
+  }
+
+  /// A GeoJSON Feature body as a record, or 400 with every problem.
+  static func decodeFeature(_ body: Data) throws -> TripRecord {
+    guard !body.isEmpty else {
+      throw ServiceError.request(400, "The request has no body: send a GeoJSON Feature.")
+    }
+    do {
+      let record = try TripGeoJSON.decodeFeature(body, file: "body")
+      let problems = record.violations.map(\.reason)
+      guard problems.isEmpty else {
+        throw ServiceError.request(400, "The trip is not valid: " + problems.joined(separator: "; ") + ".")
+      }
+      return record
+    } catch let error as TripPlannerError {
+      throw ServiceError.request(400, error.description)
+    }
+  }
+
+  /// A PATCH body (a partial Feature: `properties` to change, and/or a new `geometry`) merged
+  /// into `record`.
+  static func merge(_ body: Data, into record: TripRecord) throws -> TripRecord {
+    guard let patch = try? JSONValue.parse(body), case .object(let members) = patch else {
+      throw ServiceError.request(
+        400, "A PATCH body is a JSON object: {\"properties\": {…}} and/or {\"geometry\": {…}}.")
+    }
+    guard case .object(var feature) = TripGeoJSON.feature(record) else { return record }
+    for (key, value) in members {
+      switch key {
+      case "properties":
+        guard case .object(let changes) = value,
+          case .object(var properties)? = feature.first(where: { $0.0 == "properties" })?.1
+        else { throw ServiceError.request(400, "'properties' must be an object.") }
+        for (name, newValue) in changes {
+          if let index = properties.firstIndex(where: { $0.0 == name }) {
+            properties[index].1 = newValue
+          } else {
+            properties.append((name, newValue))
+          }
+        }
+        feature = feature.map { $0.0 == "properties" ? ($0.0, .object(properties)) : $0 }
+      case "geometry":
+        feature = feature.map { $0.0 == "geometry" ? ($0.0, value) : $0 }
+      case "type", "id":
+        continue
+      default:
+        throw ServiceError.request(
+          400, "Unknown member '\(HTTPServer.loggable(key))' in the PATCH body.")
+      }
+    }
+    let data = Data(JSONValue.object(feature).rendered(pretty: false).utf8)
+    var merged = try decodeFeature(data)
+    merged.id = record.id
+    return merged
+  }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import Geo
+import Persistence
+import TripPlanner
+
+/// The OGC API – Features endpoints, bounds and sections: from a request to a response. Every
+/// error is the OGC exception JSON with its status; bad input is never a 500.
+struct FeaturesAPI: Sendable {
+  let configuration: ServiceConfiguration
+  let pool: StorePool
+  let extent: BoundsController
+
+  static let collectionID = "trips"
+  static let geoJSON = "application/geo+json"
+  static let json = "application/json"
+  static let openAPI = "application/vnd.oai.openapi+json;version=3.0"
+  static let crs84 = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+
+  /// The routes, with the methods each allows.
+  enum Route {
+    case landing, conformance, api, collections, collection, items, item(String), bounds,
+      sections
+
+    var methods: [String] {
+      switch self {
+      case .items: ["GET", "HEAD", "POST", "OPTIONS"]
+      case .item: ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
+      default: ["GET", "HEAD", "OPTIONS"]
+      }
+    }
+
+    init?(path: String) {
+      var path = path
+      if path.count > 1, path.hasSuffix("/") { path.removeLast() }
+      switch path {
+      case "/", "": self = .landing
+      case "/conformance": self = .conformance
+      case "/api": self = .api
+      case "/collections": self = .collections
+      case "/collections/trips": self = .collection
+      case "/collections/trips/items": self = .items
+      case "/collections/trips/bounds": self = .bounds
+      case "/collections/trips/sections": self = .sections
+      default:
+        let prefix = "/collections/trips/items/"
+        guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
+        let id = String(path.dropFirst(prefix.count))
+        guard !id.contains("/") else { return nil }
+        self = .item(id)
+      }
+    }
+  }
+
+  func respond(to request: HTTPRequest) -> HTTPResponse {
+    var response: HTTPResponse
+    do {
+      response = try route(request)
+    } catch let error as ServiceError {
+      response = ServiceError.response(status: error.status, description: error.message)
+      if error.status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
+    } catch {
+      response = Self.failure(error)
+    }
+    if let origin = configuration.corsOrigin {
+      response.headers.append(("Access-Control-Allow-Origin", origin))
+      response.headers.append(("Vary", "Origin"))
+    }
+    return response
+  }
+
+  /// An error from below (the store, validation) as a response: invalid data is the client's
+  /// (400), a store failure is the server's (500, with the reason but no internals).
+  static func failure(_ error: any Error) -> HTTPResponse {
+    if let error = error as? TripPlannerError {
+      switch error.code {
+      case .invalidTrip, .invalidInput:
+        return ServiceError.response(status: 400, description: error.description)
+      case .notFound:
+        return ServiceError.response(status: 404, description: error.message)
+      default:
+        let cause = (error.cause as? PersistenceError)?.message ?? error.message
+        return ServiceError.response(status: 500, description: "The store failed: \(cause)")
+      }
+    }
+    if let error = error as? PersistenceError {
+      return ServiceError.response(status: 500, description: "The store failed: \(error.message)")
+    }
+    if let error = error as? GeoError {
+      return ServiceError.response(status: 400, description: error.message)
+    }
+    return ServiceError.response(status: 500, description: "The request could not be answered.")
+  }
+
+  func route(_ request: HTTPRequest) throws -> HTTPResponse {
+    guard let route = Route(path: request.path) else {
+      throw ServiceError.request(
+        404, "There is nothing at \(HTTPServer.loggable(request.path)). Start at / for the links.")
+    }
+    guard route.methods.contains(request.method) else {
+      var response = ServiceError.response(
+        status: 405,
+        description:
+          "\(HTTPServer.loggable(request.method)) is not allowed here; allowed: \(route.methods.joined(separator: ", ")).")
+      response.headers.append(("Allow", route.methods.joined(separator: ", ")))
+      return response
+    }
+    if request.method == "OPTIONS" { return preflight(route) }
+    if ["POST", "PUT", "PATCH", "DELETE"].contains(request.method) {
+      return try write(request, route: route)
+    }
+    let format = try negotiate(request, route: route)
+    let links = Links(base: baseURL(request), format: format)
+    switch route {
+    case .landing:
+      return Self.document(landing(links), type: Self.json)
+    case .conformance:
+      return Self.document(conformance(), type: Self.json)
+    case .api:
+      return Self.document(OpenAPIDocument.make(base: links.base), type: Self.openAPI)
+    case .collections:
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return Self.document(
+        .object([
+          ("links", .array([links.link("/collections", rel: "self", type: Self.json)])),
+          ("collections", .array([try collection(links)])),
+        ]), type: Self.json)
+    case .collection:
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return Self.document(try collection(links), type: Self.json)
+    case .items:
+      return try items(request, links: links)
+    case .item(let id):
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return try item(id, links: links)
+    case .bounds:
+      return try bounds(request)
+    case .sections:
+      return try sections(request)
+    }
+  }
+
+  // MARK: Documents
+
+  /// Links made absolute on the base URL the client used.
+  struct Links {
+    var base: String
+    var format: String
+
+    func link(_ path: String, rel: String, type: String, title: String? = nil) -> JSONValue {
+      var members: [(String, JSONValue)] = [
+        ("href", .string(base + path)), ("rel", .string(rel)), ("type", .string(type)),
+      ]
+      if let title { members.append(("title", .string(title))) }
+      return .object(members)
+    }
+  }
+
+  func landing(_ links: Links) -> JSONValue {
+    .object([
+      ("title", .string("Trip planner")),
+      (
+        "description",
+        .string(
+          "Trips as OGC API – Features: each trip a Point with its name, destination and dates; bounds and sections for map cameras."
+        )
+      ),
+      (
+        "links",
+        .array([
+          links.link("/", rel: "self", type: Self.json, title: "This document"),
+          links.link("/api", rel: "service-desc", type: Self.openAPI, title: "The API definition"),
+          links.link(
+            "/conformance", rel: "conformance", type: Self.json, title: "Conformance classes"),
+          links.link("/collections", rel: "data", type: Self.json, title: "The collections"),
+        ])
+      ),
+    ])
+  }
+
+  func conformance() -> JSONValue {
+    var classes = [
+      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
+    ]
+    if configuration.tokens != nil && !configuration.readOnly {
+      classes.append("http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete")
+    }
+    return .object([("conformsTo", .array(classes.map(JSONValue.string)))])
+  }
+
+  /// The collection, with its extent: the smallest box over all trips (west > east when it
+  /// crosses the antimeridian, as the standard allows) and the span of their dates.
+  func collection(_ links: Links) throws -> JSONValue {
+    let box = extent.report.geographic
+    let span: (Date, Date)? = try pool.withStore(author: "service") { store in
+      var first = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
+      first.fetchLimit = 1
+      var last = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.endDate, order: .reverse)])
+      last.fetchLimit = 1
+      guard let start = try store.context.fetch(first).first?.startDate,
+        let end = try store.context.fetch(last).first?.endDate
+      else { return nil }
+      return (start, end)
+    }
+    let spatial: JSONValue = box.map { .array([.array($0.bbox.map(JSONValue.number))]) } ?? .null
+    let temporal: JSONValue =
+      span.map { .array([.array([.string(TripDates.format($0.0)), .string(TripDates.format($0.1))])]) }
+      ?? .array([.array([.null, .null])])
+    return .object([
+      ("id", .string(Self.collectionID)),
+      ("title", .string("Trips")),
+      ("description", .string("Planned trips: a Point per trip, at its destination.")),
+      ("itemType", .string("feature")),
+      ("crs", .array([.string(Self.crs84)])),
+      (
+        "extent",
+        .object([
+          ("spatial", .object([("bbox", spatial), ("crs", .string(Self.crs84))])),
+          (
+            "temporal",
+            .object([
+              ("interval", temporal),
+              ("trs", .string("http://www.opengis.net/def/uom/ISO-8601/0/Gregorian")),
+            ])
+          ),
+        ])
+      ),
+      (
+        "links",
+        .array([
+          links.link("/collections/trips", rel: "self", type: Self.json),
+          links.link("/collections/trips/items", rel: "items", type: Self.geoJSON, title: "Trips"),
+        ])
+      ),
+    ])
+  }
+
+  /// `GET /collections/trips/items`: one page of matching trips, with `numberMatched` and
+  /// `next`/`prev` links. Cost: the page's query (an index search with `bbox`) and a count.
+  func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
+    let parsed = try ItemsQuery(request)
+    let (records, matched) = try pool.withStore(author: "service") { store in
+      (try store.trips(parsed.query).map(\.record), try store.count(parsed.unpaged))
+    }
+    var pageLinks: [JSONValue] = [
+      links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),
+      links.link("/collections/trips", rel: "collection", type: Self.json),
+    ]
+    if parsed.offset + records.count < matched {
+      pageLinks.append(
+        links.link(
+          parsed.path(offset: parsed.offset + parsed.limit), rel: "next", type: Self.geoJSON))
+    }
+    if parsed.offset > 0 {
+      pageLinks.append(
+        links.link(
+          parsed.path(offset: max(0, parsed.offset - parsed.limit)), rel: "prev",
+          type: Self.geoJSON))
+    }
+    let document = JSONValue.object([
+      ("type", .string("FeatureCollection")),
+      ("features", .array(records.map(TripGeoJSON.feature))),
+      ("numberMatched", .number(Double(matched))),
+      ("numberReturned", .number(Double(records.count))),
+      ("timeStamp", .string(TripDates.format(Date()))),
+      ("links", .array(pageLinks)),
+    ])
+    return Self.document(document, type: Self.geoJSON)
+  }
+
+  /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id.
+  func item(_ id: String, links: Links) throws -> HTTPResponse {
+    guard let uuid = UUID(uuidString: id) else {
+      throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
+    }
+    let record = try pool.withStore(author: "service") { store in
+      try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
+        .first?.record
+    }
+    guard let record else {
+      throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")
+    }
+    return Self.feature(record, links: links)
+  }
+
+  static func feature(_ record: TripRecord, links: Links, status: Int = 200) -> HTTPResponse {
+    var feature = TripGeoJSON.feature(record)
+    if case .object(var members) = feature, let id = record.id?.uuidString.lowercased() {
+      members.append(
+        (
+          "links",
+          .array([
+            links.link("/collections/trips/items/\(id)", rel: "self", type: geoJSON),
+            links.link("/collections/trips", rel: "collection", type: json),
+          ])
+        ))
+      feature = .object(members)
+    }
+    return document(feature, type: geoJSON, status: status)
+  }
+
+  static func document(_ value: JSONValue, type: String, status: Int = 200) -> HTTPResponse {
+    HTTPResponse(
+      status: status, headers: [("Content-Type", type)],
+      body: Data((value.rendered(pretty: false) + "\n").utf8))
+  }
+
+  // MARK: Negotiation
+
+  /// The format asked for with `f` or `Accept`: JSON in its flavours; anything else is 400
+  /// (`f`) or 406 (`Accept`).
+  func negotiate(_ request: HTTPRequest, route: Route) throws -> String {
+    if let format = request.queryValues("f").last {
+      guard ["json", "geojson", "application/json", "application/geo+json"].contains(format)
+      else {
+        throw ServiceError.request(
+          400, "Invalid value '\(HTTPServer.loggable(format))' for 'f': this service speaks json.")
+      }
+      return "json"
+    }
+    if let accept = request.header("Accept"), !accept.isEmpty {
+      let offered = ["*/*", "application/*", "application/json", "application/geo+json",
+        "application/vnd.oai.openapi+json", "application/problem+json"]
+      let acceptable = accept.split(separator: ",").contains { item in
+        let type = item.split(separator: ";").first.map {
+          $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        return offered.contains(type)
+      }
+      guard acceptable else {
+        throw ServiceError.request(
+          406,
+          "This service answers with JSON (application/json, application/geo+json); the request accepts only \(HTTPServer.loggable(accept))."
+        )
+      }
+    }
+    return "json"
+  }
+
+  /// `scheme://host` as the client addressed the service (links are absolute).
+  func baseURL(_ request: HTTPRequest) -> String {
+    let scheme = configuration.tls == nil ? "http" : "https"
+    if let host = request.header("Host"), !host.isEmpty, host.count <= 255,
+      host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-:[]".contains($0)) })
+    {
+      return "\(scheme)://\(host)"
+    }
+    let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+    return "\(scheme)://\(host):\(configuration.port)"
+  }
+
+  func preflight(_ route: Route) -> HTTPResponse {
+    var headers: [(name: String, value: String)] = [("Allow", route.methods.joined(separator: ", "))]
+    if configuration.corsOrigin != nil {
+      headers += [
+        ("Access-Control-Allow-Methods", route.methods.joined(separator: ", ")),
+        ("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID"),
+        ("Access-Control-Max-Age", "600"),
+      ]
+    }
+    return HTTPResponse(status: 204, headers: headers)
+  }
+}

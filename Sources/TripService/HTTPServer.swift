@@ -1,0 +1,369 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An HTTP request as the service's handlers see it: method, decoded path and query, headers
+/// (names in lower case) and the whole body.
+public struct HTTPRequest: Sendable {
+  /// `GET`, `POST`, …
+  public var method: String
+  /// The path, percent-decoded (`/collections/trips/items`).
+  public var path: String
+  /// The query parameters in order, percent-decoded; a key without `=` has an empty value.
+  public var query: [(name: String, value: String)]
+  /// The headers, names in lower case.
+  public var headers: [String: String]
+  /// The body (empty for most requests).
+  public var body: Data
+
+  /// Creates a request (for tests and for embedding without a socket).
+  public init(
+    method: String, path: String, query: [(name: String, value: String)] = [],
+    headers: [String: String] = [:], body: Data = Data()
+  ) {
+    self.method = method
+    self.path = path
+    self.query = query
+    self.headers = headers
+    self.body = body
+  }
+
+  /// The header's value (`name` in any case).
+  public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+  /// Every value given for the query parameter `name`.
+  public func queryValues(_ name: String) -> [String] {
+    query.filter { $0.name == name }.map(\.value)
+  }
+}
+
+/// An HTTP response: status, headers and body.
+public struct HTTPResponse: Sendable {
+  /// The status code.
+  public var status: Int
+  /// Header lines, in order.
+  public var headers: [(name: String, value: String)]
+  /// The body.
+  public var body: Data
+
+  /// Creates a response.
+  public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    self.status = status
+    self.headers = headers
+    self.body = body
+  }
+}
+
+/// The limits that keep a server responsive under hostile or careless clients.
+public struct HTTPLimits: Sendable {
+  /// The largest request body read; a larger one is answered 413 without being read (when its
+  /// `Content-Length` says so) or as soon as it passes the limit.
+  public var maximumBodyBytes = 16 * 1024 * 1024
+  /// Connections open at once; more are refused by the kernel's backlog, not served slowly.
+  public var maximumConnections: UInt32 = 4096
+  /// Connections open at once from one address (0: no limit of its own).
+  public var maximumConnectionsPerAddress: UInt32 = 0
+  /// Seconds a connection may stay idle (or dribble a request) before it is closed.
+  public var idleTimeoutSeconds: UInt32 = 30
+  /// Memory for one connection's request line and headers (a longer request line or header
+  /// block is answered 414 or 431 by libmicrohttpd).
+  public var connectionMemoryBytes = 64 * 1024
+  /// Threads that serve requests.
+  public var threads: UInt32 = UInt32(max(2, ProcessInfo.processInfo.activeProcessorCount * 2))
+
+  /// The defaults.
+  public init() {}
+}
+
+/// An HTTP/1.1 server on libmicrohttpd: a pool of threads polling with epoll, keep-alive,
+/// limits on bodies, connections and idle time. Each request is answered by `handler` on one
+/// of the pool's threads.
+///
+/// The daemon is owned by this object alone and stopped exactly once (``stop(drainSeconds:)``
+/// or deinit); per-request state is retained while libmicrohttpd holds it and released in its
+/// completion callback.
+final class HTTPServer: Sendable {
+  typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+  let handler: Handler
+  let limits: HTTPLimits
+  let log: @Sendable (String) -> Void
+  /// The running daemon; nil once stopped.
+  private let daemon = Mutex<DaemonHandle?>(nil)
+  private let boundPort = Atomic<UInt16>(0)
+  /// The port the server listens on.
+  var port: UInt16 { boundPort.load(ordering: .relaxed) }
+
+  /// libmicrohttpd's daemon, touched only under the mutex (and by libmicrohttpd itself).
+  struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+  }
+
+  /// Starts listening on `host:port` (port 0 picks a free one).
+  init(
+    host: String, port: UInt16, limits: HTTPLimits, tls: (key: String, certificate: String)?,
+    log: @escaping @Sendable (String) -> Void, handler: @escaping Handler
+  ) throws(ServiceError) {
+    self.handler = handler
+    self.limits = limits
+    self.log = log
+    Self.raiseDescriptorLimit()
+    let address = try SocketAddress(host: host, port: port)
+    var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_USE_ITC.rawValue)
+    #if os(Linux)
+      flags |= UInt32(MHD_USE_EPOLL.rawValue)
+    #endif
+    if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
+    if tls != nil { flags |= UInt32(MHD_USE_TLS.rawValue) }
+    let context = Unmanaged.passUnretained(self).toOpaque()
+    let started: OpaquePointer? = address.withSockaddr { sockaddr in
+      (tls?.key ?? "").withCString { key in
+        (tls?.certificate ?? "").withCString { certificate in
+          var settings = trips_mhd_settings()
+          settings.flags = flags
+          settings.port = port
+          settings.address = sockaddr
+          settings.connection_limit = limits.maximumConnections
+          settings.per_ip_connection_limit = limits.maximumConnectionsPerAddress
+          settings.connection_timeout_seconds = limits.idleTimeoutSeconds
+          settings.thread_pool_size = limits.threads
+          settings.connection_memory_limit = limits.connectionMemoryBytes
+          settings.tls_key_pem = tls == nil ? nil : key
+          settings.tls_cert_pem = tls == nil ? nil : certificate
+          settings.completed = requestCompleted
+          settings.completed_context = context
+          return trips_mhd_start(&settings, accessHandler, context)
+        }
+      }
+    }
+    guard let started else {
+      let reason = errno == EADDRINUSE ? "the address is in use" : String(cString: strerror(errno))
+      throw ServiceError(
+        code: .cannotListen,
+        message:
+          "Cannot listen on \(address.description): \(reason). Choose another --port, or --port 0 for a free one."
+      )
+    }
+    boundPort.store(trips_mhd_port(started), ordering: .relaxed)
+    let handle = DaemonHandle(pointer: started)
+    daemon.withLock { $0 = handle }
+  }
+
+  deinit { stop(drainSeconds: 0) }
+
+  /// Stops accepting connections, waits up to `drainSeconds` for the open ones to finish
+  /// their requests, then closes everything. Safe to call more than once.
+  func stop(drainSeconds: Double) {
+    guard
+      let running = daemon.withLock({ current -> DaemonHandle? in
+        defer { current = nil }
+        return current
+      })?.pointer
+    else { return }
+    let listener = MHD_quiesce_daemon(running)
+    if listener >= 0 { close(listener) }
+    let deadline = Date().addingTimeInterval(drainSeconds)
+    while trips_mhd_connections(running) > 0 && Date() < deadline {
+      Thread.sleep(forTimeInterval: 0.01)
+    }
+    MHD_stop_daemon(running)
+  }
+
+  /// Connections open now.
+  var openConnections: UInt32 {
+    daemon.withLock { $0.map { trips_mhd_connections($0.pointer) } ?? 0 }
+  }
+
+  /// Lets this process keep as many sockets open as the hard limit allows (a thousand idle
+  /// clients must not exhaust the default 1,024 descriptors).
+  private static func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    if limit.rlim_cur < limit.rlim_max {
+      limit.rlim_cur = limit.rlim_max
+      _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+  }
+
+  // MARK: Requests (on libmicrohttpd's threads)
+
+  /// One request in progress: what arrived so far. Retained by libmicrohttpd's per-request
+  /// pointer from the first call of the access handler until the completion callback.
+  final class RequestState {
+    let started = DispatchTime.now().uptimeNanoseconds
+    var body = Data()
+    var tooLarge = false
+  }
+
+  func handle(
+    _ connection: OpaquePointer, url: String, method: String,
+    upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+    requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+  ) -> MHD_Result {
+    guard let pointer = requestContext.pointee else {
+      // The headers have arrived; the body (if any) follows in later calls.
+      let state = RequestState()
+      requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+      if let length = Self.value(connection, .HEADER_KIND, "Content-Length"),
+        let bytes = Int(length), bytes > limits.maximumBodyBytes
+      {
+        // Refused before it is read.
+        return respond(
+          connection, method: method, path: url, state: state,
+          response: ServiceError.response(
+            status: 413,
+            description:
+              "The request body is \(bytes) bytes; at most \(limits.maximumBodyBytes) are accepted."
+          ))
+      }
+      return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+      if !state.tooLarge, let upload {
+        if state.body.count + uploadSize.pointee > limits.maximumBodyBytes {
+          state.tooLarge = true
+          state.body = Data()
+        } else {
+          upload.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+            state.body.append($0, count: uploadSize.pointee)
+          }
+        }
+      }
+      uploadSize.pointee = 0
+      return .YES
+    }
+    if state.tooLarge {
+      return respond(
+        connection, method: method, path: url, state: state,
+        response: ServiceError.response(
+          status: 413,
+          description: "The request body is larger than \(limits.maximumBodyBytes) bytes."))
+    }
+    var request = HTTPRequest(method: method, path: url, body: state.body)
+    request.headers = Self.values(connection, .HEADER_KIND).reduce(into: [:]) {
+      $0[$1.name.lowercased()] = $1.value
+    }
+    request.query = Self.values(connection, .GET_ARGUMENT_KIND)
+    return respond(
+      connection, method: method, path: url, state: state, response: handler(request))
+  }
+
+  private func respond(
+    _ connection: OpaquePointer, method: String, path: String, state: RequestState,
+    response: HTTPResponse
+  ) -> MHD_Result {
+    let body = method == "HEAD" ? Data() : response.body
+    let made: OpaquePointer? = body.withUnsafeBytes { bytes in
+      trips_mhd_response_copy(bytes.count, bytes.baseAddress)
+    }
+    guard let made else { return .NO }
+    defer { MHD_destroy_response(made) }
+    for (name, value) in response.headers { MHD_add_response_header(made, name, value) }
+    let result = MHD_queue_response(connection, UInt32(response.status), made)
+    let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - state.started) / 1e6
+    log(
+      "\(method) \(Self.loggable(path)) \(response.status) \(response.body.count) \(String(format: "%.1f", milliseconds))ms"
+    )
+    return result
+  }
+
+  /// A path as it may go into a log line: no control characters, at most 200 characters.
+  static func loggable(_ path: String) -> String {
+    let safe = String(
+      String.UnicodeScalarView(
+        path.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
+    return safe.count > 200 ? String(safe.prefix(200)) + "…" : safe
+  }
+
+  static func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {
+    MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
+  }
+
+  /// Every (name, value) of one kind, in order.
+  static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(
+    name: String, value: String
+  )] {
+    final class Collected { var pairs: [(name: String, value: String)] = [] }
+    let collected = Collected()
+    withExtendedLifetime(collected) {
+      _ = MHD_get_connection_values(
+        connection, kind,
+        { context, _, key, value in
+          guard let context, let key else { return .YES }
+          let box = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+          box.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+          return .YES
+        }, Unmanaged.passUnretained(collected).toOpaque())
+    }
+    return collected.pairs
+  }
+}
+
+// libmicrohttpd calls these from its threads; the server is reached through the context
+// pointer, which stays valid while the daemon runs (the server stops the daemon before it goes).
+private let accessHandler: MHD_AccessHandlerCallback = {
+  context, connection, url, method, _, upload, uploadSize, requestContext in
+  guard let context, let connection, let url, let method, let uploadSize, let requestContext
+  else { return .NO }
+  let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+  return server.handle(
+    connection, url: String(cString: url), method: String(cString: method), upload: upload,
+    uploadSize: uploadSize, requestContext: requestContext)
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+  guard let requestContext, let pointer = requestContext.pointee else { return }
+  Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).release()
+  requestContext.pointee = nil
+}
+
+/// An IPv4 or IPv6 address to listen on.
+struct SocketAddress: CustomStringConvertible {
+  private var storage = sockaddr_storage()
+  let isIPv6: Bool
+  let description: String
+
+  init(host: String, port: UInt16) throws(ServiceError) {
+    let name = host == "localhost" ? "127.0.0.1" : host
+    var v4 = sockaddr_in()
+    var v6 = sockaddr_in6()
+    if inet_pton(AF_INET, name, &v4.sin_addr) == 1 {
+      v4.sin_family = sa_family_t(AF_INET)
+      v4.sin_port = port.bigEndian
+      withUnsafeMutableBytes(of: &storage) { target in
+        withUnsafeBytes(of: v4) { target.copyMemory(from: $0) }
+      }
+      isIPv6 = false
+      description = "\(name):\(port)"
+    } else if inet_pton(AF_INET6, name.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6.sin6_addr) == 1 {
+      v6.sin6_family = sa_family_t(AF_INET6)
+      v6.sin6_port = port.bigEndian
+      withUnsafeMutableBytes(of: &storage) { target in
+        withUnsafeBytes(of: v6) { target.copyMemory(from: $0) }
+      }
+      isIPv6 = true
+      description = "[\(name)]:\(port)"
+    } else {
+      throw ServiceError(
+        code: .cannotListen,
+        message:
+          "'\(host)' is not an address to listen on: give an IPv4 or IPv6 address, such as 127.0.0.1, 0.0.0.0 or ::1."
+      )
+    }
+  }
+
+  func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
+    withUnsafeBytes(of: storage) { bytes in
+      body(bytes.baseAddress!.assumingMemoryBound(to: sockaddr.self))
+    }
+  }
+}
+
+// The daemon pointer is only touched under the mutex; the server's other stored properties are
+// immutable and Sendable.
+extension HTTPServer.RequestState: @unchecked Sendable {}

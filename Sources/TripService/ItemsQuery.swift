@@ -1,0 +1,196 @@
+import Foundation
+import Geo
+import TripPlanner
+
+/// The query parameters of `items`, `bounds` and `sections`, parsed strictly: every bad value
+/// is a 400 naming the parameter, and a parameter the API does not define is refused too (OGC
+/// API – Features, /req/core/query-param-unknown).
+struct ItemsQuery {
+  /// The filters, sort and page as a trip query.
+  var query: TripQuery
+  var limit: Int
+  var offset: Int
+  /// The parameters as given (but `offset`), to rebuild page links.
+  var kept: [(name: String, value: String)]
+
+  static let defaultLimit = 10
+  static let maximumLimit = 10_000
+  /// The longest value accepted for any parameter.
+  static let maximumValueLength = 1_000
+
+  static let filterNames: Set<String> = ["bbox", "bbox-crs", "datetime", "destination", "q", "f"]
+  static let itemNames: Set<String> = filterNames.union(["limit", "offset", "sortby"])
+
+  /// The same query without its page (for `numberMatched`).
+  var unpaged: TripQuery {
+    var query = self.query
+    query.limit = nil
+    query.offset = nil
+    return query
+  }
+
+  init(_ request: HTTPRequest, allowed: Set<String> = ItemsQuery.itemNames) throws {
+    try Self.refuseUnknown(request, allowed: allowed)
+    var query = TripQuery()
+    func single(_ name: String) throws -> String? {
+      let values = request.queryValues(name)
+      guard values.count <= 1 else {
+        throw ServiceError.request(400, "The parameter '\(name)' is given more than once.")
+      }
+      return values.first
+    }
+    if let text = try single("bbox") { query.bbox = try Self.bbox(text) }
+    if let crs = try single("bbox-crs"), crs != FeaturesAPI.crs84 {
+      throw ServiceError.request(
+        400, "Invalid value for 'bbox-crs': only \(FeaturesAPI.crs84) is supported.")
+    }
+    if let text = try single("datetime") {
+      let (from, to) = try Self.datetime(text)
+      query.from = from
+      query.to = to
+    }
+    if let destination = try single("destination") {
+      guard !destination.isEmpty else {
+        throw ServiceError.request(400, "Invalid value for 'destination': it is empty.")
+      }
+      query.destination = destination
+    }
+    if let text = try single("q") {
+      guard !text.isEmpty else { throw ServiceError.request(400, "Invalid value for 'q': it is empty.") }
+      query.search = text
+    }
+    if let text = try single("sortby") { (query.sort, query.reverse) = try Self.sort(text) }
+    limit = Self.defaultLimit
+    if let text = try single("limit") {
+      guard let value = Int(text), value >= 1 else {
+        throw ServiceError.request(
+          400, "Invalid value '\(HTTPServer.loggable(text))' for 'limit': expected a whole number from 1.")
+      }
+      limit = min(value, Self.maximumLimit)  // larger is clamped, as the standard allows
+    }
+    offset = 0
+    if let text = try single("offset") {
+      guard let value = Int(text), value >= 0 else {
+        throw ServiceError.request(
+          400, "Invalid value '\(HTTPServer.loggable(text))' for 'offset': expected a whole number from 0.")
+      }
+      offset = value
+    }
+    query.limit = limit
+    query.offset = offset
+    self.query = query
+    kept = request.query.filter { $0.name != "offset" && $0.name != "limit" } + [
+      ("limit", String(limit))
+    ]
+  }
+
+  /// Refuses parameters the endpoint does not define, and values too long or not text.
+  static func refuseUnknown(_ request: HTTPRequest, allowed: Set<String>) throws {
+    for (name, value) in request.query {
+      guard allowed.contains(name) else {
+        throw ServiceError.request(
+          400,
+          "Unknown parameter '\(HTTPServer.loggable(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", ")).")
+      }
+      guard value.utf8.count <= maximumValueLength else {
+        throw ServiceError.request(
+          400, "The value of '\(name)' is longer than \(maximumValueLength) bytes.")
+      }
+      guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\u{FFFD}" }) else {
+        throw ServiceError.request(
+          400, "The value of '\(name)' holds control characters or bytes that are not UTF-8.")
+      }
+    }
+  }
+
+  /// `west,south,east,north` in CRS84; west > east crosses the antimeridian.
+  static func bbox(_ text: String) throws -> GeographicBox {
+    let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    if parts.count == 6 {
+      throw ServiceError.request(
+        400, "Invalid value for 'bbox': 6 numbers (a 3D box) are not supported; give west,south,east,north.")
+    }
+    let numbers = parts.compactMap(TripRecord.parseNumber)
+    guard parts.count == 4, numbers.count == 4 else {
+      throw ServiceError.request(
+        400, "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': expected 4 numbers, west,south,east,north.")
+    }
+    let (west, south, east, north) = (numbers[0], numbers[1], numbers[2], numbers[3])
+    guard (-180...180).contains(west), (-180...180).contains(east), (-90...90).contains(south),
+      (-90...90).contains(north), south <= north
+    else {
+      throw ServiceError.request(
+        400,
+        "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': longitudes must be within -180…180, latitudes within -90…90, south not above north.")
+    }
+    return GeographicBox(west: west, south: south, east: east, north: north)
+  }
+
+  /// An instant, or an interval `start/end` with `..` (or nothing) for an open end. A trip
+  /// matches when its dates overlap it. A bare date is its whole day (UTC).
+  static func datetime(_ text: String) throws -> (Date?, Date?) {
+    func bad() -> ServiceError {
+      ServiceError.request(
+        400,
+        "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': expected an RFC 3339 instant, a date, or an interval start/end with .. for an open end.")
+    }
+    func instant(_ part: String, end: Bool) throws -> Date? {
+      if part.isEmpty || part == ".." { return nil }
+      guard let date = TripDates.parse(part) else { throw bad() }
+      if part.count == 10, end { return date.addingTimeInterval(86_400 - 0.001) }
+      return date
+    }
+    let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    switch parts.count {
+    case 1:
+      guard parts[0] != "..", !parts[0].isEmpty else { throw bad() }
+      return (try instant(parts[0], end: false), try instant(parts[0], end: true))
+    case 2:
+      let from = try instant(parts[0], end: false)
+      let to = try instant(parts[1], end: true)
+      if let from, let to, to < from {
+        throw ServiceError.request(
+          400, "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': the interval ends before it starts.")
+      }
+      return (from, to)
+    default:
+      throw bad()
+    }
+  }
+
+  /// `sortby=name`, `-startDate`, `+destination` (one key; `start` and `end` also).
+  static func sort(_ text: String) throws -> (TripQuery.Sort, Bool) {
+    var key = text
+    var reverse = false
+    if key.hasPrefix("-") {
+      reverse = true
+      key.removeFirst()
+    } else if key.hasPrefix("+") {
+      key.removeFirst()
+    }
+    let keys: [String: TripQuery.Sort] = [
+      "startDate": .start, "start": .start, "endDate": .end, "end": .end, "name": .name,
+      "destination": .destination,
+    ]
+    guard let sort = keys[key] else {
+      throw ServiceError.request(
+        400,
+        "Invalid value '\(HTTPServer.loggable(text))' for 'sortby': expected one of startDate, endDate, name, destination, with - for descending.")
+    }
+    return (sort, reverse)
+  }
+
+  /// The items path with these parameters at `offset`.
+  func path(offset: Int) -> String {
+    let items = kept + [("offset", String(offset))]
+    let query = items.map { "\(Self.escape($0.name))=\(Self.escape($0.value))" }.joined(
+      separator: "&")
+    return "/collections/trips/items?" + query
+  }
+
+  static func escape(_ text: String) -> String {
+    let allowed = CharacterSet(
+      charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,:")
+    return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+  }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import TripPlanner
+
+/// The service's OpenAPI 3.0 definition (`/api`). A test requests every path it lists, so it
+/// cannot describe an endpoint that does not answer.
+enum OpenAPIDocument {
+  /// A query parameter.
+  static func parameter(_ name: String, _ description: String, schema: JSONValue) -> JSONValue {
+    .object([
+      ("name", .string(name)), ("in", .string("query")), ("required", .bool(false)),
+      ("description", .string(description)), ("schema", schema),
+      ("style", .string("form")), ("explode", .bool(false)),
+    ])
+  }
+
+  static let string: JSONValue = .object([("type", .string("string"))])
+
+  static let filters: [JSONValue] = [
+    parameter(
+      "bbox",
+      "west,south,east,north in CRS84; west greater than east crosses the antimeridian and selects trips on both sides.",
+      schema: .object([
+        ("type", .string("array")), ("minItems", .number(4)), ("maxItems", .number(4)),
+        ("items", .object([("type", .string("number"))])),
+      ])),
+    parameter("bbox-crs", "Only \(FeaturesAPI.crs84).", schema: string),
+    parameter(
+      "datetime",
+      "An RFC 3339 instant or date, or an interval start/end with .. for an open end; a trip matches when its dates overlap it.",
+      schema: string),
+    parameter(
+      "destination", "Trips to this destination, ignoring case and accents (whole).",
+      schema: string),
+    parameter("q", "Trips whose name or destination contains this, ignoring case and accents.", schema: string),
+    parameter("f", "The format: json.", schema: .object([("type", .string("string")), ("enum", .array([.string("json")]))])),
+  ]
+
+  static func response(_ description: String, _ type: String) -> JSONValue {
+    .object([
+      ("description", .string(description)),
+      ("content", .object([(type, .object([("schema",.object([("type", .string("object"))]))]))])),
+    ])
+  }
+
+  static let errors: [(String, JSONValue)] = [
+    ("400", response("A parameter is invalid (named in the description).", "application/json")),
+    ("404", response("Not found.", "application/json")),
+    ("406", response("Only JSON can be returned.", "application/json")),
+  ]
+
+  static func operation(
+    _ summary: String, _ id: String, parameters: [JSONValue] = [], ok: (String, JSONValue),
+    extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false
+  ) -> JSONValue {
+    var members: [(String, JSONValue)] = [
+      ("summary", .string(summary)), ("operationId", .string(id)),
+      ("parameters", .array(parameters)),
+      ("responses", .object([ok] + extra + errors)),
+    ]
+    if body {
+      members.append(
+        (
+          "requestBody",
+          .object([
+            ("required", .bool(true)),
+            (
+              "content",
+              .object([
+                ("application/geo+json", .object([("schema", .object([("type", .string("object"))]))]))
+              ])
+            ),
+          ])
+        ))
+    }
+    if secured { members.append(("security", .array([.object([("bearer", .array([]))])]))) }
+    return .object(members)
+  }
+
+  static let idParameter: JSONValue = .object([
+    ("name", .string("featureId")), ("in", .string("path")), ("required", .bool(true)),
+    ("description", .string("The trip's id (a UUID).")), ("schema", string),
+  ])
+
+  /// The document, with `base` as its server.
+  static func make(base: String) -> JSONValue {
+    let json = FeaturesAPI.json
+    let geo = FeaturesAPI.geoJSON
+    let paging: [JSONValue] = [
+      parameter(
+        "limit", "At most this many trips (default 10; larger than 10000 is taken as 10000).",
+        schema: .object([
+          ("type", .string("integer")), ("minimum", .number(1)), ("default", .number(10)),
+        ])),
+      parameter("offset", "Skip this many trips (the next link sets it).", schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+      parameter(
+        "sortby", "startDate, endDate, name or destination; - before it for descending.",
+        schema: string),
+    ]
+    let boundsParameters: [JSONValue] = [
+      parameter("viewport", "WIDTHxHEIGHT in pixels: also fit a camera.", schema: string),
+      parameter("padding", "Pixels kept free on each side of the camera fit.", schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+      parameter("crs", "The projected CRS of the extent (default EPSG:3857).", schema: string),
+    ]
+    let paths: [(String, JSONValue)] = [
+      ("/", .object([("get", operation("The landing page", "getLandingPage", ok: ("200", response("Links to the API, conformance and data.", json))))])),
+      ("/conformance", .object([("get", operation("The conformance classes", "getConformance", ok: ("200", response("The classes implemented.", json))))])),
+      ("/api", .object([("get", operation("This definition", "getAPI", ok: ("200", response("OpenAPI 3.0.", FeaturesAPI.openAPI))))])),
+      ("/collections", .object([("get", operation("The collections", "getCollections", ok: ("200", response("The trips collection.", json))))])),
+      ("/collections/trips", .object([("get", operation("The trips collection, with its extent", "describeCollection", ok: ("200", response("The collection.", json))))])),
+      (
+        "/collections/trips/items",
+        .object([
+          ("get", operation("Trips, a page at a time", "getFeatures", parameters: filters + paging, ok: ("200", response("A FeatureCollection with numberMatched, numberReturned and next/prev links.", geo)))),
+          ("post", operation("Add a trip (a GeoJSON Feature)", "createFeature", ok: ("201", response("The trip, with its Location.", geo)), extra: [("401", response("A valid bearer token is needed.", json)), ("405", response("The service is read-only.", json)), ("409", response("The id exists.", json)), ("413", response("The body is larger than 16 MiB.", json))], body: true, secured: true)),
+        ])
+      ),
+      (
+        "/collections/trips/items/{featureId}",
+        .object([
+          ("get", operation("One trip", "getFeature", parameters: [idParameter], ok: ("200", response("The trip as a Feature.", geo)))),
+          ("put", operation("Replace a trip", "replaceFeature", parameters: [idParameter], ok: ("200", response("The trip.", geo)), extra: [("401", response("A valid bearer token is needed.", json))], body: true, secured: true)),
+          ("patch", operation("Change some of a trip's properties or its geometry", "updateFeature", parameters: [idParameter], ok: ("200", response("The trip.", geo)), extra: [("401", response("A valid bearer token is needed.", json))], body: true, secured: true)),
+          ("delete", operation("Delete a trip", "deleteFeature", parameters: [idParameter], ok: ("204", .object([("description", .string("Deleted."))])), extra: [("401", response("A valid bearer token is needed.", json))], secured: true)),
+        ])
+      ),
+      ("/collections/trips/bounds", .object([("get", operation("The bounds of the matching trips, for map cameras", "getBounds", parameters: filters + boundsParameters, ok: ("200", response("The bounds report, with the box as RFC 7946, unwrapped and non-wrapping.", json))))])),
+      ("/collections/trips/sections", .object([("get", operation("Destinations with counts and bounds", "getSections", parameters: filters, ok: ("200", response("The sections.", json))))])),
+    ]
+    return .object([
+      ("openapi", .string("3.0.3")),
+      (
+        "info",
+        .object([
+          ("title", .string("Trip planner")), ("version", .string("0.1.0")),
+          ("description", .string("Trips as OGC API – Features, with bounds for map cameras.")),
+        ])
+      ),
+      ("servers", .array([.object([("url", .string(base))])])),
+      ("paths", .object(paths)),
+      (
+        "components",
+        .object([
+          (
+            "securitySchemes",
+            .object([("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))])
+          )
+        ])
+      ),
+    ])
+  }
+}
