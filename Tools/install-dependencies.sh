@@ -4,10 +4,12 @@
 #   libproj-dev     PROJ headers and library (projections)
 #   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
 #   pkg-config      lets SwiftPM find both libraries
+#   libmicrohttpd-dev  the HTTP server library of `trips serve`
 #   valgrind        the tests' memcheck of the paths that create and fail PROJ objects
+#   curl, gdal-bin  the tests' HTTP clients (gdal-bin: ogrinfo and ogr2ogr's OAPIF driver)
 #   zsh             the tests' syntax check of `trips completion zsh`
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config valgrind zsh)
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -143,3 +143,27 @@ struct BoundsContractTests {
     #expect(cover.box == box, "incremental and from scratch agree")
   }
 }
+
+@Suite("Bounding-box queries use the index")
+struct BoxQueryPlanTests {
+  @Test(
+    "a box, and a box across the antimeridian, are index searches on longitude",
+    arguments: [
+      GeographicBox(west: 10, south: -20, east: 20, north: 60),
+      GeographicBox(west: 170, south: -30, east: -170, north: 0),
+    ])
+  func plan(box: GeographicBox) throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    var query = TripQuery()
+    query.bbox = box
+    let plan = try store.context.explainQueryPlan(query.fetchDescriptor)
+    let searches = plan.filter { $0.contains("SEARCH trips USING INDEX trips_longitude_index") }
+    #expect(searches.count == (box.crossesAntimeridian ? 2 : 1), "\(plan)")
+    #expect(!plan.contains { $0.hasPrefix("SCAN trips") }, "\(plan)")
+    // With the other filters too.
+    query.search = "a"
+    query.from = TripDates.parse("2027-01-01")
+    let filtered = try store.context.explainQueryPlan(query.fetchDescriptor)
+    #expect(filtered.contains { $0.contains("trips_longitude_index") }, "\(filtered)")
+  }
+}

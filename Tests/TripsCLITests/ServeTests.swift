@@ -1,0 +1,555 @@
+import Foundation
+import Synchronization
+import Testing
+import TripPlanner
+
+/// A `trips serve` process on a free port, and requests to it through curl.
+final class ServerProcess: @unchecked Sendable {
+  let process = Process()
+  let url: String
+  private let errors = Pipe()
+
+  init(store: URL, _ extra: [String] = []) throws {
+    process.executableURL = tripsExecutable
+    process.arguments = ["serve", "--port", "0", "--store", store.path] + extra
+    process.environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = errors
+    try process.run()
+    var line = Data()
+    let deadline = Date().addingTimeInterval(20)
+    while !line.contains(0x0A) && Date() < deadline {
+      let chunk = out.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      line.append(chunk)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard text.hasPrefix("Listening on ") else {
+      process.terminate()
+      throw ServerFailure(message: "no 'Listening on' line: \(text)")
+    }
+    url = text.dropFirst("Listening on ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  struct ServerFailure: Error { var message: String }
+
+  /// Sends SIGTERM and waits; returns the exit status.
+  func stop() -> Int32 {
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+
+  /// What the server logged so far (after ``stop()``).
+  var log: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
+
+  deinit { if process.isRunning { process.terminate() } }
+
+  /// One request through curl.
+  func request(
+    _ method: String, _ path: String, headers: [String] = [], body: Data? = nil
+  ) throws -> HTTPReply {
+    try curl(method, url + path, headers: headers, body: body)
+  }
+
+  /// A GET through curl.
+  func request(_ path: String, headers: [String] = []) throws -> HTTPReply {
+    try curl("GET", url + path, headers: headers)
+  }
+}
+
+/// A reply: status, headers (lower-case names) and body.
+struct HTTPReply {
+  var status: Int
+  var headers: [String: String]
+  var body: Data
+  var text: String { String(decoding: body, as: UTF8.self) }
+  func json() throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+  }
+}
+
+/// Runs curl for one request.
+func curl(_ method: String, _ url: String, headers: [String] = [], body: Data? = nil) throws
+  -> HTTPReply
+{
+  let scratch = FileManager.default.temporaryDirectory
+  let headerFile = scratch.appendingPathComponent("curl-headers-\(UUID().uuidString)")
+  let bodyFile = scratch.appendingPathComponent("curl-body-\(UUID().uuidString)")
+  defer {
+    try? FileManager.default.removeItem(at: headerFile)
+    try? FileManager.default.removeItem(at: bodyFile)
+  }
+  var arguments = [
+    "-s", "-g", "-X", method, "-D", headerFile.path, "-o", "-", "--max-time", "60", url,
+  ]
+  if method == "HEAD" { arguments = ["-s", "-g", "-I", "-D", headerFile.path, "-o", "-", url] }
+  for header in headers { arguments += ["-H", header] }
+  if let body {
+    try body.write(to: bodyFile)
+    arguments += ["--data-binary", "@" + bodyFile.path]
+  }
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+  process.arguments = arguments
+  let out = Pipe()
+  process.standardOutput = out
+  try process.run()
+  let data = out.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  let head = (try? String(contentsOf: headerFile, encoding: .utf8)) ?? ""
+  // The last response's headers (after any 100 Continue).
+  let blocks = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+  let lines = (blocks.last ?? "").components(separatedBy: "\r\n")
+  let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+  var headerValues: [String: String] = [:]
+  for line in lines.dropFirst() {
+    guard let colon = line.firstIndex(of: ":") else { continue }
+    headerValues[line[..<colon].lowercased()] = line[line.index(after: colon)...]
+      .trimmingCharacters(in: .whitespaces)
+  }
+  return HTTPReply(status: status, headers: headerValues, body: data)
+}
+
+/// A feature body for writes.
+func featureBody(
+  name: String = "Served", destination: String = "Suva", latitude: Double = -18.1,
+  longitude: Double = 178.4, id: String? = nil
+) -> Data {
+  let idMember = id.map { "\"id\":\"\($0)\"," } ?? ""
+  return Data(
+    "{\"type\":\"Feature\",\(idMember)\"geometry\":{\"type\":\"Point\",\"coordinates\":[\(longitude),\(latitude)]},\"properties\":{\"name\":\"\(name)\",\"destination\":\"\(destination)\",\"startDate\":\"2027-05-01\",\"endDate\":\"2027-05-09\"}}"
+      .utf8)
+}
+
+@Suite("trips serve: OGC API – Features", .serialized)
+struct ServeTests {
+  /// The sample trips, shared by the read-only tests.
+  static let sample: URL = {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "trips-serve-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let store = folder.appendingPathComponent("sample.sqlite")
+    _ = try? trips(["import", sampleTrips.path], store: store)
+    return store
+  }()
+
+  @Test("every endpoint answers with its document and content type")
+  func endpoints() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { #expect(server.stop() == 0) }
+    let landing = try server.request("/")
+    #expect(landing.status == 200)
+    #expect(landing.headers["content-type"] == "application/json")
+    let links = try #require(try landing.json()["links"] as? [[String: Any]])
+    #expect(Set(links.compactMap { $0["rel"] as? String }) == ["self", "service-desc", "conformance", "data"])
+    #expect(links.allSatisfy { ($0["href"] as? String)?.hasPrefix(server.url) == true && $0["type"] != nil })
+    let conformance = try server.request("/conformance").json()
+    #expect((conformance["conformsTo"] as? [String])?.contains("http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson") == true)
+    let api = try server.request("/api")
+    #expect(api.headers["content-type"] == "application/vnd.oai.openapi+json;version=3.0")
+    let collections = try server.request("/collections").json()
+    #expect((collections["collections"] as? [[String: Any]])?.first?["id"] as? String == "trips")
+    let collection = try server.request("/collections/trips").json()
+    let extent = try #require(collection["extent"] as? [String: Any])
+    let bbox = try #require(((extent["spatial"] as? [String: Any])?["bbox"] as? [[Double]])?.first)
+    #expect(bbox == [-123.11934, -54.81084, -147.71639, 69.6489], "west > east: the smaller box across 180°")
+    let interval = ((extent["temporal"] as? [String: Any])?["interval"] as? [[String]])?.first
+    #expect(interval == ["2027-01-01T00:00:00Z", "2028-12-15T00:00:00Z"])
+    let items = try server.request("/collections/trips/items")
+    #expect(items.status == 200 && items.headers["content-type"] == "application/geo+json")
+    let page = try items.json()
+    #expect(page["numberMatched"] as? Int == 240 && page["numberReturned"] as? Int == 10)
+    #expect(page["timeStamp"] is String)
+    let one = try #require((page["features"] as? [[String: Any]])?.first)
+    let id = try #require(one["id"] as? String)
+    let item = try server.request("/collections/trips/items/\(id)")
+    #expect(item.status == 200 && item.headers["content-type"] == "application/geo+json")
+    #expect(try item.json()["id"] as? String == id)
+    #expect(try server.request("/collections/trips/items?f=json").status == 200)
+    #expect(try server.request("HEAD", "/collections/trips/items").status == 200)
+    let bounds = try server.request("/collections/trips/bounds?viewport=1280x720&padding=20").json()
+    let boxes = try #require(bounds["boxes"] as? [String: [Double]])
+    #expect(boxes["rfc7946"] == [-123.11934, -54.81084, -147.71639, 69.6489])
+    #expect(boxes["unwrapped"] == [-123.11934, -54.81084, -147.71639 + 360, 69.6489])
+    #expect(boxes["nonWrapping"] == [-180, -54.81084, 180, 69.6489])
+    #expect(bounds["camera"] is [String: Any] && bounds["padding"] as? Double == 20)
+    let sections = try server.request("/collections/trips/sections").json()
+    let list = try #require(sections["sections"] as? [[String: Any]])
+    #expect(list.count == 72)
+    #expect(list.reduce(0) { $0 + ($1["count"] as? Int ?? 0) } == 240)
+    #expect(list.allSatisfy { ($0["bbox"] as? [Double])?.count == 4 })
+    let cli = try jsonArray(try trips(["destinations", "--json"], store: Self.sample).stdout)
+    #expect(list.map { $0["id"] as? String } == cli.map { $0["destination"] as? String })
+  }
+
+  @Test("every error is JSON with the right status, never 500 for bad input")
+  func errors() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let cases: [(String, String, [String], Int, String)] = [
+      ("GET", "/nothing", [], 404, "NotFound"),
+      ("GET", "/collections/trips/items/00000000-0000-0000-0000-000000000000", [], 404, "NotFound"),
+      ("GET", "/collections/trips/items/not-a-uuid", [], 404, "NotFound"),
+      ("DELETE", "/collections", [], 405, "MethodNotAllowed"),
+      ("GET", "/collections/trips/items", ["Accept: text/html"], 406, "NotAcceptable"),
+      ("GET", "/collections/trips/items?limit=0", [], 400, "'limit'"),
+      ("GET", "/collections/trips/items?limit=ten", [], 400, "'limit'"),
+      ("GET", "/collections/trips/items?offset=-1", [], 400, "'offset'"),
+      ("GET", "/collections/trips/items?bbox=1,2,3,4,5,6", [], 400, "6 numbers"),
+      ("GET", "/collections/trips/items?bbox=1,2,x,4", [], 400, "'bbox'"),
+      ("GET", "/collections/trips/items?bbox=0,50,10,40", [], 400, "'bbox'"),
+      ("GET", "/collections/trips/items?datetime=yesterday", [], 400, "'datetime'"),
+      ("GET", "/collections/trips/items?datetime=2028-01-01/2027-01-01", [], 400, "'datetime'"),
+      ("GET", "/collections/trips/items?sortby=price", [], 400, "'sortby'"),
+      ("GET", "/collections/trips/items?colour=red", [], 400, "Unknown parameter 'colour'"),
+      ("GET", "/collections/trips/items?limit=1&limit=2", [], 400, "more than once"),
+      ("GET", "/collections/trips/items?f=xml", [], 400, "'f'"),
+      ("GET", "/collections/trips/items?q=%01x", [], 400, "control characters"),
+      ("GET", "/collections/trips/items?q=%00x", [], 400, "'q'"),
+      ("GET", "/collections/trips/items?q=%ff%fe", [], 400, "UTF-8"),
+      ("GET", "/collections/trips/items?q=" + String(repeating: "a", count: 2000), [], 400, "longer"),
+      ("GET", "/collections/trips/bounds?viewport=0x0", [], 400, "'viewport'"),
+      ("GET", "/collections/trips/bounds?crs=EPSG:99999", [], 400, "'crs'"),
+      ("GET", "/collections/trips/bounds?viewport=100x100&padding=60", [], 400, "'padding'"),
+      ("POST", "/collections/trips/items", [], 401, "token"),
+      ("GET", "/%2e%2e/%2e%2e/etc/passwd", [], 404, "NotFound"),
+    ]
+    for (method, path, headers, status, says) in cases {
+      let reply = try server.request(method, path, headers: headers)
+      #expect(reply.status == status, "\(method) \(path.prefix(80)): \(reply.text)")
+      #expect(reply.headers["content-type"] == "application/json", "\(path.prefix(80))")
+      let document = try reply.json()
+      #expect(document["code"] is String && document["description"] is String)
+      #expect(reply.text.contains(says), "\(path.prefix(80)): \(reply.text)")
+    }
+    let wrongMethod = try server.request("PUT", "/collections/trips/items")
+    #expect(wrongMethod.headers["allow"] == "GET, HEAD, POST, OPTIONS")
+    #expect(try server.request("/collections/trips/items?limit=20000").json()["numberReturned"] as? Int == 240, "clamped, not refused")
+  }
+
+  @Test("the OpenAPI document describes only paths that answer")
+  func openAPIPathsAnswer() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let api = try server.request("/api").json()
+    #expect(api["openapi"] as? String == "3.0.3")
+    let paths = try #require(api["paths"] as? [String: [String: Any]])
+    #expect(paths.count == 9)
+    let id = try #require(
+      ((try server.request("/collections/trips/items?limit=1").json()["features"] as? [[String: Any]])?
+        .first?["id"]) as? String)
+    for (path, operations) in paths {
+      let concrete = path.replacingOccurrences(of: "{featureId}", with: id)
+      #expect(operations["get"] != nil, "\(path) documents GET")
+      let reply = try server.request(concrete)
+      #expect(reply.status == 200, "\(path): \(reply.status)")
+      // Every documented parameter is accepted (not refused as unknown).
+      let parameters = (operations["get"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
+      for parameter in parameters where parameter["in"] as? String == "query" {
+        let name = try #require(parameter["name"] as? String)
+        let sample: [String: String] = [
+          "bbox": "-10,-10,10,10", "bbox-crs": "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
+          "datetime": "2027-01-01/..", "destination": "Suva", "q": "a", "f": "json", "limit": "5",
+          "offset": "1", "sortby": "-name", "viewport": "800x600", "padding": "10",
+          "crs": "EPSG:4326",
+        ]
+        let value = try #require(sample[name], "a sample value for \(name)")
+        let answered = try server.request(concrete + "?\(name)=\(value)")
+        #expect(answered.status == 200, "\(path)?\(name): \(answered.text)")
+      }
+    }
+  }
+
+  /// Random trips on both sides of the antimeridian and near the poles.
+  static func randomTrips(_ count: Int, seed: UInt64) -> [TripRecord] {
+    var generator = SeededGenerator(seed: seed)
+    return (0..<count).map { index in
+      let start = Date(timeIntervalSince1970: 1_800_000_000 + Double(Int.random(in: 0..<400, using: &generator)) * 86_400)
+      return TripRecord(
+        id: UUID(), name: "Trip \(index)", destination: "Place \(index % 37)", startDate: start,
+        endDate: start.addingTimeInterval(Double(Int.random(in: 0..<20, using: &generator)) * 86_400),
+        latitude: Double.random(in: -89...89, using: &generator).rounded(toPlaces: 3),
+        longitude: Double.random(in: -180...180, using: &generator).rounded(toPlaces: 3))
+    }
+  }
+
+  @Test("bbox across the antimeridian and datetime forms select exactly what a brute-force filter does")
+  func filtersMatchBruteForce() throws {
+    let scratch = Scratch()
+    let records = Self.randomTrips(2_000, seed: 180)
+    let file = scratch.file("random.json")
+    try TripFileFormat.json.encode(records).write(to: file)
+    #expect(try trips(["import", file.path], store: scratch.store).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    func ids(_ query: String) throws -> Set<String> {
+      let page = try server.request("/collections/trips/items?limit=10000&\(query)").json()
+      let features = try #require(page["features"] as? [[String: Any]])
+      #expect(page["numberMatched"] as? Int == features.count)
+      return Set(features.compactMap { $0["id"] as? String })
+    }
+    var generator = SeededGenerator(seed: 7)
+    for round in 0..<24 {
+      var west = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
+      var east = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
+      if round % 2 == 0 && west < east { swap(&west, &east) }  // half of them cross 180°
+      let south = Double.random(in: -90...30, using: &generator).rounded(toPlaces: 2)
+      let north = Double.random(in: south...90, using: &generator).rounded(toPlaces: 2)
+      let expected = Set(
+        records.filter { record in
+          let inLongitude =
+            west <= east
+            ? record.longitude >= west && record.longitude <= east
+            : record.longitude >= west || record.longitude <= east
+          return inLongitude && record.latitude >= south && record.latitude <= north
+        }.map { $0.id!.uuidString.lowercased() })
+      #expect(try ids("bbox=\(west),\(south),\(east),\(north)") == expected, "round \(round)")
+    }
+    let day = 86_400.0
+    let base = Date(timeIntervalSince1970: 1_800_000_000 + 100 * day)
+    let text = TripDates.format(base)
+    let later = TripDates.format(base.addingTimeInterval(30 * day))
+    func overlapping(_ from: Date?, _ to: Date?) -> Set<String> {
+      Set(
+        records.filter { record in
+          (from.map { record.endDate >= $0 } ?? true) && (to.map { record.startDate <= $0 } ?? true)
+        }.map { $0.id!.uuidString.lowercased() })
+    }
+    #expect(try ids("datetime=\(text)") == overlapping(base, base))
+    #expect(try ids("datetime=\(text)/\(later)") == overlapping(base, base.addingTimeInterval(30 * day)))
+    #expect(try ids("datetime=../\(text)") == overlapping(nil, base))
+    #expect(try ids("datetime=\(text)/..") == overlapping(base, nil))
+    #expect(try ids("datetime=\(text)/") == overlapping(base, nil))
+    let dayText = TripDates.formatDay(base)
+    #expect(try ids("datetime=\(dayText)") == overlapping(base, base.addingTimeInterval(day - 0.001)))
+  }
+
+  @Test("paging through 25,000 trips with next links returns each exactly once")
+  func paging() throws {
+    let scratch = Scratch()
+    try generate(["--count", "25000", "--store", scratch.store.path])
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    var seen: [String] = []
+    var next: String? = server.url + "/collections/trips/items?limit=1000&bbox=-180,-90,180,90"
+    var pages = 0
+    while let url = next, pages < 100 {
+      let page = try curl("GET", url).json()
+      #expect(page["numberMatched"] as? Int == 25_000)
+      seen += (page["features"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+      let links = page["links"] as? [[String: Any]] ?? []
+      next = links.first { $0["rel"] as? String == "next" }?["href"] as? String
+      if pages > 0 { #expect(links.contains { $0["rel"] as? String == "prev" }) }
+      pages += 1
+    }
+    #expect(pages == 25)
+    #expect(seen.count == 25_000 && Set(seen).count == 25_000)
+  }
+
+  @Test("writes: refused without a token, with a wrong one, and read-only; done with the right one")
+  func writes() throws {
+    let scratch = Scratch()
+    let tokens = try scratch.write("tokens", "alice:\(String(repeating: "s3cret-", count: 3))\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let token = String(repeating: "s3cret-", count: 3)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let auth = ["Authorization: Bearer \(token)", "Content-Type: application/geo+json"]
+    #expect(try server.request("POST", "/collections/trips/items", body: featureBody()).status == 401)
+    #expect(
+      try server.request(
+        "POST", "/collections/trips/items", headers: ["Authorization: Bearer wrong-token-xxxxxxxx"],
+        body: featureBody()
+      ).status == 401)
+    let created = try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+    #expect(created.status == 201, "\(created.text)")
+    let location = try #require(created.headers["location"])
+    #expect(location.hasPrefix(server.url + "/collections/trips/items/"))
+    let id = String(location.split(separator: "/").last!)
+    #expect(try curl("GET", location).json()["id"] as? String == id)
+    // Validated as the CLI validates: every problem, nothing written.
+    let bad = try server.request(
+      "POST", "/collections/trips/items", headers: auth,
+      body: featureBody(name: " ", latitude: 95))
+    #expect(bad.status == 400)
+    #expect(bad.text.contains("name must not be empty") && bad.text.contains("latitude 95.0"))
+    let replaced = try server.request(
+      "PUT", "/collections/trips/items/\(id)", headers: auth, body: featureBody(name: "Replaced"))
+    #expect(replaced.status == 200, "\(replaced.text)")
+    let patched = try server.request(
+      "PATCH", "/collections/trips/items/\(id)", headers: auth,
+      body: Data("{\"properties\":{\"name\":\"Patched\"}}".utf8))
+    #expect(patched.status == 200, "\(patched.text)")
+    #expect((try patched.json()["properties"] as? [String: Any])?["name"] as? String == "Patched")
+    #expect(try server.request("DELETE", "/collections/trips/items/\(id)", headers: auth).status == 204)
+    #expect(try server.request("/collections/trips/items/\(id)").status == 404)
+    // History names the token's writer.
+    let history = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout)
+    #expect(history.count == 4 && history.allSatisfy { $0["author"] as? String == "alice" })
+    // Read-only: 405 whatever the token.
+    let readOnly = try ServerProcess(
+      store: scratch.store, ["--token-file", tokens.path, "--read-only"])
+    defer { _ = readOnly.stop() }
+    #expect(try readOnly.request("POST", "/collections/trips/items", headers: auth, body: featureBody()).status == 405)
+  }
+
+  @Test("a 17 MiB body is refused with 413 before it is read")
+  func bodyTooLarge() throws {
+    let scratch = Scratch()
+    let tokens = try scratch.write("tokens", "bob:\(String(repeating: "t", count: 20))\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { _ = server.stop() }
+    let reply = try server.request(
+      "POST", "/collections/trips/items",
+      headers: ["Authorization: Bearer \(String(repeating: "t", count: 20))", "Content-Type: application/geo+json"],
+      body: Data(count: 17 * 1024 * 1024))
+    #expect(reply.status == 413, "\(reply.text)")
+    #expect(try server.request("/").status == 200, "still serving")
+  }
+
+  @Test("a thousand idle connections do not stop a new client from being served")
+  func idleConnections() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let port = UInt16(server.url.split(separator: ":").last!)!
+    var sockets: [Int32] = []
+    defer { for socket in sockets { close(socket) } }
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    if limit.rlim_cur < 2048 {
+      limit.rlim_cur = min(limit.rlim_max, 4096)
+      setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    for _ in 0..<1000 {
+      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      var address = sockaddr_in()
+      address.sin_family = sa_family_t(AF_INET)
+      address.sin_port = port.bigEndian
+      address.sin_addr.s_addr = inet_addr("127.0.0.1")
+      let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+      }
+      #expect(connected == 0)
+      // Half of them start a request and never finish it (slowloris).
+      if sockets.count % 2 == 0 {
+        let partial = "GET / HTTP/1.1\r\nHost: x\r\n"
+        _ = partial.withCString { send(fd, $0, strlen($0), 0) }
+      }
+      sockets.append(fd)
+    }
+    let start = Date()
+    let reply = try server.request("/collections/trips/items?limit=1")
+    #expect(reply.status == 200)
+    #expect(Date().timeIntervalSince(start) < 2, "served at once")
+  }
+
+  @Test("SIGTERM during a POST leaves the store whole, and the server exits 0")
+  func sigtermDuringWrite() throws {
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let token = String(repeating: "k", count: 24)
+    let tokens = try scratch.write("tokens", "carol:\(token)\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    let writer = Process()
+    writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+    writer.arguments = [
+      "-c",
+      "for i in $(seq 1 40); do curl -s -o /dev/null -X POST -H 'Authorization: Bearer \(token)' -H 'Content-Type: application/geo+json' --data-binary @\"$1\" \"$2/collections/trips/items\" || true; done",
+      "sh", try scratch.write("feature.json", String(decoding: featureBody(), as: UTF8.self)).path,
+      server.url,
+    ]
+    try writer.run()
+    Thread.sleep(forTimeInterval: 0.3)
+    #expect(server.stop() == 0)
+    writer.waitUntilExit()
+    let check = try trips(["check"], store: scratch.store)
+    #expect(check.status == 0, "\(check.stderr)")
+    let count = try jsonArray(try trips(["list", "--json"], store: scratch.store).stdout).count
+    let inserts = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout).count
+    #expect(count == 240 + inserts - 1, "every committed POST is there, nothing half-written")
+  }
+
+  @Test("start-up refusals: a token file others can read, tokens in clear off loopback")
+  func startupRefusals() throws {
+    let scratch = Scratch()
+    let tokens = try scratch.write("tokens", "dave:\(String(repeating: "d", count: 20))\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: tokens.path)
+    let open = try trips(["serve", "--port", "0", "--token-file", tokens.path], store: scratch.store)
+    #expect(open.status == 64)
+    #expect(open.stderr.contains("chmod 600"), "\(open.stderr)")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let clear = try trips(
+      ["serve", "--port", "0", "--host", "0.0.0.0", "--token-file", tokens.path],
+      store: scratch.store)
+    #expect(clear.status == 64)
+    #expect(clear.stderr.contains("--insecure-http"), "\(clear.stderr)")
+    let badPort = try trips(["serve", "--port", "70000"], store: scratch.store)
+    #expect(badPort.status == 64)
+  }
+
+  @Test("CORS headers only for the origin given")
+  func cors() throws {
+    let plain = try ServerProcess(store: Self.sample)
+    defer { _ = plain.stop() }
+    #expect(try plain.request("/").headers["access-control-allow-origin"] == nil)
+    let open = try ServerProcess(store: Self.sample, ["--cors", "https://maps.example"])
+    defer { _ = open.stop() }
+    #expect(try open.request("/").headers["access-control-allow-origin"] == "https://maps.example")
+    let preflight = try open.request("OPTIONS", "/collections/trips/items")
+    #expect(preflight.status == 204)
+    #expect(preflight.headers["access-control-allow-methods"]?.contains("POST") == true)
+  }
+
+  @Test("one log line per request: method, path, status, bytes, milliseconds")
+  func logLines() throws {
+    let server = try ServerProcess(store: Self.sample)
+    _ = try server.request("/collections/trips/items?limit=1")
+    _ = try server.request("/missing")
+    #expect(server.stop() == 0)
+    let lines = server.log.split(separator: "\n")
+    #expect(lines.count == 2)
+    #expect(lines.first?.hasPrefix("GET /collections/trips/items 200 ") == true)
+    #expect(lines.last?.hasPrefix("GET /missing 404 ") == true && lines.last?.hasSuffix("ms") == true)
+  }
+
+  @Test("GDAL's OAPIF driver reads every trip and a bbox subset")
+  func gdal() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let scratch = Scratch()
+    let all = scratch.file("all.json")
+    let run = try shell(
+      "ogr2ogr -f GeoJSON \"$1\" \"OAPIF:$2/collections/trips\"", arguments: [all.path, server.url])
+    #expect(run.status == 0, "\(run.stderr)")
+    let features = try #require(
+      (try JSONSerialization.jsonObject(with: Data(contentsOf: all)) as? [String: Any])?["features"]
+        as? [[String: Any]])
+    #expect(features.count == 240)
+    #expect(Set(features.compactMap { ($0["properties"] as? [String: Any])?["name"] as? String }).count > 100)
+    let subset = scratch.file("subset.json")
+    let spatial = try shell(
+      "ogr2ogr -f GeoJSON -spat 170 -30 180 0 \"$1\" \"OAPIF:$2/collections/trips\"",
+      arguments: [subset.path, server.url])
+    #expect(spatial.status == 0, "\(spatial.stderr)")
+    let inBox = try #require(
+      (try JSONSerialization.jsonObject(with: Data(contentsOf: subset)) as? [String: Any])?["features"]
+        as? [[String: Any]])
+    let expected = try server.request("/collections/trips/items?bbox=170,-30,180,0&limit=1000").json()
+    #expect(inBox.count == expected["numberMatched"] as? Int && !inBox.isEmpty)
+    let info = try shell("ogrinfo -ro -so \"OAPIF:$1\" trips", arguments: [server.url])
+    #expect(info.stdout.contains("Feature Count: 240"), "\(info.stdout)")
+  }
+}
+
+extension Double {
+  func rounded(toPlaces places: Int) -> Double {
+    let scale = pow(10.0, Double(places))
+    return (self * scale).rounded() / scale
+  }
+}
