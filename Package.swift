@@ -80,7 +80,9 @@ let package = Package(
     ),
     .executableTarget(
       name: "trips-bench",
-      dependencies: ["TripPlanner", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo"],
+      dependencies: [
+        "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo",
+      ],
       path: "Tools/Benchmarks",
       exclude: ["results-1m.json", "results-1m.txt", "results-10k.json", "README.md"],
       swiftSettings: swiftSettings

@@ -16,7 +16,8 @@ extension FeaturesAPI {
       guard let value = Viewport(text) else {
         throw ServiceError.request(
           400,
-          "Invalid value '\(HTTPServer.loggable(text))' for 'viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide).")
+          "Invalid value '\(HTTPServer.loggable(text))' for 'viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide)."
+        )
       }
       viewport = value
     }
@@ -24,14 +25,17 @@ extension FeaturesAPI {
     if let text = request.queryValues("padding").last {
       guard let value = Int(text), value >= 0, value <= 10_000 else {
         throw ServiceError.request(
-          400, "Invalid value '\(HTTPServer.loggable(text))' for 'padding': expected pixels from 0 to 10000.")
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'padding': expected pixels from 0 to 10000."
+        )
       }
       padding = value
     }
     if let viewport, padding > 0 {
       guard viewport.width > Double(2 * padding), viewport.height > Double(2 * padding) else {
         throw ServiceError.request(
-          400, "Invalid value for 'padding': \(padding) px on each side leaves nothing of \(viewport).")
+          400,
+          "Invalid value for 'padding': \(padding) px on each side leaves nothing of \(viewport).")
       }
     }
     let crs = request.queryValues("crs").last ?? "EPSG:3857"

@@ -7,7 +7,8 @@ extension FeaturesAPI {
   /// read-only, 401 without a token file, a token, or with a wrong one.
   func writer(_ request: HTTPRequest) throws -> String {
     if configuration.readOnly {
-      throw ServiceError.request(405, "This service is read-only (--read-only): it takes no writes.")
+      throw ServiceError.request(
+        405, "This service is read-only (--read-only): it takes no writes.")
     }
     guard let tokens = configuration.tokens else {
       throw ServiceError.request(
@@ -16,7 +17,8 @@ extension FeaturesAPI {
     guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
       let name = tokens.writer(for: String(header.dropFirst("Bearer ".count)))
     else {
-      throw ServiceError.request(401, "Writes need Authorization: Bearer <token> with a valid token.")
+      throw ServiceError.request(
+        401, "Writes need Authorization: Bearer <token> with a valid token.")
     }
     return name
   }
@@ -24,7 +26,9 @@ extension FeaturesAPI {
   /// POST, PUT, PATCH and DELETE on items: validated exactly as the CLI validates (every problem
   /// listed, nothing written), saved in one transaction recorded under the token's name.
   func write(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
-    if case .item = route {} else if case .items = route {} else {
+    if case .item = route {
+    } else if case .items = route {
+    } else {
       throw ServiceError.request(405, "Only items can be written.")
     }
     let author = try writer(request)
@@ -103,7 +107,8 @@ extension FeaturesAPI {
       let record = try TripGeoJSON.decodeFeature(body, file: "body")
       let problems = record.violations.map(\.reason)
       guard problems.isEmpty else {
-        throw ServiceError.request(400, "The trip is not valid: " + problems.joined(separator: "; ") + ".")
+        throw ServiceError.request(
+          400, "The trip is not valid: " + problems.joined(separator: "; ") + ".")
       }
       return record
     } catch let error as TripPlannerError {

@@ -18,7 +18,9 @@ struct FeaturesAPI: Sendable {
 
   /// The routes, with the methods each allows.
   enum Route {
-    case landing, conformance, api, collections, collection, items, item(String), bounds,
+    case landing, conformance, api, collections, collection, items
+    case item(String)
+    case bounds,
       sections
 
     var methods: [String] {
@@ -100,7 +102,8 @@ struct FeaturesAPI: Sendable {
       var response = ServiceError.response(
         status: 405,
         description:
-          "\(HTTPServer.loggable(request.method)) is not allowed here; allowed: \(route.methods.joined(separator: ", ")).")
+          "\(HTTPServer.loggable(request.method)) is not allowed here; allowed: \(route.methods.joined(separator: ", "))."
+      )
       response.headers.append(("Allow", route.methods.joined(separator: ", ")))
       return response
     }
@@ -205,7 +208,9 @@ struct FeaturesAPI: Sendable {
     }
     let spatial: JSONValue = box.map { .array([.array($0.bbox.map(JSONValue.number))]) } ?? .null
     let temporal: JSONValue =
-      span.map { .array([.array([.string(TripDates.format($0.0)), .string(TripDates.format($0.1))])]) }
+      span.map {
+        .array([.array([.string(TripDates.format($0.0)), .string(TripDates.format($0.1))])])
+      }
       ?? .array([.array([.null, .null])])
     return .object([
       ("id", .string(Self.collectionID)),
@@ -320,12 +325,15 @@ struct FeaturesAPI: Sendable {
       return "json"
     }
     if let accept = request.header("Accept"), !accept.isEmpty {
-      let offered = ["*/*", "application/*", "application/json", "application/geo+json",
-        "application/vnd.oai.openapi+json", "application/problem+json"]
+      let offered = [
+        "*/*", "application/*", "application/json", "application/geo+json",
+        "application/vnd.oai.openapi+json", "application/problem+json",
+      ]
       let acceptable = accept.split(separator: ",").contains { item in
-        let type = item.split(separator: ";").first.map {
-          $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
+        let type =
+          item.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+          } ?? ""
         return offered.contains(type)
       }
       guard acceptable else {
@@ -351,7 +359,9 @@ struct FeaturesAPI: Sendable {
   }
 
   func preflight(_ route: Route) -> HTTPResponse {
-    var headers: [(name: String, value: String)] = [("Allow", route.methods.joined(separator: ", "))]
+    var headers: [(name: String, value: String)] = [
+      ("Allow", route.methods.joined(separator: ", "))
+    ]
     if configuration.corsOrigin != nil {
       headers += [
         ("Access-Control-Allow-Methods", route.methods.joined(separator: ", ")),

@@ -340,7 +340,9 @@ struct SocketAddress: CustomStringConvertible {
       }
       isIPv6 = false
       description = "\(name):\(port)"
-    } else if inet_pton(AF_INET6, name.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6.sin6_addr) == 1 {
+    } else if inet_pton(
+      AF_INET6, name.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6.sin6_addr) == 1
+    {
       v6.sin6_family = sa_family_t(AF_INET6)
       v6.sin6_port = port.bigEndian
       withUnsafeMutableBytes(of: &storage) { target in

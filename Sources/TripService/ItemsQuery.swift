@@ -56,7 +56,9 @@ struct ItemsQuery {
       query.destination = destination
     }
     if let text = try single("q") {
-      guard !text.isEmpty else { throw ServiceError.request(400, "Invalid value for 'q': it is empty.") }
+      guard !text.isEmpty else {
+        throw ServiceError.request(400, "Invalid value for 'q': it is empty.")
+      }
       query.search = text
     }
     if let text = try single("sortby") { (query.sort, query.reverse) = try Self.sort(text) }
@@ -64,7 +66,9 @@ struct ItemsQuery {
     if let text = try single("limit") {
       guard let value = Int(text), value >= 1 else {
         throw ServiceError.request(
-          400, "Invalid value '\(HTTPServer.loggable(text))' for 'limit': expected a whole number from 1.")
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'limit': expected a whole number from 1."
+        )
       }
       limit = min(value, Self.maximumLimit)  // larger is clamped, as the standard allows
     }
@@ -72,16 +76,19 @@ struct ItemsQuery {
     if let text = try single("offset") {
       guard let value = Int(text), value >= 0 else {
         throw ServiceError.request(
-          400, "Invalid value '\(HTTPServer.loggable(text))' for 'offset': expected a whole number from 0.")
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'offset': expected a whole number from 0."
+        )
       }
       offset = value
     }
     query.limit = limit
     query.offset = offset
     self.query = query
-    kept = request.query.filter { $0.name != "offset" && $0.name != "limit" } + [
-      ("limit", String(limit))
-    ]
+    kept =
+      request.query.filter { $0.name != "offset" && $0.name != "limit" } + [
+        ("limit", String(limit))
+      ]
   }
 
   /// Refuses parameters the endpoint does not define, and values too long or not text.
@@ -90,7 +97,8 @@ struct ItemsQuery {
       guard allowed.contains(name) else {
         throw ServiceError.request(
           400,
-          "Unknown parameter '\(HTTPServer.loggable(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", ")).")
+          "Unknown parameter '\(HTTPServer.loggable(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", "))."
+        )
       }
       guard value.utf8.count <= maximumValueLength else {
         throw ServiceError.request(
@@ -108,12 +116,16 @@ struct ItemsQuery {
     let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     if parts.count == 6 {
       throw ServiceError.request(
-        400, "Invalid value for 'bbox': 6 numbers (a 3D box) are not supported; give west,south,east,north.")
+        400,
+        "Invalid value for 'bbox': 6 numbers (a 3D box) are not supported; give west,south,east,north."
+      )
     }
     let numbers = parts.compactMap(TripRecord.parseNumber)
     guard parts.count == 4, numbers.count == 4 else {
       throw ServiceError.request(
-        400, "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': expected 4 numbers, west,south,east,north.")
+        400,
+        "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': expected 4 numbers, west,south,east,north."
+      )
     }
     let (west, south, east, north) = (numbers[0], numbers[1], numbers[2], numbers[3])
     guard (-180...180).contains(west), (-180...180).contains(east), (-90...90).contains(south),
@@ -121,7 +133,8 @@ struct ItemsQuery {
     else {
       throw ServiceError.request(
         400,
-        "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': longitudes must be within -180…180, latitudes within -90…90, south not above north.")
+        "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': longitudes must be within -180…180, latitudes within -90…90, south not above north."
+      )
     }
     return GeographicBox(west: west, south: south, east: east, north: north)
   }
@@ -132,7 +145,8 @@ struct ItemsQuery {
     func bad() -> ServiceError {
       ServiceError.request(
         400,
-        "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': expected an RFC 3339 instant, a date, or an interval start/end with .. for an open end.")
+        "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': expected an RFC 3339 instant, a date, or an interval start/end with .. for an open end."
+      )
     }
     func instant(_ part: String, end: Bool) throws -> Date? {
       if part.isEmpty || part == ".." { return nil }
@@ -150,7 +164,9 @@ struct ItemsQuery {
       let to = try instant(parts[1], end: true)
       if let from, let to, to < from {
         throw ServiceError.request(
-          400, "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': the interval ends before it starts.")
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'datetime': the interval ends before it starts."
+        )
       }
       return (from, to)
     default:
@@ -175,7 +191,8 @@ struct ItemsQuery {
     guard let sort = keys[key] else {
       throw ServiceError.request(
         400,
-        "Invalid value '\(HTTPServer.loggable(text))' for 'sortby': expected one of startDate, endDate, name, destination, with - for descending.")
+        "Invalid value '\(HTTPServer.loggable(text))' for 'sortby': expected one of startDate, endDate, name, destination, with - for descending."
+      )
     }
     return (sort, reverse)
   }

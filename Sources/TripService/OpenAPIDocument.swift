@@ -31,14 +31,18 @@ enum OpenAPIDocument {
     parameter(
       "destination", "Trips to this destination, ignoring case and accents (whole).",
       schema: string),
-    parameter("q", "Trips whose name or destination contains this, ignoring case and accents.", schema: string),
-    parameter("f", "The format: json.", schema: .object([("type", .string("string")), ("enum", .array([.string("json")]))])),
+    parameter(
+      "q", "Trips whose name or destination contains this, ignoring case and accents.",
+      schema: string),
+    parameter(
+      "f", "The format: json.",
+      schema: .object([("type", .string("string")), ("enum", .array([.string("json")]))])),
   ]
 
   static func response(_ description: String, _ type: String) -> JSONValue {
     .object([
       ("description", .string(description)),
-      ("content", .object([(type, .object([("schema",.object([("type", .string("object"))]))]))])),
+      ("content", .object([(type, .object([("schema", .object([("type", .string("object"))]))]))])),
     ])
   }
 
@@ -66,7 +70,10 @@ enum OpenAPIDocument {
             (
               "content",
               .object([
-                ("application/geo+json", .object([("schema", .object([("type", .string("object"))]))]))
+                (
+                  "application/geo+json",
+                  .object([("schema", .object([("type", .string("object"))]))])
+                )
               ])
             ),
           ])
@@ -91,40 +98,165 @@ enum OpenAPIDocument {
         schema: .object([
           ("type", .string("integer")), ("minimum", .number(1)), ("default", .number(10)),
         ])),
-      parameter("offset", "Skip this many trips (the next link sets it).", schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+      parameter(
+        "offset", "Skip this many trips (the next link sets it).",
+        schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
       parameter(
         "sortby", "startDate, endDate, name or destination; - before it for descending.",
         schema: string),
     ]
     let boundsParameters: [JSONValue] = [
       parameter("viewport", "WIDTHxHEIGHT in pixels: also fit a camera.", schema: string),
-      parameter("padding", "Pixels kept free on each side of the camera fit.", schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+      parameter(
+        "padding", "Pixels kept free on each side of the camera fit.",
+        schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
       parameter("crs", "The projected CRS of the extent (default EPSG:3857).", schema: string),
     ]
     let paths: [(String, JSONValue)] = [
-      ("/", .object([("get", operation("The landing page", "getLandingPage", ok: ("200", response("Links to the API, conformance and data.", json))))])),
-      ("/conformance", .object([("get", operation("The conformance classes", "getConformance", ok: ("200", response("The classes implemented.", json))))])),
-      ("/api", .object([("get", operation("This definition", "getAPI", ok: ("200", response("OpenAPI 3.0.", FeaturesAPI.openAPI))))])),
-      ("/collections", .object([("get", operation("The collections", "getCollections", ok: ("200", response("The trips collection.", json))))])),
-      ("/collections/trips", .object([("get", operation("The trips collection, with its extent", "describeCollection", ok: ("200", response("The collection.", json))))])),
+      (
+        "/",
+        .object([
+          (
+            "get",
+            operation(
+              "The landing page", "getLandingPage",
+              ok: ("200", response("Links to the API, conformance and data.", json)))
+          )
+        ])
+      ),
+      (
+        "/conformance",
+        .object([
+          (
+            "get",
+            operation(
+              "The conformance classes", "getConformance",
+              ok: ("200", response("The classes implemented.", json)))
+          )
+        ])
+      ),
+      (
+        "/api",
+        .object([
+          (
+            "get",
+            operation(
+              "This definition", "getAPI",
+              ok: ("200", response("OpenAPI 3.0.", FeaturesAPI.openAPI)))
+          )
+        ])
+      ),
+      (
+        "/collections",
+        .object([
+          (
+            "get",
+            operation(
+              "The collections", "getCollections",
+              ok: ("200", response("The trips collection.", json)))
+          )
+        ])
+      ),
+      (
+        "/collections/trips",
+        .object([
+          (
+            "get",
+            operation(
+              "The trips collection, with its extent", "describeCollection",
+              ok: ("200", response("The collection.", json)))
+          )
+        ])
+      ),
       (
         "/collections/trips/items",
         .object([
-          ("get", operation("Trips, a page at a time", "getFeatures", parameters: filters + paging, ok: ("200", response("A FeatureCollection with numberMatched, numberReturned and next/prev links.", geo)))),
-          ("post", operation("Add a trip (a GeoJSON Feature)", "createFeature", ok: ("201", response("The trip, with its Location.", geo)), extra: [("401", response("A valid bearer token is needed.", json)), ("405", response("The service is read-only.", json)), ("409", response("The id exists.", json)), ("413", response("The body is larger than 16 MiB.", json))], body: true, secured: true)),
+          (
+            "get",
+            operation(
+              "Trips, a page at a time", "getFeatures", parameters: filters + paging,
+              ok: (
+                "200",
+                response(
+                  "A FeatureCollection with numberMatched, numberReturned and next/prev links.", geo
+                )
+              ))
+          ),
+          (
+            "post",
+            operation(
+              "Add a trip (a GeoJSON Feature)", "createFeature",
+              ok: ("201", response("The trip, with its Location.", geo)),
+              extra: [
+                ("401", response("A valid bearer token is needed.", json)),
+                ("405", response("The service is read-only.", json)),
+                ("409", response("The id exists.", json)),
+                ("413", response("The body is larger than 16 MiB.", json)),
+              ], body: true, secured: true)
+          ),
         ])
       ),
       (
         "/collections/trips/items/{featureId}",
         .object([
-          ("get", operation("One trip", "getFeature", parameters: [idParameter], ok: ("200", response("The trip as a Feature.", geo)))),
-          ("put", operation("Replace a trip", "replaceFeature", parameters: [idParameter], ok: ("200", response("The trip.", geo)), extra: [("401", response("A valid bearer token is needed.", json))], body: true, secured: true)),
-          ("patch", operation("Change some of a trip's properties or its geometry", "updateFeature", parameters: [idParameter], ok: ("200", response("The trip.", geo)), extra: [("401", response("A valid bearer token is needed.", json))], body: true, secured: true)),
-          ("delete", operation("Delete a trip", "deleteFeature", parameters: [idParameter], ok: ("204", .object([("description", .string("Deleted."))])), extra: [("401", response("A valid bearer token is needed.", json))], secured: true)),
+          (
+            "get",
+            operation(
+              "One trip", "getFeature", parameters: [idParameter],
+              ok: ("200", response("The trip as a Feature.", geo)))
+          ),
+          (
+            "put",
+            operation(
+              "Replace a trip", "replaceFeature", parameters: [idParameter],
+              ok: ("200", response("The trip.", geo)),
+              extra: [("401", response("A valid bearer token is needed.", json))], body: true,
+              secured: true)
+          ),
+          (
+            "patch",
+            operation(
+              "Change some of a trip's properties or its geometry", "updateFeature",
+              parameters: [idParameter], ok: ("200", response("The trip.", geo)),
+              extra: [("401", response("A valid bearer token is needed.", json))], body: true,
+              secured: true)
+          ),
+          (
+            "delete",
+            operation(
+              "Delete a trip", "deleteFeature", parameters: [idParameter],
+              ok: ("204", .object([("description", .string("Deleted."))])),
+              extra: [("401", response("A valid bearer token is needed.", json))], secured: true)
+          ),
         ])
       ),
-      ("/collections/trips/bounds", .object([("get", operation("The bounds of the matching trips, for map cameras", "getBounds", parameters: filters + boundsParameters, ok: ("200", response("The bounds report, with the box as RFC 7946, unwrapped and non-wrapping.", json))))])),
-      ("/collections/trips/sections", .object([("get", operation("Destinations with counts and bounds", "getSections", parameters: filters, ok: ("200", response("The sections.", json))))])),
+      (
+        "/collections/trips/bounds",
+        .object([
+          (
+            "get",
+            operation(
+              "The bounds of the matching trips, for map cameras", "getBounds",
+              parameters: filters + boundsParameters,
+              ok: (
+                "200",
+                response(
+                  "The bounds report, with the box as RFC 7946, unwrapped and non-wrapping.", json)
+              ))
+          )
+        ])
+      ),
+      (
+        "/collections/trips/sections",
+        .object([
+          (
+            "get",
+            operation(
+              "Destinations with counts and bounds", "getSections", parameters: filters,
+              ok: ("200", response("The sections.", json)))
+          )
+        ])
+      ),
     ]
     return .object([
       ("openapi", .string("3.0.3")),
@@ -142,7 +274,9 @@ enum OpenAPIDocument {
         .object([
           (
             "securitySchemes",
-            .object([("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))])
+            .object([
+              ("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))
+            ])
           )
         ])
       ),

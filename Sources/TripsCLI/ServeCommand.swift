@@ -59,7 +59,8 @@ enum ServeCommand: Subcommand {
           let keyText = try? String(contentsOfFile: key, encoding: .utf8)
         else {
           throw CLIError(
-            kind: .noInput, message: "Cannot read the TLS certificate or key (\(certificate), \(key)).")
+            kind: .noInput,
+            message: "Cannot read the TLS certificate or key (\(certificate), \(key)).")
         }
         configuration.tls = (certificateText, keyText)
       case (nil, nil): break

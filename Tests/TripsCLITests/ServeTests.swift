@@ -12,7 +12,9 @@ final class ServerProcess: @unchecked Sendable {
   init(store: URL, _ extra: [String] = []) throws {
     process.executableURL = tripsExecutable
     process.arguments = ["serve", "--port", "0", "--store", store.path] + extra
-    process.environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+    process.environment = [
+      "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
+    ]
     let out = Pipe()
     process.standardOutput = out
     process.standardError = errors
@@ -143,10 +145,18 @@ struct ServeTests {
     #expect(landing.status == 200)
     #expect(landing.headers["content-type"] == "application/json")
     let links = try #require(try landing.json()["links"] as? [[String: Any]])
-    #expect(Set(links.compactMap { $0["rel"] as? String }) == ["self", "service-desc", "conformance", "data"])
-    #expect(links.allSatisfy { ($0["href"] as? String)?.hasPrefix(server.url) == true && $0["type"] != nil })
+    #expect(
+      Set(links.compactMap { $0["rel"] as? String }) == [
+        "self", "service-desc", "conformance", "data",
+      ])
+    #expect(
+      links.allSatisfy {
+        ($0["href"] as? String)?.hasPrefix(server.url) == true && $0["type"] != nil
+      })
     let conformance = try server.request("/conformance").json()
-    #expect((conformance["conformsTo"] as? [String])?.contains("http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson") == true)
+    #expect(
+      (conformance["conformsTo"] as? [String])?.contains(
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson") == true)
     let api = try server.request("/api")
     #expect(api.headers["content-type"] == "application/vnd.oai.openapi+json;version=3.0")
     let collections = try server.request("/collections").json()
@@ -154,7 +164,9 @@ struct ServeTests {
     let collection = try server.request("/collections/trips").json()
     let extent = try #require(collection["extent"] as? [String: Any])
     let bbox = try #require(((extent["spatial"] as? [String: Any])?["bbox"] as? [[Double]])?.first)
-    #expect(bbox == [-123.11934, -54.81084, -147.71639, 69.6489], "west > east: the smaller box across 180°")
+    #expect(
+      bbox == [-123.11934, -54.81084, -147.71639, 69.6489],
+      "west > east: the smaller box across 180°")
     let interval = ((extent["temporal"] as? [String: Any])?["interval"] as? [[String]])?.first
     #expect(interval == ["2027-01-01T00:00:00Z", "2028-12-15T00:00:00Z"])
     let items = try server.request("/collections/trips/items")
@@ -209,7 +221,10 @@ struct ServeTests {
       ("GET", "/collections/trips/items?q=%01x", [], 400, "control characters"),
       ("GET", "/collections/trips/items?q=%00x", [], 400, "'q'"),
       ("GET", "/collections/trips/items?q=%ff%fe", [], 400, "UTF-8"),
-      ("GET", "/collections/trips/items?q=" + String(repeating: "a", count: 2000), [], 400, "longer"),
+      (
+        "GET", "/collections/trips/items?q=" + String(repeating: "a", count: 2000), [], 400,
+        "longer"
+      ),
       ("GET", "/collections/trips/bounds?viewport=0x0", [], 400, "'viewport'"),
       ("GET", "/collections/trips/bounds?crs=EPSG:99999", [], 400, "'crs'"),
       ("GET", "/collections/trips/bounds?viewport=100x100&padding=60", [], 400, "'padding'"),
@@ -226,7 +241,9 @@ struct ServeTests {
     }
     let wrongMethod = try server.request("PUT", "/collections/trips/items")
     #expect(wrongMethod.headers["allow"] == "GET, HEAD, POST, OPTIONS")
-    #expect(try server.request("/collections/trips/items?limit=20000").json()["numberReturned"] as? Int == 240, "clamped, not refused")
+    #expect(
+      try server.request("/collections/trips/items?limit=20000").json()["numberReturned"] as? Int
+        == 240, "clamped, not refused")
   }
 
   @Test("the OpenAPI document describes only paths that answer")
@@ -238,7 +255,8 @@ struct ServeTests {
     let paths = try #require(api["paths"] as? [String: [String: Any]])
     #expect(paths.count == 9)
     let id = try #require(
-      ((try server.request("/collections/trips/items?limit=1").json()["features"] as? [[String: Any]])?
+      ((try server.request("/collections/trips/items?limit=1").json()["features"]
+        as? [[String: Any]])?
         .first?["id"]) as? String)
     for (path, operations) in paths {
       let concrete = path.replacingOccurrences(of: "{featureId}", with: id)
@@ -246,7 +264,8 @@ struct ServeTests {
       let reply = try server.request(concrete)
       #expect(reply.status == 200, "\(path): \(reply.status)")
       // Every documented parameter is accepted (not refused as unknown).
-      let parameters = (operations["get"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
+      let parameters =
+        (operations["get"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
       for parameter in parameters where parameter["in"] as? String == "query" {
         let name = try #require(parameter["name"] as? String)
         let sample: [String: String] = [
@@ -266,16 +285,20 @@ struct ServeTests {
   static func randomTrips(_ count: Int, seed: UInt64) -> [TripRecord] {
     var generator = SeededGenerator(seed: seed)
     return (0..<count).map { index in
-      let start = Date(timeIntervalSince1970: 1_800_000_000 + Double(Int.random(in: 0..<400, using: &generator)) * 86_400)
+      let start = Date(
+        timeIntervalSince1970: 1_800_000_000 + Double(Int.random(in: 0..<400, using: &generator))
+          * 86_400)
       return TripRecord(
         id: UUID(), name: "Trip \(index)", destination: "Place \(index % 37)", startDate: start,
-        endDate: start.addingTimeInterval(Double(Int.random(in: 0..<20, using: &generator)) * 86_400),
+        endDate: start.addingTimeInterval(
+          Double(Int.random(in: 0..<20, using: &generator)) * 86_400),
         latitude: Double.random(in: -89...89, using: &generator).rounded(toPlaces: 3),
         longitude: Double.random(in: -180...180, using: &generator).rounded(toPlaces: 3))
     }
   }
 
-  @Test("bbox across the antimeridian and datetime forms select exactly what a brute-force filter does")
+  @Test(
+    "bbox across the antimeridian and datetime forms select exactly what a brute-force filter does")
   func filtersMatchBruteForce() throws {
     let scratch = Scratch()
     let records = Self.randomTrips(2_000, seed: 180)
@@ -318,12 +341,14 @@ struct ServeTests {
         }.map { $0.id!.uuidString.lowercased() })
     }
     #expect(try ids("datetime=\(text)") == overlapping(base, base))
-    #expect(try ids("datetime=\(text)/\(later)") == overlapping(base, base.addingTimeInterval(30 * day)))
+    #expect(
+      try ids("datetime=\(text)/\(later)") == overlapping(base, base.addingTimeInterval(30 * day)))
     #expect(try ids("datetime=../\(text)") == overlapping(nil, base))
     #expect(try ids("datetime=\(text)/..") == overlapping(base, nil))
     #expect(try ids("datetime=\(text)/") == overlapping(base, nil))
     let dayText = TripDates.formatDay(base)
-    #expect(try ids("datetime=\(dayText)") == overlapping(base, base.addingTimeInterval(day - 0.001)))
+    #expect(
+      try ids("datetime=\(dayText)") == overlapping(base, base.addingTimeInterval(day - 0.001)))
   }
 
   @Test("paging through 25,000 trips with next links returns each exactly once")
@@ -357,13 +382,15 @@ struct ServeTests {
     let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
     defer { #expect(server.stop() == 0) }
     let auth = ["Authorization: Bearer \(token)", "Content-Type: application/geo+json"]
-    #expect(try server.request("POST", "/collections/trips/items", body: featureBody()).status == 401)
+    #expect(
+      try server.request("POST", "/collections/trips/items", body: featureBody()).status == 401)
     #expect(
       try server.request(
         "POST", "/collections/trips/items", headers: ["Authorization: Bearer wrong-token-xxxxxxxx"],
         body: featureBody()
       ).status == 401)
-    let created = try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+    let created = try server.request(
+      "POST", "/collections/trips/items", headers: auth, body: featureBody())
     #expect(created.status == 201, "\(created.text)")
     let location = try #require(created.headers["location"])
     #expect(location.hasPrefix(server.url + "/collections/trips/items/"))
@@ -383,7 +410,8 @@ struct ServeTests {
       body: Data("{\"properties\":{\"name\":\"Patched\"}}".utf8))
     #expect(patched.status == 200, "\(patched.text)")
     #expect((try patched.json()["properties"] as? [String: Any])?["name"] as? String == "Patched")
-    #expect(try server.request("DELETE", "/collections/trips/items/\(id)", headers: auth).status == 204)
+    #expect(
+      try server.request("DELETE", "/collections/trips/items/\(id)", headers: auth).status == 204)
     #expect(try server.request("/collections/trips/items/\(id)").status == 404)
     // History names the token's writer.
     let history = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout)
@@ -392,7 +420,9 @@ struct ServeTests {
     let readOnly = try ServerProcess(
       store: scratch.store, ["--token-file", tokens.path, "--read-only"])
     defer { _ = readOnly.stop() }
-    #expect(try readOnly.request("POST", "/collections/trips/items", headers: auth, body: featureBody()).status == 405)
+    #expect(
+      try readOnly.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+        .status == 405)
   }
 
   @Test("a 17 MiB body is refused with 413 before it is read")
@@ -404,7 +434,10 @@ struct ServeTests {
     defer { _ = server.stop() }
     let reply = try server.request(
       "POST", "/collections/trips/items",
-      headers: ["Authorization: Bearer \(String(repeating: "t", count: 20))", "Content-Type: application/geo+json"],
+      headers: [
+        "Authorization: Bearer \(String(repeating: "t", count: 20))",
+        "Content-Type: application/geo+json",
+      ],
       body: Data(count: 17 * 1024 * 1024))
     #expect(reply.status == 413, "\(reply.text)")
     #expect(try server.request("/").status == 200, "still serving")
@@ -480,7 +513,8 @@ struct ServeTests {
     let scratch = Scratch()
     let tokens = try scratch.write("tokens", "dave:\(String(repeating: "d", count: 20))\n")
     try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: tokens.path)
-    let open = try trips(["serve", "--port", "0", "--token-file", tokens.path], store: scratch.store)
+    let open = try trips(
+      ["serve", "--port", "0", "--token-file", tokens.path], store: scratch.store)
     #expect(open.status == 64)
     #expect(open.stderr.contains("chmod 600"), "\(open.stderr)")
     try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
@@ -515,7 +549,8 @@ struct ServeTests {
     let lines = server.log.split(separator: "\n")
     #expect(lines.count == 2)
     #expect(lines.first?.hasPrefix("GET /collections/trips/items 200 ") == true)
-    #expect(lines.last?.hasPrefix("GET /missing 404 ") == true && lines.last?.hasSuffix("ms") == true)
+    #expect(
+      lines.last?.hasPrefix("GET /missing 404 ") == true && lines.last?.hasSuffix("ms") == true)
   }
 
   @Test("GDAL's OAPIF driver reads every trip and a bbox subset")
@@ -531,16 +566,20 @@ struct ServeTests {
       (try JSONSerialization.jsonObject(with: Data(contentsOf: all)) as? [String: Any])?["features"]
         as? [[String: Any]])
     #expect(features.count == 240)
-    #expect(Set(features.compactMap { ($0["properties"] as? [String: Any])?["name"] as? String }).count > 100)
+    #expect(
+      Set(features.compactMap { ($0["properties"] as? [String: Any])?["name"] as? String }).count
+        > 100)
     let subset = scratch.file("subset.json")
     let spatial = try shell(
       "ogr2ogr -f GeoJSON -spat 170 -30 180 0 \"$1\" \"OAPIF:$2/collections/trips\"",
       arguments: [subset.path, server.url])
     #expect(spatial.status == 0, "\(spatial.stderr)")
     let inBox = try #require(
-      (try JSONSerialization.jsonObject(with: Data(contentsOf: subset)) as? [String: Any])?["features"]
+      (try JSONSerialization.jsonObject(with: Data(contentsOf: subset)) as? [String: Any])?[
+        "features"]
         as? [[String: Any]])
-    let expected = try server.request("/collections/trips/items?bbox=170,-30,180,0&limit=1000").json()
+    let expected = try server.request("/collections/trips/items?bbox=170,-30,180,0&limit=1000")
+      .json()
     #expect(inBox.count == expected["numberMatched"] as? Int && !inBox.isEmpty)
     let info = try shell("ogrinfo -ro -so \"OAPIF:$1\" trips", arguments: [server.url])
     #expect(info.stdout.contains("Feature Count: 240"), "\(info.stdout)")

@@ -3,6 +3,7 @@ import Geo
 import Persistence
 import Synchronization
 import TripPlanner
+import TripService
 import TripsBaseline
 import TripsSynthetic
 
@@ -30,7 +31,7 @@ struct Options {
   ]
 
   /// Phases that run only when named: long measurements beside the comparison.
-  static let optInPhaseNames = ["observers"]
+  static let optInPhaseNames = ["observers", "serve"]
 
   /// Whether the phase `name` (one of ``phaseNames`` or ``optInPhaseNames``) runs.
   func wants(_ name: String) -> Bool {
@@ -92,7 +93,8 @@ func parseOptions() -> Options {
           --phases <list>         Run only these phases, comma-separated, of: insert, fetch,
                                   sectioned, indexed, contains, count, bounds, update, watch,
                                   listhead, memory; and, only when named, observers (100 observers
-                                  and 10,000 writes). (The store is always filled.)
+                                  and 10,000 writes) and serve (trips serve under wrk, beside the
+                                  same requests in-process). (The store is always filled.)
           --observer-writes <n>   Writes in the observers phase. (default: 10000)
           -h, --help              Show help information.
         """)
@@ -637,6 +639,153 @@ if options.wants("listhead") {
         note: "baseline: the whole listing to /dev/null; streamed a batch of 1,000 at a time"))
   } else {
     print("(skipping the listhead phase: build the trips product in the same configuration)")
+  }
+}
+
+// MARK: `trips serve` under load (only with --phases serve)
+
+/// The resident set of a process, in KiB (VmRSS).
+func residentKiB(_ pid: Int32) -> Double {
+  let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+  let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+  return Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan
+}
+
+if options.wants("serve") {
+  let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("trips")
+  let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first {
+    fileManager.isExecutableFile(atPath: $0)
+  }
+  if fileManager.isExecutableFile(atPath: executable.path), let wrk {
+    let server = Process()
+    server.executableURL = executable
+    server.arguments = ["serve", "--port", "0", "--store", store.path]
+    let out = Pipe()
+    server.standardOutput = out
+    server.standardError = FileHandle.nullDevice
+    try server.run()
+    var line = Data()
+    while !line.contains(0x0A) {
+      let chunk = out.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      line.append(chunk)
+    }
+    let url = String(decoding: line, as: UTF8.self).replacingOccurrences(
+      of: "Listening on ", with: ""
+    )
+    .trimmingCharacters(in: .whitespacesAndNewlines)
+    check(url.hasPrefix("http://"), "trips serve did not start")
+    // A trip, and a city-sized box (about 50 km) around it.
+    let probe = try ModelContext(container).fetch(
+      {
+        var first = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
+        first.fetchLimit = 1
+        return first
+      }()
+    ).first!
+    let itemPath = "/collections/trips/items/" + probe.id.uuidString.lowercased()
+    let box = String(
+      format: "%.4f,%.4f,%.4f,%.4f", probe.longitude - 0.25, probe.latitude - 0.25,
+      probe.longitude + 0.25, probe.latitude + 0.25)
+    let bboxPath = "/collections/trips/items?limit=100&bbox=" + box
+    // Warm up, then the idle size once the store is open and the paths have run once.
+    for path in [itemPath, bboxPath] {
+      let warm = Process()
+      warm.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      warm.arguments = ["-s", "-o", "/dev/null", url + path]
+      try warm.run()
+      warm.waitUntilExit()
+    }
+    let idle = residentKiB(server.processIdentifier)
+    var peak = idle
+    /// wrk's requests per second and p50/p99 latency in milliseconds.
+    func load(_ path: String) throws -> (rate: Double, p50: Double, p99: Double) {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: wrk)
+      process.arguments = ["-t", "2", "-c", "64", "-d", "10s", "--latency", url + path]
+      let pipe = Pipe()
+      process.standardOutput = pipe
+      try process.run()
+      let sampler = DispatchSource.makeTimerSource(queue: .global())
+      let peakBox = Mutex(peak)
+      sampler.schedule(deadline: .now(), repeating: .milliseconds(200))
+      sampler.setEventHandler {
+        let now = residentKiB(server.processIdentifier)
+        peakBox.withLock { $0 = max($0, now) }
+      }
+      sampler.resume()
+      let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      sampler.cancel()
+      peak = peakBox.withLock { $0 }
+      func milliseconds(_ label: String) -> Double {
+        guard
+          let line = text.split(separator: "\n").first(where: {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix(label)
+          })
+        else { return .nan }
+        let value = line.split(separator: " ").last.map(String.init) ?? ""
+        if value.hasSuffix("us") { return (Double(value.dropLast(2)) ?? .nan) / 1000 }
+        if value.hasSuffix("ms") { return Double(value.dropLast(2)) ?? .nan }
+        if value.hasSuffix("s") { return (Double(value.dropLast(1)) ?? .nan) * 1000 }
+        return .nan
+      }
+      let rateLine = text.split(separator: "\n").first { $0.hasPrefix("Requests/sec:") } ?? ""
+      let rate = Double(rateLine.split(separator: " ").last ?? "") ?? .nan
+      check(!text.contains("Non-2xx"), "wrk saw errors: \(text)")
+      return (rate, milliseconds("50%"), milliseconds("99%"))
+    }
+    /// The same requests answered in this process without HTTP, on two threads for 5 s.
+    func inProcess(_ path: String) throws -> Double {
+      let service = try TripService(
+        container: container,
+        configuration: {
+          var configuration = ServiceConfiguration()
+          configuration.port = 0
+          return configuration
+        }(), log: { _ in })
+      defer { service.stop() }
+      let parts = path.split(separator: "?", maxSplits: 1)
+      let query: [(name: String, value: String)] =
+        parts.count > 1
+        ? parts[1].split(separator: "&").map {
+          let pair = $0.split(separator: "=", maxSplits: 1)
+          return (String(pair[0]), pair.count > 1 ? String(pair[1]) : "")
+        } : []
+      let request = HTTPRequest(method: "GET", path: String(parts[0]), query: query)
+      let count = Atomic<Int>(0)
+      let deadline = DispatchTime.now() + .seconds(5)
+      DispatchQueue.concurrentPerform(iterations: 2) { _ in
+        while DispatchTime.now() < deadline {
+          let response = service.respond(to: request)
+          precondition(response.status == 200)
+          count.add(1, ordering: .relaxed)
+        }
+      }
+      return Double(count.load(ordering: .relaxed)) / 5
+    }
+    for (label, path) in [("items/{id}", itemPath), ("items?bbox=<city>&limit=100", bboxPath)] {
+      let http = try load(path)
+      let local = try inProcess(path)
+      report(
+        Phase(
+          phase: "serve \(label)", n: options.size, seconds: 1 / http.rate,
+          baselineSeconds: 1 / local, unit: "s",
+          note: String(
+            format:
+              "HTTP %.0f req/s, p50 %.2f ms, p99 %.2f ms, 64 connections; in-process %.0f req/s on 2 threads",
+            http.rate, http.p50, http.p99, local)))
+    }
+    server.terminate()
+    server.waitUntilExit()
+    report(
+      Phase(
+        phase: "serve resident memory under load", n: options.size, seconds: peak,
+        baselineSeconds: idle, unit: "KiB", note: "peak VmRSS during wrk against idle after opening"
+      ))
+  } else {
+    print("(skipping the serve phase: needs wrk (apt-get install wrk) and the trips product)")
   }
 }
 
