@@ -7,9 +7,10 @@
 #   libmicrohttpd-dev  the HTTP server library of `trips serve`
 #   valgrind        the tests' memcheck of the paths that create and fail PROJ objects
 #   curl, gdal-bin  the tests' HTTP clients (gdal-bin: ogrinfo and ogr2ogr's OAPIF driver)
+#   openssl         the tests make a throwaway TLS certificate for `trips serve --tls-cert`
 #   zsh             the tests' syntax check of `trips completion zsh`
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin)
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin openssl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -94,9 +94,10 @@ import Persistence
     .attribute(\.startDate, "start_date", .indexed, storage: \._startDate),
     .attribute(\.endDate, "end_date", storage: \._endDate),
     .attribute(\.latitude, "latitude", storage: \._latitude),
-    // Indexed for bounding-box queries (`TripQuery.bbox`): a range of longitudes, or two ranges
-    // split at the antimeridian, is an index search.
-    .attribute(\.longitude, "longitude", .indexed, storage: \._longitude),
+    // Indexed with latitude for bounding-box queries (`TripQuery.bbox`): a range of
+    // longitudes (two, split at the antimeridian) is an index search, and the latitudes are
+    // checked in the index without reading the rows.
+    .attribute(\.longitude, "longitude", .indexed(with: "latitude"), storage: \._longitude),
     .codable(\.placeIdentifier, "place_id", .sharesEqualValues, storage: \._placeIdentifier))
 
   /// Checks the trip's rules (see the type's docs).

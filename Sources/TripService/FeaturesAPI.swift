@@ -8,7 +8,7 @@ import TripPlanner
 struct FeaturesAPI: Sendable {
   let configuration: ServiceConfiguration
   let pool: StorePool
-  let extent: BoundsController
+  let extent: CollectionExtent
 
   static let collectionID = "trips"
   static let geoJSON = "application/geo+json"
@@ -195,17 +195,7 @@ struct FeaturesAPI: Sendable {
   /// The collection, with its extent: the smallest box over all trips (west > east when it
   /// crosses the antimeridian, as the standard allows) and the span of their dates.
   func collection(_ links: Links) throws -> JSONValue {
-    let box = extent.report.geographic
-    let span: (Date, Date)? = try pool.withStore(author: "service") { store in
-      var first = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
-      first.fetchLimit = 1
-      var last = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.endDate, order: .reverse)])
-      last.fetchLimit = 1
-      guard let start = try store.context.fetch(first).first?.startDate,
-        let end = try store.context.fetch(last).first?.endDate
-      else { return nil }
-      return (start, end)
-    }
+    let (box, span) = try extent.current(pool)
     let spatial: JSONValue = box.map { .array([.array($0.bbox.map(JSONValue.number))]) } ?? .null
     let temporal: JSONValue =
       span.map {

@@ -2,6 +2,16 @@ import Foundation
 import Geo
 import TripPlanner
 
+extension TripService {
+  /// Parses the query parameters of `GET /collections/trips/items` as the service does (for
+  /// fuzzing and for other front ends): the trip query with its page, or a ``ServiceError``
+  /// with status 400 naming the parameter at fault.
+  public static func itemsQuery(_ parameters: [(name: String, value: String)]) throws -> TripQuery {
+    try ItemsQuery(HTTPRequest(method: "GET", path: "/collections/trips/items", query: parameters))
+      .query
+  }
+}
+
 /// The query parameters of `items`, `bounds` and `sections`, parsed strictly: every bad value
 /// is a 400 naming the parameter, and a parameter the API does not define is refused too (OGC
 /// API – Features, /req/core/query-param-unknown).

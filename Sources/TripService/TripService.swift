@@ -46,11 +46,11 @@ public struct ServiceConfiguration: Sendable {
 ///
 /// Requests run on the server's thread pool, each with a store (context and connection) of its
 /// own from a pool. Costs: `items/{id}` is one indexed lookup; `items` with `bbox` an index
-/// search on longitude (two when the box crosses 180°) plus a count; `bounds` and `sections`
-/// read two columns of the matching trips (O(matching), no models); `/collections/trips`
-/// reads the collection's extent from a ``BoundsController`` kept current in O(log n) per
-/// change, and its time span with two queries (O(n) for the latest end date, which has no
-/// index).
+/// search on an index of longitude and latitude (two ranges when the box crosses 180°) plus a
+/// count from the index alone; `bounds` and `sections` read two columns of the matching trips
+/// (O(matching), no models); `/collections/trips` computes the collection's extent from two
+/// columns and its time span (O(n), no models) once per store change, cached by history
+/// token (O(1) while nothing changes). Nothing is held per trip while idle.
 public final class TripService: Sendable {
   /// What the service was started with.
   public let configuration: ServiceConfiguration
@@ -63,7 +63,7 @@ public final class TripService: Sendable {
   }
 
   let pool: StorePool
-  let extent: BoundsController
+  let extent: CollectionExtent
   let api: FeaturesAPI
   private let server = Mutex<HTTPServer?>(nil)
 
@@ -88,7 +88,7 @@ public final class TripService: Sendable {
     }
     self.configuration = configuration
     pool = StorePool(container: container)
-    extent = try BoundsController(container: container, crs: "EPSG:3857")
+    extent = CollectionExtent()
     api = FeaturesAPI(configuration: configuration, pool: pool, extent: extent)
     let api = self.api
     let started = try HTTPServer(

@@ -553,6 +553,43 @@ struct ServeTests {
       lines.last?.hasPrefix("GET /missing 404 ") == true && lines.last?.hasSuffix("ms") == true)
   }
 
+  @Test("HTTPS with --tls-cert and --tls-key; tokens then allowed off loopback")
+  func tls() throws {
+    let scratch = Scratch()
+    let key = scratch.file("key.pem")
+    let certificate = scratch.file("cert.pem")
+    let made = try shell(
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout \"$1\" -out \"$2\" -days 1 -subj /CN=localhost 2>/dev/null",
+      arguments: [key.path, certificate.path])
+    #expect(made.status == 0)
+    let server = try ServerProcess(
+      store: Self.sample, ["--tls-cert", certificate.path, "--tls-key", key.path])
+    defer { _ = server.stop() }
+    #expect(server.url.hasPrefix("https://"))
+    let reply = try shell(
+      "curl -s --cacert \"$1\" -o /dev/null -w '%{http_code}' \"$2/collections/trips/items?limit=1\"",
+      arguments: [certificate.path, server.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
+    #expect(reply.stdout == "200", "\(reply.stderr)")
+    let plain = try shell(
+      "curl -s -o /dev/null -w '%{http_code}' \"$1/\"",
+      arguments: [server.url.replacingOccurrences(of: "https://", with: "http://")])
+    #expect(plain.stdout != "200", "plain HTTP is not answered on the TLS port")
+    let half = try trips(["serve", "--port", "0", "--tls-cert", certificate.path], store: Self.sample)
+    #expect(half.status == 64 && half.stderr.contains("go together"))
+  }
+
+  @Test("an overlong request line or header block is refused, and the server keeps serving")
+  func overlongRequests() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let longPath = try server.request("/collections/trips/items?q=" + String(repeating: "a", count: 100_000))
+    #expect([414, 431, 400].contains(longPath.status), "\(longPath.status)")
+    let longHeader = try server.request(
+      "/collections/trips/items", headers: ["X-Padding: " + String(repeating: "b", count: 100_000)])
+    #expect([431, 400, 413].contains(longHeader.status), "\(longHeader.status)")
+    #expect(try server.request("/").status == 200)
+  }
+
   @Test("GDAL's OAPIF driver reads every trip and a bbox subset")
   func gdal() throws {
     let server = try ServerProcess(store: Self.sample)

@@ -644,8 +644,17 @@ if options.wants("listhead") {
 
 // MARK: `trips serve` under load (only with --phases serve)
 
+/// A number shared between threads.
+final class PeakBox: Sendable {
+  private let state: Mutex<Double>
+  init(_ value: Double) { state = Mutex(value) }
+  var value: Double { state.withLock { $0 } }
+  func raise(to value: Double) { state.withLock { $0 = max($0, value) } }
+  func add(_ value: Double) { state.withLock { $0 += value } }
+}
+
 /// The resident set of a process, in KiB (VmRSS).
-func residentKiB(_ pid: Int32) -> Double {
+@Sendable nonisolated func residentKiB(_ pid: Int32) -> Double {
   let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
   let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
   return Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan
@@ -708,17 +717,16 @@ if options.wants("serve") {
       process.standardOutput = pipe
       try process.run()
       let sampler = DispatchSource.makeTimerSource(queue: .global())
-      let peakBox = Mutex(peak)
+      let peakBox = PeakBox(peak)
+      let pid = server.processIdentifier
       sampler.schedule(deadline: .now(), repeating: .milliseconds(200))
-      sampler.setEventHandler {
-        let now = residentKiB(server.processIdentifier)
-        peakBox.withLock { $0 = max($0, now) }
-      }
+      // Not isolated to the main actor: it runs on a global queue.
+      sampler.setEventHandler { @Sendable in peakBox.raise(to: residentKiB(pid)) }
       sampler.resume()
       let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
       process.waitUntilExit()
       sampler.cancel()
-      peak = peakBox.withLock { $0 }
+      peak = peakBox.value
       func milliseconds(_ label: String) -> Double {
         guard
           let line = text.split(separator: "\n").first(where: {
@@ -754,16 +762,18 @@ if options.wants("serve") {
           return (String(pair[0]), pair.count > 1 ? String(pair[1]) : "")
         } : []
       let request = HTTPRequest(method: "GET", path: String(parts[0]), query: query)
-      let count = Atomic<Int>(0)
+      let count = PeakBox(0)
       let deadline = DispatchTime.now() + .seconds(5)
-      DispatchQueue.concurrentPerform(iterations: 2) { _ in
+      DispatchQueue.concurrentPerform(iterations: 2) { @Sendable _ in
+        var answered = 0.0
         while DispatchTime.now() < deadline {
           let response = service.respond(to: request)
           precondition(response.status == 200)
-          count.add(1, ordering: .relaxed)
+          answered += 1
         }
+        count.add(answered)
       }
-      return Double(count.load(ordering: .relaxed)) / 5
+      return count.value / 5
     }
     for (label, path) in [("items/{id}", itemPath), ("items?bbox=<city>&limit=100", bboxPath)] {
       let http = try load(path)

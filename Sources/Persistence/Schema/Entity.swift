@@ -6,6 +6,8 @@ struct EntityDescription: Sendable {
     var isOptional: Bool
     var isUnique: Bool
     var isIndexed: Bool
+    /// The second column of its index, if it is a two-column index.
+    var indexCompanion: String?
     var defaultValue: SQLValue
   }
   var name: String
@@ -22,6 +24,7 @@ struct EntityDescription: Sendable {
       Column(
         name: attribute.name, storageType: attribute.storageType, isOptional: attribute.isOptional,
         isUnique: attribute.isUnique, isIndexed: attribute.isIndexed,
+        indexCompanion: attribute.indexCompanion,
         defaultValue: try attribute.value(defaults))
     }
   }
@@ -36,6 +39,7 @@ struct EntityDescription: Sendable {
   var indexNames: [String] {
     columns.compactMap { column in
       if column.isUnique { return "\(name)_\(column.name)_unique" }
+      if let companion = column.indexCompanion { return "\(name)_\(column.name)_\(companion)_index" }
       if column.isIndexed { return "\(name)_\(column.name)_index" }
       return nil
     }
@@ -47,6 +51,10 @@ struct EntityDescription: Sendable {
       if column.isUnique {
         return
           "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
+      }
+      if let companion = column.indexCompanion {
+        return
+          "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_\(companion)_index")) ON \(quoted(name)) (\(quoted(column.name)), \(quoted(companion)))"
       }
       if column.isIndexed {
         return

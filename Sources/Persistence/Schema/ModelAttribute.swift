@@ -84,7 +84,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   }
 
   var isUnique: Bool { options.contains(.unique) }
-  var isIndexed: Bool { options.contains(.indexed) }
+  var isIndexed: Bool { options.contains(.indexed) || indexCompanion != nil }
+  /// The second column of a two-column index (``AttributeOption/indexed(with:)``).
+  var indexCompanion: String? { options.lazy.compactMap(\.companion).first }
   var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
 
   /// An attribute of a type SQLite stores natively: `String`, `Int`, `Double`, `Bool`, `Date`,
@@ -379,13 +381,24 @@ enum CodableSnapshot<Value> {
 /// An option on a ``ModelAttribute``.
 public struct AttributeOption: Hashable, Sendable {
   private let name: String
-  private init(_ name: String) { self.name = name }
+  /// For ``indexed(with:)``: the second column of the index.
+  let companion: String?
+  private init(_ name: String, companion: String? = nil) {
+    self.name = name
+    self.companion = companion
+  }
 
   /// At most one row has a given value. Inserting a model whose value exists updates that
   /// row instead (SwiftData's upsert). Implies an index.
   public static let unique = AttributeOption("unique")
   /// The column has an index, for fast predicates and sorts on it.
   public static let indexed = AttributeOption("indexed")
+  /// The column has an index on it and the column named `column` (in that order): a range of
+  /// this column filtered by the other is answered from the index alone, without reading rows
+  /// (a bounding box: longitude, then latitude).
+  public static func indexed(with column: String) -> AttributeOption {
+    AttributeOption("indexedWith", companion: column)
+  }
   /// The value is kept in history (the tombstone) when the model is deleted.
   public static let preserveValueOnDeletion = AttributeOption("preserveValueOnDeletion")
   /// For `.codable` attributes of an immutable type: rows with equal stored bytes may share one
