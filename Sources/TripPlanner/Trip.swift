@@ -94,10 +94,14 @@ import Persistence
     .attribute(\.startDate, "start_date", .indexed, storage: \._startDate),
     .attribute(\.endDate, "end_date", storage: \._endDate),
     .attribute(\.latitude, "latitude", storage: \._latitude),
-    // Indexed with latitude for bounding-box queries (`TripQuery.bbox`): a range of
-    // longitudes (two, split at the antimeridian) is an index search, and the latitudes are
-    // checked in the index without reading the rows.
-    .attribute(\.longitude, "longitude", .indexed(with: "latitude"), storage: \._longitude),
+    // Indexed with latitude and the default order's columns for bounding-box queries
+    // (`TripQuery.bbox`): a range of longitudes (two, split at the antimeridian) is an index
+    // search, the latitudes are checked and a page sorted by start date and name is chosen in
+    // the index, and only the page's rows are read (a city's thousands of trips cost index
+    // entries, not rows).
+    .attribute(
+      \.longitude, "longitude", .indexed(with: "latitude", "start_date", "name"),
+      storage: \._longitude),
     .codable(\.placeIdentifier, "place_id", .sharesEqualValues, storage: \._placeIdentifier))
 
   /// Checks the trip's rules (see the type's docs).

@@ -75,14 +75,7 @@ enum ServeCommand: Subcommand {
       let service = try TripService(container: store.container, configuration: configuration)
       try io.out("Listening on \(service.url)\n")
       let done = DispatchSemaphore(value: 0)
-      var sources: [any DispatchSourceSignal] = []
-      for signalNumber in [SIGINT, SIGTERM] {
-        signal(signalNumber, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-        source.setEventHandler { done.signal() }
-        source.resume()
-        sources.append(source)
-      }
+      let sources = onStopSignals { done.signal() }
       done.wait()
       service.stop()
       for source in sources { source.cancel() }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Geo
 import Persistence
@@ -311,5 +312,18 @@ func readInput(_ path: String, _ io: TerminalIO) throws -> Data {
     return try handle.readToEnd() ?? Data()
   } catch {
     throw CLIError(kind: .noInput, message: "The file \(terminalSafe(path)) cannot be read.")
+  }
+}
+
+/// Calls `handler` on SIGINT or SIGTERM (whose default actions are turned off while the
+/// returned sources live): long-running commands (`watch`, `sync watch`, `serve`) stop cleanly
+/// and exit 0 on either, even when started with SIGTERM ignored. Cancel the sources when done.
+func onStopSignals(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+  [SIGINT, SIGTERM].map { number in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler(handler: handler)
+    source.resume()
+    return source
   }
 }

@@ -132,7 +132,7 @@ enum SyncWatchCommand: Subcommand {
       name: "watch",
       abstract: "Pushes this store's changes to another store now and after every change.",
       discussion:
-        "The last pushed token is kept in a state file, so a restart resumes where it stopped. Stops with exit 0 on Ctrl-C.",
+        "The last pushed token is kept in a state file, so a restart resumes where it stopped. Stops with exit 0 on Ctrl-C (SIGINT) or SIGTERM.",
       options: [
         OptionSpec(name: "to", valueName: "store", help: "The store to push to.", isRequired: true),
         OptionSpec(
@@ -201,10 +201,7 @@ enum SyncWatchCommand: Subcommand {
       }
       return
     }
-    signal(SIGINT, SIG_IGN)
-    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-    interrupt.setEventHandler { done.signal() }
-    interrupt.resume()
+    let stopSignals = onStopSignals { done.signal() }
     let poll = DispatchSource.makeTimerSource(queue: .global())
     poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
     poll.setEventHandler {
@@ -219,7 +216,7 @@ enum SyncWatchCommand: Subcommand {
     done.wait()
     sync.stop()
     poll.cancel()
-    interrupt.cancel()
+    for source in stopSignals { source.cancel() }
     let final = status.withLock { ($0.outputError, $0.failure, $0.failingSince) }
     if let outputError = final.0 { throw outputError }
     if let failure = final.1, let since = final.2,

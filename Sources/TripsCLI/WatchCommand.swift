@@ -12,7 +12,7 @@ enum WatchCommand: Subcommand {
       abstract:
         "Prints the bounds report as a JSON line now, then after every change to the trips.",
       discussion:
-        "Changes from any process writing the store are seen. Stops with exit 0 on Ctrl-C (SIGINT) or after --count reports.",
+        "Changes from any process writing the store are seen. Stops with exit 0 on Ctrl-C (SIGINT), SIGTERM, or after --count reports.",
       options: CommonOptions.filters + [
         BoundsCommand.crs, BoundsCommand.viewport,
         OptionSpec(
@@ -45,10 +45,7 @@ enum WatchCommand: Subcommand {
     }
 
     let done = DispatchSemaphore(value: 0)
-    signal(SIGINT, SIG_IGN)
-    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-    interrupt.setEventHandler { done.signal() }
-    interrupt.resume()
+    let stopSignals = onStopSignals { done.signal() }
 
     struct Printed {
       var count = 0
@@ -95,7 +92,7 @@ enum WatchCommand: Subcommand {
     withExtendedLifetime(controller) { done.wait() }
     token.cancel()
     poll.cancel()
-    interrupt.cancel()
+    for source in stopSignals { source.cancel() }
     let final = printed.withLock { ($0.outputError, $0.failure, $0.failingSince) }
     if let outputError = final.0 { throw outputError }
     if let failure = final.1, let since = final.2, ContinuousClock.now - since > failureGracePeriod

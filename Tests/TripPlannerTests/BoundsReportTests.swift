@@ -157,13 +157,17 @@ struct BoxQueryPlanTests {
     var query = TripQuery()
     query.bbox = box
     let plan = try store.context.explainQueryPlan(query.fetchDescriptor)
-    let searches = plan.filter { $0.contains("SEARCH trips USING INDEX trips_longitude_latitude_index") }
+    let searches = plan.filter {
+      $0.contains("SEARCH trips USING INDEX trips_longitude_latitude_start_date_name_index")
+    }
     #expect(searches.count == (box.crossesAntimeridian ? 2 : 1), "\(plan)")
     #expect(!plan.contains { $0.hasPrefix("SCAN trips") }, "\(plan)")
     // With the other filters too.
     query.search = "a"
     query.from = TripDates.parse("2027-01-01")
     let filtered = try store.context.explainQueryPlan(query.fetchDescriptor)
-    #expect(filtered.contains { $0.contains("trips_longitude_latitude_index") }, "\(filtered)")
+    #expect(
+      filtered.contains { $0.contains("trips_longitude_latitude_start_date_name_index") },
+      "\(filtered)")
   }
 }

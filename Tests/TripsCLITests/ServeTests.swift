@@ -568,13 +568,16 @@ struct ServeTests {
     #expect(server.url.hasPrefix("https://"))
     let reply = try shell(
       "curl -s --cacert \"$1\" -o /dev/null -w '%{http_code}' \"$2/collections/trips/items?limit=1\"",
-      arguments: [certificate.path, server.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
+      arguments: [
+        certificate.path, server.url.replacingOccurrences(of: "127.0.0.1", with: "localhost"),
+      ])
     #expect(reply.stdout == "200", "\(reply.stderr)")
     let plain = try shell(
       "curl -s -o /dev/null -w '%{http_code}' \"$1/\"",
       arguments: [server.url.replacingOccurrences(of: "https://", with: "http://")])
     #expect(plain.stdout != "200", "plain HTTP is not answered on the TLS port")
-    let half = try trips(["serve", "--port", "0", "--tls-cert", certificate.path], store: Self.sample)
+    let half = try trips(
+      ["serve", "--port", "0", "--tls-cert", certificate.path], store: Self.sample)
     #expect(half.status == 64 && half.stderr.contains("go together"))
   }
 
@@ -582,7 +585,8 @@ struct ServeTests {
   func overlongRequests() throws {
     let server = try ServerProcess(store: Self.sample)
     defer { _ = server.stop() }
-    let longPath = try server.request("/collections/trips/items?q=" + String(repeating: "a", count: 100_000))
+    let longPath = try server.request(
+      "/collections/trips/items?q=" + String(repeating: "a", count: 100_000))
     #expect([414, 431, 400].contains(longPath.status), "\(longPath.status)")
     let longHeader = try server.request(
       "/collections/trips/items", headers: ["X-Padding: " + String(repeating: "b", count: 100_000)])

@@ -24,6 +24,10 @@ void *tb_open(const char *path, int cache_kib) {
 
 void tb_close(void *db) { sqlite3_close_v2((sqlite3 *)db); }
 
+int tb_checkpoint(void *db) {
+  return sqlite3_wal_checkpoint_v2((sqlite3 *)db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
 static double now_reference_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -15,7 +15,8 @@ public func fuzzReaders(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
   let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { item in
     let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
     let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-    let value = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+    let value =
+      parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
     return (name: name, value: value)
   }
   _ = try? TripService.itemsQuery(pairs)

@@ -6,8 +6,8 @@ struct EntityDescription: Sendable {
     var isOptional: Bool
     var isUnique: Bool
     var isIndexed: Bool
-    /// The second column of its index, if it is a two-column index.
-    var indexCompanion: String?
+    /// The further columns of its index, if it spans several.
+    var indexCompanions: [String]
     var defaultValue: SQLValue
   }
   var name: String
@@ -24,7 +24,7 @@ struct EntityDescription: Sendable {
       Column(
         name: attribute.name, storageType: attribute.storageType, isOptional: attribute.isOptional,
         isUnique: attribute.isUnique, isIndexed: attribute.isIndexed,
-        indexCompanion: attribute.indexCompanion,
+        indexCompanions: attribute.indexCompanions,
         defaultValue: try attribute.value(defaults))
     }
   }
@@ -39,7 +39,10 @@ struct EntityDescription: Sendable {
   var indexNames: [String] {
     columns.compactMap { column in
       if column.isUnique { return "\(name)_\(column.name)_unique" }
-      if let companion = column.indexCompanion { return "\(name)_\(column.name)_\(companion)_index" }
+      if !column.indexCompanions.isEmpty {
+        return "\(name)_" + ([column.name] + column.indexCompanions).joined(separator: "_")
+          + "_index"
+      }
       if column.isIndexed { return "\(name)_\(column.name)_index" }
       return nil
     }
@@ -52,9 +55,11 @@ struct EntityDescription: Sendable {
         return
           "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
       }
-      if let companion = column.indexCompanion {
+      if !column.indexCompanions.isEmpty {
+        let columns = [column.name] + column.indexCompanions
+        let indexName = "\(name)_" + columns.joined(separator: "_") + "_index"
         return
-          "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_\(companion)_index")) ON \(quoted(name)) (\(quoted(column.name)), \(quoted(companion)))"
+          "CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(columns.map(quoted).joined(separator: ", ")))"
       }
       if column.isIndexed {
         return

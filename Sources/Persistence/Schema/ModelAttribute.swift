@@ -84,9 +84,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   }
 
   var isUnique: Bool { options.contains(.unique) }
-  var isIndexed: Bool { options.contains(.indexed) || indexCompanion != nil }
-  /// The second column of a two-column index (``AttributeOption/indexed(with:)``).
-  var indexCompanion: String? { options.lazy.compactMap(\.companion).first }
+  var isIndexed: Bool { options.contains(.indexed) || !indexCompanions.isEmpty }
+  /// The further columns of a several-column index (``AttributeOption/indexed(with:)``).
+  var indexCompanions: [String] { options.first { !$0.companions.isEmpty }?.companions ?? [] }
   var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
 
   /// An attribute of a type SQLite stores natively: `String`, `Int`, `Double`, `Bool`, `Date`,
@@ -381,11 +381,11 @@ enum CodableSnapshot<Value> {
 /// An option on a ``ModelAttribute``.
 public struct AttributeOption: Hashable, Sendable {
   private let name: String
-  /// For ``indexed(with:)``: the second column of the index.
-  let companion: String?
-  private init(_ name: String, companion: String? = nil) {
+  /// For ``indexed(with:)``: the further columns of the index, in order.
+  let companions: [String]
+  private init(_ name: String, companions: [String] = []) {
     self.name = name
-    self.companion = companion
+    self.companions = companions
   }
 
   /// At most one row has a given value. Inserting a model whose value exists updates that
@@ -393,11 +393,12 @@ public struct AttributeOption: Hashable, Sendable {
   public static let unique = AttributeOption("unique")
   /// The column has an index, for fast predicates and sorts on it.
   public static let indexed = AttributeOption("indexed")
-  /// The column has an index on it and the column named `column` (in that order): a range of
-  /// this column filtered by the other is answered from the index alone, without reading rows
-  /// (a bounding box: longitude, then latitude).
-  public static func indexed(with column: String) -> AttributeOption {
-    AttributeOption("indexedWith", companion: column)
+  /// The column has an index on it and the columns named `columns` (in that order): a range of
+  /// this column filtered, or sorted, by the others is answered from the index alone, without
+  /// reading rows (a bounding box: longitude, then latitude, then the columns of the usual
+  /// sort). Each further column makes inserts and updates a little dearer.
+  public static func indexed(with columns: String...) -> AttributeOption {
+    AttributeOption("indexedWith:" + columns.joined(separator: ","), companions: columns)
   }
   /// The value is kept in history (the tombstone) when the model is deleted.
   public static let preserveValueOnDeletion = AttributeOption("preserveValueOnDeletion")

@@ -59,9 +59,10 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       }
     }
     for attribute in attributes {
-      if let companion = attribute.indexCompanion,
-        !attributes.contains(where: { $0.name == companion && !$0.isCodable && $0.name != attribute.name })
-      {
+      for companion in attribute.indexCompanions
+      where !attributes.contains(where: {
+        $0.name == companion && !$0.isCodable && $0.name != attribute.name
+      }) {
         throw bad(
           "the attribute '\(attribute.name)' is indexed with '\(companion)', which is not another stored attribute"
         )

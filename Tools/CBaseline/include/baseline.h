@@ -27,6 +27,9 @@ typedef struct {
 /// (WAL, synchronous NORMAL, the same page cache, busy timeout). Returns NULL on failure.
 void *tb_open(const char *path, int cache_kib);
 void tb_close(void *db);
+/// Folds the write-ahead log into the store file and truncates it (what a server's routine
+/// checkpoints leave); SQLITE_OK on success.
+int tb_checkpoint(void *db);
 
 /// Inserts trips the way ModelContext.save() does: one IMMEDIATE transaction, a history
 /// transaction row, then per trip the unique-id lookup, the INSERT (place id encoded as the same
