@@ -84,7 +84,9 @@ let package = Package(
         "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo",
       ],
       path: "Tools/Benchmarks",
-      exclude: ["results-1m.json", "results-1m.txt", "results-10k.json", "README.md"],
+      exclude: [
+        "results-1m.json", "results-1m.txt", "results-10k.json", "results-serve-1m.txt", "README.md",
+      ],
       swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -58,9 +58,19 @@ public final class TripStore {
 
   // MARK: Reading
 
-  /// The trips matching `query`, in its order. Cost: one SQL query.
+  /// The trips matching `query`, in its order. Cost: one SQL query; for a page (`limit`) of a
+  /// bounding box, the page's keys are chosen in the box's index alone (which holds the
+  /// default order's columns) and only the page's rows are read: O(log n + trips in the box's
+  /// band of longitude) index entries and O(page) rows.
   public func trips(_ query: TripQuery = TripQuery()) throws -> [Trip] {
-    try run { try context.fetch(query.fetchDescriptor) }
+    try run {
+      guard query.bbox != nil, query.limit != nil, query.sort == .start else {
+        return try context.fetch(query.fetchDescriptor)
+      }
+      return try context.fetchIdentifiers(query.fetchDescriptor).compactMap {
+        try context.model(for: $0, as: Trip.self)
+      }
+    }
   }
 
   /// The coordinates of the trips matching `query`, in its order, read from their two columns
