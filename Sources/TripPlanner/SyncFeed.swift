@@ -181,6 +181,7 @@ extension TripStore {
   /// an update made while its insert was still on the way. A trip this store no longer has
   /// history for accepts the change. With several sources changing one trip, the feed applied
   /// last wins.
+  @discardableResult
   public func apply(_ feed: SyncFeed) throws -> SyncResult {
     var result = SyncResult()
     var touched: [UUID: Trip] = [:]

@@ -219,6 +219,29 @@ public final class TripStore {
     return trip
   }
 
+  /// Changes the trip with this id, as the `String` form does.
+  @discardableResult
+  public func update(_ id: UUID, _ change: (inout TripRecord) throws -> Void) throws -> Trip {
+    try update(id.uuidString, change)
+  }
+
+  /// Deletes the trips with these ids, all or none. Returns the trips, each once.
+  @discardableResult
+  public func delete(_ ids: [UUID]) throws -> [Trip] {
+    try delete(ids.map(\.uuidString))
+  }
+
+  /// Imports records in one transaction, all or none, as the form with lines does; problems
+  /// name the record's position (from 1) as its line.
+  @discardableResult
+  public func importRecords(
+    _ records: [TripRecord], file: String = "-", progress: ((Int) -> Void)? = nil
+  ) throws -> Int {
+    try importRecords(
+      records.enumerated().map { (line: $0.offset + 1, record: $0.element) }, file: file,
+      progress: progress)
+  }
+
   /// Deletes the trips with these ids (or unique prefixes), all or none. Returns the trips,
   /// each once (an id given twice, or a prefix and the whole id, names one trip).
   @discardableResult

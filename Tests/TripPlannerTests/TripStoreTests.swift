@@ -108,3 +108,35 @@ struct TripStoreTests {
     #expect(try store.trips().map(\.name) == ["new"])
   }
 }
+
+@Suite("TripStore: the plain forms of the API")
+struct TripStorePlainFormsTests {
+  @Test("update and delete by UUID, import plain records, the default configuration's folder")
+  func plainForms() throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    let record = TripRecord(
+      name: "One", destination: "Oslo", startDate: TripDates.parse("2027-01-01")!,
+      endDate: TripDates.parse("2027-01-02")!, latitude: 1, longitude: 2)
+    #expect(try store.importRecords([record, record]) == 2)
+    let trips = try store.trips()
+    let updated = try store.update(trips[0].id) { $0.name = "Renamed" }
+    #expect(updated.name == "Renamed")
+    #expect(try store.delete([trips[0].id, trips[0].id]).count == 1)
+    #expect(try store.count() == 1)
+    var bad = record
+    bad.name = " "
+    let error = try #require(throws: TripPlannerError.self) {
+      try store.importRecords([record, bad])
+    }
+    #expect(error.problems.map(\.line) == [2], "the position of the bad record")
+    let url = ModelConfiguration.defaultStoreURL(environment: ["XDG_DATA_HOME": "/data"])
+    #expect(url.path == "/data/default.store")
+    let home = ModelConfiguration.defaultStoreURL(environment: ["HOME": "/home/x"])
+    #expect(home.path == "/home/x/.local/share/default.store")
+    #expect(
+      ModelConfiguration(isStoredInMemoryOnly: false).url?.path.hasSuffix("default.store") == true)
+    #expect(
+      ModelConfiguration(isStoredInMemoryOnly: false).url?.deletingLastPathComponent().path
+        != FileManager.default.currentDirectoryPath)
+  }
+}

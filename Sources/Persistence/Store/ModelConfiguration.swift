@@ -30,11 +30,25 @@ public struct ModelConfiguration: Sendable, Hashable {
   }
 
   /// A store in memory only (when `isStoredInMemoryOnly` is true, the default), shared by the
-  /// container's contexts; pass `false` for the file `default.store` in the current directory.
+  /// container's contexts; pass `false` for the file `default.store` in the user's data folder
+  /// (`$XDG_DATA_HOME`, else `~/.local/share`), never the current directory.
   public init(isStoredInMemoryOnly: Bool = true) {
-    self.url = isStoredInMemoryOnly ? nil : URL(fileURLWithPath: "default.store")
+    self.url = isStoredInMemoryOnly ? nil : Self.defaultStoreURL()
     self.allowsSave = true
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
+  }
+
+  /// `$XDG_DATA_HOME/default.store`, else `~/.local/share/default.store`.
+  public static func defaultStoreURL(
+    environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> URL {
+    if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+      return URL(fileURLWithPath: data).appendingPathComponent("default.store")
+    }
+    let home =
+      environment["HOME"].map { URL(fileURLWithPath: $0) }
+      ?? FileManager.default.homeDirectoryForCurrentUser
+    return home.appendingPathComponent(".local/share/default.store")
   }
 }

@@ -37,6 +37,11 @@ public enum TripFileFormat: String, Sendable, CaseIterable {
     return records
   }
 
+  /// Reads trip records without their line numbers (see ``decode(_:file:)``).
+  public func decodeRecords(_ data: Data, file: String) throws -> [TripRecord] {
+    try decode(data, file: file).map(\.record)
+  }
+
   /// Writes trip records.
   public func encode(_ records: [TripRecord]) -> Data {
     switch self {
