@@ -4,8 +4,9 @@
 # (unknown, an operation instead of a CRS, not a CRS at all) and with ones that work (each trip
 # projected, the box densified and split at 180°, since the sample trips cross it), and `trips
 # watch` (the BoundsController's projections). Any invalid read or write, or use after free,
-# fails the run. (The test bundle itself cannot run under valgrind 3.19: it gives up on the
-# bundle's DWARF debug information.)
+# fails the run, and then `trips serve` (libmicrohttpd) through every kind of request. (The test
+# bundle itself cannot run under valgrind 3.19: it gives up on the bundle's DWARF debug
+# information.)
 #
 #   Tools/valgrind.sh            # debug build, then memcheck; prints a summary per run
 #
@@ -44,4 +45,35 @@ for crs in "urn:ogc:def:coordinateOperation:EPSG::1671" "EPSG:99999" "+proj=nons
 done
 run "trips watch --count 1 --crs EPSG:3035" "$bin/trips" watch --count 1 --crs EPSG:3035 \
   --viewport 800x600 --store "$work/trips.sqlite"
+
+# libmicrohttpd: `trips serve` under memcheck, through requests that succeed, fail, write, are
+# refused before their body is read (413), and a SIGTERM drain.
+token=$(printf 'v%.0s' {1..20})
+printf 'vera:%s\n' "$token" >"$work/tokens"
+chmod 600 "$work/tokens"
+valgrind --quiet --leak-check=no --log-file="$work/serve.err" "$bin/trips" serve --port 0 \
+  --store "$work/trips.sqlite" --token-file "$work/tokens" >"$work/serve.out" 2>/dev/null &
+server=$!
+for _ in $(seq 1 120); do grep -q Listening "$work/serve.out" 2>/dev/null && break; sleep 0.5; done
+url=$(sed 's/Listening on //' "$work/serve.out")
+feature='{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"name":"V","destination":"W","startDate":"2027-01-01","endDate":"2027-01-02"}}'
+codes=""
+for path in / /api "/collections/trips" "/collections/trips/items?bbox=170,-30,-170,0&limit=5" \
+  "/collections/trips/items?limit=x" /nothing "/collections/trips/bounds?crs=EPSG:3035" \
+  "/collections/trips/sections"; do
+  codes+="$(curl -s -o /dev/null -w '%{http_code}' "$url$path") "
+done
+codes+="$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
+  -H 'Content-Type: application/geo+json' --data "$feature" "$url/collections/trips/items") "
+codes+="$(head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST \
+  --data-binary @- "$url/collections/trips/items")"
+kill -TERM "$server"
+wait "$server" || true
+if grep -q "Invalid \(read\|write\|free\)\|freed\|Mismatched free" "$work/serve.err"; then
+  echo "FAIL  trips serve (statuses $codes)" >&2
+  grep -A12 "Invalid\|freed" "$work/serve.err" | head -40 >&2
+  failed=1
+else
+  echo "ok    trips serve: statuses $codes, SIGTERM"
+fi
 exit "$failed"

@@ -594,6 +594,44 @@ struct ServeTests {
     #expect(try server.request("/").status == 200)
   }
 
+  @Test("libmicrohttpd's paths under valgrind: no invalid read, write or free")
+  func memcheck() throws {
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let token = String(repeating: "m", count: 20)
+    let tokens = try scratch.write("tokens", "mia:\(token)\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let log = scratch.file("valgrind.log")
+    let run = try shell(
+      """
+      valgrind --quiet --leak-check=no --log-file="$3" "$TRIPS" serve --port 0 --store "$1" \
+        --token-file "$2" > "$3.out" 2>/dev/null &
+      server=$!
+      for i in $(seq 1 120); do grep -q Listening "$3.out" 2>/dev/null && break; sleep 0.5; done
+      url=$(sed 's/Listening on //' "$3.out")
+      for path in / "/collections/trips/items?bbox=170,-30,-170,0&limit=5" \
+        "/collections/trips/items?limit=x" /nothing "/collections/trips/bounds?crs=EPSG:3035"; do
+        curl -s -o /dev/null -w '%{http_code} ' "$url$path"
+      done
+      curl -s -o /dev/null -w '%{http_code} ' -X POST -H "Authorization: Bearer $4" \
+        -H 'Content-Type: application/geo+json' --data-binary @"$5" "$url/collections/trips/items"
+      head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST \
+        --data-binary @- "$url/collections/trips/items"
+      kill -TERM $server
+      wait $server
+      echo " exit=$?"
+      """,
+      arguments: [
+        scratch.store.path, tokens.path, log.path, token,
+        try scratch.write("feature.json", String(decoding: featureBody(), as: UTF8.self)).path,
+      ])
+    #expect(run.stdout == "200 200 400 404 200 201 413 exit=0\n", "\(run.stdout) \(run.stderr)")
+    let report = try String(contentsOf: log, encoding: .utf8)
+    for error in ["Invalid read", "Invalid write", "Invalid free", "freed", "Mismatched free"] {
+      #expect(!report.contains(error), "\(report.prefix(3000))")
+    }
+  }
+
   @Test("GDAL's OAPIF driver reads every trip and a bbox subset")
   func gdal() throws {
     let server = try ServerProcess(store: Self.sample)
