@@ -20,12 +20,11 @@ struct FeaturesAPI: Sendable {
   enum Route {
     case landing, conformance, api, collections, collection, items
     case item(String)
-    case bounds,
-      sections
+    case bounds, sections, changes
 
     var methods: [String] {
       switch self {
-      case .items: ["GET", "HEAD", "POST", "OPTIONS"]
+      case .items, .changes: ["GET", "HEAD", "POST", "OPTIONS"]
       case .item: ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
       default: ["GET", "HEAD", "OPTIONS"]
       }
@@ -43,6 +42,7 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips/items": self = .items
       case "/collections/trips/bounds": self = .bounds
       case "/collections/trips/sections": self = .sections
+      case "/changes": self = .changes
       default:
         let prefix = "/collections/trips/items/"
         guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
@@ -108,6 +108,7 @@ struct FeaturesAPI: Sendable {
       return response
     }
     if request.method == "OPTIONS" { return preflight(route) }
+    if case .changes = route, request.method == "POST" { return try changes(request) }
     if ["POST", "PUT", "PATCH", "DELETE"].contains(request.method) {
       return try write(request, route: route)
     }
@@ -139,6 +140,8 @@ struct FeaturesAPI: Sendable {
       return try bounds(request)
     case .sections:
       return try sections(request)
+    case .changes:
+      return try changes(request)
     }
   }
 

@@ -247,6 +247,39 @@ enum OpenAPIDocument {
         ])
       ),
       (
+        "/changes",
+        .object([
+          (
+            "get",
+            operation(
+              "The change feed after a history token (JSON lines)", "getChanges",
+              parameters: [
+                parameter(
+                  "after", "A history token (<store>:<number>); all kept history without it.",
+                  schema: string),
+                parameter(
+                  "exclude-author",
+                  "Leave out changes by this author (a peer's own, applied by sync).",
+                  schema: string),
+              ],
+              ok: (
+                "200",
+                response(
+                  "One JSON line per change, then the token to resume from.", FeaturesAPI.jsonLines)
+              ),
+              extra: [("410", response("The token has expired: take a full copy.", json))])
+          ),
+          (
+            "post",
+            operation(
+              "Apply a change feed (one transaction, idempotent, last writer wins)", "applyChanges",
+              ok: ("200", response("How many changes were applied and skipped.", json)),
+              extra: [("401", response("A valid bearer token is needed.", json))], body: true,
+              secured: true)
+          ),
+        ])
+      ),
+      (
         "/collections/trips/sections",
         .object([
           (

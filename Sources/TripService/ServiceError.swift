@@ -69,6 +69,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     case 405: "MethodNotAllowed"
     case 406: "NotAcceptable"
     case 409: "Conflict"
+    case 410: "Gone"
     case 413: "PayloadTooLarge"
     case 415: "UnsupportedMediaType"
     case 422: "InvalidTrip"

@@ -253,7 +253,11 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 9)
+    #expect(paths.count == 10)
+    let resume = try #require(
+      try server.request("/changes").text.split(separator: "\n").last.flatMap {
+        try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+      }?["resumeToken"] as? String)
     let id = try #require(
       ((try server.request("/collections/trips/items?limit=1").json()["features"]
         as? [[String: Any]])?
@@ -272,7 +276,7 @@ struct ServeTests {
           "bbox": "-10,-10,10,10", "bbox-crs": "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
           "datetime": "2027-01-01/..", "destination": "Suva", "q": "a", "f": "json", "limit": "5",
           "offset": "1", "sortby": "-name", "viewport": "800x600", "padding": "10",
-          "crs": "EPSG:4326",
+          "crs": "EPSG:4326", "after": resume, "exclude-author": "sync",
         ]
         let value = try #require(sample[name], "a sample value for \(name)")
         let answered = try server.request(concrete + "?\(name)=\(value)")
@@ -592,6 +596,47 @@ struct ServeTests {
       "/collections/trips/items", headers: ["X-Padding: " + String(repeating: "b", count: 100_000)])
     #expect([431, 400, 413].contains(longHeader.status), "\(longHeader.status)")
     #expect(try server.request("/").status == 200)
+  }
+
+  @Test("sync over HTTP: GET /changes serves the feed, POST /changes applies one, echo-free")
+  func changesFeed() throws {
+    let scratch = Scratch()
+    let laptop = scratch.file("laptop.sqlite")
+    #expect(try trips(["import", sampleTrips.path], store: laptop).status == 0)
+    let token = String(repeating: "z", count: 20)
+    let tokens = try scratch.write("tokens", "laptop:\(token)\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let feed = try trips(["sync", "export"], store: laptop).stdout
+    #expect(
+      try server.request("POST", "/changes", body: Data(feed.utf8)).status == 401,
+      "a token is needed")
+    let headers = ["Authorization: Bearer \(token)", "Content-Type: application/x-ndjson"]
+    let applied = try server.request("POST", "/changes", headers: headers, body: Data(feed.utf8))
+    #expect(applied.status == 200, "\(applied.text)")
+    #expect(try applied.json()["applied"] as? Int == 240)
+    let again = try server.request("POST", "/changes", headers: headers, body: Data(feed.utf8))
+    #expect(try again.json()["applied"] as? Int == 0, "idempotent")
+    #expect(try jsonArray(try trips(["list", "--json"], store: scratch.store).stdout).count == 240)
+    // The server's feed: what the laptop sent, recorded under the token's name; nothing when
+    // that author is excluded (no echo).
+    let served = try server.request("/changes")
+    #expect(served.headers["content-type"] == "application/x-ndjson")
+    let lines = served.text.split(separator: "\n")
+    #expect(lines.count == 241)
+    #expect(lines.dropLast().allSatisfy { $0.contains("\"author\":\"laptop\"") })
+    let echo = try server.request("/changes?exclude-author=laptop").text.split(separator: "\n")
+    #expect(echo.count == 1, "only the resume token")
+    // A token from the store resumes after it; a bad one is refused, an expired one is 410.
+    let resume = try #require(
+      (try JSONSerialization.jsonObject(with: Data(lines.last!.utf8)) as? [String: Any])?[
+        "resumeToken"] as? String)
+    #expect(try server.request("/changes?after=\(resume)").text.split(separator: "\n").count == 1)
+    #expect(try server.request("/changes?after=nonsense").status == 400)
+    let bad = try server.request(
+      "POST", "/changes", headers: headers, body: Data("{\"kind\": 1}\nnot json\n".utf8))
+    #expect(bad.status == 400 && bad.text.contains("body:"), "\(bad.text)")
   }
 
   @Test("libmicrohttpd's paths under valgrind: no invalid read, write or free")

@@ -1,0 +1,68 @@
+import Foundation
+import Persistence
+import TripPlanner
+
+extension FeaturesAPI {
+  static let jsonLines = "application/x-ndjson"
+
+  /// `GET /changes?after=TOKEN&exclude-author=NAME`: the sync feed (`trips sync export`'s
+  /// JSON lines: one line per change after the token, then the token to resume from).
+  /// `POST /changes`: applies such a feed with the rules of `trips sync apply` (one
+  /// transaction, idempotent, last writer wins), recorded under the bearer token's name, so a
+  /// peer that exports with `exclude-author` set to that name gets no echo.
+  ///
+  /// Cost: GET reads the history after the token (indexed, O(changes)) and each changed trip;
+  /// POST looks up each trip of the feed by its id and its history.
+  func changes(_ request: HTTPRequest) throws -> HTTPResponse {
+    if request.method == "POST" {
+      let author = try writer(request)
+      guard !request.body.isEmpty else {
+        throw ServiceError.request(400, "The request has no body: send a change feed (JSON lines).")
+      }
+      let feed: SyncFeed
+      do {
+        feed = try SyncFeed.parse(request.body, file: "body")
+      } catch let error as TripPlannerError {
+        throw ServiceError.request(400, error.description)
+      }
+      let result = try pool.withStore(author: author) { try $0.apply(feed) }
+      return Self.document(
+        .object([
+          ("applied", .number(Double(result.applied))),
+          ("skipped", .number(Double(result.skipped))),
+        ]), type: Self.json)
+    }
+    try ItemsQuery.refuseUnknown(request, allowed: ["after", "exclude-author", "f"])
+    var after: HistoryToken?
+    if let text = request.queryValues("after").last {
+      guard let token = HistoryToken(text) else {
+        throw ServiceError.request(
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'after': expected a history token (<store>:<number>)."
+        )
+      }
+      after = token
+    }
+    let excluded = request.queryValues("exclude-author").last
+    do {
+      let feed = try pool.withStore(author: "service") {
+        try $0.changeFeed(after: after, excludingAuthor: excluded)
+      }
+      return HTTPResponse(
+        status: 200, headers: [("Content-Type", Self.jsonLines)], body: Data(feed.jsonLines.utf8))
+    } catch let error as TripPlannerError {
+      guard let cause = error.cause as? PersistenceError else { throw error }
+      switch cause.code {
+      case .historyTokenExpired:
+        throw ServiceError.request(
+          410,
+          "\(cause.message) Take a full copy instead (GET /collections/trips/items), then follow the changes after the token the copy was taken at."
+        )
+      case .historyTokenForeign, .historyTokenUnknown:
+        throw ServiceError.request(400, "Invalid value for 'after': \(cause.message)")
+      default:
+        throw error
+      }
+    }
+  }
+}
