@@ -109,15 +109,25 @@ struct ProjectionTests {
   @Test("is usable from many threads at once")
   func concurrentUse() async throws {
     let projection = try Projection(to: "EPSG:32633")
-    try await withThrowingTaskGroup(of: Double.self) { group in
-      for index in 0..<32 {
+    func coordinate(_ index: Int) -> Coordinate {
+      Coordinate(latitude: 45 + Double(index) / 10, longitude: 10 + Double(index % 7))
+    }
+    // The single-threaded answers, from a projection of its own.
+    let alone = try Projection(to: "EPSG:32633")
+    let expected = try (0..<256).map { try alone.project(coordinate($0)) }
+    try await withThrowingTaskGroup(of: (Int, Double, Double).self) { group in
+      for index in 0..<256 {
         group.addTask {
-          try projection.project(Coordinate(latitude: 45 + Double(index) / 10, longitude: 15)).y
+          let (x, y) = try projection.project(coordinate(index))
+          return (index, x, y)
         }
       }
-      var results: [Double] = []
-      for try await value in group { results.append(value) }
-      #expect(results.count == 32)
+      var seen = 0
+      for try await (index, x, y) in group {
+        #expect(x == expected[index].x && y == expected[index].y, "point \(index)")
+        seen += 1
+      }
+      #expect(seen == 256)
     }
   }
 

@@ -110,8 +110,6 @@ struct ResultsObserverTests {
     context.insert(Sample())
     try context.save()
     observer.waitForPendingUpdates()
-    Thread.sleep(forTimeInterval: 0.05)
-    #expect(seen.withLock { $0 } == [0])
     #expect(observer.version == 0)
     context.insert(Note(key: "shown", text: "", group: "shown"))
     try context.save()
@@ -238,8 +236,18 @@ struct ContinuousObservationTests {
     let count = seen.withLock { $0.count }
     context.insert(Note(key: "after", text: ""))
     try context.save()
-    observer.waitForPendingUpdates()
-    Thread.sleep(forTimeInterval: 0.05)
+    // Deterministic: a token started now sees a later version; by then the cancelled one would
+    // have run for the earlier commit, had it still been subscribed.
+    let later = Mutex<[Int]>([])
+    let probe = withContinuousObservation { [observer] in
+      let version = observer.version
+      later.withLock { $0.append(version) }
+    }
+    context.insert(Note(key: "later", text: ""))
+    try context.save()
+    let last = observer.version
+    #expect(eventually { later.withLock { $0.last } == last })
+    probe.cancel()
     #expect(seen.withLock { $0.count } == count, "a cancelled token runs no more")
   }
 }
