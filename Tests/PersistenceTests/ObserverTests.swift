@@ -245,6 +245,7 @@ struct ContinuousObservationTests {
     }
     context.insert(Note(key: "later", text: ""))
     try context.save()
+    observer.waitForPendingUpdates()
     let last = observer.version
     #expect(eventually { later.withLock { $0.last } == last })
     probe.cancel()
