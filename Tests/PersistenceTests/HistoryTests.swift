@@ -168,3 +168,59 @@ struct RowIdentityTests {
     #expect(try #require(context.persistentIdentifier(for: second)).primaryKey > firstKey)
   }
 }
+
+@Suite("History updates as an AsyncSequence")
+struct HistoryUpdatesTests {
+  @Test("kept history first, then each new transaction from this and another connection, in order")
+  func follows() async throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("store.sqlite")
+    let container = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let context = ModelContext(container)
+    context.author = "app"
+    context.insert(Note(key: "a", text: ""))
+    try context.save()
+    let updates = container.historyUpdates(HistoryDescriptor(authors: ["app", "other"]))
+    let task = Task { () -> [String] in
+      var seen: [String] = []
+      for try await transaction in updates {
+        seen.append(transaction.author ?? "-")
+        if seen.count == 3 { break }
+      }
+      return seen
+    }
+    // Another connection on the same file, as another process would write.
+    let other = try ModelContainer(for: Note.self, configurations: .init(url: url))
+    let otherContext = ModelContext(other)
+    otherContext.author = "other"
+    otherContext.insert(Note(key: "b", text: ""))
+    try otherContext.save()
+    let ignored = ModelContext(container)
+    ignored.author = "ignored"
+    ignored.insert(Note(key: "x", text: ""))
+    try ignored.save()
+    context.insert(Note(key: "c", text: ""))
+    try context.save()
+    #expect(try await task.value == ["app", "other", "app"])
+  }
+
+  @Test("a token whose history was deleted ends the sequence with historyTokenExpired")
+  func expired() async throws {
+    let container = try ModelContainer(for: Note.self)
+    let context = ModelContext(container)
+    for key in ["a", "b", "c"] {
+      context.insert(Note(key: key, text: ""))
+      try context.save()
+    }
+    let history = try context.fetchHistory()
+    let old = history[0].token
+    try context.deleteHistory(before: history[2].token)
+    var failure: PersistenceError?
+    do {
+      for try await _ in container.historyUpdates(HistoryDescriptor(after: old)) {}
+    } catch let error as PersistenceError {
+      failure = error
+    }
+    #expect(failure?.code == .historyTokenExpired)
+  }
+}

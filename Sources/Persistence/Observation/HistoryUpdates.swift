@@ -1,0 +1,72 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+extension ModelContainer {
+  /// The transactions after `descriptor.token` that match it (authors, excluded authors, model
+  /// types), as an asynchronous sequence: first those already in history, then each new one as
+  /// it is committed, from this process or another one writing the same file. The Swift 6 way
+  /// to follow history from a task or an actor: no context crosses a concurrency boundary.
+  ///
+  /// ```swift
+  /// for try await transaction in container.historyUpdates(HistoryDescriptor(after: last)) {
+  ///   last = transaction.token   // apply it, remember the token
+  /// }
+  /// ```
+  ///
+  /// The sequence ends with ``PersistenceError/Code/historyTokenExpired`` when the token's
+  /// history was deleted (take a full copy, then follow from ``ModelContext/currentHistoryToken()``),
+  /// and when the store cannot be read. It stops following when the task iterating it is
+  /// cancelled or the sequence is released.
+  ///
+  /// Cost: after each commit, one history query after the last token delivered, O(new
+  /// transactions + their changes); nothing per transaction already delivered.
+  public func historyUpdates(_ descriptor: HistoryDescriptor = HistoryDescriptor())
+    -> AsyncThrowingStream<HistoryTransaction, any Error>
+  {
+    AsyncThrowingStream { continuation in
+      let queue = DispatchQueue(label: "persistence.history-updates")
+      let context = UncheckedSendable(ModelContext(self))
+      let last = Mutex<HistoryToken?>(descriptor.token)
+      let finished = Atomic<Bool>(false)
+      /// Delivers what is new, on the queue (one reader at a time, in token order).
+      let drain: @Sendable () -> Void = {
+        queue.async {
+          guard !finished.load(ordering: .relaxed) else { return }
+          do {
+            var query = descriptor
+            query.token = last.withLock { $0 }
+            for transaction in try context.value.fetchHistory(query) {
+              continuation.yield(transaction)
+              last.withLock { $0 = transaction.token }
+            }
+          } catch {
+            finished.store(true, ordering: .relaxed)
+            continuation.finish(throwing: error)
+          }
+        }
+      }
+      let subscription = broadcaster.subscribe { change in
+        // A failure of the monitor is reported by the next read; everything else may be new.
+        if change.failure == nil { drain() }
+      }
+      var lease: ChangeBroadcaster.Subscription?
+      if configuration.url != nil {
+        do {
+          lease = try broadcaster.leaseMonitor(for: self)
+        } catch {
+          subscription.cancel()
+          continuation.finish(throwing: error)
+          return
+        }
+      }
+      let held = UncheckedSendable((subscription, lease))
+      continuation.onTermination = { _ in
+        finished.store(true, ordering: .relaxed)
+        held.value.0.cancel()
+        held.value.1?.cancel()
+      }
+      drain()
+    }
+  }
+}
