@@ -340,3 +340,55 @@ struct ObserverFailureTests {
       "\(observer.results.map(\.name)) \(String(describing: observer.lastError))")
   }
 }
+
+@Suite("Observed results in chunks")
+struct ObservedResultsTests {
+  /// The chunks' invariants: no empty chunk, none over the limit, `starts` the running sum,
+  /// `count` the total, and the elements those of `reference` in order.
+  static func check(_ results: ObservedResults<Int>, _ reference: [Int], limit: Int) -> Bool {
+    var start = 0
+    for (index, chunk) in results.chunks.enumerated() {
+      guard !chunk.isEmpty, chunk.count <= limit, results.starts[index] == start else {
+        return false
+      }
+      start += chunk.count
+    }
+    guard results.chunks.count == results.starts.count, start == results.count,
+      results.count == reference.count, results.array == reference
+    else { return false }
+    return reference.indices.allSatisfy { results[$0] == reference[$0] }
+  }
+
+  @Test(
+    "random inserts and removes keep every invariant, with chunks of 2 to 8",
+    arguments: [2, 3, 4, 8])
+  func splits(limit: Int) {
+    var generator = SeededGenerator(seed: UInt64(limit))
+    var reference = Array(0..<Int.random(in: 0...20, using: &generator))
+    var results = ObservedResults(reference, chunkLimit: limit)
+    #expect(Self.check(results, reference, limit: limit))
+    for step in 0..<2_000 {
+      if reference.isEmpty || Int.random(in: 0..<3, using: &generator) > 0 {
+        let position = Int.random(in: 0...reference.count, using: &generator)
+        reference.insert(step, at: position)
+        results.insert(step, at: position)
+      } else {
+        let position = Int.random(in: 0..<reference.count, using: &generator)
+        reference.remove(at: position)
+        results.remove(at: position)
+      }
+      guard Self.check(results, reference, limit: limit) else {
+        Issue.record("invariants broken at step \(step) with chunks of \(limit)")
+        return
+      }
+    }
+    // Empty it completely, then grow again from nothing.
+    while !reference.isEmpty {
+      reference.removeFirst()
+      results.remove(at: 0)
+      #expect(Self.check(results, reference, limit: limit))
+    }
+    results.insert(7, at: 0)
+    #expect(Self.check(results, [7], limit: limit))
+  }
+}

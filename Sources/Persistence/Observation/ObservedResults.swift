@@ -3,7 +3,8 @@
 ///
 /// Cost: subscript O(log c) for c chunks (of at most 512 models); insert and remove O(512 + c).
 public struct ObservedResults<Model>: RandomAccessCollection {
-  static var chunkLimit: Int { 512 }
+  /// The most models a chunk holds (512; tests use small limits to exercise the splits).
+  let chunkLimit: Int
   var chunks: [[Model]] = []
   /// `starts[i]` is the index of the first element of `chunks[i]`.
   var starts: [Int] = []
@@ -11,10 +12,12 @@ public struct ObservedResults<Model>: RandomAccessCollection {
   public private(set) var count = 0
 
   /// Creates results from models in order.
-  init(_ models: [Model] = []) {
+  init(_ models: [Model] = [], chunkLimit: Int = 512) {
+    precondition(chunkLimit >= 2, "a chunk must be able to split")
+    self.chunkLimit = chunkLimit
     var index = 0
     while index < models.count {
-      let end = Swift.min(index + Self.chunkLimit / 2, models.count)
+      let end = Swift.min(index + chunkLimit / 2, models.count)
       chunks.append(Array(models[index..<end]))
       starts.append(index)
       index = end
@@ -56,9 +59,9 @@ public struct ObservedResults<Model>: RandomAccessCollection {
     var chunk = position == count ? chunks.count - 1 : chunkIndex(containing: position)
     chunks[chunk].insert(model, at: position - starts[chunk])
     count += 1
-    if chunks[chunk].count > Self.chunkLimit {
-      let tail = Array(chunks[chunk][(Self.chunkLimit / 2)...])
-      chunks[chunk].removeSubrange((Self.chunkLimit / 2)...)
+    if chunks[chunk].count > chunkLimit {
+      let tail = Array(chunks[chunk][(chunkLimit / 2)...])
+      chunks[chunk].removeSubrange((chunkLimit / 2)...)
       chunks.insert(tail, at: chunk + 1)
       starts.insert(0, at: chunk + 1)
     }
