@@ -89,25 +89,31 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
+    .target(
+      name: "TestSupport",
+      path: "Tests/TestSupport",
+      swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "PersistenceTests",
-      dependencies: ["Persistence"],
+      dependencies: ["Persistence", "TestSupport"],
       swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "GeoTests",
-      dependencies: ["Geo"],
+      dependencies: ["Geo", "TestSupport"],
       swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TripPlannerTests",
-      dependencies: ["TripPlanner"],
+      dependencies: ["TripPlanner", "TestSupport"],
       swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TripsCLITests",
       dependencies: [
-        "TripsCLI", "TripService", "TripPlanner", "Persistence", "Geo", "trips", "trips-generate", "trips-bench",
+        "TripsCLI", "TripService", "TripPlanner", "Persistence", "Geo", "TestSupport", "trips",
+        "trips-generate", "trips-bench",
       ],
       swiftSettings: swiftSettings
     ),

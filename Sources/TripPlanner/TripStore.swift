@@ -47,13 +47,8 @@ public final class TripStore {
     -> URL
   {
     if let path = environment["TRIPS_STORE"], !path.isEmpty { return URL(fileURLWithPath: path) }
-    if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
-      return URL(fileURLWithPath: data).appendingPathComponent("trips/trips.sqlite")
-    }
-    let home =
-      environment["HOME"].map { URL(fileURLWithPath: $0) }
-      ?? FileManager.default.homeDirectoryForCurrentUser
-    return home.appendingPathComponent(".local/share/trips/trips.sqlite")
+    return ModelConfiguration.dataFolder(environment: environment).appendingPathComponent(
+      "trips/trips.sqlite")
   }
 
   // MARK: Reading

@@ -1,19 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Geo
-
-/// A deterministic generator (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 /// The smallest box by brute force: try every longitude as the western edge, measure the arc
 /// eastward that covers all the others, keep the narrowest; among equals prefer a box that does
@@ -61,7 +50,7 @@ func bruteForceBox(_ points: [Coordinate]) -> GeographicBox? {
 @Suite("Smallest enclosing box")
 struct EnclosingBoxTests {
   static func pointSets() -> [(String, [Coordinate])] {
-    var generator = SeededGenerator(state: 42)
+    var generator = SeededGenerator(seed: 42)
     var sets: [(String, [Coordinate])] = [
       ("none", []),
       ("one", [Coordinate(latitude: 10, longitude: 20)]),
@@ -120,7 +109,7 @@ struct EnclosingBoxTests {
 
   @Test("keeps the same answer incrementally through inserts and removals")
   func incrementalMatchesScratch() {
-    var generator = SeededGenerator(state: 7)
+    var generator = SeededGenerator(seed: 7)
     var cover = CoordinateCover()
     var current: [Coordinate] = []
     for step in 0..<3000 {

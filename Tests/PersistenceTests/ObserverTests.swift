@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Persistence

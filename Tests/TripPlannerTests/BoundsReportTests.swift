@@ -1,20 +1,9 @@
 import Foundation
 import Geo
+import TestSupport
 import Testing
 
 @testable import TripPlanner
-
-/// A small deterministic generator (SplitMix64).
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 @Suite("Bounds reports: the projected extent holds every trip")
 struct ProjectedExtentTests {
@@ -37,7 +26,7 @@ struct ProjectedExtentTests {
     throws
   {
     let projection = try Projection(to: crs)
-    var generator = SplitMix(state: 40)
+    var generator = SeededGenerator(seed: 40)
     for _ in 0..<40 {
       // Half the trips share the lowest latitude, so that they lie on the box's southern edge,
       // between the points PROJ samples along it (where densified edges can miss them).
@@ -94,7 +83,7 @@ struct ProjectedExtentTests {
   func controllerMatchesScratch() throws {
     let store = try TripStore(inMemoryWithAuthor: "test")
     let controller = try BoundsController(container: store.container, crs: "EPSG:3035")
-    var generator = SplitMix(state: 7)
+    var generator = SeededGenerator(seed: 7)
     var trips: [Trip] = []
     for index in 0..<30 {
       trips.append(

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TripPlanner
 
@@ -720,19 +721,6 @@ struct DayTests {
     process.waitUntilExit()
     #expect(process.terminationStatus == 0)
     #expect(String(decoding: data, as: UTF8.self).split(separator: "\n").count == 4)
-  }
-}
-
-/// A small deterministic generator (SplitMix64) for reproducible damage.
-struct SeededGenerator: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
 

@@ -43,12 +43,19 @@ public struct ModelConfiguration: Sendable, Hashable {
   public static func defaultStoreURL(
     environment: [String: String] = ProcessInfo.processInfo.environment
   ) -> URL {
+    dataFolder(environment: environment).appendingPathComponent("default.store")
+  }
+
+  /// The user's data folder (XDG Base Directory): `$XDG_DATA_HOME`, else `~/.local/share`.
+  public static func dataFolder(
+    environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> URL {
     if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
-      return URL(fileURLWithPath: data).appendingPathComponent("default.store")
+      return URL(fileURLWithPath: data)
     }
     let home =
       environment["HOME"].map { URL(fileURLWithPath: $0) }
       ?? FileManager.default.homeDirectoryForCurrentUser
-    return home.appendingPathComponent(".local/share/default.store")
+    return home.appendingPathComponent(".local/share")
   }
 }
