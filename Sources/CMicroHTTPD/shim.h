@@ -80,4 +80,11 @@ static inline struct MHD_Response *trips_mhd_response_copy(size_t size, const vo
   return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
 }
 
+/// A response of unknown length whose bytes `reader` supplies as they come (a stream of
+/// Server-Sent Events); `release` is called once when libmicrohttpd is done with it.
+static inline struct MHD_Response *trips_mhd_response_stream(
+    MHD_ContentReaderCallback reader, void *context, MHD_ContentReaderFreeCallback release) {
+  return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, context, release);
+}
+
 #endif

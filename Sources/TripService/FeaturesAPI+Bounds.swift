@@ -8,7 +8,22 @@ extension FeaturesAPI {
   /// `trips bounds --format json`) with the box in three dialects. Parameters: the items
   /// filters, `viewport=WxH`, `padding=N` pixels, `crs=`. Cost: two columns of the matching
   /// trips, O(matching), no models; one PROJ transformation outside Web Mercator per trip.
-  func bounds(_ request: HTTPRequest) throws -> HTTPResponse {
+  /// The parameters of `bounds` and `bounds/stream`, checked.
+  struct BoundsParameters {
+    var parsed: ItemsQuery
+    var viewport: Viewport?
+    var padding: Int
+    var crs: String
+    var projection: Projection
+    /// The viewport less the padding on every side, which the camera fits the box into.
+    var fitted: Viewport? {
+      viewport.map {
+        Viewport(width: $0.width - Double(2 * padding), height: $0.height - Double(2 * padding))
+      }
+    }
+  }
+
+  func boundsParameters(_ request: HTTPRequest) throws -> BoundsParameters {
     let parsed = try ItemsQuery(
       request, allowed: ItemsQuery.filterNames.union(["viewport", "padding", "crs"]))
     var viewport: Viewport?
@@ -45,22 +60,55 @@ extension FeaturesAPI {
     } catch let error as GeoError {
       throw ServiceError.request(400, "Invalid value for 'crs': \(error.message)")
     }
+    return BoundsParameters(
+      parsed: parsed, viewport: viewport, padding: padding, crs: crs, projection: projection)
+  }
+
+  /// The bounds document: the report (camera fitted inside the padding), the box in three
+  /// dialects, and the padding.
+  static func boundsDocument(_ report: BoundsReport, _ parameters: BoundsParameters) -> JSONValue {
+    var report = report
+    report.viewport = parameters.viewport
+    guard case .object(var members) = report.json else { return report.json }
+    members.append(("boxes", dialects(report.geographic)))
+    if parameters.viewport != nil {
+      members.append(("padding", .number(Double(parameters.padding))))
+    }
+    return .object(members)
+  }
+
+  /// The parameters, shareable across threads (a Projection is Sendable; the rest are values).
+  final class BoundsParametersBox: @unchecked Sendable {
+    let value: BoundsParameters
+    init(_ value: BoundsParameters) { self.value = value }
+  }
+
+  /// `GET /collections/trips/bounds/stream`: the bounds document now and after every change
+  /// that alters it, as Server-Sent Events (see ``BoundsStreams``). Same parameters as
+  /// `bounds`.
+  func boundsStream(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parameters = try boundsParameters(request)
+    let key = request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
+    let stream = try streams.open(key: key, parameters: BoundsParametersBox(parameters))
+    return HTTPResponse(
+      status: 200,
+      headers: [
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+        ("X-Accel-Buffering", "no"),
+      ],
+      stream: stream)
+  }
+
+  func bounds(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parameters = try boundsParameters(request)
+    let parsed = parameters.parsed
+    let projection = parameters.projection
     let coordinates = try pool.withStore(author: "service") { try $0.coordinates(parsed.unpaged) }
     let box = GeographicBox.enclosing(coordinates)
-    // The camera fits the box into the viewport less the padding on every side.
-    let fitted = viewport.map {
-      Viewport(width: $0.width - Double(2 * padding), height: $0.height - Double(2 * padding))
-    }
-    var report = try BoundsReport(
-      count: coordinates.count, box: box, projection: projection, viewport: fitted,
+    let report = try BoundsReport(
+      count: coordinates.count, box: box, projection: projection, viewport: parameters.fitted,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
-    report.viewport = viewport
-    guard case .object(var members) = report.json else {
-      return Self.document(report.json, type: Self.json)
-    }
-    members.append(("boxes", Self.dialects(box)))
-    if viewport != nil { members.append(("padding", .number(Double(padding)))) }
-    return Self.document(.object(members), type: Self.json)
+    return Self.document(Self.boundsDocument(report, parameters), type: Self.json)
   }
 
   /// The box in the three dialects map tools expect:

@@ -9,6 +9,7 @@ struct FeaturesAPI: Sendable {
   let configuration: ServiceConfiguration
   let pool: StorePool
   let extent: CollectionExtent
+  let streams: BoundsStreams
 
   static let collectionID = "trips"
   static let geoJSON = "application/geo+json"
@@ -20,7 +21,7 @@ struct FeaturesAPI: Sendable {
   enum Route {
     case landing, conformance, api, collections, collection, items
     case item(String)
-    case bounds, sections, changes
+    case bounds, boundsStream, sections, changes
 
     var methods: [String] {
       switch self {
@@ -41,6 +42,7 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips": self = .collection
       case "/collections/trips/items": self = .items
       case "/collections/trips/bounds": self = .bounds
+      case "/collections/trips/bounds/stream": self = .boundsStream
       case "/collections/trips/sections": self = .sections
       case "/changes": self = .changes
       default:
@@ -142,6 +144,8 @@ struct FeaturesAPI: Sendable {
       return try sections(request)
     case .changes:
       return try changes(request)
+    case .boundsStream:
+      return try boundsStream(request)
     }
   }
 

@@ -49,12 +49,19 @@ public struct HTTPResponse: Sendable {
   public var headers: [(name: String, value: String)]
   /// The body.
   public var body: Data
+  /// For a response that stays open (Server-Sent Events): its bytes come from this stream,
+  /// after ``body``'s.
+  public var stream: HTTPStream?
 
   /// Creates a response.
-  public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+  public init(
+    status: Int, headers: [(name: String, value: String)] = [], body: Data = Data(),
+    stream: HTTPStream? = nil
+  ) {
     self.status = status
     self.headers = headers
     self.body = body
+    self.stream = stream
   }
 }
 
@@ -103,6 +110,15 @@ final class HTTPServer: Sendable {
     let pointer: OpaquePointer
   }
 
+  /// A connection, for resuming it from another thread (which libmicrohttpd allows).
+  struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+  }
+
+  /// The streams open now, closed before the daemon stops (libmicrohttpd must not be stopped
+  /// with a suspended connection).
+  let streams = Mutex<[ObjectIdentifier: HTTPStream]>([:])
+
   /// Starts listening on `host:port` (port 0 picks a free one).
   init(
     host: String, port: UInt16, limits: HTTPLimits, tls: (key: String, certificate: String)?,
@@ -113,7 +129,9 @@ final class HTTPServer: Sendable {
     self.log = log
     Self.raiseDescriptorLimit()
     let address = try SocketAddress(host: host, port: port)
-    var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_USE_ITC.rawValue)
+    var flags =
+      UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_USE_ITC.rawValue)
+      | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
     #if os(Linux)
       flags |= UInt32(MHD_USE_EPOLL.rawValue)
     #endif
@@ -166,6 +184,8 @@ final class HTTPServer: Sendable {
     else { return }
     let listener = MHD_quiesce_daemon(running)
     if listener >= 0 { close(listener) }
+    // Streams end (a suspended connection is resumed to finish), then requests drain.
+    for stream in streams.withLock({ Array($0.values) }) { stream.close() }
     let deadline = Date().addingTimeInterval(drainSeconds)
     while trips_mhd_connections(running) > 0 && Date() < deadline {
       Thread.sleep(forTimeInterval: 0.01)
@@ -258,8 +278,25 @@ final class HTTPServer: Sendable {
     response: HTTPResponse
   ) -> MHD_Result {
     let body = method == "HEAD" ? Data() : response.body
-    let made: OpaquePointer? = body.withUnsafeBytes { bytes in
-      trips_mhd_response_copy(bytes.count, bytes.baseAddress)
+    var made: OpaquePointer?
+    if let stream = response.stream, method != "HEAD" {
+      if !body.isEmpty { stream.send(String(decoding: body, as: UTF8.self)) }
+      stream.attach(ConnectionHandle(pointer: connection))
+      let key = ObjectIdentifier(stream)
+      streams.withLock { $0[key] = stream }
+      let previous = stream.onFinish.withLock { $0 }
+      stream.onFinish.withLock {
+        $0 = { [weak self] in
+          _ = self?.streams.withLock { $0.removeValue(forKey: key) }
+          previous?()
+        }
+      }
+      made = trips_mhd_response_stream(
+        streamReader, Unmanaged.passRetained(stream).toOpaque(), streamReleased)
+    } else {
+      made = body.withUnsafeBytes { bytes in
+        trips_mhd_response_copy(bytes.count, bytes.baseAddress)
+      }
     }
     guard let made else { return .NO }
     defer { MHD_destroy_response(made) }
@@ -314,6 +351,18 @@ private let accessHandler: MHD_AccessHandlerCallback = {
   return server.handle(
     connection, url: String(cString: url), method: String(cString: method), upload: upload,
     uploadSize: uploadSize, requestContext: requestContext)
+}
+
+private let streamReader: MHD_ContentReaderCallback = { context, _, buffer, max in
+  guard let context, let buffer else { return -2 }
+  let stream = Unmanaged<HTTPStream>.fromOpaque(context).takeUnretainedValue()
+  return stream.read(into: buffer, max: max)
+}
+
+private let streamReleased: MHD_ContentReaderFreeCallback = { context in
+  guard let context else { return }
+  let stream = Unmanaged<HTTPStream>.fromOpaque(context).takeRetainedValue()
+  stream.finished()
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in

@@ -247,6 +247,23 @@ enum OpenAPIDocument {
         ])
       ),
       (
+        "/collections/trips/bounds/stream",
+        .object([
+          (
+            "get",
+            operation(
+              "The bounds now and after every change that alters them (Server-Sent Events)",
+              "streamBounds", parameters: filters + boundsParameters,
+              ok: (
+                "200",
+                response(
+                  "text/event-stream: events 'bounds' with id = the history token, data = the bounds document; a comment every 15 s.",
+                  "text/event-stream")
+              ))
+          )
+        ])
+      ),
+      (
         "/changes",
         .object([
           (

@@ -64,6 +64,7 @@ public final class TripService: Sendable {
 
   let pool: StorePool
   let extent: CollectionExtent
+  let streams: BoundsStreams
   let api: FeaturesAPI
   private let server = Mutex<HTTPServer?>(nil)
 
@@ -89,7 +90,8 @@ public final class TripService: Sendable {
     self.configuration = configuration
     pool = StorePool(container: container)
     extent = CollectionExtent()
-    api = FeaturesAPI(configuration: configuration, pool: pool, extent: extent)
+    streams = BoundsStreams(pool: pool)
+    api = FeaturesAPI(configuration: configuration, pool: pool, extent: extent, streams: streams)
     let api = self.api
     let started = try HTTPServer(
       host: configuration.host, port: configuration.port, limits: configuration.limits,
@@ -107,8 +109,12 @@ public final class TripService: Sendable {
       defer { current = nil }
       return current
     }
+    streams.closeAll()
     running?.stop(drainSeconds: configuration.drainSeconds)
   }
+
+  /// How many distinct bounds-stream queries are followed now (one shared controller each).
+  public var streamFeedCount: Int { streams.feedCount }
 
   /// Answers one request without a socket (what the server does for each request).
   public func respond(to request: HTTPRequest) -> HTTPResponse { api.respond(to: request) }

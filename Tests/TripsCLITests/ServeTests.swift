@@ -3,6 +3,7 @@ import Synchronization
 import TestSupport
 import Testing
 import TripPlanner
+import TripService
 
 /// A `trips serve` process on a free port, and requests to it through curl.
 final class ServerProcess: @unchecked Sendable {
@@ -254,7 +255,7 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 10)
+    #expect(paths.count == 11)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -266,7 +267,9 @@ struct ServeTests {
     for (path, operations) in paths {
       let concrete = path.replacingOccurrences(of: "{featureId}", with: id)
       #expect(operations["get"] != nil, "\(path) documents GET")
-      let reply = try server.request(concrete)
+      // A stream never ends: its headers answer for it (HEAD).
+      let isStream = path.hasSuffix("/stream")
+      let reply = try server.request(isStream ? "HEAD" : "GET", concrete)
       #expect(reply.status == 200, "\(path): \(reply.status)")
       // Every documented parameter is accepted (not refused as unknown).
       let parameters =
@@ -280,7 +283,8 @@ struct ServeTests {
           "crs": "EPSG:4326", "after": resume, "exclude-author": "sync",
         ]
         let value = try #require(sample[name], "a sample value for \(name)")
-        let answered = try server.request(concrete + "?\(name)=\(value)")
+        let answered = try server.request(
+          isStream ? "HEAD" : "GET", concrete + "?\(name)=\(value)")
         #expect(answered.status == 200, "\(path)?\(name): \(answered.text)")
       }
     }
@@ -638,6 +642,111 @@ struct ServeTests {
     let bad = try server.request(
       "POST", "/changes", headers: headers, body: Data("{\"kind\": 1}\nnot json\n".utf8))
     #expect(bad.status == 400 && bad.text.contains("body:"), "\(bad.text)")
+  }
+
+  @Test("bounds stream: the report now, then one after a change from another process, per client")
+  func boundsStream() throws {
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { #expect(server.stop() == 0, "exits 0 with streams open") }
+    func listen(_ file: URL) throws -> Process {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments = [
+        "-s", "-N", "--max-time", "8", "-o", file.path,
+        server.url + "/collections/trips/bounds/stream?viewport=800x600&padding=10",
+      ]
+      try process.run()
+      return process
+    }
+    let first = scratch.file("first.txt")
+    let second = scratch.file("second.txt")
+    let clients = [try listen(first), try listen(second)]
+    func events(_ file: URL) -> [[String: Any]] {
+      let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+      return text.components(separatedBy: "\n\n").compactMap { block in
+        guard let data = block.split(separator: "\n").first(where: { $0.hasPrefix("data: ") })
+        else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(data.dropFirst(6).utf8))
+          as? [String: Any]
+      }
+    }
+    #expect(eventually { events(first).count == 1 && events(second).count == 1 })
+    #expect(events(first).first?["count"] as? Int == 240)
+    #expect(
+      try trips(
+        [
+          "add", "--name", "McMurdo", "--destination", "McMurdo", "--start", "2027-12-01", "--end",
+          "2027-12-20", "--latitude", "-77.85", "--longitude", "166.67",
+        ], store: scratch.store
+      ).status == 0)
+    #expect(eventually { events(first).count == 2 && events(second).count == 2 })
+    let update = try #require(events(first).last)
+    #expect(update["count"] as? Int == 241)
+    #expect(((update["geographic"] as? [String: Any])?["south"]) as? Double == -77.85)
+    #expect(update["padding"] as? Double == 10)
+    // Every event carries the history token it holds after, as `trips history --json` prints it.
+    let text = try String(contentsOf: first, encoding: .utf8)
+    let ids = text.split(separator: "\n").filter { $0.hasPrefix("id: ") }.map { $0.dropFirst(4) }
+    let tokens = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout)
+      .compactMap {
+        $0["token"] as? String
+      }
+    #expect(ids.map(String.init) == tokens)
+    #expect(text.hasPrefix("retry: 2000\n\n"))
+    // A rename does not alter the bounds: no event for it.
+    let id = try #require(
+      try jsonArray(try trips(["list", "--json", "--limit", "1"], store: scratch.store).stdout)
+        .first?["id"] as? String)
+    #expect(try trips(["update", id, "--name", "Renamed"], store: scratch.store).status == 0)
+    #expect(
+      try trips(
+        [
+          "add", "--name", "North", "--destination", "North", "--start", "2027-12-01", "--end",
+          "2027-12-20", "--latitude", "80", "--longitude", "10",
+        ], store: scratch.store
+      ).status == 0)
+    #expect(eventually { events(first).count >= 3 })
+    #expect(events(first).count == 3 && events(first).last?["count"] as? Int == 242)
+    for client in clients { client.terminate() }
+  }
+
+  @Test("clients of one query share one controller; a slow client's queue is bounded")
+  func sharedFeedsAndBoundedQueues() throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    var configuration = ServiceConfiguration()
+    configuration.port = 0
+    let service = try TripService(
+      container: store.container, configuration: configuration, log: { _ in })
+    defer { service.stop() }
+    var clients: [Process] = []
+    for query in ["", "", "", "?destination=Oslo"] {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments = [
+        "-s", "-N", "--max-time", "5", "-o", "/dev/null",
+        service.url + "/collections/trips/bounds/stream" + query,
+      ]
+      try process.run()
+      clients.append(process)
+    }
+    #expect(
+      eventually { service.streamFeedCount == 2 }, "three clients of one query, one of another")
+    for client in clients { client.terminate() }
+    for client in clients { client.waitUntilExit() }
+    // A change wakes the suspended connections: the gone clients are found, and their feeds released.
+    _ = try store.add(
+      TripRecord(
+        name: "Wake", destination: "Oslo", startDate: TripDates.parse("2027-01-01")!,
+        endDate: TripDates.parse("2027-01-02")!, latitude: 59.9, longitude: 10.7))
+    #expect(eventually { service.streamFeedCount == 0 })
+    // The bound on a client's queue: past it, the client is dropped, not buffered.
+    let stream = HTTPStream(limit: 100)
+    #expect(stream.send(String(repeating: "a", count: 60)))
+    #expect(!stream.send(String(repeating: "b", count: 60)), "over the limit: dropped")
+    #expect(!stream.isOpen)
+    #expect(!stream.send("c"), "a dropped client gets nothing more")
   }
 
   @Test("libmicrohttpd's paths under valgrind: no invalid read, write or free")

@@ -1,0 +1,135 @@
+import Dispatch
+import Foundation
+import Geo
+import Persistence
+import Synchronization
+import TripPlanner
+
+/// The live bounds streams (`GET /collections/trips/bounds/stream`): one ``BoundsController``
+/// per distinct query, shared by every client of that query, so the cost of a change grows with
+/// the number of distinct queries, not of clients (the report is rendered once per change and
+/// its bytes queued for each client: O(clients) copies of one event).
+///
+/// Each event is `id: <history token>`, `event: bounds`, `data: <the bounds document>`; a
+/// comment every 15 s keeps idle connections (and proxies) alive and finds clients that left.
+/// A feed is released with its last client.
+final class BoundsStreams: Sendable {
+  /// One distinct query and its clients.
+  final class Feed: Sendable {
+    let controller: BoundsController
+    let parameters: FeaturesAPI.BoundsParametersBox
+    let clients = Mutex<[ObjectIdentifier: HTTPStream]>([:])
+    let lastEvent = Mutex<String?>(nil)
+    let token = Mutex<ObservationTrackingToken?>(nil)
+
+    init(controller: BoundsController, parameters: FeaturesAPI.BoundsParametersBox) {
+      self.controller = controller
+      self.parameters = parameters
+    }
+  }
+
+  private let feeds = Mutex<[String: Feed]>([:])
+  private let pool: StorePool
+  /// The keep-alive timer; only created, resumed and cancelled (thread-safe calls).
+  private let keepAlive: UncheckedTimer
+  struct UncheckedTimer: @unchecked Sendable { let source: any DispatchSourceTimer }
+
+  /// Seconds between keep-alive comments.
+  static let keepAliveSeconds = 15
+
+  init(pool: StorePool) {
+    self.pool = pool
+    let timer = DispatchSource.makeTimerSource(queue: .global())
+    timer.schedule(
+      deadline: .now() + .seconds(Self.keepAliveSeconds),
+      repeating: .seconds(Self.keepAliveSeconds))
+    keepAlive = UncheckedTimer(source: timer)
+    timer.setEventHandler { [weak self] in self?.sendKeepAlive() }
+    timer.resume()
+  }
+
+  deinit { keepAlive.source.cancel() }
+
+  /// How many distinct queries are followed now.
+  var feedCount: Int { feeds.withLock { $0.count } }
+
+  private func sendKeepAlive() {
+    let all = feeds.withLock { Array($0.values) }
+    for feed in all {
+      for client in feed.clients.withLock({ Array($0.values) }) { client.send(": keep-alive\n\n") }
+    }
+  }
+
+  /// A stream for `key`'s query: the current report now, then one event per change of it.
+  func open(key: String, parameters: FeaturesAPI.BoundsParametersBox) throws -> HTTPStream {
+    let feed = try feeds.withLock { feeds -> Feed in
+      if let feed = feeds[key] { return feed }
+      let value = parameters.value
+      let controller = try BoundsController(
+        container: pool.container, query: value.parsed.unpaged, crs: value.crs,
+        viewport: value.fitted)
+      let feed = Feed(controller: controller, parameters: parameters)
+      feeds[key] = feed
+      let started = withContinuousObservation { [weak self, weak feed] in
+        guard let feed else { return }
+        let report = feed.controller.report
+        self?.publish(report, to: feed)
+      }
+      feed.token.withLock { $0 = started }
+      return feed
+    }
+    let stream = HTTPStream()
+    let id = ObjectIdentifier(stream)
+    feed.clients.withLock { $0[id] = stream }
+    stream.onFinish.withLock {
+      $0 = { [weak self, weak feed] in
+        guard let feed else { return }
+        let empty = feed.clients.withLock { clients -> Bool in
+          clients[id] = nil
+          return clients.isEmpty
+        }
+        if empty { self?.release(key, feed) }
+      }
+    }
+    stream.send("retry: 2000\n\n")
+    if let event = feed.lastEvent.withLock({ $0 }) { stream.send(event) }
+    return stream
+  }
+
+  private func release(_ key: String, _ feed: Feed) {
+    let removed = feeds.withLock { feeds -> Bool in
+      guard feeds[key] === feed, feed.clients.withLock({ $0.isEmpty }) else { return false }
+      feeds[key] = nil
+      return true
+    }
+    if removed { feed.token.withLock { $0?.cancel() } }
+  }
+
+  /// Renders the report once, with the store's current history token as its id, and queues it
+  /// for every client of the feed.
+  private func publish(_ report: BoundsReport, to feed: Feed) {
+    let token = (try? pool.withStore(author: "service") { try $0.context.currentHistoryToken() })
+    let document = FeaturesAPI.boundsDocument(report, feed.parameters.value)
+    let event =
+      "id: \(token?.description ?? "")\nevent: bounds\ndata: \(document.rendered(pretty: false))\n\n"
+    let changed = feed.lastEvent.withLock { last -> Bool in
+      guard last != event else { return false }
+      last = event
+      return true
+    }
+    guard changed else { return }
+    for client in feed.clients.withLock({ Array($0.values) }) { client.send(event) }
+  }
+
+  /// Ends every stream (the service is stopping).
+  func closeAll() {
+    let all = feeds.withLock { feeds -> [Feed] in
+      defer { feeds = [:] }
+      return Array(feeds.values)
+    }
+    for feed in all {
+      feed.token.withLock { $0?.cancel() }
+      for client in feed.clients.withLock({ Array($0.values) }) { client.close() }
+    }
+  }
+}
