@@ -772,6 +772,9 @@ struct ServeTests {
         -H 'Content-Type: application/geo+json' --data-binary @"$5" "$url/collections/trips/items"
       head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST \
         --data-binary @- "$url/collections/trips/items"
+      curl -s -N --max-time 3 -o /dev/null "$url/collections/trips/bounds/stream"
+      curl -s -N --max-time 20 -o /dev/null "$url/collections/trips/bounds/stream" &
+      sleep 2
       kill -TERM $server
       wait $server
       echo " exit=$?"
