@@ -88,6 +88,7 @@ extension FeaturesAPI {
   /// `bounds`.
   func boundsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parameters = try boundsParameters(request)
+    if request.method == "HEAD" { return Self.streamHead() }
     let key = request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
     let stream = try streams.open(key: key, parameters: BoundsParametersBox(parameters))
     return HTTPResponse(

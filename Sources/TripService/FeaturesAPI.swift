@@ -10,6 +10,7 @@ struct FeaturesAPI: Sendable {
   let pool: StorePool
   let extent: CollectionExtent
   let streams: BoundsStreams
+  let itemStreams: ItemsStreams
 
   static let collectionID = "trips"
   static let geoJSON = "application/geo+json"
@@ -21,7 +22,7 @@ struct FeaturesAPI: Sendable {
   enum Route {
     case landing, conformance, api, collections, collection, items
     case item(String)
-    case bounds, boundsStream, sections, changes
+    case bounds, boundsStream, itemsStream, sections, changes
 
     var methods: [String] {
       switch self {
@@ -43,6 +44,7 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips/items": self = .items
       case "/collections/trips/bounds": self = .bounds
       case "/collections/trips/bounds/stream": self = .boundsStream
+      case "/collections/trips/items/stream": self = .itemsStream
       case "/collections/trips/sections": self = .sections
       case "/changes": self = .changes
       default:
@@ -146,6 +148,8 @@ struct FeaturesAPI: Sendable {
       return try changes(request)
     case .boundsStream:
       return try boundsStream(request)
+    case .itemsStream:
+      return try itemsStream(request)
     }
   }
 
@@ -306,6 +310,31 @@ struct FeaturesAPI: Sendable {
     HTTPResponse(
       status: status, headers: [("Content-Type", type)],
       body: Data((value.rendered(pretty: false) + "\n").utf8))
+  }
+
+  /// `GET /collections/trips/items/stream`: each committed change to the matching trips as
+  /// Server-Sent Events, resumable with `Last-Event-ID` (see ``ItemsStreams``). Takes the items
+  /// filters (`bbox`, `datetime`, `destination`, `q`).
+  func itemsStream(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parsed = try ItemsQuery(request, allowed: ItemsQuery.filterNames)
+    if request.method == "HEAD" { return Self.streamHead() }
+    let key = request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
+    let stream = try itemStreams.open(
+      key: key, query: parsed.unpaged, lastEventID: request.header("Last-Event-ID"))
+    return HTTPResponse(
+      status: 200,
+      headers: [
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+        ("X-Accel-Buffering", "no"),
+      ],
+      stream: stream)
+  }
+
+  /// The headers of a stream, for HEAD (no stream is opened).
+  static func streamHead() -> HTTPResponse {
+    HTTPResponse(
+      status: 200,
+      headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")])
   }
 
   // MARK: Negotiation

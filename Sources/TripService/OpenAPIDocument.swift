@@ -247,6 +247,23 @@ enum OpenAPIDocument {
         ])
       ),
       (
+        "/collections/trips/items/stream",
+        .object([
+          (
+            "get",
+            operation(
+              "Each committed change to the matching trips (Server-Sent Events; Last-Event-ID resumes)",
+              "streamItems", parameters: filters,
+              ok: (
+                "200",
+                response(
+                  "text/event-stream: events insert and update (a Feature), delete ({id}), reset (every matching trip), with id = the history token.",
+                  "text/event-stream")
+              ))
+          )
+        ])
+      ),
+      (
         "/collections/trips/bounds/stream",
         .object([
           (

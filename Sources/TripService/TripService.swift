@@ -65,6 +65,7 @@ public final class TripService: Sendable {
   let pool: StorePool
   let extent: CollectionExtent
   let streams: BoundsStreams
+  let itemStreams: ItemsStreams
   let api: FeaturesAPI
   private let server = Mutex<HTTPServer?>(nil)
 
@@ -91,7 +92,10 @@ public final class TripService: Sendable {
     pool = StorePool(container: container)
     extent = CollectionExtent()
     streams = BoundsStreams(pool: pool)
-    api = FeaturesAPI(configuration: configuration, pool: pool, extent: extent, streams: streams)
+    itemStreams = ItemsStreams(pool: pool)
+    api = FeaturesAPI(
+      configuration: configuration, pool: pool, extent: extent, streams: streams,
+      itemStreams: itemStreams)
     let api = self.api
     let started = try HTTPServer(
       host: configuration.host, port: configuration.port, limits: configuration.limits,
@@ -110,6 +114,7 @@ public final class TripService: Sendable {
       return current
     }
     streams.closeAll()
+    itemStreams.closeAll()
     running?.stop(drainSeconds: configuration.drainSeconds)
   }
 

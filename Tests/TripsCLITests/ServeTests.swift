@@ -255,7 +255,7 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 11)
+    #expect(paths.count == 12)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -709,7 +709,105 @@ struct ServeTests {
       ).status == 0)
     #expect(eventually { events(first).count >= 3 })
     #expect(events(first).count == 3 && events(first).last?["count"] as? Int == 242)
-    for client in clients { client.terminate() }
+    for client in clients { kill(client.processIdentifier, SIGKILL) }
+  }
+
+  @Test(
+    "items stream: live changes; Last-Event-ID gets exactly the missed ones; an expired token a reset"
+  )
+  func itemsStream() throws {
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { #expect(server.stop() == 0) }
+    let path = "/collections/trips/items/stream?bbox=160,-60,-160,0"
+    /// (id, event, data) of each event in a stream's output.
+    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
+      text.components(separatedBy: "\n\n").compactMap { block in
+        var id = ""
+        var kind = ""
+        var data: [String: Any] = [:]
+        for line in block.split(separator: "\n") {
+          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
+          if line.hasPrefix("data: ") {
+            data =
+              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
+              as? [String: Any] ?? [:]
+          }
+        }
+        return kind.isEmpty ? nil : (id, kind, data)
+      }
+    }
+    func listen(lastEventID: String? = nil, seconds: Int) throws -> (Process, URL) {
+      let file = scratch.file("stream-\(UUID().uuidString).txt")
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments =
+        ["-s", "-N", "--max-time", "\(seconds)", "-o", file.path]
+        + (lastEventID.map { ["-H", "Last-Event-ID: \($0)"] } ?? []) + [server.url + path]
+      try process.run()
+      return (process, file)
+    }
+    func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    let (first, firstFile) = try listen(seconds: 30)
+    #expect(eventually { text(firstFile).hasPrefix("retry: 2000") })
+    let a = try trips(
+      [
+        "add", "--name", "A", "--destination", "Suva", "--start", "2027-01-01", "--end",
+        "2027-01-02",
+        "--latitude", "-18", "--longitude", "178",
+      ], store: scratch.store
+    ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(eventually { events(text(firstFile)).count == 1 })
+    let inserted = try #require(events(text(firstFile)).first)
+    #expect(inserted.kind == "insert" && inserted.data["id"] as? String == a)
+    // Outside the box: no event.
+    #expect(try trips(addSuva.map { $0 == "178.4" ? "10" : $0 }, store: scratch.store).status == 0)
+    kill(first.processIdentifier, SIGKILL)  // the runner's children may ignore SIGTERM
+    first.waitUntilExit()
+    let seen = events(text(firstFile))
+    #expect(seen.count == 1, "\(seen.map(\.kind))")
+    // Three changes while away: B added in the box, B moved out, A deleted.
+    let b = try trips(
+      [
+        "add", "--name", "B", "--destination", "Apia", "--start", "2027-01-01", "--end",
+        "2027-01-02",
+        "--latitude", "-13.8", "--longitude", "-171.8",
+      ], store: scratch.store
+    ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(try trips(["update", b, "--latitude", "10"], store: scratch.store).status == 0)
+    #expect(try trips(["delete", a], store: scratch.store).status == 0)
+    let (again, againFile) = try listen(lastEventID: inserted.id, seconds: 30)
+    #expect(eventually { events(text(againFile)).count >= 3 })
+    Thread.sleep(forTimeInterval: 0.2)
+    let missed = events(text(againFile))
+    #expect(missed.map(\.kind) == ["insert", "delete", "delete"], "\(missed.map(\.kind))")
+    #expect(missed.map { $0.data["id"] as? String } == [b, b, a])
+    let tokens = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout)
+      .compactMap {
+        $0["token"] as? String
+      }
+    #expect(
+      missed.map(\.id) == Array(tokens.suffix(3)), "each event's id is its transaction's token")
+    kill(again.processIdentifier, SIGKILL)
+    // A token whose history was pruned: one reset with every matching trip.
+    let pruned = try trips(
+      ["history", "prune", "--before", try #require(tokens.last)], store: scratch.store)
+    #expect(pruned.status == 0)
+    let storeID = try #require(tokens.first?.split(separator: ":").first)
+    let (reset, resetFile) = try listen(lastEventID: "\(storeID):0", seconds: 30)
+    #expect(eventually { events(text(resetFile)).count == 1 })
+    let document = try #require(events(text(resetFile)).first)
+    #expect(document.kind == "reset")
+    let expected = try server.request("/collections/trips/items?bbox=160,-60,-160,0&limit=1000")
+      .json()
+    #expect((document.data["features"] as? [Any])?.count == expected["numberMatched"] as? Int)
+    kill(reset.processIdentifier, SIGKILL)
+    #expect(try server.request("HEAD", path).headers["content-type"] == "text/event-stream")
+    #expect(
+      try server.request("GET", path, headers: ["Last-Event-ID: garbage"]).status == 400,
+      "a bad Last-Event-ID is refused")
   }
 
   @Test("clients of one query share one controller; a slow client's queue is bounded")
@@ -733,13 +831,17 @@ struct ServeTests {
     }
     #expect(
       eventually { service.streamFeedCount == 2 }, "three clients of one query, one of another")
-    for client in clients { client.terminate() }
+    for client in clients { kill(client.processIdentifier, SIGKILL) }
     for client in clients { client.waitUntilExit() }
-    // A change wakes the suspended connections: the gone clients are found, and their feeds released.
-    _ = try store.add(
-      TripRecord(
-        name: "Wake", destination: "Oslo", startDate: TripDates.parse("2027-01-01")!,
-        endDate: TripDates.parse("2027-01-02")!, latitude: 59.9, longitude: 10.7))
+    // Changes wake the suspended connections: writing to a gone client fails (the second write
+    // after the peer closed, at the latest), the client is dropped, and its feed released.
+    for (index, latitude) in [59.9, 60.4, 61.0].enumerated() {
+      _ = try store.add(
+        TripRecord(
+          name: "Wake \(index)", destination: "Oslo", startDate: TripDates.parse("2027-01-01")!,
+          endDate: TripDates.parse("2027-01-02")!, latitude: latitude, longitude: 10.7))
+      Thread.sleep(forTimeInterval: 0.2)
+    }
     #expect(eventually { service.streamFeedCount == 0 })
     // The bound on a client's queue: past it, the client is dropped, not buffered.
     let stream = HTTPStream(limit: 100)
