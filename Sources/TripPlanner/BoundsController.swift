@@ -96,54 +96,57 @@ public final class BoundsController: Observable, Sendable {
   }
 
   private func catchUp(to version: Int, observerError: PersistenceError?) {
-    let errorChanged = state.withLock { state -> Bool in
+    let (updated, errorChanged) = state.withLock { state -> (BoundsReport?, Bool) in
       let before = state.lastError.map { "\($0)" }
+      var updated: BoundsReport?
       if let observerError {
         state.lastError = observerError
       } else if state.lastError is PersistenceError {
         state.lastError = nil
       }
-      return before != state.lastError.map { "\($0)" }
+      if version > state.version {
+        apply(to: &state, upTo: version)
+        do {
+          let report = try BoundsReport(
+            count: state.cover.count, box: state.cover.box, projection: projection,
+            viewport: viewport, points: state.points)
+          if !(state.lastError is PersistenceError) { state.lastError = nil }
+          if report != state.report {
+            // The report is in place before observers hear of it (see ResultsObserver).
+            state.report = report
+            updated = report
+          }
+        } catch {
+          state.lastError = error
+        }
+      }
+      return (updated, before != state.lastError.map { "\($0)" })
     }
     if errorChanged { registrar.withMutation(of: self, keyPath: \.lastError) {} }
-    let updated: BoundsReport? = state.withLock { state in
-      guard version > state.version else { return nil }
-      if let changes = observer.changes(after: state.version) {
-        for change in changes where change.version <= version {
-          for trip in change.removed {
-            state.cover.remove(Self.coordinate(trip))
-            state.points?.remove(projection.projectIfPossible(Self.coordinate(trip)))
-          }
-          for trip in change.inserted {
-            state.cover.insert(Self.coordinate(trip))
-            state.points?.insert(projection.projectIfPossible(Self.coordinate(trip)))
-          }
-          state.version = change.version
+    if updated != nil { registrar.withMutation(of: self, keyPath: \.report) {} }
+  }
+
+  /// Applies the observer's changes after the state's version up to `version`, or rebuilds the
+  /// cover when they are no longer kept.
+  private func apply(to state: inout State, upTo version: Int) {
+    if let changes = observer.changes(after: state.version) {
+      for change in changes where change.version <= version {
+        for trip in change.removed {
+          state.cover.remove(Self.coordinate(trip))
+          state.points?.remove(projection.projectIfPossible(Self.coordinate(trip)))
         }
-      } else {
-        let coordinates = observer.results.map(Self.coordinate)
-        state.cover = CoordinateCover(coordinates)
-        if state.points != nil { state.points = projection.pointCover(coordinates) }
-        state.version = observer.version
+        for trip in change.inserted {
+          state.cover.insert(Self.coordinate(trip))
+          state.points?.insert(projection.projectIfPossible(Self.coordinate(trip)))
+        }
+        state.version = change.version
       }
-      let report: BoundsReport
-      do {
-        report = try BoundsReport(
-          count: state.cover.count, box: state.cover.box, projection: projection,
-          viewport: viewport,
-          points: state.points)
-      } catch {
-        state.lastError = error
-        return nil
-      }
-      if !(state.lastError is PersistenceError) { state.lastError = nil }
-      guard report != state.report else { return nil }
-      // The report is in place before observers hear of it (see ResultsObserver).
-      state.report = report
-      return report
+    } else {
+      let coordinates = observer.results.map(Self.coordinate)
+      state.cover = CoordinateCover(coordinates)
+      if state.points != nil { state.points = projection.pointCover(coordinates) }
+      state.version = observer.version
     }
-    guard updated != nil else { return }
-    registrar.withMutation(of: self, keyPath: \.report) {}
   }
 
   private static func coordinate(_ trip: Trip) -> Coordinate {

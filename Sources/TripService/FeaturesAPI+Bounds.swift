@@ -88,16 +88,10 @@ extension FeaturesAPI {
   /// `bounds`.
   func boundsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parameters = try boundsParameters(request)
-    if request.method == "HEAD" { return Self.streamHead() }
-    let key = request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
-    let stream = try streams.open(key: key, parameters: BoundsParametersBox(parameters))
-    return HTTPResponse(
-      status: 200,
-      headers: [
-        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
-        ("X-Accel-Buffering", "no"),
-      ],
-      stream: stream)
+    if request.method == "HEAD" { return Self.streamResponse(nil) }
+    let stream = try streams.open(
+      key: Self.streamKey(request), parameters: BoundsParametersBox(parameters))
+    return Self.streamResponse(stream)
   }
 
   func bounds(_ request: HTTPRequest) throws -> HTTPResponse {

@@ -42,7 +42,7 @@ extension FeaturesAPI {
           415, "Send the trip as application/geo+json (a GeoJSON Feature), not \(type).")
       }
     }
-    let links = Links(base: baseURL(request), format: "json")
+    let links = Links(base: baseURL(request))
     switch (route, request.method) {
     case (.items, "POST"):
       var record = try Self.decodeFeature(request.body)

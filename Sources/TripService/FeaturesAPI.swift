@@ -116,8 +116,8 @@ struct FeaturesAPI: Sendable {
     if ["POST", "PUT", "PATCH", "DELETE"].contains(request.method) {
       return try write(request, route: route)
     }
-    let format = try negotiate(request, route: route)
-    let links = Links(base: baseURL(request), format: format)
+    try negotiate(request)
+    let links = Links(base: baseURL(request))
     switch route {
     case .landing:
       return Self.document(landing(links), type: Self.json)
@@ -158,7 +158,6 @@ struct FeaturesAPI: Sendable {
   /// Links made absolute on the base URL the client used.
   struct Links {
     var base: String
-    var format: String
 
     func link(_ path: String, rel: String, type: String, title: String? = nil) -> JSONValue {
       var members: [(String, JSONValue)] = [
@@ -317,11 +316,17 @@ struct FeaturesAPI: Sendable {
   /// filters (`bbox`, `datetime`, `destination`, `q`).
   func itemsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request, allowed: ItemsQuery.filterNames)
-    if request.method == "HEAD" { return Self.streamHead() }
-    let key = request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
+    if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.open(
-      key: key, query: parsed.unpaged, lastEventID: request.header("Last-Event-ID"))
-    return HTTPResponse(
+      key: Self.streamKey(request), query: parsed.unpaged,
+      lastEventID: request.header("Last-Event-ID"))
+    return Self.streamResponse(stream)
+  }
+
+  /// A Server-Sent Events response on `stream`; its headers alone for HEAD (nil: no stream is
+  /// opened).
+  static func streamResponse(_ stream: HTTPStream?) -> HTTPResponse {
+    HTTPResponse(
       status: 200,
       headers: [
         ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
@@ -330,25 +335,23 @@ struct FeaturesAPI: Sendable {
       stream: stream)
   }
 
-  /// The headers of a stream, for HEAD (no stream is opened).
-  static func streamHead() -> HTTPResponse {
-    HTTPResponse(
-      status: 200,
-      headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")])
+  /// The key of a stream's query: its parameters, sorted (clients of one key share one feed).
+  static func streamKey(_ request: HTTPRequest) -> String {
+    request.query.map { "\($0.name)=\($0.value)" }.sorted().joined(separator: "&")
   }
 
   // MARK: Negotiation
 
-  /// The format asked for with `f` or `Accept`: JSON in its flavours; anything else is 400
-  /// (`f`) or 406 (`Accept`).
-  func negotiate(_ request: HTTPRequest, route: Route) throws -> String {
+  /// Checks the format asked for with `f` or `Accept`: JSON in its flavours; anything else is
+  /// 400 (`f`) or 406 (`Accept`).
+  func negotiate(_ request: HTTPRequest) throws {
     if let format = request.queryValues("f").last {
       guard ["json", "geojson", "application/json", "application/geo+json"].contains(format)
       else {
         throw ServiceError.request(
           400, "Invalid value '\(HTTPServer.loggable(format))' for 'f': this service speaks json.")
       }
-      return "json"
+      return
     }
     if let accept = request.header("Accept"), !accept.isEmpty {
       let offered = [
@@ -369,7 +372,6 @@ struct FeaturesAPI: Sendable {
         )
       }
     }
-    return "json"
   }
 
   /// `scheme://host` as the client addressed the service (links are absolute).

@@ -160,3 +160,46 @@ struct BoxQueryPlanTests {
       "\(filtered)")
   }
 }
+
+@Suite("Trip queries in Swift and in SQL")
+struct TripQueryMatchTests {
+  @Test(
+    "FetchDescriptor.matches (what the items stream uses) agrees with the SQL fetch",
+    arguments: [
+      TripQuery(search: "a"), TripQuery(destination: "zurich"),
+      TripQuery(from: TripDates.parse("2027-03-01"), to: TripDates.parse("2027-06-01")),
+      {
+        var query = TripQuery()
+        query.bbox = GeographicBox(west: 170, south: -30, east: -170, north: 0)
+        return query
+      }(),
+      {
+        var query = TripQuery(search: "e")
+        query.bbox = GeographicBox(west: -20, south: 30, east: 40, north: 70)
+        return query
+      }(),
+    ])
+  func agrees(query: TripQuery) throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    var generator = SeededGenerator(seed: 9)
+    let names = ["Zürich week", "Spring in Suva", "Apia", "Oslo", "Café tour"]
+    let destinations = ["Zürich", "ZURICH", "Suva", "Apia", "Oslo"]
+    for index in 0..<300 {
+      let start = Date(
+        timeIntervalSince1970: 1_800_000_000 + Double(Int.random(in: 0..<300, using: &generator))
+          * 86_400)
+      _ = try store.add(
+        TripRecord(
+          name: names[index % names.count], destination: destinations[index % destinations.count],
+          startDate: start, endDate: start.addingTimeInterval(5 * 86_400),
+          latitude: Double.random(in: -80...80, using: &generator),
+          longitude: Double.random(in: -180...180, using: &generator)))
+    }
+    let descriptor = query.fetchDescriptor
+    let fetched = Set(try store.trips(query).map(\.id))
+    let all = try store.trips()
+    let matched = Set(try all.filter { try descriptor.matches($0) }.map(\.id))
+    #expect(matched == fetched)
+    #expect(!fetched.isEmpty && fetched.count < all.count, "the query selects some, not all")
+  }
+}

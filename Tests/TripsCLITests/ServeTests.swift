@@ -116,6 +116,13 @@ func curl(_ method: String, _ url: String, headers: [String] = [], body: Data? =
   return HTTPReply(status: status, headers: headerValues, body: data)
 }
 
+/// A token file of one `name:token` line, readable by its owner only (as `serve` requires).
+func tokenFile(in scratch: Scratch, _ line: String) throws -> URL {
+  let file = try scratch.write("tokens", line + "\n")
+  try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+  return file
+}
+
 /// A feature body for writes.
 func featureBody(
   name: String = "Served", destination: String = "Suva", latitude: Double = -18.1,
@@ -385,8 +392,7 @@ struct ServeTests {
   @Test("writes: refused without a token, with a wrong one, and read-only; done with the right one")
   func writes() throws {
     let scratch = Scratch()
-    let tokens = try scratch.write("tokens", "alice:\(String(repeating: "s3cret-", count: 3))\n")
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let tokens = try tokenFile(in: scratch, "alice:\(String(repeating: "s3cret-", count: 3))")
     let token = String(repeating: "s3cret-", count: 3)
     let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
     defer { #expect(server.stop() == 0) }
@@ -437,8 +443,7 @@ struct ServeTests {
   @Test("a 17 MiB body is refused with 413 before it is read")
   func bodyTooLarge() throws {
     let scratch = Scratch()
-    let tokens = try scratch.write("tokens", "bob:\(String(repeating: "t", count: 20))\n")
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let tokens = try tokenFile(in: scratch, "bob:\(String(repeating: "t", count: 20))")
     let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
     defer { _ = server.stop() }
     let reply = try server.request(
@@ -495,8 +500,7 @@ struct ServeTests {
     let scratch = Scratch()
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
     let token = String(repeating: "k", count: 24)
-    let tokens = try scratch.write("tokens", "carol:\(token)\n")
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let tokens = try tokenFile(in: scratch, "carol:\(token)")
     let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
     let writer = Process()
     writer.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -609,8 +613,7 @@ struct ServeTests {
     let laptop = scratch.file("laptop.sqlite")
     #expect(try trips(["import", sampleTrips.path], store: laptop).status == 0)
     let token = String(repeating: "z", count: 20)
-    let tokens = try scratch.write("tokens", "laptop:\(token)\n")
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let tokens = try tokenFile(in: scratch, "laptop:\(token)")
     let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
     defer { #expect(server.stop() == 0) }
     let feed = try trips(["sync", "export"], store: laptop).stdout
@@ -856,8 +859,7 @@ struct ServeTests {
     let scratch = Scratch()
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
     let token = String(repeating: "m", count: 20)
-    let tokens = try scratch.write("tokens", "mia:\(token)\n")
-    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+    let tokens = try tokenFile(in: scratch, "mia:\(token)")
     let log = scratch.file("valgrind.log")
     let run = try shell(
       """
