@@ -47,7 +47,7 @@ public struct SyncFeed: Sendable {
           .string(change.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
         ),
         ("kind", .string(change.kind.rawValue)),
-        ("tripId", .string(change.tripID.uuidString.lowercased())),
+        ("tripId", .string(change.tripID.lowercasedString)),
         ("trip", change.trip.map(TripJSON.object) ?? .null),
       ])
       text += value.rendered() + "\n"

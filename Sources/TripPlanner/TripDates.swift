@@ -3,8 +3,54 @@ import Foundation
 /// How trip dates are written and read: ISO 8601 in UTC, or a bare `YYYY-MM-DD` day.
 public enum TripDates {
   /// `2027-04-01T00:00:00Z`.
+  ///
+  /// Whole seconds in years 1583–9999 are written directly, as Foundation's `.iso8601` style
+  /// writes them; other dates go through that style (it counts days before the Gregorian
+  /// reform of 1582 by the Julian calendar, as ICU does, and the parser reads them back so).
   public static func format(_ date: Date) -> String {
-    date.formatted(.iso8601)
+    let seconds = date.timeIntervalSince1970
+    // -12212553600 is 1583-01-01T00:00:00Z; 253402300800 is 10000-01-01T00:00:00Z.
+    guard seconds == seconds.rounded(.down), seconds >= -12_212_553_600,
+      seconds < 253_402_300_800
+    else { return date.formatted(.iso8601) }
+    let whole = Int64(seconds)
+    let (days, second) = (whole.floorDivided(by: 86_400), whole.floorModulo(86_400))
+    let (year, month, day) = civil(days: days)
+    var bytes = [UInt8](repeating: UInt8(ascii: "0"), count: 20)
+    func put(_ value: Int64, at end: Int, digits: Int) {
+      var value = value
+      for index in stride(from: end, to: end - digits, by: -1) {
+        bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+        value /= 10
+      }
+    }
+    put(year, at: 3, digits: 4)
+    bytes[4] = UInt8(ascii: "-")
+    put(month, at: 6, digits: 2)
+    bytes[7] = UInt8(ascii: "-")
+    put(day, at: 9, digits: 2)
+    bytes[10] = UInt8(ascii: "T")
+    put(second / 3600, at: 12, digits: 2)
+    bytes[13] = UInt8(ascii: ":")
+    put(second / 60 % 60, at: 15, digits: 2)
+    bytes[16] = UInt8(ascii: ":")
+    put(second % 60, at: 18, digits: 2)
+    bytes[19] = UInt8(ascii: "Z")
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// The proleptic Gregorian year, month and day of a count of days since 1970-01-01
+  /// (H. Hinnant's `civil_from_days`).
+  static func civil(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    let shifted = days + 719_468
+    let era = shifted.floorDivided(by: 146_097)
+    let dayOfEra = shifted - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let monthIndex = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+    return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
   /// `2027-04-01` (the UTC day).
@@ -49,5 +95,15 @@ public enum TripDates {
       return nil
     }
     return date
+  }
+}
+
+extension Int64 {
+  fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+    let quotient = self / divisor
+    return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+  }
+  fileprivate func floorModulo(_ divisor: Int64) -> Int64 {
+    self - floorDivided(by: divisor) * divisor
   }
 }

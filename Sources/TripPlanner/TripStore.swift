@@ -68,6 +68,28 @@ public final class TripStore {
     }
   }
 
+  /// One page of the trips matching `query` (its `offset` and `limit`) and how many match in
+  /// all, from one snapshot of the store: what a paged API answers with.
+  ///
+  /// Cost: with a bounding box, one pass over the box's index entries that counts the matches
+  /// and keeps the page in a bounded heap (``ModelContext/fetchPage(_:)``), O(m log k) for m
+  /// matches and k = offset + limit, then O(page) rows read; otherwise the page's query and a
+  /// count, each served by an index where one follows the order or the filter.
+  public func page(_ query: TripQuery) throws -> (trips: [Trip], matched: Int) {
+    try run {
+      var unpaged = query
+      unpaged.limit = nil
+      unpaged.offset = nil
+      guard query.bbox != nil, query.limit != nil else {
+        return (
+          try context.fetch(query.fetchDescriptor), try context.fetchCount(unpaged.fetchDescriptor)
+        )
+      }
+      let (identifiers, matched) = try context.fetchPage(query.fetchDescriptor)
+      return (try identifiers.compactMap { try context.model(for: $0, as: Trip.self) }, matched)
+    }
+  }
+
   /// The coordinates of the trips matching `query`, in its order, read from their two columns
   /// without making models: what a bounds report needs. Cost: one SQL query, O(rows).
   public func coordinates(_ query: TripQuery = TripQuery()) throws -> [Coordinate] {
@@ -154,7 +176,7 @@ public final class TripStore {
           predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) }))
     }
     let matches = candidates.filter {
-      $0.id.uuidString.lowercased().filter(\.isHexDigit).hasPrefix(digits)
+      $0.id.lowercasedString.filter(\.isHexDigit).hasPrefix(digits)
     }
     switch matches.count {
     case 1: return matches[0]
@@ -311,7 +333,7 @@ public final class TripStore {
           .init(
             file: file, line: line,
             reason:
-              "the id \(id.uuidString.lowercased()) is also \(place); each trip may appear once"))
+              "the id \(id.lowercasedString) is also \(place); each trip may appear once"))
       } else {
         firstLine[id] = line
       }

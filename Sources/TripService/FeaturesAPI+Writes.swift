@@ -48,13 +48,13 @@ extension FeaturesAPI {
       var record = try Self.decodeFeature(request.body)
       if let id = record.id, try exists(id) {
         throw ServiceError.request(
-          409, "A trip with the id \(id.uuidString.lowercased()) exists; PUT it to replace it.")
+          409, "A trip with the id \(id.lowercasedString) exists; PUT it to replace it.")
       }
       if record.id == nil { record.id = UUID() }
       let saved = try pool.withStore(author: author) { try $0.add(record).record }
       var response = Self.feature(saved, links: links, status: 201)
       response.headers.append(
-        ("Location", links.base + "/collections/trips/items/" + saved.id!.uuidString.lowercased()))
+        ("Location", links.base + "/collections/trips/items/" + saved.id!.lowercasedString))
       return response
     case (.item(let id), "PUT"):
       let uuid = try Self.uuid(id)

@@ -242,11 +242,13 @@ struct FeaturesAPI: Sendable {
   }
 
   /// `GET /collections/trips/items`: one page of matching trips, with `numberMatched` and
-  /// `next`/`prev` links. Cost: the page's query (an index search with `bbox`) and a count.
+  /// `next`/`prev` links. Cost: ``TripStore/page(_:)``: with `bbox`, one pass over the box's
+  /// index entries that counts and picks the page; otherwise the page's query and a count.
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      (try store.trips(parsed.query).map(\.record), try store.count(parsed.unpaged))
+      let page = try store.page(parsed.query)
+      return (page.trips.map(\.record), page.matched)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),
@@ -291,7 +293,7 @@ struct FeaturesAPI: Sendable {
 
   static func feature(_ record: TripRecord, links: Links, status: Int = 200) -> HTTPResponse {
     var feature = TripGeoJSON.feature(record)
-    if case .object(var members) = feature, let id = record.id?.uuidString.lowercased() {
+    if case .object(var members) = feature, let id = record.id?.lowercasedString {
       members.append(
         (
           "links",
@@ -308,7 +310,11 @@ struct FeaturesAPI: Sendable {
   static func document(_ value: JSONValue, type: String, status: Int = 200) -> HTTPResponse {
     HTTPResponse(
       status: status, headers: [("Content-Type", type)],
-      body: Data((value.rendered(pretty: false) + "\n").utf8))
+      body: {
+        var bytes = value.utf8()
+        bytes.append(0x0A)
+        return Data(bytes)
+      }())
   }
 
   /// `GET /collections/trips/items/stream`: each committed change to the matching trips as

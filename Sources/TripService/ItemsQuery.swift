@@ -215,9 +215,22 @@ struct ItemsQuery {
     return "/collections/trips/items?" + query
   }
 
+  /// `text` percent-encoded for a query: unreserved characters, `,` and `:` kept as they are
+  /// (so that a `bbox` reads as typed), every other UTF-8 byte as `%XX`. O(length).
   static func escape(_ text: String) -> String {
-    let allowed = CharacterSet(
-      charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,:")
-    return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    let hex = Array("0123456789ABCDEF".utf8)
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(text.utf8.count)
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+        UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ","), UInt8(ascii: ":"):
+        bytes.append(byte)
+      default:
+        bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+      }
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 }

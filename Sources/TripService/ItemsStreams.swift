@@ -194,7 +194,7 @@ final class ItemsStreams: Sendable {
   }
 
   static func deleted(_ id: UUID) -> JSONValue {
-    .object([("id", .string(id.uuidString.lowercased()))])
+    .object([("id", .string(id.lowercasedString))])
   }
 
   /// The events after `token` up to `last`, from history; `reset` when that history is gone.

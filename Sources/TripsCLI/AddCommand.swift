@@ -48,6 +48,6 @@ enum AddCommand: Subcommand {
     try record.validate()
     let store = try CommonOptions.openForWriting(arguments, io)
     let trip = try store.add(record)
-    try io.out(trip.id.uuidString.lowercased() + "\n")
+    try io.out(trip.id.lowercasedString + "\n")
   }
 }

@@ -16,7 +16,7 @@ enum DeleteCommand: Subcommand {
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let store = try CommonOptions.openForWriting(arguments, io)
     let trips = try store.delete(arguments.positionals)
-    for trip in trips { try io.out(trip.id.uuidString.lowercased() + "\n") }
+    for trip in trips { try io.out(trip.id.lowercasedString + "\n") }
     io.err("Deleted \(trips.count) trip\(trips.count == 1 ? "" : "s").\n")
   }
 }

@@ -49,9 +49,9 @@ enum HistoryCommand: Subcommand {
       if let id = change.tombstone?[\Trip.id] { deletedIDs[change.changedIdentifier] = id }
     }
     func tripID(_ change: HistoryChange) -> String? {
-      if let id = deletedIDs[change.changedIdentifier] { return id.uuidString.lowercased() }
+      if let id = deletedIDs[change.changedIdentifier] { return id.lowercasedString }
       let trip = try? context.model(for: change.changedIdentifier, as: Trip.self)
-      return trip?.id.uuidString.lowercased()
+      return trip?.id.lowercasedString
     }
     if arguments.has("json") {
       let value = JSONValue.array(

@@ -25,7 +25,7 @@ enum ShowCommand: Subcommand {
   static func describe(_ trip: Trip, io: TerminalIO) -> String {
     let days = Int(((trip.endDate.timeIntervalSince(trip.startDate)) / 86400).rounded(.down)) + 1
     let table = TextTable(rows: [
-      ["id:", trip.id.uuidString.lowercased()],
+      ["id:", trip.id.lowercasedString],
       ["name:", trip.name],
       ["destination:", trip.destination],
       ["start:", displayDate(trip.startDate, io: io)],

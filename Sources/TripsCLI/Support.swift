@@ -259,7 +259,7 @@ func cliError(_ error: any Error) -> CLIError {
 
 extension Trip {
   /// The first 8 characters of the id, enough to name it in a listing.
-  var shortID: String { String(id.uuidString.lowercased().prefix(8)) }
+  var shortID: String { String(id.lowercasedString.prefix(8)) }
 }
 
 /// A date as people read it, in the command's zone (`--time-zone`, `$TZ`, else UTC):

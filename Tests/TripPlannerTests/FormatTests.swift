@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TripPlanner
@@ -104,5 +105,52 @@ struct FormatTests {
     #expect(
       value["bbox"]
         == .array([.number(178.42531), .number(-18.13683), .number(-171.8), .number(-13.8)]))
+  }
+}
+
+@Suite("Fast writers agree with Foundation")
+struct FastWriterTests {
+  @Test("TripDates.format writes what Foundation's .iso8601 style writes, years 1–9999")
+  func dates() {
+    var generator = SeededGenerator(seed: 11)
+    var seconds: [Double] = [
+      -62_135_596_800, 253_402_300_799, 0, -1, 951_782_400, 951_868_800, 4_107_542_400,
+      -2_208_988_800, 1.5, -0.25, 253_402_300_800, -62_135_596_801,
+    ]
+    for _ in 0..<20_000 {
+      seconds.append(Double(Int64.random(in: -62_135_596_800..<253_402_300_800, using: &generator)))
+    }
+    for value in seconds {
+      let date = Date(timeIntervalSince1970: value)
+      #expect(TripDates.format(date) == date.formatted(.iso8601), "\(value)")
+    }
+  }
+
+  @Test("UUID.lowercasedString is uuidString.lowercased()")
+  func uuids() {
+    for _ in 0..<1000 {
+      let id = UUID()
+      #expect(id.lowercasedString == id.uuidString.lowercased())
+    }
+    let fixed = UUID(uuid: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255))
+    #expect(fixed.lowercasedString == "00010203-0405-0607-0809-0a0b0c0d0eff")
+  }
+
+  @Test("JSONValue writes text that JSON readers read back, escaping every control character")
+  func json() throws {
+    var texts = ["", "plain", "quote \" and \\ backslash", "tab\tnew\nline\r", "é Ω 🌍", "/"]
+    texts.append(String(String.UnicodeScalarView((0..<0x20).map { Unicode.Scalar($0)! })))
+    texts.append("\u{7F}\u{85}\u{2028}")
+    let value = JSONValue.array(
+      texts.map { .object([("k\u{1}\"", .array([.string($0), .number(1.5), .null]))]) })
+    for pretty in [false, true] {
+      let text = value.rendered(pretty: pretty)
+      #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" })
+      #expect(try JSONValue.parse(Data(text.utf8)) == value)
+      #expect(value.utf8(pretty: pretty) == Array(text.utf8))
+    }
+    #expect(
+      JSONValue.object([("a", .array([.number(1), .object([])]))]).rendered(pretty: true)
+        == "{\n  \"a\": [\n    1,\n    {}\n  ]\n}")
   }
 }

@@ -99,43 +99,58 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
 
   /// Renders compact JSON, or indented by two spaces when `pretty`.
   public func rendered(pretty: Bool = false) -> String {
-    var output = ""
+    String(decoding: utf8(pretty: pretty), as: UTF8.self)
+  }
+
+  /// The rendered text as UTF-8 bytes (see ``rendered(pretty:)``), for writing to a file or a
+  /// socket without making a `String` first. Cost: O(size of the text); strings that need no
+  /// escape are copied whole.
+  public func utf8(pretty: Bool = false) -> [UInt8] {
+    var output: [UInt8] = []
+    output.reserveCapacity(256)
     write(into: &output, pretty: pretty, depth: 0)
     return output
   }
 
-  private func write(into output: inout String, pretty: Bool, depth: Int) {
-    let newline = pretty ? "\n" + String(repeating: "  ", count: depth + 1) : ""
-    let closing = pretty ? "\n" + String(repeating: "  ", count: depth) : ""
+  private static func newline(into output: inout [UInt8], depth: Int) {
+    output.append(0x0A)
+    output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
+  }
+
+  private func write(into output: inout [UInt8], pretty: Bool, depth: Int) {
     switch self {
-    case .null: output += "null"
-    case .bool(let value): output += value ? "true" : "false"
-    case .number(let value): output += JSONValue.format(value)
+    case .null: output.append(contentsOf: "null".utf8)
+    case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+    case .number(let value): output.append(contentsOf: JSONValue.format(value).utf8)
     case .string(let value): JSONValue.writeString(value, into: &output)
     case .array(let values):
       if values.isEmpty {
-        output += "[]"
+        output.append(contentsOf: "[]".utf8)
         return
       }
-      output += "["
+      output.append(UInt8(ascii: "["))
       for (index, value) in values.enumerated() {
-        output += (index == 0 ? "" : ",") + newline
+        if index > 0 { output.append(UInt8(ascii: ",")) }
+        if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
         value.write(into: &output, pretty: pretty, depth: depth + 1)
       }
-      output += closing + "]"
+      if pretty { JSONValue.newline(into: &output, depth: depth) }
+      output.append(UInt8(ascii: "]"))
     case .object(let members):
       if members.isEmpty {
-        output += "{}"
+        output.append(contentsOf: "{}".utf8)
         return
       }
-      output += "{"
+      output.append(UInt8(ascii: "{"))
       for (index, (key, value)) in members.enumerated() {
-        output += (index == 0 ? "" : ",") + newline
+        if index > 0 { output.append(UInt8(ascii: ",")) }
+        if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
         JSONValue.writeString(key, into: &output)
-        output += pretty ? ": " : ":"
+        output.append(contentsOf: (pretty ? ": " : ":").utf8)
         value.write(into: &output, pretty: pretty, depth: depth + 1)
       }
-      output += closing + "}"
+      if pretty { JSONValue.newline(into: &output, depth: depth) }
+      output.append(UInt8(ascii: "}"))
     }
   }
 
@@ -145,21 +160,36 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     return "\(value)"
   }
 
-  static func writeString(_ value: String, into output: inout String) {
-    output += "\""
-    for scalar in value.unicodeScalars {
-      switch scalar {
-      case "\"": output += "\\\""
-      case "\\": output += "\\\\"
-      case "\n": output += "\\n"
-      case "\r": output += "\\r"
-      case "\t": output += "\\t"
-      case _ where scalar.value < 0x20:
-        output += String(format: "\\u%04x", scalar.value)
-      default: output.unicodeScalars.append(scalar)
+  /// Writes `value` quoted: `"`, `\\` and control characters escaped, everything else as
+  /// UTF-8. A string with nothing to escape (the common case) is copied in one step.
+  static func writeString(_ value: String, into output: inout [UInt8]) {
+    output.append(UInt8(ascii: "\""))
+    var value = value
+    value.withUTF8 { bytes in
+      let needsEscape = bytes.contains {
+        $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\")
+      }
+      guard needsEscape else {
+        output.append(contentsOf: bytes)
+        return
+      }
+      for byte in bytes {
+        switch byte {
+        case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
+        case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
+        case 0x0A: output.append(contentsOf: "\\n".utf8)
+        case 0x0D: output.append(contentsOf: "\\r".utf8)
+        case 0x09: output.append(contentsOf: "\\t".utf8)
+        case 0..<0x20:
+          let hex = Array("0123456789abcdef".utf8)
+          output.append(contentsOf: "\\u00".utf8)
+          output.append(hex[Int(byte >> 4)])
+          output.append(hex[Int(byte & 0xF)])
+        default: output.append(byte)
+        }
       }
     }
-    output += "\""
+    output.append(UInt8(ascii: "\""))
   }
 
   struct AnyKey: CodingKey {

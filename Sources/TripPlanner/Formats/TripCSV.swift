@@ -101,7 +101,7 @@ public enum TripCSV {
     var text = CSVWriter.line(columns)
     for record in records {
       text += CSVWriter.line([
-        record.id?.uuidString.lowercased() ?? "", record.name, record.destination,
+        record.id?.lowercasedString ?? "", record.name, record.destination,
         formatFileDate(record.startDate, dayOnly: true),
         formatFileDate(record.endDate, dayOnly: true),
         formatNumber(record.latitude), formatNumber(record.longitude), record.placeIdentifier ?? "",

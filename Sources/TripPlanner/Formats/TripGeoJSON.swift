@@ -23,7 +23,7 @@ public enum TripGeoJSON {
     }
     return .object([
       ("type", .string("Feature")),
-      ("id", record.id.map { .string($0.uuidString.lowercased()) } ?? .null),
+      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
       (
         "geometry",
         .object([

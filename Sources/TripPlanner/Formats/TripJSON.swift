@@ -12,7 +12,7 @@ public enum TripJSON {
   /// One trip as a JSON object.
   public static func object(_ record: TripRecord) -> JSONValue {
     .object([
-      ("id", record.id.map { .string($0.uuidString.lowercased()) } ?? .null),
+      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
       ("name", .string(record.name)),
       ("destination", .string(record.destination)),
       ("startDate", .string(formatFileDate(record.startDate, dayOnly: false))),
