@@ -265,15 +265,25 @@ struct FeaturesAPI: Sendable {
           parsed.path(offset: max(0, parsed.offset - parsed.limit)), rel: "prev",
           type: Self.geoJSON))
     }
-    let document = JSONValue.object([
-      ("type", .string("FeatureCollection")),
-      ("features", .array(records.map(TripGeoJSON.feature))),
+    // The features are written straight to bytes (TripGeoJSON.writeFeature), the rest of
+    // the document as a tree: the same text as one tree, in a fraction of the time.
+    var body = Array(#"{"type":"FeatureCollection","features":["#.utf8)
+    body.reserveCapacity(400 * records.count + 1024)
+    for (index, record) in records.enumerated() {
+      if index > 0 { body.append(UInt8(ascii: ",")) }
+      TripGeoJSON.writeFeature(record, into: &body)
+    }
+    body.append(contentsOf: "],".utf8)
+    let rest = JSONValue.object([
       ("numberMatched", .number(Double(matched))),
       ("numberReturned", .number(Double(records.count))),
       ("timeStamp", .string(TripDates.format(Date()))),
       ("links", .array(pageLinks)),
     ])
-    return Self.document(document, type: Self.geoJSON)
+    body.append(contentsOf: rest.utf8().dropFirst())  // its members, after the features
+    body.append(0x0A)
+    return HTTPResponse(
+      status: 200, headers: [("Content-Type", Self.geoJSON)], body: Data(body))
   }
 
   /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id.

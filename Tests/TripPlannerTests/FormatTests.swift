@@ -126,6 +126,34 @@ struct FastWriterTests {
     }
   }
 
+  @Test("TripGeoJSON.writeFeature writes what the feature's tree renders")
+  func features() {
+    var generator = SeededGenerator(seed: 5)
+    let texts = ["", "a\"b\\c", "tab\t", "Zürich", "\u{1}\u{1F}", "🌍 e\u{301}"]
+    var records = FormatTests.records
+    for _ in 0..<300 {
+      records.append(
+        TripRecord(
+          id: Bool.random(using: &generator) ? nil : UUID(),
+          name: texts.randomElement(using: &generator)!,
+          destination: texts.randomElement(using: &generator)!,
+          startDate: Date(
+            timeIntervalSince1970: Double.random(in: -1e11...1e11, using: &generator)),
+          endDate: Date(
+            timeIntervalSince1970: Double(
+              Int.random(in: -99_999_999...99_999_999, using: &generator))),
+          latitude: [0, -0.0, 90, -89.999999, 1e-7, 12.5].randomElement(using: &generator)!,
+          longitude: Double.random(in: -180...180, using: &generator),
+          placeIdentifier: Bool.random(using: &generator)
+            ? nil : texts.randomElement(using: &generator)))
+    }
+    for record in records {
+      var bytes: [UInt8] = []
+      TripGeoJSON.writeFeature(record, into: &bytes)
+      #expect(bytes == TripGeoJSON.feature(record).utf8(), "\(record)")
+    }
+  }
+
   @Test("UUID.lowercasedString is uuidString.lowercased()")
   func uuids() {
     for _ in 0..<1000 {

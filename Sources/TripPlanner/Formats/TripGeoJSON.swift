@@ -35,6 +35,49 @@ public enum TripGeoJSON {
     ])
   }
 
+  /// Writes ``feature(_:)`` compactly, straight to UTF-8 bytes: the same text as
+  /// `feature(record).utf8()`, without building the tree (a page of 100 features is written
+  /// in a fraction of the time). O(size of the text).
+  public static func writeFeature(_ record: TripRecord, into output: inout [UInt8]) {
+    func key(_ name: StaticString) {
+      output.append(UInt8(ascii: "\""))
+      output.append(
+        contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+      output.append(contentsOf: "\":".utf8)
+    }
+    func string(_ text: String) { JSONValue.writeString(text, into: &output) }
+    output.append(contentsOf: #"{"type":"Feature","id":"#.utf8)
+    if let id = record.id {
+      string(id.lowercasedString)
+    } else {
+      output.append(contentsOf: "null".utf8)
+    }
+    output.append(contentsOf: #","geometry":{"type":"Point","coordinates":["#.utf8)
+    output.append(contentsOf: JSONValue.format(record.longitude).utf8)
+    output.append(UInt8(ascii: ","))
+    output.append(contentsOf: JSONValue.format(record.latitude).utf8)
+    output.append(contentsOf: #"]},"properties":{"#.utf8)
+    key("name")
+    string(record.name)
+    output.append(UInt8(ascii: ","))
+    key("destination")
+    string(record.destination)
+    output.append(UInt8(ascii: ","))
+    key("startDate")
+    string(formatFileDate(record.startDate, dayOnly: false))
+    output.append(UInt8(ascii: ","))
+    key("endDate")
+    string(formatFileDate(record.endDate, dayOnly: false))
+    output.append(UInt8(ascii: ","))
+    key("placeIdentifier")
+    if let place = record.placeIdentifier {
+      string(place)
+    } else {
+      output.append(contentsOf: "null".utf8)
+    }
+    output.append(contentsOf: "}}".utf8)
+  }
+
   /// Writes the collection, indented, with a final newline.
   public static func encode(_ records: [TripRecord]) -> Data {
     Data((collection(records).rendered(pretty: true) + "\n").utf8)
