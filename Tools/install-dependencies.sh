@@ -9,8 +9,13 @@
 #   curl, gdal-bin  the tests' HTTP clients (gdal-bin: ogrinfo and ogr2ogr's OAPIF driver)
 #   openssl         the tests make a throwaway TLS certificate for `trips serve --tls-cert`
 #   zsh             the tests' syntax check of `trips completion zsh`
+#   libjs-leaflet   Leaflet, which `trips serve` serves to the map page (/map) from its
+#                   installed path (/usr/share/javascript/leaflet)
+#   chromium        the tests' real browser: headless, it loads /map and takes a screenshot
+#   fonts-dejavu-core  text for that screenshot and for the SVG pictures
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin openssl)
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin
+  openssl libjs-leaflet chromium fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

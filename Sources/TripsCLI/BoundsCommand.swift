@@ -12,6 +12,14 @@ enum BoundsCommand: Subcommand {
     name: "viewport", valueName: "WxH",
     help: "Also fit a map camera to a viewport of this many pixels, such as 800x600.")
 
+  static let padding = OptionSpec(
+    name: "padding", valueName: "pixels",
+    help: "Pixels kept clear on every side when fitting the camera.",
+    defaultDescription: "0; 24 with --format svg")
+
+  /// The most trips an SVG draws (the first in date order); the panel says how many.
+  static let svgTripLimit = 20_000
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "bounds",
@@ -19,9 +27,11 @@ enum BoundsCommand: Subcommand {
       discussion:
         "The box is the smallest on the globe: it crosses the antimeridian (west > east) when that is smaller.",
       options: CommonOptions.filters + [
-        crs, viewport,
+        crs, viewport, padding,
         OptionSpec(
-          name: "format", valueName: "format", help: "text, json or geojson.",
+          name: "format", valueName: "format",
+          help:
+            "text, json, geojson, or svg (a map of the trips and their box, \(svgDefaultSize) unless --viewport says otherwise).",
           defaultDescription: "text"),
         CommonOptions.store,
       ])
@@ -45,14 +55,36 @@ enum BoundsCommand: Subcommand {
     }
   }
 
+  static let svgDefaultSize = "960x600"
+
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let query = try CommonOptions.query(arguments, io)
     let format = arguments.value("format") ?? "text"
-    guard ["text", "json", "geojson"].contains(format) else {
+    guard ["text", "json", "geojson", "svg"].contains(format) else {
       throw CLIError.usage(
-        "Invalid value '\(format)' for '--format': expected text, json or geojson.")
+        "Invalid value '\(terminalSafe(format))' for '--format': expected text, json, geojson or svg."
+      )
     }
-    let (projection, viewport) = try options(arguments)
+    var (projection, viewport) = try options(arguments)
+    var padding = format == "svg" ? 24 : 0
+    if let text = arguments.value("padding") {
+      guard let value = Int(text), (0...10_000).contains(value) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--padding': expected whole pixels from 0 to 10000."
+        )
+      }
+      padding = value
+    }
+    if format == "svg" { viewport = viewport ?? Viewport(svgDefaultSize) }
+    let size = viewport
+    if let size, padding > 0 {
+      guard size.width > Double(2 * padding), size.height > Double(2 * padding) else {
+        throw CLIError.usage(
+          "Invalid value for '--padding': \(padding) px on each side leaves nothing of \(size).")
+      }
+      viewport = Viewport(
+        width: size.width - Double(2 * padding), height: size.height - Double(2 * padding))
+    }
     let store = try CommonOptions.openForReading(arguments, io)
     if format == "geojson" {
       let records = try store.trips(query).map(\.record)
@@ -67,6 +99,19 @@ enum BoundsCommand: Subcommand {
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
       viewport: viewport,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
+    if format == "svg", let size {
+      var sample = query
+      sample.limit = svgTripLimit
+      let marks = try store.trips(sample).map {
+        BoundsSVG.Mark(
+          coordinate: Coordinate(latitude: $0.latitude, longitude: $0.longitude), label: $0.name)
+      }
+      let picture = try BoundsSVG(
+        report: report, marks: marks, world: WorldOutlines.shipped, size: size,
+        padding: Double(padding))
+      try io.out(picture.document)
+      return
+    }
     try io.out(
       format == "json"
         ? report.json.rendered(pretty: true) + "\n" : terminalSafeMessage(report.text))

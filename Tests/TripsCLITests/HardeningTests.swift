@@ -71,7 +71,8 @@ let outputCommands: [[String]] = [
   ["list", "--group-by", "destination", "--json"], ["export"], ["export", "--format", "json"],
   ["export", "--format", "geojson"], ["export", "--output", "-"], ["history"],
   ["history", "--json"], ["bounds"], ["bounds", "--format", "json"],
-  ["bounds", "--format", "geojson"], ["sync", "export"], ["sync", "export", "--output", "-"],
+  ["bounds", "--format", "geojson"], ["bounds", "--format", "svg"], ["sync", "export"],
+  ["sync", "export", "--output", "-"],
   ["destinations"], ["destinations", "--json"], ["check"], ["watch", "--count", "1"],
   ["show", "0378f603"], ["completion", "bash"], ["--help"], ["--version"],
 ]
