@@ -23,6 +23,8 @@ struct FeaturesAPI: Sendable {
     case landing, conformance, api, collections, collection, items
     case item(String)
     case bounds, boundsStream, itemsStream, sections, changes
+    /// `/map` (nil) or one of the files it loads, `/map/NAME`.
+    case map(String?)
 
     var methods: [String] {
       switch self {
@@ -47,7 +49,14 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips/items/stream": self = .itemsStream
       case "/collections/trips/sections": self = .sections
       case "/changes": self = .changes
+      case "/map": self = .map(nil)
       default:
+        if path.hasPrefix("/map/") {
+          let name = String(path.dropFirst(5))
+          guard !name.isEmpty, !name.contains("/") else { return nil }
+          self = .map(name)
+          return
+        }
         let prefix = "/collections/trips/items/"
         guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
         let id = String(path.dropFirst(prefix.count))
@@ -116,7 +125,9 @@ struct FeaturesAPI: Sendable {
     if ["POST", "PUT", "PATCH", "DELETE"].contains(request.method) {
       return try write(request, route: route)
     }
-    try negotiate(request)
+    // The map page is HTML and what it loads, whatever the client accepts.
+    if case .map(let asset) = route { return try MapPage.respond(asset: asset) }
+    try negotiate(request, route: route)
     let links = Links(base: baseURL(request))
     switch route {
     case .landing:
@@ -150,6 +161,8 @@ struct FeaturesAPI: Sendable {
       return try boundsStream(request)
     case .itemsStream:
       return try itemsStream(request)
+    case .map(let asset):
+      return try MapPage.respond(asset: asset)
     }
   }
 
@@ -185,6 +198,7 @@ struct FeaturesAPI: Sendable {
           links.link(
             "/conformance", rel: "conformance", type: Self.json, title: "Conformance classes"),
           links.link("/collections", rel: "data", type: Self.json, title: "The collections"),
+          links.link("/map", rel: "alternate", type: "text/html", title: "A live map of the trips"),
         ])
       ),
     ])
@@ -360,7 +374,7 @@ struct FeaturesAPI: Sendable {
 
   /// Checks the format asked for with `f` or `Accept`: JSON in its flavours; anything else is
   /// 400 (`f`) or 406 (`Accept`).
-  func negotiate(_ request: HTTPRequest) throws {
+  func negotiate(_ request: HTTPRequest, route: Route) throws {
     if let format = request.queryValues("f").last {
       guard ["json", "geojson", "application/json", "application/geo+json"].contains(format)
       else {
@@ -370,10 +384,19 @@ struct FeaturesAPI: Sendable {
       return
     }
     if let accept = request.header("Accept"), !accept.isEmpty {
-      let offered = [
-        "*/*", "application/*", "application/json", "application/geo+json",
-        "application/vnd.oai.openapi+json", "application/problem+json",
-      ]
+      var isStream = false
+      switch route {
+      case .boundsStream, .itemsStream: isStream = true
+      default: break
+      }
+      // Streams are Server-Sent Events: a browser's EventSource asks for text/event-stream.
+      let offered =
+        isStream
+        ? ["*/*", "text/*", "text/event-stream"]
+        : [
+          "*/*", "application/*", "application/json", "application/geo+json",
+          "application/vnd.oai.openapi+json", "application/problem+json",
+        ]
       let acceptable = accept.split(separator: ",").contains { item in
         let type =
           item.split(separator: ";").first.map {
@@ -384,7 +407,9 @@ struct FeaturesAPI: Sendable {
       guard acceptable else {
         throw ServiceError.request(
           406,
-          "This service answers with JSON (application/json, application/geo+json); the request accepts only \(HTTPServer.loggable(accept))."
+          isStream
+            ? "This stream answers with Server-Sent Events (text/event-stream); the request accepts only \(HTTPServer.loggable(accept))."
+            : "This service answers with JSON (application/json, application/geo+json); the request accepts only \(HTTPServer.loggable(accept))."
         )
       }
     }

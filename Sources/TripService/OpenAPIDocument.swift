@@ -324,6 +324,17 @@ enum OpenAPIDocument {
           )
         ])
       ),
+      (
+        "/map",
+        .object([
+          (
+            "get",
+            operation(
+              "A live map of the trips (HTML; Leaflet over the shipped world outlines)", "getMap",
+              ok: ("200", response("The map page.", "text/html")))
+          )
+        ])
+      ),
     ]
     return .object([
       ("openapi", .string("3.0.3")),

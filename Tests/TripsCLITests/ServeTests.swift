@@ -156,8 +156,23 @@ struct ServeTests {
     let links = try #require(try landing.json()["links"] as? [[String: Any]])
     #expect(
       Set(links.compactMap { $0["rel"] as? String }) == [
-        "self", "service-desc", "conformance", "data",
+        "self", "service-desc", "conformance", "data", "alternate",
       ])
+    let map = try server.request("/map")
+    #expect(map.status == 200 && map.headers["content-type"] == "text/html; charset=utf-8")
+    #expect(map.text.contains("map/leaflet.js") && map.text.contains("map/map.js"))
+    for (asset, type) in [
+      ("leaflet.js", "text/javascript; charset=utf-8"), ("leaflet.css", "text/css; charset=utf-8"),
+      ("map.js", "text/javascript; charset=utf-8"), ("world.geojson", "application/geo+json"),
+    ] {
+      let reply = try server.request("/map/" + asset)
+      #expect(reply.status == 200 && reply.headers["content-type"] == type, "\(asset)")
+    }
+    #expect(
+      try server.request("/map/leaflet.js").text
+        == String(
+          contentsOfFile: "/usr/share/javascript/leaflet/leaflet.js", encoding: .utf8),
+      "served from the installed libjs-leaflet")
     #expect(
       links.allSatisfy {
         ($0["href"] as? String)?.hasPrefix(server.url) == true && $0["type"] != nil
@@ -239,6 +254,15 @@ struct ServeTests {
       ("GET", "/collections/trips/bounds?viewport=100x100&padding=60", [], 400, "'padding'"),
       ("POST", "/collections/trips/items", [], 401, "token"),
       ("GET", "/%2e%2e/%2e%2e/etc/passwd", [], 404, "NotFound"),
+      ("GET", "/map/..%2f..%2fetc%2fpasswd", [], 404, "NotFound"),
+      ("GET", "/map/leaflet.js/x", [], 404, "NotFound"),
+      ("GET", "/map/%2fusr%2fshare%2fjavascript%2fleaflet%2fleaflet.js", [], 404, "NotFound"),
+      ("GET", "/map/nothing.js", [], 404, "the map page is at /map"),
+      ("POST", "/map", [], 405, "MethodNotAllowed"),
+      (
+        "GET", "/collections/trips/bounds/stream", ["Accept: application/json"], 406,
+        "Server-Sent Events"
+      ),
     ]
     for (method, path, headers, status, says) in cases {
       let reply = try server.request(method, path, headers: headers)
@@ -262,7 +286,7 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 12)
+    #expect(paths.count == 13)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -653,19 +677,22 @@ struct ServeTests {
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
     let server = try ServerProcess(store: scratch.store)
     defer { #expect(server.stop() == 0, "exits 0 with streams open") }
-    func listen(_ file: URL) throws -> Process {
+    func listen(_ file: URL, headers: [String] = []) throws -> Process {
       let process = Process()
       process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-      process.arguments = [
-        "-s", "-N", "--max-time", "8", "-o", file.path,
-        server.url + "/collections/trips/bounds/stream?viewport=800x600&padding=10",
-      ]
+      process.arguments =
+        ["-s", "-N", "--max-time", "8", "-o", file.path] + headers.flatMap { ["-H", $0] } + [
+          server.url + "/collections/trips/bounds/stream?viewport=800x600&padding=10"
+        ]
       try process.run()
       return process
     }
     let first = scratch.file("first.txt")
     let second = scratch.file("second.txt")
-    let clients = [try listen(first), try listen(second)]
+    // The second client asks as a browser's EventSource does.
+    let clients = [
+      try listen(first), try listen(second, headers: ["Accept: text/event-stream"]),
+    ]
     func events(_ file: URL) -> [[String: Any]] {
       let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
       return text.components(separatedBy: "\n\n").compactMap { block in
