@@ -70,7 +70,7 @@ final class Chromium: @unchecked Sendable {
       "--user-data-dir=\(profile.path)", "--window-size=\(width),\(height)", "about:blank",
     ]
     var argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for argument in argv { free(argument) } }
     var child: pid_t = 0
     let result = posix_spawn(&child, executable, &actions, nil, &argv, environ)
     Glibc.close(childRead)
