@@ -64,12 +64,12 @@ public final class StoreSync: Sendable {
     try stores.withLock { stores in
       guard let stores else { return SyncResult() }
       let sourceID = stores.source.container.storeIdentifier.uuidString
-      var state = try readState()
+      var state = try SyncState.read(stateURL)
       let after = state[sourceID].flatMap(HistoryToken.init)
       let feed = try stores.source.changeFeed(after: after, excludingAuthor: author)
       let result = feed.changes.isEmpty ? SyncResult() : try stores.target.apply(feed)
       state[sourceID] = feed.resumeToken.description
-      try writeState(state)
+      try SyncState.write(state, to: stateURL)
       return result
     }
   }
@@ -118,39 +118,4 @@ public final class StoreSync: Sendable {
   }
 
   deinit { stop() }
-
-  /// The state file's contents: empty when there is no file yet; an error naming the file when
-  /// it cannot be read or is damaged (never a silent restart from the beginning, which would
-  /// push every change again).
-  private func readState() throws -> [String: String] {
-    guard FileManager.default.fileExists(atPath: stateURL.path) else { return [:] }
-    guard let data = FileManager.default.contents(atPath: stateURL.path) else {
-      throw TripPlannerError(
-        code: .invalidInput,
-        message: "Cannot read the sync state file \(stateURL.path). Check its permissions.")
-    }
-    guard let value = try? JSONValue.parse(data), case .object(let members) = value,
-      members.allSatisfy({ if case .string = $0.1 { true } else { false } })
-    else {
-      throw TripPlannerError(
-        code: .invalidInput,
-        message:
-          "The sync state file \(stateURL.path) is damaged (not a JSON object of tokens). Fix or delete it: deleting it pushes every change in kept history again (applying them twice changes nothing)."
-      )
-    }
-    var state: [String: String] = [:]
-    for case (let key, .string(let token)) in members { state[key] = token }
-    return state
-  }
-
-  private func writeState(_ state: [String: String]) throws {
-    let data = try JSONSerialization.data(withJSONObject: state, options: [.sortedKeys])
-    do {
-      try data.write(to: stateURL, options: .atomic)
-    } catch {
-      throw TripPlannerError(
-        code: .output, message: "Cannot write the sync state \(stateURL.path).",
-        cause: error as NSError)
-    }
-  }
 }

@@ -207,6 +207,8 @@ func cliError(_ error: any Error) -> CLIError {
     return error
   case OutputError.failed(let reason):
     return CLIError(kind: .failure, message: "Cannot write to standard output: \(reason).")
+  case let error as ServerSyncError:
+    return CLIError(kind: .failure, message: error.message)
   case let error as TripPlannerError:
     switch error.code {
     case .invalidTrip, .invalidInput:

@@ -130,11 +130,20 @@ enum SyncWatchCommand: Subcommand {
   static var spec: CommandSpec {
     CommandSpec(
       name: "watch",
-      abstract: "Pushes this store's changes to another store now and after every change.",
+      abstract:
+        "Pushes this store's changes to another store or a server, and pulls a server's, now and after every change.",
       discussion:
-        "The last pushed token is kept in a state file, so a restart resumes where it stopped. Stops with exit 0 on Ctrl-C (SIGINT) or SIGTERM.",
+        "With a server (http:// or https://, as 'trips serve' prints it), --to pushes with the writer's token from --token-file and --from pulls, following the server's items stream; give both for both ways. The last token each way is kept in a state file, so a restart or a dropped connection resumes where it stopped, and nothing is applied twice. Stops with exit 0 on Ctrl-C (SIGINT) or SIGTERM.",
       options: [
-        OptionSpec(name: "to", valueName: "store", help: "The store to push to.", isRequired: true),
+        OptionSpec(
+          name: "to", valueName: "store|url", help: "The store or server to push to."),
+        OptionSpec(
+          name: "from", valueName: "url", help: "The server to pull from (http:// or https://)."),
+        OptionSpec(
+          name: "token-file", valueName: "file",
+          help:
+            "The writer's token for the server, as a name:token line (the server's own token file format; the first entry is used). Needed to push to a server."
+        ),
         OptionSpec(
           name: "author", valueName: "name",
           help: "The author of the pushed changes there; changes by it here are not pushed.",
@@ -147,9 +156,26 @@ enum SyncWatchCommand: Subcommand {
       ])
   }
 
+  /// A server address (`http://` or `https://`), or nil for anything else (a store path).
+  static func serverURL(_ text: String?) -> URL? {
+    guard let text, let url = URL(string: text),
+      ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
+    else { return nil }
+    return url
+  }
+
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let to = arguments.value("to")
+    let from = arguments.value("from")
+    if serverURL(to) != nil || from != nil {
+      return try ServerSyncCommand.run(arguments, io)
+    }
+    guard let to else {
+      throw CLIError.usage(
+        "Missing --to: the store or server (http:// or https://) to push to, or --from a server.")
+    }
     let source = try CommonOptions.storeURL(arguments, io)
-    let target = try CommonOptions.storeURL(arguments.value("to") ?? "", option: "--to")
+    let target = try CommonOptions.storeURL(to, option: "--to")
     guard source.standardizedFileURL != target.standardizedFileURL else {
       throw CLIError.usage("--to names the store itself; give another store.")
     }

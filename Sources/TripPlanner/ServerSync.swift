@@ -1,0 +1,397 @@
+import Dispatch
+import Foundation
+import Persistence
+import Synchronization
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// Why a request to the server failed: its status when it answered (a 4xx is for the caller
+/// to fix: a bad token, an expired history token), nil when it could not be reached.
+public struct ServerSyncError: Error, CustomStringConvertible, Sendable {
+  /// The HTTP status, when the server answered.
+  public var status: Int?
+  /// What happened, in words.
+  public var message: String
+  /// The message.
+  public var description: String { message }
+}
+
+/// Keeps a local store and a `trips serve` server in step over HTTP, one way or both ways.
+///
+/// - Push (local → server): after every local transaction (a `HistoryObserver`, as
+///   ``StoreSync``), the changes after the last pushed token, less those this sync applied
+///   here, are sent as one feed with `POST /changes` and the writer's token; the server records
+///   them under the token's name.
+/// - Pull (server → local): the server's changes after the last pulled token, less those
+///   recorded under this writer's name (its own pushes), are read with `GET /changes` and
+///   applied here in one transaction under ``localAuthor``. It pulls when it connects and after
+///   every event of the server's items stream (`/collections/trips/items/stream`): it follows
+///   the stream, it does not poll.
+///
+/// Each side's last token is kept in the state file after the change is applied, so a restart
+/// (after a crash, a `kill -9`, a dropped connection) sends or reads again at most the last
+/// feed, and applying a feed twice changes nothing: nothing is missed, nothing is applied twice.
+/// A connection that drops is made again with back-off (0.25 s doubling to 5 s); failures are
+/// reported to `onEvent` meanwhile.
+///
+/// Cost per push or pull: O(changes since the last one), one HTTP request.
+public final class ServerSync: Sendable {
+  /// Which ways changes go.
+  public struct Directions: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Local changes to the server.
+    public static let push = Directions(rawValue: 1)
+    /// The server's changes to the local store.
+    public static let pull = Directions(rawValue: 2)
+  }
+
+  /// What a running sync reports.
+  public enum Event: Sendable {
+    /// A push applied this many changes on the server (and skipped the others).
+    case pushed(SyncResult)
+    /// A pull applied this many changes here.
+    case pulled(SyncResult)
+    /// Something failed; it is tried again (the next change, or the stream reconnecting).
+    case failed(any Error)
+  }
+
+  /// The server's base URL (`http://host:port`).
+  public let server: URL
+  /// The writer on the server: the name it records pushes under, and the bearer token.
+  public let writer: (name: String, token: String)?
+  /// The author of pulled changes here; changes by it here are not pushed.
+  public let localAuthor: String
+  /// The state file.
+  public let stateURL: URL
+  /// Which ways.
+  public let directions: Directions
+
+  private let store: Mutex<TripStoreBox>
+  private let history: HistoryObserver
+  private let onEvent: @Sendable (Event) -> Void
+  private let observation = Mutex<ObservationTrackingToken?>(nil)
+  private let stream = Mutex<ItemsStreamClient?>(nil)
+  private let stateLock = Mutex(())
+
+  private struct TripStoreBox: @unchecked Sendable {
+    // Used only inside its mutex, one push or pull at a time.
+    let store: TripStore
+  }
+
+  /// Prepares a sync of the store at `local` with `server`.
+  ///
+  /// - Parameters:
+  ///   - writer: Needed to push (the server takes writes with a token only); its name is also
+  ///     left out of pulls, so that this sync's own pushes do not come back.
+  ///   - state: The state file; default `<local>.sync-state.json`.
+  /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
+  ///   that is not `http` or `https`, or a push without a writer.
+  public init(
+    local: URL, server: URL, directions: Directions, writer: (name: String, token: String)?,
+    localAuthor: String = "sync", state: URL? = nil,
+    onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+  ) throws {
+    guard ["http", "https"].contains(server.scheme?.lowercased() ?? ""), server.host != nil
+    else {
+      throw TripPlannerError(
+        code: .invalidInput,
+        message: "\(server.absoluteString) is not an http:// or https:// server address.")
+    }
+    if directions.contains(.push), writer == nil {
+      throw TripPlannerError(
+        code: .invalidInput,
+        message: "Pushing to a server needs a writer's token (the server takes writes with one).")
+    }
+    self.server = server
+    self.writer = writer
+    self.localAuthor = localAuthor
+    self.directions = directions
+    stateURL = state ?? URL(fileURLWithPath: local.path + ".sync-state.json")
+    let store = try TripStore(url: local, author: localAuthor)
+    history = try HistoryObserver(
+      container: store.container, excludedAuthors: [localAuthor], modelTypes: [Trip.self])
+    self.store = Mutex(TripStoreBox(store: store))
+    self.onEvent = onEvent
+  }
+
+  var pullKey: String { "pull " + server.absoluteString }
+
+  /// Sends the local changes since the last push, once.
+  @discardableResult
+  public func pushOnce() throws -> SyncResult {
+    guard let writer else { return SyncResult() }
+    return try store.withLock { box in
+      let key = pushKey(box)
+      let after = try stateLock.withLock { _ in
+        try SyncState.read(stateURL)[key].flatMap(HistoryToken.init)
+      }
+      let feed = try box.store.changeFeed(after: after, excludingAuthor: localAuthor)
+      var result = SyncResult()
+      if !feed.changes.isEmpty {
+        var request = URLRequest(url: server.appendingPathComponent("changes"))
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(writer.token)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(feed.jsonLines.utf8)
+        let reply = try Self.send(request)
+        guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
+          throw ServerSyncError(status: 200, message: "The server's answer to a push is not JSON.")
+        }
+        result.applied = object["applied"] as? Int ?? 0
+        result.skipped = object["skipped"] as? Int ?? 0
+      }
+      try record(key, feed.resumeToken)
+      return result
+    }
+  }
+
+  /// Applies the server's changes since the last pull, once.
+  @discardableResult
+  public func pullOnce() throws -> SyncResult {
+    try store.withLock { box in
+      let after = try stateLock.withLock { _ in try SyncState.read(stateURL)[pullKey] }
+      var components = URLComponents(
+        url: server.appendingPathComponent("changes"), resolvingAgainstBaseURL: false)!
+      var items: [URLQueryItem] = []
+      if let after { items.append(URLQueryItem(name: "after", value: after)) }
+      if let writer { items.append(URLQueryItem(name: "exclude-author", value: writer.name)) }
+      components.queryItems = items.isEmpty ? nil : items
+      let data = try Self.send(URLRequest(url: components.url!))
+      let feed = try SyncFeed.parse(data, file: server.absoluteString + "/changes")
+      let result = feed.changes.isEmpty ? SyncResult() : try box.store.apply(feed)
+      try record(pullKey, feed.resumeToken)
+      return result
+    }
+  }
+
+  private func pushKey(_ box: TripStoreBox) -> String {
+    "push " + box.store.container.storeIdentifier.uuidString
+  }
+
+  private func record(_ key: String, _ token: HistoryToken) throws {
+    try stateLock.withLock { _ in
+      var state = try SyncState.read(stateURL)
+      state[key] = token.description
+      try SyncState.write(state, to: stateURL)
+    }
+  }
+
+  /// Starts: pushes now and after every local transaction, pulls now and after every event of
+  /// the server's items stream, until ``stop()``.
+  public func start() {
+    if directions.contains(.push) {
+      let history = self.history
+      let started = withContinuousObservation { [weak self] in
+        _ = history.eventCounter
+        guard let self else { return }
+        do {
+          let result = try self.pushOnce()
+          if result.applied + result.skipped > 0 { self.onEvent(.pushed(result)) }
+        } catch {
+          self.onEvent(.failed(error))
+        }
+      }
+      observation.withLock { $0 = started }
+    }
+    if directions.contains(.pull) {
+      let client = ItemsStreamClient(
+        url: server.appendingPathComponent("collections/trips/items/stream")
+      ) { [weak self] event in
+        guard let self else { return }
+        switch event {
+        case .connected, .changed:
+          do {
+            let result = try self.pullOnce()
+            if result.applied + result.skipped > 0 { self.onEvent(.pulled(result)) }
+          } catch {
+            self.onEvent(.failed(error))
+          }
+        case .failed(let error):
+          self.onEvent(.failed(error))
+        }
+      }
+      stream.withLock { $0 = client }
+      client.start()
+    }
+  }
+
+  /// Stops following both sides.
+  public func stop() {
+    observation.withLock {
+      $0?.cancel()
+      $0 = nil
+    }
+    stream.withLock {
+      $0?.stop()
+      $0 = nil
+    }
+  }
+
+  deinit { stop() }
+
+  /// Sends a request and waits for it (30 s at most): the body of a 2xx answer, or an error
+  /// with the server's own description.
+  static func send(_ request: URLRequest) throws -> Data {
+    var request = request
+    request.timeoutInterval = 30
+    let box = Mutex<Result<(Data, HTTPURLResponse), any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let task = URLSession.shared.dataTask(with: request) { data, response, error in
+      box.withLock {
+        if let error {
+          $0 = .failure(error)
+        } else if let response = response as? HTTPURLResponse {
+          $0 = .success((data ?? Data(), response))
+        } else {
+          $0 = .failure(URLError(.badServerResponse))
+        }
+      }
+      done.signal()
+    }
+    task.resume()
+    done.wait()
+    let url = request.url?.absoluteString ?? "the server"
+    switch box.withLock({ $0 })! {
+    case .failure(let error):
+      throw ServerSyncError(
+        status: nil, message: "Cannot reach \(url): \(error.localizedDescription)")
+    case .success(let (data, response)):
+      guard (200..<300).contains(response.statusCode) else {
+        let description =
+          (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["description"]
+          as? String ?? String(decoding: data.prefix(200), as: UTF8.self)
+        throw ServerSyncError(
+          status: response.statusCode,
+          message:
+            "\(request.httpMethod ?? "GET") \(url) answered \(response.statusCode): \(description)")
+      }
+      return data
+    }
+  }
+}
+
+/// Follows a Server-Sent Events stream and says when it connects and when an event arrives;
+/// reconnects with back-off (0.25 s doubling to 5 s) when the connection ends or fails. Only
+/// the fact that something changed is used: the caller reads what changed from history.
+final class ItemsStreamClient: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+  enum Event {
+    case connected
+    case changed
+    case failed(any Error)
+  }
+
+  private let url: URL
+  private let handler: @Sendable (Event) -> Void
+  private let queue = DispatchQueue(label: "trips.sync.stream")
+  private struct State {
+    var session: URLSession?
+    var stopped = false
+    var delay = 0.25
+    var buffer = Data()
+    var connected = false
+  }
+  private let state = Mutex(State())
+
+  init(url: URL, handler: @escaping @Sendable (Event) -> Void) {
+    self.url = url
+    self.handler = handler
+  }
+
+  func start() { connect() }
+
+  func stop() {
+    let session = state.withLock { state -> URLSession? in
+      state.stopped = true
+      defer { state.session = nil }
+      return state.session
+    }
+    session?.invalidateAndCancel()
+  }
+
+  private func connect() {
+    let configuration = URLSessionConfiguration.default
+    // The server sends a comment every 15 s: a longer silence is a dead connection.
+    configuration.timeoutIntervalForRequest = 40
+    let operations = OperationQueue()
+    operations.maxConcurrentOperationCount = 1
+    let session = URLSession(
+      configuration: configuration, delegate: self, delegateQueue: operations)
+    let proceed = state.withLock { state -> Bool in
+      guard !state.stopped else { return false }
+      state.session = session
+      state.buffer = Data()
+      state.connected = false
+      return true
+    }
+    guard proceed else {
+      session.invalidateAndCancel()
+      return
+    }
+    var request = URLRequest(url: url)
+    request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+    session.dataTask(with: request).resume()
+  }
+
+  func urlSession(
+    _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+  ) {
+    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+    guard status == 200 else {
+      handler(
+        .failed(
+          ServerSyncError(status: status, message: "\(url.absoluteString) answered \(status).")))
+      completionHandler(.cancel)
+      return
+    }
+    state.withLock {
+      $0.connected = true
+      $0.delay = 0.25
+    }
+    completionHandler(.allow)
+    handler(.connected)
+  }
+
+  func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    // An event ends with a blank line; one `changed` per chunk that completes any event.
+    let events = state.withLock { state -> Int in
+      state.buffer.append(data)
+      var count = 0
+      while let range = state.buffer.firstRange(of: Data("\n\n".utf8)) {
+        let block = state.buffer[..<range.lowerBound]
+        state.buffer.removeSubrange(..<range.upperBound)
+        if String(decoding: block, as: UTF8.self).split(separator: "\n").contains(where: {
+          $0.hasPrefix("event:")
+        }) {
+          count += 1
+        }
+      }
+      return count
+    }
+    if events > 0 { handler(.changed) }
+  }
+
+  func urlSession(
+    _ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?
+  ) {
+    let delay = state.withLock { state -> Double? in
+      guard !state.stopped, state.session === session else { return nil }
+      let delay = state.delay
+      state.delay = min(state.delay * 2, 5)
+      return delay
+    }
+    session.finishTasksAndInvalidate()
+    guard let delay else { return }
+    handler(
+      .failed(
+        ServerSyncError(
+          status: nil,
+          message:
+            "The stream \(url.absoluteString) ended (\(error?.localizedDescription ?? "closed by the server")); reconnecting."
+        )))
+    queue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.connect() }
+  }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+
+/// A `trips sync watch` process, its output in files.
+final class WatcherProcess {
+  let process = Process()
+  let out: URL
+  let err: URL
+
+  init(_ arguments: [String], in scratch: Scratch, name: String) throws {
+    out = scratch.file("\(name)-\(UUID().uuidString).out")
+    err = scratch.file("\(name)-\(UUID().uuidString).err")
+    FileManager.default.createFile(atPath: out.path, contents: nil)
+    FileManager.default.createFile(atPath: err.path, contents: nil)
+    process.executableURL = tripsExecutable
+    process.arguments = ["sync", "watch"] + arguments
+    process.environment = [
+      "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
+    ]
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    try process.run()
+  }
+
+  var output: String { (try? String(contentsOf: out, encoding: .utf8)) ?? "" }
+  var errors: String { (try? String(contentsOf: err, encoding: .utf8)) ?? "" }
+
+  /// SIGKILL: no chance to save anything (the test runner's children ignore SIGTERM).
+  func killHard() {
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+  }
+
+  deinit { if process.isRunning { killHard() } }
+}
+
+@Suite("trips sync watch with a server")
+struct ServerSyncTests {
+  /// Every trip of a store, as sorted JSON lines (ids included): equal stores, equal text.
+  func contents(_ store: URL) throws -> [String] {
+    let run = try trips(["export", "--format", "json"], store: store)
+    let array = try jsonArray(run.stdout)
+    return array.map {
+      String(
+        decoding: try! JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys]),
+        as: UTF8.self)
+    }.sorted()
+  }
+
+  /// How many times each trip was inserted, by the store's history.
+  func inserts(_ store: URL) throws -> [String: Int] {
+    let run = try trips(["history", "--json"], store: store)
+    var counts: [String: Int] = [:]
+    for transaction in try jsonArray(run.stdout) {
+      for change in transaction["changes"] as? [[String: Any]] ?? []
+      where change["kind"] as? String == "insert" {
+        counts[change["tripId"] as? String ?? "", default: 0] += 1
+      }
+    }
+    return counts
+  }
+
+  func add(_ name: String, _ store: URL, longitude: Double = 10) throws -> String {
+    let run = try trips(
+      [
+        "add", "--name", name, "--destination", "D", "--start", "2027-01-01", "--end",
+        "2027-01-02", "--latitude", "45", "--longitude", String(longitude),
+      ], store: store)
+    #expect(run.status == 0, "\(run.stderr)")
+    return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  @Test(
+    "two stores kept equal both ways through one server, across a kill -9 of a watcher and a server restart; nothing applied twice"
+  )
+  func bothWays() throws {
+    let scratch = Scratch()
+    let alice = "alice:" + String(repeating: "a1-", count: 6)
+    let bob = "bob:" + String(repeating: "b2-", count: 6)
+    let tokens = try tokenFile(in: scratch, alice + "\n" + bob)
+    let aliceToken = try scratch.write("alice.token", alice + "\n")
+    let bobToken = try scratch.write("bob.token", bob + "\n")
+    for file in [aliceToken, bobToken] {
+      try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+    }
+    let (a, b, s) = (scratch.file("a.sqlite"), scratch.file("b.sqlite"), scratch.file("s.sqlite"))
+    var server = try ServerProcess(store: s, ["--token-file", tokens.path])
+    let port = String(server.url.split(separator: ":").last!)
+    func watcher(_ store: URL, _ token: URL, _ name: String) throws -> WatcherProcess {
+      try WatcherProcess(
+        [
+          "--store", store.path, "--to", server.url, "--from", server.url, "--token-file",
+          token.path,
+        ], in: scratch, name: name)
+    }
+    var watchA = try watcher(a, aliceToken, "a")
+    let watchB = try watcher(b, bobToken, "b")
+    defer {
+      watchA.killHard()
+      watchB.killHard()
+      _ = server.stop()
+    }
+    _ = try add("A1", a)
+    _ = try add("B1", b)
+    func converged() throws -> Bool {
+      let (inA, inB, inS) = (try contents(a), try contents(b), try contents(s))
+      return inA == inB && inB == inS
+    }
+    #expect(try eventually(10) { try contents(a).count == 2 && converged() })
+
+    // The watcher of A dies without warning; A changes meanwhile, and so does B.
+    watchA.killHard()
+    _ = try add("A2", a)
+    _ = try add("A3", a, longitude: 170)
+    let b2 = try add("B2", b)
+    #expect(try trips(["delete", b2], store: b).status == 0)
+    _ = try add("B3", b)
+    #expect(try eventually(10) { try contents(s).count == 3 }, "B's changes reached the server")
+    // The server goes away and comes back on the same port.
+    #expect(server.stop() == 0)
+    server = try ServerProcess(store: s, ["--token-file", tokens.path, "--port", port])
+    _ = try add("B4", b)
+    watchA = try watcher(a, aliceToken, "a2")
+    #expect(
+      try eventually(15) { try contents(a).count == 6 && converged() },
+      "\(watchA.errors) \(watchB.errors)")
+    for store in [a, b, s] {
+      let counts = try inserts(store)
+      #expect(
+        counts.values.allSatisfy { $0 == 1 },
+        "each trip inserted once in \(store.lastPathComponent): \(counts)")
+    }
+    // The server recorded each side's pushes under its token's name, and no echo came back.
+    let history = try jsonArray(try trips(["history", "--json"], store: s).stdout)
+    #expect(Set(history.compactMap { $0["author"] as? String }) == ["alice", "bob"])
+    #expect(watchB.errors.contains("reconnecting"), "B saw the server go and come back")
+  }
+
+  @Test(
+    "refuses bad servers, a push without a token, two servers, and a wrong token with one clear line",
+    arguments: [
+      (
+        ["--from", "ftp://host/x"], 64,
+        "Error: Invalid value 'ftp://host/x' for '--from': expected a server address"
+      ),
+      (["--to", "http://127.0.0.1:9"], 64, "Error: Pushing to a server needs --token-file"),
+      (
+        ["--to", "http://127.0.0.1:9", "--from", "http://127.0.0.1:10"], 64,
+        "Error: --to and --from name different servers"
+      ),
+      (
+        ["--to", "other.sqlite", "--from", "http://127.0.0.1:9"], 64,
+        "Error: --to names a store and --from a server"
+      ),
+      (
+        ["--from", "http://127.0.0.1:9", "--once"], 1,
+        "Error: Cannot reach http://127.0.0.1:9/changes"
+      ),
+    ])
+  func garbage(arguments: [String], status: Int32, message: String) throws {
+    let scratch = Scratch()
+    let run = try trips(["sync", "watch"] + arguments, store: scratch.store)
+    #expect(run.status == status, "\(run.stderr)")
+    #expect(run.stderr.hasPrefix(message), "\(run.stderr)")
+    if status == 1 { #expect(run.stderr.split(separator: "\n").count == 1) }
+  }
+
+  @Test("a token the server does not know: the push is refused with the server's reason, exit 1")
+  func wrongToken() throws {
+    let scratch = Scratch()
+    let tokens = try tokenFile(in: scratch, "alice:" + String(repeating: "x", count: 20))
+    let server = try ServerProcess(store: scratch.file("s.sqlite"), ["--token-file", tokens.path])
+    defer { _ = server.stop() }
+    let mine = try scratch.write(
+      "mine.token", "mallory:" + String(repeating: "y", count: 20) + "\n")
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: mine.path)
+    _ = try add("Mine", scratch.store)
+    let run = try trips(
+      ["sync", "watch", "--to", server.url, "--token-file", mine.path, "--once"],
+      store: scratch.store)
+    #expect(run.status == 1)
+    #expect(
+      run.stderr.contains("answered 401") && run.stderr.contains("valid token"), "\(run.stderr)")
+    #expect(try contents(scratch.file("s.sqlite")).isEmpty)
+  }
+}
