@@ -87,4 +87,17 @@ static inline struct MHD_Response *trips_mhd_response_stream(
   return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, context, release);
 }
 
+/// Cuts a connection from another thread: a reset (no lingering data) and a shutdown of its
+/// socket, so that libmicrohttpd's next read or write on it fails and it closes the connection
+/// (it still owns and closes the descriptor). For a stream client dropped for reading nothing.
+static inline void trips_mhd_connection_abort(struct MHD_Connection *connection) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info == NULL) return;
+  int fd = info->connect_fd;
+  struct linger reset = {1, 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  (void)shutdown(fd, SHUT_RDWR);
+}
+
 #endif

@@ -30,35 +30,25 @@ final class BoundsStreams: Sendable {
 
   private let feeds = Mutex<[String: Feed]>([:])
   private let pool: StorePool
-  /// The keep-alive timer; only created, resumed and cancelled (thread-safe calls).
-  private let keepAlive: UncheckedTimer
-  struct UncheckedTimer: @unchecked Sendable { let source: any DispatchSourceTimer }
+  private let keepAlive = Mutex<StreamKeepAlive?>(nil)
 
-  /// Seconds between keep-alive comments.
-  static let keepAliveSeconds = 15
+  private let settings: StreamSettings
 
-  init(pool: StorePool) {
+  init(pool: StorePool, settings: StreamSettings) {
     self.pool = pool
-    let timer = DispatchSource.makeTimerSource(queue: .global())
-    timer.schedule(
-      deadline: .now() + .seconds(Self.keepAliveSeconds),
-      repeating: .seconds(Self.keepAliveSeconds))
-    keepAlive = UncheckedTimer(source: timer)
-    timer.setEventHandler { [weak self] in self?.sendKeepAlive() }
-    timer.resume()
+    self.settings = settings
+    keepAlive.withLock {
+      $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
+        guard let self else { return [] }
+        return self.feeds.withLock { Array($0.values) }.flatMap { feed in
+          feed.clients.withLock { Array($0.values) }
+        }
+      }
+    }
   }
-
-  deinit { keepAlive.source.cancel() }
 
   /// How many distinct queries are followed now.
   var feedCount: Int { feeds.withLock { $0.count } }
-
-  private func sendKeepAlive() {
-    let all = feeds.withLock { Array($0.values) }
-    for feed in all {
-      for client in feed.clients.withLock({ Array($0.values) }) { client.send(": keep-alive\n\n") }
-    }
-  }
 
   /// A stream for `key`'s query: the current report now, then one event per change of it.
   func open(key: String, parameters: FeaturesAPI.BoundsParametersBox) throws -> HTTPStream {
@@ -78,7 +68,7 @@ final class BoundsStreams: Sendable {
       feed.token.withLock { $0 = started }
       return feed
     }
-    let stream = HTTPStream()
+    let stream = HTTPStream(settings: settings)
     let id = ObjectIdentifier(stream)
     feed.clients.withLock { $0[id] = stream }
     stream.onFinish.withLock {

@@ -1,48 +1,82 @@
 import CMicroHTTPD
+import Dispatch
 import Foundation
 import Synchronization
 
 /// A response that stays open and sends bytes as they come: Server-Sent Events.
 ///
-/// Bytes wait in a bounded queue (``limit``); a client that reads so slowly that the queue
-/// would pass it is dropped (its connection closed), so a slow reader never grows the
-/// server's memory without limit. While the queue is empty the connection is suspended in
-/// libmicrohttpd (no thread waits, nothing polls) and resumed by the next ``send(_:)``.
+/// Events wait in a queue of shared texts: one transaction's events are rendered once and the
+/// same storage is queued for every client (not copied), so a burst costs its size once, not
+/// once per client. A client is dropped (its connection cut at once) when an event or a
+/// keep-alive finds it stalled: more than ``StreamSettings/stalledLimit`` bytes (256 KiB)
+/// waiting for it beyond what the kernel's socket buffers took and nothing read for
+/// ``StreamSettings/stallTimeout`` (5 s); or, reading or not, more than
+/// ``StreamSettings/hardLimit`` bytes (32 MiB) waiting. A client that reads keeps
+/// up with any burst at its own pace; one that stops is gone within the keep-alive interval
+/// plus 5 s; none holds the others back (each has its own queue), and none grows the server's
+/// memory past the hard limit (in storage shared with the others). While the queue is empty
+/// the connection is suspended in libmicrohttpd (no thread waits, nothing polls) and resumed
+/// by the next ``send(_:)``.
 ///
-/// Cost: O(bytes) per send; O(1) memory per idle client beyond its connection.
+/// Cost: O(1) per send (plus the copy into libmicrohttpd's buffer as the client reads);
+/// O(1) memory per idle client beyond its connection.
 public final class HTTPStream: Sendable {
-  /// The most bytes waiting for one client before it is dropped.
-  public let limit: Int
+  /// When a client is dropped.
+  public let settings: StreamSettings
 
   struct State {
-    var pending: [UInt8] = []
-    var sentOffset = 0
+    /// The texts to send, oldest first, from `head`; `offset` bytes of the first are sent.
+    var chunks: [String] = []
+    var head = 0
+    var offset = 0
+    /// Bytes queued and not yet handed to libmicrohttpd.
+    var waiting = 0
     var closed = false
+    /// Closed for reading too slowly: the connection is cut, not ended in order.
+    var dropped = false
     var suspended = false
     var connection: HTTPServer.ConnectionHandle?
+    /// When the client last took bytes, or last had nothing to read.
+    var lastProgress = ContinuousClock.now
   }
   private let state = Mutex(State())
   /// Called once when the client is gone (closed, dropped, or disconnected).
   let onFinish = Mutex<(@Sendable () -> Void)?>(nil)
 
-  /// A stream whose queue holds at most `limit` bytes.
-  public init(limit: Int = 256 * 1024) { self.limit = limit }
+  /// A stream that drops its client as `settings` say.
+  public init(settings: StreamSettings = StreamSettings()) { self.settings = settings }
 
-  /// Queues `text` for the client; false when the client is gone or was dropped for reading
-  /// too slowly (the stream is then closed).
+  /// Queues `text` for the client (sharing its storage); false when the client is gone or was
+  /// dropped for falling more than ``limit`` bytes behind (the stream is then closed).
   @discardableResult
   public func send(_ text: String) -> Bool {
-    let bytes = Array(text.utf8)
+    var text = text
+    text.makeContiguousUTF8()
+    let count = text.utf8.count
     return state.withLock { state -> Bool in
       guard !state.closed else { return false }
-      if state.pending.count - state.sentOffset + bytes.count > limit {
+      let stalled =
+        state.waiting > settings.stalledLimit
+        && ContinuousClock.now - state.lastProgress > settings.stallTimeout
+      if stalled || state.waiting + count > settings.hardLimit {
         state.closed = true
-        state.pending = []
-        state.sentOffset = 0
+        state.dropped = true
+        state.chunks = []
+        state.head = 0
+        state.offset = 0
+        state.waiting = 0
+        // Its socket is full, so libmicrohttpd would not ask for bytes again: cut it. The
+        // connection stays valid while this lock is held (its end waits for the lock).
+        if let connection = state.connection, !state.suspended {
+          trips_mhd_connection_abort(connection.pointer)
+        }
         Self.resume(&state)
         return false
       }
-      state.pending += bytes
+      guard count > 0 else { return true }
+      if state.waiting == 0 { state.lastProgress = .now }  // it was not behind
+      state.chunks.append(text)
+      state.waiting += count
       Self.resume(&state)
       return true
     }
@@ -76,20 +110,37 @@ public final class HTTPStream: Sendable {
   /// the next send), or the end.
   func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
     state.withLock { state -> Int in
-      let available = state.pending.count - state.sentOffset
-      if available > 0 {
-        let count = min(available, max)
-        state.pending.withUnsafeBufferPointer { bytes in
-          UnsafeMutableRawPointer(buffer).copyMemory(
-            from: bytes.baseAddress! + state.sentOffset, byteCount: count)
+      var copied = 0
+      while copied < max, state.head < state.chunks.count {
+        let chunk = state.chunks[state.head]
+        let count =
+          chunk.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+            let count = min(bytes.count - state.offset, max - copied)
+            UnsafeMutableRawPointer(buffer + copied).copyMemory(
+              from: bytes.baseAddress! + state.offset, byteCount: count)
+            return count
+          } ?? 0
+        copied += count
+        state.offset += count
+        if state.offset >= chunk.utf8.count {
+          state.head += 1
+          state.offset = 0
         }
-        state.sentOffset += count
-        if state.sentOffset == state.pending.count {
-          state.pending.removeAll(keepingCapacity: true)
-          state.sentOffset = 0
-        }
-        return count
       }
+      state.waiting -= copied
+      if copied > 0 { state.lastProgress = .now }
+      if state.head == state.chunks.count {
+        // All sent: the queue's storage is given back.
+        state.chunks = []
+        state.head = 0
+      } else if state.head > 64, state.head * 2 > state.chunks.count {
+        state.chunks.removeFirst(state.head)
+        state.head = 0
+      }
+      if copied > 0 { return copied }
+      // A dropped client's connection is cut at once (END_WITH_ERROR): it would not read the
+      // end of the stream anyway, and its socket buffers are given back now.
+      if state.dropped { return -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
       if state.closed { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
       guard let connection = state.connection else { return -1 }
       state.suspended = true
@@ -111,4 +162,44 @@ public final class HTTPStream: Sendable {
     }
     action?()
   }
+}
+
+/// When the live streams drop a client, and how often they send a keep-alive comment.
+public struct StreamSettings: Sendable {
+  /// Bytes that may wait for a client that has stopped reading.
+  public var stalledLimit = 256 * 1024
+  /// How long a client with more than ``stalledLimit`` bytes waiting may read nothing.
+  public var stallTimeout: Duration = .seconds(5)
+  /// Bytes that may wait for any client, reading or not.
+  public var hardLimit = 32 * 1024 * 1024
+  /// Time between keep-alive comments (which also check stalled clients).
+  public var keepAlive: Duration = .seconds(15)
+
+  /// The defaults: 256 KiB and 5 s, 32 MiB, a comment every 15 s.
+  public init() {}
+}
+
+/// Sends a comment line to every open stream at an interval: it keeps proxies from closing
+/// idle connections, lets a client see the connection is alive, and makes a stalled client's
+/// queue be checked (see ``HTTPStream``) even when no event comes.
+final class StreamKeepAlive: Sendable {
+  private struct Timer: @unchecked Sendable { let source: any DispatchSourceTimer }
+  private let timer: Timer
+
+  /// Starts; `streams` lists the open streams each time.
+  init(every interval: Duration, _ streams: @escaping @Sendable () -> [HTTPStream]) {
+    let source = DispatchSource.makeTimerSource(queue: .global())
+    let parts = interval.components
+    let nanoseconds = max(
+      Int(parts.seconds) * 1_000_000_000 + Int(parts.attoseconds / 1_000_000_000), 1_000_000)
+    source.schedule(
+      deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
+    source.setEventHandler {
+      for stream in streams() { stream.send(": keep-alive\n\n") }
+    }
+    source.resume()
+    timer = Timer(source: source)
+  }
+
+  deinit { timer.source.cancel() }
 }

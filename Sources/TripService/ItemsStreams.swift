@@ -52,7 +52,22 @@ final class ItemsStreams: Sendable {
   /// Seconds a feed outlives its last client.
   static let graceSeconds = 30
 
-  init(pool: StorePool) { self.pool = pool }
+  private let keepAlive = Mutex<StreamKeepAlive?>(nil)
+
+  private let settings: StreamSettings
+
+  init(pool: StorePool, settings: StreamSettings) {
+    self.pool = pool
+    self.settings = settings
+    keepAlive.withLock {
+      $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
+        guard let self else { return [] }
+        return self.feeds.withLock { Array($0.values) }.flatMap { feed in
+          feed.state.withLock { Array($0.clients.values) }
+        }
+      }
+    }
+  }
 
   /// How many distinct item queries are followed now.
   var feedCount: Int { feeds.withLock { $0.count } }
@@ -88,7 +103,7 @@ final class ItemsStreams: Sendable {
       feed.follower.withLock { $0 = task }
       return feed
     }
-    let stream = HTTPStream()
+    let stream = HTTPStream(settings: settings)
     stream.send("retry: 2000\n\n")
     let id = ObjectIdentifier(stream)
     // Replay and registration under the feed's lock: no live event can slip between them.

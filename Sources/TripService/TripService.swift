@@ -24,6 +24,8 @@ public struct ServiceConfiguration: Sendable {
   public var limits = HTTPLimits()
   /// Seconds ``TripService/stop()`` waits for requests in flight.
   public var drainSeconds = 10.0
+  /// How the live streams treat their clients.
+  public var streams = StreamSettings()
 
   /// The defaults: 127.0.0.1:8080, read-only without tokens.
   public init() {}
@@ -91,8 +93,8 @@ public final class TripService: Sendable {
     self.configuration = configuration
     pool = StorePool(container: container)
     extent = CollectionExtent()
-    streams = BoundsStreams(pool: pool)
-    itemStreams = ItemsStreams(pool: pool)
+    streams = BoundsStreams(pool: pool, settings: configuration.streams)
+    itemStreams = ItemsStreams(pool: pool, settings: configuration.streams)
     api = FeaturesAPI(
       configuration: configuration, pool: pool, extent: extent, streams: streams,
       itemStreams: itemStreams)

@@ -32,6 +32,11 @@ enum ServeCommand: Subcommand {
         OptionSpec(
           name: "insecure-http", valueName: nil,
           help: "Allow --token-file over plain HTTP off loopback (behind an HTTPS proxy)."),
+        OptionSpec(
+          name: "keep-alive", valueName: "seconds",
+          help:
+            "Send a comment on every stream this often (a stream client that has read nothing for 5 s with over 256 KiB waiting is dropped then).",
+          defaultDescription: "15"),
         CommonOptions.store,
       ])
   }
@@ -45,6 +50,14 @@ enum ServeCommand: Subcommand {
           "Invalid value '\(terminalSafe(text))' for '--port': expected a port from 0 to 65535.")
       }
       configuration.port = port
+    }
+    if let text = arguments.value("keep-alive") {
+      guard let seconds = Int(text), (1...3600).contains(seconds) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--keep-alive': expected whole seconds from 1 to 3600."
+        )
+      }
+      configuration.streams.keepAlive = .seconds(seconds)
     }
     configuration.readOnly = arguments.has("read-only")
     configuration.allowsInsecureHTTP = arguments.has("insecure-http")

@@ -93,7 +93,7 @@ struct BoundsCommandTests {
       (["--crs", "nonsense"], "unrecognized format"),
       (["--viewport", "800"], "expected WIDTHxHEIGHT"),
       (["--viewport", "0x600"], "expected WIDTHxHEIGHT"),
-      (["--format", "svg"], "expected text, json or geojson"),
+      (["--format", "tiff"], "expected text, json, geojson or svg"),
     ])
   func badOptions(arguments: [String], message: String) throws {
     let scratch = Scratch()

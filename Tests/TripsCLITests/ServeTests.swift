@@ -873,12 +873,27 @@ struct ServeTests {
       Thread.sleep(forTimeInterval: 0.2)
     }
     #expect(eventually { service.streamFeedCount == 0 })
-    // The bound on a client's queue: past it, the client is dropped, not buffered.
-    let stream = HTTPStream(limit: 100)
+    // The bounds on a client's queue: past the hard limit, any client is dropped, not
+    // buffered; past the stalled limit, one that has read nothing for the stall timeout.
+    var settings = StreamSettings()
+    settings.hardLimit = 100
+    let stream = HTTPStream(settings: settings)
     #expect(stream.send(String(repeating: "a", count: 60)))
-    #expect(!stream.send(String(repeating: "b", count: 60)), "over the limit: dropped")
+    #expect(!stream.send(String(repeating: "b", count: 60)), "over the hard limit: dropped")
     #expect(!stream.isOpen)
     #expect(!stream.send("c"), "a dropped client gets nothing more")
+    settings = StreamSettings()
+    settings.stalledLimit = 50
+    settings.stallTimeout = .milliseconds(100)
+    let stalled = HTTPStream(settings: settings)
+    #expect(stalled.send(String(repeating: "a", count: 60)))
+    #expect(stalled.send("b"), "behind, but not for long yet")
+    Thread.sleep(forTimeInterval: 0.2)
+    #expect(!stalled.send(": keep-alive\n\n"), "behind and silent past the timeout: dropped")
+    let quiet = HTTPStream(settings: settings)
+    #expect(quiet.send(String(repeating: "a", count: 40)))
+    Thread.sleep(forTimeInterval: 0.2)
+    #expect(quiet.send("b"), "below the stalled limit a silent client stays")
   }
 
   @Test("libmicrohttpd's paths under valgrind: no invalid read, write or free")
