@@ -31,7 +31,7 @@ struct Options {
   ]
 
   /// Phases that run only when named: long measurements beside the comparison.
-  static let optInPhaseNames = ["observers", "serve"]
+  static let optInPhaseNames = ["observers", "serve", "streams"]
 
   /// Whether the phase `name` (one of ``phaseNames`` or ``optInPhaseNames``) runs.
   func wants(_ name: String) -> Bool {
@@ -93,8 +93,10 @@ func parseOptions() -> Options {
           --phases <list>         Run only these phases, comma-separated, of: insert, fetch,
                                   sectioned, indexed, contains, count, bounds, update, watch,
                                   listhead, memory; and, only when named, observers (100 observers
-                                  and 10,000 writes) and serve (trips serve under wrk, beside the
-                                  same requests in-process). (The store is always filled.)
+                                  and 10,000 writes), serve (trips serve under wrk, beside the
+                                  same requests in-process) and streams (1,000 stream clients,
+                                  a 10,000-change burst, sync over HTTP). (The store is always
+                                  filled.)
           --observer-writes <n>   Writes in the observers phase. (default: 10000)
           -h, --help              Show help information.
         """)
@@ -802,6 +804,66 @@ if options.wants("serve") {
       ))
   } else {
     print("(skipping the serve phase: needs wrk (apt-get install wrk) and the trips product)")
+  }
+}
+
+// MARK: Live streams (only with --phases streams)
+
+if options.wants("streams") {
+  let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("trips")
+  if fileManager.isExecutableFile(atPath: executable.path) {
+    if let handle = tb_open(store.path, 65_536) {
+      check(tb_checkpoint(handle) == 0, "checkpoint failed")
+      tb_close(handle)
+    }
+    // One client, then 1,000 on the same bounds query: the delay from a commit in this process
+    // to each client's event; the baseline is the same delay with one client.
+    let one = try fanOut(executable: executable, store: store, clients: 1, rounds: 20)
+    let many = try fanOut(executable: executable, store: store, clients: 1000, rounds: 20)
+    report(
+      Phase(
+        phase: "stream fan-out p99 (1,000 clients)", n: options.size,
+        seconds: quantile(many.latencies, 0.99) / 1000,
+        baselineSeconds: quantile(one.latencies, 0.99) / 1000, unit: "s",
+        note: String(
+          format:
+            "commit → event at every client, 20 trips added from another process: p50 %.1f ms, p99 %.1f ms, worst %.1f ms; one client: p99 %.1f ms",
+          quantile(many.latencies, 0.5), quantile(many.latencies, 0.99),
+          many.latencies.max() ?? .nan, quantile(one.latencies, 0.99))))
+    report(
+      Phase(
+        phase: "stream memory per idle client", n: options.size, seconds: many.perClientKiB,
+        baselineSeconds: 64, unit: "KiB",
+        note: String(
+          format: "server VmRSS growth from 1 to 1,000 connected clients / 999, against the 64 KiB target; idle %.0f KiB",
+          many.baselineKiB)))
+    let burstResult = try burst(executable: executable, store: store, count: 10_000)
+    report(
+      Phase(
+        phase: "stream burst of 10,000 changes", n: options.size, seconds: burstResult.seconds,
+        baselineSeconds: burstResult.writeSeconds, unit: "s",
+        note: String(
+          format:
+            "10,000 one-trip transactions from another process; all %d inserts arrived %@; server VmRSS %.0f KiB before, %.0f KiB 3 s after (%.2f×); baseline: the writing alone",
+          burstResult.received, burstResult.inOrder ? "in order" : "OUT OF ORDER OR MISSING",
+          burstResult.beforeKiB, burstResult.afterKiB, burstResult.afterKiB / burstResult.beforeKiB)))
+    check(burstResult.inOrder, "the burst's events were missing or out of order")
+    let directory = URL(fileURLWithPath: options.directory)
+    let http = try syncLatencies(
+      executable: executable, directory: directory, throughServer: true, rounds: 30)
+    let file = try syncLatencies(
+      executable: executable, directory: directory, throughServer: false, rounds: 30)
+    report(
+      Phase(
+        phase: "sync watch over HTTP p99", n: 30, seconds: quantile(http, 0.99) / 1000,
+        baselineSeconds: quantile(file, 0.99) / 1000, unit: "s",
+        note: String(
+          format:
+            "a trip committed in store A, readable in store B through a server (A --to, B --from): p50 %.1f ms, p99 %.1f ms; baseline: sync watch straight from A to B, p99 %.1f ms",
+          quantile(http, 0.5), quantile(http, 0.99), quantile(file, 0.99))))
+  } else {
+    print("(skipping the streams phase: build the trips product in the same configuration)")
   }
 }
 
