@@ -240,7 +240,9 @@ func syncLatencies(executable: URL, directory: URL, throughServer: Bool, rounds:
     "sync-\(throughServer ? "http" : "file")-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
   defer { try? FileManager.default.removeItem(at: folder) }
-  let (a, b) = (folder.appendingPathComponent("a.sqlite"), folder.appendingPathComponent("b.sqlite"))
+  let (a, b) = (
+    folder.appendingPathComponent("a.sqlite"), folder.appendingPathComponent("b.sqlite")
+  )
   let storeA = try TripStore(url: a, author: "bench")
   let storeB = try TripStore(url: b, author: "reader")
   var processes: [Process] = []

@@ -836,7 +836,8 @@ if options.wants("streams") {
         phase: "stream memory per idle client", n: options.size, seconds: many.perClientKiB,
         baselineSeconds: 64, unit: "KiB",
         note: String(
-          format: "server VmRSS growth from 1 to 1,000 connected clients / 999, against the 64 KiB target; idle %.0f KiB",
+          format:
+            "server VmRSS growth from 1 to 1,000 connected clients / 999, against the 64 KiB target; idle %.0f KiB",
           many.baselineKiB)))
     let burstResult = try burst(executable: executable, store: store, count: 10_000)
     report(
@@ -847,7 +848,8 @@ if options.wants("streams") {
           format:
             "10,000 one-trip transactions from another process; all %d inserts arrived %@; server VmRSS %.0f KiB before, %.0f KiB 3 s after (%.2f×); baseline: the writing alone",
           burstResult.received, burstResult.inOrder ? "in order" : "OUT OF ORDER OR MISSING",
-          burstResult.beforeKiB, burstResult.afterKiB, burstResult.afterKiB / burstResult.beforeKiB)))
+          burstResult.beforeKiB, burstResult.afterKiB, burstResult.afterKiB / burstResult.beforeKiB)
+      ))
     check(burstResult.inOrder, "the burst's events were missing or out of order")
     let directory = URL(fileURLWithPath: options.directory)
     let http = try syncLatencies(
