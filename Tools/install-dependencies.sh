@@ -13,9 +13,10 @@
 #                   installed path (/usr/share/javascript/leaflet)
 #   chromium        the tests' real browser: headless, it loads /map and takes a screenshot
 #   fonts-dejavu-core  text for that screenshot and for the SVG pictures
+#   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public symbols)
 set -euo pipefail
 packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin
-  openssl libjs-leaflet chromium fonts-dejavu-core)
+  openssl libjs-leaflet chromium fonts-dejavu-core jq)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

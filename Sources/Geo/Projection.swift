@@ -23,7 +23,7 @@ public final class Projection: Sendable {
 
   /// Creates the transformation from `EPSG:4326` (in longitude, latitude order) to `crs`.
   ///
-  /// Every PROJ object made here has one owner (``ProjContext``, ``ProjObject``) that frees it
+  /// Every PROJ object made here has one owner (`ProjContext`, `ProjObject`) that frees it
   /// once, objects before their context, on success and on every failure path alike.
   ///
   /// - Throws: ``GeoError/Code/unknownCRS`` when PROJ does not know `crs`.
@@ -118,7 +118,7 @@ public final class Projection: Sendable {
   static let densifyPoints: Int32 = 200
 
   /// The extent of a box in the target CRS, densified along its edges by PROJ
-  /// (`proj_trans_bounds`, ``densifyPoints`` per edge). A box crossing the antimeridian is split at 180° and the two
+  /// (`proj_trans_bounds`, `densifyPoints` per edge). A box crossing the antimeridian is split at 180° and the two
   /// extents joined, since PROJ 9.1 answers such a box with an almost global extent.
   ///
   /// For Web Mercator, see ``ProjectedExtent/webMercator(_:)``, which this does not special-case.

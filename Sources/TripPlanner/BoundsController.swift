@@ -7,11 +7,11 @@ import Synchronization
 /// Keeps the bounding region of a set of trips current as the store changes: the trip
 /// library's `MapCameraController`.
 ///
-/// It subscribes through a ``ResultsObserver`` of the trips matching a ``TripQuery`` (all
+/// It subscribes through a `ResultsObserver` of the trips matching a ``TripQuery`` (all
 /// trips by default), and applies each update's removed and inserted trips to a
-/// ``CoordinateCover``: one added, moved or deleted trip costs O(log n), with no rescan. The
+/// `CoordinateCover`: one added, moved or deleted trip costs O(log n), with no rescan. The
 /// projected extent is then recomputed from the box (O(1) for Web Mercator; for other CRSs one
-/// PROJ call per changed trip, kept in a ``ProjectedPointCover`` in O(log n), and one
+/// PROJ call per changed trip, kept in a `ProjectedPointCover` in O(log n), and one
 /// densified `proj_trans_bounds` of the box). ``report`` is observable and changes only when the report does.
 ///
 /// Changes arrive from any context of the container and from other processes writing the same

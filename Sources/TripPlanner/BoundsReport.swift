@@ -52,10 +52,15 @@ public struct BoundsReport: Hashable, Sendable {
 
   /// Makes the report for `count` trips covered by `box`.
   ///
-  /// - Parameter points: For CRSs other than Web Mercator, the trips' own projections: the
-  ///   projected extent is the box's (edges densified by PROJ) joined with them, so it holds
-  ///   every trip even where the densified edges miss one. Points that do not project are
-  ///   counted in ``unprojectedCount``.
+  /// - Parameters:
+  ///   - count: How many trips.
+  ///   - box: The smallest box over them; nil when there are none.
+  ///   - projection: The projected CRS of ``projected``.
+  ///   - viewport: Fit ``camera`` to this many pixels; nil for no camera.
+  ///   - points: For CRSs other than Web Mercator, the trips' own projections: the
+  ///     projected extent is the box's (edges densified by PROJ) joined with them, so it
+  ///     holds every trip even where the densified edges miss one. Points that do not project
+  ///     are counted in ``unprojectedCount``.
   public init(
     count: Int, box: GeographicBox?, projection: Projection, viewport: Viewport? = nil,
     points: ProjectedPointCover? = nil

@@ -84,9 +84,14 @@ public final class ServerSync: Sendable {
   /// Prepares a sync of the store at `local` with `server`.
   ///
   /// - Parameters:
+  ///   - local: The local store file.
+  ///   - server: The server's base URL, as `trips serve` prints it.
+  ///   - directions: Push, pull, or both.
   ///   - writer: Needed to push (the server takes writes with a token only); its name is also
   ///     left out of pulls, so that this sync's own pushes do not come back.
+  ///   - localAuthor: The author of pulled changes here.
   ///   - state: The state file; default `<local>.sync-state.json`.
+  ///   - onEvent: Called after each push or pull that moved something, and on failures.
   /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
   ///   that is not `http` or `https`, or a push without a writer.
   public init(

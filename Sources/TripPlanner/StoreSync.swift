@@ -40,6 +40,9 @@ public final class StoreSync: Sendable {
   /// Prepares a sync from `source` to `target`.
   ///
   /// - Parameters:
+  ///   - source: The store read from.
+  ///   - target: The store written to.
+  ///   - author: The author recorded in the target, and left out of the source's feed.
   ///   - state: The state file; default `<target>.sync-state.json`.
   ///   - onPush: Called after each push with its result.
   public init(

@@ -4,7 +4,7 @@ import Persistence
 
 /// A planned trip: where, when, and the place it refers to.
 ///
-/// Validation (``validate()``) runs on every save, whichever path the trip came in by: a name and
+/// Validation (``TripRecord/validate()``) runs on every save, whichever path the trip came in by: a name and
 /// a destination that are not blank, at most ``TripRecord/maximumTextLength`` Unicode scalars
 /// long and free of control characters (C0, DEL, C1: no line breaks, tabs or escape sequences;
 /// the place identifier too), a finite latitude in [-90, 90] and longitude in [-180, 180], and

@@ -14,7 +14,10 @@ public final class TripStore {
 
   /// Opens (creating if needed, folders included) the store at `url`.
   ///
-  /// - Parameter author: Recorded in history for every write.
+  /// - Parameters:
+  ///   - url: The store file.
+  ///   - author: Recorded in history for every write.
+  ///   - readOnly: Open without writing: no migration, no creation; writes fail.
   public init(url: URL, author: String = "cli", readOnly: Bool = false) throws {
     do {
       container = try ModelContainer(
@@ -72,7 +75,7 @@ public final class TripStore {
   /// all, from one snapshot of the store: what a paged API answers with.
   ///
   /// Cost: with a bounding box, one pass over the box's index entries that counts the matches
-  /// and keeps the page in a bounded heap (``ModelContext/fetchPage(_:)``), O(m log k) for m
+  /// and keeps the page in a bounded heap (`ModelContext.fetchPage(_:)`), O(m log k) for m
   /// matches and k = offset + limit, then O(page) rows read; otherwise the page's query and a
   /// count, each served by an index where one follows the order or the filter.
   public func page(_ query: TripQuery) throws -> (trips: [Trip], matched: Int) {
@@ -273,7 +276,10 @@ public final class TripStore {
   /// Imports records in one transaction: all of them or, if any is invalid, none; every bad
   /// record is reported. Records with an existing id update that trip.
   ///
-  /// - Parameter progress: Called with the number of records processed so far.
+  /// - Parameters:
+  ///   - records: The records, each with where it came from (a line number, or nil).
+  ///   - file: The file's name, for messages (`FILE:LINE`).
+  ///   - progress: Called with the number of records processed so far.
   @discardableResult
   public func importRecords(
     _ records: [(line: Int?, record: TripRecord)], file: String = "-",

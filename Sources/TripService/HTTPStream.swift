@@ -47,7 +47,7 @@ public final class HTTPStream: Sendable {
   public init(settings: StreamSettings = StreamSettings()) { self.settings = settings }
 
   /// Queues `text` for the client (sharing its storage); false when the client is gone or was
-  /// dropped for falling more than ``limit`` bytes behind (the stream is then closed).
+  /// dropped as stalled or too far behind (see ``StreamSettings``; the stream is then closed).
   @discardableResult
   public func send(_ text: String) -> Bool {
     var text = text

@@ -73,8 +73,11 @@ public final class TripService: Sendable {
 
   /// Starts serving the trips of `container`.
   ///
-  /// - Parameter log: Receives one line per request (method, path, status, bytes,
-  ///   milliseconds); standard error by default.
+  /// - Parameters:
+  ///   - container: The store to serve.
+  ///   - configuration: How to listen and what to allow.
+  ///   - log: Receives one line per request (method, path, status, bytes, milliseconds);
+  ///     standard error by default.
   /// - Throws: ``ServiceError`` when the address cannot be listened on or the configuration is
   ///   unsafe; `PersistenceError` when the store cannot be read.
   public init(

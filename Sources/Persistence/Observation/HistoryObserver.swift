@@ -28,6 +28,7 @@ public final class HistoryObserver: Observable, Sendable {
   /// Starts following `container`'s store.
   ///
   /// - Parameters:
+  ///   - container: The store to follow.
   ///   - authors: Count only transactions by these authors; nil for all.
   ///   - excludedAuthors: Do not count transactions by these authors.
   ///   - modelTypes: Count only transactions that change these models; nil for all.

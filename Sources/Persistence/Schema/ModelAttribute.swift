@@ -3,8 +3,8 @@ import Synchronization
 
 /// One stored attribute of a ``PersistentModel``: a key path, a column name and options.
 ///
-/// Make attributes with ``attribute(_:_:_:)`` for the value types SQLite stores natively and
-/// ``codable(_:_:_:)`` for any other `Codable` value, which is stored opaquely.
+/// Make attributes with `attribute(_:_:…)` for the value types SQLite stores natively and
+/// `codable(_:_:…)` for any other `Codable` value, which is stored opaquely.
 ///
 /// Both are `@inlinable`: compiled in the module that declares the schema, where the key path is
 /// a literal, so that loading a row calls the property's accessors directly instead of going

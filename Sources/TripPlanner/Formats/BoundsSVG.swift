@@ -4,7 +4,7 @@ import Geo
 /// A bounds report as a picture for reports: the world's outlines, the trips as points with
 /// their names, the box (one rectangle, also across the antimeridian) and a panel with the
 /// count and the box in its three dialects, in Web Mercator framed as a map camera would
-/// frame it (``CameraFit`` with 512-pixel tiles, the padding kept clear on every side). The
+/// frame it (`CameraFit` with 512-pixel tiles, the padding kept clear on every side). The
 /// same picture as the service's map page (`/map`).
 ///
 /// Longitudes are unwrapped around the camera's centre, so a box across 180° is drawn as one
@@ -44,7 +44,7 @@ public struct BoundsSVG {
   /// Frames `report`'s box in `size` less `padding` pixels on each side (the whole world when
   /// there are no trips).
   ///
-  /// - Throws: ``GeoError`` with ``GeoError/Code/invalidViewport`` when the padding leaves
+  /// - Throws: `GeoError` with the code `invalidViewport` when the padding leaves
   ///   no room.
   public init(
     report: BoundsReport, marks: [Mark], world: WorldOutlines?, size: Viewport, padding: Double
@@ -128,8 +128,10 @@ public struct BoundsSVG {
       for mark in marks {
         let (x, y) = pixel(
           longitude: unwrapped(mark.coordinate.longitude), latitude: mark.coordinate.latitude)
+        // A label that would run off the right edge is written to the left of its point.
+        let leftward = x + 6 + 7 * Double(mark.label.count) > width
         svg +=
-          "<text x=\"\(Self.number(x + 6))\" y=\"\(Self.number(y + 4))\">\(Self.escape(mark.label))</text>\n"
+          "<text x=\"\(Self.number(leftward ? x - 6 : x + 6))\" y=\"\(Self.number(y + 4))\"\(leftward ? " text-anchor=\"end\"" : "")>\(Self.escape(mark.label))</text>\n"
       }
       svg += "</g>\n"
     }
