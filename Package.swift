@@ -109,6 +109,13 @@ let package = Package(
       dependencies: ["TripPlanner", "TestSupport"],
       swiftSettings: swiftSettings
     ),
+    // Every ```swift block of README.md and the DocC articles, made by Tools/examples.sh:
+    // compiled by `swift test`, so no example can drift from the API.
+    .testTarget(
+      name: "ExamplesTests",
+      dependencies: ["TripPlanner", "TripService", "Persistence", "Geo"],
+      swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "TripsCLITests",
       dependencies: [
