@@ -97,10 +97,20 @@ struct PredicateTranslator {
   mutating func binaryOperation<E: PredicateExpression>(
     _ node: E, _ lhs: Any, _ symbol: String, _ rhs: Any
   ) throws -> TranslatedExpression {
+    try binaryOperation(node, lhs, rhs) { binary($0, symbol, $1) }
+  }
+
+  /// The one pattern of every two-operand node: translate both operands; when both are
+  /// constants, evaluate the node in Swift (folding it); otherwise build its SQL from the two
+  /// operands' fragments with `build`.
+  mutating func binaryOperation<E: PredicateExpression>(
+    _ node: E, _ lhs: Any, _ rhs: Any,
+    _ build: (SQLFragment, SQLFragment) throws -> SQLFragment
+  ) throws -> TranslatedExpression {
     let left = try translate(lhs)
     let right = try translate(rhs)
     if left.isConstant && right.isConstant { return try Self.fold(node) }
-    return .sql(binary(try operand(left), symbol, try operand(right)))
+    return .sql(try build(try operand(left), try operand(right)))
   }
 
   /// Folds a node whose operands are all constants by evaluating it in Swift.

@@ -30,12 +30,9 @@ extension PredicateExpressions.IntRemainder: SQLTranslatable {
 extension PredicateExpressions.FloatDivision: SQLTranslatable {
   /// Floating-point `/`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    let l = try translator.operand(left)
-    let r = try translator.operand(right)
-    return .sql(SQLFragment("(CAST(\(l.sql) AS REAL) / \(r.sql))", l.bindings + r.bindings))
+    try translator.binaryOperation(self, lhs, rhs) { l, r in
+      SQLFragment("(CAST(\(l.sql) AS REAL) / \(r.sql))", l.bindings + r.bindings)
+    }
   }
 }
 

@@ -38,28 +38,20 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
   /// `text.contains(other)` as `instr(text, other) > 0`: true for an empty `other`, as
   /// `Predicate.evaluate` answers.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let baseValue = try translator.translate(base)
-    let otherValue = try translator.translate(other)
-    if baseValue.isConstant && otherValue.isConstant { return try PredicateTranslator.fold(self) }
-    let haystack = try translator.operand(baseValue)
-    let needle = try translator.operand(otherValue)
-    return .sql(
+    try translator.binaryOperation(self, base, other) { haystack, needle in
       SQLFragment(
-        "(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings))
+        "(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings)
+    }
   }
 }
 
 extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
   /// `text.starts(with: prefix)` as `substr(text, 1, length(prefix)) = prefix`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let baseValue = try translator.translate(base)
-    let prefixValue = try translator.translate(prefix)
-    if baseValue.isConstant && prefixValue.isConstant { return try PredicateTranslator.fold(self) }
-    let text = try translator.operand(baseValue)
-    let start = try translator.operand(prefixValue)
-    return .sql(
+    try translator.binaryOperation(self, base, prefix) { text, start in
       SQLFragment(
         "(substr(\(text.sql), 1, length(\(start.sql))) = \(start.sql))",
-        text.bindings + start.bindings + start.bindings))
+        text.bindings + start.bindings + start.bindings)
+    }
   }
 }

@@ -64,15 +64,11 @@ import Foundation
 
   extension PredicateExpressions.StringLocalizedStandardContains: SQLTranslatable {
     func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-      let text = try translator.translate(root)
-      let pattern = try translator.translate(other)
-      if text.isConstant && pattern.isConstant { return try PredicateTranslator.fold(self) }
-      let l = try translator.operand(text)
-      let r = try translator.operand(pattern)
-      return .sql(
+      try translator.binaryOperation(self, root, other) { l, r in
         SQLFragment(
           "(\(SQLFunctions.localizedStandardContainsName)(\(l.sql), \(r.sql)) = 1)",
-          l.bindings + r.bindings))
+          l.bindings + r.bindings)
+      }
     }
   }
 #endif

@@ -3,12 +3,9 @@ import Foundation
 extension PredicateExpressions.NilCoalesce: SQLTranslatable {
   /// `lhs ?? rhs` as `COALESCE(lhs, rhs)`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let left = try translator.translate(lhs)
-    let right = try translator.translate(rhs)
-    if left.isConstant && right.isConstant { return try PredicateTranslator.fold(self) }
-    let l = try translator.operand(left)
-    let r = try translator.operand(right)
-    return .sql(SQLFragment("COALESCE(\(l.sql), \(r.sql))", l.bindings + r.bindings))
+    try translator.binaryOperation(self, lhs, rhs) { l, r in
+      SQLFragment("COALESCE(\(l.sql), \(r.sql))", l.bindings + r.bindings)
+    }
   }
 }
 
