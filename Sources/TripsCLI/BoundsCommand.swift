@@ -4,18 +4,40 @@ import TripPlanner
 
 /// `trips bounds`: the bounding region of the trips, for map tools.
 enum BoundsCommand: Subcommand {
-  static let crs = OptionSpec(
+  static let crs = Option<String>(
     name: "crs", valueName: "crs",
     help: "The projected CRS, as PROJ knows it (EPSG:32633, a PROJ string…).",
     defaultDescription: "EPSG:3857")
-  static let viewport = OptionSpec(
+  static let viewport = Option<Viewport>(
     name: "viewport", valueName: "WxH",
-    help: "Also fit a map camera to a viewport of this many pixels, such as 800x600.")
+    help: "Also fit a map camera to a viewport of this many pixels, such as 800x600.",
+    parse: { text in
+      guard let parsed = Viewport(text) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide) each, such as 800x600."
+        )
+      }
+      return parsed
+    })
 
-  static let padding = OptionSpec(
+  static let padding = Option<Int>(
     name: "padding", valueName: "pixels",
     help: "Pixels kept clear on every side when fitting the camera.",
-    defaultDescription: "0; 24 with --format svg")
+    defaultDescription: "0; 24 with --format svg",
+    parse: { text in
+      guard let value = Int(text), (0...10_000).contains(value) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--padding': expected whole pixels from 0 to 10000."
+        )
+      }
+      return value
+    })
+
+  static let format = CommonOptions.format(
+    [.text, .json, .geojson, .svg], default: .text,
+    detail:
+      "svg draws the trips and their box on a map, \(svgDefaultSize) unless --viewport says otherwise."
+  )
 
   /// The most trips an SVG draws (the first in date order); the panel says how many.
   static let svgTripLimit = 20_000
@@ -27,27 +49,13 @@ enum BoundsCommand: Subcommand {
       discussion:
         "The box is the smallest on the globe: it crosses the antimeridian (west > east) when that is smaller.",
       options: CommonOptions.filters + [
-        crs, viewport, padding,
-        OptionSpec(
-          name: "format", valueName: "format",
-          help:
-            "text, json, geojson, or svg (a map of the trips and their box, \(svgDefaultSize) unless --viewport says otherwise).",
-          defaultDescription: "text"),
-        CommonOptions.store,
+        crs, viewport, padding, format, CommonOptions.store,
       ])
   }
 
   static func options(_ arguments: ParsedArguments) throws -> (Projection, Viewport?) {
-    var viewport: Viewport?
-    if let text = arguments.value("viewport") {
-      guard let parsed = Viewport(text) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--viewport': expected WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide) each, such as 800x600."
-        )
-      }
-      viewport = parsed
-    }
-    let crs = arguments.value("crs") ?? "EPSG:3857"
+    let viewport = try arguments[viewport]
+    let crs = try arguments[crs] ?? "EPSG:3857"
     do {
       return (try Projection(to: crs), viewport)
     } catch let error as GeoError {
@@ -59,23 +67,10 @@ enum BoundsCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let query = try CommonOptions.query(arguments, io)
-    let format = arguments.value("format") ?? "text"
-    guard ["text", "json", "geojson", "svg"].contains(format) else {
-      throw CLIError.usage(
-        "Invalid value '\(terminalSafe(format))' for '--format': expected text, json, geojson or svg."
-      )
-    }
+    let format = try arguments[format] ?? .text
     var (projection, viewport) = try options(arguments)
-    var padding = format == "svg" ? 24 : 0
-    if let text = arguments.value("padding") {
-      guard let value = Int(text), (0...10_000).contains(value) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--padding': expected whole pixels from 0 to 10000."
-        )
-      }
-      padding = value
-    }
-    if format == "svg" { viewport = viewport ?? Viewport(svgDefaultSize) }
+    let padding = try arguments[padding] ?? (format == .svg ? 24 : 0)
+    if format == .svg { viewport = viewport ?? Viewport(svgDefaultSize) }
     let size = viewport
     if let size, padding > 0 {
       guard size.width > Double(2 * padding), size.height > Double(2 * padding) else {
@@ -86,7 +81,7 @@ enum BoundsCommand: Subcommand {
         width: size.width - Double(2 * padding), height: size.height - Double(2 * padding))
     }
     let store = try CommonOptions.openForReading(arguments, io)
-    if format == "geojson" {
+    if format == .geojson {
       let records = try store.trips(query).map(\.record)
       try io.out(String(decoding: TripGeoJSON.encode(records), as: UTF8.self))
       return
@@ -99,7 +94,7 @@ enum BoundsCommand: Subcommand {
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
       viewport: viewport,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
-    if format == "svg", let size {
+    if format == .svg, let size {
       var sample = query
       sample.limit = svgTripLimit
       let marks = try store.trips(sample).map {
@@ -113,7 +108,7 @@ enum BoundsCommand: Subcommand {
       return
     }
     try io.out(
-      format == "json"
+      format == .json
         ? report.json.rendered(pretty: true) + "\n" : terminalSafeMessage(report.text))
   }
 }

@@ -47,20 +47,132 @@ struct CommandSpec {
   var options: [OptionSpec] = []
   var arguments: [ArgumentSpec] = []
   var subcommands: [CommandSpec] = []
+  /// Options this command no longer has, each with what to use instead.
+  var renamed: [String: String] = [:]
 
-  var allOptions: [OptionSpec] {
-    options + [OptionSpec(name: "help", short: "h", valueName: nil, help: "Show help information.")]
+  var allOptions: [OptionSpec] { options + [Flag.help.spec] }
+
+  init(
+    name: String, abstract: String, discussion: String? = nil,
+    options: [any OptionDescriptor] = [], arguments: [ArgumentSpec] = [],
+    subcommands: [CommandSpec] = []
+  ) {
+    self.name = name
+    self.abstract = abstract
+    self.discussion = discussion
+    self.options = options.map(\.spec)
+    self.arguments = arguments
+    self.subcommands = subcommands
   }
 }
 
-/// What the command line said.
+/// Something a command declares on its command line: what help and the parser need.
+protocol OptionDescriptor: Sendable {
+  /// Its name, placeholder, help and default, for the parser and for help.
+  var spec: OptionSpec { get }
+}
+
+/// An option with a value of type `Value`, declared once (its name, help, placeholder, default
+/// text, and how its text becomes a value) and read typed: `try arguments[Self.port]`. A text
+/// that does not parse is a usage error naming the option and what it expects.
+struct Option<Value>: OptionDescriptor {
+  private(set) var spec: OptionSpec
+  let parse: @Sendable (String) throws -> Value
+
+  init(
+    name: String, short: Character? = nil, valueName: String, help: String,
+    defaultDescription: String? = nil, isRequired: Bool = false,
+    parse: @escaping @Sendable (String) throws -> Value
+  ) {
+    spec = OptionSpec(
+      name: name, short: short, valueName: valueName, help: help,
+      defaultDescription: defaultDescription, isRequired: isRequired)
+    self.parse = parse
+  }
+
+  /// The same option, required: the parser refuses a command line without it.
+  var required: Option {
+    var copy = self
+    copy.spec.isRequired = true
+    return copy
+  }
+}
+
+extension Option where Value == String {
+  /// An option whose value is its text.
+  init(
+    name: String, short: Character? = nil, valueName: String, help: String,
+    defaultDescription: String? = nil, isRequired: Bool = false
+  ) {
+    self.init(
+      name: name, short: short, valueName: valueName, help: help,
+      defaultDescription: defaultDescription, isRequired: isRequired, parse: { $0 })
+  }
+}
+
+extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue == String {
+  /// An option whose values are an enum's cases (or some of them), named in help and in the
+  /// error for any other text.
+  /// The help reads `help` followed by the values: "Order by start, end, name or
+  /// destination.", then `detail`.
+  init(
+    name: String, valueName: String, help: String, allowed: [Value] = Array(Value.allCases),
+    detail: String? = nil, defaultDescription: String? = nil
+  ) {
+    let names = allowed.map(\.rawValue)
+    let expected =
+      names.count > 1
+      ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+    let spec = OptionSpec(
+      name: name, valueName: valueName,
+      help: "\(help) \(expected)." + (detail.map { " " + $0 } ?? ""),
+      defaultDescription: defaultDescription)
+    self.spec = spec
+    let allowedNames = Set(names)
+    parse = { given in
+      // Case does not matter: `--format JSON` is `--format json`.
+      let text = given.lowercased()
+      guard allowedNames.contains(text), let value = Value(rawValue: text) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(given))' for '--\(spec.name)': expected \(expected).")
+      }
+      return value
+    }
+  }
+}
+
+/// A flag: present or not.
+struct Flag: OptionDescriptor {
+  let spec: OptionSpec
+
+  init(name: String, short: Character? = nil, help: String) {
+    spec = OptionSpec(name: name, short: short, valueName: nil, help: help)
+  }
+
+  /// `-h`, `--help`: every command has it.
+  static let help = Flag(name: "help", short: "h", help: "Show help information.")
+  /// `--version`, on the root command.
+  static let version = Flag(name: "version", help: "Show the version.")
+}
+
+/// What the command line said, read through the options' typed descriptors.
 struct ParsedArguments {
-  var values: [String: [String]] = [:]
-  var flags: Set<String> = []
+  fileprivate var values: [String: [String]] = [:]
+  fileprivate var flags: Set<String> = []
   var positionals: [String] = []
 
-  func value(_ name: String) -> String? { values[name]?.last }
-  func has(_ flag: String) -> Bool { flags.contains(flag) }
+  /// The option's last value, parsed; nil when it was not given.
+  subscript<Value>(option: Option<Value>) -> Value? {
+    get throws { try values[option.spec.name]?.last.map(option.parse) }
+  }
+
+  /// Whether the flag was given.
+  subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
+
+  /// Whether the option or flag was given at all.
+  func contains(_ descriptor: any OptionDescriptor) -> Bool {
+    values[descriptor.spec.name] != nil || flags.contains(descriptor.spec.name)
+  }
 }
 
 /// A failure with the exit code it maps to (sysexits).
@@ -128,6 +240,7 @@ enum ArgumentParser {
         name = option.name
       }
       guard let option = options.first(where: { $0.name == name }) else {
+        if let instead = spec.renamed[name] { throw CLIError.usage(instead) }
         throw CLIError.usage("Unknown option '--\(name)'.\(suggestion("--" + name, options))")
       }
       if option.isFlag {
@@ -146,7 +259,7 @@ enum ArgumentParser {
         }
       }
     }
-    if parsed.has("help") { return parsed }
+    if parsed[Flag.help] { return parsed }
     for option in spec.options where option.isRequired && parsed.values[option.name] == nil {
       throw CLIError.usage(
         "Missing expected argument '--\(option.name) <\(option.valueName ?? "")>'.")
@@ -219,7 +332,7 @@ enum HelpFormatter {
     text += "OPTIONS:\n"
     var options = spec.allOptions
     if path.count == 1 && !spec.subcommands.isEmpty {
-      options.insert(OptionSpec(name: "version", valueName: nil, help: "Show the version."), at: 0)
+      options.insert(Flag.version.spec, at: 0)
     }
     for option in options {
       var help = option.help

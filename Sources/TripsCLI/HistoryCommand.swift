@@ -6,26 +6,31 @@ import TripPlanner
 enum HistoryCommand: Subcommand {
   static var subcommands: [any Subcommand.Type] { [HistoryPruneCommand.self] }
 
+  static let after = Option<String>(
+    name: "after", valueName: "token",
+    help: "Only changes after this token (as printed by --json, or its number).")
+  static let by = Option<String>(
+    name: "by", valueName: "author", help: "Only changes by this author.")
+  static let format = CommonOptions.format([.text, .json], default: .text)
+
   static var spec: CommandSpec {
-    CommandSpec(
+    var spec = CommandSpec(
       name: "history", abstract: "Shows the store's history: who changed which trips, and when.",
       discussion:
         "History is kept until pruned: 'trips history prune --before TOKEN' deletes older transactions. Prune only before the oldest token a sync still resumes from (see its state file); consumers holding an older token are told it expired.",
-      options: [
-        OptionSpec(
-          name: "after", valueName: "token",
-          help: "Only changes after this token (as printed by --json, or its number)."),
-        OptionSpec(name: "author", valueName: "name", help: "Only changes by this author."),
-        CommonOptions.json, CommonOptions.store,
-      ],
+      options: [after, by, format, CommonOptions.json, CommonOptions.store],
       subcommands: subcommands.map { $0.spec })
+    spec.renamed["author"] =
+      "history filters by author with --by NAME; --author names who makes a change (add, update, delete, import, sync)."
+    return spec
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let json = try CommonOptions.outputFormat(arguments, format, fallback: .text) == .json
     let store = try CommonOptions.openForReading(arguments, io)
     let context = store.context
     var descriptor = HistoryDescriptor(modelTypes: [Trip.self])
-    if let text = arguments.value("after") {
+    if let text = try arguments[after] {
       if let token = HistoryToken(text) {
         descriptor.token = token
       } else if let value = Int64(text), value >= 0 {
@@ -35,7 +40,7 @@ enum HistoryCommand: Subcommand {
         throw CLIError.usage("Invalid value '\(text)' for '--after': expected a history token.")
       }
     }
-    if let author = arguments.value("author") { descriptor.authors = [author] }
+    if let author = try arguments[by] { descriptor.authors = [author] }
     let transactions: [HistoryTransaction]
     do {
       transactions = try context.fetchHistory(descriptor)
@@ -53,7 +58,7 @@ enum HistoryCommand: Subcommand {
       let trip = try? context.model(for: change.changedIdentifier, as: Trip.self)
       return trip?.id.lowercasedString
     }
-    if arguments.has("json") {
+    if json {
       let value = JSONValue.array(
         transactions.map { transaction in
           .object([
@@ -98,21 +103,19 @@ enum HistoryCommand: Subcommand {
 
 /// `trips history prune`.
 enum HistoryPruneCommand: Subcommand {
+  static let before = Option<String>(
+    name: "before", valueName: "token", help: "Delete transactions before this token.")
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "prune",
       abstract: "Deletes history transactions older than a token (the token itself is kept).",
-      options: [
-        OptionSpec(
-          name: "before", valueName: "token", help: "Delete transactions before this token.",
-          isRequired: true),
-        CommonOptions.store,
-      ])
+      options: [before.required, CommonOptions.store])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let store = try CommonOptions.openForWriting(arguments, io)
-    let text = arguments.value("before") ?? ""
+    let text = try arguments[before] ?? ""
     let token: HistoryToken
     if let parsed = HistoryToken(text) {
       token = parsed

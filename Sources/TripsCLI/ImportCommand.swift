@@ -3,21 +3,19 @@ import TripPlanner
 
 /// `trips import`: loads a CSV, JSON or GeoJSON file, all or nothing.
 enum ImportCommand: Subcommand {
+  static let format = Option<OutputFormat>(
+    name: "format", valueName: "format", help: "Read as", allowed: [.csv, .json, .geojson],
+    detail:
+      "Default: from the file's extension, else from its first character: [ is JSON, { is GeoJSON, anything else CSV."
+  )
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "import",
       abstract: "Imports trips from a file: all of them, or none if any row is bad.",
       discussion:
         "Every bad row is reported as FILE:LINE: error: reason. Trips whose id exists are updated.",
-      options: [
-        OptionSpec(
-          name: "format", valueName: "format",
-          help: "csv, json or geojson.",
-          defaultDescription:
-            "from the file's extension, else from its first character: [ is JSON, { is GeoJSON, anything else CSV"
-        ),
-        CommonOptions.author, CommonOptions.store,
-      ],
+      options: [format, CommonOptions.author, CommonOptions.store],
       arguments: [ArgumentSpec(name: "file", help: "The file to import, or - for standard input.")])
   }
 
@@ -26,10 +24,11 @@ enum ImportCommand: Subcommand {
     let data = try readInput(path, io)
     let name = path == "-" ? "<stdin>" : path
     let format: TripFileFormat
-    if arguments.value("format") == nil, path == "-" || TripFileFormat(pathExtension: path) == nil {
+    let asked = try arguments[Self.format]
+    if asked == nil, path == "-" || TripFileFormat(pathExtension: path) == nil {
       format = sniff(data)
     } else {
-      format = try ExportCommand.format(arguments.value("format"), path: path)
+      format = ExportCommand.fileFormat(asked, path: path)
     }
     let records = try format.decode(data, file: name)
     let store = try CommonOptions.openForWriting(arguments, io)

@@ -4,49 +4,42 @@ import TripPlanner
 
 /// `trips list`: lists trips, optionally grouped by destination.
 enum ListCommand: Subcommand {
+  /// `--group-by`: the one grouping there is.
+  enum Grouping: String, CaseIterable { case destination }
+
+  static let groupBy = Option<Grouping>(
+    name: "group-by", valueName: "group-by", help: "Group the trips into sections by")
+  static let sort = Option<TripQuery.Sort>(
+    name: "sort", valueName: "sort", help: "Order by", defaultDescription: "start")
+  static let reverse = Flag(name: "reverse", help: "Reverse the order.")
+  static let limit = Option<Int>(
+    name: "limit", valueName: "n", help: "Show at most n trips.",
+    parse: { try CommonOptions.count($0, option: "limit") })
+  static let offset = Option<Int>(
+    name: "offset", valueName: "n", help: "Skip the first n trips.",
+    parse: { try CommonOptions.count($0, option: "offset") })
+  static let format = CommonOptions.format([.text, .json], default: .text)
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "list", abstract: "Lists trips, by start date or grouped by destination.",
-      options: [
-        OptionSpec(
-          name: "group-by", valueName: "group-by",
-          help: "Group the trips into sections: destination.")
-      ] + CommonOptions.filters + [
-        OptionSpec(
-          name: "sort", valueName: "sort",
-          help: "Order by start, end, name or destination.", defaultDescription: "start"),
-        OptionSpec(name: "reverse", valueName: nil, help: "Reverse the order."),
-        OptionSpec(name: "limit", valueName: "n", help: "Show at most n trips."),
-        OptionSpec(name: "offset", valueName: "n", help: "Skip the first n trips."),
-        CommonOptions.json, CommonOptions.store,
+      options: [groupBy] + CommonOptions.filters + [
+        sort, reverse, limit, offset, format, CommonOptions.json, CommonOptions.store,
       ])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     var query = try CommonOptions.query(arguments, io)
-    if let sort = arguments.value("sort") {
-      guard let value = TripQuery.Sort(rawValue: sort) else {
-        throw CLIError.usage(
-          "Invalid value '\(sort)' for '--sort': expected one of start, end, name, destination.")
-      }
-      query.sort = value
-    }
-    query.reverse = arguments.has("reverse")
-    query.limit = try arguments.value("limit").map { try CommonOptions.count($0, option: "limit") }
-    query.offset = try arguments.value("offset").map {
-      try CommonOptions.count($0, option: "offset")
-    }
-    var grouped = false
-    if let group = arguments.value("group-by") {
-      guard group == "destination" else {
-        throw CLIError.usage("Invalid value '\(group)' for '--group-by': expected destination.")
-      }
-      grouped = true
-    }
+    if let value = try arguments[sort] { query.sort = value }
+    query.reverse = arguments[reverse]
+    query.limit = try arguments[limit]
+    query.offset = try arguments[offset]
+    let grouped = try arguments[groupBy] != nil
+    let json = try CommonOptions.outputFormat(arguments, format, fallback: .text) == .json
     let store = try CommonOptions.openForReading(arguments, io)
     if grouped {
       let sections = try store.sections(query)
-      if arguments.has("json") {
+      if json {
         let value = JSONValue.array(
           sections.map { section in
             .object([
@@ -61,7 +54,7 @@ enum ListCommand: Subcommand {
         try io.out(renderSections(sections, io: io))
       }
     } else {
-      if arguments.has("json") {
+      if json {
         let trips = try store.trips(query)
         try io.out(
           JSONValue.array(trips.map { TripJSON.object($0.record) }).rendered(pretty: true) + "\n")

@@ -6,6 +6,48 @@ import TripService
 /// `trips serve`: the store as an OGC API – Features service (a thin wrapper around
 /// `TripService`).
 enum ServeCommand: Subcommand {
+  static let host = Option<String>(
+    name: "host", valueName: "address", help: "The address to listen on.",
+    defaultDescription: "127.0.0.1")
+  static let port = Option<UInt16>(
+    name: "port", valueName: "port", help: "The port; 0 picks a free one.",
+    defaultDescription: "8080",
+    parse: { text in
+      guard let port = UInt16(text) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--port': expected a port from 0 to 65535.")
+      }
+      return port
+    })
+  static let tokenFile = Option<String>(
+    name: "token-file", valueName: "file",
+    help:
+      "name:token lines (not readable by other users) that may write; the name is the author in history."
+  )
+  static let tlsCert = Option<String>(
+    name: "tls-cert", valueName: "file", help: "PEM certificate: serve HTTPS.")
+  static let tlsKey = Option<String>(
+    name: "tls-key", valueName: "file", help: "PEM private key of --tls-cert.")
+  static let cors = Option<String>(
+    name: "cors", valueName: "origin", help: "Let browsers on this origin call the service.")
+  static let readOnly = Flag(name: "read-only", help: "Refuse every write (405).")
+  static let insecureHTTP = Flag(
+    name: "insecure-http",
+    help: "Allow --token-file over plain HTTP off loopback (behind an HTTPS proxy).")
+  static let keepAlive = Option<Int>(
+    name: "keep-alive", valueName: "seconds",
+    help:
+      "Send a comment on every stream this often (a stream client that has read nothing for 5 s with over 256 KiB waiting is dropped then).",
+    defaultDescription: "15",
+    parse: { text in
+      guard let seconds = Int(text), (1...3600).contains(seconds) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--keep-alive': expected whole seconds from 1 to 3600."
+        )
+      }
+      return seconds
+    })
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "serve",
@@ -13,60 +55,26 @@ enum ServeCommand: Subcommand {
       discussion:
         "Prints 'Listening on URL' when ready and one line per request on standard error. SIGINT or SIGTERM stops accepting, finishes the requests in flight, and exits 0.",
       options: [
-        OptionSpec(
-          name: "host", valueName: "address", help: "The address to listen on.",
-          defaultDescription: "127.0.0.1"),
-        OptionSpec(
-          name: "port", valueName: "port", help: "The port; 0 picks a free one.",
-          defaultDescription: "8080"),
-        OptionSpec(
-          name: "token-file", valueName: "file",
-          help:
-            "name:token lines (not readable by other users) that may write; the name is the author in history."
-        ),
-        OptionSpec(name: "tls-cert", valueName: "file", help: "PEM certificate: serve HTTPS."),
-        OptionSpec(name: "tls-key", valueName: "file", help: "PEM private key of --tls-cert."),
-        OptionSpec(
-          name: "cors", valueName: "origin", help: "Let browsers on this origin call the service."),
-        OptionSpec(name: "read-only", valueName: nil, help: "Refuse every write (405)."),
-        OptionSpec(
-          name: "insecure-http", valueName: nil,
-          help: "Allow --token-file over plain HTTP off loopback (behind an HTTPS proxy)."),
-        OptionSpec(
-          name: "keep-alive", valueName: "seconds",
-          help:
-            "Send a comment on every stream this often (a stream client that has read nothing for 5 s with over 256 KiB waiting is dropped then).",
-          defaultDescription: "15"),
+        host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive,
         CommonOptions.store,
       ])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     var configuration = ServiceConfiguration()
-    if let host = arguments.value("host") { configuration.host = host }
-    if let text = arguments.value("port") {
-      guard let port = UInt16(text) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--port': expected a port from 0 to 65535.")
-      }
-      configuration.port = port
-    }
-    if let text = arguments.value("keep-alive") {
-      guard let seconds = Int(text), (1...3600).contains(seconds) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--keep-alive': expected whole seconds from 1 to 3600."
-        )
-      }
+    if let host = try arguments[host] { configuration.host = host }
+    if let port = try arguments[port] { configuration.port = port }
+    if let seconds = try arguments[keepAlive] {
       configuration.streams.keepAlive = .seconds(seconds)
     }
-    configuration.readOnly = arguments.has("read-only")
-    configuration.allowsInsecureHTTP = arguments.has("insecure-http")
-    configuration.corsOrigin = arguments.value("cors")
+    configuration.readOnly = arguments[readOnly]
+    configuration.allowsInsecureHTTP = arguments[insecureHTTP]
+    configuration.corsOrigin = try arguments[cors]
     do {
-      if let path = arguments.value("token-file") {
+      if let path = try arguments[tokenFile] {
         configuration.tokens = try TokenFile(path: path)
       }
-      switch (arguments.value("tls-cert"), arguments.value("tls-key")) {
+      switch (try arguments[tlsCert], try arguments[tlsKey]) {
       case (let certificate?, let key?):
         guard let certificateText = try? String(contentsOfFile: certificate, encoding: .utf8),
           let keyText = try? String(contentsOfFile: key, encoding: .utf8)

@@ -8,8 +8,8 @@ import TripService
 /// (``ServerSync``).
 enum ServerSyncCommand {
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let to = arguments.value("to")
-    let from = arguments.value("from")
+    let to = try arguments[SyncWatchCommand.to]
+    let from = try arguments[SyncWatchCommand.from]
     let toServer = SyncWatchCommand.serverURL(to)
     let fromServer = SyncWatchCommand.serverURL(from)
     if let from, fromServer == nil {
@@ -34,7 +34,7 @@ enum ServerSyncCommand {
     if toServer != nil { directions.insert(.push) }
     if fromServer != nil { directions.insert(.pull) }
     var writer: (name: String, token: String)?
-    if let path = arguments.value("token-file") {
+    if let path = try arguments[SyncWatchCommand.tokenFile] {
       let tokens: TokenFile
       do {
         tokens = try TokenFile(path: path)
@@ -73,8 +73,8 @@ enum ServerSyncCommand {
     do {
       sync = try ServerSync(
         local: local, server: server, directions: directions, writer: writer,
-        localAuthor: arguments.value("author") ?? "sync",
-        state: arguments.value("state").map { URL(fileURLWithPath: $0) }
+        localAuthor: try arguments[SyncWatchCommand.author] ?? "sync",
+        state: try arguments[SyncWatchCommand.state].map { URL(fileURLWithPath: $0) }
       ) { event in
         switch event {
         case .pushed(let result):
@@ -107,7 +107,7 @@ enum ServerSyncCommand {
     } catch let error as TripPlannerError {
       throw CLIError.usage(error.message)
     }
-    if arguments.has("once") {
+    if arguments[SyncWatchCommand.once] {
       do {
         if directions.contains(.push) { try io.out(describe("Pushed", try sync.pushOnce())) }
         if directions.contains(.pull) { try io.out(describe("Pulled", try sync.pullOnce())) }

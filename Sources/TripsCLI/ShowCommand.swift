@@ -3,19 +3,22 @@ import TripPlanner
 
 /// `trips show`: one trip in full.
 enum ShowCommand: Subcommand {
+  static let format = CommonOptions.format([.text, .json], default: .text)
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "show", abstract: "Shows one trip.",
-      options: [CommonOptions.json, CommonOptions.timeZone, CommonOptions.store],
+      options: [format, CommonOptions.json, CommonOptions.timeZone, CommonOptions.store],
       arguments: [
         ArgumentSpec(name: "id", help: "The trip's id, or its first 4 or more characters.")
       ])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
+    let json = try CommonOptions.outputFormat(arguments, format, fallback: .text) == .json
     let store = try CommonOptions.openForReading(arguments, io)
     let trip = try store.trip(matching: arguments.positionals[0])
-    if arguments.has("json") {
+    if json {
       try io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
     } else {
       try io.out(describe(trip, io: io))

@@ -4,19 +4,50 @@ import Geo
 import Persistence
 import TripPlanner
 
+/// How a command prints data: one type for every command, each offering the formats that
+/// apply to it (`--format`), with `--json` kept as the shorthand of `--format json`.
+enum OutputFormat: String, CaseIterable, Sendable {
+  case text, json, csv, geojson, svg
+}
+
 /// Options shared by every subcommand.
 enum CommonOptions {
-  static let store = OptionSpec(
+  /// `--format` offering `allowed`.
+  static func format(
+    _ allowed: [OutputFormat], default value: OutputFormat? = nil, detail: String? = nil
+  ) -> Option<OutputFormat> {
+    Option(
+      name: "format", valueName: "format", help: "Print as", allowed: allowed, detail: detail,
+      defaultDescription: value?.rawValue)
+  }
+
+  /// The format a command prints in: `--format`, `--json` (its shorthand) or `fallback`;
+  /// both at once must agree.
+  static func outputFormat(
+    _ arguments: ParsedArguments, _ option: Option<OutputFormat>, fallback: OutputFormat
+  ) throws -> OutputFormat {
+    let chosen = try arguments[option]
+    if arguments[json] {
+      guard chosen == nil || chosen == .json else {
+        throw CLIError.usage(
+          "--json is --format json; it cannot go with --format \(chosen!.rawValue).")
+      }
+      return .json
+    }
+    return chosen ?? fallback
+  }
+
+  static let store = Option<String>(
     name: "store", valueName: "path", help: "The trip store file.",
     defaultDescription:
       "$TRIPS_STORE, else $XDG_DATA_HOME/trips/trips.sqlite, else ~/.local/share/trips/trips.sqlite"
   )
-  static let author = OptionSpec(
+  static let author = Option<String>(
     name: "author", valueName: "name", help: "The author recorded in history for this change.",
     defaultDescription: "cli")
-  static let json = OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text.")
+  static let json = Flag(name: "json", help: "Print JSON instead of text (--format json).")
 
-  static let timeZone = OptionSpec(
+  static let timeZone = Option<String>(
     name: "time-zone", valueName: "zone",
     help:
       "Show dates, and read the days of --from and --to, in this time zone (an IANA name such as America/New_York, or UTC).",
@@ -27,7 +58,7 @@ enum CommonOptions {
   static func timeZone(_ arguments: ParsedArguments, environment: [String: String]) throws
     -> TimeZone
   {
-    if let name = arguments.value("time-zone") {
+    if let name = try arguments[timeZone] {
       guard let zone = zone(named: name) else {
         throw CLIError.usage(
           "Invalid value '\(name)' for '--time-zone': expected a time zone such as UTC or Europe/Zurich."
@@ -51,24 +82,23 @@ enum CommonOptions {
     return nil
   }
 
-  /// The filters of `list` and `bounds`.
-  static let filters: [OptionSpec] = [
-    OptionSpec(
-      name: "search", valueName: "text",
-      help: "Only trips whose name or destination contains the text, ignoring case and accents."),
-    OptionSpec(
-      name: "destination", valueName: "destination", help: "Only trips to this destination."),
-    OptionSpec(
-      name: "from", valueName: "date",
-      help: "Only trips that end on or after this date (YYYY-MM-DD)."),
-    OptionSpec(
-      name: "to", valueName: "date",
-      help: "Only trips that start on or before this date (YYYY-MM-DD)."),
-    timeZone,
-  ]
+  static let search = Option<String>(
+    name: "search", valueName: "text",
+    help: "Only trips whose name or destination contains the text, ignoring case and accents.")
+  static let destination = Option<String>(
+    name: "destination", valueName: "destination", help: "Only trips to this destination.")
+  static let from = Option<String>(
+    name: "from", valueName: "date", help: "Only trips that end on or after this date (YYYY-MM-DD)."
+  )
+  static let to = Option<String>(
+    name: "to", valueName: "date",
+    help: "Only trips that start on or before this date (YYYY-MM-DD).")
+
+  /// The filters of `list`, `bounds` and `destinations`.
+  static let filters: [any OptionDescriptor] = [search, destination, from, to, timeZone]
 
   static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> URL {
-    if let path = arguments.value("store") { return try storeURL(path, option: "--store") }
+    if let path = try arguments[store] { return try storeURL(path, option: "--store") }
     if let path = io.environment["TRIPS_STORE"], !path.isEmpty {
       return try storeURL(path, option: "TRIPS_STORE")
     }
@@ -103,7 +133,7 @@ enum CommonOptions {
 
   /// Opens the store for writing (creating it and its folders if needed).
   static func openForWriting(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
-    try TripStore(url: try storeURL(arguments, io), author: arguments.value("author") ?? "cli")
+    try TripStore(url: try storeURL(arguments, io), author: try arguments[author] ?? "cli")
   }
 
   /// Opens the store for reading; a store that does not exist yet reads as empty. It is
@@ -120,7 +150,7 @@ enum CommonOptions {
       io.err("Note: the store \(terminalSafe(url.path)) \(what) yet; reading it as empty.\n")
       return try TripStore(inMemoryWithAuthor: "cli")
     }
-    let author = arguments.value("author") ?? "cli"
+    let author = try arguments[author] ?? "cli"
     do {
       return try TripStore(url: url, author: author, readOnly: true)
     } catch let error as TripPlannerError {
@@ -134,13 +164,14 @@ enum CommonOptions {
   static func query(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripQuery {
     let zone = io.timeZone
     var query = TripQuery()
-    query.search = arguments.value("search")
-    query.destination = arguments.value("destination")
-    query.from = try arguments.value("from").map { try day($0, option: "from", zone: zone).start }
-    query.to = try arguments.value("to").map { try day($0, option: "to", zone: zone).end }
-    if let from = query.from, let to = query.to, to < from {
-      throw CLIError.usage(
-        "--to \(arguments.value("to") ?? "") is before --from \(arguments.value("from") ?? "").")
+    query.search = try arguments[search]
+    query.destination = try arguments[destination]
+    let fromText = try arguments[from]
+    let toText = try arguments[to]
+    query.from = try fromText.map { try day($0, option: "from", zone: zone).start }
+    query.to = try toText.map { try day($0, option: "to", zone: zone).end }
+    if let start = query.from, let end = query.to, end < start {
+      throw CLIError.usage("--to \(toText ?? "") is before --from \(fromText ?? "").")
     }
     return query
   }

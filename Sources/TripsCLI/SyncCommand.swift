@@ -54,37 +54,36 @@ enum SyncCommand: Subcommand {
 
 /// `trips sync export`.
 enum SyncExportCommand: Subcommand {
+  static let after = Option<String>(
+    name: "after", valueName: "token", help: "Only changes after this token.",
+    defaultDescription: "all kept history")
+  static let excludeAuthor = Option<String>(
+    name: "exclude-author", valueName: "name",
+    help: "Leave out changes by this author (those a sync applied).")
+  static let output = Option<String>(
+    name: "output", valueName: "file",
+    help:
+      "Write to this file instead of standard output (a regular file is replaced atomically; a FIFO or device is written through; - is standard output)."
+  )
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "export",
       abstract:
         "Writes the changes after a token as JSON lines, ending with the token to resume from.",
-      options: [
-        OptionSpec(
-          name: "after", valueName: "token", help: "Only changes after this token.",
-          defaultDescription: "all kept history"),
-        OptionSpec(
-          name: "exclude-author", valueName: "name",
-          help: "Leave out changes by this author (those a sync applied)."),
-        OptionSpec(
-          name: "output", valueName: "file",
-          help:
-            "Write to this file instead of standard output (a regular file is replaced atomically; a FIFO or device is written through; - is standard output)."
-        ),
-        CommonOptions.store,
-      ])
+      options: [after, excludeAuthor, output, CommonOptions.store])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let after = try SyncCommand.token(arguments.value("after"))
+    let after = try SyncCommand.token(try arguments[after])
     let store = try CommonOptions.openForReading(arguments, io)
     let feed: SyncFeed
     do {
-      feed = try store.changeFeed(after: after, excludingAuthor: arguments.value("exclude-author"))
+      feed = try store.changeFeed(after: after, excludingAuthor: try arguments[excludeAuthor])
     } catch {
       throw SyncCommand.explain(error)
     }
-    if let output = arguments.value("output"), output != "-" {
+    if let output = try arguments[output], output != "-" {
       try OutputFile.write(Data(feed.jsonLines.utf8), to: output, io: io)
       io.err(
         "Exported \(feed.changes.count) change\(feed.changes.count == 1 ? "" : "s"); resume after \(feed.resumeToken).\n"
@@ -97,16 +96,15 @@ enum SyncExportCommand: Subcommand {
 
 /// `trips sync apply`.
 enum SyncApplyCommand: Subcommand {
+  static let author = Option<String>(
+    name: "author", valueName: "name", help: "The author recorded for the applied changes.",
+    defaultDescription: "sync")
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "apply",
       abstract: "Applies a change feed in one transaction; applying it twice changes nothing.",
-      options: [
-        OptionSpec(
-          name: "author", valueName: "name", help: "The author recorded for the applied changes.",
-          defaultDescription: "sync"),
-        CommonOptions.store,
-      ],
+      options: [author, CommonOptions.store],
       arguments: [
         ArgumentSpec(name: "file", help: "The feed (JSON lines), or - for standard input.")
       ])
@@ -117,7 +115,7 @@ enum SyncApplyCommand: Subcommand {
     let data = try readInput(path, io)
     let feed = try SyncFeed.parse(data, file: path == "-" ? "<stdin>" : path)
     let store = try TripStore(
-      url: try CommonOptions.storeURL(arguments, io), author: arguments.value("author") ?? "sync")
+      url: try CommonOptions.storeURL(arguments, io), author: try arguments[author] ?? "sync")
     let result = try store.apply(feed)
     try io.out(
       "Applied \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"
@@ -127,6 +125,25 @@ enum SyncApplyCommand: Subcommand {
 
 /// `trips sync watch`.
 enum SyncWatchCommand: Subcommand {
+  static let to = Option<String>(
+    name: "to", valueName: "store|url", help: "The store or server to push to.")
+  static let from = Option<String>(
+    name: "from", valueName: "url", help: "The server to pull from (http:// or https://).")
+  static let tokenFile = Option<String>(
+    name: "token-file", valueName: "file",
+    help:
+      "The writer's token for the server, as a name:token line (the server's own token file format; the first entry is used). Needed to push to a server."
+  )
+  static let author = Option<String>(
+    name: "author", valueName: "name",
+    help:
+      "Who the changes this sync applies are recorded as, here and in another store; changes by it are not pushed.",
+    defaultDescription: "sync")
+  static let state = Option<String>(
+    name: "state", valueName: "file", help: "Where the last token of each way is kept.",
+    defaultDescription: "<to>.sync-state.json, or <store>.sync-state.json with a server")
+  static let once = Flag(name: "once", help: "Push (and pull) once and exit.")
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "watch",
@@ -134,26 +151,7 @@ enum SyncWatchCommand: Subcommand {
         "Pushes this store's changes to another store or a server, and pulls a server's, now and after every change.",
       discussion:
         "With a server (http:// or https://, as 'trips serve' prints it), --to pushes with the writer's token from --token-file and --from pulls, following the server's items stream; give both for both ways. The last token each way is kept in a state file, so a restart or a dropped connection resumes where it stopped, and nothing is applied twice. Stops with exit 0 on Ctrl-C (SIGINT) or SIGTERM.",
-      options: [
-        OptionSpec(
-          name: "to", valueName: "store|url", help: "The store or server to push to."),
-        OptionSpec(
-          name: "from", valueName: "url", help: "The server to pull from (http:// or https://)."),
-        OptionSpec(
-          name: "token-file", valueName: "file",
-          help:
-            "The writer's token for the server, as a name:token line (the server's own token file format; the first entry is used). Needed to push to a server."
-        ),
-        OptionSpec(
-          name: "author", valueName: "name",
-          help: "The author of the pushed changes there; changes by it here are not pushed.",
-          defaultDescription: "sync"),
-        OptionSpec(
-          name: "state", valueName: "file", help: "Where the last pushed token is kept.",
-          defaultDescription: "<to>.sync-state.json"),
-        OptionSpec(name: "once", valueName: nil, help: "Push once and exit."),
-        CommonOptions.store,
-      ])
+      options: [to, from, tokenFile, author, state, once, CommonOptions.store])
   }
 
   /// A server address (`http://` or `https://`), or nil for anything else (a store path).
@@ -165,8 +163,8 @@ enum SyncWatchCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let to = arguments.value("to")
-    let from = arguments.value("from")
+    let to = try arguments[to]
+    let from = try arguments[from]
     if serverURL(to) != nil || from != nil {
       return try ServerSyncCommand.run(arguments, io)
     }
@@ -189,8 +187,8 @@ enum SyncWatchCommand: Subcommand {
     let status = Mutex(Status())
     let done = DispatchSemaphore(value: 0)
     let sync = try StoreSync(
-      from: source, to: target, author: arguments.value("author") ?? "sync",
-      state: arguments.value("state").map { URL(fileURLWithPath: $0) }
+      from: source, to: target, author: try arguments[author] ?? "sync",
+      state: try arguments[state].map { URL(fileURLWithPath: $0) }
     ) { result in
       status.withLock { state in
         switch result {
@@ -216,7 +214,7 @@ enum SyncWatchCommand: Subcommand {
         }
       }
     }
-    if arguments.has("once") {
+    if arguments[once] {
       do {
         let pushed = try sync.pushOnce()
         try io.out(

@@ -57,9 +57,11 @@ public enum TripsCommand {
         }
         var command = try subcommand(named: arguments[1])
         path.append(command.spec.name)
-        if arguments.count > 2,
-          let nested = command.subcommands.first(where: { $0.spec.name == arguments[2] })
-        {
+        // Subcommands at any depth: `trips help sync watch`.
+        for name in arguments.dropFirst(2) {
+          guard let nested = command.subcommands.first(where: { $0.spec.name == name }) else {
+            break
+          }
           command = nested
           path.append(nested.spec.name)
         }
@@ -69,7 +71,8 @@ public enum TripsCommand {
         var command = try subcommand(named: first)
         path.append(command.spec.name)
         var rest = Array(arguments.dropFirst())
-        if let next = rest.first,
+        // Subcommands at any depth: each word that names one of the current command's.
+        while let next = rest.first,
           let nested = command.subcommands.first(where: { $0.spec.name == next })
         {
           command = nested
@@ -77,7 +80,7 @@ public enum TripsCommand {
           rest.removeFirst()
         }
         let parsed = try ArgumentParser.parse(rest, for: command.spec)
-        if parsed.has("help") {
+        if parsed[Flag.help] {
           try io.out(HelpFormatter.help(command.spec, path: path))
           return 0
         }
@@ -93,7 +96,9 @@ public enum TripsCommand {
       io.err("Error: \(terminalSafeMessage(failure.message))\n")
       if failure.kind == .usage {
         var command = path.count > 1 ? try? subcommand(named: path[1]) : nil
-        if path.count > 2 { command = command?.subcommands.first { $0.spec.name == path[2] } }
+        for name in path.dropFirst(2) {
+          command = command?.subcommands.first { $0.spec.name == name }
+        }
         let usage = HelpFormatter.usage(command?.spec ?? spec, path: path)
         io.err(
           "Usage: \(usage)\n  See '\(path.joined(separator: " ")) --help' for more information.\n")

@@ -14,30 +14,27 @@ enum UpdateCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let fields = AddCommand.fields.map(\.name)
-    guard fields.contains(where: { arguments.value($0) != nil }) else {
+    guard AddCommand.fields.contains(where: arguments.contains) else {
       throw CLIError.usage(
-        "Nothing to change: give at least one of --\(fields.joined(separator: ", --")).")
+        "Nothing to change: give at least one of --\(AddCommand.fields.map(\.spec.name).joined(separator: ", --"))."
+      )
     }
-    let start = try arguments.value("start").map { try CommonOptions.date($0, option: "start") }
-    let end = try arguments.value("end").map { try CommonOptions.date($0, option: "end") }
-    let latitude = try arguments.value("latitude").map {
-      try CommonOptions.number($0, option: "latitude")
-    }
-    let longitude = try arguments.value("longitude").map {
-      try CommonOptions.number($0, option: "longitude")
-    }
+    let name = try arguments[AddCommand.name]
+    let destination = try arguments[AddCommand.destination]
+    let start = try arguments[AddCommand.start]
+    let end = try arguments[AddCommand.end]
+    let latitude = try arguments[AddCommand.latitude]
+    let longitude = try arguments[AddCommand.longitude]
+    let place = try arguments[AddCommand.placeID]
     let store = try CommonOptions.openForWriting(arguments, io)
     let trip = try store.update(arguments.positionals[0]) { record in
-      if let name = arguments.value("name") { record.name = name }
-      if let destination = arguments.value("destination") { record.destination = destination }
+      if let name { record.name = name }
+      if let destination { record.destination = destination }
       if let start { record.startDate = start }
       if let end { record.endDate = end }
       if let latitude { record.latitude = latitude }
       if let longitude { record.longitude = longitude }
-      if let place = arguments.value("place-id") {
-        record.placeIdentifier = place.isEmpty ? nil : place
-      }
+      if let place { record.placeIdentifier = place.isEmpty ? nil : place }
     }
     try io.out(ShowCommand.describe(trip, io: io))
   }

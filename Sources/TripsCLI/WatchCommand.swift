@@ -6,6 +6,10 @@ import TripPlanner
 
 /// `trips watch`: a bounds report now, then after every change from any process.
 enum WatchCommand: Subcommand {
+  static let count = Option<Int>(
+    name: "count", valueName: "n", help: "Stop after n reports (the first one included).",
+    parse: { try CommonOptions.count($0, option: "count") })
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "watch",
@@ -14,10 +18,7 @@ enum WatchCommand: Subcommand {
       discussion:
         "Changes from any process writing the store are seen. Stops with exit 0 on Ctrl-C (SIGINT), SIGTERM, or after --count reports.",
       options: CommonOptions.filters + [
-        BoundsCommand.crs, BoundsCommand.viewport,
-        OptionSpec(
-          name: "count", valueName: "n", help: "Stop after n reports (the first one included)."),
-        CommonOptions.store,
+        BoundsCommand.crs, BoundsCommand.viewport, count, CommonOptions.store,
       ])
   }
 
@@ -26,7 +27,7 @@ enum WatchCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let query = try CommonOptions.query(arguments, io)
-    let limit = try arguments.value("count").map { try CommonOptions.count($0, option: "count") }
+    let limit = try arguments[count]
     if limit == 0 { return }
     let (projection, viewport) = try BoundsCommand.options(arguments)
     // Read like `list` (a read-only store works); a store that does not exist yet is created,

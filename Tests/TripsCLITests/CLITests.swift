@@ -199,8 +199,17 @@ struct WriteTests {
     let changes = transactions.map { ($0["changes"] as! [[String: Any]])[0] }
     #expect(changes.allSatisfy { $0["tripId"] as? String == id })
     #expect(changes[1]["attributes"] as? [String] == ["name"])
-    let byBob = try trips(["history", "--json", "--author", "bob"], store: scratch.store)
+    let byBob = try trips(["history", "--json", "--by", "bob"], store: scratch.store)
     #expect(try jsonArray(byBob.stdout).count == 1)
+    // --author names who writes; the history filter is --by, and the old spelling says so.
+    let old = try trips(["history", "--author", "bob"], store: scratch.store)
+    #expect(old.status == 64)
+    #expect(old.stderr.hasPrefix("Error: history filters by author with --by NAME;"))
+    // --format json is --json; the two must agree.
+    let formatted = try trips(["history", "--format", "json", "--by", "bob"], store: scratch.store)
+    #expect(formatted.stdout == byBob.stdout)
+    let clash = try trips(["history", "--json", "--format", "text"], store: scratch.store)
+    #expect(clash.status == 64 && clash.stderr.contains("--json is --format json"))
     let token = try #require(transactions[1]["token"] as? String)
     let after = try trips(["history", "--json", "--after", token], store: scratch.store)
     #expect(try jsonArray(after.stdout).count == 1)
@@ -261,7 +270,7 @@ struct WriteTests {
       ),
       (
         ["list", "--sort", "price"],
-        "Error: Invalid value 'price' for '--sort': expected one of start, end, name, destination."
+        "Error: Invalid value 'price' for '--sort': expected start, end, name or destination."
       ),
       (
         ["list", "--from", "tomorrow"],
