@@ -51,9 +51,15 @@ let package = Package(
       dependencies: ["TripPlanner", "Geo", "Persistence", "CMicroHTTPD"],
       swiftSettings: swiftSettings
     ),
+    // The command-line parser and help of `trips`, `trips-generate` and `trips-bench`
+    // (swift-argument-parser's conventions; that package cannot be fetched here).
+    .target(
+      name: "CommandLineKit",
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "TripsCLI",
-      dependencies: ["TripService", "TripPlanner", "Geo", "Persistence"],
+      dependencies: ["CommandLineKit", "TripService", "TripPlanner", "Geo", "Persistence"],
       swiftSettings: swiftSettings
     ),
     .executableTarget(
@@ -69,7 +75,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "trips-generate",
-      dependencies: ["TripPlanner", "TripsSynthetic"],
+      dependencies: ["CommandLineKit", "TripPlanner", "TripsSynthetic"],
       path: "Tools/TripsGenerator",
       swiftSettings: swiftSettings
     ),
@@ -81,7 +87,7 @@ let package = Package(
     .executableTarget(
       name: "trips-bench",
       dependencies: [
-        "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo",
+        "CommandLineKit", "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo",
       ],
       path: "Tools/Benchmarks",
       exclude: [

@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 
 /// `trips completion bash|zsh`: a shell completion script made from the commands' own

@@ -1,3 +1,4 @@
+import CommandLineKit
 import Dispatch
 import Foundation
 import Geo

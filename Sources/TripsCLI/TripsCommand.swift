@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 
 /// A `trips` subcommand: its specification and what it does.

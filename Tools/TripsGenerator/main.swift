@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 import TripPlanner
 import TripsSynthetic
@@ -59,46 +60,12 @@ func defaultCitiesPath() -> String {
 
 signal(SIGPIPE, SIG_IGN)
 
-var count = 1000
-var seed: UInt64 = 2027
-var output: String?
-var storePath: String?
-var citiesPath: String?
-var arguments = CommandLine.arguments.dropFirst().makeIterator()
-while let argument = arguments.next() {
-  func value() -> String {
-    guard let next = arguments.next() else { fail("missing value for \(argument)") }
-    return next
-  }
-  switch argument {
-  case "--count":
-    guard let value = Int(value()), value >= 0 else { fail("--count takes a whole number") }
-    count = value
-  case "--seed":
-    guard let value = UInt64(value()) else { fail("--seed takes a whole number") }
-    seed = value
-  case "--output": output = value()
-  case "--store": storePath = value()
-  case "--cities": citiesPath = value()
-  case "-h", "--help":
-    print(
-      """
-      OVERVIEW: Generates synthetic trips from Data/cities.csv, deterministically.
-
-      USAGE: trips-generate [--count <n>] [--seed <n>] [--cities <file>] [--output <file> | --store <file>]
-
-      OPTIONS:
-        --count <n>             How many trips. (default: 1000)
-        --seed <n>              The generator's seed. (default: 2027)
-        --cities <file>         The cities file. (default: Data/cities.csv, found from any directory)
-        --output <file>         Write CSV in the import format here. (default: standard output)
-        --store <file>          Insert straight into this trip store instead.
-        -h, --help              Show help information.
-      """)
-    exit(0)
-  default: fail("unknown argument '\(argument)'")
-  }
-}
+let settings = GeneratorOptions.parse()
+let count = settings.count
+let seed = settings.seed
+let output = settings.output
+let storePath = settings.store
+let citiesPath = settings.cities
 
 let resolvedCitiesPath = citiesPath ?? defaultCitiesPath()
 guard let citiesData = FileManager.default.contents(atPath: resolvedCitiesPath) else {

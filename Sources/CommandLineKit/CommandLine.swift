@@ -1,38 +1,57 @@
 import Foundation
 
 /// An option of a command, as `--name <value>` or a flag `--name`.
-struct OptionSpec {
-  var name: String
-  var short: Character?
+package struct OptionSpec {
+  package var name: String
+  package var short: Character?
   /// The value's placeholder; nil for a flag.
-  var valueName: String?
-  var help: String
-  var defaultDescription: String?
-  var isRequired = false
+  package var valueName: String?
+  package var help: String
+  package var defaultDescription: String?
+  package var isRequired = false
 
-  var isFlag: Bool { valueName == nil }
+  package var isFlag: Bool { valueName == nil }
 
-  var label: String {
+  package var label: String {
     var text = short.map { "-\($0), " } ?? ""
     text += "--\(name)"
     if let valueName { text += " <\(valueName)>" }
     return text
   }
 
-  var usage: String {
+  package var usage: String {
     let text = "--\(name)" + (valueName.map { " <\($0)>" } ?? "")
     return isRequired ? text : "[\(text)]"
+  }
+
+  package init(
+    name: String, short: Character? = nil, valueName: String?, help: String,
+    defaultDescription: String? = nil, isRequired: Bool = false
+  ) {
+    self.name = name
+    self.short = short
+    self.valueName = valueName
+    self.help = help
+    self.defaultDescription = defaultDescription
+    self.isRequired = isRequired
   }
 }
 
 /// A positional argument.
-struct ArgumentSpec {
-  var name: String
-  var help: String
-  var isOptional = false
-  var isRepeating = false
+package struct ArgumentSpec {
+  package var name: String
+  package var help: String
+  package var isOptional = false
+  package var isRepeating = false
 
-  var usage: String {
+  package init(name: String, help: String, isOptional: Bool = false, isRepeating: Bool = false) {
+    self.name = name
+    self.help = help
+    self.isOptional = isOptional
+    self.isRepeating = isRepeating
+  }
+
+  package var usage: String {
     var text = "<\(name)>"
     if isRepeating { text += " ..." }
     return isOptional ? "[\(text)]" : text
@@ -40,19 +59,19 @@ struct ArgumentSpec {
 }
 
 /// A command: its help text, options, arguments and subcommands.
-struct CommandSpec {
-  var name: String
-  var abstract: String
-  var discussion: String?
-  var options: [OptionSpec] = []
-  var arguments: [ArgumentSpec] = []
-  var subcommands: [CommandSpec] = []
+package struct CommandSpec {
+  package var name: String
+  package var abstract: String
+  package var discussion: String?
+  package var options: [OptionSpec] = []
+  package var arguments: [ArgumentSpec] = []
+  package var subcommands: [CommandSpec] = []
   /// Options this command no longer has, each with what to use instead.
-  var renamed: [String: String] = [:]
+  package var renamed: [String: String] = [:]
 
-  var allOptions: [OptionSpec] { options + [Flag.help.spec] }
+  package var allOptions: [OptionSpec] { options + [Flag.help.spec] }
 
-  init(
+  package init(
     name: String, abstract: String, discussion: String? = nil,
     options: [any OptionDescriptor] = [], arguments: [ArgumentSpec] = [],
     subcommands: [CommandSpec] = []
@@ -67,7 +86,7 @@ struct CommandSpec {
 }
 
 /// Something a command declares on its command line: what help and the parser need.
-protocol OptionDescriptor: Sendable {
+package protocol OptionDescriptor: Sendable {
   /// Its name, placeholder, help and default, for the parser and for help.
   var spec: OptionSpec { get }
 }
@@ -75,11 +94,11 @@ protocol OptionDescriptor: Sendable {
 /// An option with a value of type `Value`, declared once (its name, help, placeholder, default
 /// text, and how its text becomes a value) and read typed: `try arguments[Self.port]`. A text
 /// that does not parse is a usage error naming the option and what it expects.
-struct Option<Value>: OptionDescriptor {
-  private(set) var spec: OptionSpec
-  let parse: @Sendable (String) throws -> Value
+package struct Option<Value>: OptionDescriptor {
+  package private(set) var spec: OptionSpec
+  package let parse: @Sendable (String) throws -> Value
 
-  init(
+  package init(
     name: String, short: Character? = nil, valueName: String, help: String,
     defaultDescription: String? = nil, isRequired: Bool = false,
     parse: @escaping @Sendable (String) throws -> Value
@@ -91,7 +110,7 @@ struct Option<Value>: OptionDescriptor {
   }
 
   /// The same option, required: the parser refuses a command line without it.
-  var required: Option {
+  package var required: Option {
     var copy = self
     copy.spec.isRequired = true
     return copy
@@ -100,7 +119,7 @@ struct Option<Value>: OptionDescriptor {
 
 extension Option where Value == String {
   /// An option whose value is its text.
-  init(
+  package init(
     name: String, short: Character? = nil, valueName: String, help: String,
     defaultDescription: String? = nil, isRequired: Bool = false
   ) {
@@ -115,7 +134,7 @@ extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue ==
   /// error for any other text.
   /// The help reads `help` followed by the values: "Order by start, end, name or
   /// destination.", then `detail`.
-  init(
+  package init(
     name: String, valueName: String, help: String, allowed: [Value] = Array(Value.allCases),
     detail: String? = nil, defaultDescription: String? = nil
   ) {
@@ -142,53 +161,59 @@ extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue ==
 }
 
 /// A flag: present or not.
-struct Flag: OptionDescriptor {
-  let spec: OptionSpec
+package struct Flag: OptionDescriptor {
+  package let spec: OptionSpec
 
-  init(name: String, short: Character? = nil, help: String) {
+  package init(name: String, short: Character? = nil, help: String) {
     spec = OptionSpec(name: name, short: short, valueName: nil, help: help)
   }
 
   /// `-h`, `--help`: every command has it.
-  static let help = Flag(name: "help", short: "h", help: "Show help information.")
+  package static let help = Flag(name: "help", short: "h", help: "Show help information.")
   /// `--version`, on the root command.
-  static let version = Flag(name: "version", help: "Show the version.")
+  package static let version = Flag(name: "version", help: "Show the version.")
 }
 
 /// What the command line said, read through the options' typed descriptors.
-struct ParsedArguments {
+package struct ParsedArguments {
   fileprivate var values: [String: [String]] = [:]
   fileprivate var flags: Set<String> = []
-  var positionals: [String] = []
+  package var positionals: [String] = []
 
   /// The option's last value, parsed; nil when it was not given.
-  subscript<Value>(option: Option<Value>) -> Value? {
+  package subscript<Value>(option: Option<Value>) -> Value? {
     get throws { try values[option.spec.name]?.last.map(option.parse) }
   }
 
   /// Whether the flag was given.
-  subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
+  package subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
 
   /// Whether the option or flag was given at all.
-  func contains(_ descriptor: any OptionDescriptor) -> Bool {
+  package func contains(_ descriptor: any OptionDescriptor) -> Bool {
     values[descriptor.spec.name] != nil || flags.contains(descriptor.spec.name)
   }
 }
 
 /// A failure with the exit code it maps to (sysexits).
-struct CLIError: Error {
-  enum Kind {
+package struct CLIError: Error {
+  package enum Kind {
     case usage  // 64
     case data  // 65
     case noInput  // 66
     case failure  // 1
   }
-  var kind: Kind
-  var message: String
+  package var kind: Kind
+  package var message: String
   /// The command whose usage to show after a usage error.
-  var command: [String] = []
+  package var command: [String] = []
 
-  var exitCode: Int32 {
+  package init(kind: Kind, message: String, command: [String] = []) {
+    self.kind = kind
+    self.message = message
+    self.command = command
+  }
+
+  package var exitCode: Int32 {
     switch kind {
     case .usage: 64
     case .data: 65
@@ -197,13 +222,16 @@ struct CLIError: Error {
     }
   }
 
-  static func usage(_ message: String) -> CLIError { CLIError(kind: .usage, message: message) }
+  package static func usage(_ message: String) -> CLIError {
+    CLIError(kind: .usage, message: message)
+  }
 }
 
-enum ArgumentParser {
+package enum ArgumentParser {
   /// Parses `arguments` for `spec`: `--name value`, `--name=value`, `-h`, flags, `--` ends
   /// options. Unknown options get a suggestion.
-  static func parse(_ arguments: [String], for spec: CommandSpec) throws -> ParsedArguments {
+  package static func parse(_ arguments: [String], for spec: CommandSpec) throws -> ParsedArguments
+  {
     var parsed = ParsedArguments()
     var index = 0
     var optionsEnded = false
@@ -278,7 +306,7 @@ enum ArgumentParser {
   }
 
   /// " Did you mean '--x'?" for the closest option within a small edit distance.
-  static func suggestion(_ argument: String, _ options: [OptionSpec]) -> String {
+  package static func suggestion(_ argument: String, _ options: [OptionSpec]) -> String {
     let candidates = options.map { "--\($0.name)" }
     guard
       let best = candidates.min(by: { editDistance($0, argument) < editDistance($1, argument) }),
@@ -287,7 +315,7 @@ enum ArgumentParser {
     return " Did you mean '\(best)'?"
   }
 
-  static func editDistance(_ a: String, _ b: String) -> Int {
+  package static func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a)
     let b = Array(b)
     guard !a.isEmpty else { return b.count }
@@ -306,11 +334,11 @@ enum ArgumentParser {
 }
 
 /// Help text in swift-argument-parser's layout.
-enum HelpFormatter {
-  static let labelWidth = 26
-  static let width = 80
+package enum HelpFormatter {
+  package static let labelWidth = 26
+  package static let width = 80
 
-  static func usage(_ spec: CommandSpec, path: [String]) -> String {
+  package static func usage(_ spec: CommandSpec, path: [String]) -> String {
     if !spec.subcommands.isEmpty && spec.options.isEmpty {
       return "\(path.joined(separator: " ")) <subcommand>"
     }
@@ -320,7 +348,7 @@ enum HelpFormatter {
     return ([path.joined(separator: " ")] + parts).joined(separator: " ")
   }
 
-  static func help(_ spec: CommandSpec, path: [String]) -> String {
+  package static func help(_ spec: CommandSpec, path: [String]) -> String {
     var text = "OVERVIEW: \(spec.abstract)\n\n"
     if let discussion = spec.discussion { text += discussion + "\n\n" }
     text += "USAGE: \(usage(spec, path: path))\n\n"
@@ -351,7 +379,7 @@ enum HelpFormatter {
   }
 
   /// One `label  help` row, help wrapped at 80 columns and indented to the help column.
-  static func row(_ label: String, _ help: String) -> String {
+  package static func row(_ label: String, _ help: String) -> String {
     var text = "  " + label
     let helpLines = wrap(help, width: width - labelWidth)
     if label.count + 2 > labelWidth - 2 {
@@ -363,7 +391,7 @@ enum HelpFormatter {
     return text + "\n"
   }
 
-  static func wrap(_ text: String, width: Int) -> [String] {
+  package static func wrap(_ text: String, width: Int) -> [String] {
     var lines: [String] = []
     var current = ""
     for word in text.split(separator: " ") {

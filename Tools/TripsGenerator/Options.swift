@@ -1,0 +1,68 @@
+import CommandLineKit
+import Foundation
+
+/// The options, declared once and read typed (the parser `trips` uses).
+enum GeneratorOptions {
+  static let count = Option<Int>(
+    name: "count", valueName: "n", help: "How many trips.", defaultDescription: "1000",
+    parse: { text in
+      guard let value = Int(text), value >= 0 else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--count': expected a whole number, 0 or more."
+        )
+      }
+      return value
+    })
+  static let seed = Option<UInt64>(
+    name: "seed", valueName: "n", help: "The generator's seed.", defaultDescription: "2027",
+    parse: { text in
+      guard let value = UInt64(text) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--seed': expected a whole number, 0 or more.")
+      }
+      return value
+    })
+  static let cities = Option<String>(
+    name: "cities", valueName: "file", help: "The cities file.",
+    defaultDescription: "Data/cities.csv, found from any directory")
+  static let output = Option<String>(
+    name: "output", valueName: "file", help: "Write CSV in the import format here.",
+    defaultDescription: "standard output")
+  static let store = Option<String>(
+    name: "store", valueName: "file", help: "Insert straight into this trip store instead.")
+
+  static let spec = CommandSpec(
+    name: "trips-generate",
+    abstract: "Generates synthetic trips from Data/cities.csv, deterministically.",
+    discussion: "The same --count and --seed always give the same trips.",
+    options: [count, seed, cities, output, store])
+
+  /// What the command line asks for; help or a usage error ends the program here.
+  static func parse() -> (
+    count: Int, seed: UInt64, output: String?, store: String?, cities: String?
+  ) {
+    do {
+      let parsed = try ArgumentParser.parse(Array(CommandLine.arguments.dropFirst()), for: spec)
+      if parsed[Flag.help] {
+        emit(Array(HelpFormatter.help(spec, path: ["trips-generate"]).utf8))
+        exit(0)
+      }
+      let settings = (
+        count: try parsed[count] ?? 1000, seed: try parsed[seed] ?? 2027,
+        output: try parsed[output], store: try parsed[store], cities: try parsed[cities]
+      )
+      if settings.output != nil, settings.store != nil {
+        throw CLIError.usage("--output and --store go to different places; give one of them.")
+      }
+      return settings
+    } catch {
+      let failure = error as? CLIError ?? CLIError.usage("\(error)")
+      emit(Array("Error: \(terminalSafeMessage(failure.message))\n".utf8), to: 2)
+      let usage = HelpFormatter.usage(spec, path: ["trips-generate"])
+      emit(
+        Array("Usage: \(usage)\n  See 'trips-generate --help' for more information.\n".utf8),
+        to: 2)
+      exit(failure.exitCode)
+    }
+  }
+}
