@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+
+/// README's shell examples, run: every ```` ```sh ```` block after a line
+/// `<!-- example-run -->` is run command by command (standard output and error together) (`trips` is the built binary, the working
+/// folder a scratch one holding `Data/`, `$TRIPS_STORE` a copy of the sample store as
+/// `Tools/run-sample.sh` makes it), and each command's output is compared with the `# ` lines
+/// that follow it in README. Only ids, history tokens and times may differ; a `# …` line stands
+/// for the rest of the output; text after two spaces and a `(` on an output line is a remark.
+/// A command README says runs "until Ctrl-C" is stopped with SIGINT after a second and must
+/// exit 0.
+@Suite("README's shell examples")
+struct ReadmeExamplesTests {
+  struct Step {
+    var command: String
+    var expected: [String] = []
+    /// True when README shows only the start of the output (`# …`).
+    var truncated = false
+  }
+
+  /// The marked blocks of README, as steps.
+  static func blocks() throws -> [[Step]] {
+    let text = try String(
+      contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    var blocks: [[Step]] = []
+    var marked = false
+    var current: [Step]?
+    var continuation = ""
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+      if current == nil {
+        if line == "<!-- example-run -->" {
+          marked = true
+        } else if line == "```sh", marked {
+          current = []
+          marked = false
+        } else if !line.isEmpty {
+          marked = false
+        }
+        continue
+      }
+      if line == "```" {
+        blocks.append(current!)
+        current = nil
+        continue
+      }
+      if line.hasPrefix("# ") || line == "#" {
+        let output = String(line.dropFirst(2))
+        if output == "…" {
+          current![current!.count - 1].truncated = true
+        } else {
+          current![current!.count - 1].expected.append(Self.removeRemark(output))
+        }
+        continue
+      }
+      if line.isEmpty { continue }
+      if line.hasSuffix("\\") {
+        continuation += String(line.dropLast()) + " "
+        continue
+      }
+      current!.append(Step(command: continuation + line))
+      continuation = ""
+    }
+    return blocks
+  }
+
+  /// An output line without README's remark (`   (…)` after the output).
+  static func removeRemark(_ line: String) -> String {
+    guard let range = line.range(of: "   (", options: .backwards), line.hasSuffix(")") else {
+      return line.trimmingCharacters(in: .whitespaces)
+    }
+    return String(line[..<range.lowerBound]).trimmingCharacters(in: .whitespaces)
+  }
+
+  /// Ids, tokens and times replaced by placeholders, trailing spaces dropped.
+  static func normalized(_ line: String) -> String {
+    var text = line
+    let patterns = [
+      ("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+      ("\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z", "<time>"),
+      ("\\b[0-9a-f]{8}\\b", "<id>"),
+    ]
+    for (pattern, replacement) in patterns {
+      text = text.replacingOccurrences(
+        of: pattern, with: replacement, options: .regularExpression)
+    }
+    return text.trimmingCharacters(in: .whitespaces)
+  }
+
+  @Test("run as shown, with the output shown (ids and times aside)")
+  func run() throws {
+    let blocks = try Self.blocks()
+    #expect(blocks.count >= 2, "the marked blocks were found")
+    for steps in blocks {
+      let scratch = Scratch()
+      try FileManager.default.createSymbolicLink(
+        at: scratch.file("Data"), withDestinationURL: repositoryRoot.appendingPathComponent("Data"))
+      let bin = scratch.file("bin")
+      try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+      try FileManager.default.createSymbolicLink(
+        at: bin.appendingPathComponent("trips"), withDestinationURL: tripsExecutable)
+      let sample = scratch.file("trips-sample.sqlite")
+      #expect(
+        try trips(
+          [
+            "import", "--store", sample.path,
+            repositoryRoot.appendingPathComponent("Data/sample-trips.csv").path,
+          ]
+        ).status == 0)
+      var environment = [
+        "PATH": bin.path + ":/usr/bin:/bin", "HOME": scratch.url.path, "TZ": "UTC",
+        "TRIPS_STORE": scratch.file("default.sqlite").path,
+      ]
+      for step in steps {
+        if step.command.hasPrefix("export TRIPS_STORE=") {
+          environment["TRIPS_STORE"] = sample.path  // the store Tools/run-sample.sh made
+          continue
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", step.command]
+        process.currentDirectoryURL = scratch.url
+        process.environment = environment
+        // Both streams, as a person at a terminal sees them (notes and counts go to stderr).
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        if step.command.contains("until Ctrl-C") {
+          Thread.sleep(forTimeInterval: 1)
+          // bash -c runs a single command in place of itself: the signal reaches trips.
+          kill(process.processIdentifier, SIGINT)
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(step.command)")
+        let lines = String(decoding: data, as: UTF8.self).split(
+          separator: "\n", omittingEmptySubsequences: false
+        ).map(String.init).filter { !$0.isEmpty }
+        let shown = step.expected.map(Self.normalized)
+        let got = lines.map(Self.normalized)
+        if step.truncated {
+          #expect(Array(got.prefix(shown.count)) == shown, "\(step.command)")
+        } else if !shown.isEmpty {
+          #expect(got == shown, "\(step.command)")
+        }
+      }
+    }
+  }
+}
