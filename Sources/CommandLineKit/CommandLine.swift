@@ -9,6 +9,10 @@ package struct OptionSpec {
   package var help: String
   package var defaultDescription: String?
   package var isRequired = false
+  /// The values a shell completes after the option (an enum's cases, `today`…).
+  package var completions: [String] = []
+  /// Whether a shell completes a file name after the option.
+  package var completesFiles = false
 
   package var isFlag: Bool { valueName == nil }
 
@@ -109,6 +113,20 @@ package struct Option<Value>: OptionDescriptor {
     self.parse = parse
   }
 
+  /// The same option, with the values a shell should offer after it.
+  package func completing(_ values: [String]) -> Option {
+    var copy = self
+    copy.spec.completions = values
+    return copy
+  }
+
+  /// The same option, completed with file names by shells.
+  package var completingFiles: Option {
+    var copy = self
+    copy.spec.completesFiles = true
+    return copy
+  }
+
   /// The same option, required: the parser refuses a command line without it.
   package var required: Option {
     var copy = self
@@ -142,18 +160,20 @@ extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue ==
     let expected =
       names.count > 1
       ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
-    let spec = OptionSpec(
+    var spec = OptionSpec(
       name: name, valueName: valueName,
       help: "\(help) \(expected)." + (detail.map { " " + $0 } ?? ""),
       defaultDescription: defaultDescription)
+    spec.completions = names
     self.spec = spec
     let allowedNames = Set(names)
+    let optionName = name
     parse = { given in
       // Case does not matter: `--format JSON` is `--format json`.
       let text = given.lowercased()
       guard allowedNames.contains(text), let value = Value(rawValue: text) else {
         throw CLIError.usage(
-          "Invalid value '\(terminalSafe(given))' for '--\(spec.name)': expected \(expected).")
+          "Invalid value '\(terminalSafe(given))' for '--\(optionName)': expected \(expected).")
       }
       return value
     }

@@ -8,7 +8,8 @@ enum BoundsCommand: Subcommand {
   static let crs = Option<String>(
     name: "crs", valueName: "crs",
     help: "The projected CRS, as PROJ knows it (EPSG:32633, a PROJ string…).",
-    defaultDescription: "EPSG:3857")
+    defaultDescription: "EPSG:3857"
+  ).completing(["EPSG:3857", "EPSG:4326", "EPSG:32633", "EPSG:3035"])
   static let viewport = Option<Viewport>(
     name: "viewport", valueName: "WxH",
     help: "Also fit a map camera to a viewport of this many pixels, such as 800x600.",

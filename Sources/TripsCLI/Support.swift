@@ -42,7 +42,7 @@ enum CommonOptions {
     name: "store", valueName: "path", help: "The trip store file.",
     defaultDescription:
       "$TRIPS_STORE, else $XDG_DATA_HOME/trips/trips.sqlite, else ~/.local/share/trips/trips.sqlite"
-  )
+  ).completingFiles
   static let author = Option<String>(
     name: "author", valueName: "name", help: "The author recorded in history for this change.",
     defaultDescription: "cli")
@@ -90,10 +90,11 @@ enum CommonOptions {
     name: "destination", valueName: "destination", help: "Only trips to this destination.")
   static let from = Option<String>(
     name: "from", valueName: "date", help: "Only trips that end on or after this date (YYYY-MM-DD)."
-  )
+  ).completing(["today"])
   static let to = Option<String>(
     name: "to", valueName: "date",
-    help: "Only trips that start on or before this date (YYYY-MM-DD).")
+    help: "Only trips that start on or before this date (YYYY-MM-DD)."
+  ).completing(["today"])
 
   /// The filters of `list`, `bounds` and `destinations`.
   static let filters: [any OptionDescriptor] = [search, destination, from, to, timeZone]

@@ -697,11 +697,22 @@ struct DayTests {
     let zshFile = try scripts.write("_trips", zsh.stdout)
     #expect(try shell("bash -n \"$1\"", arguments: [bashFile.path]).status == 0)
     #expect(try shell("zsh -n \"$1\"", arguments: [zshFile.path]).status == 0)
-    // bash completes subcommands and option values.
+    // bash completes subcommands and option values, each command's own (from its typed
+    // options: `--format` offers what that command prints).
     let completed = try shell(
-      ". \"$1\"; COMP_WORDS=(trips list --sort ''); COMP_CWORD=3; _trips; echo \"${COMPREPLY[*]}\"; COMP_WORDS=(trips des); COMP_CWORD=1; _trips; echo \"${COMPREPLY[*]}\"",
+      """
+      . "$1"
+      for words in "list --sort ''" "des" "list --format ''" "bounds --format ''" "export --format ''" "sync watch --state ''"; do
+        eval "COMP_WORDS=(trips $words)"; COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _trips; echo "${COMPREPLY[*]}"
+      done
+      """,
       arguments: [bashFile.path])
-    #expect(completed.stdout == "start end name destination\ndestinations\n", "\(completed.stderr)")
+    let lines = completed.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(
+      Array(lines.prefix(5)) == [
+        "start end name destination", "destinations", "text json", "text json geojson svg",
+        "csv json geojson",
+      ], "\(completed.stderr)")
     #expect(try trips(["completion", "fish"]).status == 64)
   }
 
