@@ -316,6 +316,48 @@ struct StoreTests {
     #expect(throws: PersistenceError.self) { try context.fetchPage(opaque) }
   }
 
+  @Test(
+    "a stored value of the wrong storage class is an error naming the row and the column; an integer in a REAL column reads as a number"
+  )
+  func wrongStorageClass() throws {
+    let folder = TemporaryDirectory()
+    let url = folder.url.appendingPathComponent("classes.sqlite")
+    let container = try ModelContainer(
+      for: Sample.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    for index in 0..<3 {
+      let sample = Sample()
+      sample.count = index
+      sample.score = 1.5
+      context.insert(sample)
+    }
+    try context.save()
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("UPDATE samples SET score = 7 WHERE _pk = 1")  // stored as an integer
+    for (assignment, column) in [
+      ("count = 'abc'", "count"), ("count = 2.5", "count"), ("score = 'x'", "score"),
+      ("flag = 'yes'", "flag"), ("name = x'01'", "name"), ("blob = 'text'", "blob"),
+      ("\"when\" = 'soon'", "when"), ("rating = 'high'", "rating"),
+    ] {
+      try outside.execute("UPDATE samples SET \(assignment) WHERE _pk = 2")
+      let reader = ModelContext(container)
+      let error = try #require(throws: PersistenceError.self) {
+        try reader.fetch(FetchDescriptor<Sample>())
+      }
+      #expect(error.code == .invalidValue, "\(assignment)")
+      #expect(error.attribute == column, "\(assignment): \(error)")
+      #expect(error.row != nil, "\(assignment)")
+      #expect(try reader.validateStoredRows(of: Sample.self).count == 1, "\(assignment)")
+      try outside.execute(
+        "UPDATE samples SET count = 1, score = 1.5, flag = 0, name = '', blob = x'', \"when\" = 0, rating = NULL WHERE _pk = 2"
+      )
+    }
+    let scores = try ModelContext(container).fetch(
+      FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.count)])
+    ).map(\.score)
+    #expect(scores == [7, 1.5, 1.5])
+  }
+
   @Test("fetchValues reads two columns in the descriptor's order, without registering models")
   func fetchValues() throws {
     let container = try ModelContainer(for: Sample.self)

@@ -479,6 +479,24 @@ struct DamageTests {
   }
 
   @Test(
+    "a value of the wrong storage class (text in a number column, bytes in a text one) is an error naming the row and column, never a silent 0",
+    arguments: [
+      ("latitude = 'abc'", "latitude"), ("longitude = x'00'", "longitude"),
+      ("start_date = 'soon'", "start_date"), ("name = x'00ff'", "name"),
+      ("id = 'not a uuid'", "id"),
+    ])
+  func wrongStorageClass(assignment: String, column: String) throws {
+    let store = try sampleStore()
+    try rawSQL(store, "UPDATE trips SET \(assignment) WHERE _pk = 7;")
+    let check = try trips(["check"], store: store)
+    #expect(check.status == 65, "\(check.stderr)")
+    #expect(check.stderr.contains("row 7") && check.stderr.contains(column), "\(check.stderr)")
+    let list = try trips(["list"], store: store)
+    #expect(list.status == 65, "\(list.stderr)")
+    #expect(list.stderr.contains(column) && list.stderr.contains("trips check"), "\(list.stderr)")
+  }
+
+  @Test(
     "duplicate ids in one file are refused, naming both lines", arguments: TripFileFormat.allCases)
   func duplicateIDs(format: TripFileFormat) throws {
     let id = UUID()

@@ -216,24 +216,34 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     _ object: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
     from statement: Statement, firstColumn: Int32, cache: LoadCache
   ) throws {
-    guard let registration else {
-      for index in accesses.indices {
-        _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, nil, isNew))
+    // The column being read, to name it when its stored value cannot be read.
+    var current = 0
+    do {
+      guard let registration else {
+        for index in accesses.indices {
+          current = index
+          _ = try accesses[index](
+            object, .load(statement, firstColumn + Int32(index), cache, nil, isNew))
+        }
+        return
       }
-      return
-    }
-    if let snapshot = registration.snapshot {
-      for index in accesses.indices {
-        let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
+      if let snapshot = registration.snapshot {
+        for index in accesses.indices {
+          current = index
+          let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
+          _ = try accesses[index](
+            object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+        }
+        return
+      }
+      try makeSnapshot(in: registration) { index, slot in
+        current = index
         _ = try accesses[index](
           object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
       }
-      return
-    }
-    try makeSnapshot(in: registration) { index, slot in
-      _ = try accesses[index](
-        object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+    } catch var failure as PersistenceError where failure.attribute == nil {
+      failure.attribute = columnNames[current]
+      throw failure
     }
   }
 }

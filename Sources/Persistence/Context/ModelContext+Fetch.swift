@@ -195,7 +195,7 @@ extension ModelContext {
     defer { statement.reset() }  // ends the read transaction, even after an error
     var counts: [(value: String, count: Int)] = []
     while try statement.step() {
-      counts.append((String.read(from: statement, at: 0), Int(statement.int64(at: 1))))
+      counts.append((try String.read(from: statement, at: 0), Int(statement.int64(at: 1))))
     }
     return counts
   }

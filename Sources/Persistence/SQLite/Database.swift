@@ -234,6 +234,11 @@ public final class Statement {
   @usableFromInline @inline(__always) func isNull(at index: Int32) -> Bool {
     sqlite3_column_type(handle, index) == SQLITE_NULL
   }
+  /// The storage class of column `index` of the current row: `SQLITE_INTEGER`, `SQLITE_FLOAT`,
+  /// `SQLITE_TEXT`, `SQLITE_BLOB` or `SQLITE_NULL`.
+  @usableFromInline @inline(__always) func storageClass(at index: Int32) -> Int32 {
+    sqlite3_column_type(handle, index)
+  }
   @inline(__always) func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
   @inline(__always) func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
   @inline(__always) func text(at index: Int32) -> String {

@@ -1,12 +1,28 @@
+import CSQLite
 import Foundation
 
 // The library's fast paths for ``PersistableValue``: read a column and bind a parameter
-// directly, without an intermediate ``SQLValue``.
+// directly, without an intermediate ``SQLValue``. A column whose storage class is not the
+// attribute's (an outside writer stored 'abc' in an INTEGER column, or NULL in a non-optional
+// one) is an error (`invalidValue`; the fetch names the row and the column), never a silent 0.
+
+/// Throws unless column `index` holds one of the `accepted` storage classes.
+@inline(__always)
+func expectStorage<T>(
+  _ statement: Statement, _ index: Int32, _ accepted: Int32, or other: Int32 = -1,
+  as type: T.Type
+) throws {
+  let stored = statement.storageClass(at: index)
+  guard stored == accepted || stored == other else {
+    throw invalid(statement.value(at: index), type)
+  }
+}
 
 extension String {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> String {
-    statement.text(at: index)
+  public static func read(from statement: Statement, at index: Int32) throws -> String {
+    try expectStorage(statement, index, SQLITE_TEXT, as: String.self)
+    return statement.text(at: index)
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) { statement.bindText(nfc, at: index) }
@@ -14,8 +30,9 @@ extension String {
 
 extension Int {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> Int {
-    Int(statement.int64(at: index))
+  public static func read(from statement: Statement, at index: Int32) throws -> Int {
+    try expectStorage(statement, index, SQLITE_INTEGER, as: Int.self)
+    return Int(statement.int64(at: index))
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) {
@@ -25,8 +42,9 @@ extension Int {
 
 extension Double {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> Double {
-    statement.double(at: index)
+  public static func read(from statement: Statement, at index: Int32) throws -> Double {
+    try expectStorage(statement, index, SQLITE_FLOAT, or: SQLITE_INTEGER, as: Double.self)
+    return statement.double(at: index)
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) throws {
@@ -41,8 +59,9 @@ extension Double {
 
 extension Bool {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> Bool {
-    statement.int64(at: index) != 0
+  public static func read(from statement: Statement, at index: Int32) throws -> Bool {
+    try expectStorage(statement, index, SQLITE_INTEGER, as: Bool.self)
+    return statement.int64(at: index) != 0
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) {
@@ -52,8 +71,9 @@ extension Bool {
 
 extension Date {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> Date {
-    Date(timeIntervalSinceReferenceDate: statement.double(at: index))
+  public static func read(from statement: Statement, at index: Int32) throws -> Date {
+    try expectStorage(statement, index, SQLITE_FLOAT, or: SQLITE_INTEGER, as: Date.self)
+    return Date(timeIntervalSinceReferenceDate: statement.double(at: index))
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) throws {
@@ -64,6 +84,7 @@ extension Date {
 extension UUID {
   /// Reads the column directly: its 16 bytes, copied without an intermediate `Data`.
   public static func read(from statement: Statement, at index: Int32) throws -> UUID {
+    try expectStorage(statement, index, SQLITE_BLOB, as: UUID.self)
     let bytes = statement.bytes(at: index)
     guard bytes.count == 16 else { throw invalid(statement.value(at: index), UUID.self) }
     var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -78,8 +99,9 @@ extension UUID {
 
 extension Data {
   /// Reads the column directly.
-  public static func read(from statement: Statement, at index: Int32) -> Data {
-    statement.data(at: index)
+  public static func read(from statement: Statement, at index: Int32) throws -> Data {
+    try expectStorage(statement, index, SQLITE_BLOB, as: Data.self)
+    return statement.data(at: index)
   }
   /// Binds the value directly.
   public func bind(to statement: Statement, at index: Int32) { statement.bindData(self, at: index) }
