@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A `trips sync watch` process, its output in files.
 final class WatcherProcess {
   let process = Process()
@@ -182,5 +186,87 @@ struct ServerSyncTests {
     #expect(
       run.stderr.contains("answered 401") && run.stderr.contains("valid token"), "\(run.stderr)")
     #expect(try contents(scratch.file("s.sqlite")).isEmpty)
+  }
+}
+
+/// A server that answers every request with the same bytes, then closes: to feed a client
+/// garbage over real HTTP.
+final class JunkServer: @unchecked Sendable {
+  let port: UInt16
+  private let socket: Int32
+  private let thread: Thread
+
+  init(response: String) throws {
+    let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var yes: Int32 = 1
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+        Glibc.bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0
+      }
+    }
+    guard bound, listen(listener, 16) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    socket = listener
+    port = UInt16(bigEndian: address.sin_port)
+    let bytes = Array(response.utf8)
+    thread = Thread {
+      while true {
+        let client = accept(listener, nil, nil)
+        if client < 0 { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = recv(client, &buffer, buffer.count, 0)
+        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(client)
+      }
+    }
+    thread.start()
+  }
+
+  var url: String { "http://127.0.0.1:\(port)" }
+
+  func stop() {
+    shutdown(socket, Int32(SHUT_RDWR))
+    close(socket)
+  }
+}
+
+@Suite("trips sync watch against a server that answers garbage")
+struct ServerSyncGarbageTests {
+  @Test(
+    "a clear error (exit 65 for a bad feed, 1 for a bad answer), the local store left as it was",
+    arguments: [
+      (
+        "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nnot json\n",
+        "/changes:1: error: not a JSON object"
+      ),
+      (
+        "HTTP/1.1 200 OK\r\nContent-Length: 21\r\n\r\n{\"kind\": 1}\nnot json\n",
+        "/changes"
+      ),
+      ("HTTP/1.1 500 Oops\r\nContent-Length: 5\r\n\r\nboom\n", "answered 500"),
+      ("garbage that is not HTTP at all\r\n\r\n", "Cannot reach"),
+      ("", "Cannot reach"),
+    ])
+  func garbage(response: String, says: String) throws {
+    let scratch = Scratch()
+    #expect(try trips(addSuva, store: scratch.store).status == 0)
+    let server = try JunkServer(response: response)
+    defer { server.stop() }
+    let run = try trips(["sync", "watch", "--from", server.url, "--once"], store: scratch.store)
+    // A feed that is not one is bad data (65); a server that cannot be read or answers an
+    // error, a failure (1).
+    #expect(run.status == (says.contains("/changes") ? 65 : 1), "\(run.stderr)")
+    #expect(run.stderr.hasPrefix("Error: ") && run.stderr.contains(says), "\(run.stderr)")
+    // One line, or for a bad feed one line per problem, each naming where (as for files).
+    let lines = run.stderr.split(separator: "\n")
+    #expect(lines.count == 1 || lines.dropFirst().allSatisfy { $0.contains("/changes:") })
+    #expect(!run.stderr.contains("DecodingError") && !run.stderr.contains("NSCocoa"))
+    let list = try trips(["list", "--json"], store: scratch.store)
+    #expect(try jsonArray(list.stdout).count == 1, "the local store kept its one trip")
   }
 }
