@@ -1,7 +1,5 @@
 import CommandLineKit
-import Dispatch
 import Foundation
-import Synchronization
 import TripPlanner
 import TripService
 
@@ -52,24 +50,7 @@ enum ServerSyncCommand {
       )
     }
     let local = try CommonOptions.storeURL(arguments, io)
-    struct Status {
-      var outputError: (any Error)?
-      var failure: String?
-      var failingSince: ContinuousClock.Instant?
-    }
-    let status = Mutex(Status())
-    let done = DispatchSemaphore(value: 0)
-    @Sendable func say(_ text: String) {
-      do {
-        try io.out(text)
-      } catch {
-        status.withLock { $0.outputError = error }
-        done.signal()
-      }
-    }
-    @Sendable func describe(_ verb: String, _ result: SyncResult) -> String {
-      "\(verb) \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"
-    }
+    let loop = SyncWatchLoop(io: io)
     let sync: ServerSync
     do {
       sync = try ServerSync(
@@ -79,30 +60,15 @@ enum ServerSyncCommand {
       ) { event in
         switch event {
         case .pushed(let result):
-          status.withLock {
-            $0.failure = nil
-            $0.failingSince = nil
-          }
-          say(describe("Pushed", result))
+          loop.succeeded()
+          loop.say(SyncWatchLoop.describe("Pushed", result))
         case .pulled(let result):
-          status.withLock {
-            $0.failure = nil
-            $0.failingSince = nil
-          }
-          say(describe("Pulled", result))
+          loop.succeeded()
+          loop.say(SyncWatchLoop.describe("Pulled", result))
         case .failed(let error):
-          let message = terminalSafeMessage(cliError(SyncCommand.explain(error)).message)
-          status.withLock { state in
-            if message != state.failure {
-              io.err("Error: \(message)\n")
-              state.failure = message
-            }
-            // A server that answered no (a bad token, an expired history token) will not
-            // change its mind: that ends the watch. An unreachable one is waited for.
-            if (error as? ServerSyncError)?.status != nil, state.failingSince == nil {
-              state.failingSince = .now
-            }
-          }
+          // A server that answered no (a bad token, an expired history token) will not
+          // change its mind: that ends the watch. An unreachable one is waited for.
+          loop.failed(error, lasting: (error as? ServerSyncError)?.status != nil)
         }
       }
     } catch let error as TripPlannerError {
@@ -110,36 +76,17 @@ enum ServerSyncCommand {
     }
     if arguments[SyncWatchCommand.once] {
       do {
-        if directions.contains(.push) { try io.out(describe("Pushed", try sync.pushOnce())) }
-        if directions.contains(.pull) { try io.out(describe("Pulled", try sync.pullOnce())) }
+        if directions.contains(.push) {
+          try io.out(SyncWatchLoop.describe("Pushed", try sync.pushOnce()))
+        }
+        if directions.contains(.pull) {
+          try io.out(SyncWatchLoop.describe("Pulled", try sync.pullOnce()))
+        }
       } catch {
         throw SyncCommand.explain(error)
       }
       return
     }
-    let stopSignals = onStopSignals { done.signal() }
-    let poll = DispatchSource.makeTimerSource(queue: .global())
-    poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
-    poll.setEventHandler {
-      let expired = status.withLock { state in
-        state.failingSince.map { ContinuousClock.now - $0 > WatchCommand.failureGracePeriod }
-          ?? false
-      }
-      if expired { done.signal() }
-    }
-    poll.resume()
-    sync.start()
-    done.wait()
-    sync.stop()
-    poll.cancel()
-    for source in stopSignals { source.cancel() }
-    let final = status.withLock { ($0.outputError, $0.failure, $0.failingSince) }
-    if let outputError = final.0 { throw outputError }
-    if let failure = final.1, let since = final.2,
-      ContinuousClock.now - since > WatchCommand.failureGracePeriod
-    {
-      throw CLIError(
-        kind: .failure, message: "Stopped syncing: \(failure) (still failing after 5 seconds)")
-    }
+    try loop.run(start: { sync.start() }, stop: sync.stop)
   }
 }

@@ -178,68 +178,100 @@ enum SyncWatchCommand: Subcommand {
     guard source.standardizedFileURL != target.standardizedFileURL else {
       throw CLIError.usage("--to names the store itself; give another store.")
     }
-    // What the live loop met: an output failure ends it; a push failure is printed once, and
-    // ends it with exit 1 when it lasts (see WatchCommand.failureGracePeriod).
-    struct Status {
-      var outputError: (any Error)?
-      var failure: String?
-      var failingSince: ContinuousClock.Instant?
-    }
-    let status = Mutex(Status())
-    let done = DispatchSemaphore(value: 0)
+    let loop = SyncWatchLoop(io: io)
     let sync = try StoreSync(
       from: source, to: target, author: try arguments[author] ?? "sync",
       state: try arguments[state].map { URL(fileURLWithPath: $0) }
     ) { result in
-      status.withLock { state in
-        switch result {
-        case .success(let pushed):
-          state.failure = nil
-          state.failingSince = nil
-          guard pushed.applied + pushed.skipped > 0 else { return }
-          do {
-            try io.out(
-              "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
-            )
-          } catch {
-            state.outputError = error
-            done.signal()
-          }
-        case .failure(let error):
-          let message = terminalSafeMessage(cliError(SyncCommand.explain(error)).message)
-          if message != state.failure {
-            io.err("Error: \(message)\n")
-            state.failure = message
-          }
-          if state.failingSince == nil { state.failingSince = .now }
-        }
+      switch result {
+      case .success(let pushed):
+        loop.succeeded()
+        guard pushed.applied + pushed.skipped > 0 else { return }
+        loop.say(SyncWatchLoop.describe("Pushed", pushed))
+      case .failure(let error):
+        loop.failed(error, lasting: true)
       }
     }
     if arguments[once] {
       do {
-        let pushed = try sync.pushOnce()
-        try io.out(
-          "Pushed \(pushed.applied) change\(pushed.applied == 1 ? "" : "s"), skipped \(pushed.skipped).\n"
-        )
+        try io.out(SyncWatchLoop.describe("Pushed", try sync.pushOnce()))
       } catch {
         throw SyncCommand.explain(error)
       }
       return
     }
-    let stopSignals = onStopSignals { done.signal() }
+    try loop.run(start: { sync.start() }, stop: sync.stop)
+  }
+}
+
+/// The live part of `sync watch`, with a store or a server: prints what moved, prints each
+/// failure once, and runs until Ctrl-C or SIGTERM (exit 0), an output failure, or a failure
+/// that lasted past ``WatchCommand/failureGracePeriod`` (exit 1).
+final class SyncWatchLoop: Sendable {
+  private struct Status {
+    var outputError: (any Error)?
+    var failure: String?
+    var failingSince: ContinuousClock.Instant?
+  }
+  private let status = Mutex(Status())
+  private let done = DispatchSemaphore(value: 0)
+  private let io: TerminalIO
+
+  init(io: TerminalIO) { self.io = io }
+
+  /// `Pushed 3 changes, skipped 0.`
+  static func describe(_ verb: String, _ result: SyncResult) -> String {
+    "\(verb) \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"
+  }
+
+  /// Prints a line; an output that fails ends the loop.
+  func say(_ text: String) {
+    do {
+      try io.out(text)
+    } catch {
+      status.withLock { $0.outputError = error }
+      done.signal()
+    }
+  }
+
+  /// Something worked: a failure before it is over.
+  func succeeded() {
+    status.withLock {
+      $0.failure = nil
+      $0.failingSince = nil
+    }
+  }
+
+  /// Something failed: printed once per message; when `lasting` says it will not fix itself,
+  /// its clock starts.
+  func failed(_ error: any Error, lasting: Bool) {
+    let message = terminalSafeMessage(cliError(SyncCommand.explain(error)).message)
+    status.withLock { state in
+      if message != state.failure {
+        io.err("Error: \(message)\n")
+        state.failure = message
+      }
+      if lasting, state.failingSince == nil { state.failingSince = .now }
+    }
+  }
+
+  /// Calls `start`, waits for the end, calls `stop`, and throws what ended it, if anything.
+  func run(start: () -> Void, stop: () -> Void) throws {
+    let stopSignals = onStopSignals { [done] in done.signal() }
     let poll = DispatchSource.makeTimerSource(queue: .global())
     poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
-    poll.setEventHandler {
-      let expired = status.withLock { state in
+    poll.setEventHandler { [weak self] in
+      guard let self else { return }
+      let expired = self.status.withLock { state in
         state.failingSince.map { ContinuousClock.now - $0 > WatchCommand.failureGracePeriod }
           ?? false
       }
-      if expired { done.signal() }
+      if expired { self.done.signal() }
     }
     poll.resume()
-    sync.start()
+    start()
     done.wait()
-    sync.stop()
+    stop()
     poll.cancel()
     for source in stopSignals { source.cancel() }
     let final = status.withLock { ($0.outputError, $0.failure, $0.failingSince) }

@@ -580,23 +580,8 @@ if options.wants("serve") {
       check(tb_checkpoint(handle) == 0, "checkpoint failed")
       tb_close(handle)
     }
-    let server = Process()
-    server.executableURL = executable
-    server.arguments = ["serve", "--port", "0", "--store", store.path]
-    let out = Pipe()
-    server.standardOutput = out
-    server.standardError = FileHandle.nullDevice
-    try server.run()
-    var line = Data()
-    while !line.contains(0x0A) {
-      let chunk = out.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
-    }
-    let url = String(decoding: line, as: UTF8.self).replacingOccurrences(
-      of: "Listening on ", with: ""
-    )
-    .trimmingCharacters(in: .whitespacesAndNewlines)
+    let (server, port) = try startServer(executable, store: store)
+    let url = "http://127.0.0.1:\(port)"
     check(url.hasPrefix("http://"), "trips serve did not start")
     // A trip, and a city-sized box (about 50 km) around it.
     let probe = try ModelContext(container).fetch(
