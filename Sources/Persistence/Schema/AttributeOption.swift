@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+
+/// An option on a ``ModelAttribute``.
+public struct AttributeOption: Hashable, Sendable {
+  private let name: String
+  /// For ``indexed(with:)``: the further columns of the index, in order.
+  let companions: [String]
+  private init(_ name: String, companions: [String] = []) {
+    self.name = name
+    self.companions = companions
+  }
+
+  /// At most one row has a given value. Inserting a model whose value exists updates that
+  /// row instead (SwiftData's upsert). Implies an index.
+  public static let unique = AttributeOption("unique")
+  /// The column has an index, for fast predicates and sorts on it.
+  public static let indexed = AttributeOption("indexed")
+  /// The column has an index on it and the columns named `columns` (in that order): a range of
+  /// this column filtered, or sorted, by the others is answered from the index alone, without
+  /// reading rows (a bounding box: longitude, then latitude, then the columns of the usual
+  /// sort). Each further column makes inserts and updates a little dearer.
+  public static func indexed(with columns: String...) -> AttributeOption {
+    AttributeOption("indexedWith:" + columns.joined(separator: ","), companions: columns)
+  }
+  /// The value is kept in history (the tombstone) when the model is deleted.
+  public static let preserveValueOnDeletion = AttributeOption("preserveValueOnDeletion")
+  /// For `.codable` attributes of an immutable type: rows with equal stored bytes may share one
+  /// decoded instance (decoded once per fetch), and equal `Hashable` values reuse one
+  /// encoding. Do not use it for a type whose instances can change.
+  public static let sharesEqualValues = AttributeOption("sharesEqualValues")
+}
