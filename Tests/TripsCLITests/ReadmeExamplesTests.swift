@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// README's shell examples, run: every ```` ```sh ```` block after a line
 /// `<!-- example-run -->` is run command by command (standard output and error together) (`trips` is the built binary, the working
 /// folder a scratch one holding `Data/`, `$TRIPS_STORE` a copy of the sample store as
@@ -8,7 +12,9 @@ import Testing
 /// that follow it in README. Only ids, history tokens and times may differ; a `# …` line stands
 /// for the rest of the output; text after two spaces and a `(` on an output line is a remark.
 /// A command README says runs "until Ctrl-C" is stopped with SIGINT after a second and must
-/// exit 0.
+/// exit 0. A command ending with `&` runs in the background until the block ends (the next
+/// step waits for its first line of output, as a server's "Listening on"); port 8080 becomes a
+/// free port.
 @Suite("README's shell examples")
 struct ReadmeExamplesTests {
   struct Step {
@@ -26,6 +32,8 @@ struct ReadmeExamplesTests {
     var marked = false
     var current: [Step]?
     var continuation = ""
+    // Whether `# ` lines now are output of the command above (no blank line between).
+    var attached = false
     for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
       if current == nil {
         if line == "<!-- example-run -->" {
@@ -44,6 +52,8 @@ struct ReadmeExamplesTests {
         continue
       }
       if line.hasPrefix("# ") || line == "#" {
+        // A comment after a blank line is prose, not output.
+        guard attached else { continue }
         let output = String(line.dropFirst(2))
         if output == "…" {
           current![current!.count - 1].truncated = true
@@ -52,7 +62,11 @@ struct ReadmeExamplesTests {
         }
         continue
       }
-      if line.isEmpty { continue }
+      if line.isEmpty {
+        attached = false
+        continue
+      }
+      attached = true
       if line.hasSuffix("\\") {
         continuation += String(line.dropLast()) + " "
         continue
@@ -86,6 +100,29 @@ struct ReadmeExamplesTests {
     return text.trimmingCharacters(in: .whitespaces)
   }
 
+  @Test("the first command's output is what `list --group-by destination` prints on the sample")
+  func firstCommand() throws {
+    let text = try String(
+      contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    let start = try #require(text.range(of: "The start of the first command's real output:"))
+    let block = try #require(
+      text[start.upperBound...].range(of: "```text\n").map { text[$0.upperBound...] })
+    let shown = block[..<block.range(of: "```")!.lowerBound].split(
+      separator: "\n", omittingEmptySubsequences: false
+    ).map(String.init).filter { $0 != "…" }
+    let scratch = Scratch()
+    #expect(
+      try trips(
+        ["import", repositoryRoot.appendingPathComponent("Data/sample-trips.csv").path],
+        store: scratch.store
+      ).status == 0)
+    let run = try trips(["list", "--group-by", "destination"], store: scratch.store)
+    let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    let trimmed = shown.last == "" ? Array(shown.dropLast()) : shown
+    #expect(
+      Array(lines.prefix(trimmed.count)).map(Self.normalized) == trimmed.map(Self.normalized))
+  }
+
   @Test("run as shown, with the output shown (ids and times aside)")
   func run() throws {
     let blocks = try Self.blocks()
@@ -110,7 +147,39 @@ struct ReadmeExamplesTests {
         "PATH": bin.path + ":/usr/bin:/bin", "HOME": scratch.url.path, "TZ": "UTC",
         "TRIPS_STORE": scratch.file("default.sqlite").path,
       ]
-      for step in steps {
+      // Port 8080 in README: a free one here.
+      let port = String(try freePort())
+      var background: [Process] = []
+      defer {
+        for process in background where process.isRunning {
+          kill(process.processIdentifier, SIGKILL)
+          process.waitUntilExit()
+        }
+      }
+      for var step in steps {
+        step.command = step.command.replacingOccurrences(of: "8080", with: port)
+        step.expected = step.expected.map { $0.replacingOccurrences(of: "8080", with: port) }
+        let bare = step.command.replacingOccurrences(
+          of: "\\s+#\\s.*$", with: "", options: .regularExpression)
+        if bare.hasSuffix("&") {
+          let process = Process()
+          process.executableURL = URL(fileURLWithPath: "/bin/bash")
+          process.arguments = ["-c", "exec " + String(bare.dropLast())]
+          process.currentDirectoryURL = scratch.url
+          process.environment = environment
+          let out = Pipe()
+          process.standardOutput = out
+          process.standardError = FileHandle.nullDevice
+          try process.run()
+          background.append(process)
+          // Ready once it says something (a server's "Listening on"), or after 2 s.
+          let ready = DispatchSemaphore(value: 0)
+          let handle = out.fileHandleForReading
+          handle.readabilityHandler = { _ in ready.signal() }
+          _ = ready.wait(timeout: .now() + 2)
+          handle.readabilityHandler = nil
+          continue
+        }
         if step.command.hasPrefix("export TRIPS_STORE=") {
           environment["TRIPS_STORE"] = sample.path  // the store Tools/run-sample.sh made
           continue
@@ -146,4 +215,21 @@ struct ReadmeExamplesTests {
       }
     }
   }
+}
+
+/// A TCP port nothing listens on now.
+func freePort() throws -> UInt16 {
+  let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(socket) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let found = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+      Glibc.bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
+    }
+  }
+  guard found else { throw CocoaError(.fileReadUnknown) }
+  return UInt16(bigEndian: address.sin_port)
 }
