@@ -10,9 +10,10 @@ public struct TripQuery: Sendable, Hashable {
     case start
     /// By end date, then name.
     case end
-    /// By name, then start date.
+    /// By name as people read it (`localizedStandardCompare`: case and accents ignored,
+    /// numbers by value, in SQL and in Swift alike), then start date.
     case name
-    /// By destination, then start date.
+    /// By destination as people read it, then start date.
     case destination
   }
 
@@ -122,6 +123,11 @@ public struct TripQuery: Sendable, Hashable {
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)
     descriptor.conditions = boxPredicate.map { [$0] } ?? []
+    switch sort {
+    case .name: descriptor.localizedStandardSorts = [\.name]
+    case .destination: descriptor.localizedStandardSorts = [\.destination]
+    case .start, .end: break
+    }
     descriptor.fetchLimit = limit
     descriptor.fetchOffset = offset
     return descriptor

@@ -358,6 +358,48 @@ struct StoreTests {
     #expect(scores == [7, 1.5, 1.5])
   }
 
+  @Test(
+    "localizedStandardSorts: SQL and an observer's Swift patches give the order of localizedStandardCompare"
+  )
+  func localizedStandardSorts() throws {
+    let container = try ModelContainer(for: Sample.self)
+    let context = ModelContext(container)
+    var generator = SeededGenerator(seed: 3)
+    let words = [
+      "zebra", "Zürich", "Zurich", "zurich", "apple", "Ábaco", "abaco", "Zoo 10", "Zoo 9", "Zoo 09",
+      "eclair", "Éclair", "e\u{301}clair", "Ω", "omega", "", "10", "9",
+    ]
+    func add() {
+      let sample = Sample()
+      sample.name = words.randomElement(using: &generator)!
+      sample.count = Int.random(in: 0...3, using: &generator)
+      context.insert(sample)
+    }
+    for _ in 0..<60 { add() }
+    try context.save()
+    for order in [SortOrder.forward, .reverse] {
+      var descriptor = FetchDescriptor<Sample>(
+        sortBy: [SortDescriptor(\.name, order: order), SortDescriptor(\.count)])
+      descriptor.localizedStandardSorts = [\.name]
+      let observer = try ResultsObserver(descriptor, container: container)
+      let fetched = try ModelContext(container).fetch(descriptor).map(\.name)
+      // SQL's order is localizedStandardCompare's (ties to the next sort), not code point's.
+      for (earlier, later) in zip(fetched, fetched.dropFirst()) {
+        let compared = earlier.localizedStandardCompare(later)
+        #expect(compared != (order == .forward ? .orderedDescending : .orderedAscending))
+      }
+      #expect(fetched != fetched.sorted(), "not code-point order")
+      // Changes patched in Swift land where a fresh SQL fetch puts them.
+      for _ in 0..<30 { add() }
+      let renamed = try context.fetch(FetchDescriptor<Sample>()).prefix(10)
+      for sample in renamed { sample.name = words.randomElement(using: &generator)! }
+      try context.save()
+      observer.waitForPendingUpdates()
+      let fresh = try ModelContext(container).fetch(descriptor)
+      #expect(observer.results.map(\.id) == fresh.map(\.id), "\(order)")
+    }
+  }
+
   @Test("fetchValues reads two columns in the descriptor's order, without registering models")
   func fetchValues() throws {
     let container = try ModelContainer(for: Sample.self)

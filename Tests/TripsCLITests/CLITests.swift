@@ -124,10 +124,13 @@ struct ListTests {
 
   @Test("sorts, reverses and pages")
   func sortAndPage() throws {
+    // Names as people read them (localizedStandardCompare), then the start date.
     let byName: ([String: String], [String: String]) -> Bool = { a, b in
-      let x = a["name"]!.unicodeScalars.map(\.value)
-      let y = b["name"]!.unicodeScalars.map(\.value)
-      return x == y ? a["start_date"]! < b["start_date"]! : x.lexicographicallyPrecedes(y)
+      switch a["name"]!.localizedStandardCompare(b["name"]!) {
+      case .orderedSame: a["start_date"]! < b["start_date"]!
+      case .orderedAscending: true
+      case .orderedDescending: false
+      }
     }
     #expect(try listed(["--sort", "name"]) == expected({ _ in true }, by: byName))
     let all = try listed([])

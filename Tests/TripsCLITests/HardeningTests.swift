@@ -497,6 +497,31 @@ struct DamageTests {
   }
 
   @Test(
+    "list --sort name orders names as people read them: case and accents aside, numbers by value")
+  func sortByName() throws {
+    let scratch = Scratch()
+    let names = ["zebra", "Zürich trip", "Zurich walk", "apple", "Ábaco", "Zoo 10", "Zoo 9"]
+    for name in names {
+      let run = try trips(
+        [
+          "add", "--name", name, "--destination", "D", "--start", "2027-01-01", "--end",
+          "2027-01-02", "--latitude", "1", "--longitude", "1",
+        ], store: scratch.store)
+      #expect(run.status == 0)
+    }
+    let listed = try jsonArray(
+      try trips(["list", "--sort", "name", "--json"], store: scratch.store).stdout)
+    #expect(
+      listed.map { $0["name"] as? String } == [
+        "Ábaco", "apple", "zebra", "Zoo 9", "Zoo 10", "Zürich trip", "Zurich walk",
+      ])
+    let reversed = try jsonArray(
+      try trips(["list", "--sort", "name", "--reverse", "--json"], store: scratch.store).stdout)
+    #expect(
+      reversed.map { $0["name"] as? String } == listed.reversed().map { $0["name"] as? String })
+  }
+
+  @Test(
     "duplicate ids in one file are refused, naming both lines", arguments: TripFileFormat.allCases)
   func duplicateIDs(format: TripFileFormat) throws {
     let id = UUID()

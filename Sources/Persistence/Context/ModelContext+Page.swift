@@ -13,8 +13,9 @@ extension ModelContext {
   /// an index does follow the order and matches are many, ``fetchIdentifiers(_:)`` and
   /// ``fetchCount(_:)`` read less.
   ///
-  /// Without a `fetchLimit`, or with a sort that uses a string comparator (a collation that
-  /// calls back into Swift), it answers with those two queries instead.
+  /// Without a `fetchLimit`, or with a sort that uses a string comparator or a
+  /// ``FetchDescriptor/localizedStandardSorts`` order (collations that call back into Swift),
+  /// it answers with those two queries instead.
   ///
   /// Cost: O(m log k) time for m matching rows and k = offset + limit, O(k) memory; a row that
   /// sorts after the page is dismissed on its first sort column alone in most cases.
@@ -29,7 +30,9 @@ extension ModelContext {
     let database = try connection()
     let offset = max(descriptor.fetchOffset ?? 0, 0)
     guard let limit = descriptor.fetchLimit,
-      descriptor.sortBy.allSatisfy({ $0.stringComparator == nil })
+      descriptor.sortBy.allSatisfy({
+        $0.stringComparator == nil && descriptor.localizedStandardKeyPath($0) == nil
+      })
     else {
       var unpaged = descriptor
       unpaged.fetchLimit = nil

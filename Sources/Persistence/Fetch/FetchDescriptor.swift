@@ -13,6 +13,13 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
   public var conditions: [Predicate<Model>] = []
   /// The order. Ties are broken by insertion order (the primary key), so results are stable.
   public var sortBy: [SortDescriptor<Model>]
+  /// `String` attributes whose sorts order text as people read it, with Foundation's
+  /// `localizedStandardCompare` (case and accents ignored, numbers by value: "Zoo 9" before
+  /// "Zoo 10", "Zürich" beside "Zurich"), in SQL (a collation that calls that very method) and
+  /// in Swift (observers patching their results) alike; ties then go to the next sort. Without
+  /// it a `SortDescriptor` on a string orders by code point, as Swift's `<` does, and on Linux
+  /// Foundation's `SortDescriptor` has no comparator that could say this (only `.lexical`).
+  public var localizedStandardSorts: [KeyPath<Model, String> & Sendable] = []
   /// At most this many models.
   public var fetchLimit: Int?
   /// Skip this many models first.
@@ -22,6 +29,12 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
   public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
     self.predicate = predicate
     self.sortBy = sortBy
+  }
+
+  /// The key path of `sort` when it is one of ``localizedStandardSorts``.
+  func localizedStandardKeyPath(_ sort: SortDescriptor<Model>) -> KeyPath<Model, String>? {
+    guard let keyPath = sort.keyPath else { return nil }
+    return localizedStandardSorts.first { $0 == keyPath }
   }
 
   /// Whether `model` matches ``predicate`` and every one of ``conditions`` (in Swift).

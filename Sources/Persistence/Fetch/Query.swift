@@ -27,7 +27,10 @@ struct Query {
       var terms: [String] = []
       if let sectionColumn { terms.append(quoted(sectionColumn)) }
       for sort in descriptor.sortBy {
-        terms.append(try Self.orderTerm(sort, schema: schema, database: database))
+        terms.append(
+          try Self.orderTerm(
+            sort, schema: schema, database: database,
+            localizedStandard: descriptor.localizedStandardKeyPath(sort) != nil))
       }
       terms.append("\"_pk\"")
       sql += " ORDER BY " + terms.joined(separator: ", ")
@@ -44,7 +47,8 @@ struct Query {
   /// One `ORDER BY` term. Strings with a comparator sort with a collation that calls that very
   /// comparator; without one, by code point (SQLite `BINARY` on NFC text), as Swift's `<`.
   static func orderTerm<Model: PersistentModel>(
-    _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>, database: Database
+    _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>, database: Database,
+    localizedStandard: Bool = false
   ) throws -> String {
     guard let keyPath = sort.keyPath else {
       throw PersistenceError(
@@ -67,7 +71,9 @@ struct Query {
       )
     }
     var term = quoted(attribute.name)
-    if let comparator = sort.stringComparator {
+    if localizedStandard {
+      term += " COLLATE \(SQLFunctions.localizedStandardCollation)"
+    } else if let comparator = sort.stringComparator {
       term += " COLLATE \(try database.collation(for: comparator))"
     }
     if sort.order == .reverse { term += " DESC" }

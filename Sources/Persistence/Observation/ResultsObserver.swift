@@ -337,6 +337,14 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       if x != y { return x < y }
     }
     for sort in descriptor.sortBy {
+      if let keyPath = descriptor.localizedStandardKeyPath(sort) {
+        var order = a[keyPath: keyPath].localizedStandardCompare(b[keyPath: keyPath])
+        if sort.order == .reverse, order != .orderedSame {
+          order = order == .orderedAscending ? .orderedDescending : .orderedAscending
+        }
+        if order == .orderedSame { continue }
+        return order == .orderedAscending
+      }
       switch sort.compare(a, b) {
       case .orderedAscending: return true
       case .orderedDescending: return false

@@ -7,6 +7,8 @@ enum SQLFunctions {
   static let countName = "swift_count"
   /// `swift_localized_standard_contains(text, text)`: `localizedStandardContains`.
   static let localizedStandardContainsName = "swift_localized_standard_contains"
+  /// The collation `swift_localized_standard`: `localizedStandardCompare`.
+  static let localizedStandardCollation = "swift_localized_standard"
 
   static func register(on database: Database) throws {
     let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
@@ -37,6 +39,20 @@ enum SQLFunctions {
         }
         sqlite3_result_int(context, base.localizedStandardContains(other) ? 1 : 0)
       }, nil, nil, nil)
+    guard result == SQLITE_OK else { throw database.error(result) }
+    result = sqlite3_create_collation_v2(
+      database.handle, localizedStandardCollation, SQLITE_UTF8, nil,
+      { _, leftCount, left, rightCount, right in
+        let lhs = String(
+          decoding: UnsafeRawBufferPointer(start: left, count: Int(leftCount)), as: UTF8.self)
+        let rhs = String(
+          decoding: UnsafeRawBufferPointer(start: right, count: Int(rightCount)), as: UTF8.self)
+        switch lhs.localizedStandardCompare(rhs) {
+        case .orderedAscending: return -1
+        case .orderedSame: return 0
+        case .orderedDescending: return 1
+        }
+      }, nil)
     guard result == SQLITE_OK else { throw database.error(result) }
   }
 
