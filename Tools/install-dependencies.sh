@@ -13,7 +13,8 @@
 #                   installed path (/usr/share/javascript/leaflet)
 #   chromium        the tests' real browser: headless, it loads /map and takes a screenshot
 #   fonts-dejavu-core  text for that screenshot and for the SVG pictures
-#   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public symbols)
+#   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public
+#                   symbols); README's service examples, run by the tests, pick answers with it
 set -euo pipefail
 packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin
   openssl libjs-leaflet chromium fonts-dejavu-core jq)

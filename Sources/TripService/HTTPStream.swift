@@ -112,14 +112,15 @@ public final class HTTPStream: Sendable {
     state.withLock { state -> Int in
       var copied = 0
       while copied < max, state.head < state.chunks.count {
-        let chunk = state.chunks[state.head]
-        let count =
-          chunk.utf8.withContiguousStorageIfAvailable { bytes -> Int in
-            let count = min(bytes.count - state.offset, max - copied)
-            UnsafeMutableRawPointer(buffer + copied).copyMemory(
-              from: bytes.baseAddress! + state.offset, byteCount: count)
-            return count
-          } ?? 0
+        var chunk = state.chunks[state.head]
+        // `send` made every chunk contiguous UTF-8, so `withUTF8` copies none of them.
+        let offset = state.offset
+        let count = chunk.withUTF8 { bytes -> Int in
+          let count = min(bytes.count - offset, max - copied)
+          UnsafeMutableRawPointer(buffer + copied).copyMemory(
+            from: bytes.baseAddress! + offset, byteCount: count)
+          return count
+        }
         copied += count
         state.offset += count
         if state.offset >= chunk.utf8.count {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TripPlanner
 
 /// The map page (`GET /map`) and what it loads: a Leaflet map of the trips that follows the
@@ -57,9 +58,7 @@ enum MapPage {
       }
       body = data
     case .leaflet(let name):
-      guard
-        let data = FileManager.default.contents(atPath: leafletFolder + "/" + name)
-      else {
+      guard let data = leaflet(name) else {
         throw ServiceError.request(
           404,
           "Leaflet is not installed on this server: install Debian's libjs-leaflet (\(leafletFolder)/\(name))."
@@ -70,6 +69,19 @@ enum MapPage {
     return HTTPResponse(
       status: 200, headers: [("Content-Type", type), ("Cache-Control", "max-age=3600")],
       body: body)
+  }
+
+  /// Leaflet's files, each read the first time it is found (an install after the server
+  /// started is seen by the next request), not on every request.
+  private static let leafletFiles = Mutex<[String: Data]>([:])
+
+  static func leaflet(_ name: String) -> Data? {
+    if let data = leafletFiles.withLock({ $0[name] }) { return data }
+    guard let data = FileManager.default.contents(atPath: leafletFolder + "/" + name) else {
+      return nil
+    }
+    leafletFiles.withLock { $0[name] = data }
+    return data
   }
 
   static let html = """

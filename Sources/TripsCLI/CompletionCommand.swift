@@ -13,12 +13,6 @@ enum CompletionCommand: Subcommand {
       arguments: [ArgumentSpec(name: "shell", help: "bash or zsh.")])
   }
 
-  /// Whether a shell should complete a file name after `option`: it says so, or its value is
-  /// a file or a path by its placeholder.
-  static func completesFiles(_ option: OptionSpec) -> Bool {
-    option.completesFiles || ["file", "path", "store|url"].contains(option.valueName ?? "")
-  }
-
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     switch arguments.positionals[0] {
     case "bash": try io.out(bash())
@@ -54,7 +48,7 @@ enum CompletionCommand: Subcommand {
         if !option.completions.isEmpty {
           values +=
             "    \"\(path) --\(option.name)\") COMPREPLY=($(compgen -W \"\(option.completions.joined(separator: " "))\" -- \"$cur\")); return ;;\n"
-        } else if completesFiles(option) {
+        } else if option.completesFiles {
           values +=
             "    \"\(path) --\(option.name)\") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
         }
@@ -109,7 +103,7 @@ enum CompletionCommand: Subcommand {
           specs.append(
             "'--\(option.name)=[\(help)]:\(option.valueName ?? "value"):(\(option.completions.joined(separator: " ")))'"
           )
-        } else if completesFiles(option) {
+        } else if option.completesFiles {
           specs.append("'--\(option.name)=[\(help)]:\(option.valueName ?? "file"):_files'")
         } else {
           specs.append("'--\(option.name)=[\(help)]:\(option.valueName ?? "value"): '")

@@ -10,7 +10,7 @@ enum ExportCommand: Subcommand {
     name: "output", valueName: "file",
     help:
       "Write to this file instead of standard output: a regular file is replaced whole (atomically), a FIFO or device is written through, - is standard output."
-  )
+  ).completingFiles
 
   static var spec: CommandSpec {
     CommandSpec(

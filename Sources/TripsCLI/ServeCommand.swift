@@ -24,11 +24,13 @@ enum ServeCommand: Subcommand {
     name: "token-file", valueName: "file",
     help:
       "name:token lines (not readable by other users) that may write; the name is the author in history."
-  )
+  ).completingFiles
   static let tlsCert = Option<String>(
-    name: "tls-cert", valueName: "file", help: "PEM certificate: serve HTTPS.")
+    name: "tls-cert", valueName: "file", help: "PEM certificate: serve HTTPS."
+  ).completingFiles
   static let tlsKey = Option<String>(
-    name: "tls-key", valueName: "file", help: "PEM private key of --tls-cert.")
+    name: "tls-key", valueName: "file", help: "PEM private key of --tls-cert."
+  ).completingFiles
   static let cors = Option<String>(
     name: "cors", valueName: "origin", help: "Let browsers on this origin call the service.")
   static let readOnly = Flag(name: "read-only", help: "Refuse every write (405).")

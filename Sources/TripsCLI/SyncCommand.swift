@@ -65,7 +65,7 @@ enum SyncExportCommand: Subcommand {
     name: "output", valueName: "file",
     help:
       "Write to this file instead of standard output (a regular file is replaced atomically; a FIFO or device is written through; - is standard output)."
-  )
+  ).completingFiles
 
   static var spec: CommandSpec {
     CommandSpec(
@@ -127,14 +127,15 @@ enum SyncApplyCommand: Subcommand {
 /// `trips sync watch`.
 enum SyncWatchCommand: Subcommand {
   static let to = Option<String>(
-    name: "to", valueName: "store|url", help: "The store or server to push to.")
+    name: "to", valueName: "store|url", help: "The store or server to push to."
+  ).completingFiles
   static let from = Option<String>(
     name: "from", valueName: "url", help: "The server to pull from (http:// or https://).")
   static let tokenFile = Option<String>(
     name: "token-file", valueName: "file",
     help:
       "The writer's token for the server, as a name:token line (the server's own token file format; the first entry is used). Needed to push to a server."
-  )
+  ).completingFiles
   static let author = Option<String>(
     name: "author", valueName: "name",
     help:
@@ -142,7 +143,8 @@ enum SyncWatchCommand: Subcommand {
     defaultDescription: "sync")
   static let state = Option<String>(
     name: "state", valueName: "file", help: "Where the last token of each way is kept.",
-    defaultDescription: "<to>.sync-state.json, or <store>.sync-state.json with a server")
+    defaultDescription: "<to>.sync-state.json, or <store>.sync-state.json with a server"
+  ).completingFiles
   static let once = Flag(name: "once", help: "Push (and pull) once and exit.")
 
   static var spec: CommandSpec {

@@ -496,6 +496,20 @@ struct DamageTests {
     #expect(list.stderr.contains(column) && list.stderr.contains("trips check"), "\(list.stderr)")
   }
 
+  @Test("enum-valued options take any case, and refuse other words naming the values")
+  func enumOptions() throws {
+    let store = try sampleStore()
+    let upper = try trips(["export", "--format", "JSON"], store: store)
+    let lower = try trips(["export", "--format", "json"], store: store)
+    #expect(upper.status == 0 && upper.stdout == lower.stdout)
+    #expect(try trips(["list", "--sort", "NAME", "--limit", "1"], store: store).status == 0)
+    let wrong = try trips(["list", "--format", "csv"], store: store)
+    #expect(wrong.status == 64)
+    #expect(
+      wrong.stderr.hasPrefix("Error: Invalid value 'csv' for '--format': expected text or json."),
+      "\(wrong.stderr)")
+  }
+
   @Test(
     "list --sort name orders names as people read them: case and accents aside, numbers by value")
   func sortByName() throws {
@@ -751,6 +765,15 @@ struct DayTests {
       """,
       arguments: [bashFile.path])
     let lines = completed.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    // File-valued options complete file names, per command.
+    for line in [
+      "\"export --output\") COMPREPLY=($(compgen -f",
+      "\"sync watch --state\") COMPREPLY=($(compgen -f",
+      "\"serve --tls-cert\") COMPREPLY=($(compgen -f", "\"list --store\") COMPREPLY=($(compgen -f",
+    ] {
+      #expect(bash.stdout.contains(line), "\(line)")
+    }
+    #expect(!bash.stdout.contains("\"list --search\") COMPREPLY=($(compgen -f"))
     #expect(
       Array(lines.prefix(5)) == [
         "start end name destination", "destinations", "text json", "text json geojson svg",

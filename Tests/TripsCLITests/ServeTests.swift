@@ -562,6 +562,14 @@ struct ServeTests {
     #expect(clear.stderr.contains("--insecure-http"), "\(clear.stderr)")
     let badPort = try trips(["serve", "--port", "70000"], store: scratch.store)
     #expect(badPort.status == 64)
+    for value in ["0", "3601", "1.5", "x"] {
+      let keepAlive = try trips(["serve", "--keep-alive", value], store: scratch.store)
+      #expect(keepAlive.status == 64)
+      #expect(
+        keepAlive.stderr.hasPrefix(
+          "Error: Invalid value '\(value)' for '--keep-alive': expected whole seconds from 1 to 3600."
+        ), "\(keepAlive.stderr)")
+    }
   }
 
   @Test("CORS headers only for the origin given")
