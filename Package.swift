@@ -10,6 +10,7 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "Persistence", targets: ["Persistence"]),
+    .library(name: "PersistenceCore", targets: ["PersistenceCore"]),
     .library(name: "Geo", targets: ["Geo"]),
     .library(name: "TripPlanner", targets: ["TripPlanner"]),
     .library(name: "TripService", targets: ["TripService"]),
@@ -31,9 +32,21 @@ let package = Package(
       pkgConfig: "libmicrohttpd",
       providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
     ),
+    // The engine-neutral persistence core (schema, contexts, history, observers, the SQL
+    // builder, the StoreEngine protocol), the SQLite engine, and `Persistence`, which is both
+    // with SQLite as the default engine (as swift-nio's NIOCore, NIOPosix and NIO).
+    .target(
+      name: "PersistenceCore",
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "PersistenceSQLite",
+      dependencies: ["PersistenceCore", "CSQLite"],
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "Persistence",
-      dependencies: ["CSQLite"],
+      dependencies: ["PersistenceCore", "PersistenceSQLite"],
       swiftSettings: swiftSettings
     ),
     .target(
@@ -102,7 +115,7 @@ let package = Package(
     ),
     .testTarget(
       name: "PersistenceTests",
-      dependencies: ["Persistence", "TestSupport"],
+      dependencies: ["Persistence", "PersistenceCore", "PersistenceSQLite", "TestSupport"],
       swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -125,7 +138,8 @@ let package = Package(
     .testTarget(
       name: "TripsCLITests",
       dependencies: [
-        "TripsCLI", "TripService", "TripPlanner", "Persistence", "Geo", "TestSupport", "trips",
+        "TripsCLI", "TripService", "TripPlanner", "Persistence", "PersistenceCore", "PersistenceSQLite",
+        "Geo", "TestSupport", "trips",
         "trips-generate", "trips-bench",
       ],
       swiftSettings: swiftSettings

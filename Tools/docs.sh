@@ -6,7 +6,7 @@
 #   Tools/docs.sh Geo        one module
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=("${@:-Persistence Geo TripPlanner TripService}")
+modules=("${@:-PersistenceCore PersistenceSQLite Persistence Geo TripPlanner TripService}")
 read -r -a modules <<<"${modules[*]}"
 graphs=.build/symbol-graphs
 out=.build/docs
@@ -31,6 +31,18 @@ for module in "${modules[@]}"; do
     echo "Undocumented public symbols in $module:" >&2
     echo "$undocumented" >&2
     failed=1
+  fi
+  # The core is engine-neutral: no public symbol of it names SQLite or a statement of SQLite.
+  if [ "$module" = PersistenceCore ]; then
+    engineSpecific=$(jq -r '.symbols[]
+        | select(.accessLevel == "public" or .accessLevel == "open")
+        | select(([.names.title] + [.declarationFragments[]?.spelling]) | join(" ") | test("SQLite|OpaquePointer|sqlite3"))
+        | .pathComponents | join(".")' "$graphs/$module/$module.symbols.json")
+    if [ -n "$engineSpecific" ]; then
+      echo "Public symbols of PersistenceCore that name SQLite:" >&2
+      echo "$engineSpecific" >&2
+      failed=1
+    fi
   fi
   if ! docc convert "Sources/$module/$module.docc" \
     --additional-symbol-graph-dir "$graphs/$module" \

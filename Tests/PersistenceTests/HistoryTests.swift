@@ -1,7 +1,9 @@
 import Foundation
+import Persistence
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 @Suite("Persistent history")
 struct HistoryTests {

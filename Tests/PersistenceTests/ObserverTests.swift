@@ -1,10 +1,12 @@
 import Foundation
 import Observation
+import Persistence
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 /// Waits up to `seconds` for `condition`.
 func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {

@@ -1,7 +1,9 @@
 import Foundation
+import Persistence
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 @Suite("Stored text is NFC")
 struct PersistableValueTests {

@@ -1,8 +1,10 @@
 import Foundation
+import Persistence
 import TestSupport
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 @Suite("Predicate translation: SQL text")
 struct PredicateSQLTests {

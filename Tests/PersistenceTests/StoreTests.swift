@@ -1,10 +1,12 @@
 import Foundation
 import Observation
+import Persistence
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 @Suite("Store and context")
 struct StoreTests {

@@ -1,8 +1,10 @@
 import Foundation
+import Persistence
 import TestSupport
 import Testing
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 /// The `.codable` column's own JSON codec must agree with Foundation's, value by value: the
 /// same bytes out (`JSONEncoder` with `.sortedKeys`), the same values in, and Foundation's

@@ -1,9 +1,11 @@
 import Foundation
+import Persistence
 import TestSupport
 import Testing
 import TripPlanner
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 /// Runs `trips` with standard output on `output` (a pipe, `/dev/full`…), standard error
 /// collected, and returns the exit status and standard error.

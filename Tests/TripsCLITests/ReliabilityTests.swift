@@ -1,9 +1,11 @@
 import Foundation
+import Persistence
 import Synchronization
 import Testing
 import TripPlanner
 
-@testable import Persistence
+@testable import PersistenceCore
+@testable import PersistenceSQLite
 
 /// Runs `trips-generate` with `arguments`.
 func generate(_ arguments: [String]) throws {

@@ -1,0 +1,38 @@
+@_exported import PersistenceCore
+@_exported import PersistenceSQLite
+
+extension ModelContainer {
+  /// Opens (creating if needed) a store for the given model types, with the engine its
+  /// configuration calls for (see `ModelConfiguration.defaultEngine()`).
+  ///
+  /// - Throws: `PersistenceError` when the store cannot be opened, is not a store, or was
+  ///   written by a newer schema; the store is not modified in those cases.
+  public convenience init(
+    for types: any PersistentModel.Type..., configurations: ModelConfiguration...
+  ) throws {
+    try self.init(for: types, configuration: configurations.first ?? ModelConfiguration())
+  }
+
+  /// Opens (creating if needed) a store for the given model types with one configuration and
+  /// the engine it calls for (see `ModelConfiguration.defaultEngine()`).
+  public convenience init(
+    for types: [any PersistentModel.Type], configuration: ModelConfiguration
+  ) throws {
+    try self.init(for: types, configuration: configuration, engine: configuration.defaultEngine())
+  }
+}
+
+extension ModelConfiguration {
+  /// The engine for this configuration's store: SQLite (`SQLiteEngine`) for a file URL and
+  /// for a store in memory.
+  ///
+  /// - Throws: `cannotOpen` for a URL of another scheme, naming it.
+  public func defaultEngine() throws -> any StoreEngine {
+    guard let url, !url.isFileURL else { return SQLiteEngine() }
+    throw PersistenceError(
+      code: .cannotOpen,
+      message:
+        "No store engine opens \(url.scheme ?? "")://… URLs in this build; give the path of a SQLite store file."
+    )
+  }
+}

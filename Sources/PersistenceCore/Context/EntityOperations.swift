@@ -1,0 +1,252 @@
+/// The type-erased operations a ``ModelContext`` needs on one model type, so that registrations
+/// of different models can live in one identity map.
+protocol EntityOperations: AnyObject {
+  var name: String { get }
+  var columnNames: [String] { get }
+  /// SQL the context runs for this entity, made once.
+  var statements: EntityStatements { get }
+  var uniqueIndexes: [Int] { get }
+  var preservedIndexes: [Int] { get }
+  /// The size and alignment of a snapshot, which a registration keeps in its tail.
+  var snapshotSize: Int { get }
+  var snapshotAlignment: Int { get }
+  /// A new, empty instance to load a row into (`PersistentModel.makeForLoading()`).
+  func makeModelForLoading() -> AnyObject
+  /// Loads a row into a model (see `Entity.load`).
+  func load(
+    _ model: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
+    from statement: any StoreRow, firstColumn: Int32, cache: LoadCache) throws
+  /// Copies the registered model's values into its snapshot (made on first use).
+  func recordSnapshot(_ registration: ModelContext.Registration) throws
+  /// The attributes whose values differ from the snapshot; all of them when there is none.
+  func changedIndexes(_ registration: ModelContext.Registration) -> [Int]
+  /// Puts the snapshot's values back into the model.
+  func restore(_ registration: ModelContext.Registration)
+  /// Deinitializes a snapshot's values (its memory belongs to the registration).
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer)
+  func bind(_ model: AnyObject, attribute: Int, to statement: any StoreStatement, at index: Int32)
+    throws
+  func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
+  func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
+  func validate(_ model: AnyObject) throws
+}
+
+/// The SQL a context runs for one entity, built once per entity rather than once per row.
+final class EntityStatements: Sendable {
+  let table: String
+  let quotedColumns: [String]
+  let insert: String
+  let selectByKey: String
+  let delete: String
+  /// `SELECT "_pk" FROM table WHERE "unique" = ?`, by attribute index.
+  let lookup: [Int: String]
+  /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
+  let tombstone: String?
+
+  init(name: String, columns: [String], unique: [Int], preserved: [Int]) {
+    let table = quoted(name)
+    let quotedColumns = columns.map(quoted)
+    self.table = table
+    self.quotedColumns = quotedColumns
+    let list = quotedColumns.joined(separator: ", ")
+    insert =
+      "INSERT INTO \(table) (\(list)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+    selectByKey = "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
+    delete = "DELETE FROM \(table) WHERE \"_pk\" = ?"
+    var lookup: [Int: String] = [:]
+    for index in unique {
+      lookup[index] = "SELECT \"_pk\" FROM \(table) WHERE \(quotedColumns[index]) = ?"
+    }
+    self.lookup = lookup
+    let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
+    tombstone =
+      preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"
+  }
+
+  /// `UPDATE table SET changed = ? … WHERE "_pk" = ?`.
+  func update(_ changed: [Int]) -> String {
+    "UPDATE \(table) SET \(changed.map { quotedColumns[$0] + " = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
+  }
+}
+
+/// Deinitializes one snapshot slot (see `ModelAttribute.destroySlot`).
+typealias SlotDestroyer = @Sendable (UnsafeMutableRawPointer) -> Void
+
+/// The operations on one model type, and the layout of its snapshots: one slot per attribute,
+/// each holding a value of the attribute's own type, in the tail of the model's registration.
+final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
+  let schema: ModelSchema<Model>
+  let name: String
+  let columnNames: [String]
+  let statements: EntityStatements
+  let uniqueIndexes: [Int]
+  let preservedIndexes: [Int]
+  /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
+  let accesses: [AttributeAccess]
+  /// Each attribute's slot offset in a snapshot.
+  let offsets: [Int]
+  /// The slots that need deinitializing (not plain data), in order: the attribute's index,
+  /// its slot's offset, and how to deinitialize it.
+  let nontrivialSlots: [(index: Int, offset: Int, destroy: SlotDestroyer)]
+  let snapshotSize: Int
+  let snapshotAlignment: Int
+
+  init() {
+    let schema = Model.schema
+    self.schema = schema
+    name = schema.name
+    columnNames = schema.attributes.map(\.name)
+    uniqueIndexes = schema.attributes.indices.filter { schema.attributes[$0].isUnique }
+    preservedIndexes = schema.attributes.indices.filter {
+      schema.attributes[$0].preservesValueOnDeletion
+    }
+    statements = EntityStatements(
+      name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
+    accesses = schema.attributes.map(\.access)
+    var offsets: [Int] = []
+    var size = 0
+    var alignment = 1
+    for attribute in schema.attributes {
+      let slotAlignment = max(attribute.slotAlignment, 1)
+      size = (size + slotAlignment - 1) / slotAlignment * slotAlignment
+      offsets.append(size)
+      size += attribute.slotSize
+      alignment = max(alignment, slotAlignment)
+    }
+    self.offsets = offsets
+    nontrivialSlots = schema.attributes.indices.compactMap { index in
+      schema.attributes[index].destroySlot.map { (index, offsets[index], $0) }
+    }
+    snapshotSize = max(size, 1)
+    snapshotAlignment = alignment
+  }
+
+  @inline(__always) private func cast(_ model: AnyObject) -> Model {
+    unsafeDowncast(model, to: Model.self)
+  }
+
+  func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
+
+  func makeModelForLoading() -> AnyObject { Model.makeForLoading() }
+
+  func recordSnapshot(_ registration: ModelContext.Registration) throws {
+    let model = registration.model
+    if let snapshot = registration.snapshot {
+      for index in accesses.indices {
+        _ = try accesses[index](
+          model, .record(SnapshotSlot(snapshot + offsets[index], isInitialized: true)))
+      }
+      return
+    }
+    try makeSnapshot(in: registration) { index, slot in
+      _ = try accesses[index](model, .record(slot))
+    }
+  }
+
+  /// Fills the registration's empty snapshot, `fill` initializing its slots one by one, in
+  /// order; if it throws, the slots filled so far are deinitialized and the snapshot stays
+  /// empty.
+  private func makeSnapshot(
+    in registration: ModelContext.Registration, _ fill: (Int, SnapshotSlot) throws -> Void
+  ) throws {
+    let snapshot = registration.snapshotStorage
+    var done = 0
+    do {
+      for index in accesses.indices {
+        try fill(index, SnapshotSlot(snapshot + offsets[index], isInitialized: false))
+        done += 1
+      }
+    } catch {
+      destroy(snapshot, initialized: done)
+      throw error
+    }
+    registration.hasSnapshot = true
+  }
+
+  func changedIndexes(_ registration: ModelContext.Registration) -> [Int] {
+    guard let snapshot = registration.snapshot else { return Array(accesses.indices) }
+    let model = registration.model
+    var changed: [Int] = []
+    for index in accesses.indices {
+      let same = (try? accesses[index](model, .matches(snapshot + offsets[index]))) as? Bool
+      if same != true { changed.append(index) }
+    }
+    return changed
+  }
+
+  func restore(_ registration: ModelContext.Registration) {
+    guard let snapshot = registration.snapshot else { return }
+    for index in accesses.indices {
+      _ = try? accesses[index](registration.model, .restore(snapshot + offsets[index]))
+    }
+  }
+
+  func destroySnapshot(_ snapshot: UnsafeMutableRawPointer) {
+    destroy(snapshot, initialized: accesses.count)
+  }
+
+  /// Deinitializes the first `count` slots of a snapshot.
+  private func destroy(_ snapshot: UnsafeMutableRawPointer, initialized count: Int) {
+    for slot in nontrivialSlots where slot.index < count { slot.destroy(snapshot + slot.offset) }
+  }
+
+  func bind(_ model: AnyObject, attribute: Int, to statement: any StoreStatement, at index: Int32)
+    throws
+  {
+    _ = try accesses[attribute](model, .bind(statement, index))
+  }
+
+  func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {
+    guard let value = try accesses[attribute](model, .value) as? SQLValue else {
+      throw PersistenceError(
+        code: .invalidValue,
+        message: "The attribute \(columnNames[attribute]) gave no stored value.")
+    }
+    return value
+  }
+
+  func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws {
+    _ = try accesses[attribute](model, .assign(value))
+  }
+
+  /// Loads every attribute from consecutive columns starting at `firstColumn` into `model`,
+  /// and into the registration's snapshot when one is given (made here if it has none).
+  /// `isNew` tells that nobody can observe the model yet (made for this row): attributes with
+  /// backing storage then load through it.
+  ///
+  /// Cost: O(attributes), no allocation but the snapshot's and the values' own.
+  func load(
+    _ object: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
+    from statement: any StoreRow, firstColumn: Int32, cache: LoadCache
+  ) throws {
+    // The column being read, to name it when its stored value cannot be read.
+    var current = 0
+    do {
+      guard let registration else {
+        for index in accesses.indices {
+          current = index
+          _ = try accesses[index](
+            object, .load(statement, firstColumn + Int32(index), cache, nil, isNew))
+        }
+        return
+      }
+      if let snapshot = registration.snapshot {
+        for index in accesses.indices {
+          current = index
+          let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
+          _ = try accesses[index](
+            object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+        }
+        return
+      }
+      try makeSnapshot(in: registration) { index, slot in
+        current = index
+        _ = try accesses[index](
+          object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+      }
+    } catch var failure as PersistenceError where failure.attribute == nil {
+      failure.attribute = columnNames[current]
+      throw failure
+    }
+  }
+}

@@ -1,0 +1,436 @@
+import Foundation
+
+extension ModelContext {
+  /// Fetches the models matching `descriptor`, in its order.
+  ///
+  /// The predicate and sort descriptors run in the store's engine, as SQL; nothing is filtered in memory. Rows
+  /// already registered in this context return their existing instance (refreshed from the
+  /// store unless it has unsaved changes). Models inserted but not saved are not included;
+  /// models marked for deletion are left out.
+  ///
+  /// Cost: the SQL query (an index serves equality, ranges and sorts on indexed attributes),
+  /// then O(rows × attributes) to load.
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
+  ///   predicate or sort that has no SQL translation.
+  public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
+  {
+    try autosaveIfNeeded()
+    var results: [Model] = []
+    try forEachRow(descriptor) { model, _ in results.append(model) }
+    return results
+  }
+
+  /// Fetches the models matching `descriptor` grouped into sections by the value at
+  /// `sectionBy`: sections in ascending key order (code-point order), each holding its models
+  /// in the descriptor's order. One query ordered by the key first, grouped in one pass.
+  ///
+  /// Sections follow the stored values, which the store sorted by: a model with an unsaved change
+  /// to its key stays in the section of its stored key (save first, or enable autosave, to
+  /// group by the new one).
+  ///
+  /// Cost: the query, then O(rows) with one comparison of the key's stored bytes per row.
+  public func fetch<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String> & Sendable
+  ) throws -> [ResultsSection<String, Model>] {
+    try sectioned(descriptor, keyPath) { $0.text(at: $1) }
+  }
+
+  /// Fetches sections keyed by an optional string; the `nil` section comes first.
+  public func fetch<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String?> & Sendable
+  ) throws -> [ResultsSection<String?, Model>] {
+    try sectioned(descriptor, keyPath) { $0.isNull(at: $1) ? nil : $0.text(at: $1) }
+  }
+
+  /// Groups the rows by the stored bytes of the key's column (stored text is NFC, so equal
+  /// bytes are equal keys), reading a key only where a section starts.
+  private func sectioned<Model: PersistentModel, Key: Hashable & Sendable>(
+    _ descriptor: FetchDescriptor<Model>, _ keyPath: KeyPath<Model, Key>,
+    key makeKey: (any StoreRow, Int32) -> Key
+  ) throws -> [ResultsSection<Key, Model>] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
+      let index = entity.columnNames.firstIndex(of: attribute.name)
+    else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+    }
+    let column = Int32(index + 1)  // after the primary key
+    var sections: [ResultsSection<Key, Model>] = []
+    var current: (key: Key, bytes: [UInt8], isNull: Bool)?
+    var models: [Model] = []
+    try forEachRow(descriptor, sectionColumn: attribute.name) { model, statement in
+      let isNull = statement.isNull(at: column)
+      let bytes = statement.bytes(at: column)
+      if let known = current, known.isNull == isNull, known.bytes.count == bytes.count,
+        bytes.isEmpty
+          || known.bytes.withUnsafeBytes({
+            memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+          })
+      {
+        models.append(model)
+        return
+      }
+      if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
+      // Copied before the key is read: reading it as text may convert a value an outside
+      // writer stored with another type, which frees the bytes.
+      let stored = Array(bytes)
+      current = (makeKey(statement, column), stored, isNull)
+      models = [model]
+    }
+    if let known = current { sections.append(ResultsSection(id: known.key, elements: models)) }
+    return sections
+  }
+
+  /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
+  public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
+  {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    var inner = try Query(
+      descriptor, schema: entity.schema, select: "1", database: database, ordered: false)
+    inner.sql = "SELECT count(*) FROM (\(inner.sql))"
+    let statement = try database.cachedStatement(inner.sql)
+    statement.bindValues(inner.bindings)
+    defer { statement.reset() }  // ends the read transaction
+    _ = try statement.step()
+    return Int(statement.int64(at: 0))
+  }
+
+  /// The values of two attributes of the models matching `descriptor`, in its order, read
+  /// straight from their columns: no model is made or registered (SwiftData's
+  /// `propertiesToFetch`, for when only a few values are needed, such as coordinates).
+  ///
+  /// It reads the store: unsaved changes are not included (with ``autosaveEnabled`` they are
+  /// saved first, as for any fetch).
+  ///
+  /// Cost: the SQL query, selecting two columns, then O(rows).
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
+  ///   key path that is not a stored attribute (`.codable` ones do not compile here: they are
+  ///   not ``PersistableValue``s), or for a predicate or sort without a SQL translation.
+  public func fetchValues<
+    Model: PersistentModel, First: PersistableValue, Second: PersistableValue
+  >(
+    _ descriptor: FetchDescriptor<Model>, _ first: KeyPath<Model, First> & Sendable,
+    _ second: KeyPath<Model, Second> & Sendable
+  ) throws -> [(First, Second)] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let columns = try [first as AnyKeyPath, second].map { keyPath in
+      guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "fetchValues needs stored attributes of \(Model.self) of a native type; \(keyPath) is not one."
+        )
+      }
+      return quoted(attribute.name)
+    }
+    let database = try connection()
+    let query = try Query(
+      descriptor, schema: entity.schema, select: columns.joined(separator: ", "),
+      database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    var values: [(First, Second)] = []
+    while try statement.step() {
+      values.append(
+        (try First.read(from: statement, at: 0), try Second.read(from: statement, at: 1)))
+    }
+    return values
+  }
+
+  /// The engine's plan for the fetch `descriptor` makes (``StoreConnection/queryPlan(_:bindings:)``;
+  /// SQLite's `EXPLAIN QUERY PLAN`), one line per step, such as
+  /// `SEARCH trips USING INDEX trips_longitude (longitude>? AND longitude<?)`: to check that a
+  /// query uses an index. Nothing is fetched.
+  public func explainQueryPlan<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>)
+    throws -> [String]
+  {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, database: database)
+    return try database.queryPlan(query.sql, bindings: query.bindings)
+  }
+
+  /// How many models matching `descriptor` share each value of a `String` attribute, in the
+  /// value's code-point order: one SQL aggregate (`GROUP BY`), no models made. The
+  /// descriptor's sorts, limit and offset are not used.
+  ///
+  /// Cost: one SQL query; O(rows) to scan (an index on the attribute serves the grouping),
+  /// O(groups) memory.
+  public func fetchCounts<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, groupedBy keyPath: KeyPath<Model, String> & Sendable
+  ) throws -> [(value: String, count: Int)] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "fetchCounts needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+    }
+    let column = quoted(attribute.name)
+    var unbounded = descriptor
+    unbounded.sortBy = []
+    unbounded.fetchLimit = nil
+    unbounded.fetchOffset = nil
+    let database = try connection()
+    let query = try Query(
+      unbounded, schema: entity.schema, select: "\(column), count(*)", database: database,
+      ordered: false)
+    let statement = try database.cachedStatement(
+      query.sql + " GROUP BY \(column) ORDER BY \(column)")
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    var counts: [(value: String, count: Int)] = []
+    while try statement.step() {
+      counts.append((try String.read(from: statement, at: 0), Int(statement.int64(at: 1))))
+    }
+    return counts
+  }
+
+  /// The identifiers of the models matching `descriptor`, in its order, without loading them.
+  public func fetchIdentifiers<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>
+  ) throws -> [PersistentIdentifier] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    return try fetchPrimaryKeys(descriptor).map {
+      PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
+    }
+  }
+
+  /// The model with `identifier`: the registered instance, or loaded from the store; nil when
+  /// the row does not exist.
+  public func model<Model: PersistentModel>(
+    for identifier: PersistentIdentifier, as _: Model.Type = Model.self
+  ) throws -> Model? {
+    let entity = try entity(for: Model.self)
+    guard identifier.storeIdentifier == container.storeIdentifier,
+      identifier.entityName == entity.name
+    else { return nil }
+    if let registered: Model = registeredModel(for: identifier) { return registered }
+    let database = try connection()
+    let statement = try database.cachedStatement(
+      "SELECT \"_pk\", " + entity.statements.quotedColumns.joined(separator: ", ") + " FROM "
+        + entity.statements.table + " WHERE \"_pk\" = ?")
+    statement.bindInt64(identifier.primaryKey, at: 1)
+    defer { statement.reset() }  // ends the read transaction
+    guard try statement.step() else { return nil }
+    return try materialize(statement, entity: entity, cache: LoadCache())
+  }
+
+  /// Calls `block` with every model matching `descriptor`, loading `batchSize` rows at a time,
+  /// so that a large result is never held whole. Models the block leaves unchanged are released
+  /// after each batch; changed ones stay registered for the next ``save()``.
+  ///
+  /// One query runs from start to end (its own statement, so the block may fetch too), and every
+  /// batch comes from the same snapshot of the store.
+  ///
+  /// Cost: O(rows) time, O(batchSize) memory (plus changed models).
+  public func enumerate<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, batchSize: Int = 5000,
+    block: (Model) throws -> Void
+  ) throws {
+    try autosaveIfNeeded()
+    let batchSize = max(batchSize, 1)
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, database: database)
+    let statement = try database.prepare(query.sql)
+    statement.bindValues(query.bindings)
+    let deleted = pendingRowDeletes[entity.name]
+    let cache = LoadCache()
+    let table = rowTable(entity.name)
+    var batch: [(Model, Registration, Bool)] = []
+    batch.reserveCapacity(batchSize)
+    func deliver() throws {
+      for (model, _, _) in batch { try block(model) }
+      for (_, registration, wasFresh) in batch where wasFresh {
+        if !registration.isDeleted, registration.entity.changedIndexes(registration).isEmpty {
+          unregister(registration)
+        }
+      }
+      batch.removeAll(keepingCapacity: true)
+    }
+    while try statement.step() {
+      if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
+      let registration = try materializeRow(
+        statement, entity: entity, cache: cache, table: table)
+      if registration.isDeleted { continue }
+      batch.append(
+        (unsafeDowncast(registration.model, to: Model.self), registration, registration.isFresh))
+      if batch.count == batchSize { try deliver() }
+    }
+    try deliver()
+  }
+
+  /// Reads every stored row of `Model`'s table back into a model, as a fetch would, and
+  /// validates it (`validateForSave()`): the check behind `trips check`, which SQLite's
+  /// `integrity_check` cannot do (a damaged `.codable` value or an out-of-range number is a
+  /// sound page to SQLite). Returns one error per bad row, each naming the row
+  /// (``PersistenceError/row``); empty when every row reads back and is valid.
+  ///
+  /// Cost: one pass over the table, O(rows); one model alive at a time. Models are not
+  /// registered in the context.
+  ///
+  /// - Throws: ``PersistenceError`` when the table cannot be read at all (a damaged page).
+  public func validateStoredRows<Model: PersistentModel>(of _: Model.Type) throws
+    -> [PersistenceError]
+  {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(FetchDescriptor<Model>(), schema: entity.schema, database: database)
+    let statement = try database.prepare(query.sql)
+    statement.bindValues(query.bindings)
+    let cache = LoadCache()
+    var problems: [PersistenceError] = []
+    while try statement.step() {
+      let model = entity.makeModelForLoading()
+      do {
+        try entity.load(
+          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        try entity.validate(model)
+      } catch {
+        let failure =
+          error as? PersistenceError
+          ?? PersistenceError(
+            code: .invalidValue, message: String(describing: error))
+        problems.append(failure.naming(row: describeRow(statement, entity: entity)))
+      }
+    }
+    return problems
+  }
+
+  // MARK: Internals
+
+  func fetchPrimaryKeys<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>
+  ) throws -> [Int64] {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(descriptor, schema: entity.schema, select: "\"_pk\"", database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    var keys: [Int64] = []
+    while try statement.step() { keys.append(statement.int64(at: 0)) }
+    return keys
+  }
+
+  private func forEachRow<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil,
+    _ body: (Model, any StoreRow) -> Void
+  ) throws {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let query = try Query(
+      descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    let deleted = pendingRowDeletes[entity.name]
+    let cache = LoadCache()
+    let table = rowTable(entity.name)
+    // Into an empty table every row is new (a query returns each row once).
+    let allNew = table.isEmpty
+    while try statement.step() {
+      if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
+      let registration = try materializeRow(
+        statement, entity: entity, cache: cache, table: table, allNew: allNew)
+      if registration.isDeleted { continue }
+      body(unsafeDowncast(registration.model, to: Model.self), statement)
+    }
+  }
+
+  /// Turns the current row (primary key, then every attribute) into the registered model.
+  func materialize<Model: PersistentModel>(
+    _ statement: any StoreRow, entity: Entity<Model>, cache: LoadCache
+  ) throws -> Model {
+    let registration = try materializeRow(
+      statement, entity: entity, cache: cache, table: rowTable(entity.name))
+    return unsafeDowncast(registration.model, to: Model.self)
+  }
+
+  /// The registration of the current row's model (primary key, then every attribute): the
+  /// registered one, refreshed unless it has changes, or a new one. Not generic, so that no
+  /// generic metadata is looked up per row. `allNew` tells that the table was empty when the
+  /// query started: rows are then appended without a lookup (see `RowTable`).
+  ///
+  /// Cost: one lookup by key (none when `allNew`); a new row adds one table entry and two
+  /// allocations (the model and its registration, which holds the snapshot).
+  func materializeRow(
+    _ statement: any StoreRow, entity: any EntityOperations, cache: LoadCache, table: RowTable,
+    allNew: Bool = false
+  ) throws -> Registration {
+    let primaryKey = statement.int64(at: 0)
+    if !allNew, let registration = table[primaryKey] {
+      if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
+        do {
+          try entity.load(
+            registration.model, isNew: false, into: registration, from: statement,
+            firstColumn: 1, cache: cache)
+        } catch let error as PersistenceError {
+          throw error.naming(row: describeRow(statement, entity: entity))
+        }
+      }
+      registration.isFresh = false
+      return registration
+    }
+    let model = entity.makeModelForLoading()
+    let registration = Registration.make(model: model, entity: entity)
+    do {
+      try entity.load(
+        model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
+    } catch let error as PersistenceError {
+      throw error.naming(row: describeRow(statement, entity: entity))
+    }
+    registration.primaryKey = primaryKey
+    registration.isFresh = true
+    index(registration)
+    if allNew {
+      table.appendUnindexed(registration)
+    } else {
+      table[primaryKey] = registration
+    }
+    return registration
+  }
+
+  func describeRow(_ statement: any StoreRow, entity: any EntityOperations) -> String {
+    describeStoredRow(statement, entity: entity)
+  }
+
+  func autosaveIfNeeded() throws {
+    if autosaveEnabled && hasChanges { try save() }
+  }
+}
+
+/// The row the statement is on, for an error: its primary key and its `.unique` values
+/// (a 16-byte value is shown as a UUID).
+func describeStoredRow(_ statement: any StoreRow, entity: any EntityOperations) -> String {
+  var parts: [String] = []
+  for index in entity.uniqueIndexes {
+    let column = Int32(index) + 1
+    let bytes = statement.bytes(at: column)
+    let value: String
+    if bytes.count == 16 {
+      var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+      withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+      value = UUID(uuid: raw).uuidString.lowercased()
+    } else {
+      value = statement.text(at: column)
+    }
+    parts.append("\(entity.columnNames[index]) \(value)")
+  }
+  parts.append("row \(statement.int64(at: 0))")
+  return "\(entity.name) " + parts.joined(separator: ", ")
+}

@@ -1,0 +1,188 @@
+import Foundation
+
+extension ModelContext {
+  /// The transactions matching `descriptor`, oldest first.
+  ///
+  /// Cost: an indexed range scan of the history after the token, O(transactions + changes).
+  ///
+  /// - Throws: ``PersistenceError/Code/historyTokenExpired`` when transactions after the token
+  ///   were deleted by ``deleteHistory(before:)`` (do a full refetch, then continue from
+  ///   ``currentHistoryToken()``), ``PersistenceError/Code/historyTokenForeign`` for a token of
+  ///   another store, ``PersistenceError/Code/historyTokenUnknown`` for a token newer than any
+  ///   this store issued.
+  public func fetchHistory(_ descriptor: HistoryDescriptor = HistoryDescriptor()) throws
+    -> [HistoryTransaction]
+  {
+    let database = try connection()
+    var after: Int64 = 0
+    if let token = descriptor.token {
+      try check(token)
+      let floor = try historyFloor(database)
+      guard token.value >= floor - 1 else {
+        throw PersistenceError(
+          code: .historyTokenExpired,
+          message:
+            "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+        )
+      }
+      let latest = try database.lastIssuedHistoryToken()
+      guard token.value <= latest else {
+        throw PersistenceError(
+          code: .historyTokenUnknown,
+          message:
+            "The history token \(token) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
+        )
+      }
+      after = token.value
+    }
+    var sql = "SELECT token, author, timestamp FROM _history_transactions WHERE token > ?"
+    var bindings: [SQLValue] = [.integer(after)]
+    if let authors = descriptor.authors {
+      sql +=
+        " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
+      bindings += authors.sorted().map { .text($0) }
+    }
+    if !descriptor.excludedAuthors.isEmpty {
+      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
+      sql += " AND (author IS NULL OR author NOT IN (\(placeholders.joined(separator: ", "))))"
+      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
+    }
+    sql += " ORDER BY token"
+    let statement = try database.prepare(sql)
+    statement.bindValues(bindings)
+    var transactions: [HistoryTransaction] = []
+    let limit = descriptor.fetchLimit ?? Int.max
+    while transactions.count < limit, try statement.step() {
+      let token = statement.int64(at: 0)
+      let changes = try self.changes(
+        token: token, entityNames: descriptor.entityNames, database: database)
+      if descriptor.entityNames != nil && changes.isEmpty { continue }
+      transactions.append(
+        HistoryTransaction(
+          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+          author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
+          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
+          changes: changes))
+    }
+    return transactions
+  }
+
+  /// Deletes the transactions before `token` (keeping `token` itself and later ones). Fetching
+  /// history after an older token then throws ``PersistenceError/Code/historyTokenExpired``.
+  ///
+  /// - Returns: How many transactions were deleted.
+  @discardableResult
+  public func deleteHistory(before token: HistoryToken) throws -> Int {
+    try check(token)
+    let database = try connection()
+    try database.beginWriting()
+    var deleted = 0
+    do {
+      for sql in [
+        "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token < ?)",
+        "DELETE FROM _history_changes WHERE token < ?",
+        "DELETE FROM _history_transactions WHERE token < ?",
+        "UPDATE \(StoreLayout.metaTable) SET value = ?1 WHERE key = 'history_floor' AND value < ?1",
+      ] {
+        let statement = try database.prepare(sql)
+        statement.bindInt64(token.value, at: 1)
+        try statement.run()
+        if sql.hasPrefix("DELETE FROM _history_transactions") { deleted = database.changedRowCount }
+      }
+      try database.commit()
+    } catch {
+      try? database.rollback()
+      throw error
+    }
+    return deleted
+  }
+
+  /// The token of the newest transaction in the store (position 0 when there is none):
+  /// history fetched after it holds only what happens from now on.
+  public func currentHistoryToken() throws -> HistoryToken {
+    let database = try connection()
+    let newest = try database.scalarInt("SELECT max(token) FROM _history_transactions") ?? 0
+    let value = max(newest, try database.lastIssuedHistoryToken())
+    return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
+  }
+
+  /// When the row of `identifier` last changed, by the history still kept, leaving out
+  /// transactions by `excludedAuthor`; nil when history has no such change for it.
+  /// Cost: an index lookup, then the row's changes.
+  public func lastChangeDate(
+    for identifier: PersistentIdentifier, excludingAuthor excludedAuthor: String? = nil
+  ) throws -> Date? {
+    let database = try connection()
+    let statement = try database.cachedStatement(
+      """
+      SELECT max(t.timestamp) FROM _history_changes c JOIN _history_transactions t ON t.token = c.token
+      WHERE c.entity = ? AND c.pk = ? AND (?3 IS NULL OR t.author IS NULL OR t.author <> ?3)
+      """)
+    statement.bindText(identifier.entityName, at: 1)
+    statement.bindInt64(identifier.primaryKey, at: 2)
+    if let excludedAuthor {
+      statement.bindText(excludedAuthor, at: 3)
+    } else {
+      statement.bindNull(3)
+    }
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+    return Date(timeIntervalSinceReferenceDate: statement.double(at: 0))
+  }
+
+  private func check(_ token: HistoryToken) throws {
+    guard token.storeIdentifier == container.storeIdentifier else {
+      throw PersistenceError(
+        code: .historyTokenForeign,
+        message:
+          "The history token \(token) belongs to another store (\(token.storeIdentifier)); this store is \(container.storeIdentifier)."
+      )
+    }
+  }
+
+  private func historyFloor(_ database: any StoreConnection) throws -> Int64 {
+    try database.scalarInt("SELECT value FROM \(StoreLayout.metaTable) WHERE key = 'history_floor'")
+      ?? 0
+  }
+
+  private func changes(
+    token: Int64, entityNames: Set<String>?, database: any StoreConnection
+  ) throws -> [HistoryChange] {
+    let statement = try database.cachedStatement(
+      "SELECT id, entity, pk, kind, attributes FROM _history_changes WHERE token = ? ORDER BY id")
+    statement.bindInt64(token, at: 1)
+    var changes: [HistoryChange] = []
+    while try statement.step() {
+      let entity = statement.text(at: 1)
+      if let entityNames, !entityNames.contains(entity) { continue }
+      let kind: HistoryChange.Kind =
+        switch statement.int64(at: 3) {
+        case 0: .insert
+        case 1: .update
+        default: .delete
+        }
+      var change = HistoryChange(
+        kind: kind,
+        changedIdentifier: PersistentIdentifier(
+          storeIdentifier: container.storeIdentifier, entityName: entity,
+          primaryKey: statement.int64(at: 2)),
+        updatedAttributes: statement.isNull(at: 4)
+          ? [] : Set(statement.text(at: 4).split(separator: ",").map(String.init)),
+        tombstone: nil)
+      if kind == .delete {
+        change.tombstone = try tombstone(change: statement.int64(at: 0), database: database)
+      }
+      changes.append(change)
+    }
+    return changes
+  }
+
+  private func tombstone(change: Int64, database: any StoreConnection) throws -> HistoryTombstone {
+    let statement = try database.cachedStatement(
+      "SELECT attribute, value FROM _history_tombstones WHERE change = ?")
+    statement.bindInt64(change, at: 1)
+    var values: [String: SQLValue] = [:]
+    while try statement.step() { values[statement.text(at: 0)] = statement.value(at: 1) }
+    return HistoryTombstone(values: values)
+  }
+}

@@ -1,0 +1,240 @@
+import Foundation
+
+extension ModelContext {
+  /// One page of the models matching `descriptor` (its `fetchOffset` and `fetchLimit`), in its
+  /// order, and how many models match in all, both from one pass over the matching rows in one
+  /// snapshot of the store: what a paged API answers with (`numberMatched` beside a page).
+  ///
+  /// The query selects the primary key and the sort columns of every matching row without
+  /// SQL's `ORDER BY`, and keeps the `offset + limit` first rows in a bounded heap. That suits
+  /// a filter whose index does not follow the order (a box over longitude and latitude, sorted
+  /// by date): SQL would scan the same rows once to count them and again to sort them. When
+  /// an index does follow the order and matches are many, ``fetchIdentifiers(_:)`` and
+  /// ``fetchCount(_:)`` read less.
+  ///
+  /// Without a `fetchLimit`, or with a sort that uses a string comparator or a
+  /// ``FetchDescriptor/localizedStandardSorts`` order (collations that call back into Swift),
+  /// it answers with those two queries instead.
+  ///
+  /// Cost: O(m log k) time for m matching rows and k = offset + limit, O(k) memory; a row that
+  /// sorts after the page is dismissed on its first sort column alone in most cases.
+  ///
+  /// - Throws: ``PersistenceError`` as a fetch does (a sort by a `.codable` or unknown
+  ///   attribute is `unsupportedPredicate`).
+  public func fetchPage<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> (
+    identifiers: [PersistentIdentifier], matched: Int
+  ) {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    let offset = max(descriptor.fetchOffset ?? 0, 0)
+    guard let limit = descriptor.fetchLimit,
+      descriptor.sortBy.allSatisfy({
+        $0.stringComparator == nil && descriptor.localizedStandardKeyPath($0) == nil
+      })
+    else {
+      var unpaged = descriptor
+      unpaged.fetchLimit = nil
+      unpaged.fetchOffset = nil
+      return (try fetchIdentifiers(descriptor), try fetchCount(unpaged))
+    }
+    var columns = ["\"_pk\""]
+    var descending: [Bool] = []
+    for sort in descriptor.sortBy {
+      // Checks the sort as the SQL path does (stored, not .codable), with the same errors.
+      _ = try Query.orderTerm(sort, schema: entity.schema, database: database)
+      guard let keyPath = sort.keyPath, let attribute = entity.schema.attribute(for: keyPath)
+      else { continue }
+      columns.append(quoted(attribute.name))
+      descending.append(sort.order == .reverse)
+    }
+    var unordered = descriptor
+    unordered.fetchLimit = nil
+    unordered.fetchOffset = nil
+    let query = try Query(
+      unordered, schema: entity.schema, select: columns.joined(separator: ", "),
+      database: database, ordered: false)
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    let (capacity, overflow) = offset.addingReportingOverflow(max(limit, 0))
+    var heap = PageHeap(capacity: overflow ? Int.max : capacity, descending: descending)
+    var matched = 0
+    let firstDescending = descending.first ?? false
+    while try statement.step() {
+      matched += 1
+      // Most rows sort after the page on their first column: dismiss them without a copy.
+      if let bound = heap.firstBound, statement.storage(at: 1) == .real {
+        let value = statement.double(at: 1)
+        if firstDescending ? value < bound : value > bound { continue }
+      }
+      heap.offer(statement)
+    }
+    let keys = heap.sorted().dropFirst(offset)
+    return (
+      keys.map {
+        PersistentIdentifier(
+          storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
+      }, matched
+    )
+  }
+}
+
+/// The first `capacity` rows of a query by sort columns (SQLite's order for each: NULL, then
+/// numbers, then text by bytes, then blobs) and then primary key: a max-heap whose top is the
+/// last row kept, so that a row that sorts after it is dismissed with one comparison.
+struct PageHeap {
+  struct Entry {
+    var keys: [SQLValue]
+    var primaryKey: Int64
+  }
+  let capacity: Int
+  let descending: [Bool]
+  private(set) var entries: [Entry] = []
+  /// When the heap is full and the last row kept sorts first by a number: that number. A row
+  /// whose first column is a number beyond it sorts after the page.
+  private(set) var firstBound: Double?
+
+  init(capacity: Int, descending: [Bool]) {
+    self.capacity = capacity
+    self.descending = descending
+    entries.reserveCapacity(min(capacity, 4096))
+  }
+
+  /// Considers the statement's current row: column 0 the primary key, then the sort columns.
+  mutating func offer(_ row: any StoreRow) {
+    guard capacity > 0 else { return }
+    if entries.count == capacity {
+      guard rowPrecedes(row, entries[0]) else { return }
+      entries[0] = entry(row)
+      siftDown(0)
+    } else {
+      entries.append(entry(row))
+      siftUp(entries.count - 1)
+      guard entries.count == capacity else { return }
+    }
+    switch entries[0].keys.first {
+    case .real(let value): firstBound = value
+    case .integer(let value): firstBound = Double(value)
+    default: firstBound = nil
+    }
+  }
+
+  /// The primary keys kept, in order.
+  func sorted() -> [Int64] {
+    entries.sorted { precedes($0, $1) }.map(\.primaryKey)
+  }
+
+  private func entry(_ row: any StoreRow) -> Entry {
+    Entry(
+      keys: descending.indices.map { row.value(at: Int32($0 + 1)) }, primaryKey: row.int64(at: 0))
+  }
+
+  /// Whether the row sorts before `entry`, reading its columns only as far as needed.
+  private func rowPrecedes(_ row: any StoreRow, _ entry: Entry) -> Bool {
+    for (index, key) in entry.keys.enumerated() {
+      var order = row.compare(at: Int32(index + 1), with: key)
+      if descending[index] { order = -order }
+      if order != 0 { return order < 0 }
+    }
+    return row.int64(at: 0) < entry.primaryKey
+  }
+
+  func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+    for index in lhs.keys.indices {
+      var order = PageHeap.compare(lhs.keys[index], rhs.keys[index])
+      if descending[index] { order = -order }
+      if order != 0 { return order < 0 }
+    }
+    return lhs.primaryKey < rhs.primaryKey
+  }
+
+  private mutating func siftUp(_ start: Int) {
+    var child = start
+    while child > 0 {
+      let parent = (child - 1) / 2
+      guard precedes(entries[parent], entries[child]) else { return }
+      entries.swapAt(parent, child)
+      child = parent
+    }
+  }
+
+  private mutating func siftDown(_ start: Int) {
+    var parent = start
+    while true {
+      var latest = parent
+      for child in [2 * parent + 1, 2 * parent + 2]
+      where child < entries.count && precedes(entries[latest], entries[child]) {
+        latest = child
+      }
+      if latest == parent { return }
+      entries.swapAt(parent, latest)
+      parent = latest
+    }
+  }
+
+  /// SQLite's order of two values with the `BINARY` collation: -1, 0 or 1.
+  static func compare(_ lhs: SQLValue, _ rhs: SQLValue) -> Int {
+    switch (lhs, rhs) {
+    case (.null, .null): return 0
+    case (.null, _): return -1
+    case (_, .null): return 1
+    case (.integer(let a), .integer(let b)): return a < b ? -1 : a == b ? 0 : 1
+    case (.integer(let a), .real(let b)): return numeric(Double(a), b)
+    case (.real(let a), .integer(let b)): return numeric(a, Double(b))
+    case (.real(let a), .real(let b)): return numeric(a, b)
+    case (.integer, _), (.real, _): return -1
+    case (_, .integer), (_, .real): return 1
+    case (.text(let a), .text(let b)): return bytes(Array(a.utf8), Array(b.utf8))
+    case (.text, .blob): return -1
+    case (.blob, .text): return 1
+    case (.blob(let a), .blob(let b)): return bytes(Array(a), Array(b))
+    }
+  }
+
+  static func numeric(_ a: Double, _ b: Double) -> Int { a < b ? -1 : a == b ? 0 : 1 }
+
+  static func bytes<Bytes: Collection<UInt8>>(_ a: Bytes, _ b: some Collection<UInt8>) -> Int {
+    for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
+    return a.count < b.count ? -1 : a.count == b.count ? 0 : 1
+  }
+}
+
+extension StoreRow {
+  /// SQLite's order of column `index` of the current row and `value` (`BINARY` collation):
+  /// -1, 0 or 1, without copying the column.
+  func compare(at index: Int32, with value: SQLValue) -> Int {
+    switch storage(at: index) {
+    case .null:
+      if case .null = value { return 0 }
+      return -1
+    case .integer:
+      switch value {
+      case .null: return 1
+      case .integer(let other):
+        let mine = int64(at: index)
+        return mine < other ? -1 : mine == other ? 0 : 1
+      case .real(let other): return PageHeap.numeric(Double(int64(at: index)), other)
+      default: return -1
+      }
+    case .real:
+      switch value {
+      case .null: return 1
+      case .integer(let other): return PageHeap.numeric(double(at: index), Double(other))
+      case .real(let other): return PageHeap.numeric(double(at: index), other)
+      default: return -1
+      }
+    case .text:
+      switch value {
+      case .null, .integer, .real: return 1
+      case .text(var other):
+        let mine = bytes(at: index)
+        return other.withUTF8 { PageHeap.bytes(mine, $0) }
+      case .blob: return -1
+      }
+    case .blob:
+      guard case .blob(let other) = value else { return 1 }
+      return PageHeap.bytes(bytes(at: index), other)
+    }
+  }
+}

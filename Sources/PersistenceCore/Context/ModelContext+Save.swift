@@ -1,0 +1,315 @@
+import Foundation
+
+extension ModelContext {
+  /// Kinds of change, as stored in `_history_changes.kind`.
+  enum ChangeKind: Int64 {
+    case insert = 0
+    case update = 1
+    case delete = 2
+  }
+
+  /// Writes every pending insert, change and delete in one transaction, together with a
+  /// history transaction that records them (author, time, and per row: insert; update with the
+  /// changed attributes; delete with a tombstone of `.preserveValueOnDeletion` attributes).
+  ///
+  /// A save with nothing to write does nothing: no transaction, no history, no notification.
+  /// If anything fails, the transaction is rolled back and the context is as it was before
+  /// the call, so the save can be retried.
+  ///
+  /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
+  /// row (prepared once per connection).
+  public func save() throws {
+    var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
+    var updates: [(Registration, [Int])] = []
+    for registration in savedRegistrations {
+      guard let key = registration.primaryKey else { continue }
+      if registration.isDeleted {
+        deletes.append((registration.entity, key, registration))
+      } else {
+        let changed = registration.entity.changedIndexes(registration)
+        if !changed.isEmpty { updates.append((registration, changed)) }
+      }
+    }
+    for (name, keys) in pendingRowDeletes {
+      guard let entity = entities.values.first(where: { $0.name == name }) else { continue }
+      for key in keys.sorted() { deletes.append((entity, key, nil)) }
+    }
+    let inserts = pendingInserts
+    guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else { return }
+    for registration in inserts
+    where !container.entities.values.contains(where: { $0.name == registration.entity.name }) {
+      throw PersistenceError(
+        code: .unknownModel,
+        message:
+          "\(type(of: registration.model)) is not part of this container. Pass it to ModelContainer(for:)."
+      )
+    }
+    for registration in inserts { try registration.entity.validate(registration.model) }
+    for (registration, _) in updates { try registration.entity.validate(registration.model) }
+    guard container.configuration.allowsSave else {
+      throw PersistenceError(
+        code: .readOnly,
+        message: "The container was opened with allowsSave: false; nothing was saved.")
+    }
+
+    let database = try connection()
+    let writer = HistoryWriter(database: database)
+    var applied = AppliedChanges()
+    try database.beginWriting()
+    do {
+      try writer.begin(author: author)
+      for delete in deletes.sorted(by: { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }) {
+        try deleteRow(delete.entity, key: delete.key, database: database, writer: writer)
+        applied.deleted.append(delete)
+      }
+      for (registration, changed) in updates {
+        let key = registration.primaryKey!
+        try updateRow(registration, key: key, attributes: changed, database: database)
+        try writer.record(
+          .update, entity: registration.entity.name, key: key,
+          attributes: changed.map { registration.entity.columnNames[$0] })
+        applied.updated.append((registration, key, changed))
+      }
+      var insertStatements: [PreparedKey: any StoreStatement] = [:]
+      for registration in inserts {
+        let (key, changed) = try insertRow(
+          registration, database: database, writer: writer, insertStatements: &insertStatements)
+        applied.inserted.append((registration, key, changed))
+      }
+      if writer.changeCount == 0 {
+        try database.rollback()
+      } else {
+        try database.commit()
+      }
+    } catch {
+      if database.isInTransaction { try? database.rollback() }
+      throw error
+    }
+    try finish(applied, writer: writer)
+  }
+
+  struct AppliedChanges {
+    var deleted: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
+    var updated: [(Registration, Int64, [Int])] = []
+    /// Inserted rows, with the changed attributes when the insert updated an existing row.
+    var inserted: [(Registration, Int64, [Int]?)] = []
+  }
+
+  /// Bookkeeping after a successful commit: new snapshots, keys, unregistered deletes, and the
+  /// notification to observers.
+  private func finish(_ applied: AppliedChanges, writer: HistoryWriter) throws {
+    var changes: [String: StoreChange.EntityChanges] = [:]
+    for delete in applied.deleted {
+      if let registration = delete.registration { unregister(registration) }
+      changes[delete.entity.name, default: .init()].deleted.insert(delete.key)
+    }
+    pendingRowDeletes.removeAll()
+    for (registration, key, changed) in applied.updated {
+      try registration.entity.recordSnapshot(registration)
+      changes[registration.entity.name, default: .init()].updated[key] = Set(
+        changed.map { registration.entity.columnNames[$0] })
+    }
+    pendingInserts.removeAll()
+    for (registration, key, changed) in applied.inserted {
+      let table = rowTable(registration.entity.name)
+      if let previous = table[key], previous !== registration {
+        unregister(previous)
+      }
+      registration.primaryKey = key
+      try registration.entity.recordSnapshot(registration)
+      table[key] = registration
+      if let changed {
+        if !changed.isEmpty {
+          changes[registration.entity.name, default: .init()].updated[key] = Set(
+            changed.map { registration.entity.columnNames[$0] })
+        }
+      } else {
+        changes[registration.entity.name, default: .init()].inserted.insert(key)
+      }
+    }
+    if let token = writer.token, writer.changeCount > 0 {
+      container.broadcaster.noteAnnounced(token)
+      container.broadcaster.post(
+        StoreChange(
+          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+          author: author, entities: changes.filter { !$0.value.isEmpty }))
+    }
+  }
+
+  private func deleteRow(
+    _ entity: any EntityOperations, key: Int64, database: any StoreConnection, writer: HistoryWriter
+  ) throws {
+    var tombstone: [(String, SQLValue)] = []
+    if !entity.preservedIndexes.isEmpty {
+      let names = entity.preservedIndexes.map { entity.columnNames[$0] }
+      let select = try database.cachedStatement(entity.statements.tombstone ?? "")
+      select.bindInt64(key, at: 1)
+      if try select.step() {
+        tombstone = names.enumerated().map { ($0.element, select.value(at: Int32($0.offset))) }
+      }
+      select.reset()
+    }
+    let statement = try database.cachedStatement(entity.statements.delete)
+    statement.bindInt64(key, at: 1)
+    try statement.run()
+    guard database.changedRowCount > 0 else { return }  // already gone: nothing to record
+    try writer.record(.delete, entity: entity.name, key: key, tombstone: tombstone)
+  }
+
+  private func updateRow(
+    _ registration: Registration, key: Int64, attributes: [Int], database: any StoreConnection
+  ) throws {
+    let entity = registration.entity
+    let statement = try database.cachedStatement(entity.statements.update(attributes))
+    for (offset, attribute) in attributes.enumerated() {
+      try entity.bind(
+        registration.model, attribute: attribute, to: statement, at: Int32(offset + 1))
+    }
+    statement.bindInt64(key, at: Int32(attributes.count + 1))
+    try statement.run()
+  }
+
+  /// Which statement of an entity a save keeps prepared: its insert (`lookup` nil), or the
+  /// lookup by a unique attribute.
+  struct PreparedKey: Hashable {
+    let entity: ObjectIdentifier
+    let lookup: Int?
+  }
+
+  /// The statement for `key`, prepared once per save: later rows rewind it instead of looking
+  /// it up by its SQL text for every row.
+  private func prepared(
+    _ key: PreparedKey, _ sql: String, in statements: inout [PreparedKey: any StoreStatement],
+    database: any StoreConnection
+  ) throws -> any StoreStatement {
+    if let statement = statements[key] {
+      statement.rewind()
+      return statement
+    }
+    let statement = try database.cachedStatement(sql)
+    statements[key] = statement
+    return statement
+  }
+
+  /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
+  /// (upsert). Returns the key and, for an upsert, the attributes it changed.
+  private func insertRow(
+    _ registration: Registration, database: any StoreConnection, writer: HistoryWriter,
+    insertStatements: inout [PreparedKey: any StoreStatement]
+  ) throws -> (Int64, [Int]?) {
+    let entity = registration.entity
+    let model = registration.model
+    var existing: Int64?
+    for unique in entity.uniqueIndexes {
+      let statement = try prepared(
+        PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
+        entity.statements.lookup[unique] ?? "", in: &insertStatements, database: database)
+      try entity.bind(model, attribute: unique, to: statement, at: 1)
+      if try statement.step() {
+        let key = statement.int64(at: 0)
+        if let other = existing, other != key {
+          statement.reset()
+          throw PersistenceError(
+            code: .uniqueConstraint,
+            message:
+              "The new \(entity.name) row matches two existing rows by different unique attributes; it cannot be merged into either. Nothing was saved."
+          )
+        }
+        existing = key
+      }
+      statement.reset()
+    }
+    if let key = existing {
+      let select = try database.cachedStatement(entity.statements.selectByKey)
+      select.bindInt64(key, at: 1)
+      _ = try select.step()
+      var changed: [Int] = []
+      for index in entity.columnNames.indices
+      where try select.value(at: Int32(index)) != entity.value(model, attribute: index) {
+        changed.append(index)
+      }
+      select.reset()
+      if !changed.isEmpty {
+        let update = try database.cachedStatement(entity.statements.update(changed))
+        for (offset, attribute) in changed.enumerated() {
+          try entity.bind(model, attribute: attribute, to: update, at: Int32(offset + 1))
+        }
+        update.bindInt64(key, at: Int32(changed.count + 1))
+        try update.run()
+        try writer.record(
+          .update, entity: entity.name, key: key, attributes: changed.map { entity.columnNames[$0] }
+        )
+      }
+      return (key, changed)
+    }
+    let statement = try prepared(
+      PreparedKey(entity: ObjectIdentifier(entity), lookup: nil), entity.statements.insert,
+      in: &insertStatements, database: database)
+    for index in entity.columnNames.indices {
+      try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
+    }
+    try statement.run()
+    let key = database.lastInsertedKey
+    try writer.record(.insert, entity: entity.name, key: key)
+    return (key, nil)
+  }
+}
+
+/// Writes one history transaction and its changes, inside the caller's transaction.
+final class HistoryWriter {
+  let database: any StoreConnection
+  private(set) var token: Int64?
+  private(set) var changeCount = 0
+  /// The change insert, prepared once per save rather than looked up by its SQL per row.
+  private var changeStatement: (any StoreStatement)?
+
+  init(database: any StoreConnection) { self.database = database }
+
+  func begin(author: String?) throws {
+    let statement = try database.cachedStatement(
+      "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)")
+    if let author { statement.bindText(author, at: 1) } else { statement.bindNull(1) }
+    statement.bindDouble(Date().timeIntervalSinceReferenceDate, at: 2)
+    try statement.run()
+    token = database.lastInsertedKey
+  }
+
+  func record(
+    _ kind: ModelContext.ChangeKind, entity: String, key: Int64, attributes: [String] = [],
+    tombstone: [(String, SQLValue)] = []
+  ) throws {
+    guard let token else { return }
+    let statement: any StoreStatement
+    if let prepared = changeStatement {
+      statement = prepared
+      statement.rewind()
+    } else {
+      statement = try database.cachedStatement(
+        "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES (?, ?, ?, ?, ?)"
+      )
+      changeStatement = statement
+    }
+    statement.bindInt64(token, at: 1)
+    statement.bindText(entity, at: 2)
+    statement.bindInt64(key, at: 3)
+    statement.bindInt64(kind.rawValue, at: 4)
+    if kind == .update {
+      statement.bindText(attributes.joined(separator: ","), at: 5)
+    } else {
+      statement.bindNull(5)
+    }
+    try statement.run()
+    changeCount += 1
+    guard !tombstone.isEmpty else { return }
+    let change = database.lastInsertedKey
+    let insert = try database.cachedStatement(
+      "INSERT INTO _history_tombstones (change, attribute, value) VALUES (?, ?, ?)")
+    for (attribute, value) in tombstone {
+      insert.reset()
+      insert.bindInt64(change, at: 1)
+      insert.bindText(attribute, at: 2)
+      insert.bindValue(value, at: 3)
+      try insert.run()
+    }
+  }
+}

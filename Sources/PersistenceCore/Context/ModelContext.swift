@@ -1,0 +1,387 @@
+import Foundation
+
+/// Tracks models fetched from and inserted into a store, and saves their changes.
+///
+/// A context keeps one instance per row (an identity map): fetching a row twice returns the same
+/// object. It records inserts and deletes, notices changed properties by comparing each
+/// registered model with the values it was loaded with, and ``save()`` writes everything in one
+/// transaction together with its history.
+///
+/// A context is not `Sendable`: use it from one task or thread, and give each its own (they
+/// share the container). Each context has its own connection (for a file store), so
+/// readers in different contexts never block each other.
+///
+/// ## Autosave
+/// There is no UI run loop on a server to save "at the end of the event". Here,
+/// ``autosaveEnabled`` (default `false`) means: pending changes are saved before each fetch of
+/// this context (so a fetch always sees the context's own edits) and, best effort, when the
+/// context is deinitialized, with any error passed to ``autosaveErrorHandler``. Call ``save()``
+/// yourself whenever the outcome matters.
+///
+/// ## Costs
+/// `insert` and `delete` are O(1); the first call that looks a model up after a fetch indexes
+/// the registered models once, O(registered) (fetches register rows by key only, and a fetch
+/// into a context with no rows of that model not even by key until a lookup needs it). Fetching
+/// costs, per row, one lookup by key (none into an empty context), the load, and for a new row
+/// the model and one allocation for its registration, which holds its snapshot.
+/// ``hasChanges`` and ``save()`` compare every registered model with its snapshot:
+/// O(registered models × attributes), plus the SQL for what changed.
+public final class ModelContext {
+  /// The container whose store this context reads and writes.
+  public let container: ModelContainer
+  /// Recorded as the author of the history transactions this context's saves make.
+  public var author: String?
+  /// Whether pending changes are saved before each fetch and at deinit (see the type's docs).
+  public var autosaveEnabled = false
+  /// Receives errors from saving at deinit when ``autosaveEnabled`` is true.
+  public var autosaveErrorHandler: (@Sendable (any Error) -> Void)?
+
+  /// The fields of a ``Registration``, kept in the header of its buffer.
+  struct RegistrationState {
+    let model: AnyObject
+    let entity: any EntityOperations
+    var primaryKey: Int64?
+    /// Whether the snapshot in the tail holds values (it does once the model is first loaded
+    /// or saved).
+    var hasSnapshot = false
+    var isDeleted = false
+    /// Registered by the fetch that is running now (for `enumerate`'s release of batches).
+    var isFresh = false
+  }
+
+  /// One registered model, with its snapshot (the values last loaded or saved, laid out by the
+  /// entity, see `Entity`) in the same allocation: a fetched row costs one allocation here,
+  /// not two.
+  final class Registration: ManagedBuffer<RegistrationState, UInt64> {
+    /// A registration with room for the entity's snapshot, which holds no values yet.
+    static func make(model: AnyObject, entity: any EntityOperations) -> Registration {
+      // Words enough for the snapshot wherever its alignment puts it in the tail.
+      let bytes = entity.snapshotSize + max(entity.snapshotAlignment - 8, 0)
+      let buffer = create(minimumCapacity: (bytes + 7) / 8) { _ in
+        RegistrationState(model: model, entity: entity)
+      }
+      return unsafeDowncast(buffer, to: Registration.self)
+    }
+
+    // The fields are reached through the header's pointer: `header` is a stored property,
+    // whose every access the runtime would check for exclusivity (a thread-local lookup, per
+    // field, per row); a registration belongs to one context and is never accessed reentrantly.
+    var model: AnyObject { state.pointee.model }
+    var entity: any EntityOperations { state.pointee.entity }
+    var primaryKey: Int64? {
+      get { state.pointee.primaryKey }
+      set { state.pointee.primaryKey = newValue }
+    }
+    var isDeleted: Bool {
+      get { state.pointee.isDeleted }
+      set { state.pointee.isDeleted = newValue }
+    }
+    var isFresh: Bool {
+      get { state.pointee.isFresh }
+      set { state.pointee.isFresh = newValue }
+    }
+    var hasSnapshot: Bool {
+      get { state.pointee.hasSnapshot }
+      set { state.pointee.hasSnapshot = newValue }
+    }
+
+    /// The header, valid as long as this object.
+    private var state: UnsafeMutablePointer<RegistrationState> {
+      withUnsafeMutablePointerToHeader { $0 }
+    }
+
+    /// Where the snapshot lives: in this object's tail, so valid as long as it is.
+    var snapshotStorage: UnsafeMutableRawPointer {
+      let alignment = state.pointee.entity.snapshotAlignment
+      return withUnsafeMutablePointerToElements { elements in
+        let raw = UnsafeMutableRawPointer(elements)
+        return alignment <= 8 ? raw : raw.alignedUp(toMultipleOf: alignment)
+      }
+    }
+
+    /// The snapshot when it holds values.
+    var snapshot: UnsafeMutableRawPointer? { hasSnapshot ? snapshotStorage : nil }
+
+    deinit {
+      if hasSnapshot { entity.destroySnapshot(snapshotStorage) }
+    }
+  }
+
+  /// The registered rows of one entity, by primary key.
+  ///
+  /// A fetch into an empty table cannot meet a registered row, so it appends its rows
+  /// unindexed; the map by key is built from them on the first lookup, O(rows) once. A context
+  /// that fetches once and is released never builds it (for 1M rows, about 32 MB and a
+  /// hashed insert per row saved).
+  final class RowTable {
+    // Touched per fetched row, by one context (not Sendable) and never reentrantly: no
+    // dynamic exclusivity checks.
+    @exclusivity(unchecked) private var indexed: [Int64: Registration] = [:]
+    /// Registrations with a key, not yet in `indexed` (no key is in both).
+    @exclusivity(unchecked) private var unindexed: [Registration] = []
+
+    /// Whether no row is registered.
+    var isEmpty: Bool { indexed.isEmpty && unindexed.isEmpty }
+    /// How many rows are registered.
+    var count: Int { indexed.count + unindexed.count }
+    /// How many rows are in the map by key (the rest wait for a lookup).
+    var indexedCount: Int { indexed.count }
+    /// Every registration, in no particular order.
+    var registrations: Registrations {
+      Registrations(indexed: indexed.values.makeIterator(), unindexed: unindexed.makeIterator())
+    }
+
+    /// The indexed registrations, then the unindexed ones.
+    struct Registrations: Sequence, IteratorProtocol {
+      var indexed: Dictionary<Int64, Registration>.Values.Iterator
+      var unindexed: IndexingIterator<[Registration]>
+      mutating func next() -> Registration? { indexed.next() ?? unindexed.next() }
+    }
+
+    /// The registration of the row `key`; setting nil removes it. O(1) after the first lookup
+    /// that follows unindexed appends.
+    subscript(key: Int64) -> Registration? {
+      get {
+        indexPending()
+        return indexed[key]
+      }
+      set {
+        indexPending()
+        indexed[key] = newValue
+      }
+    }
+
+    /// Registers a row the caller knows is not registered (see the type's docs).
+    func appendUnindexed(_ registration: Registration) {
+      unindexed.append(registration)
+    }
+
+    private func indexPending() {
+      guard !unindexed.isEmpty else { return }
+      indexed.reserveCapacity(indexed.count + unindexed.count)
+      for registration in unindexed {
+        if let key = registration.primaryKey { indexed[key] = registration }
+      }
+      unindexed = []
+    }
+  }
+
+  /// Every saved registered model is in its entity's row table; unsaved ones are in
+  /// `pendingInserts`. This index by model is built only when a call needs it (see
+  /// `registration(for:)`), so that a fetch registers each row in one map, not two.
+  private var objectIndex: [ObjectIdentifier: Registration]?
+  var rowTables: [String: RowTable] = [:]
+  /// Inserted models not yet saved, in insertion order.
+  var pendingInserts: [Registration] = []
+  /// Rows deleted by `delete(model:where:)` that have no registered model.
+  var pendingRowDeletes: [String: Set<Int64>] = [:]
+  var entities: [ObjectIdentifier: any EntityOperations] = [:]
+  private var database: (any StoreConnection)?
+
+  /// Creates a context for the container's store.
+  public init(_ container: ModelContainer) {
+    self.container = container
+  }
+
+  deinit {
+    if autosaveEnabled, hasChanges {
+      do { try save() } catch { autosaveErrorHandler?(error) }
+    }
+  }
+
+  /// The context's connection, opened on first use.
+  func connection() throws -> any StoreConnection {
+    if let database { return database }
+    let opened = try container.makeConnection()
+    database = opened
+    return opened
+  }
+
+  func entity<Model: PersistentModel>(for type: Model.Type) throws -> Entity<Model> {
+    if let known = entities[ObjectIdentifier(type)] as? Entity<Model> { return known }
+    _ = try container.entity(for: type)
+    let made = Entity<Model>()
+    entities[ObjectIdentifier(type)] = made
+    return made
+  }
+
+  // MARK: Inserting and deleting
+
+  /// Registers a new model; it is written by the next ``save()``. Inserting a model already in
+  /// the context does nothing. A model whose `.unique` value exists in the store updates that
+  /// row when saved (upsert).
+  public func insert<Model: PersistentModel>(_ model: Model) {
+    if let registration = registration(for: model) {
+      registration.isDeleted = false
+      return
+    }
+    // Unknown model types are reported by save(), which can throw.
+    let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
+    let registration = Registration.make(model: model, entity: operations)
+    index(registration)
+    pendingInserts.append(registration)
+  }
+
+  /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
+  /// not saved simply forgets it.
+  public func delete<Model: PersistentModel>(_ model: Model) {
+    guard let registration = registration(for: model) else { return }
+    if registration.primaryKey == nil {
+      unregister(registration)
+    } else {
+      registration.isDeleted = true
+    }
+  }
+
+  /// Marks every model matching `predicate` (all of them when nil) for deletion at the next
+  /// ``save()``, without loading them. History records each deleted row.
+  ///
+  /// Cost: one indexed or scanning query for the matching keys, O(matches) memory.
+  public func delete<Model: PersistentModel>(
+    model: Model.Type, where predicate: Predicate<Model>? = nil
+  ) throws {
+    let entity = try entity(for: Model.self)
+    for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
+      if let registration = rowTable(entity.name)[key] {
+        registration.isDeleted = true
+      } else {
+        pendingRowDeletes[entity.name, default: []].insert(key)
+      }
+    }
+    for registration in pendingInserts where registration.entity.name == entity.name {
+      if let predicate, let model = registration.model as? Model,
+        (try? predicate.evaluate(model)) != true
+      {
+        continue
+      }
+      unregister(registration)
+    }
+  }
+
+  /// Whether the context has inserts, deletes or changed models not yet saved.
+  ///
+  /// Cost: O(registered models × attributes).
+  public var hasChanges: Bool {
+    if !pendingInserts.isEmpty || pendingRowDeletes.values.contains(where: { !$0.isEmpty }) {
+      return true
+    }
+    return savedRegistrations.contains { registration in
+      registration.isDeleted
+        || (registration.primaryKey != nil
+          && !registration.entity.changedIndexes(registration).isEmpty)
+    }
+  }
+
+  /// Discards unsaved work: forgets inserted models, cancels deletes, and puts the values of
+  /// changed models back to what was last loaded or saved.
+  public func rollback() {
+    for registration in pendingInserts { unregister(registration) }
+    pendingInserts.removeAll()
+    pendingRowDeletes.removeAll()
+    for registration in savedRegistrations {
+      registration.isDeleted = false
+      registration.entity.restore(registration)
+    }
+  }
+
+  /// Forgets every model: unsaved work is discarded (as by ``rollback()``) and the registered
+  /// models are no longer tracked, nor returned by later fetches (those that hold them keep
+  /// them as detached values). The connection stays open. Use it between independent units of
+  /// work on a long-lived context, such as a server's requests, so that the identity map does
+  /// not grow with every row ever read. O(registered models).
+  public func reset() {
+    rollback()
+    rowTables = [:]
+    objectIndex = nil
+    pendingInserts = []
+    pendingRowDeletes = [:]
+  }
+
+  /// Runs `block`, then saves. If `block` throws, its unsaved changes are rolled back and the
+  /// error is rethrown; if saving throws, nothing was written.
+  public func transaction(block: () throws -> Void) throws {
+    do {
+      try block()
+    } catch {
+      rollback()
+      throw error
+    }
+    try save()
+  }
+
+  /// Whether `model` is inserted or changed in this context and not yet saved.
+  public func insertedOrChanged<Model: PersistentModel>(_ model: Model) -> Bool {
+    guard let registration = registration(for: model) else { return false }
+    if registration.primaryKey == nil { return true }
+    return !registration.entity.changedIndexes(registration).isEmpty
+  }
+
+  /// The identifier of a model's row, or nil when the model is not saved in this context.
+  public func persistentIdentifier<Model: PersistentModel>(for model: Model)
+    -> PersistentIdentifier?
+  {
+    guard let registration = registration(for: model),
+      let key = registration.primaryKey
+    else { return nil }
+    return PersistentIdentifier(
+      storeIdentifier: container.storeIdentifier, entityName: registration.entity.name,
+      primaryKey: key)
+  }
+
+  /// The model registered in this context for `identifier`, without touching the store.
+  public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
+    -> Model?
+  {
+    rowTables[identifier.entityName]?[identifier.primaryKey]?.model as? Model
+  }
+
+  /// The registered rows of `entity` (made on first use).
+  func rowTable(_ entity: String) -> RowTable {
+    if let table = rowTables[entity] { return table }
+    let table = RowTable()
+    rowTables[entity] = table
+    return table
+  }
+
+  /// The registration of `model`, if registered. The first call after a fetch registered
+  /// models indexes every registered model: O(registered) once, then O(1).
+  func registration(for model: AnyObject) -> Registration? {
+    if objectIndex == nil {
+      var index: [ObjectIdentifier: Registration] = [:]
+      index.reserveCapacity(registeredCount)
+      for registration in savedRegistrations {
+        index[ObjectIdentifier(registration.model)] = registration
+      }
+      for registration in pendingInserts {
+        index[ObjectIdentifier(registration.model)] = registration
+      }
+      objectIndex = index
+    }
+    return objectIndex?[ObjectIdentifier(model)]
+  }
+
+  /// Adds a new registration to the index by model, when there is one yet.
+  func index(_ registration: Registration) {
+    objectIndex?[ObjectIdentifier(registration.model)] = registration
+  }
+
+  /// How many models are registered, saved or not.
+  var registeredCount: Int {
+    pendingInserts.count + rowTables.values.reduce(0) { $0 + $1.count }
+  }
+
+  /// Every registration of a saved row (in the row tables), the deleted ones included.
+  var savedRegistrations: some Sequence<Registration> {
+    rowTables.values.lazy.flatMap { $0.registrations }
+  }
+
+  func unregister(_ registration: Registration) {
+    objectIndex?[ObjectIdentifier(registration.model)] = nil
+    if let key = registration.primaryKey {
+      let table = rowTable(registration.entity.name)
+      if table[key] === registration { table[key] = nil }
+    } else {
+      pendingInserts.removeAll { $0 === registration }
+    }
+  }
+}

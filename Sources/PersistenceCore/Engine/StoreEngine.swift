@@ -1,0 +1,224 @@
+import Foundation
+
+/// A database engine that keeps stores for ``ModelContainer``: the seam between the
+/// engine-neutral core (schema, contexts, history, observers, the SQL builder) and one
+/// engine's connections, statements and files, as SwiftData's `DataStore` is.
+///
+/// `PersistenceSQLite` provides `SQLiteEngine`, which `ModelContainer(for:configurations:)`
+/// uses by default (through the `Persistence` module). An engine runs the SQL the core builds:
+/// standard SQL with `?` parameters, double-quoted identifiers, and the functions and collations
+/// listed in ``StoreConnection``.
+public protocol StoreEngine: Sendable {
+  /// Opens the store `configuration` names for `entities`: creates it when it is new, checks
+  /// it (refusing a foreign or newer store untouched), and migrates it (adds tables and
+  /// columns the entities declare) when the configuration allows saves.
+  ///
+  /// The store keeps the core's tables beside the entities' (see ``StoreLayout``).
+  func openStore(
+    _ configuration: ModelConfiguration, entities: [EntityDescription]
+  ) throws -> any OpenStore
+}
+
+/// A store an engine has opened: what a ``ModelContainer`` keeps while it lives.
+public protocol OpenStore: Sendable {
+  /// The identity of the store, kept in it; history tokens carry it.
+  var identifier: UUID { get }
+  /// Whether the store is read as it was when opened (changes by others are not seen).
+  var isImmutable: Bool { get }
+  /// A new connection to the store. `cacheSizeKiB` overrides the configuration's cache
+  /// (observers read little and keep a connection each).
+  func makeConnection(cacheSizeKiB: Int?) throws -> any StoreConnection
+  /// The problems the engine's own consistency check finds; empty when the store is sound.
+  func checkIntegrity() throws -> [String]
+}
+
+/// The core's own tables, which every engine creates beside the entities' tables.
+///
+/// - `_persistence_meta (key TEXT PRIMARY KEY, value)`: `store_identifier` (a UUID string) and
+///   `history_floor` (an integer: history before it was deleted).
+/// - `_history_transactions (token INTEGER PRIMARY KEY, author TEXT, timestamp REAL)`: tokens
+///   increase and are never reused, even after deletion.
+/// - `_history_changes (id INTEGER PRIMARY KEY, token, entity TEXT, pk INTEGER, kind INTEGER,
+///   attributes TEXT)`, indexed by `token` and by `(entity, pk)`.
+/// - `_history_tombstones (change, attribute TEXT, value)`, keyed by `(change, attribute)`.
+///
+/// Each entity's table has `"_pk" INTEGER PRIMARY KEY` (never reused) and one column per
+/// attribute, named as the attribute.
+public enum StoreLayout {
+  /// The table of the store's own settings.
+  public static let metaTable = "_persistence_meta"
+  /// The history tables, in the order they are created.
+  public static let historyTables = [
+    "_history_transactions", "_history_changes", "_history_tombstones",
+  ]
+  /// The indexes of the history tables.
+  public static let historyIndexes = ["_history_changes_token", "_history_changes_row"]
+}
+
+/// One connection to a store, used by one owner (a ``ModelContext``, an observer) on one
+/// thread at a time.
+///
+/// Besides standard SQL, the core's queries use these, which an engine provides:
+/// - `swift_count(text)`: the number of `Character`s, as `String.count`;
+/// - `swift_localized_standard_contains(text, text)`: as `localizedStandardContains`;
+/// - the collation `swift_localized_standard`: as `localizedStandardCompare`;
+/// - a collation per `String.StandardComparator` (``collation(for:)``).
+public protocol StoreConnection: AnyObject {
+  /// Runs one or more statements that take no parameters and return no rows of interest.
+  func execute(_ sql: String) throws
+  /// Prepares a statement for one use.
+  func prepare(_ sql: String) throws -> any StoreStatement
+  /// A prepared, reset statement for `sql`, prepared once per connection and kept.
+  func cachedStatement(_ sql: String) throws -> any StoreStatement
+  /// The primary key of the row the last successful `INSERT` made.
+  var lastInsertedKey: Int64 { get }
+  /// How many rows the last statement changed.
+  var changedRowCount: Int { get }
+  /// Whether a transaction is open.
+  var isInTransaction: Bool { get }
+  /// Opens a write transaction, taking the store's write lock now (so that a writer waits
+  /// for another at the start, not in the middle).
+  func beginWriting() throws
+  /// Opens a read transaction: every query until ``commit()`` sees one state of the store.
+  func beginReading() throws
+  /// Commits the open transaction.
+  func commit() throws
+  /// Rolls the open transaction back.
+  func rollback() throws
+  /// The name of a collation ordering text exactly as `comparator` does, made on first use.
+  func collation(for comparator: String.StandardComparator) throws -> String
+  /// The newest history token the store ever issued, deleted or not (0 for none).
+  func lastIssuedHistoryToken() throws -> Int64
+  /// How the engine would run `sql`, one line per step (for tests and tools that check that a
+  /// query uses an index). Runs nothing.
+  func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String]
+  /// A number that changes when another connection commits (and only then, as far as
+  /// possible): what observers poll. O(1).
+  func externalChangeCounter() throws -> Int64
+}
+
+extension StoreConnection {
+  /// The first column of the first row of `sql` as an integer, or nil.
+  public func scalarInt(_ sql: String) throws -> Int64? {
+    let statement = try prepare(sql)
+    guard try statement.step() else { return nil }
+    return statement.isNull(at: 0) ? nil : statement.int64(at: 0)
+  }
+
+  /// The first column of the first row of `sql` as text, or nil.
+  public func scalarText(_ sql: String) throws -> String? {
+    let statement = try prepare(sql)
+    guard try statement.step() else { return nil }
+    return statement.isNull(at: 0) ? nil : statement.text(at: 0)
+  }
+}
+
+/// What a column of the current row holds.
+public enum ColumnStorage: Sendable, Equatable {
+  /// `NULL`.
+  case null
+  /// A 64-bit integer.
+  case integer
+  /// A 64-bit float.
+  case real
+  /// UTF-8 text.
+  case text
+  /// Bytes.
+  case blob
+}
+
+/// The current row of a running query: columns by 0-based index, valid until the query steps
+/// again. ``PersistableValue``s read themselves from it.
+public protocol StoreRow: AnyObject {
+  /// What column `index` holds.
+  func storage(at index: Int32) -> ColumnStorage
+  /// Column `index` as an integer.
+  func int64(at index: Int32) -> Int64
+  /// Column `index` as a float.
+  func double(at index: Int32) -> Double
+  /// Column `index` as text.
+  func text(at index: Int32) -> String
+  /// The bytes of a blob or text column, valid until the query steps or resets.
+  func bytes(at index: Int32) -> UnsafeRawBufferPointer
+}
+
+extension StoreRow {
+  /// Whether column `index` is `NULL`.
+  @inlinable public func isNull(at index: Int32) -> Bool { storage(at: index) == .null }
+
+  /// Column `index` as bytes.
+  public func data(at index: Int32) -> Data {
+    let bytes = bytes(at: index)
+    return bytes.isEmpty ? Data() : Data(bytes)
+  }
+
+  /// Column `index` as a value.
+  public func value(at index: Int32) -> SQLValue {
+    switch storage(at: index) {
+    case .null: .null
+    case .integer: .integer(int64(at: index))
+    case .real: .real(double(at: index))
+    case .text: .text(text(at: index))
+    case .blob: .blob(data(at: index))
+    }
+  }
+}
+
+/// A prepared statement: parameters (1-based) bound before it runs, rows read as it steps.
+public protocol StoreStatement: StoreRow {
+  /// Binds `NULL`.
+  func bindNull(_ index: Int32)
+  /// Binds an integer.
+  func bindInt64(_ value: Int64, at index: Int32)
+  /// Binds a float.
+  func bindDouble(_ value: Double, at index: Int32)
+  /// Binds text.
+  func bindText(_ value: String, at index: Int32)
+  /// Binds a copy of `bytes` as a blob.
+  func bindBytes(_ bytes: UnsafeRawBufferPointer, at index: Int32)
+  /// Steps once: true when a row is available, false when done.
+  func step() throws -> Bool
+  /// Resets the statement to run again and clears its bindings.
+  func reset()
+  /// Resets the statement to run again, keeping its bindings (the caller rebinds them all).
+  func rewind()
+}
+
+extension StoreStatement {
+  /// Binds bytes as a blob.
+  public func bindData(_ value: Data, at index: Int32) {
+    value.withUnsafeBytes { bindBytes($0, at: index) }
+  }
+
+  /// Binds a value.
+  public func bindValue(_ value: SQLValue, at index: Int32) {
+    switch value {
+    case .null: bindNull(index)
+    case .integer(let value): bindInt64(value, at: index)
+    case .real(let value): bindDouble(value, at: index)
+    case .text(let value): bindText(value, at: index)
+    case .blob(let value): bindData(value, at: index)
+    }
+  }
+
+  /// Binds values to parameters 1, 2, ….
+  public func bindValues(_ values: [SQLValue]) {
+    for (offset, value) in values.enumerated() { bindValue(value, at: Int32(offset + 1)) }
+  }
+
+  /// Steps to completion, ignoring rows.
+  public func run() throws {
+    while try step() {}
+  }
+}
+
+/// The names of the SQL functions and the collation the core's queries use, which every engine
+/// provides with exactly Swift's answers.
+public enum StoreFunctions {
+  /// `swift_count(text)`: the number of `Character`s, as `String.count`.
+  public static let count = "swift_count"
+  /// `swift_localized_standard_contains(text, text)`: 1 or 0, as `localizedStandardContains`.
+  public static let localizedStandardContains = "swift_localized_standard_contains"
+  /// The collation `swift_localized_standard`: as `localizedStandardCompare`.
+  public static let localizedStandardCollation = "swift_localized_standard"
+}

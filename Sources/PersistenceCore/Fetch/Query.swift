@@ -1,0 +1,82 @@
+import Foundation
+
+/// The SQL for a fetch: `SELECT … FROM table WHERE … ORDER BY … LIMIT … OFFSET …`.
+struct Query {
+  var sql: String
+  var bindings: [SQLValue]
+
+  /// Builds the query for `descriptor`.
+  ///
+  /// - Parameters:
+  ///   - columns: What to select; nil selects the primary key and every attribute, in order.
+  ///   - sectionColumn: A column to order by first (sectioned fetches).
+  ///   - database: Where string comparators become collations.
+  init<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>, select columns: String? = nil,
+    sectionColumn: String? = nil, database: any StoreConnection, ordered: Bool = true
+  ) throws {
+    let selection =
+      columns ?? (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
+    var sql = "SELECT \(selection) FROM \(quoted(schema.name))"
+    var bindings: [SQLValue] = []
+    if let condition = try descriptor.whereClause(schema: schema) {
+      sql += " WHERE \(condition.sql)"
+      bindings += condition.bindings
+    }
+    if ordered {
+      var terms: [String] = []
+      if let sectionColumn { terms.append(quoted(sectionColumn)) }
+      for sort in descriptor.sortBy {
+        terms.append(
+          try Self.orderTerm(
+            sort, schema: schema, database: database,
+            localizedStandard: descriptor.localizedStandardKeyPath(sort) != nil))
+      }
+      terms.append("\"_pk\"")
+      sql += " ORDER BY " + terms.joined(separator: ", ")
+    }
+    if descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
+      sql += " LIMIT ? OFFSET ?"
+      bindings.append(.integer(Int64(max(descriptor.fetchLimit ?? -1, -1))))
+      bindings.append(.integer(Int64(max(descriptor.fetchOffset ?? 0, 0))))
+    }
+    self.sql = sql
+    self.bindings = bindings
+  }
+
+  /// One `ORDER BY` term. Strings with a comparator sort with a collation that calls that very
+  /// comparator; without one, by code point (SQLite `BINARY` on NFC text), as Swift's `<`.
+  static func orderTerm<Model: PersistentModel>(
+    _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>, database: any StoreConnection,
+    localizedStandard: Bool = false
+  ) throws -> String {
+    guard let keyPath = sort.keyPath else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "A SortDescriptor on \(Model.self) has no key path (it sorts with a custom comparator), so it cannot be translated to SQL. Sort by a stored attribute."
+      )
+    }
+    guard let attribute = schema.attribute(for: keyPath) else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute.")
+    }
+    guard !attribute.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData."
+      )
+    }
+    var term = quoted(attribute.name)
+    if localizedStandard {
+      term += " COLLATE \(StoreFunctions.localizedStandardCollation)"
+    } else if let comparator = sort.stringComparator {
+      term += " COLLATE \(try database.collation(for: comparator))"
+    }
+    if sort.order == .reverse { term += " DESC" }
+    return term
+  }
+}

@@ -1,0 +1,515 @@
+import Dispatch
+import Foundation
+import Observation
+import Synchronization
+
+/// Fetches models and keeps following the store: SwiftData's `ResultsObserver`, usable
+/// anywhere (no UI), with Swift Observation.
+///
+/// It fetches in `init` (which throws) and updates ``results`` and ``sections`` after every
+/// commit that touches its model type: from any context of the container, and from other
+/// processes writing the same file (through persistent history). No commit, no update; a
+/// commit that changes nothing the observer shows, no new value.
+///
+/// ## Cost of an update
+/// A commit says which rows it changed (across processes, history says it). The observer
+/// loads just those rows, with the descriptor's predicate, and patches the sorted results in
+/// place: O(k · (log n + 512 + n/512)) for k changed rows and n results (binary search, then a
+/// chunk of at most 512 models), plus O(log s + section size) per row for s sections. It never
+/// refetches the whole query, except when the descriptor has a `fetchLimit` or `fetchOffset`
+/// (a window cannot be patched from the changed rows alone) or when history it needed was
+/// deleted: then it refetches, O(n).
+///
+/// ## Models
+/// The observer's models are its own snapshots, loaded by a connection of its own and never
+/// changed afterwards: a changed row arrives as a new instance. Treat them as read-only values;
+/// to edit one, fetch it into your context with ``identifier(for:)``.
+///
+/// Updates are applied on a serial queue of the observer's, shortly after the commit; use
+/// ``waitForPendingUpdates()`` to wait for them.
+public final class ResultsObserver<Model: PersistentModel>: Observable {
+  /// One applied update: the models that left the results and those that entered (a changed
+  /// row leaves as its old snapshot and enters as its new one).
+  public struct Change {
+    /// The ``ResultsObserver/version`` this change produced.
+    public var version: Int
+    /// Models no longer in the results.
+    public var removed: [Model]
+    /// Models now in the results.
+    public var inserted: [Model]
+  }
+
+  /// What readers see, replaced whole under the lock.
+  fileprivate struct State {
+    var results = ObservedResults<Model>()
+    var sections: [ResultsSection<String, Model>] = []
+    var version = 0
+    var log: [Change] = []
+    var lastError: PersistenceError?
+    /// Set while the store monitor cannot read other processes' commits.
+    var monitorFailure: PersistenceError?
+  }
+
+  /// The row keys of the models, touched only on `queue` (and in `init`): kept out of `State`
+  /// so that an update never copies them (a copy would cost O(n) per change).
+  final class Keys {
+    var byModel: [ObjectIdentifier: Int64] = [:]
+    var byKey: [Int64: Model] = [:]
+  }
+
+  private let registrar = ObservationRegistrar()
+  private let state = Mutex<State>(State())
+  private let queue = DispatchQueue(label: "persistence.results-observer")
+  private let container: ModelContainer
+  private let descriptor: FetchDescriptor<Model>
+  private let sectionKeyPath: (KeyPath<Model, String> & Sendable)?
+  private let loader: UncheckedSendable<Loader>
+  private let index = UncheckedSendable(Keys())
+  /// Row keys for ``identifier(for:)``, readable from any thread.
+  private let publishedKeys = Mutex<[ObjectIdentifier: Int64]>([:])
+  private var subscription: ChangeBroadcaster.Subscription?
+  private var monitorLease: ChangeBroadcaster.Subscription?
+  static var logLimit: Int { 128 }
+
+  /// Fetches the models matching `descriptor` (grouped by `sectionBy`, if given) and follows
+  /// the store of `container`.
+  ///
+  /// - Throws: ``PersistenceError`` when the fetch fails or the predicate cannot be translated.
+  public init(
+    _ descriptor: FetchDescriptor<Model> = FetchDescriptor(),
+    sectionBy: (KeyPath<Model, String> & Sendable)? = nil, container: ModelContainer
+  ) throws {
+    self.container = container
+    self.descriptor = descriptor
+    self.sectionKeyPath = sectionBy
+    _ = try container.entity(for: Model.self)
+    loader = UncheckedSendable(
+      try Loader(container: container, descriptor: descriptor, sectionBy: sectionBy))
+    // Subscribe first, then fetch: a commit in between is applied again, harmlessly.
+    subscription = container.broadcaster.subscribe { [weak self] change in
+      self?.enqueue(change)
+    }
+    if container.configuration.url != nil {
+      monitorLease = try container.broadcaster.leaseMonitor(for: container)
+    }
+    try queue.sync { try self.reload(publish: false) }
+  }
+
+  /// Creates an observer on the container of `modelContext`.
+  public convenience init(
+    _ descriptor: FetchDescriptor<Model> = FetchDescriptor(),
+    sectionBy: (KeyPath<Model, String> & Sendable)? = nil, modelContext: ModelContext
+  ) throws {
+    try self.init(descriptor, sectionBy: sectionBy, container: modelContext.container)
+  }
+
+  deinit {
+    subscription?.cancel()
+    monitorLease?.cancel()
+  }
+
+  /// The models, in the descriptor's order (section key first when sectioned).
+  public var results: ObservedResults<Model> {
+    registrar.access(self, keyPath: \.results)
+    return state.withLock { $0.results }
+  }
+
+  /// The sections, in key order, when the observer was made with `sectionBy`; else empty.
+  public var sections: [ResultsSection<String, Model>] {
+    registrar.access(self, keyPath: \.sections)
+    return state.withLock { $0.sections }
+  }
+
+  /// Why the observer could not follow the store, or nil while it can.
+  ///
+  /// When an update fails (the store was damaged or made unreadable, another process's changes
+  /// cannot be read), ``results`` keep their last good value and this holds the error; it is
+  /// cleared by the next update that succeeds. Observable, like ``results``.
+  public var lastError: PersistenceError? {
+    registrar.access(self, keyPath: \.lastError)
+    return state.withLock { $0.lastError }
+  }
+
+  /// Counts the updates applied since the initial fetch (0).
+  public var version: Int {
+    registrar.access(self, keyPath: \.version)
+    return state.withLock { $0.version }
+  }
+
+  /// The updates after `version`, oldest first; nil when they are no longer kept (the last
+  /// 128 are), in which case start again from ``results``.
+  public func changes(after version: Int) -> [Change]? {
+    state.withLock { state in
+      if version == state.version { return [] }
+      guard let first = state.log.first, first.version <= version + 1 else { return nil }
+      return state.log.filter { $0.version > version }
+    }
+  }
+
+  /// The store identifier of one of the observer's models.
+  public func identifier(for model: Model) -> PersistentIdentifier? {
+    publishedKeys.withLock { $0[ObjectIdentifier(model)] }.map {
+      PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: Model.schema.name, primaryKey: $0)
+    }
+  }
+
+  /// Blocks until every commit announced so far has been applied.
+  public func waitForPendingUpdates() {
+    queue.sync {}
+  }
+
+  // MARK: Updating (on `queue`)
+
+  /// Changes announced but not applied yet; drained in one batch, so that a burst of commits
+  /// costs one load of the rows they touched rather than one per commit.
+  private let pending = Mutex<(changes: [StoreChange], scheduled: Bool)>(([], false))
+
+  private func enqueue(_ change: StoreChange) {
+    let schedule = pending.withLock { state -> Bool in
+      state.changes.append(change)
+      defer { state.scheduled = true }
+      return !state.scheduled
+    }
+    if schedule { queue.async { [weak self] in self?.drain() } }
+  }
+
+  private func drain() {
+    let changes = pending.withLock { state -> [StoreChange] in
+      defer {
+        state.changes = []
+        state.scheduled = false
+      }
+      return state.changes
+    }
+    // Failures and recoveries of the store monitor: the last one says where things stand.
+    if let status = changes.last(where: { $0.failure != nil || $0.recovered }) {
+      if let failure = status.failure {
+        state.withLock { $0.monitorFailure = failure }
+        setLastError(failure)
+      } else {
+        // Reading works again: other processes' commits may have been missed meanwhile, so
+        // refetch.
+        state.withLock { $0.monitorFailure = nil }
+        do { try reload(publish: true) } catch { setLastError(error) }
+      }
+    }
+    let commits = changes.filter { $0.failure == nil && !$0.recovered }
+    guard var merged = commits.first else { return }
+    for change in commits.dropFirst() {
+      merged.requiresRefetch = merged.requiresRefetch || change.requiresRefetch
+      merged.token = change.token
+      for (name, entity) in change.entities {
+        var combined = merged.entities[name] ?? StoreChange.EntityChanges()
+        combined.inserted.formUnion(entity.inserted)
+        combined.updated.merge(entity.updated) { $0.union($1) }
+        combined.deleted.formUnion(entity.deleted)
+        merged.entities[name] = combined
+      }
+    }
+    apply(merged)
+  }
+
+  private func apply(_ change: StoreChange) {
+    if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
+      if change.requiresRefetch || change.entities[Model.schema.name] != nil {
+        do { try reload(publish: true) } catch { setLastError(error) }
+      }
+      return
+    }
+    guard let changes = change.entities[Model.schema.name] else { return }
+    let candidates = changes.inserted.union(changes.updated.keys)
+    let loaded: [Int64: Model]
+    do {
+      loaded = try loader.value.load(keys: candidates)
+    } catch {
+      // The rows could not be loaded: a full refetch, and if that fails too, the error.
+      do { try reload(publish: true) } catch { setLastError(error) }
+      return
+    }
+    clearLastError()
+    let keys = index.value
+    guard
+      candidates.union(changes.deleted).contains(where: {
+        keys.byKey[$0] != nil || loaded[$0] != nil
+      })
+    else { return }
+    var next = state.withLock { $0 }
+    var removed: [Model] = []
+    var inserted: [Model] = []
+    let affected = candidates.union(changes.deleted).sorted()
+    for key in affected {
+      if let old = keys.byKey[key] {
+        remove(old, from: &next)
+        keys.byKey[key] = nil
+        keys.byModel[ObjectIdentifier(old)] = nil
+        removed.append(old)
+      }
+      if let model = loaded[key] {
+        keys.byModel[ObjectIdentifier(model)] = key
+        keys.byKey[key] = model
+        insert(model, key: key, into: &next)
+        inserted.append(model)
+      }
+    }
+    publishedKeys.withLock { published in
+      for model in removed { published[ObjectIdentifier(model)] = nil }
+      for model in inserted {
+        published[ObjectIdentifier(model)] = keys.byModel[ObjectIdentifier(model)]
+      }
+    }
+    publish(&next, removed: removed, inserted: inserted)
+  }
+
+  /// Publishes `error` as ``lastError`` (results keep their last good value).
+  private func setLastError(_ error: any Error) {
+    let failure =
+      error as? PersistenceError ?? PersistenceError(code: .engine, message: "\(error)")
+    let changed = state.withLock { state -> Bool in
+      guard state.lastError?.description != failure.description else { return false }
+      state.lastError = failure
+      return true
+    }
+    if changed { registrar.withMutation(of: self, keyPath: \.lastError) {} }
+  }
+
+  /// Clears ``lastError`` after an update that succeeded (unless the store monitor still
+  /// cannot follow other processes).
+  private func clearLastError() {
+    let changed = state.withLock { state -> Bool in
+      guard state.lastError != nil, state.monitorFailure == nil else { return false }
+      state.lastError = nil
+      return true
+    }
+    if changed { registrar.withMutation(of: self, keyPath: \.lastError) {} }
+  }
+
+  private func reload(publish shouldPublish: Bool) throws {
+    let (models, keys): ([Model], [Int64]) = try loader.value.loadAll()
+    if shouldPublish { clearLastError() }
+    var next = state.withLock { $0 }
+    let removed = next.results.array
+    next.results = ObservedResults(models)
+    let index = self.index.value
+    index.byModel = [:]
+    index.byKey = [:]
+    for (model, key) in zip(models, keys) {
+      index.byModel[ObjectIdentifier(model)] = key
+      index.byKey[key] = model
+    }
+    publishedKeys.withLock { $0 = index.byModel }
+    next.sections = []
+    if let sectionKeyPath {
+      for model in models {
+        let id = model[keyPath: sectionKeyPath]
+        if let last = next.sections.indices.last, next.sections[last].id == id {
+          next.sections[last].elements.append(model)
+        } else {
+          next.sections.append(ResultsSection(id: id, elements: [model]))
+        }
+      }
+    }
+    if shouldPublish {
+      publish(&next, removed: removed, inserted: models)
+    } else {
+      state.withLock { $0 = next }
+    }
+  }
+
+  private func publish(_ next: inout State, removed: [Model], inserted: [Model]) {
+    next.version += 1
+    next.log.append(Change(version: next.version, removed: removed, inserted: inserted))
+    if next.log.count > Self.logLimit { next.log.removeFirst(next.log.count - Self.logLimit) }
+    let value = next
+    // The new state is in place before observers hear of it, so whatever they read when told
+    // (even at willSet) is the new value.
+    state.withLock { $0 = value }
+    registrar.withMutation(of: self, keyPath: \.version) {}
+    registrar.withMutation(of: self, keyPath: \.results) {}
+    registrar.withMutation(of: self, keyPath: \.sections) {}
+  }
+
+  /// Whether `a` comes before `b`: section key, then the sort descriptors, then the key.
+  private func precedes(_ a: Model, _ aKey: Int64, _ b: Model, _ bKey: Int64) -> Bool {
+    if let sectionKeyPath {
+      let x = a[keyPath: sectionKeyPath]
+      let y = b[keyPath: sectionKeyPath]
+      if x != y { return x < y }
+    }
+    for sort in descriptor.sortBy {
+      if let keyPath = descriptor.localizedStandardKeyPath(sort) {
+        var order = a[keyPath: keyPath].localizedStandardCompare(b[keyPath: keyPath])
+        if sort.order == .reverse, order != .orderedSame {
+          order = order == .orderedAscending ? .orderedDescending : .orderedAscending
+        }
+        if order == .orderedSame { continue }
+        return order == .orderedAscending
+      }
+      switch sort.compare(a, b) {
+      case .orderedAscending: return true
+      case .orderedDescending: return false
+      case .orderedSame: continue
+      }
+    }
+    return aKey < bKey
+  }
+
+  /// The first position in `list` whose model does not come before `model`.
+  private func lowerBound(
+    _ model: Model, _ key: Int64, in list: some RandomAccessCollection<Model>,
+    keys: [ObjectIdentifier: Int64]
+  ) -> Int {
+    var low = 0
+    var high = list.count
+    while low < high {
+      let middle = (low + high) / 2
+      let element = list[list.index(list.startIndex, offsetBy: middle)]
+      if precedes(element, keys[ObjectIdentifier(element)] ?? 0, model, key) {
+        low = middle + 1
+      } else {
+        high = middle
+      }
+    }
+    return low
+  }
+
+  private func insert(_ model: Model, key: Int64, into next: inout State) {
+    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
+    next.results.insert(model, at: position)
+    guard let sectionKeyPath else { return }
+    let id = model[keyPath: sectionKeyPath]
+    let index = sectionIndex(id, in: next.sections)
+    if index < next.sections.count && next.sections[index].id == id {
+      let within = lowerBound(
+        model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
+      next.sections[index].elements.insert(model, at: within)
+    } else {
+      next.sections.insert(ResultsSection(id: id, elements: [model]), at: index)
+    }
+  }
+
+  private func remove(_ model: Model, from next: inout State) {
+    let key = index.value.byModel[ObjectIdentifier(model)] ?? 0
+    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
+    if position < next.results.count && next.results[position] === model {
+      next.results.remove(at: position)
+    }
+    guard let sectionKeyPath else { return }
+    let id = model[keyPath: sectionKeyPath]
+    let index = sectionIndex(id, in: next.sections)
+    guard index < next.sections.count && next.sections[index].id == id else { return }
+    let within = lowerBound(
+      model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
+    if within < next.sections[index].count && next.sections[index].elements[within] === model {
+      next.sections[index].elements.remove(at: within)
+      if next.sections[index].elements.isEmpty { next.sections.remove(at: index) }
+    }
+  }
+
+  /// The position of the section `id`, or where it would go (code-point order).
+  private func sectionIndex(_ id: String, in sections: [ResultsSection<String, Model>]) -> Int {
+    var low = 0
+    var high = sections.count
+    while low < high {
+      let middle = (low + high) / 2
+      if sections[middle].id < id { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+}
+
+// All mutable state is in `state` (a Mutex) and the loader, which only `queue` touches. The
+// models it hands out are never mutated after they are published.
+extension ResultsObserver: @unchecked Sendable {}
+
+// Only ever read and replaced whole inside `ResultsObserver.state`'s mutex; the models in it are
+// immutable snapshots.
+extension ResultsObserver.State: @unchecked Sendable {}
+
+/// Loads an observer's rows on a connection of its own, as new instances (never registered in
+/// a context, so never changed in place).
+final class Loader {
+  let database: any StoreConnection
+  private let loadRow: (any StoreRow) throws -> AnyObject
+  private let allQuery: Query
+  private let condition: SQLFragment?
+  private let table: String
+  private let columns: String
+
+  init<Model: PersistentModel>(
+    container: ModelContainer, descriptor: FetchDescriptor<Model>,
+    sectionBy: (KeyPath<Model, String> & Sendable)?
+  ) throws {
+    // A small page cache: the connection reads changed rows by key, and every observer has
+    // one, so a hundred of them must not each grow to the store's full cache.
+    database = try container.makeConnection(cacheSizeKiB: 2048)
+    let schema = Model.schema
+    let operations = Entity<Model>()
+    var sectionColumn: String?
+    if let sectionBy {
+      guard let attribute = schema.attribute(for: sectionBy), !attribute.isCodable else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "sectionBy needs a stored String attribute of \(Model.self); \(sectionBy) is not one.")
+      }
+      sectionColumn = attribute.name
+    }
+    allQuery = try Query(
+      descriptor, schema: schema, sectionColumn: sectionColumn, database: database)
+    condition = try descriptor.whereClause(schema: schema)
+    table = quoted(schema.name)
+    columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
+    let cache = LoadCache()
+    loadRow = { statement in
+      let model = Model.makeForLoading()
+      do {
+        try operations.load(
+          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+      } catch let error as PersistenceError {
+        throw error.naming(row: describeStoredRow(statement, entity: operations))
+      }
+      return model
+    }
+  }
+
+  func loadAll<Model: PersistentModel>() throws -> ([Model], [Int64]) {
+    let statement = try database.cachedStatement(allQuery.sql)
+    statement.bindValues(allQuery.bindings)
+    defer { statement.reset() }
+    var models: [Model] = []
+    var keys: [Int64] = []
+    while try statement.step() {
+      keys.append(statement.int64(at: 0))
+      models.append(unsafeDowncast(try loadRow(statement), to: Model.self))
+    }
+    return (models, keys)
+  }
+
+  /// The rows among `keys` that match the predicate, by key. Reads in one snapshot.
+  func load<Model: PersistentModel>(keys: Set<Int64>) throws -> [Int64: Model] {
+    var result: [Int64: Model] = [:]
+    let sorted = keys.sorted()
+    try database.beginReading()
+    defer { try? database.commit() }
+    var start = 0
+    while start < sorted.count {
+      let batch = sorted[start..<min(start + 500, sorted.count)]
+      start += batch.count
+      var sql =
+        "SELECT \(columns) FROM \(table) WHERE \"_pk\" IN (\(Array(repeating: "?", count: batch.count).joined(separator: ", ")))"
+      var bindings = batch.map { SQLValue.integer($0) }
+      if let condition {
+        sql += " AND (\(condition.sql))"
+        bindings += condition.bindings
+      }
+      let statement = try database.cachedStatement(sql)
+      statement.bindValues(bindings)
+      defer { statement.reset() }
+      while try statement.step() {
+        result[statement.int64(at: 0)] = unsafeDowncast(try loadRow(statement), to: Model.self)
+      }
+    }
+    return result
+  }
+}

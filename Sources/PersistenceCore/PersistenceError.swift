@@ -1,0 +1,85 @@
+/// The one error type the persistence layer throws.
+///
+/// Like swift-nio's `FileSystemError`, it carries a stable ``code`` to switch over, a
+/// ``message`` for people that says what went wrong and what to do, and the underlying
+/// ``cause`` (for example the engine's result code and message) when there is one.
+public struct PersistenceError: Error, Sendable, CustomStringConvertible {
+  /// What kind of failure this is. New codes may be added; switch with a `default`.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    private let name: String
+    private init(_ name: String) { self.name = name }
+
+    /// The file exists but is not a store of this library (not SQLite, or foreign tables).
+    public static let notAStore = Code("notAStore")
+    /// The file was written by a newer version of the library or of the model schema.
+    public static let newerStore = Code("newerStore")
+    /// The store's tables do not match the models in a way that cannot be migrated in place.
+    public static let schemaMismatch = Code("schemaMismatch")
+    /// The store could not be opened or created.
+    public static let cannotOpen = Code("cannotOpen")
+    /// The store's engine reported an error while running a statement (its own error is the
+    /// ``PersistenceError/cause``).
+    public static let engine = Code("engine")
+    /// The former name of ``engine``.
+    @available(*, deprecated, renamed: "engine")
+    public static var sqlite: Code { engine }
+    /// A predicate or sort descriptor uses something that cannot be translated to SQL.
+    public static let unsupportedPredicate = Code("unsupportedPredicate")
+    /// A value cannot be stored (for example NaN) or a stored value cannot be read back.
+    public static let invalidValue = Code("invalidValue")
+    /// A `.unique` attribute would be violated in a way an upsert cannot resolve.
+    public static let uniqueConstraint = Code("uniqueConstraint")
+    /// The store is busy (locked by another writer) for longer than the busy timeout.
+    public static let busy = Code("busy")
+    /// A history token is older than the history the store keeps.
+    public static let historyTokenExpired = Code("historyTokenExpired")
+    /// A history token belongs to another store.
+    public static let historyTokenForeign = Code("historyTokenForeign")
+    /// A history token is newer than any this store issued (a store restored from a backup).
+    public static let historyTokenUnknown = Code("historyTokenUnknown")
+    /// The model type was not registered with the container.
+    public static let unknownModel = Code("unknownModel")
+    /// The disk, or the store's size limit, is full; nothing was written.
+    public static let storeFull = Code("storeFull")
+    /// The store is read-only.
+    public static let readOnly = Code("readOnly")
+
+    /// The code's name, such as `notAStore`.
+    public var description: String { name }
+  }
+
+  /// The kind of failure.
+  public var code: Code
+  /// What went wrong and, where possible, what to do about it.
+  public var message: String
+  /// The underlying error, if any (such as the engine's result code and message).
+  public var cause: (any Error & Sendable)?
+
+  /// Creates an error.
+  public init(code: Code, message: String, cause: (any Error & Sendable)? = nil) {
+    self.code = code
+    self.message = message
+    self.cause = cause
+  }
+
+  /// The stored attribute (column) whose value could not be read, when known.
+  public var attribute: String?
+
+  /// The row the error is about (`trips id 1b4e…, row 17`), when it concerns one stored row.
+  public var row: String?
+
+  /// The same error, naming the stored row it concerns.
+  public func naming(row: String) -> PersistenceError {
+    guard self.row == nil else { return self }
+    var error = self
+    error.row = row
+    error.message += " (\(row))"
+    return error
+  }
+
+  /// The message, followed by the cause when there is one.
+  public var description: String {
+    if let cause { return "\(message) (\(cause))" }
+    return message
+  }
+}

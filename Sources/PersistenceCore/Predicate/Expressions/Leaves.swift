@@ -1,0 +1,61 @@
+import Foundation
+
+extension PredicateExpressions.Value: SQLTranslatable {
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    .constant(value)
+  }
+}
+
+extension PredicateExpressions.NilLiteral: SQLTranslatable {
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    .constant(Wrapped?.none as Any)
+  }
+}
+
+extension PredicateExpressions.Variable: SQLTranslatable {
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    guard let bound = translator.variables[key] else {
+      throw translator.unsupported("a variable outside its closure")
+    }
+    return bound
+  }
+}
+
+extension PredicateExpressions.KeyPath: SQLTranslatable {
+  func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    switch try translator.translate(root) {
+    case .row:
+      guard let column = translator.column(keyPath) else {
+        throw translator.unsupported("the key path \(keyPath), which is not a stored attribute")
+      }
+      guard !column.isCodable else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
+        )
+      }
+      return .sql(SQLFragment(quoted(column.name)))
+    case .constant(let value):
+      guard let root = value as? Root.Output else {
+        throw translator.unsupported("a key path on \(type(of: value))")
+      }
+      return .constant(root[keyPath: keyPath])
+    case .sql(let fragment):
+      let path = keyPath as AnyKeyPath
+      if path == \String.count as AnyKeyPath || path == \Substring.count as AnyKeyPath {
+        return .sql(SQLFragment("\(StoreFunctions.count)(\(fragment.sql))", fragment.bindings))
+      }
+      if path == \String.isEmpty as AnyKeyPath {
+        return .sql(SQLFragment("(\(fragment.sql) = '')", fragment.bindings))
+      }
+      if path == \Data.count as AnyKeyPath {
+        return .sql(SQLFragment("length(\(fragment.sql))", fragment.bindings))
+      }
+      if path == \Data.isEmpty as AnyKeyPath {
+        return .sql(SQLFragment("(length(\(fragment.sql)) = 0)", fragment.bindings))
+      }
+      throw translator.unsupported("the key path \(keyPath) on a computed value")
+    }
+  }
+}

@@ -1,0 +1,321 @@
+import Foundation
+import Synchronization
+
+/// One stored attribute of a ``PersistentModel``: a key path, a column name and options.
+///
+/// Make attributes with `attribute(_:_:…)` for the value types stores keep natively and
+/// `codable(_:_:…)` for any other `Codable` value, which is stored opaquely.
+///
+/// Both are `@inlinable`: compiled in the module that declares the schema, where the key path is
+/// a literal, so that loading a row calls the property's accessors directly instead of going
+/// through the key path machinery (about 4 times faster per attribute on an `@Observable`
+/// model). Key paths are immutable values, shared between threads as they are.
+public struct ModelAttribute<Model: PersistentModel>: Sendable {
+  /// An option on an attribute.
+  public typealias Option = AttributeOption
+
+  /// The column name.
+  public let name: String
+  /// The options.
+  public let options: Set<Option>
+  /// The storage class of the column.
+  public let storageType: StorageType
+  /// Whether the column allows `NULL`.
+  public let isOptional: Bool
+  /// Whether the value is an opaque `.codable` value (not usable in predicates or sorts).
+  public let isCodable: Bool
+  /// The Swift type of the value, for messages.
+  public let valueTypeName: String
+  /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
+  @usableFromInline let slotSize: Int
+  @usableFromInline let slotAlignment: Int
+  /// Deinitializes a slot holding a value; nil when the slot's type is plain data, which
+  /// needs none. A closure of its own, specialized for the slot's type, so that releasing a
+  /// snapshot calls nothing else.
+  @usableFromInline let destroySlot: (@Sendable (UnsafeMutableRawPointer) -> Void)?
+
+  /// Every access to the model's property, in one closure: one closure capturing the literal
+  /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
+  /// accessor calls (stored elsewhere too, or shared by several closures, it stays a key path).
+  /// The model is nil only for ``AttributeOperation/keyPath``.
+  ///
+  /// The model comes as `AnyObject` (always a `Model`), so that the entity can keep the
+  /// closures of all attributes in one non-generic array and call them without generic
+  /// metadata lookups per row.
+  @usableFromInline let access: AttributeAccess
+
+  /// The key path of the property.
+  var keyPath: AnyKeyPath {
+    // The closure answers .keyPath with its key path; `\Model.self` never matches an attribute.
+    ((try? access(nil, .keyPath)) as? AnyKeyPath) ?? \Model.self
+  }
+
+  /// An attribute whose snapshot slot holds a `Slot`.
+  @inlinable
+  init<Slot>(
+    name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
+    isCodable: Bool, valueTypeName: String, slot: Slot.Type, access: @escaping AttributeAccess
+  ) {
+    self.name = name
+    self.options = options
+    self.storageType = storageType
+    self.isOptional = isOptional
+    self.isCodable = isCodable
+    self.valueTypeName = valueTypeName
+    self.slotSize = MemoryLayout<Slot>.size
+    self.slotAlignment = MemoryLayout<Slot>.alignment
+    if _isPOD(Slot.self) {
+      self.destroySlot = nil
+    } else {
+      self.destroySlot = { slot in
+        _ = slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
+      }
+    }
+    self.access = access
+  }
+
+  /// The model's value as stored.
+  func value(_ model: Model) throws -> SQLValue {
+    guard let value = try access(model, .value) as? SQLValue else {
+      throw PersistenceError(
+        code: .invalidValue, message: "The attribute \(name) gave no stored value.")
+    }
+    return value
+  }
+
+  var isUnique: Bool { options.contains(.unique) }
+  var isIndexed: Bool { options.contains(.indexed) || !indexCompanions.isEmpty }
+  /// The further columns of a several-column index (``AttributeOption/indexed(with:)``).
+  var indexCompanions: [String] { options.first { !$0.companions.isEmpty }?.companions ?? [] }
+  var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
+
+  /// An attribute of a type stores keep natively: `String`, `Int`, `Double`, `Bool`, `Date`,
+  /// `UUID`, `Data`, or an optional of one of them.
+  ///
+  /// - Parameters:
+  ///   - keyPath: The model's stored property.
+  ///   - name: The column name: letters, digits and underscores, not starting with `_`.
+  ///   - options: ``AttributeOption/unique``, ``AttributeOption/indexed``,
+  ///     ``AttributeOption/preserveValueOnDeletion``.
+  ///   - storage: Optionally, the `@Observable` macro's backing storage of the property
+  ///     (`\._name` for `name`, reachable from inside the model's declaration). Rows then load
+  ///     into new instances through it, skipping the observation registrar, which nobody can
+  ///     have subscribed to yet (about 600 instructions per attribute and row). Saves and
+  ///     change checks read through it too (no observation access is recorded, so a save
+  ///     inside an observation-tracking block does not depend on every attribute). Every
+  ///     write to a model others may observe, a refresh included, goes through `keyPath`.
+  @inlinable @inline(__always)
+  public static func attribute<Value: PersistableValue>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
+  ) -> ModelAttribute {
+    // Literal key paths, captured as they are so the optimizer can turn them into accessor
+    // calls (an `& Sendable` existential hides them); key paths are immutable. Each branch
+    // makes its own closure, so that no closure tests an optional key path at run time; they
+    // are written out twice because a closure made by a shared helper function kept some key
+    // paths from being folded (seen with perf).
+    nonisolated(unsafe) let keyPath = keyPath
+    let options = Set(options)
+    if let storage {
+      nonisolated(unsafe) let storage = storage
+      return ModelAttribute(
+        name: name, options: options, storageType: Value.storageType,
+        isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+        slot: Value.self
+      ) { object, operation in
+        guard let object else { return keyPath as AnyKeyPath }
+        let model = unsafeDowncast(object, to: Model.self)
+        if case .load(let statement, let index, _, let slot, true) = operation {
+          let value = try Value.read(from: statement, at: index)
+          slot?.store(copy value)
+          model[keyPath: storage] = consume value
+          return ()
+        }
+        return try access(model, keyPath, reading: storage, operation)
+      }
+    }
+    return ModelAttribute(
+      name: name, options: options, storageType: Value.storageType,
+      isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+      slot: Value.self
+    ) { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      return try access(
+        unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, operation)
+    }
+  }
+
+  /// Every operation on a native attribute: writes through `keyPath` (observers are told),
+  /// reads for saving and comparing through `read` (the backing storage when there is one: no
+  /// observation bookkeeping, and a save inside an observation-tracking block does not make it
+  /// depend on every attribute).
+  @inlinable @inline(__always)
+  static func access<Value: PersistableValue>(
+    _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Value>,
+    reading read: ReferenceWritableKeyPath<Model, Value>, _ operation: AttributeOperation
+  ) throws -> Any {
+    switch operation {
+    case .load(let statement, let index, _, let slot, _):
+      let value = try Value.read(from: statement, at: index)
+      model[keyPath: keyPath] = value
+      slot?.store(value)
+    case .bind(let statement, let index):
+      try model[keyPath: read].bind(to: statement, at: index)
+    case .value: return model[keyPath: read].sqlValue
+    case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
+    case .record(let slot): slot.store(model[keyPath: read])
+    case .matches(let slot):
+      return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: read]
+    case .restore(let slot):
+      model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
+    case .keyPath: return keyPath as AnyKeyPath
+    }
+    return ()
+  }
+
+  /// An attribute of any `Codable` type, stored opaquely as JSON in a `BLOB`, like SwiftData's
+  /// `.codable`: use it for types you do not own (a class included).
+  ///
+  /// The value cannot be used in predicates or sort descriptors (they throw), and a change of
+  /// the type's shape triggers no migration: its `Codable` implementation must read older and
+  /// newer encodings. Values are encoded with sorted keys, so equal values store equal bytes.
+  /// Decoding happens when a row is loaded; with ``AttributeOption/sharesEqualValues`` rows
+  /// with equal bytes share one decoded value (decoded once per fetch). `storage` is as for
+  /// ``attribute(_:_:_:storage:)``.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
+    return required(keyPath, name, Set(options), storage: storage, coder: coder)
+  }
+
+  /// An optional `Codable` attribute; `nil` is stored as SQL `NULL`.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value?>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: true,
+      wrap: { $0 }, unwrap: { $0 })
+  }
+
+  /// A `Codable` attribute of a `Hashable` type: as the other overload, and with
+  /// ``AttributeOption/sharesEqualValues`` equal values also reuse one encoding when saved.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & Hashable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(
+      name: name, model: "\(Model.self)", options: Set(options),
+      encodings: EncodingCache<Value>().memo)
+    return required(keyPath, name, Set(options), storage: storage, coder: coder)
+  }
+
+  /// An optional `Codable` attribute of a `Hashable` type (see the non-optional overload).
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & Hashable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
+    _ options: Option..., storage: ReferenceWritableKeyPath<Model, Value?>? = nil
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(
+      name: name, model: "\(Model.self)", options: Set(options),
+      encodings: EncodingCache<Value>().memo)
+    return codable(
+      keyPath, name, Set(options), storage: storage, coder: coder, isOptional: true,
+      wrap: { $0 }, unwrap: { $0 })
+  }
+
+  /// A non-optional `.codable` attribute: `NULL` in its column is an error.
+  @inlinable @inline(__always)
+  static func required<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String, _ options: Set<Option>,
+    storage: ReferenceWritableKeyPath<Model, Value>?, coder: CodableColumn<Value>
+  ) -> ModelAttribute {
+    codable(
+      keyPath, name, options, storage: storage, coder: coder, isOptional: false,
+      wrap: { value in
+        guard let value else { throw coder.nullError() }
+        return value
+      }, unwrap: { $0 })
+  }
+
+  /// A `.codable` attribute whose property holds `Stored` (the value, or its optional):
+  /// `wrap` turns a decoded value (nil for `NULL`) into the property's value or throws,
+  /// `unwrap` is the reverse. As for ``attribute(_:_:_:storage:)``, each branch makes its own
+  /// closure around literal key paths.
+  @inlinable @inline(__always)
+  static func codable<Value: Codable & SendableMetatype, Stored>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Stored>, _ name: String, _ options: Set<Option>,
+    storage: ReferenceWritableKeyPath<Model, Stored>?, coder: CodableColumn<Value>,
+    isOptional: Bool, wrap: @escaping @Sendable (Value?) throws -> Stored,
+    unwrap: @escaping @Sendable (Stored) -> Value?
+  ) -> ModelAttribute {
+    typealias Slot = CodableSnapshot<Value>
+    nonisolated(unsafe) let keyPath = keyPath
+    // Written out twice rather than through a shared helper: a closure made by a helper
+    // function kept some key paths from being folded into accessor calls (seen with perf).
+    if let storage {
+      nonisolated(unsafe) let storage = storage
+      return ModelAttribute(
+        name: name, options: options, storageType: .blob, isOptional: isOptional,
+        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
+      ) { object, operation in
+        guard let object else { return keyPath as AnyKeyPath }
+        let model = unsafeDowncast(object, to: Model.self)
+        if case .load(let statement, let index, let cache, let slot, true) = operation {
+          let value = try wrap(coder.read(statement, index, cache))
+          if let slot { slot.store(try coder.snapshot(unwrap(value))) }
+          model[keyPath: storage] = consume value
+          return ()
+        }
+        return try codableAccess(model, keyPath, reading: storage, coder, wrap, unwrap, operation)
+      }
+    }
+    return ModelAttribute(
+      name: name, options: options, storageType: .blob, isOptional: isOptional,
+      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
+    ) { object, operation in
+      guard let object else { return keyPath as AnyKeyPath }
+      return try codableAccess(
+        unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, coder, wrap, unwrap,
+        operation)
+    }
+  }
+
+  /// Every operation on a `.codable` attribute: writes through `keyPath`, reads for saving and
+  /// comparing through `read` (as for native attributes).
+  @inlinable @inline(__always)
+  static func codableAccess<Value: Codable & SendableMetatype, Stored>(
+    _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Stored>,
+    reading read: ReferenceWritableKeyPath<Model, Stored>, _ coder: CodableColumn<Value>,
+    _ wrap: (Value?) throws -> Stored,
+    _ unwrap: (Stored) -> Value?, _ operation: AttributeOperation
+  ) throws -> Any {
+    typealias Slot = CodableSnapshot<Value>
+    switch operation {
+    case .load(let statement, let index, let cache, let slot, _):
+      let value = try wrap(coder.read(statement, index, cache))
+      model[keyPath: keyPath] = value
+      if let slot { slot.store(try coder.snapshot(unwrap(value))) }
+    case .bind(let statement, let index):
+      try coder.bind(unwrap(model[keyPath: read]), statement, index)
+    case .value: return try coder.encode(unwrap(model[keyPath: read]))
+    case .assign(let value): model[keyPath: keyPath] = try wrap(coder.decode(value))
+    case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: read])))
+    case .matches(let slot):
+      return coder.matches(
+        unwrap(model[keyPath: read]), slot.assumingMemoryBound(to: Slot.self).pointee)
+    case .restore(let slot):
+      // A non-optional property keeps its value when the snapshot cannot be restored.
+      model[keyPath: keyPath] = try wrap(
+        coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee))
+    case .keyPath: return keyPath as AnyKeyPath
+    }
+    return ()
+  }
+}

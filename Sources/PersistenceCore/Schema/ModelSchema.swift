@@ -1,0 +1,91 @@
+/// The table and attributes of a ``PersistentModel``, declared once with key paths.
+///
+/// ```swift
+/// static let schema = ModelSchema<Trip>(
+///   "trips",
+///   .attribute(\.id, "id", .unique),
+///   .attribute(\.destination, "destination", .indexed),
+///   .codable(\.placeIdentifier, "place_id"))
+/// ```
+///
+/// The container checks the declaration when it opens a store and throws a
+/// ``PersistenceError`` naming any problem (a bad or repeated name, a `.unique` `.codable`).
+public struct ModelSchema<Model: PersistentModel>: Sendable {
+  /// The table name.
+  public let name: String
+  /// The attributes, in column order.
+  public let attributes: [ModelAttribute<Model>]
+
+  /// Declares a schema: the table name, then the attributes.
+  public init(_ name: String, _ attributes: ModelAttribute<Model>...) {
+    self.name = name
+    self.attributes = attributes
+  }
+
+  /// The index of the attribute stored at `keyPath`, if any.
+  func attributeIndex(for keyPath: AnyKeyPath) -> Int? {
+    attributes.firstIndex { $0.keyPath == keyPath }
+  }
+
+  /// The attribute stored at `keyPath`, if any.
+  public func attribute(for keyPath: AnyKeyPath) -> ModelAttribute<Model>? {
+    attributeIndex(for: keyPath).map { attributes[$0] }
+  }
+
+  func validate() throws {
+    func bad(_ why: String) -> PersistenceError {
+      PersistenceError(
+        code: .invalidValue, message: "The schema of \(Model.self) is invalid: \(why).")
+    }
+    guard isIdentifier(name) else {
+      throw bad(
+        "the table name '\(name)' must be letters, digits and underscores, not starting with '_' or a digit"
+      )
+    }
+    var seen = Set<String>()
+    for attribute in attributes {
+      guard isIdentifier(attribute.name) else {
+        throw bad(
+          "the column name '\(attribute.name)' must be letters, digits and underscores, not starting with '_' or a digit"
+        )
+      }
+      guard seen.insert(attribute.name.lowercased()).inserted else {
+        throw bad("the column name '\(attribute.name)' is used twice")
+      }
+      if attribute.isCodable && (attribute.isUnique || attribute.isIndexed) {
+        throw bad(
+          "the .codable attribute '\(attribute.name)' cannot be .unique or .indexed: its value is opaque"
+        )
+      }
+    }
+    for attribute in attributes {
+      for companion in attribute.indexCompanions
+      where !attributes.contains(where: {
+        $0.name == companion && !$0.isCodable && $0.name != attribute.name
+      }) {
+        throw bad(
+          "the attribute '\(attribute.name)' is indexed with '\(companion)', which is not another stored attribute"
+        )
+      }
+    }
+    let keyPaths = attributes.map(\.keyPath)
+    if Set(keyPaths).count != keyPaths.count {
+      throw bad("a key path is declared twice")
+    }
+  }
+}
+
+func isIdentifier(_ name: String) -> Bool {
+  guard let first = name.unicodeScalars.first, first != "_", !("0"..."9").contains(first) else {
+    return false
+  }
+  return name.unicodeScalars.allSatisfy {
+    ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+  }
+}
+
+/// Quotes an identifier for SQL.
+package func quoted(_ identifier: String) -> String {
+  guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+  return "\"\(identifier.replacingOccurrences(of: "\"", with: "\"\""))\""
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+
+/// Owns a store and the schema of its models; hands out connections to ``ModelContext``s.
+///
+/// The store is kept by a ``StoreEngine``; `ModelContainer(for:configurations:)` from the
+/// `Persistence` module picks SQLite for a file URL or an in-memory store. Opening a container
+/// creates the store, or checks and migrates an existing one:
+/// - a file that is not a store of this library is refused with
+///   ``PersistenceError/Code/notAStore`` and left untouched;
+/// - a store written by a newer version of this library, or with columns the models do not
+///   declare (a newer schema), is refused with ``PersistenceError/Code/newerStore``, untouched;
+/// - an attribute added to a model is added to the table in place, existing rows taking the
+///   model's default value (`nil` for optionals).
+///
+/// `ModelContainer` is `Sendable`; share it between tasks and give each its own context.
+public final class ModelContainer: Sendable {
+  /// The configuration the store was opened with.
+  public let configuration: ModelConfiguration
+  /// The identity of the store, kept in it; history tokens carry it.
+  public let storeIdentifier: UUID
+  let entities: [ObjectIdentifier: EntityDescription]
+  /// The store the engine opened (it keeps an in-memory store alive while the container lives).
+  let store: any OpenStore
+  let broadcaster = ChangeBroadcaster()
+
+  /// Opens (creating if needed) a store for the given model types with `engine`.
+  ///
+  /// - Throws: ``PersistenceError`` when the store cannot be opened, is not a store, or was
+  ///   written by a newer schema; the store is not modified in those cases.
+  public convenience init(
+    for types: any PersistentModel.Type..., engine: any StoreEngine,
+    configurations: ModelConfiguration...
+  ) throws {
+    try self.init(
+      for: types, configuration: configurations.first ?? ModelConfiguration(), engine: engine)
+  }
+
+  /// Opens (creating if needed) a store for the given model types with one configuration and
+  /// `engine`.
+  public init(
+    for types: [any PersistentModel.Type], configuration: ModelConfiguration,
+    engine: any StoreEngine
+  ) throws {
+    self.configuration = configuration
+    var entities: [ObjectIdentifier: EntityDescription] = [:]
+    var names = Set<String>()
+    for type in types {
+      let entity = try EntityDescription(type)
+      guard names.insert(entity.name.lowercased()).inserted else {
+        throw PersistenceError(
+          code: .invalidValue, message: "Two model types use the table name '\(entity.name)'.")
+      }
+      entities[entity.modelType] = entity
+    }
+    self.entities = entities
+    store = try engine.openStore(
+      configuration, entities: entities.values.sorted { $0.name < $1.name })
+    storeIdentifier = store.identifier
+  }
+
+  /// A new connection to the store; `cacheSizeKiB` overrides the configuration's page cache
+  /// (observers read little and keep their own connection each).
+  func makeConnection(cacheSizeKiB: Int? = nil) throws -> any StoreConnection {
+    try store.makeConnection(cacheSizeKiB: cacheSizeKiB)
+  }
+
+  func entity<Model: PersistentModel>(for _: Model.Type) throws -> EntityDescription {
+    guard let entity = entities[ObjectIdentifier(Model.self)] else {
+      throw PersistenceError(
+        code: .unknownModel,
+        message: "\(Model.self) is not part of this container. Pass it to ModelContainer(for:).")
+    }
+    return entity
+  }
+
+  /// Checks the store with its engine's own check (SQLite's `PRAGMA integrity_check`) and
+  /// that every history change names an existing transaction. Returns the problems found;
+  /// empty when the store is sound.
+  ///
+  /// Cost: reads the whole store.
+  public func checkIntegrity() throws -> [String] {
+    var problems = try store.checkIntegrity()
+    let connection = try makeConnection()
+    let orphans =
+      try connection.scalarInt(
+        "SELECT count(*) FROM _history_changes WHERE token NOT IN (SELECT token FROM _history_transactions)"
+      ) ?? 0
+    if orphans > 0 { problems.append("\(orphans) history changes have no transaction") }
+    return problems
+  }
+
+  /// Whether the store was opened immutable: read-only in a folder this process cannot write,
+  /// where SQLite cannot make its shared-memory file. Such a store is read as it was when
+  /// opened: changes by other processes are not seen.
+  public var isImmutable: Bool { store.isImmutable }
+
+  /// The table names of the container's models.
+  public var entityNames: [String] { entities.values.map(\.name).sorted() }
+}

@@ -1,0 +1,162 @@
+import CSQLite
+import Foundation
+import PersistenceCore
+
+/// One SQLite connection and its statement cache.
+///
+/// Not thread-safe: each owner (a `ModelContext`, the engine while it opens the store) uses its
+/// own connection from one thread at a time.
+final class Database: StoreConnection {
+  let handle: OpaquePointer
+  let path: String
+  private var cache: [String: Statement] = [:]
+  var collations: [String.StandardComparator: String] = [:]
+
+  /// Opens a connection. `flags` are `SQLITE_OPEN_*` flags; URI filenames are always allowed.
+  init(path: String, flags: Int32) throws {
+    var handle: OpaquePointer?
+    let result = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
+    guard result == SQLITE_OK, let handle else {
+      let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      if let handle { sqlite3_close_v2(handle) }
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "Cannot open the store at \(path): \(message). Check the path and its permissions.",
+        cause: SQLiteResult(code: result, message: message))
+    }
+    self.handle = handle
+    self.path = path
+    sqlite3_extended_result_codes(handle, 1)
+  }
+
+  deinit {
+    cache.removeAll()
+    sqlite3_close_v2(handle)
+  }
+
+  /// Runs one or more statements that take no parameters and return no rows of interest.
+  func execute(_ sql: String) throws {
+    var errorMessage: UnsafeMutablePointer<CChar>?
+    let result = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+    if result != SQLITE_OK {
+      let message =
+        errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+      sqlite3_free(errorMessage)
+      throw error(result, message: message, sql: sql)
+    }
+  }
+
+  /// Prepares a statement that is not cached (for one-off SQL).
+  func prepare(_ sql: String) throws -> any StoreStatement { try prepareStatement(sql) }
+
+  /// Prepares a statement that is not cached (for one-off SQL).
+  func prepareStatement(_ sql: String) throws -> Statement {
+    var statement: OpaquePointer?
+    let result = sqlite3_prepare_v3(handle, sql, -1, 0, &statement, nil)
+    guard result == SQLITE_OK, let statement else {
+      throw error(result, sql: sql)
+    }
+    return Statement(handle: statement, database: self)
+  }
+
+  /// Returns a prepared, reset statement for `sql`, preparing it once per connection.
+  func cachedStatement(_ sql: String) throws -> any StoreStatement { try cached(sql) }
+
+  /// Returns a prepared, reset statement for `sql`, preparing it once per connection.
+  func cached(_ sql: String) throws -> Statement {
+    if let statement = cache[sql] {
+      statement.reset()
+      return statement
+    }
+    var prepared: OpaquePointer?
+    let result = sqlite3_prepare_v3(
+      handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+    guard result == SQLITE_OK, let prepared else {
+      throw error(result, sql: sql)
+    }
+    let statement = Statement(handle: prepared, database: self)
+    cache[sql] = statement
+    return statement
+  }
+
+  /// The rowid of the last successful `INSERT`.
+  var lastInsertedKey: Int64 { sqlite3_last_insert_rowid(handle) }
+
+  /// Rows changed by the last statement.
+  var changedRowCount: Int { Int(sqlite3_changes64(handle)) }
+
+  /// Whether the connection is inside a transaction.
+  var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+  /// `BEGIN IMMEDIATE`: the write lock now (waiting up to the busy timeout).
+  func beginWriting() throws { try execute("BEGIN IMMEDIATE") }
+  /// `BEGIN`: a read transaction from the first read on.
+  func beginReading() throws { try execute("BEGIN") }
+  func commit() throws { try execute("COMMIT") }
+  func rollback() throws { try execute("ROLLBACK") }
+
+  /// `AUTOINCREMENT` keeps the largest token ever issued in `sqlite_sequence`.
+  func lastIssuedHistoryToken() throws -> Int64 {
+    try scalarInt("SELECT seq FROM sqlite_sequence WHERE name = '_history_transactions'") ?? 0
+  }
+
+  /// `EXPLAIN QUERY PLAN`: the detail column of each step.
+  func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String] {
+    let statement = try prepareStatement("EXPLAIN QUERY PLAN " + sql)
+    statement.bindValues(bindings)
+    var lines: [String] = []
+    while try statement.step() { lines.append(statement.text(at: 3)) }
+    return lines
+  }
+
+  /// `PRAGMA data_version`: a read of shared memory that changes only when another
+  /// connection commits.
+  func externalChangeCounter() throws -> Int64 {
+    try scalarInt("PRAGMA data_version") ?? 0
+  }
+
+  /// Makes a ``PersistenceError`` from a SQLite result code, mapping the codes users can act on.
+  func error(_ result: Int32, message: String? = nil, sql: String? = nil) -> PersistenceError {
+    let text = message ?? String(cString: sqlite3_errmsg(handle))
+    let cause = SQLiteResult(code: result, message: text)
+    switch result & 0xFF {
+    case SQLITE_NOTADB:
+      return PersistenceError(
+        code: .notAStore,
+        message:
+          "The file at \(path) is not a SQLite database, or it is damaged. It was left untouched.",
+        cause: cause)
+    case SQLITE_CORRUPT:
+      return PersistenceError(
+        code: .notAStore,
+        message:
+          "The store at \(path) is damaged. It was left untouched; restore it from a backup.",
+        cause: cause)
+    case SQLITE_BUSY, SQLITE_LOCKED:
+      return PersistenceError(
+        code: .busy,
+        message:
+          "The store at \(path) stayed locked by another writer past the busy timeout. Try again.",
+        cause: cause)
+    case SQLITE_READONLY:
+      return PersistenceError(
+        code: .readOnly,
+        message:
+          "The store at \(path) is read-only. Check the permissions of the file and its folder.",
+        cause: cause)
+    case SQLITE_CONSTRAINT:
+      return PersistenceError(
+        code: .uniqueConstraint, message: "A constraint failed: \(text).", cause: cause)
+    case SQLITE_FULL:
+      return PersistenceError(
+        code: .storeFull,
+        message:
+          "The disk (or the store's size limit) is full at \(path). Nothing was written; free space and try again.",
+        cause: cause)
+    default:
+      let location = sql.map { " while running \($0.prefix(200))" } ?? ""
+      return PersistenceError(code: .engine, message: "SQLite failed\(location).", cause: cause)
+    }
+  }
+}

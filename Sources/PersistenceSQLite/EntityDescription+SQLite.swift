@@ -1,0 +1,76 @@
+import Foundation
+import PersistenceCore
+
+// The SQL SQLite's stores are made of: tables, columns and indexes for each entity.
+extension EntityDescription {
+  /// `CREATE TABLE` for a new store.
+  var createTableSQL: String {
+    let definitions = ["\"_pk\" INTEGER PRIMARY KEY AUTOINCREMENT"] + columns.map(\.definition)
+    return "CREATE TABLE \(quoted(name)) (\(definitions.joined(separator: ", ")))"
+  }
+
+  /// The names of the indexes for `.unique` and `.indexed` columns.
+  var indexNames: [String] {
+    columns.compactMap { column in
+      if column.isUnique { return "\(name)_\(column.name)_unique" }
+      if !column.indexCompanions.isEmpty {
+        return "\(name)_" + ([column.name] + column.indexCompanions).joined(separator: "_")
+          + "_index"
+      }
+      if column.isIndexed { return "\(name)_\(column.name)_index" }
+      return nil
+    }
+  }
+
+  /// `CREATE INDEX` statements for `.unique` and `.indexed` columns.
+  var createIndexSQL: [String] {
+    columns.compactMap { column in
+      if column.isUnique {
+        return
+          "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
+      }
+      if !column.indexCompanions.isEmpty {
+        let columns = [column.name] + column.indexCompanions
+        let indexName = "\(name)_" + columns.joined(separator: "_") + "_index"
+        return
+          "CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(columns.map(quoted).joined(separator: ", ")))"
+      }
+      if column.isIndexed {
+        return
+          "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_index")) ON \(quoted(name)) (\(quoted(column.name)))"
+      }
+      return nil
+    }
+  }
+}
+
+extension EntityDescription.Column {
+  /// The column definition. A non-optional column gets the model's default value, so a column
+  /// added later fills existing rows with it.
+  var definition: String {
+    var text = "\(quoted(name)) \(storageType.rawValue)"
+    if !isOptional {
+      text += " NOT NULL DEFAULT \(defaultValue.sqlLiteral)"
+    }
+    return text
+  }
+}
+
+extension SQLValue {
+  /// The value as a SQL literal, for `DEFAULT` clauses only (never for user data in queries).
+  var sqlLiteral: String {
+    switch self {
+    case .null: "NULL"
+    case .integer(let value): String(value)
+    case .real(let value):
+      value.isFinite ? "\(value)" : (value > 0 ? "9e999" : (value < 0 ? "-9e999" : "NULL"))
+    case .text(let value): "'\(value.replacingOccurrences(of: "'", with: "''"))'"
+    case .blob(let value): "x'\(value.map { hexDigits[Int($0)] }.joined())'"
+    }
+  }
+}
+
+private let hexDigits: [String] = (0..<256).map { byte in
+  let digits = Array("0123456789abcdef")
+  return String([digits[byte >> 4], digits[byte & 15]])
+}

@@ -1,0 +1,263 @@
+import CSQLite
+import Foundation
+import PersistenceCore
+
+/// Opening, checking, creating and migrating a store file.
+enum StoreFile {
+  static let metaTable = StoreLayout.metaTable
+  /// The on-disk format this version writes (`PRAGMA user_version`).
+  static let formatVersion: Int64 = 1
+  /// `PRAGMA application_id`: 'TRPS'.
+  static let applicationID: Int64 = 0x5452_5053
+
+  /// Opens the store at `path`, checks it, creates or migrates its tables, and returns the
+  /// connection used and the store's identifier. Nothing is written to a file that fails a check.
+  static func open(
+    path: String, url: URL?, flags: Int32, entities: [EntityDescription],
+    configuration: ModelConfiguration
+  ) throws -> (Database, UUID) {
+    var flags = flags
+    if let url {
+      var isDirectory: ObjCBool = false
+      if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+        if isDirectory.boolValue {
+          throw PersistenceError(
+            code: .cannotOpen,
+            message: "The store path \(url.path) is a directory. Give a file path.")
+        }
+      } else if configuration.allowsSave {
+        let folder = url.deletingLastPathComponent()
+        do {
+          try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+          throw PersistenceError(
+            code: .cannotOpen,
+            message:
+              "Cannot create the folder \(folder.path) for the store. Check its permissions.",
+            cause: error as NSError)
+        }
+        flags |= SQLITE_OPEN_CREATE
+      } else {
+        throw PersistenceError(
+          code: .cannotOpen, message: "There is no store at \(url.path) to open read-only.")
+      }
+    }
+    let database = try Database(path: path, flags: flags)
+    try configure(database, configuration: configuration)
+
+    // Read before writing anything: a foreign or newer file must stay as it is.
+    let applicationID: Int64
+    let version: Int64
+    let tables: Set<String>
+    do {
+      applicationID = try database.scalarInt("PRAGMA application_id") ?? 0
+      version = try database.scalarInt("PRAGMA user_version") ?? 0
+      tables = try tableNames(database)
+    }
+    let isFresh: Bool
+    if applicationID == Self.applicationID {
+      guard version <= formatVersion else {
+        throw PersistenceError(
+          code: .newerStore,
+          message:
+            "The store at \(path) was written by a newer version of this library (format \(version), this version reads up to \(formatVersion)). Update the library; the file was left untouched."
+        )
+      }
+      isFresh = false
+    } else if applicationID == 0 && tables.isEmpty {
+      isFresh = true
+    } else {
+      throw PersistenceError(
+        code: .notAStore,
+        message:
+          "The file at \(path) is a SQLite database but not a store of this library (it holds \(tables.isEmpty ? "no tables" : tables.sorted().prefix(5).joined(separator: ", "))). It was left untouched; choose another path."
+      )
+    }
+
+    if !configuration.allowsSave {
+      if isFresh {
+        throw PersistenceError(
+          code: .cannotOpen, message: "The file at \(path) is empty: there is no store to read.")
+      }
+      try check(database, entities: entities, migrate: false)
+      return (database, try storeIdentifier(database))
+    }
+
+    // A store that is already current needs no write: checking it in a read transaction keeps
+    // opening from taking the write lock, which busy writers would otherwise wait for.
+    if !isFresh, version == formatVersion, try isCurrent(database, entities) {
+      if url != nil, try database.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {
+        let mode = try database.prepare("PRAGMA journal_mode=WAL")
+        _ = try mode.step()
+      }
+      return (database, try storeIdentifier(database))
+    }
+    if url != nil {
+      let mode = try database.prepare("PRAGMA journal_mode=WAL")
+      _ = try mode.step()
+    }
+    try database.execute("BEGIN IMMEDIATE")
+    do {
+      try database.execute(
+        """
+        CREATE TABLE IF NOT EXISTS \(metaTable) (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS _history_transactions (
+          token INTEGER PRIMARY KEY AUTOINCREMENT, author TEXT, timestamp REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS _history_changes (
+          id INTEGER PRIMARY KEY, token INTEGER NOT NULL, entity TEXT NOT NULL,
+          pk INTEGER NOT NULL, kind INTEGER NOT NULL, attributes TEXT);
+        CREATE INDEX IF NOT EXISTS _history_changes_token ON _history_changes (token);
+        CREATE INDEX IF NOT EXISTS _history_changes_row ON _history_changes (entity, pk);
+        CREATE TABLE IF NOT EXISTS _history_tombstones (
+          change INTEGER NOT NULL, attribute TEXT NOT NULL, value,
+          PRIMARY KEY (change, attribute)) WITHOUT ROWID;
+        INSERT OR IGNORE INTO \(metaTable) (key, value) VALUES ('history_floor', 0);
+        """)
+      let insertID = try database.prepare(
+        "INSERT OR IGNORE INTO \(metaTable) (key, value) VALUES ('store_identifier', ?)")
+      insertID.bindText(UUID().uuidString, at: 1)
+      try insertID.run()
+      try check(database, entities: entities, migrate: true)
+      try database.execute(
+        "PRAGMA application_id = \(Self.applicationID); PRAGMA user_version = \(formatVersion)"
+      )
+      try database.execute("COMMIT")
+    } catch {
+      try? database.execute("ROLLBACK")
+      throw error
+    }
+    return (database, try storeIdentifier(database))
+  }
+
+  /// The path to open a store read-only with. WAL readers need SQLite's shared-memory file
+  /// beside the store; in a folder this process cannot write, where that file cannot be made,
+  /// the store is opened immutable instead (read as it is, without locks), unless its
+  /// write-ahead log holds commits not yet in the file, which an immutable reader would miss.
+  static func readOnlyPath(for url: URL) throws -> String {
+    let path = url.path
+    let folder = url.deletingLastPathComponent().path
+    let manager = FileManager.default
+    guard manager.fileExists(atPath: path), access(folder, W_OK) != 0,
+      !manager.fileExists(atPath: path + "-shm")
+    else { return path }
+    let log = (try? manager.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+    guard log == 0 else {
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "The store at \(path) is in a folder that cannot be written, and its write-ahead log (\(path)-wal) holds commits not yet in the file. Open it once where the folder can be written, so that SQLite folds the log in."
+      )
+    }
+    let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+    return "file:\(encoded)?immutable=1"
+  }
+
+  /// Whether the store already has everything `open` would create: the history tables, the
+  /// store identifier, and every entity's table, columns and indexes. Reads only.
+  static func isCurrent(_ database: Database, _ entities: [EntityDescription]) throws -> Bool {
+    let tables = try tableNames(database)
+    let required = [metaTable, "_history_transactions", "_history_changes", "_history_tombstones"]
+    guard required.allSatisfy(tables.contains) else { return false }
+    guard (try? storeIdentifier(database)) != nil else { return false }
+    do {
+      try check(database, entities: entities, migrate: false)
+    } catch let error as PersistenceError where error.code == .schemaMismatch {
+      return false  // a table or column to add
+    }
+    let statement = try database.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'")
+    var indexes = Set<String>()
+    while try statement.step() { indexes.insert(statement.text(at: 0)) }
+    let expected =
+      ["_history_changes_token", "_history_changes_row"] + entities.flatMap(\.indexNames)
+    return expected.allSatisfy(indexes.contains)
+  }
+
+  /// Sets up a connection: busy timeout, cache, synchronous mode, and the SQL functions and
+  /// collations predicates use.
+  static func configure(_ database: Database, configuration: ModelConfiguration) throws {
+    let timeout = configuration.busyTimeout.components
+    let milliseconds = timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000
+    sqlite3_busy_timeout(database.handle, Int32(clamping: milliseconds))
+    try database.execute(
+      "PRAGMA cache_size = -\(max(configuration.cacheSizeKiB, 64)); PRAGMA synchronous = NORMAL")
+    if let pages = configuration.maximumPageCount {
+      _ = try database.scalarInt("PRAGMA max_page_count = \(max(pages, 1))")
+    }
+    try SQLFunctions.register(on: database)
+  }
+
+  static func tableNames(_ database: Database) throws -> Set<String> {
+    let statement = try database.prepare(
+      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    var names = Set<String>()
+    while try statement.step() { names.insert(statement.text(at: 0)) }
+    return names
+  }
+
+  static func storeIdentifier(_ database: Database) throws -> UUID {
+    let statement = try database.prepare(
+      "SELECT value FROM \(metaTable) WHERE key = 'store_identifier'")
+    guard try statement.step(), let identifier = UUID(uuidString: statement.text(at: 0)) else {
+      throw PersistenceError(
+        code: .notAStore, message: "The store at \(database.path) has no identifier; it is damaged."
+      )
+    }
+    return identifier
+  }
+
+  /// Compares each entity's table with its declaration; creates missing tables and adds
+  /// missing columns when `migrate` is true.
+  static func check(_ database: Database, entities: [EntityDescription], migrate: Bool) throws {
+    let tables = try tableNames(database)
+    for entity in entities.sorted(by: { $0.name < $1.name }) {
+      guard tables.contains(entity.name) else {
+        guard migrate else {
+          throw PersistenceError(
+            code: .schemaMismatch,
+            message:
+              "The store at \(database.path) has no table \(entity.name); open it writable once to create it."
+          )
+        }
+        try database.execute(entity.createTableSQL)
+        for sql in entity.createIndexSQL { try database.execute(sql) }
+        continue
+      }
+      let info = try database.prepare("PRAGMA table_info(\(quoted(entity.name)))")
+      var stored: [String: String] = [:]
+      while try info.step() { stored[info.text(at: 1)] = info.text(at: 2).uppercased() }
+      stored["_pk"] = nil
+      let declared = Dictionary(uniqueKeysWithValues: entity.columns.map { ($0.name, $0) })
+      let unknown = stored.keys.filter { declared[$0] == nil }.sorted()
+      guard unknown.isEmpty else {
+        throw PersistenceError(
+          code: .newerStore,
+          message:
+            "The table \(entity.name) in \(database.path) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the file was left untouched."
+        )
+      }
+      for column in entity.columns {
+        if let type = stored[column.name] {
+          guard type == column.storageType.rawValue else {
+            throw PersistenceError(
+              code: .schemaMismatch,
+              message:
+                "The column \(entity.name).\(column.name) is \(type) in the store but the model declares \(column.storageType.rawValue). Changing an attribute's type needs a migration of its own."
+            )
+          }
+        } else {
+          guard migrate else {
+            throw PersistenceError(
+              code: .schemaMismatch,
+              message:
+                "The store at \(database.path) lacks the column \(entity.name).\(column.name); open it writable once to add it."
+            )
+          }
+          try database.execute("ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)")
+        }
+      }
+      if migrate {
+        for sql in entity.createIndexSQL { try database.execute(sql) }
+      }
+    }
+  }
+}
