@@ -7,9 +7,8 @@ protocol EntityOperations: AnyObject {
   var statements: EntityStatements { get }
   var uniqueIndexes: [Int] { get }
   var preservedIndexes: [Int] { get }
-  /// The size and alignment of a snapshot, which a registration keeps in its tail.
-  var snapshotSize: Int { get }
-  var snapshotAlignment: Int { get }
+  /// The layout of a snapshot, which a registration keeps in its tail.
+  var snapshotLayout: SnapshotLayout { get }
   /// A new, empty instance to load a row into (`PersistentModel.makeForLoading()`).
   func makeModelForLoading() -> AnyObject
   /// Loads a row into a model (see `Entity.load`).
@@ -69,9 +68,6 @@ final class EntityStatements: Sendable {
   }
 }
 
-/// Deinitializes one snapshot slot (see `ModelAttribute.destroySlot`).
-typealias SlotDestroyer = @Sendable (UnsafeMutableRawPointer) -> Void
-
 /// The operations on one model type, and the layout of its snapshots: one slot per attribute,
 /// each holding a value of the attribute's own type, in the tail of the model's registration.
 final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
@@ -83,13 +79,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let preservedIndexes: [Int]
   /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
   let accesses: [AttributeAccess]
-  /// Each attribute's slot offset in a snapshot.
-  let offsets: [Int]
-  /// The slots that need deinitializing (not plain data), in order: the attribute's index,
-  /// its slot's offset, and how to deinitialize it.
-  let nontrivialSlots: [(index: Int, offset: Int, destroy: SlotDestroyer)]
-  let snapshotSize: Int
-  let snapshotAlignment: Int
+  let snapshotLayout: SnapshotLayout
 
   init() {
     let schema = Model.schema
@@ -103,22 +93,12 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
     accesses = schema.attributes.map(\.access)
-    var offsets: [Int] = []
-    var size = 0
-    var alignment = 1
-    for attribute in schema.attributes {
-      let slotAlignment = max(attribute.slotAlignment, 1)
-      size = (size + slotAlignment - 1) / slotAlignment * slotAlignment
-      offsets.append(size)
-      size += attribute.slotSize
-      alignment = max(alignment, slotAlignment)
-    }
-    self.offsets = offsets
-    nontrivialSlots = schema.attributes.indices.compactMap { index in
-      schema.attributes[index].destroySlot.map { (index, offsets[index], $0) }
-    }
-    snapshotSize = max(size, 1)
-    snapshotAlignment = alignment
+    snapshotLayout = SnapshotLayout(
+      schema.attributes.map {
+        SnapshotLayout.Slot(
+          size: $0.slotSize, alignment: $0.slotAlignment, type: $0.slotType,
+          destroy: $0.destroySlot)
+      })
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
@@ -134,7 +114,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     if let snapshot = registration.snapshot {
       for index in accesses.indices {
         _ = try accesses[index](
-          model, .record(SnapshotSlot(snapshot + offsets[index], isInitialized: true)))
+          model, .record(snapshotLayout.slot(index, of: snapshot, isInitialized: true)))
       }
       return
     }
@@ -153,11 +133,11 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     var done = 0
     do {
       for index in accesses.indices {
-        try fill(index, SnapshotSlot(snapshot + offsets[index], isInitialized: false))
+        try fill(index, snapshotLayout.slot(index, of: snapshot, isInitialized: false))
         done += 1
       }
     } catch {
-      destroy(snapshot, initialized: done)
+      snapshotLayout.destroy(snapshot, initialized: done)
       throw error
     }
     registration.hasSnapshot = true
@@ -168,8 +148,14 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     let model = registration.model
     var changed: [Int] = []
     for index in accesses.indices {
-      let same = (try? accesses[index](model, .matches(snapshot + offsets[index]))) as? Bool
-      if same != true { changed.append(index) }
+      // A value that cannot be compared (its encoding throws) counts as changed: the save
+      // then meets the same error and reports it.
+      let slot = snapshotLayout.slot(index, of: snapshot, isInitialized: true)
+      guard let answer = try? accesses[index](model, .matches(slot)) else {
+        changed.append(index)
+        continue
+      }
+      if !answer.isMatch(columnNames[index]) { changed.append(index) }
     }
     return changed
   }
@@ -177,17 +163,14 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   func restore(_ registration: ModelContext.Registration) {
     guard let snapshot = registration.snapshot else { return }
     for index in accesses.indices {
-      _ = try? accesses[index](registration.model, .restore(snapshot + offsets[index]))
+      _ = try? accesses[index](
+        registration.model,
+        .restore(snapshotLayout.slot(index, of: snapshot, isInitialized: true)))
     }
   }
 
   func destroySnapshot(_ snapshot: UnsafeMutableRawPointer) {
-    destroy(snapshot, initialized: accesses.count)
-  }
-
-  /// Deinitializes the first `count` slots of a snapshot.
-  private func destroy(_ snapshot: UnsafeMutableRawPointer, initialized count: Int) {
-    for slot in nontrivialSlots where slot.index < count { slot.destroy(snapshot + slot.offset) }
+    snapshotLayout.destroy(snapshot, initialized: accesses.count)
   }
 
   func bind(_ model: AnyObject, attribute: Int, to statement: any StoreStatement, at index: Int32)
@@ -197,12 +180,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   }
 
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {
-    guard let value = try accesses[attribute](model, .value) as? SQLValue else {
-      throw PersistenceError(
-        code: .invalidValue,
-        message: "The attribute \(columnNames[attribute]) gave no stored value.")
-    }
-    return value
+    try accesses[attribute](model, .value).storedValue(columnNames[attribute])
   }
 
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws {
@@ -233,7 +211,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       if let snapshot = registration.snapshot {
         for index in accesses.indices {
           current = index
-          let slot = SnapshotSlot(snapshot + offsets[index], isInitialized: true)
+          let slot = snapshotLayout.slot(index, of: snapshot, isInitialized: true)
           _ = try accesses[index](
             object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
         }

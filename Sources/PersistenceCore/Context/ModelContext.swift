@@ -56,7 +56,7 @@ public final class ModelContext {
     /// A registration with room for the entity's snapshot, which holds no values yet.
     static func make(model: AnyObject, entity: any EntityOperations) -> Registration {
       // Words enough for the snapshot wherever its alignment puts it in the tail.
-      let bytes = entity.snapshotSize + max(entity.snapshotAlignment - 8, 0)
+      let bytes = entity.snapshotLayout.storageBytes
       let buffer = create(minimumCapacity: (bytes + 7) / 8) { _ in
         RegistrationState(model: model, entity: entity)
       }
@@ -92,11 +92,8 @@ public final class ModelContext {
 
     /// Where the snapshot lives: in this object's tail, so valid as long as it is.
     var snapshotStorage: UnsafeMutableRawPointer {
-      let alignment = state.pointee.entity.snapshotAlignment
-      return withUnsafeMutablePointerToElements { elements in
-        let raw = UnsafeMutableRawPointer(elements)
-        return alignment <= 8 ? raw : raw.alignedUp(toMultipleOf: alignment)
-      }
+      let layout = state.pointee.entity.snapshotLayout
+      return withUnsafeMutablePointerToElements { layout.start(in: UnsafeMutableRawPointer($0)) }
     }
 
     /// The snapshot when it holds values.

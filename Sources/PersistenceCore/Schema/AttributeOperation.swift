@@ -1,9 +1,42 @@
 import Foundation
-import Synchronization
 
 /// An attribute's access closure: the model (nil to ask for the key path), and what to do.
 @usableFromInline
-typealias AttributeAccess = @Sendable (AnyObject?, AttributeOperation) throws -> Any
+typealias AttributeAccess = @Sendable (AnyObject?, AttributeOperation) throws -> AttributeAnswer
+
+/// What an attribute's access closure answers: each operation has exactly one kind of answer
+/// (see ``AttributeOperation``), and a caller that gets another has met a programming error,
+/// which traps (never a silent "changed" or a stand-in key path).
+@usableFromInline
+enum AttributeAnswer {
+  /// The operation was done (`load`, `bind`, `assign`, `record`, `restore`).
+  case done
+  /// The stored form of the property (`value`).
+  case value(SQLValue)
+  /// Whether the property equals the snapshot's value (`matches`).
+  case matches(Bool)
+  /// The property's key path (`keyPath`).
+  case keyPath(AnyKeyPath)
+
+  /// The answer to `value`.
+  func storedValue(_ attribute: String) -> SQLValue {
+    guard case .value(let value) = self else { mismatch(attribute, "value") }
+    return value
+  }
+  /// The answer to `matches`.
+  func isMatch(_ attribute: String) -> Bool {
+    guard case .matches(let same) = self else { mismatch(attribute, "matches") }
+    return same
+  }
+  /// The answer to `keyPath`.
+  func keyPath(_ attribute: String) -> AnyKeyPath {
+    guard case .keyPath(let keyPath) = self else { mismatch(attribute, "keyPath") }
+    return keyPath
+  }
+  private func mismatch(_ attribute: String, _ operation: String) -> Never {
+    preconditionFailure("The attribute \(attribute) answered \(self) to \(operation).")
+  }
+}
 
 /// What ``ModelAttribute``'s access closure is asked to do with a model's property.
 @usableFromInline
@@ -20,41 +53,9 @@ enum AttributeOperation {
   /// Copy the property into a snapshot slot.
   case record(SnapshotSlot)
   /// Answer whether the property equals the value in an initialized slot (a `Bool`).
-  case matches(UnsafeMutableRawPointer)
+  case matches(SnapshotSlot)
   /// Set the property back to the value in an initialized slot.
-  case restore(UnsafeMutableRawPointer)
+  case restore(SnapshotSlot)
   /// Answer the key path (asked with no model).
   case keyPath
-}
-
-/// One attribute's place in a model's snapshot: raw memory laid out by the entity, holding a
-/// value of the attribute's own type (no `Any` box), initialized or not yet.
-@usableFromInline
-struct SnapshotSlot {
-  @usableFromInline let pointer: UnsafeMutableRawPointer
-  @usableFromInline let isInitialized: Bool
-
-  init(_ pointer: UnsafeMutableRawPointer, isInitialized: Bool) {
-    self.pointer = pointer
-    self.isInitialized = isInitialized
-  }
-
-  /// Puts `value` in the slot, replacing the value there if any (taking it over: a caller's
-  /// last use moves it in, with no copy).
-  @inlinable @inline(__always)
-  func store<Value>(_ value: consuming Value) {
-    if isInitialized {
-      pointer.assumingMemoryBound(to: Value.self).pointee = value
-    } else {
-      pointer.initializeMemory(as: Value.self, to: value)
-    }
-  }
-}
-
-/// The snapshot of a `.codable` value: the value itself when it is `Equatable`, else its
-/// stored encoding (a mutable instance would change under a kept reference).
-@usableFromInline
-enum CodableSnapshot<Value> {
-  case value(Value?)
-  case encoded(SQLValue)
 }

@@ -29,6 +29,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
   @usableFromInline let slotSize: Int
   @usableFromInline let slotAlignment: Int
+  /// The slot's type, which ``SnapshotSlot`` checks in debug builds.
+  @usableFromInline let slotType: ObjectIdentifier
   /// Deinitializes a slot holding a value; nil when the slot's type is plain data, which
   /// needs none. A closure of its own, specialized for the slot's type, so that releasing a
   /// snapshot calls nothing else.
@@ -46,8 +48,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
 
   /// The key path of the property.
   var keyPath: AnyKeyPath {
-    // The closure answers .keyPath with its key path; `\Model.self` never matches an attribute.
-    ((try? access(nil, .keyPath)) as? AnyKeyPath) ?? \Model.self
+    do {
+      return try access(nil, .keyPath).keyPath(name)
+    } catch {
+      preconditionFailure("The attribute \(name) threw when asked its key path: \(error)")
+    }
   }
 
   /// An attribute whose snapshot slot holds a `Slot`.
@@ -64,6 +69,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.valueTypeName = valueTypeName
     self.slotSize = MemoryLayout<Slot>.size
     self.slotAlignment = MemoryLayout<Slot>.alignment
+    self.slotType = ObjectIdentifier(Slot.self)
     if _isPOD(Slot.self) {
       self.destroySlot = nil
     } else {
@@ -76,11 +82,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
 
   /// The model's value as stored.
   func value(_ model: Model) throws -> SQLValue {
-    guard let value = try access(model, .value) as? SQLValue else {
-      throw PersistenceError(
-        code: .invalidValue, message: "The attribute \(name) gave no stored value.")
-    }
-    return value
+    try access(model, .value).storedValue(name)
   }
 
   var isUnique: Bool { options.contains(.unique) }
@@ -123,13 +125,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
         slot: Value.self
       ) { object, operation in
-        guard let object else { return keyPath as AnyKeyPath }
+        guard let object else { return .keyPath(keyPath) }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, _, let slot, true) = operation {
           let value = try Value.read(from: statement, at: index)
           slot?.store(copy value)
           model[keyPath: storage] = consume value
-          return ()
+          return .done
         }
         return try access(model, keyPath, reading: storage, operation)
       }
@@ -139,7 +141,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
       slot: Value.self
     ) { object, operation in
-      guard let object else { return keyPath as AnyKeyPath }
+      guard let object else { return .keyPath(keyPath) }
       return try access(
         unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, operation)
     }
@@ -153,7 +155,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   static func access<Value: PersistableValue>(
     _ model: Model, _ keyPath: ReferenceWritableKeyPath<Model, Value>,
     reading read: ReferenceWritableKeyPath<Model, Value>, _ operation: AttributeOperation
-  ) throws -> Any {
+  ) throws -> AttributeAnswer {
     switch operation {
     case .load(let statement, let index, _, let slot, _):
       let value = try Value.read(from: statement, at: index)
@@ -161,16 +163,16 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       slot?.store(value)
     case .bind(let statement, let index):
       try model[keyPath: read].bind(to: statement, at: index)
-    case .value: return model[keyPath: read].sqlValue
+    case .value: return .value(model[keyPath: read].sqlValue)
     case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
     case .record(let slot): slot.store(model[keyPath: read])
     case .matches(let slot):
-      return slot.assumingMemoryBound(to: Value.self).pointee == model[keyPath: read]
+      return .matches(slot.load(as: Value.self) == model[keyPath: read])
     case .restore(let slot):
-      model[keyPath: keyPath] = slot.assumingMemoryBound(to: Value.self).pointee
-    case .keyPath: return keyPath as AnyKeyPath
+      model[keyPath: keyPath] = slot.load(as: Value.self)
+    case .keyPath: return .keyPath(keyPath)
     }
-    return ()
+    return .done
   }
 
   /// An attribute of any `Codable` type, stored opaquely as JSON in a `BLOB`, like SwiftData's
@@ -265,13 +267,13 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         name: name, options: options, storageType: .blob, isOptional: isOptional,
         isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
       ) { object, operation in
-        guard let object else { return keyPath as AnyKeyPath }
+        guard let object else { return .keyPath(keyPath) }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let statement, let index, let cache, let slot, true) = operation {
           let value = try wrap(coder.read(statement, index, cache))
           if let slot { slot.store(try coder.snapshot(unwrap(value))) }
           model[keyPath: storage] = consume value
-          return ()
+          return .done
         }
         return try codableAccess(model, keyPath, reading: storage, coder, wrap, unwrap, operation)
       }
@@ -280,7 +282,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       name: name, options: options, storageType: .blob, isOptional: isOptional,
       isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
     ) { object, operation in
-      guard let object else { return keyPath as AnyKeyPath }
+      guard let object else { return .keyPath(keyPath) }
       return try codableAccess(
         unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, coder, wrap, unwrap,
         operation)
@@ -295,7 +297,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     reading read: ReferenceWritableKeyPath<Model, Stored>, _ coder: CodableColumn<Value>,
     _ wrap: (Value?) throws -> Stored,
     _ unwrap: (Stored) -> Value?, _ operation: AttributeOperation
-  ) throws -> Any {
+  ) throws -> AttributeAnswer {
     typealias Slot = CodableSnapshot<Value>
     switch operation {
     case .load(let statement, let index, let cache, let slot, _):
@@ -304,18 +306,16 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       if let slot { slot.store(try coder.snapshot(unwrap(value))) }
     case .bind(let statement, let index):
       try coder.bind(unwrap(model[keyPath: read]), statement, index)
-    case .value: return try coder.encode(unwrap(model[keyPath: read]))
+    case .value: return .value(try coder.encode(unwrap(model[keyPath: read])))
     case .assign(let value): model[keyPath: keyPath] = try wrap(coder.decode(value))
     case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: read])))
     case .matches(let slot):
-      return coder.matches(
-        unwrap(model[keyPath: read]), slot.assumingMemoryBound(to: Slot.self).pointee)
+      return .matches(coder.matches(unwrap(model[keyPath: read]), slot.load(as: Slot.self)))
     case .restore(let slot):
       // A non-optional property keeps its value when the snapshot cannot be restored.
-      model[keyPath: keyPath] = try wrap(
-        coder.restore(slot.assumingMemoryBound(to: Slot.self).pointee))
-    case .keyPath: return keyPath as AnyKeyPath
+      model[keyPath: keyPath] = try wrap(coder.restore(slot.load(as: Slot.self)))
+    case .keyPath: return .keyPath(keyPath)
     }
-    return ()
+    return .done
   }
 }
