@@ -152,7 +152,7 @@ extension TripStore {
             id = change.tombstone?[\Trip.id]
           } else if let trip = try context.model(for: change.changedIdentifier, as: Trip.self) {
             id = trip.id
-            record = trip.record
+            record = try context.record(of: trip)
           } else {
             continue  // deleted since; the delete follows in the feed (or in a later one)
           }

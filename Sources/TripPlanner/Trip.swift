@@ -24,8 +24,20 @@ import Persistence
   public var latitude: Double
   /// Degrees east of the destination.
   public var longitude: Double
-  /// The destination in an outside gazetteer, stored opaquely.
-  public var placeIdentifier: PlaceIdentifier?
+  /// The destination in an outside gazetteer, stored opaquely. A fetched trip keeps the stored
+  /// bytes and decodes them when this is first read (trips that share a place share one
+  /// identifier); stored bytes that cannot be decoded read as nil, and `trips check` reports
+  /// them.
+  public var placeIdentifier: PlaceIdentifier? {
+    get {
+      access(keyPath: \.placeIdentifier)
+      return _placeFault.value
+    }
+    set {
+      withMutation(keyPath: \.placeIdentifier) { _placeFault.value = newValue }
+    }
+  }
+  @ObservationIgnored private var _placeFault = CodableFault<PlaceIdentifier>()
 
   /// An empty trip with a new random id.
   public convenience init() {
@@ -42,7 +54,6 @@ import Persistence
     endDate = Date(timeIntervalSinceReferenceDate: 0)
     latitude = 0
     longitude = 0
-    placeIdentifier = nil
   }
 
   /// An instance to load a row into, without generating a random id.
@@ -61,7 +72,7 @@ import Persistence
     endDate = record.endDate
     latitude = record.latitude
     longitude = record.longitude
-    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
+    _placeFault = CodableFault(record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
   }
 
   /// Copies every field of `record` except an absent id.
@@ -84,7 +95,8 @@ import Persistence
   }
 
   /// The table `trips`. Rows load into new trips through the `@Observable` backing storage
-  /// (`storage:`), without observation bookkeeping.
+  /// (`storage:`), without observation bookkeeping; the place identifier is loaded as its
+  /// stored bytes and decoded on first access (`fault:`).
   public static let schema = ModelSchema<Trip>(
     "trips",
     .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
@@ -102,7 +114,7 @@ import Persistence
     .attribute(
       \.longitude, "longitude", .indexed(with: "latitude", "start_date", "name"),
       storage: \._longitude),
-    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, storage: \._placeIdentifier))
+    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault))
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {
@@ -290,5 +302,15 @@ public struct TripRecord: Hashable, Sendable {
     throw TripPlannerError(
       code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
       field: first.field)
+  }
+}
+
+extension ModelContext {
+  /// `trip`'s values as a record, its place identifier decoded: unlike ``Trip/record``, which
+  /// reads a place identifier whose stored bytes cannot be decoded as nil, this throws,
+  /// naming the trip, so that nothing is exported or sent without it.
+  public func record(of trip: Trip) throws -> TripRecord {
+    try resolveFaults(CollectionOfOne(trip))
+    return trip.record
   }
 }

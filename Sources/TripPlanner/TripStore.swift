@@ -63,12 +63,20 @@ public final class TripStore {
   public func trips(_ query: TripQuery = TripQuery()) throws -> [Trip] {
     try run {
       guard query.bbox != nil, query.limit != nil, query.sort == .start else {
-        return try context.fetch(query.fetchDescriptor)
+        return try resolved(context.fetch(query.fetchDescriptor))
       }
-      return try context.fetchIdentifiers(query.fetchDescriptor).compactMap {
-        try context.model(for: $0, as: Trip.self)
-      }
+      return try resolved(
+        context.fetchIdentifiers(query.fetchDescriptor).compactMap {
+          try context.model(for: $0, as: Trip.self)
+        })
     }
+  }
+
+  /// `trips`, every place identifier decoded: what the store hands out is read back whole, or
+  /// the read fails naming the damaged trip (``Trip/placeIdentifier`` alone would read as nil).
+  private func resolved<Trips: Sequence<Trip>>(_ trips: Trips) throws -> Trips {
+    try context.resolveFaults(trips)
+    return trips
   }
 
   /// One page of the trips matching `query` (its `offset` and `limit`) and how many match in
@@ -85,11 +93,15 @@ public final class TripStore {
       unpaged.offset = nil
       guard query.bbox != nil, query.limit != nil else {
         return (
-          try context.fetch(query.fetchDescriptor), try context.fetchCount(unpaged.fetchDescriptor)
+          try resolved(context.fetch(query.fetchDescriptor)),
+          try context.fetchCount(unpaged.fetchDescriptor)
         )
       }
       let (identifiers, matched) = try context.fetchPage(query.fetchDescriptor)
-      return (try identifiers.compactMap { try context.model(for: $0, as: Trip.self) }, matched)
+      return (
+        try resolved(identifiers.compactMap { try context.model(for: $0, as: Trip.self) }),
+        matched
+      )
     }
   }
 
@@ -105,7 +117,11 @@ public final class TripStore {
 
   /// The trips matching `query`, grouped by destination (sections in code-point order).
   public func sections(_ query: TripQuery = TripQuery()) throws -> [ResultsSection<String, Trip>] {
-    try run { try context.fetch(query.fetchDescriptor, sectionBy: \.destination) }
+    try run {
+      let sections = try context.fetch(query.fetchDescriptor, sectionBy: \.destination)
+      for section in sections { try context.resolveFaults(section) }
+      return sections
+    }
   }
 
   /// The destinations of the trips matching `query`, each with its number of trips, in
@@ -155,7 +171,8 @@ public final class TripStore {
     let text = id.lowercased()
     if let uuid = UUID(uuidString: text) {
       let trips = try run {
-        try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
+        try resolved(
+          context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid })))
       }
       if let trip = trips.first { return trip }
       throw TripPlannerError(code: .notFound, message: "No trip has the id \(id).")
@@ -174,9 +191,10 @@ public final class TripStore {
     let hasUpper = upper != nil
     let bound = upper ?? lower
     let candidates = try run {
-      try context.fetch(
-        FetchDescriptor<Trip>(
-          predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) }))
+      try resolved(
+        context.fetch(
+          FetchDescriptor<Trip>(
+            predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) })))
     }
     let matches = candidates.filter {
       $0.id.lowercasedString.filter(\.isHexDigit).hasPrefix(digits)
@@ -351,7 +369,9 @@ public final class TripStore {
   public func exportRecords(_ query: TripQuery = TripQuery()) throws -> [TripRecord] {
     var records: [TripRecord] = []
     try run {
-      try context.enumerate(query.fetchDescriptor, batchSize: 10_000) { records.append($0.record) }
+      try context.enumerate(query.fetchDescriptor, batchSize: 10_000) {
+        records.append(try context.record(of: $0))
+      }
     }
     return records
   }

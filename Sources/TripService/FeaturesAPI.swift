@@ -307,7 +307,7 @@ struct FeaturesAPI: Sendable {
     }
     let record = try pool.withStore(author: "service") { store in
       try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
-        .first?.record
+        .first.map { try store.context.record(of: $0) }
     }
     guard let record else {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")

@@ -191,7 +191,8 @@ final class ItemsStreams: Sendable {
           if matches {
             state.matching.insert(key)
             events += event(
-              transaction.token, was ? "update" : "insert", TripGeoJSON.feature(trip.record))
+              transaction.token, was ? "update" : "insert",
+              TripGeoJSON.feature(try store.context.record(of: trip)))
           } else if was {
             state.matching.remove(key)
             events += event(transaction.token, "delete", deleted(trip.id))
@@ -226,7 +227,9 @@ final class ItemsStreams: Sendable {
         where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
           error.code)
       {
-        let records = try store.context.fetch(descriptor).map(\.record)
+        let trips = try store.context.fetch(descriptor)
+        try store.context.resolveFaults(trips)
+        let records = trips.map(\.record)
         stream.send(
           Self.event(
             last, "reset",
@@ -251,7 +254,7 @@ final class ItemsStreams: Sendable {
           if try descriptor.matches(trip) {
             events += Self.event(
               transaction.token, change.kind == .insert ? "insert" : "update",
-              TripGeoJSON.feature(trip.record))
+              TripGeoJSON.feature(try store.context.record(of: trip)))
           } else {
             events += Self.event(transaction.token, "delete", Self.deleted(trip.id))
           }

@@ -121,3 +121,43 @@ final class TemporaryDirectory {
   func file(_ name: String) -> URL { url.appendingPathComponent(name) }
   deinit { try? FileManager.default.removeItem(at: url) }
 }
+
+/// A model with each `.codable` value twice: decoded when the row loads (`eager…`) and on first
+/// access (`lazy…`, kept in a `CodableFault`), of a `Hashable` type and of a class that is not
+/// `Equatable`.
+@Observable final class Pinned: PersistentModel {
+  var key = ""
+  var eagerTile: Tile? = nil
+  var eagerToken: PlaceToken? = nil
+  @ObservationIgnored var _tileFault = CodableFault<Tile>()
+  @ObservationIgnored var _tokenFault = CodableFault<PlaceToken>()
+  var lazyTile: Tile? {
+    get {
+      access(keyPath: \.lazyTile)
+      return _tileFault.value
+    }
+    set { withMutation(keyPath: \.lazyTile) { _tileFault.value = newValue } }
+  }
+  var lazyToken: PlaceToken? {
+    get {
+      access(keyPath: \.lazyToken)
+      return _tokenFault.value
+    }
+    set { withMutation(keyPath: \.lazyToken) { _tokenFault.value = newValue } }
+  }
+  init() {}
+  init(key: String, tile: Tile?, token: PlaceToken?) {
+    self.key = key
+    eagerTile = tile
+    eagerToken = token
+    _tileFault = CodableFault(tile)
+    _tokenFault = CodableFault(token)
+  }
+  static let schema = ModelSchema<Pinned>(
+    "pinned",
+    .attribute(\.key, "key", .unique),
+    .codable(\.eagerTile, "eager_tile", .sharesEqualValues),
+    .codable(\.lazyTile, "lazy_tile", .sharesEqualValues, fault: \._tileFault),
+    .codable(\.eagerToken, "eager_token", .sharesEqualValues),
+    .codable(\.lazyToken, "lazy_token", .sharesEqualValues, fault: \._tokenFault))
+}

@@ -28,6 +28,9 @@ protocol EntityOperations: AnyObject {
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
   func validate(_ model: AnyObject) throws
+  /// Decodes every value loaded lazily now (see ``CodableFault``), throwing the first failure,
+  /// with its column.
+  func resolve(_ model: AnyObject) throws
 }
 
 /// The SQL a context runs for one entity, built once per entity rather than once per row.
@@ -106,6 +109,17 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   }
 
   func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
+
+  func resolve(_ model: AnyObject) throws {
+    for index in accesses.indices {
+      do {
+        _ = try accesses[index](model, .resolve)
+      } catch var failure as PersistenceError where failure.attribute == nil {
+        failure.attribute = columnNames[index]
+        throw failure
+      }
+    }
+  }
 
   func makeModelForLoading() -> AnyObject { Model.makeForLoading() }
 

@@ -278,7 +278,8 @@ extension ModelContext {
   /// validates it (`validateForSave()`): the check behind `trips check`, which SQLite's
   /// `integrity_check` cannot do (a damaged `.codable` value or an out-of-range number is a
   /// sound page to SQLite). Returns one error per bad row, each naming the row
-  /// (``PersistenceError/row``); empty when every row reads back and is valid.
+  /// (``PersistenceError/row``); empty when every row reads back and is valid. Values loaded
+  /// lazily (``CodableFault``) are decoded here, so that one that cannot be is reported.
   ///
   /// Cost: one pass over the table, O(rows); one model alive at a time. Models are not
   /// registered in the context.
@@ -299,6 +300,7 @@ extension ModelContext {
       do {
         try entity.load(
           model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        try entity.resolve(model)
         try entity.validate(model)
       } catch {
         let failure =
@@ -433,4 +435,40 @@ func describeStoredRow(_ statement: any StoreRow, entity: any EntityOperations) 
   }
   parts.append("row \(statement.int64(at: 0))")
   return "\(entity.name) " + parts.joined(separator: ", ")
+}
+
+extension ModelContext {
+  /// Decodes now every value of `models` that was loaded lazily (``CodableFault``), so that a
+  /// caller about to read them all (an export, a listing) gets a clear error for a damaged one
+  /// instead of a `nil`: the first failure, naming its row and column.
+  ///
+  /// Cost: one decode per distinct stored value not yet decoded; O(models × attributes).
+  public func resolveFaults<Model: PersistentModel>(_ models: some Sequence<Model>) throws {
+    let entity = try entity(for: Model.self)
+    for model in models {
+      do {
+        try entity.resolve(model)
+      } catch let failure as PersistenceError {
+        throw failure.naming(row: describeModel(model, entity: entity))
+      }
+    }
+  }
+
+  /// A model's row as `describeStoredRow` names it: its table, unique attributes and key.
+  func describeModel(_ model: AnyObject, entity: any EntityOperations) -> String {
+    var parts: [String] = []
+    for index in entity.uniqueIndexes {
+      let value: String
+      switch try? entity.value(model, attribute: index) {
+      case .blob(let data) where data.count == 16:
+        value = UUID(bytes16: data).uuidString.lowercased()
+      case .text(let text): value = text
+      case let other?: value = other.description
+      case nil: value = "?"
+      }
+      parts.append("\(entity.columnNames[index]) \(value)")
+    }
+    if let key = registration(for: model)?.primaryKey { parts.append("row \(key)") }
+    return "\(entity.name) " + parts.joined(separator: ", ")
+  }
 }

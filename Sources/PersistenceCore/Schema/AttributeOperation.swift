@@ -56,6 +56,9 @@ enum AttributeOperation {
   case matches(SnapshotSlot)
   /// Set the property back to the value in an initialized slot.
   case restore(SnapshotSlot)
+  /// Decode a value loaded lazily (``CodableFault``) now, throwing when it cannot; other
+  /// attributes have nothing to do.
+  case resolve
   /// Answer the key path (asked with no model).
   case keyPath
 }

@@ -170,6 +170,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       return .matches(slot.load(as: Value.self) == model[keyPath: read])
     case .restore(let slot):
       model[keyPath: keyPath] = slot.load(as: Value.self)
+    case .resolve: break
     case .keyPath: return .keyPath(keyPath)
     }
     return .done
@@ -314,8 +315,90 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     case .restore(let slot):
       // A non-optional property keeps its value when the snapshot cannot be restored.
       model[keyPath: keyPath] = try wrap(coder.restore(slot.load(as: Slot.self)))
+    case .resolve: break
     case .keyPath: return .keyPath(keyPath)
     }
     return .done
+  }
+
+  /// An optional `.codable` attribute decoded on first access: rows load its stored bytes into
+  /// `fault`, the ``CodableFault`` behind the computed property `keyPath` (see
+  /// ``CodableFault`` for the declaration), and the property decodes them when first read. A
+  /// fetch then pays nothing for values nobody reads; with
+  /// ``AttributeOption/sharesEqualValues`` rows with equal bytes share one decoded value.
+  ///
+  /// Stored bytes that cannot be decoded read as `nil`; a column of another storage class is
+  /// still an error when the row loads.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String, _ options: Option...,
+    fault: ReferenceWritableKeyPath<Model, CodableFault<Value>>
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(name: name, model: "\(Model.self)", options: Set(options))
+    return lazyCodable(keyPath, name, Set(options), fault: fault, coder: coder)
+  }
+
+  /// A `.codable` attribute of a `Hashable` type decoded on first access: as the other
+  /// overload, and with ``AttributeOption/sharesEqualValues`` equal values set by the program
+  /// also reuse one encoding when saved.
+  @inlinable @inline(__always)
+  public static func codable<Value: Codable & Hashable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String, _ options: Option...,
+    fault: ReferenceWritableKeyPath<Model, CodableFault<Value>>
+  ) -> ModelAttribute {
+    let coder = CodableColumn<Value>(
+      name: name, model: "\(Model.self)", options: Set(options),
+      encodings: EncodingCache<Value>().memo)
+    return lazyCodable(keyPath, name, Set(options), fault: fault, coder: coder)
+  }
+
+  /// A `.codable` attribute kept in a ``CodableFault``: loads write the fault (and, for models
+  /// others may observe, the property first, which decodes); saves and comparisons read the
+  /// fault, so an unread value is never decoded; writes others must see go through `keyPath`.
+  /// One closure around literal key paths, as for ``attribute(_:_:_:storage:)``.
+  @inlinable @inline(__always)
+  static func lazyCodable<Value: Codable & SendableMetatype>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String, _ options: Set<Option>,
+    fault: ReferenceWritableKeyPath<Model, CodableFault<Value>>, coder: CodableColumn<Value>
+  ) -> ModelAttribute {
+    typealias Slot = CodableFault<Value>
+    nonisolated(unsafe) let keyPath = keyPath
+    nonisolated(unsafe) let fault = fault
+    return ModelAttribute(
+      name: name, options: options, storageType: .blob, isOptional: true, isCodable: true,
+      valueTypeName: "\(Value.self)", slot: Slot.self
+    ) { object, operation in
+      guard let object else { return .keyPath(keyPath) }
+      let model = unsafeDowncast(object, to: Model.self)
+      switch operation {
+      case .load(let row, let index, let cache, let slot, let isNew):
+        let loaded = try coder.fault(row, index, cache)
+        slot?.store(loaded)
+        if !isNew {
+          // Observers are told through the property; the fault then keeps the bytes.
+          model[keyPath: keyPath] = loaded.value
+        }
+        model[keyPath: fault] = loaded
+      case .bind(let statement, let index):
+        try coder.bind(model[keyPath: fault], statement, index)
+      case .value: return .value(try coder.stored(model[keyPath: fault]))
+      case .assign(let value): model[keyPath: keyPath] = try coder.decode(value)
+      case .record(let slot): slot.store(model[keyPath: fault])
+      case .matches(let slot):
+        return .matches(coder.matches(model[keyPath: fault], slot.load(as: Slot.self)))
+      case .restore(let slot):
+        let old = slot.load(as: Slot.self)
+        if !coder.matches(model[keyPath: fault], old) {
+          model[keyPath: keyPath] = old.value
+          model[keyPath: fault] = old
+        }
+      case .resolve:
+        if case .stored(let table, let entry) = model[keyPath: fault].state {
+          _ = try table.decoded(entry)
+        }
+      case .keyPath: return .keyPath(keyPath)
+      }
+      return .done
+    }
   }
 }

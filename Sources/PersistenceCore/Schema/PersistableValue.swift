@@ -47,6 +47,7 @@ extension PersistableValue {
   }
 }
 
+@usableFromInline
 func invalid(_ value: SQLValue, _ type: Any.Type) -> PersistenceError {
   PersistenceError(
     code: .invalidValue,
