@@ -125,15 +125,17 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
         slot: Value.self
       ) { object, operation in
-        guard let object else { return .keyPath(keyPath) }
-        let model = unsafeDowncast(object, to: Model.self)
-        if case .load(let statement, let index, _, let slot, true) = operation {
+        // The row path first, before anything that needs a key path as an object: the
+        // optimizer materializes the key paths (`swift_getKeyPath`) where a branch uses them.
+        if let object, case .load(let statement, let index, _, let slot, true) = operation {
           let value = try Value.read(from: statement, at: index)
           slot?.store(copy value)
-          model[keyPath: storage] = consume value
+          unsafeDowncast(object, to: Model.self)[keyPath: storage] = consume value
           return .done
         }
-        return try access(model, keyPath, reading: storage, operation)
+        guard let object else { return .keyPath(keyPath) }
+        return try access(
+          unsafeDowncast(object, to: Model.self), keyPath, reading: storage, operation)
       }
     }
     return ModelAttribute(
