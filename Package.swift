@@ -104,7 +104,8 @@ let package = Package(
       ],
       path: "Tools/Benchmarks",
       exclude: [
-        "results-1m.json", "results-1m.txt", "results-10k.json", "results-serve-1m.txt", "README.md",
+        "results-1m.json", "results-1m.txt", "results-100k.json", "results-100k.txt",
+        "results-10k.json", "results-10k.txt", "results-serve-1m.txt", "README.md",
       ],
       swiftSettings: swiftSettings
     ),

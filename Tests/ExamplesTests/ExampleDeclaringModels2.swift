@@ -19,13 +19,27 @@ import Persistence
     .attribute(\.created, "created", .indexed))
 }
 
+private struct Cover: Codable, Hashable, Sendable {
+  var url: String
+}
+
+@Observable final private class Album: PersistentModel {
+  var title = ""
+  @ObservationIgnored var _coverFault = CodableFault<Cover>()
+  var cover: Cover? {
+    get {
+      access(keyPath: \.cover)
+      return _coverFault.value
+    }
+    set { withMutation(keyPath: \.cover) { _coverFault.value = newValue } }
+  }
+  init() {}
+  static let schema = ModelSchema<Album>(
+    "albums",
+    .attribute(\.title, "title"),
+    .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
+}
+
 private func exampleDeclaringModels2() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
+
 }
