@@ -121,7 +121,8 @@ struct ServerSyncTests {
     _ = try add("B3", b)
     #expect(try eventually(10) { try contents(s).count == 3 }, "B's changes reached the server")
     // The server goes away and comes back on the same port.
-    #expect(server.stop() == 0)
+    let stopped = server.stop()
+    #expect(stopped == 0, "the server exited with \(stopped): \(server.log.suffix(2000))")
     server = try ServerProcess(store: s, ["--token-file", tokens.path, "--port", port])
     _ = try add("B4", b)
     watchA = try watcher(a, aliceToken, "a2")

@@ -190,7 +190,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   func bind(_ model: AnyObject, attribute: Int, to statement: any StoreStatement, at index: Int32)
     throws
   {
-    _ = try accesses[attribute](model, .bind(statement, index))
+    _ = try accesses[attribute](model, .bind(BorrowedStatement(statement), index))
   }
 
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {
@@ -213,12 +213,15 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   ) throws {
     // The column being read, to name it when its stored value cannot be read.
     var current = 0
+    // The caller holds the row and the cache for the whole call.
+    let row = BorrowedRow(statement)
+    let borrowedCache = BorrowedCache(cache)
     do {
       guard let registration else {
         for index in accesses.indices {
           current = index
           _ = try accesses[index](
-            object, .load(statement, firstColumn + Int32(index), cache, nil, isNew))
+            object, .load(row, firstColumn + Int32(index), borrowedCache, nil, isNew))
         }
         return
       }
@@ -227,14 +230,14 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
           current = index
           let slot = snapshotLayout.slot(index, of: snapshot, isInitialized: true)
           _ = try accesses[index](
-            object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+            object, .load(row, firstColumn + Int32(index), borrowedCache, slot, isNew))
         }
         return
       }
       try makeSnapshot(in: registration) { index, slot in
         current = index
         _ = try accesses[index](
-          object, .load(statement, firstColumn + Int32(index), cache, slot, isNew))
+          object, .load(row, firstColumn + Int32(index), borrowedCache, slot, isNew))
       }
     } catch var failure as PersistenceError where failure.attribute == nil {
       failure.attribute = columnNames[current]

@@ -43,9 +43,9 @@ enum AttributeAnswer {
 enum AttributeOperation {
   /// Read column `index` of the current row into the property, and into the slot if given;
   /// the flag tells that the model is new (no one can observe it yet).
-  case load(any StoreRow, Int32, LoadCache, SnapshotSlot?, Bool)
+  case load(BorrowedRow, Int32, BorrowedCache, SnapshotSlot?, Bool)
   /// Bind the property to parameter `index`.
-  case bind(any StoreStatement, Int32)
+  case bind(BorrowedStatement, Int32)
   /// Answer the property's stored form, an ``SQLValue``.
   case value
   /// Set the property from a stored value.
@@ -61,4 +61,26 @@ enum AttributeOperation {
   case resolve
   /// Answer the key path (asked with no model).
   case keyPath
+}
+
+/// The row of a running fetch, which the operation does not own: the caller keeps it alive for
+/// the call, so passing it costs no retain and release per attribute and row.
+@usableFromInline
+struct BorrowedRow {
+  @usableFromInline unowned(unsafe) let object: any StoreRow
+  @inlinable @inline(__always) init(_ object: any StoreRow) { self.object = object }
+}
+
+/// The statement of a running save, borrowed as ``BorrowedRow`` is.
+@usableFromInline
+struct BorrowedStatement {
+  @usableFromInline unowned(unsafe) let object: any StoreStatement
+  @inlinable @inline(__always) init(_ object: any StoreStatement) { self.object = object }
+}
+
+/// The cache of a running fetch, borrowed as ``BorrowedRow`` is.
+@usableFromInline
+struct BorrowedCache {
+  @usableFromInline unowned(unsafe) let object: LoadCache
+  @inlinable @inline(__always) init(_ object: LoadCache) { self.object = object }
 }

@@ -127,8 +127,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       ) { object, operation in
         // The row path first, before anything that needs a key path as an object: the
         // optimizer materializes the key paths (`swift_getKeyPath`) where a branch uses them.
-        if let object, case .load(let statement, let index, _, let slot, true) = operation {
-          let value = try Value.read(from: statement, at: index)
+        if let object, case .load(let row, let index, _, let slot, true) = operation {
+          let value = try Value.read(from: row.object, at: index)
           slot?.store(copy value)
           unsafeDowncast(object, to: Model.self)[keyPath: storage] = consume value
           return .done
@@ -159,12 +159,12 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     reading read: ReferenceWritableKeyPath<Model, Value>, _ operation: AttributeOperation
   ) throws -> AttributeAnswer {
     switch operation {
-    case .load(let statement, let index, _, let slot, _):
-      let value = try Value.read(from: statement, at: index)
+    case .load(let row, let index, _, let slot, _):
+      let value = try Value.read(from: row.object, at: index)
       model[keyPath: keyPath] = value
       slot?.store(value)
     case .bind(let statement, let index):
-      try model[keyPath: read].bind(to: statement, at: index)
+      try model[keyPath: read].bind(to: statement.object, at: index)
     case .value: return .value(model[keyPath: read].sqlValue)
     case .assign(let value): model[keyPath: keyPath] = try Value(sqlValue: value)
     case .record(let slot): slot.store(model[keyPath: read])
@@ -272,8 +272,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       ) { object, operation in
         guard let object else { return .keyPath(keyPath) }
         let model = unsafeDowncast(object, to: Model.self)
-        if case .load(let statement, let index, let cache, let slot, true) = operation {
-          let value = try wrap(coder.read(statement, index, cache))
+        if case .load(let row, let index, let cache, let slot, true) = operation {
+          let value = try wrap(coder.read(row.object, index, cache.object))
           if let slot { slot.store(try coder.snapshot(unwrap(value))) }
           model[keyPath: storage] = consume value
           return .done
@@ -303,12 +303,12 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   ) throws -> AttributeAnswer {
     typealias Slot = CodableSnapshot<Value>
     switch operation {
-    case .load(let statement, let index, let cache, let slot, _):
-      let value = try wrap(coder.read(statement, index, cache))
+    case .load(let row, let index, let cache, let slot, _):
+      let value = try wrap(coder.read(row.object, index, cache.object))
       model[keyPath: keyPath] = value
       if let slot { slot.store(try coder.snapshot(unwrap(value))) }
     case .bind(let statement, let index):
-      try coder.bind(unwrap(model[keyPath: read]), statement, index)
+      try coder.bind(unwrap(model[keyPath: read]), statement.object, index)
     case .value: return .value(try coder.encode(unwrap(model[keyPath: read])))
     case .assign(let value): model[keyPath: keyPath] = try wrap(coder.decode(value))
     case .record(let slot): slot.store(try coder.snapshot(unwrap(model[keyPath: read])))
@@ -374,7 +374,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {
       case .load(let row, let index, let cache, let slot, let isNew):
-        let loaded = try coder.fault(row, index, cache)
+        let loaded = try coder.fault(row.object, index, cache.object)
         slot?.store(loaded)
         if !isNew {
           // Observers are told through the property; the fault then keeps the bytes.
@@ -382,7 +382,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         }
         model[keyPath: fault] = loaded
       case .bind(let statement, let index):
-        try coder.bind(model[keyPath: fault], statement, index)
+        try coder.bind(model[keyPath: fault], statement.object, index)
       case .value: return .value(try coder.stored(model[keyPath: fault]))
       case .assign(let value): model[keyPath: keyPath] = try coder.decode(value)
       case .record(let slot): slot.store(model[keyPath: fault])
