@@ -234,11 +234,21 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
         }
         return
       }
-      try makeSnapshot(in: registration) { index, slot in
-        current = index
-        _ = try accesses[index](
-          object, .load(row, firstColumn + Int32(index), borrowedCache, slot, isNew))
+      // The common case, a row loaded for the first time: written out rather than through
+      // `makeSnapshot`'s callback, a closure call per attribute and row.
+      let snapshot = registration.snapshotStorage
+      do {
+        for index in accesses.indices {
+          current = index
+          let slot = snapshotLayout.slot(index, of: snapshot, isInitialized: false)
+          _ = try accesses[index](
+            object, .load(row, firstColumn + Int32(index), borrowedCache, slot, isNew))
+        }
+      } catch {
+        snapshotLayout.destroy(snapshot, initialized: current)
+        throw error
       }
+      registration.hasSnapshot = true
     } catch var failure as PersistenceError where failure.attribute == nil {
       failure.attribute = columnNames[current]
       throw failure
