@@ -11,6 +11,7 @@ let package = Package(
   products: [
     .library(name: "Persistence", targets: ["Persistence"]),
     .library(name: "PersistenceCore", targets: ["PersistenceCore"]),
+    .library(name: "PersistencePostgreSQL", targets: ["PersistencePostgreSQL"]),
     .library(name: "Geo", targets: ["Geo"]),
     .library(name: "TripPlanner", targets: ["TripPlanner"]),
     .library(name: "TripService", targets: ["TripService"]),
@@ -21,6 +22,11 @@ let package = Package(
       name: "CSQLite",
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+    ),
+    .systemLibrary(
+      name: "CLibPQ",
+      pkgConfig: "libpq",
+      providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
     ),
     .systemLibrary(
       name: "CProj",
@@ -42,6 +48,12 @@ let package = Package(
     .target(
       name: "PersistenceSQLite",
       dependencies: ["PersistenceCore", "CSQLite"],
+      swiftSettings: swiftSettings
+    ),
+    // The PostgreSQL engine (libpq), for stores several processes on several machines share.
+    .target(
+      name: "PersistencePostgreSQL",
+      dependencies: ["PersistenceCore", "CLibPQ"],
       swiftSettings: swiftSettings
     ),
     .target(
@@ -100,7 +112,8 @@ let package = Package(
     .executableTarget(
       name: "trips-bench",
       dependencies: [
-        "CommandLineKit", "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline", "Persistence", "Geo",
+        "CommandLineKit", "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline",
+        "Persistence", "Geo",
       ],
       path: "Tools/Benchmarks",
       exclude: [
@@ -116,7 +129,10 @@ let package = Package(
     ),
     .testTarget(
       name: "PersistenceTests",
-      dependencies: ["Persistence", "PersistenceCore", "PersistenceSQLite", "TestSupport"],
+      dependencies: [
+        "Persistence", "PersistenceCore", "PersistenceSQLite", "PersistencePostgreSQL",
+        "TestSupport",
+      ],
       swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -139,7 +155,8 @@ let package = Package(
     .testTarget(
       name: "TripsCLITests",
       dependencies: [
-        "TripsCLI", "TripService", "TripPlanner", "Persistence", "PersistenceCore", "PersistenceSQLite",
+        "TripsCLI", "TripService", "TripPlanner", "Persistence", "PersistenceCore",
+        "PersistenceSQLite",
         "Geo", "TestSupport", "trips",
         "trips-generate", "trips-bench",
       ],

@@ -5,6 +5,10 @@
 #   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
 #   pkg-config      lets SwiftPM find both libraries
 #   libmicrohttpd-dev  the HTTP server library of `trips serve`
+#   libpq-dev       PostgreSQL's client library (libpq), for PostgreSQL stores
+#   postgresql      the server the tests start a throwaway cluster of (initdb and pg_ctl under
+#                   /usr/lib/postgresql/*/bin, run as the `postgres` user when the tests run as
+#                   root: PostgreSQL refuses to run as root); its own service is not used
 #   valgrind        the tests' memcheck of the paths that create and fail PROJ objects
 #   curl, gdal-bin  the tests' HTTP clients (gdal-bin: ogrinfo and ogr2ogr's OAPIF driver)
 #   openssl         the tests make a throwaway TLS certificate for `trips serve --tls-cert`
@@ -16,7 +20,7 @@
 #   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public
 #                   symbols); README's service examples, run by the tests, pick answers with it
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev valgrind zsh curl gdal-bin
+packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev libpq-dev postgresql valgrind zsh curl gdal-bin
   openssl libjs-leaflet chromium fonts-dejavu-core jq)
 missing=()
 for package in "${packages[@]}"; do

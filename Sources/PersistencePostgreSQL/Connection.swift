@@ -1,0 +1,203 @@
+import CLibPQ
+import Foundation
+import PersistenceCore
+
+/// One libpq connection (`PGconn`), its owner, and its statement cache.
+///
+/// The connection is this object's alone: made in `init`, finished once in `deinit`
+/// (`PQfinish`); each result (`PGresult`) belongs to the statement that ran it. Not
+/// thread-safe: each owner (a `ModelContext`, an observer) uses its own connection from one
+/// thread at a time, as with SQLite.
+final class Connection: StoreConnection {
+  let handle: OpaquePointer
+  /// Where it connected, without a password, for messages.
+  let location: String
+  private var cache: [String: Statement] = [:]
+  /// The key of the last `INSERT`'s row, read on demand (`lastval()`).
+  private var insertedKeyIsStale = false
+  private var insertedKey: Int64 = 0
+  /// Rows the last statement changed (`PQcmdTuples`).
+  var changedRowCount = 0
+
+  /// Connects. `conninfo` is anything `PQconnectdb` takes: a `postgresql://` URI or
+  /// `key=value` pairs (`service=name` included).
+  ///
+  /// - Throws: `PersistenceError` with `cannotOpen`, naming `location` and the server's or
+  ///   libpq's reason.
+  init(conninfo: String, location: String) throws {
+    guard let handle = PQconnectdb(conninfo) else {
+      throw PersistenceError(
+        code: .cannotOpen, message: "Cannot connect to \(location): out of memory.")
+    }
+    guard PQstatus(handle) == CONNECTION_OK else {
+      let message = Connection.message(handle)
+      PQfinish(handle)
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "Cannot connect to the PostgreSQL store \(location): \(message). Check the URL, that the server runs, and the credentials.",
+        cause: PostgreSQLResult(sqlState: "", message: message))
+    }
+    self.handle = handle
+    self.location = location
+    // Notices ("… already exists, skipping") would go to standard error by default.
+    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    do {
+      // UTF-8 both ways, UTC, and floats written with every digit a `Double` needs.
+      try execute(
+        "SET client_encoding TO 'UTF8'; SET TIME ZONE 'UTC'; SET extra_float_digits TO 3")
+    } catch {
+      // `deinit` does not run for a failed initializer: the connection is finished here.
+      PQfinish(handle)
+      throw error
+    }
+  }
+
+  deinit {
+    cache.removeAll()
+    PQfinish(handle)
+  }
+
+  /// libpq's last message for the connection, without the final line break.
+  static func message(_ handle: OpaquePointer) -> String {
+    guard let text = PQerrorMessage(handle) else { return "unknown error" }
+    return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  /// Runs one or more statements that take no parameters, through the simple query protocol.
+  func execute(_ sql: String) throws {
+    guard let result = PQexec(handle, sql) else { throw lostError(sql: sql) }
+    defer { PQclear(result) }
+    let status = PQresultStatus(result)
+    guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+      throw error(result, sql: sql)
+    }
+    noteCompletion(of: result, sql: sql)
+  }
+
+  /// Prepares a statement for one use.
+  func prepare(_ sql: String) throws -> any StoreStatement { Statement(sql: sql, connection: self) }
+
+  /// A reset statement for `sql`, made once per connection and kept.
+  func cachedStatement(_ sql: String) throws -> any StoreStatement {
+    if let statement = cache[sql] {
+      statement.reset()
+      return statement
+    }
+    let statement = Statement(sql: sql, connection: self)
+    cache[sql] = statement
+    return statement
+  }
+
+  /// The key of the row the last `INSERT` made: `lastval()`, the last value any sequence gave
+  /// this session (each table's `_pk` is an identity column, drawn from its own sequence).
+  var lastInsertedKey: Int64 {
+    if insertedKeyIsStale {
+      insertedKeyIsStale = false
+      insertedKey = (try? scalarInt("SELECT lastval()")) ?? 0
+    }
+    return insertedKey
+  }
+
+  /// Whether a transaction is open (or failed and not yet rolled back).
+  var isInTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+
+  /// The advisory lock key writers take: 'TRPS'. One writer at a time per database, as with
+  /// SQLite, so that history tokens are issued in commit order.
+  static let writeLockKey: Int64 = 0x5452_5053
+
+  /// `BEGIN`, then the store's write lock, held until commit or rollback.
+  func beginWriting() throws {
+    try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+    do {
+      try execute("SELECT pg_advisory_xact_lock(\(Connection.writeLockKey))")
+    } catch {
+      try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// A read transaction that sees one state of the store.
+  func beginReading() throws { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+
+  func commit() throws { try execute("COMMIT") }
+
+  func rollback() throws { try execute("ROLLBACK") }
+
+  /// Code-point order (`"C"`) for lexical comparison, which is Swift's order of NFC text; the
+  /// localized comparators have no collation here yet.
+  func collation(for comparator: String.StandardComparator) throws -> String {
+    if comparator == .lexical { return "\"C\"" }
+    throw PersistenceError(
+      code: .unsupportedPredicate,
+      message:
+        "Sorting by a localized comparator is not supported on PostgreSQL stores yet; sort by .lexical, or sort the fetched models."
+    )
+  }
+
+  /// The newest history token issued: the token sequence's last value (0 before the first).
+  func lastIssuedHistoryToken() throws -> Int64 {
+    try scalarInt(
+      "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM \"_history_transactions_token_seq\""
+    ) ?? 0
+  }
+
+  /// `EXPLAIN`'s lines for `sql`.
+  func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String] {
+    let statement = Statement(sql: "EXPLAIN " + sql, connection: self)
+    statement.bindValues(bindings)
+    var lines: [String] = []
+    while try statement.step() { lines.append(statement.text(at: 0)) }
+    return lines
+  }
+
+  /// The newest committed history token this connection can see.
+  func externalChangeCounter() throws -> Int64 {
+    try scalarInt("SELECT coalesce(max(token), 0) FROM \"_history_transactions\"") ?? 0
+  }
+
+  // MARK: Results and errors
+
+  /// Records what a finished command changed, for ``changedRowCount`` and ``lastInsertedKey``.
+  func noteCompletion(of result: OpaquePointer, sql: String) {
+    let count = PQcmdTuples(result).map { String(cString: $0) } ?? ""
+    changedRowCount = Int(count) ?? 0
+    if let status = PQcmdStatus(result), strncmp(status, "INSERT", 6) == 0 {
+      insertedKeyIsStale = true
+    }
+  }
+
+  /// The error a failed result stands for, with its SQLSTATE mapped to the core's codes.
+  func error(_ result: OpaquePointer, sql: String?) -> PersistenceError {
+    let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map {
+      String(cString: $0)
+    }
+    let message =
+      PQresultErrorMessage(result).map {
+        String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines)
+      } ?? Connection.message(handle)
+    return Connection.error(sqlState: sqlState ?? "", message: message, sql: sql)
+  }
+
+  /// The error for a connection that gave no result at all (lost, or out of memory).
+  func lostError(sql: String?) -> PersistenceError {
+    Connection.error(sqlState: "", message: Connection.message(handle), sql: sql)
+  }
+
+  static func error(sqlState: String, message: String, sql: String?) -> PersistenceError {
+    let cause = PostgreSQLResult(sqlState: sqlState, message: message)
+    let code: PersistenceError.Code
+    switch sqlState {
+    case "23505": code = .uniqueConstraint
+    case "40001", "40P01", "55P03": code = .busy
+    case "25006": code = .readOnly
+    case "53100": code = .storeFull
+    default: code = .engine
+    }
+    let text =
+      sqlState.isEmpty
+      ? "The connection to the PostgreSQL store failed: \(message)" : message
+    return PersistenceError(
+      code: code, message: sql.map { "\(text) (in: \($0))" } ?? text, cause: cause)
+  }
+}

@@ -1,0 +1,255 @@
+import CLibPQ
+import Foundation
+import PersistenceCore
+
+/// A statement of the core's SQL on a PostgreSQL connection: parameters are kept until the
+/// first ``step()``, which runs it (`PQexecParams`, integers, floats and bytes sent in binary,
+/// text as text) and keeps the whole result; further steps move through its rows.
+///
+/// The result (`PGresult`) is this object's alone: cleared once, when the statement is reset,
+/// rewound, runs again or goes away.
+final class Statement: StoreStatement {
+  unowned let connection: Connection
+  /// The SQL with `$N` parameters.
+  let sql: String
+  private var parameters: [Parameter]
+  private var result: OpaquePointer?
+  private var rowCount: Int32 = 0
+  private var row: Int32 = -1
+  /// A problem found while binding (bind functions cannot throw), reported by ``step()``.
+  private var bindingError: PersistenceError?
+  /// The decoded bytes of `bytea` columns of the current row, by column: allocated here,
+  /// freed when the statement steps, is reset or goes away (``releaseDecodedBytes()``).
+  private var decodedBytes: [Int32: UnsafeMutableRawBufferPointer] = [:]
+
+  enum Parameter {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case bytes([UInt8])
+  }
+
+  init(sql: String, connection: Connection) {
+    let (rewritten, count) = Placeholders.rewrite(sql)
+    self.sql = rewritten
+    self.connection = connection
+    parameters = Array(repeating: .null, count: count)
+  }
+
+  deinit {
+    releaseDecodedBytes()
+    if let result { PQclear(result) }
+  }
+
+  private func clearResult() {
+    if let result { PQclear(result) }
+    result = nil
+    rowCount = 0
+    row = -1
+    releaseDecodedBytes()
+  }
+
+  private func releaseDecodedBytes() {
+    guard !decodedBytes.isEmpty else { return }
+    for buffer in decodedBytes.values { buffer.deallocate() }
+    decodedBytes.removeAll(keepingCapacity: true)
+  }
+
+  func reset() {
+    clearResult()
+    bindingError = nil
+    for index in parameters.indices { parameters[index] = .null }
+  }
+
+  func rewind() { clearResult() }
+
+  // MARK: Binding
+
+  private func bind(_ parameter: Parameter, at index: Int32) {
+    guard index >= 1, Int(index) <= parameters.count else {
+      bindingError = PersistenceError(
+        code: .engine,
+        message:
+          "Parameter \(index) is out of range: the statement takes \(parameters.count) (in: \(sql))"
+      )
+      return
+    }
+    parameters[Int(index) - 1] = parameter
+  }
+
+  func bindNull(_ index: Int32) { bind(.null, at: index) }
+  func bindInt64(_ value: Int64, at index: Int32) { bind(.integer(value), at: index) }
+  func bindDouble(_ value: Double, at index: Int32) { bind(.real(value), at: index) }
+  func bindText(_ value: String, at index: Int32) {
+    if value.utf8.contains(0) {
+      bindingError = PersistenceError(
+        code: .invalidValue,
+        message:
+          "Text with a NUL character (U+0000) cannot be stored in PostgreSQL (parameter \(index))."
+      )
+    }
+    bind(.text(value), at: index)
+  }
+  func bindBytes(_ bytes: UnsafeRawBufferPointer, at index: Int32) {
+    bind(.bytes(Array(bytes)), at: index)
+  }
+
+  // MARK: Running
+
+  func step() throws -> Bool {
+    if result == nil { try run() }
+    row += 1
+    releaseDecodedBytes()
+    return row < rowCount
+  }
+
+  /// Sends the statement with its parameters and keeps the result.
+  private func run() throws {
+    if let bindingError { throw bindingError }
+    let count = parameters.count
+    var types = [Oid](repeating: 0, count: count)
+    var formats = [Int32](repeating: 0, count: count)
+    var lengths = [Int32](repeating: 0, count: count)
+    var offsets = [Int](repeating: -1, count: count)
+    // One buffer for every value; its first byte keeps it from being empty.
+    var buffer: [UInt8] = [0]
+    func append(_ value: UInt64, type: Oid, at index: Int) {
+      types[index] = type
+      formats[index] = 1
+      lengths[index] = 8
+      offsets[index] = buffer.count
+      withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
+    }
+    for (index, parameter) in parameters.enumerated() {
+      switch parameter {
+      case .null: break
+      case .integer(let value): append(UInt64(bitPattern: value), type: 20, at: index)
+      case .real(let value): append(value.bitPattern, type: 701, at: index)
+      case .text(let value):
+        // Type left to the server (as a literal would be), text format, NUL-terminated.
+        offsets[index] = buffer.count
+        buffer.append(contentsOf: value.utf8)
+        lengths[index] = Int32(buffer.count - offsets[index])
+        buffer.append(0)
+      case .bytes(let value):
+        types[index] = 17
+        formats[index] = 1
+        offsets[index] = buffer.count
+        lengths[index] = Int32(value.count)
+        buffer.append(contentsOf: value)
+      }
+    }
+    let made: OpaquePointer? = buffer.withUnsafeBufferPointer { storage in
+      let base = UnsafeRawPointer(storage.baseAddress!)
+      let values: [UnsafePointer<CChar>?] = offsets.map {
+        $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
+      }
+      return PQexecParams(
+        connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
+    }
+    guard let made else { throw connection.lostError(sql: sql) }
+    let status = PQresultStatus(made)
+    guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
+      let failure = connection.error(made, sql: sql)
+      PQclear(made)
+      throw failure
+    }
+    connection.noteCompletion(of: made, sql: sql)
+    result = made
+    rowCount = PQntuples(made)
+    row = -1
+  }
+
+  // MARK: Reading
+
+  /// The text form of column `index` of the current row, and its length.
+  private func raw(_ index: Int32) -> (UnsafePointer<CChar>, Int)? {
+    guard let result, row >= 0, row < rowCount, index >= 0, index < PQnfields(result),
+      PQgetisnull(result, row, index) == 0, let value = PQgetvalue(result, row, index)
+    else { return nil }
+    return (UnsafePointer(value), Int(PQgetlength(result, row, index)))
+  }
+
+  func storage(at index: Int32) -> ColumnStorage {
+    guard let result, let (value, length) = raw(index) else { return .null }
+    switch PQftype(result, index) {
+    case 16, 20, 21, 23, 26, 28, 5069: return .integer  // bool, int8/2/4, oid, xid, xid8
+    case 700, 701: return .real
+    case 1700:
+      // numeric (what sum() of integers gives): an integer when written without a point.
+      let text = UnsafeRawBufferPointer(start: value, count: length)
+      return text.contains(UInt8(ascii: ".")) || text.contains(UInt8(ascii: "N"))
+        ? .real : .integer
+    case 17: return .blob
+    default: return .text
+    }
+  }
+
+  func int64(at index: Int32) -> Int64 {
+    guard let (value, _) = raw(index) else { return 0 }
+    switch value.pointee {
+    case CChar(UInt8(ascii: "t")): return 1
+    case CChar(UInt8(ascii: "f")): return 0
+    default:
+      if let integer = Int64(String(cString: value)) { return integer }
+      return Int64(exactly: strtod(value, nil).rounded(.towardZero)) ?? 0
+    }
+  }
+
+  func double(at index: Int32) -> Double {
+    guard let (value, _) = raw(index) else { return 0 }
+    switch value.pointee {
+    case CChar(UInt8(ascii: "t")): return 1
+    case CChar(UInt8(ascii: "f")): return 0
+    default: return strtod(value, nil)
+    }
+  }
+
+  func text(at index: Int32) -> String {
+    guard let (value, length) = raw(index) else { return "" }
+    return value.withMemoryRebound(to: UInt8.self, capacity: length) {
+      String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+  }
+
+  /// The bytes of a `bytea` column (decoded from its hex form, kept until the next step) or
+  /// of a text column.
+  func bytes(at index: Int32) -> UnsafeRawBufferPointer {
+    guard let result, let (value, length) = raw(index) else {
+      return UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+    guard PQftype(result, index) == 17 else {
+      return UnsafeRawBufferPointer(start: value, count: length)
+    }
+    if let decoded = decodedBytes[index] { return UnsafeRawBufferPointer(decoded) }
+    let bytes = Statement.decodeHex(UnsafeRawBufferPointer(start: value, count: length))
+    guard !bytes.isEmpty else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    let decoded = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+    decoded.copyBytes(from: bytes)
+    decodedBytes[index] = decoded
+    return UnsafeRawBufferPointer(decoded)
+  }
+
+  /// `bytea`'s text form, `\x` and two hex digits a byte, as bytes.
+  static func decodeHex(_ text: UnsafeRawBufferPointer) -> [UInt8] {
+    guard text.count >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else {
+      return Array(text)
+    }
+    func nibble(_ digit: UInt8) -> UInt8 {
+      switch digit {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+      default: digit &- UInt8(ascii: "A") &+ 10
+      }
+    }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity((text.count - 2) / 2)
+    var index = 2
+    while index + 1 < text.count {
+      bytes.append(nibble(text[index]) << 4 | nibble(text[index + 1]))
+      index += 2
+    }
+    return bytes
+  }
+}
