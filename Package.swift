@@ -58,7 +58,7 @@ let package = Package(
     ),
     .target(
       name: "Persistence",
-      dependencies: ["PersistenceCore", "PersistenceSQLite"],
+      dependencies: ["PersistenceCore", "PersistenceSQLite", "PersistencePostgreSQL"],
       swiftSettings: swiftSettings
     ),
     .target(

@@ -1,4 +1,5 @@
 @_exported import PersistenceCore
+@_exported import PersistencePostgreSQL
 @_exported import PersistenceSQLite
 
 extension ModelContainer {
@@ -23,16 +24,18 @@ extension ModelContainer {
 }
 
 extension ModelConfiguration {
-  /// The engine for this configuration's store: SQLite (`SQLiteEngine`) for a file URL and
-  /// for a store in memory.
+  /// The engine for this configuration's store: PostgreSQL (`PostgreSQLEngine`) for a
+  /// `postgresql://` or `postgres://` URL, SQLite (`SQLiteEngine`) for a file URL and for a
+  /// store in memory.
   ///
   /// - Throws: `cannotOpen` for a URL of another scheme, naming it.
   public func defaultEngine() throws -> any StoreEngine {
     guard let url, !url.isFileURL else { return SQLiteEngine() }
+    if PostgreSQLEngine.handles(url) { return PostgreSQLEngine() }
     throw PersistenceError(
       code: .cannotOpen,
       message:
-        "No store engine opens \(url.scheme ?? "")://… URLs in this build; give the path of a SQLite store file."
+        "No store engine opens \(url.scheme ?? "")://… URLs; give the path of a SQLite store file or a postgresql:// URL."
     )
   }
 }

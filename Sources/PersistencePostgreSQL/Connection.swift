@@ -192,6 +192,7 @@ final class Connection: StoreConnection {
     case "40001", "40P01", "55P03": code = .busy
     case "25006": code = .readOnly
     case "53100": code = .storeFull
+    case "0A000": code = .unsupportedPredicate
     default: code = .engine
     }
     let text =

@@ -35,7 +35,17 @@ final class Statement: StoreStatement {
     self.sql = rewritten
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
+    if rewritten.contains("COLLATE \(StoreFunctions.localizedStandardCollation)") {
+      unsupported = PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "Sorting with localizedStandardCompare (localizedStandardSorts) is not supported on PostgreSQL stores yet; sort by code point, or sort the fetched models."
+      )
+    }
   }
+
+  /// Set when the SQL needs something this engine cannot do exactly; thrown by ``step()``.
+  private var unsupported: PersistenceError?
 
   deinit {
     releaseDecodedBytes()
@@ -106,6 +116,7 @@ final class Statement: StoreStatement {
 
   /// Sends the statement with its parameters and keeps the result.
   private func run() throws {
+    if let unsupported { throw unsupported }
     if let bindingError { throw bindingError }
     let count = parameters.count
     var types = [Oid](repeating: 0, count: count)

@@ -44,12 +44,15 @@ public final class TripStore {
     context.author = author
   }
 
-  /// The default store location: `$TRIPS_STORE`, else `$XDG_DATA_HOME/trips/trips.sqlite`,
-  /// else `~/.local/share/trips/trips.sqlite`.
+  /// The default store location: `$TRIPS_STORE` (a path, or a `postgresql://` URL), else
+  /// `$XDG_DATA_HOME/trips/trips.sqlite`, else `~/.local/share/trips/trips.sqlite`.
   public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment)
     -> URL
   {
-    if let path = environment["TRIPS_STORE"], !path.isEmpty { return URL(fileURLWithPath: path) }
+    if let path = environment["TRIPS_STORE"], !path.isEmpty {
+      if let url = URL(string: path), PostgreSQLEngine.handles(url) { return url }
+      return URL(fileURLWithPath: path)
+    }
     return ModelConfiguration.dataFolder(environment: environment).appendingPathComponent(
       "trips/trips.sqlite")
   }

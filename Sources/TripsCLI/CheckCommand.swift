@@ -14,7 +14,7 @@ enum CheckCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let url = try CommonOptions.storeURL(arguments, io)
-    guard FileManager.default.fileExists(atPath: url.path) else {
+    guard CommonOptions.storeExists(url) else {
       throw CLIError(kind: .noInput, message: "There is no store at \(url.path).")
     }
     let store = try TripStore(url: url, readOnly: true)

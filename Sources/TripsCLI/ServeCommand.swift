@@ -93,7 +93,7 @@ enum ServeCommand: Subcommand {
       }
       let url = try CommonOptions.storeURL(arguments, io)
       let store =
-        configuration.readOnly && FileManager.default.fileExists(atPath: url.path)
+        configuration.readOnly && CommonOptions.storeExists(url)
         ? try CommonOptions.openForReading(arguments, io)
         : try CommonOptions.openForWriting(arguments, io)
       let service = try TripService(container: store.container, configuration: configuration)

@@ -107,8 +107,8 @@ enum CommonOptions {
     return TripStore.defaultURL(environment: io.environment)
   }
 
-  /// A store path, or an error for a value with a URL scheme this build cannot open (it is
-  /// never taken for a folder named `postgresql:`). `file://` URLs name files.
+  /// A store path or a `postgresql://` URL, or an error for a value with another URL scheme
+  /// (it is never taken for a folder named `https:`). `file://` URLs name files.
   static func storeURL(_ value: String, option: String) throws -> URL {
     guard !value.isEmpty else { throw CLIError.usage("\(option) needs a store path.") }
     if let colon = value.range(of: "://") {
@@ -121,16 +121,29 @@ enum CommonOptions {
           return URL(fileURLWithPath: url.path)
         }
         if ["postgresql", "postgres"].contains(scheme.lowercased()) {
-          throw CLIError.usage(
-            "\(option) names a PostgreSQL database (\(scheme)://…), which this build of trips cannot open yet; give the path of a SQLite store file."
-          )
+          guard let url = URL(string: value) else {
+            throw CLIError.usage(
+              "\(option) is not a valid PostgreSQL URL: \(value) (for example postgresql://user@host:5432/trips)."
+            )
+          }
+          return url
         }
         throw CLIError.usage(
-          "\(option) has the URL scheme '\(scheme)', which trips cannot open; give the path of a SQLite store file."
+          "\(option) has the URL scheme '\(scheme)', which trips cannot open; give the path of a SQLite store file or a postgresql:// URL."
         )
       }
     }
     return URL(fileURLWithPath: value)
+  }
+
+  /// Whether the store at `url` exists: a file, or any PostgreSQL database.
+  static func storeExists(_ url: URL) -> Bool {
+    !url.isFileURL || FileManager.default.fileExists(atPath: url.path)
+  }
+
+  /// How messages name the store at `url`: its path, or its URL without a password.
+  static func storeName(_ url: URL) -> String {
+    url.isFileURL ? url.path : PostgreSQLEngine.displayName(of: url)
   }
 
   /// Opens the store for writing (creating it and its folders if needed).
@@ -144,10 +157,13 @@ enum CommonOptions {
   ///
   /// A store that does not exist yet, or an empty file (which SQLite treats as a new
   /// database, and `add` would fill), reads as empty; a note on standard error names the path.
+  ///
+  /// A PostgreSQL database always exists (the server says otherwise when it does not); one
+  /// without the store's tables yet is given them, as a file would be made by `add`.
   static func openForReading(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
     let url = try storeURL(arguments, io)
     let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
-    guard FileManager.default.fileExists(atPath: url.path), size != 0 else {
+    guard !url.isFileURL || (FileManager.default.fileExists(atPath: url.path) && size != 0) else {
       let what = FileManager.default.fileExists(atPath: url.path) ? "is empty" : "does not exist"
       io.err("Note: the store \(terminalSafe(url.path)) \(what) yet; reading it as empty.\n")
       return try TripStore(inMemoryWithAuthor: "cli")

@@ -35,14 +35,14 @@ enum WatchCommand: Subcommand {
     // so that the trips added to it later are seen.
     let url = try CommonOptions.storeURL(arguments, io)
     let store =
-      FileManager.default.fileExists(atPath: url.path)
+      CommonOptions.storeExists(url)
       ? try CommonOptions.openForReading(arguments, io)
       : try CommonOptions.openForWriting(arguments, io)
     let controller = try BoundsController(
       container: store.container, query: query, crs: projection.crs, viewport: viewport)
     if store.container.isImmutable {
       io.err(
-        "Note: \(url.path) is in a folder this user cannot write, so changes to it cannot be followed; printing the current report only.\n"
+        "Note: \(CommonOptions.storeName(url)) is in a folder this user cannot write, so changes to it cannot be followed; printing the current report only.\n"
       )
     }
 

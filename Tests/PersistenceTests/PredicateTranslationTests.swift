@@ -18,7 +18,7 @@ struct PredicateSQLTests {
   func bindsValues() throws {
     let hostile = "x'; DROP TABLE samples; --"
     let result = try #require(try sql(#Predicate { $0.name == hostile }))
-    #expect(result.0 == "(\"name\" IS ?)")
+    #expect(result.0 == "(\"name\" = ?)")
     #expect(result.1 == [.text(hostile)])
   }
 
@@ -26,19 +26,21 @@ struct PredicateSQLTests {
   func comparisonsAndLogic() throws {
     let result = try #require(
       try sql(#Predicate { ($0.small * 2 + 1 > 5 && !$0.flag) || $0.score <= 1.5 }))
-    #expect(result.0 == "(((((\"small\" * ?) + ?) > ?) AND (NOT \"flag\")) OR (\"score\" <= ?))")
+    #expect(
+      result.0 == "(((((\"small\" * ?) + ?) > ?) AND (NOT (\"flag\" <> 0))) OR (\"score\" <= ?))")
     #expect(result.1 == [.integer(2), .integer(1), .integer(5), .real(1.5)])
   }
 
   @Test("translates optionals: nil tests, ?? and flatMap")
   func optionals() throws {
-    #expect(try sql(#Predicate { $0.note == nil })?.0 == "(\"note\" IS ?)")
-    #expect(try sql(#Predicate { ($0.note ?? "x") == "y" })?.0 == "(COALESCE(\"note\", ?) IS ?)")
+    #expect(try sql(#Predicate { $0.note == nil })?.0 == "(\"note\" IS NULL)")
+    #expect(try sql(#Predicate { $0.note != "a" })?.0 == "(\"note\" IS DISTINCT FROM ?)")
+    #expect(try sql(#Predicate { ($0.note ?? "x") == "y" })?.0 == "(COALESCE(\"note\", ?) = ?)")
     let flat = try #require(
       try sql(#Predicate { $0.note.flatMap { $0.starts(with: "a") } == true }))
     #expect(
       flat.0
-        == "((CASE WHEN \"note\" IS NULL THEN NULL ELSE (substr(\"note\", 1, length(?)) = ?) END) IS ?)"
+        == "((CASE WHEN \"note\" IS NULL THEN NULL ELSE (substr(\"note\", 1, length(?)) = ?) END) IS TRUE)"
     )
   }
 

@@ -301,12 +301,12 @@ struct WriteTests {
         "Error: Invalid value '1000000000x1' for '--viewport': expected WIDTHxHEIGHT in whole pixels from 1 to 100000 each, such as 800x600."
       ),
       (
-        ["list", "--store", "postgresql://alice@db.example/trips"],
-        "Error: --store names a PostgreSQL database (postgresql://…), which this build of trips cannot open yet; give the path of a SQLite store file."
+        ["list", "--store", "postgresql://[::1/trips"],
+        "Error: --store is not a valid PostgreSQL URL: postgresql://[::1/trips (for example postgresql://user@host:5432/trips)."
       ),
       (
         ["list", "--store", "ftp://host/trips.sqlite"],
-        "Error: --store has the URL scheme 'ftp', which trips cannot open; give the path of a SQLite store file."
+        "Error: --store has the URL scheme 'ftp', which trips cannot open; give the path of a SQLite store file or a postgresql:// URL."
       ),
       (
         ["list", "--time-zone", "Mars/Olympus_Mons"],

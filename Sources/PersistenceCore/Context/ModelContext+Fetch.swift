@@ -94,7 +94,7 @@ extension ModelContext {
     let database = try connection()
     var inner = try Query(
       descriptor, schema: entity.schema, select: "1", database: database, ordered: false)
-    inner.sql = "SELECT count(*) FROM (\(inner.sql))"
+    inner.sql = "SELECT count(*) FROM (\(inner.sql)) AS counted"
     let statement = try database.cachedStatement(inner.sql)
     statement.bindValues(inner.bindings)
     defer { statement.reset() }  // ends the read transaction

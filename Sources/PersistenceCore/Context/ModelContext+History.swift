@@ -82,7 +82,7 @@ extension ModelContext {
         "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token < ?)",
         "DELETE FROM _history_changes WHERE token < ?",
         "DELETE FROM _history_transactions WHERE token < ?",
-        "UPDATE \(StoreLayout.metaTable) SET value = ?1 WHERE key = 'history_floor' AND value < ?1",
+        "UPDATE \(StoreLayout.metaTable) SET value = ?1 WHERE key = 'history_floor' AND CAST(value AS BIGINT) < ?1",
       ] {
         let statement = try database.prepare(sql)
         statement.bindInt64(token.value, at: 1)
@@ -170,19 +170,31 @@ extension ModelContext {
           ? [] : Set(statement.text(at: 4).split(separator: ",").map(String.init)),
         tombstone: nil)
       if kind == .delete {
-        change.tombstone = try tombstone(change: statement.int64(at: 0), database: database)
+        change.tombstone = try tombstone(
+          change: statement.int64(at: 0), entity: entity, database: database)
       }
       changes.append(change)
     }
     return changes
   }
 
-  private func tombstone(change: Int64, database: any StoreConnection) throws -> HistoryTombstone {
+  /// The preserved values of a deleted row. An engine whose tombstone column has one type
+  /// (PostgreSQL keeps them as text) gives them back as text; each is read back into its
+  /// column's storage class (``SQLValue/coerced(to:)``).
+  private func tombstone(
+    change: Int64, entity: String, database: any StoreConnection
+  ) throws -> HistoryTombstone {
     let statement = try database.cachedStatement(
       "SELECT attribute, value FROM _history_tombstones WHERE change = ?")
     statement.bindInt64(change, at: 1)
+    let columns = container.entities.values.first { $0.name == entity }?.columns ?? []
     var values: [String: SQLValue] = [:]
-    while try statement.step() { values[statement.text(at: 0)] = statement.value(at: 1) }
+    while try statement.step() {
+      let attribute = statement.text(at: 0)
+      let value = statement.value(at: 1)
+      values[attribute] =
+        columns.first { $0.name == attribute }.map { value.coerced(to: $0.storageType) } ?? value
+    }
     return HistoryTombstone(values: values)
   }
 }

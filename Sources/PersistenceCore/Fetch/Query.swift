@@ -37,7 +37,10 @@ struct Query {
     }
     if descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
       sql += " LIMIT ? OFFSET ?"
-      bindings.append(.integer(Int64(max(descriptor.fetchLimit ?? -1, -1))))
+      // No limit (nil or negative) is the largest one: SQLite reads -1 as none, PostgreSQL
+      // refuses a negative limit.
+      bindings.append(
+        .integer(descriptor.fetchLimit.flatMap { $0 >= 0 ? Int64($0) : nil } ?? Int64.max))
       bindings.append(.integer(Int64(max(descriptor.fetchOffset ?? 0, 0))))
     }
     self.sql = sql

@@ -18,6 +18,7 @@ struct PredicateTranslator {
   struct Column {
     var name: String
     var isCodable: Bool
+    var isOptional: Bool
     var typeName: String
   }
   let modelName: String
@@ -28,7 +29,9 @@ struct PredicateTranslator {
     modelName = "\(Model.self)"
     column = { keyPath in
       schema.attribute(for: keyPath).map {
-        Column(name: $0.name, isCodable: $0.isCodable, typeName: $0.valueTypeName)
+        Column(
+          name: $0.name, isCodable: $0.isCodable, isOptional: $0.isOptional,
+          typeName: $0.valueTypeName)
       }
     }
   }
@@ -39,17 +42,14 @@ struct PredicateTranslator {
   ) throws -> SQLFragment? {
     var translator = PredicateTranslator(schema: schema)
     translator.variables[predicate.variable.key] = .row
-    switch try translator.translate(predicate.expression) {
-    case .constant(let value):
+    let result = try translator.translate(predicate.expression)
+    if case .constant(let value) = result {
       guard let bool = value as? Bool else {
         throw translator.unsupported("a non-Boolean predicate")
       }
-      return bool ? nil : SQLFragment("0")
-    case .row:
-      throw translator.unsupported("a predicate that returns the model")
-    case .sql(let fragment):
-      return fragment
+      return bool ? nil : SQLFragment("(1 = 0)", isCondition: true, canBeNull: false)
     }
+    return try translator.condition(result)
   }
 
   mutating func translate(_ expression: Any) throws -> TranslatedExpression {
@@ -59,13 +59,29 @@ struct PredicateTranslator {
     return try node.translate(&self)
   }
 
-  /// The SQL for an operand: a parameter for a constant, the fragment for SQL.
+  /// The SQL for an operand used as a value: a parameter for a constant, the fragment for
+  /// SQL; a condition becomes 1 or 0 (`NULL` when it is unknown), as a stored `Bool` is.
   func operand(_ expression: TranslatedExpression) throws -> SQLFragment {
     switch expression {
-    case .constant(let value): SQLFragment("?", [try Self.sqlValue(of: value)])
-    case .sql(let fragment): fragment
+    case .constant(let value):
+      let bound = try Self.sqlValue(of: value)
+      return SQLFragment("?", [bound], canBeNull: bound == .null)
+    case .sql(let fragment):
+      guard fragment.isCondition else { return fragment }
+      return SQLFragment(
+        "(CASE WHEN \(fragment.sql) THEN 1 WHEN NOT \(fragment.sql) THEN 0 END)",
+        fragment.bindings + fragment.bindings, canBeNull: fragment.canBeNull)
     case .row: throw unsupported("a comparison of whole models (compare an attribute instead)")
     }
+  }
+
+  /// The SQL for an operand used as a condition (`AND`, `OR`, `NOT`, `CASE WHEN`, the whole
+  /// predicate): a value, a stored `Bool`, is compared with 0.
+  func condition(_ expression: TranslatedExpression) throws -> SQLFragment {
+    if case .sql(let fragment) = expression, fragment.isCondition { return fragment }
+    let value = try operand(expression)
+    return SQLFragment(
+      "(\(value.sql) <> 0)", value.bindings, isCondition: true, canBeNull: value.canBeNull)
   }
 
   /// Converts a Swift constant to a bound value, the way the attribute would store it.

@@ -27,3 +27,42 @@ extension SQLValue: CustomStringConvertible {
     }
   }
 }
+
+extension SQLValue {
+  /// The value in `storage`'s class when it came back as text from a column that keeps every
+  /// class as text (PostgreSQL's tombstone values): digits as an integer, a float as written
+  /// by PostgreSQL (`Infinity` included), `\x` and hex digits as bytes. Any other value, or
+  /// text that does not read as `storage`, is returned as it is.
+  public func coerced(to storage: StorageType) -> SQLValue {
+    guard case .text(let text) = self else { return self }
+    switch storage {
+    case .text: return self
+    case .integer: return Int64(text).map(SQLValue.integer) ?? self
+    case .real: return Double(text).map(SQLValue.real) ?? self
+    case .blob:
+      let digits = Array(text.utf8)
+      guard digits.count >= 2, digits[0] == UInt8(ascii: "\\"), digits[1] == UInt8(ascii: "x"),
+        digits.count.isMultiple(of: 2)
+      else { return self }
+      var bytes = Data(capacity: digits.count / 2 - 1)
+      var index = 2
+      while index < digits.count {
+        guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else {
+          return self
+        }
+        bytes.append(high << 4 | low)
+        index += 2
+      }
+      return .blob(bytes)
+    }
+  }
+}
+
+private func hexValue(_ digit: UInt8) -> UInt8? {
+  switch digit {
+  case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+  case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+  case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+  default: nil
+  }
+}

@@ -31,7 +31,7 @@ extension PredicateExpressions.FloatDivision: SQLTranslatable {
   /// Floating-point `/`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     try translator.binaryOperation(self, lhs, rhs) { l, r in
-      SQLFragment("(CAST(\(l.sql) AS REAL) / \(r.sql))", l.bindings + r.bindings)
+      SQLFragment("(CAST(\(l.sql) AS DOUBLE PRECISION) / \(r.sql))", l.bindings + r.bindings)
     }
   }
 }

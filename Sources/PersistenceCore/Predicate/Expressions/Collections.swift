@@ -30,7 +30,10 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
       allBindings += target.bindings
     }
     if parts.isEmpty { return .constant(false) }
-    return .sql(SQLFragment("(\(parts.joined(separator: " OR ")))", allBindings))
+    return .sql(
+      SQLFragment(
+        "(\(parts.joined(separator: " OR ")))", allBindings, isCondition: true,
+        canBeNull: target.canBeNull && !matchesNil))
   }
 }
 
@@ -40,7 +43,8 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     try translator.binaryOperation(self, base, other) { haystack, needle in
       SQLFragment(
-        "(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings)
+        "(instr(\(haystack.sql), \(needle.sql)) > 0)", haystack.bindings + needle.bindings,
+        isCondition: true, canBeNull: haystack.canBeNull || needle.canBeNull)
     }
   }
 }
@@ -51,7 +55,8 @@ extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
     try translator.binaryOperation(self, base, prefix) { text, start in
       SQLFragment(
         "(substr(\(text.sql), 1, length(\(start.sql))) = \(start.sql))",
-        text.bindings + start.bindings + start.bindings)
+        text.bindings + start.bindings + start.bindings, isCondition: true,
+        canBeNull: text.canBeNull || start.canBeNull)
     }
   }
 }

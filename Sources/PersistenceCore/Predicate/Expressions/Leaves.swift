@@ -35,7 +35,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
         )
       }
-      return .sql(SQLFragment(quoted(column.name)))
+      return .sql(SQLFragment(quoted(column.name), canBeNull: column.isOptional))
     case .constant(let value):
       guard let root = value as? Root.Output else {
         throw translator.unsupported("a key path on \(type(of: value))")
@@ -44,16 +44,27 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
     case .sql(let fragment):
       let path = keyPath as AnyKeyPath
       if path == \String.count as AnyKeyPath || path == \Substring.count as AnyKeyPath {
-        return .sql(SQLFragment("\(StoreFunctions.count)(\(fragment.sql))", fragment.bindings))
+        return .sql(
+          SQLFragment(
+            "\(StoreFunctions.count)(\(fragment.sql))", fragment.bindings,
+            canBeNull: fragment.canBeNull))
       }
       if path == \String.isEmpty as AnyKeyPath {
-        return .sql(SQLFragment("(\(fragment.sql) = '')", fragment.bindings))
+        return .sql(
+          SQLFragment(
+            "(\(fragment.sql) = '')", fragment.bindings, isCondition: true,
+            canBeNull: fragment.canBeNull))
       }
       if path == \Data.count as AnyKeyPath {
-        return .sql(SQLFragment("length(\(fragment.sql))", fragment.bindings))
+        return .sql(
+          SQLFragment(
+            "length(\(fragment.sql))", fragment.bindings, canBeNull: fragment.canBeNull))
       }
       if path == \Data.isEmpty as AnyKeyPath {
-        return .sql(SQLFragment("(length(\(fragment.sql)) = 0)", fragment.bindings))
+        return .sql(
+          SQLFragment(
+            "(length(\(fragment.sql)) = 0)", fragment.bindings, isCondition: true,
+            canBeNull: fragment.canBeNull))
       }
       throw translator.unsupported("the key path \(keyPath) on a computed value")
     }

@@ -67,7 +67,7 @@ import Foundation
       try translator.binaryOperation(self, root, other) { l, r in
         SQLFragment(
           "(\(StoreFunctions.localizedStandardContains)(\(l.sql), \(r.sql)) = 1)",
-          l.bindings + r.bindings)
+          l.bindings + r.bindings, isCondition: true, canBeNull: l.canBeNull || r.canBeNull)
       }
     }
   }

@@ -9,7 +9,7 @@ extension PredicateExpressions.Conjunction: SQLTranslatable {
     if right.constantBool == false { return .constant(false) }
     if left.constantBool == true { return right }
     if right.constantBool == true { return left }
-    return .sql(try binary(translator.operand(left), "AND", translator.operand(right)))
+    return .sql(logical(try translator.condition(left), "AND", try translator.condition(right)))
   }
 }
 
@@ -22,7 +22,7 @@ extension PredicateExpressions.Disjunction: SQLTranslatable {
     if right.constantBool == true { return .constant(true) }
     if left.constantBool == false { return right }
     if right.constantBool == false { return left }
-    return .sql(try binary(translator.operand(left), "OR", translator.operand(right)))
+    return .sql(logical(try translator.condition(left), "OR", try translator.condition(right)))
   }
 }
 
@@ -31,8 +31,11 @@ extension PredicateExpressions.Negation: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let inner = try translator.translate(wrapped)
     if let bool = inner.constantBool { return .constant(!bool) }
-    let fragment = try translator.operand(inner)
-    return .sql(SQLFragment("(NOT \(fragment.sql))", fragment.bindings))
+    let fragment = try translator.condition(inner)
+    return .sql(
+      SQLFragment(
+        "(NOT \(fragment.sql))", fragment.bindings, isCondition: true,
+        canBeNull: fragment.canBeNull))
   }
 }
 
@@ -45,10 +48,18 @@ extension PredicateExpressions.Conditional: SQLTranslatable {
     }
     let whenTrue = try translator.operand(translator.translate(trueBranch))
     let whenFalse = try translator.operand(translator.translate(falseBranch))
-    let test = try translator.operand(condition)
+    let test = try translator.condition(condition)
     return .sql(
       SQLFragment(
         "(CASE WHEN \(test.sql) THEN \(whenTrue.sql) ELSE \(whenFalse.sql) END)",
-        test.bindings + whenTrue.bindings + whenFalse.bindings))
+        test.bindings + whenTrue.bindings + whenFalse.bindings,
+        canBeNull: whenTrue.canBeNull || whenFalse.canBeNull))
   }
+}
+
+/// `(left AND right)` or `(left OR right)` between two conditions.
+func logical(_ left: SQLFragment, _ symbol: String, _ right: SQLFragment) -> SQLFragment {
+  var fragment = binary(left, symbol, right)
+  fragment.isCondition = true
+  return fragment
 }

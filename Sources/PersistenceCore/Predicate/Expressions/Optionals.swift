@@ -4,7 +4,9 @@ extension PredicateExpressions.NilCoalesce: SQLTranslatable {
   /// `lhs ?? rhs` as `COALESCE(lhs, rhs)`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     try translator.binaryOperation(self, lhs, rhs) { l, r in
-      SQLFragment("COALESCE(\(l.sql), \(r.sql))", l.bindings + r.bindings)
+      SQLFragment(
+        "COALESCE(\(l.sql), \(r.sql))", l.bindings + r.bindings,
+        canBeNull: l.canBeNull && r.canBeNull)
     }
   }
 }
@@ -25,12 +27,19 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
     }
     let fragment = try translator.operand(base)
     translator.variables[variable.key] = .sql(fragment)
-    let body = try translator.operand(translator.translate(transform))
+    let translated = try translator.translate(transform)
     translator.variables[variable.key] = nil
+    // A condition stays one (its `NULL` is unknown, as the optional's `nil`).
+    let body: SQLFragment
+    if case .sql(let inner) = translated, inner.isCondition {
+      body = inner
+    } else {
+      body = try translator.operand(translated)
+    }
     return .sql(
       SQLFragment(
         "(CASE WHEN \(fragment.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
-        fragment.bindings + body.bindings))
+        fragment.bindings + body.bindings, isCondition: body.isCondition))
   }
 }
 
