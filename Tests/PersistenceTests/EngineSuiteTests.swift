@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import Observation
 import Persistence
+import Synchronization
 import TestSupport
 import Testing
 
@@ -267,5 +269,49 @@ struct EngineSuiteTests {
         }
       }
     }
+  }
+}
+
+/// History on a store several processes write at once.
+@Suite("Every engine: concurrent writers")
+struct ConcurrentWriterTests {
+  @Test(
+    "a reader following history after its last token gets every writer's commit, each once",
+    arguments: TestEngine.allCases)
+  func historyNeverSkipsACommit(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    defer { withExtendedLifetime(store) {} }
+    let writers = 3
+    let saves = 60
+    // Each writer is a container of its own, as another server would be.
+    let containers = try (0..<writers).map { _ in try store.container(Note.self) }
+    let reader = ModelContext(try store.container(Note.self))
+    let failures = Mutex<[String]>([])
+    let group = DispatchGroup()
+    for (index, container) in containers.enumerated() {
+      DispatchQueue.global().async(group: group) {
+        let context = ModelContext(container)
+        context.author = "writer\(index)"
+        for save in 0..<saves {
+          context.insert(Note(key: "\(index)-\(save)", text: "t"))
+          do { try context.save() } catch {
+            failures.withLock { $0.append("\(error)") }
+          }
+        }
+      }
+    }
+    var seen: [HistoryToken] = []
+    var last: HistoryToken?
+    func follow() throws {
+      let transactions = try reader.fetchHistory(HistoryDescriptor(after: last))
+      seen += transactions.map(\.token)
+      last = transactions.last?.token ?? last
+    }
+    while group.wait(timeout: .now() + .milliseconds(2)) == .timedOut { try follow() }
+    try follow()
+    #expect(failures.withLock { $0 } == [])
+    #expect(seen.count == writers * saves)
+    #expect(Set(seen).count == seen.count)
+    #expect(try reader.fetchCount(FetchDescriptor<Note>()) == writers * saves)
   }
 }
