@@ -151,6 +151,10 @@ final class Connection: StoreConnection {
     return lines
   }
 
+  /// False: the server cannot call Swift, so the core narrows queries that need Swift's string
+  /// functions and finishes them in Swift (see `StoreFunctions`).
+  var evaluatesSwiftFunctions: Bool { false }
+
   /// The newest committed history token this connection can see.
   func externalChangeCounter() throws -> Int64 {
     try scalarInt("SELECT coalesce(max(token), 0) FROM \"_history_transactions\"") ?? 0

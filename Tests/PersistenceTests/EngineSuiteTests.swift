@@ -239,36 +239,94 @@ struct EngineSuiteTests {
   }
 
   @Test(
-    "Swift's own string functions: exact on SQLite, a clear unsupportedPredicate on PostgreSQL (no exact form there yet)",
+    "Swift's own string functions give Swift's answers on every fetch path (narrowed in SQL and finished in Swift where the engine cannot run them)",
     arguments: TestEngine.allCases)
   func swiftFunctions(engine: TestEngine) throws {
     let store = try engine.makeStore()
     defer { withExtendedLifetime(store) {} }
-    let context = ModelContext(try store.container(Note.self))
-    context.insert(Note(key: "a", text: "Zürich"))
-    context.insert(Note(key: "b", text: "Oslo"))
-    try context.save()
-    var localized = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.text)])
-    localized.localizedStandardSorts = [\.text]
-    let descriptors: [FetchDescriptor<Note>] = [
-      FetchDescriptor<Note>(predicate: #Predicate { $0.text.localizedStandardContains("zur") }),
-      FetchDescriptor<Note>(predicate: #Predicate { $0.text.count == 6 }),
-      localized,
+    let container = try store.container(Note.self)
+    let context = ModelContext(container)
+    let words = [
+      "Zürich", "Zurich", "zurich", "Zoo 10", "Zoo 9", "Oslo", "ÖSLO", "e\u{301}clair", "Éclair",
     ]
-    for descriptor in descriptors {
-      switch engine {
-      case .sqlite:
-        #expect(try !context.fetch(descriptor).isEmpty)
-      case .postgreSQL:
-        #expect {
-          _ = try context.fetch(descriptor)
-        } throws: { error in
-          let failure = error as? PersistenceError
-          return failure?.code == .unsupportedPredicate
-            && failure?.message.contains("not supported on PostgreSQL stores yet") == true
-        }
-      }
+    for (index, word) in words.enumerated() {
+      context.insert(
+        Note(key: String(format: "k%02d", index), text: word, group: index < 4 ? "a" : "b"))
     }
+    try context.save()
+    let all = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+    let search = #Predicate<Note> { $0.text.localizedStandardContains("zur") || $0.text.count == 4 }
+    let expected = all.filter { $0.text.localizedStandardContains("zur") || $0.text.count == 4 }
+    var descriptor = FetchDescriptor<Note>(predicate: search, sortBy: [SortDescriptor(\.text)])
+    descriptor.localizedStandardSorts = [\.text]
+    let sorted = expected.sorted {
+      let order = $0.text.localizedStandardCompare($1.text)
+      return order == .orderedSame ? $0.key < $1.key : order == .orderedAscending
+    }
+    #expect(try context.fetch(descriptor).map(\.key) == sorted.map(\.key))
+    #expect(try context.fetchCount(descriptor) == expected.count)
+    var page = descriptor
+    page.fetchOffset = 1
+    page.fetchLimit = 2
+    #expect(try context.fetch(page).map(\.key) == Array(sorted.dropFirst(1).prefix(2)).map(\.key))
+    #expect(try context.fetchCount(page) == 2)
+    let (identifiers, matched) = try context.fetchPage(page)
+    #expect(identifiers.count == 2 && matched == expected.count)
+    #expect(
+      try context.fetchIdentifiers(page).map(\.primaryKey)
+        == page.fetchLimit.map { _ in
+          try context.fetch(page).compactMap { context.persistentIdentifier(for: $0)?.primaryKey }
+        })
+    let values = try context.fetchValues(descriptor, \.key, \.group)
+    #expect(values.map(\.0) == sorted.map(\.key))
+    let counts = try context.fetchCounts(FetchDescriptor(predicate: search), groupedBy: \.group)
+    #expect(counts.map(\.value) == Array(Set(expected.map(\.group))).sorted())
+    #expect(counts.map(\.count).reduce(0, +) == expected.count)
+    let sections = try context.fetch(descriptor, sectionBy: \.group)
+    #expect(sections.flatMap { $0.map(\.key) }.count == expected.count)
+    #expect(sections.map(\.id) == Array(Set(expected.map(\.group))).sorted())
+    var enumerated: [String] = []
+    try context.enumerate(descriptor, batchSize: 2) { enumerated.append($0.key) }
+    #expect(enumerated == sorted.map(\.key))
+    try context.delete(model: Note.self, where: search)
+    try context.save()
+    #expect(
+      try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == words.count
+        - expected.count)
+  }
+}
+
+/// Observers on every engine.
+@Suite("Every engine: observers")
+struct EngineObserverTests {
+  @Test(
+    "a ResultsObserver follows another container's saves, a Swift-only predicate and sort included",
+    arguments: TestEngine.allCases)
+  func resultsObserverAcrossContainers(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    defer { withExtendedLifetime(store) {} }
+    let writer = ModelContext(try store.container(Note.self))
+    writer.insert(Note(key: "1", text: "Zürich"))
+    writer.insert(Note(key: "2", text: "Oslo"))
+    try writer.save()
+    // Another container, as another server would have.
+    let context = ModelContext(try store.container(Note.self))
+    var descriptor = FetchDescriptor<Note>(
+      predicate: #Predicate { $0.text.localizedStandardContains("zur") },
+      sortBy: [SortDescriptor(\.text)])
+    descriptor.localizedStandardSorts = [\.text]
+    let observer = try ResultsObserver(descriptor, modelContext: context)
+    #expect(observer.results.map(\.key) == ["1"])
+    writer.insert(Note(key: "3", text: "zurich"))
+    writer.insert(Note(key: "4", text: "Bergen"))
+    try writer.save()
+    #expect(eventually(10) { observer.results.map(\.key) == ["3", "1"] })
+    let zurich = try #require(
+      try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "1" })).first)
+    zurich.text = "Zug"
+    try writer.save()
+    #expect(eventually(10) { observer.results.map(\.key) == ["3"] })
+    #expect(observer.lastError == nil)
   }
 }
 

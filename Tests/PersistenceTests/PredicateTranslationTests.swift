@@ -124,12 +124,34 @@ enum SampleData {
 
 @Suite("Predicate translation: differential against Predicate.evaluate")
 struct PredicateDifferentialTests {
-  /// A fresh store per test case: contexts are not shared between concurrently running tests.
-  static func makeContext() throws -> ModelContext {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
-    for sample in SampleData.make(count: 400, seed: 2027) { context.insert(sample) }
+  /// One store per engine, filled once (the tests only read it); each test case has a context
+  /// of its own, as contexts are not shared between concurrently running tests. PostgreSQL
+  /// refuses text with a NUL character (a clear error, tested elsewhere): its data has none.
+  static func makeContext(_ engine: TestEngine = .sqlite) throws -> ModelContext {
+    let container =
+      switch engine {
+      case .sqlite: try sqliteStore.get().1
+      case .postgreSQL: try postgreSQLStore.get().1
+      }
+    return ModelContext(container)
+  }
+
+  static let sqliteStore = Result { try fill(.sqlite) }
+  static let postgreSQLStore = Result { try fill(.postgreSQL) }
+
+  static func fill(_ engine: TestEngine) throws -> (TestStore, ModelContainer) {
+    let store = try engine.makeStore()
+    let container = try store.container(Sample.self)
+    let context = ModelContext(container)
+    for sample in SampleData.make(count: 400, seed: 2027) {
+      if engine == .postgreSQL {
+        sample.name = sample.name.replacingOccurrences(of: "\u{0}", with: "\u{1}")
+        sample.note = sample.note?.replacingOccurrences(of: "\u{0}", with: "\u{1}")
+      }
+      context.insert(sample)
+    }
     try context.save()
-    return context
+    return (store, container)
   }
 
   static let text = "a"
@@ -247,10 +269,12 @@ struct PredicateDifferentialTests {
     ("rating desc", [SortDescriptor(\.rating, order: .reverse)]),
   ]
 
-  @Test("fetch equals filtering and sorting in memory", arguments: 0..<cases.count)
-  func matchesEvaluate(index: Int) throws {
+  @Test(
+    "fetch equals filtering and sorting in memory, on every engine",
+    arguments: TestEngine.allCases, 0..<cases.count)
+  func matchesEvaluate(engine: TestEngine, index: Int) throws {
     let (name, predicate) = Self.cases[index]
-    let context = try Self.makeContext()
+    let context = try Self.makeContext(engine)
     let all = try context.fetch(FetchDescriptor<Sample>())  // primary-key order
     for (sortName, sorts) in Self.sorts {
       let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: sorts))

@@ -16,6 +16,7 @@ extension ModelContext {
   public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
   {
     try autosaveIfNeeded()
+    if let finished = try finishedInSwift(descriptor) { return finished.map(\.model) }
     var results: [Model] = []
     try forEachRow(descriptor) { model, _ in results.append(model) }
     return results
@@ -51,6 +52,25 @@ extension ModelContext {
   ) throws -> [ResultsSection<Key, Model>] {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
+    if let finished = try finishedInSwift(
+      descriptor, sectionKey: { $0[keyPath: keyPath] as Any as? String })
+    {
+      var sections: [ResultsSection<Key, Model>] = []
+      var current: (key: Key, models: [Model])?
+      for (model, _) in finished {
+        let key = model[keyPath: keyPath]
+        if let open = current, open.key == key {
+          current?.models.append(model)
+        } else {
+          if let open = current {
+            sections.append(ResultsSection(id: open.key, elements: open.models))
+          }
+          current = (key, [model])
+        }
+      }
+      if let open = current { sections.append(ResultsSection(id: open.key, elements: open.models)) }
+      return sections
+    }
     guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
       let index = entity.columnNames.firstIndex(of: attribute.name)
     else {
@@ -90,6 +110,7 @@ extension ModelContext {
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()
+    if let finished = try finishedInSwift(descriptor) { return finished.count }
     let entity = try entity(for: Model.self)
     let database = try connection()
     var inner = try Query(
@@ -131,6 +152,9 @@ extension ModelContext {
         )
       }
       return quoted(attribute.name)
+    }
+    if let finished = try finishedInSwift(descriptor) {
+      return finished.map { ($0.model[keyPath: first], $0.model[keyPath: second]) }
     }
     let database = try connection()
     let query = try Query(
@@ -182,6 +206,11 @@ extension ModelContext {
     unbounded.sortBy = []
     unbounded.fetchLimit = nil
     unbounded.fetchOffset = nil
+    if let finished = try finishedInSwift(unbounded) {
+      var counts: [String: Int] = [:]
+      for (model, _) in finished { counts[model[keyPath: keyPath], default: 0] += 1 }
+      return counts.sorted { $0.key < $1.key }.map { (value: $0.key, count: $0.value) }
+    }
     let database = try connection()
     let query = try Query(
       unbounded, schema: entity.schema, select: "\(column), count(*)", database: database,
@@ -243,6 +272,10 @@ extension ModelContext {
   ) throws {
     try autosaveIfNeeded()
     let batchSize = max(batchSize, 1)
+    if let finished = try finishedInSwift(descriptor) {
+      for (model, _) in finished { try block(model) }
+      return
+    }
     let entity = try entity(for: Model.self)
     let database = try connection()
     let query = try Query(descriptor, schema: entity.schema, database: database)
@@ -318,6 +351,7 @@ extension ModelContext {
   func fetchPrimaryKeys<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>
   ) throws -> [Int64] {
+    if let finished = try finishedInSwift(descriptor) { return finished.map(\.key) }
     let entity = try entity(for: Model.self)
     let database = try connection()
     let query = try Query(descriptor, schema: entity.schema, select: "\"_pk\"", database: database)
@@ -327,6 +361,41 @@ extension ModelContext {
     var keys: [Int64] = []
     while try statement.step() { keys.append(statement.int64(at: 0)) }
     return keys
+  }
+
+  /// The models matching `descriptor` with their primary keys, when the engine cannot run all
+  /// of its query (`Query.finishesInSwift`, see ``StoreFunctions``): every candidate row the
+  /// SQL selects, loaded and registered as a fetch loads them, filtered with the predicate in
+  /// Swift (a model with unsaved changes is matched by its current values), sorted in Swift
+  /// (by `sectionKey` first when given, `nil` first), then the offset and limit applied. Nil
+  /// when the SQL does it all.
+  ///
+  /// Cost: O(c) rows loaded for c candidates, O(m log m) to sort the m matches.
+  func finishedInSwift<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, sectionKey: ((Model) -> String?)? = nil
+  ) throws -> [(model: Model, key: Int64)]? {
+    let entity = try entity(for: Model.self)
+    let database = try connection()
+    guard try Query(descriptor, schema: entity.schema, database: database).finishesInSwift
+    else { return nil }
+    var candidates: [(model: Model, key: Int64)] = []
+    try forEachRow(descriptor) { model, row in candidates.append((model, row.int64(at: 0))) }
+    var matches = candidates.filter { (try? descriptor.matches($0.model)) == true }
+    matches.sort { a, b in
+      if let sectionKey {
+        let x = sectionKey(a.model)
+        let y = sectionKey(b.model)
+        if x != y {
+          guard let x else { return true }
+          guard let y else { return false }
+          return x < y
+        }
+      }
+      return descriptor.precedes(a.model, a.key, b.model, b.key)
+    }
+    let offset = max(descriptor.fetchOffset ?? 0, 0)
+    let limit = descriptor.fetchLimit.flatMap { $0 >= 0 ? $0 : nil } ?? Int.max
+    return Array(matches.dropFirst(offset).prefix(limit))
   }
 
   private func forEachRow<Model: PersistentModel>(

@@ -31,7 +31,8 @@ extension ModelContext {
     guard let limit = descriptor.fetchLimit,
       descriptor.sortBy.allSatisfy({
         $0.stringComparator == nil && descriptor.localizedStandardKeyPath($0) == nil
-      })
+      }),
+      try !Query(descriptor, schema: entity.schema, database: database).finishesInSwift
     else {
       var unpaged = descriptor
       unpaged.fetchLimit = nil

@@ -95,9 +95,17 @@ public protocol StoreConnection: AnyObject {
   /// A number that changes when another connection commits (and only then, as far as
   /// possible): what observers poll. O(1).
   func externalChangeCounter() throws -> Int64
+  /// Whether the engine runs ``StoreFunctions`` with Swift's exact answers; see there.
+  var evaluatesSwiftFunctions: Bool { get }
 }
 
 extension StoreConnection {
+  /// Whether the engine runs the functions and the collation of ``StoreFunctions`` with Swift's
+  /// exact answers (SQLite calls Swift itself). When it does not, queries that need them are
+  /// narrowed in SQL and finished in Swift (see ``StoreFunctions``). True unless an engine says
+  /// otherwise.
+  public var evaluatesSwiftFunctions: Bool { true }
+
   /// The first column of the first row of `sql` as an integer, or nil.
   public func scalarInt(_ sql: String) throws -> Int64? {
     let statement = try prepare(sql)
@@ -212,8 +220,15 @@ extension StoreStatement {
   }
 }
 
-/// The names of the SQL functions and the collation the core's queries use, which every engine
-/// provides with exactly Swift's answers.
+/// The names of the SQL functions and the collation the core's queries use, with exactly Swift's
+/// answers.
+///
+/// An engine that cannot give Swift's answers (a server that cannot call Swift) says so with
+/// ``StoreConnection/evaluatesSwiftFunctions``; the core then never asks it for them: a predicate
+/// using one is narrowed in SQL (the call taken as unknown, rows kept unless the rest of the
+/// predicate rules them out) and finished in Swift with `Predicate.evaluate`, and a sort using
+/// the collation is done in Swift, before the offset and limit are applied. Answers are then
+/// exact on every engine; such a query costs O(candidate rows) in Swift.
 public enum StoreFunctions {
   /// `swift_count(text)`: the number of `Character`s, as `String.count`.
   public static let count = "swift_count"

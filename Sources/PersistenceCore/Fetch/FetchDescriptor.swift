@@ -44,17 +44,45 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
     return true
   }
 
-  /// The `WHERE` condition of ``predicate`` and ``conditions``, or nil when there is none.
-  func whereClause(schema: ModelSchema<Model>) throws -> SQLFragment? {
+  /// The `WHERE` condition of ``predicate`` and ``conditions``, or nil when there is none;
+  /// with `narrowing`, Swift-only functions are left for Swift (see
+  /// `PredicateTranslator.whereClause(_:schema:narrowing:)`).
+  func whereClause(schema: ModelSchema<Model>, narrowing: Bool = false) throws -> SQLFragment? {
     var parts: [SQLFragment] = []
     for predicate in [predicate].compactMap({ $0 }) + conditions {
-      if let part = try PredicateTranslator.whereClause(predicate, schema: schema) {
+      if let part = try PredicateTranslator.whereClause(
+        predicate, schema: schema, narrowing: narrowing)
+      {
         parts.append(part)
       }
     }
     guard parts.count > 1 else { return parts.first }
-    return SQLFragment(
-      parts.map { "(\($0.sql))" }.joined(separator: " AND "), parts.flatMap(\.bindings))
+    var combined = SQLFragment(
+      parts.map { "(\($0.sql))" }.joined(separator: " AND "), parts.flatMap(\.bindings),
+      isCondition: true)
+    combined.isNarrowed = parts.contains { $0.isNarrowed }
+    return combined
+  }
+
+  /// Whether `a` comes before `b` in the descriptor's order (its sorts, localized ones with
+  /// `localizedStandardCompare`, then the primary keys), as the store orders them.
+  func precedes(_ a: Model, _ aKey: Int64, _ b: Model, _ bKey: Int64) -> Bool {
+    for sort in sortBy {
+      if let keyPath = localizedStandardKeyPath(sort) {
+        var order = a[keyPath: keyPath].localizedStandardCompare(b[keyPath: keyPath])
+        if sort.order == .reverse, order != .orderedSame {
+          order = order == .orderedAscending ? .orderedDescending : .orderedAscending
+        }
+        if order == .orderedSame { continue }
+        return order == .orderedAscending
+      }
+      switch sort.compare(a, b) {
+      case .orderedAscending: return true
+      case .orderedDescending: return false
+      case .orderedSame: continue
+      }
+    }
+    return aKey < bKey
   }
 }
 

@@ -4,6 +4,11 @@ import Foundation
 struct Query {
   var sql: String
   var bindings: [SQLValue]
+  /// Whether Swift must finish the query: the engine cannot run a Swift-only function of the
+  /// predicate (the SQL is narrowed: evaluate the predicate on its rows) or sort (the SQL's
+  /// order is not final: sort in Swift); the SQL then has no `LIMIT` or `OFFSET`, which apply
+  /// after (see ``StoreFunctions``).
+  var finishesInSwift = false
 
   /// Builds the query for `descriptor`.
   ///
@@ -19,23 +24,31 @@ struct Query {
       columns ?? (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     var sql = "SELECT \(selection) FROM \(quoted(schema.name))"
     var bindings: [SQLValue] = []
-    if let condition = try descriptor.whereClause(schema: schema) {
+    let narrowing = !database.evaluatesSwiftFunctions
+    if let condition = try descriptor.whereClause(schema: schema, narrowing: narrowing) {
       sql += " WHERE \(condition.sql)"
       bindings += condition.bindings
+      if condition.isNarrowed { finishesInSwift = true }
     }
     if ordered {
       var terms: [String] = []
       if let sectionColumn { terms.append(quoted(sectionColumn)) }
       for sort in descriptor.sortBy {
+        let localized = descriptor.localizedStandardKeyPath(sort) != nil
+        // A sort the engine cannot run exactly is done in Swift; SQL orders by code point.
+        let inSwift =
+          narrowing
+          && (localized || (sort.stringComparator.map { $0 != .lexical } ?? false))
+        if inSwift { finishesInSwift = true }
         terms.append(
           try Self.orderTerm(
-            sort, schema: schema, database: database,
-            localizedStandard: descriptor.localizedStandardKeyPath(sort) != nil))
+            sort, schema: schema, database: database, localizedStandard: localized,
+            plain: inSwift))
       }
       terms.append("\"_pk\"")
       sql += " ORDER BY " + terms.joined(separator: ", ")
     }
-    if descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
+    if !finishesInSwift && (descriptor.fetchLimit != nil || descriptor.fetchOffset != nil) {
       sql += " LIMIT ? OFFSET ?"
       // No limit (nil or negative) is the largest one: SQLite reads -1 as none, PostgreSQL
       // refuses a negative limit.
@@ -51,7 +64,7 @@ struct Query {
   /// comparator; without one, by code point (SQLite `BINARY` on NFC text), as Swift's `<`.
   static func orderTerm<Model: PersistentModel>(
     _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>, database: any StoreConnection,
-    localizedStandard: Bool = false
+    localizedStandard: Bool = false, plain: Bool = false
   ) throws -> String {
     guard let keyPath = sort.keyPath else {
       throw PersistenceError(
@@ -74,12 +87,16 @@ struct Query {
       )
     }
     var term = quoted(attribute.name)
-    if localizedStandard {
+    if plain {
+      // Ordered by code point; the caller sorts in Swift.
+    } else if localizedStandard {
       term += " COLLATE \(StoreFunctions.localizedStandardCollation)"
     } else if let comparator = sort.stringComparator {
       term += " COLLATE \(try database.collation(for: comparator))"
     }
     if sort.order == .reverse { term += " DESC" }
+    // Swift puts nil before any value; SQLite does too, PostgreSQL the other way round.
+    if attribute.isOptional { term += sort.order == .reverse ? " NULLS LAST" : " NULLS FIRST" }
     return term
   }
 }

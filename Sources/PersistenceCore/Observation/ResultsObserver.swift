@@ -221,7 +221,9 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let candidates = changes.inserted.union(changes.updated.keys)
     let loaded: [Int64: Model]
     do {
-      loaded = try loader.value.load(keys: candidates)
+      loaded = try loader.value.load(keys: candidates).filter {
+        !loader.value.isNarrowed || (try? descriptor.matches($0.value)) == true
+      }
     } catch {
       // The rows could not be loaded: a full refetch, and if that fails too, the error.
       do { try reload(publish: true) } catch { setLastError(error) }
@@ -285,7 +287,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func reload(publish shouldPublish: Bool) throws {
-    let (models, keys): ([Model], [Int64]) = try loader.value.loadAll()
+    var (models, keys): ([Model], [Int64]) = try loader.value.loadAll()
+    if loader.value.finishesInSwift { (models, keys) = finishInSwift(models, keys) }
     if shouldPublish { clearLastError() }
     var next = state.withLock { $0 }
     let removed = next.results.array
@@ -329,6 +332,18 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     registrar.withMutation(of: self, keyPath: \.sections) {}
   }
 
+  /// The rows of a query the engine could not run whole (see `Query.finishesInSwift`): those
+  /// that match the predicate, in the observer's order, offset and limit applied. O(m log m)
+  /// for m candidate rows.
+  private func finishInSwift(_ models: [Model], _ keys: [Int64]) -> ([Model], [Int64]) {
+    var rows = zip(models, keys).filter { (try? descriptor.matches($0.0)) == true }
+    rows.sort { precedes($0.0, $0.1, $1.0, $1.1) }
+    let offset = max(descriptor.fetchOffset ?? 0, 0)
+    let limit = descriptor.fetchLimit.flatMap { $0 >= 0 ? $0 : nil } ?? Int.max
+    let page = rows.dropFirst(offset).prefix(limit)
+    return (page.map(\.0), page.map(\.1))
+  }
+
   /// Whether `a` comes before `b`: section key, then the sort descriptors, then the key.
   private func precedes(_ a: Model, _ aKey: Int64, _ b: Model, _ bKey: Int64) -> Bool {
     if let sectionKeyPath {
@@ -336,22 +351,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       let y = b[keyPath: sectionKeyPath]
       if x != y { return x < y }
     }
-    for sort in descriptor.sortBy {
-      if let keyPath = descriptor.localizedStandardKeyPath(sort) {
-        var order = a[keyPath: keyPath].localizedStandardCompare(b[keyPath: keyPath])
-        if sort.order == .reverse, order != .orderedSame {
-          order = order == .orderedAscending ? .orderedDescending : .orderedAscending
-        }
-        if order == .orderedSame { continue }
-        return order == .orderedAscending
-      }
-      switch sort.compare(a, b) {
-      case .orderedAscending: return true
-      case .orderedDescending: return false
-      case .orderedSame: continue
-      }
-    }
-    return aKey < bKey
+    return descriptor.precedes(a, aKey, b, bKey)
   }
 
   /// The first position in `list` whose model does not come before `model`.
@@ -433,6 +433,11 @@ final class Loader {
   private let loadRow: (any StoreRow) throws -> AnyObject
   private let allQuery: Query
   private let condition: SQLFragment?
+  /// Whether the rows of ``loadAll()`` need Swift to finish them (see `Query.finishesInSwift`).
+  var finishesInSwift: Bool { allQuery.finishesInSwift }
+  /// Whether rows loaded by key need the predicate evaluated in Swift (the engine could not run
+  /// all of it).
+  var isNarrowed: Bool { condition?.isNarrowed ?? false }
   private let table: String
   private let columns: String
 
@@ -457,7 +462,8 @@ final class Loader {
     }
     allQuery = try Query(
       descriptor, schema: schema, sectionColumn: sectionColumn, database: database)
-    condition = try descriptor.whereClause(schema: schema)
+    condition = try descriptor.whereClause(
+      schema: schema, narrowing: !database.evaluatesSwiftFunctions)
     table = quoted(schema.name)
     columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     let cache = LoadCache()

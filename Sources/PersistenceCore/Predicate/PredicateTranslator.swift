@@ -24,6 +24,11 @@ struct PredicateTranslator {
   let modelName: String
   let column: (AnyKeyPath) -> Column?
   var variables: [PredicateExpressions.VariableID: TranslatedExpression] = [:]
+  /// Whether Swift-only functions (``StoreFunctions``) become unknowns rather than SQL calls:
+  /// for an engine that cannot run them (``StoreConnection/evaluatesSwiftFunctions``).
+  var narrows = false
+  /// Whether an unknown was made.
+  var narrowed = false
 
   init<Model: PersistentModel>(schema: ModelSchema<Model>) {
     modelName = "\(Model.self)"
@@ -37,10 +42,15 @@ struct PredicateTranslator {
   }
 
   /// The `WHERE` condition for `predicate`, or nil when it is always true.
+  ///
+  /// With `narrowing`, calls of Swift-only functions become unknowns and the condition keeps
+  /// every row whose answer depended on one (`IS NOT FALSE`); it is then marked
+  /// ``SQLFragment/isNarrowed``, and the predicate must be evaluated in Swift on the rows.
   static func whereClause<Model: PersistentModel>(
-    _ predicate: Predicate<Model>, schema: ModelSchema<Model>
+    _ predicate: Predicate<Model>, schema: ModelSchema<Model>, narrowing: Bool = false
   ) throws -> SQLFragment? {
     var translator = PredicateTranslator(schema: schema)
+    translator.narrows = narrowing
     translator.variables[predicate.variable.key] = .row
     let result = try translator.translate(predicate.expression)
     if case .constant(let value) = result {
@@ -49,7 +59,20 @@ struct PredicateTranslator {
       }
       return bool ? nil : SQLFragment("(1 = 0)", isCondition: true, canBeNull: false)
     }
-    return try translator.condition(result)
+    let condition = try translator.condition(result)
+    guard translator.narrowed else { return condition }
+    var narrowed = SQLFragment(
+      "((\(condition.sql)) IS NOT FALSE)", condition.bindings, isCondition: true, canBeNull: false)
+    narrowed.isNarrowed = true
+    return narrowed
+  }
+
+  /// A call of a Swift-only function (``StoreFunctions``): `sql` itself, or an unknown when
+  /// the engine cannot run it.
+  mutating func swiftFunction(_ sql: SQLFragment) -> SQLFragment {
+    guard narrows else { return sql }
+    narrowed = true
+    return .unknown(isCondition: sql.isCondition)
   }
 
   mutating func translate(_ expression: Any) throws -> TranslatedExpression {
@@ -67,7 +90,7 @@ struct PredicateTranslator {
       let bound = try Self.sqlValue(of: value)
       return SQLFragment("?", [bound], canBeNull: bound == .null)
     case .sql(let fragment):
-      guard fragment.isCondition else { return fragment }
+      guard fragment.isCondition, !fragment.isUnknown else { return fragment }
       return SQLFragment(
         "(CASE WHEN \(fragment.sql) THEN 1 WHEN NOT \(fragment.sql) THEN 0 END)",
         fragment.bindings + fragment.bindings, canBeNull: fragment.canBeNull)
@@ -78,7 +101,9 @@ struct PredicateTranslator {
   /// The SQL for an operand used as a condition (`AND`, `OR`, `NOT`, `CASE WHEN`, the whole
   /// predicate): a value, a stored `Bool`, is compared with 0.
   func condition(_ expression: TranslatedExpression) throws -> SQLFragment {
-    if case .sql(let fragment) = expression, fragment.isCondition { return fragment }
+    if case .sql(let fragment) = expression, fragment.isCondition || fragment.isUnknown {
+      return fragment
+    }
     let value = try operand(expression)
     return SQLFragment(
       "(\(value.sql) <> 0)", value.bindings, isCondition: true, canBeNull: value.canBeNull)
@@ -126,7 +151,10 @@ struct PredicateTranslator {
     let left = try translate(lhs)
     let right = try translate(rhs)
     if left.isConstant && right.isConstant { return try Self.fold(node) }
-    return .sql(try build(try operand(left), try operand(right)))
+    let built = try build(try operand(left), try operand(right))
+    // Over an unknown, the whole node is unknown (`COALESCE`, `IS NULL` … would decide).
+    if left.isUnknown || right.isUnknown { return .sql(.unknown(isCondition: built.isCondition)) }
+    return .sql(built)
   }
 
   /// Folds a node whose operands are all constants by evaluating it in Swift.
@@ -147,6 +175,10 @@ extension Optional: OptionalValue {
 extension TranslatedExpression {
   var isConstant: Bool {
     if case .constant = self { return true }
+    return false
+  }
+  var isUnknown: Bool {
+    if case .sql(let fragment) = self { return fragment.isUnknown }
     return false
   }
   var constantBool: Bool? {

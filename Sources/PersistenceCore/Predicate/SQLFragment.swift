@@ -13,6 +13,13 @@ struct SQLFragment {
   /// Whether the SQL can be `NULL` (an optional attribute, a `NULL` parameter, an expression
   /// over one); a non-null fragment compares with `=`, which indexes serve in every engine.
   var canBeNull: Bool
+  /// Whether the value is unknown to SQL: a Swift function the engine cannot run, left for
+  /// Swift to decide (SQL `NULL`, which `AND`, `OR` and `NOT` carry as "unknown"; any other
+  /// expression over it is unknown as a whole).
+  var isUnknown = false
+  /// Whether this `WHERE` condition was narrowed (it keeps every row whose answer depended on
+  /// an unknown): Swift must then evaluate the predicate on the rows it selects.
+  var isNarrowed = false
 
   init(
     _ sql: String, _ bindings: [SQLValue] = [], isCondition: Bool = false, canBeNull: Bool = true
@@ -21,6 +28,13 @@ struct SQLFragment {
     self.bindings = bindings
     self.isCondition = isCondition
     self.canBeNull = canBeNull
+  }
+
+  /// An unknown value or condition (see ``isUnknown``).
+  static func unknown(isCondition: Bool) -> SQLFragment {
+    var fragment = SQLFragment("NULL", isCondition: isCondition)
+    fragment.isUnknown = true
+    return fragment
   }
 }
 

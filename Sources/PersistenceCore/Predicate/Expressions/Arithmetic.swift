@@ -41,6 +41,7 @@ extension PredicateExpressions.UnaryMinus: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let inner = try translator.translate(wrapped)
     if inner.isConstant { return try PredicateTranslator.fold(self) }
+    if inner.isUnknown { return inner }
     let fragment = try translator.operand(inner)
     return .sql(SQLFragment("(- \(fragment.sql))", fragment.bindings))
   }

@@ -11,6 +11,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     guard case .constant(let values) = sequenceValue, let values = values as? any Sequence else {
       throw translator.unsupported("contains on a sequence that is not a captured array")
     }
+    if elementValue.isUnknown { return .sql(.unknown(isCondition: true)) }
     let target = try translator.operand(elementValue)
     var bindings: [SQLValue] = []
     var matchesNil = false

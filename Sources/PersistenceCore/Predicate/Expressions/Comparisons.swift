@@ -35,6 +35,7 @@ extension PredicateTranslator {
       guard case .sql(let condition) = side, condition.isCondition,
         let bool = other.constantBool
       else { continue }
+      if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
       return .sql(
         SQLFragment(
           "(\(condition.sql) IS \(equal ? "" : "NOT ")\(bool ? "TRUE" : "FALSE"))",

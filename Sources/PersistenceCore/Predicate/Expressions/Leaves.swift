@@ -42,12 +42,14 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
       }
       return .constant(root[keyPath: keyPath])
     case .sql(let fragment):
+      if fragment.isUnknown { return .sql(.unknown(isCondition: false)) }
       let path = keyPath as AnyKeyPath
       if path == \String.count as AnyKeyPath || path == \Substring.count as AnyKeyPath {
         return .sql(
-          SQLFragment(
-            "\(StoreFunctions.count)(\(fragment.sql))", fragment.bindings,
-            canBeNull: fragment.canBeNull))
+          translator.swiftFunction(
+            SQLFragment(
+              "\(StoreFunctions.count)(\(fragment.sql))", fragment.bindings,
+              canBeNull: fragment.canBeNull)))
       }
       if path == \String.isEmpty as AnyKeyPath {
         return .sql(

@@ -64,11 +64,13 @@ import Foundation
 
   extension PredicateExpressions.StringLocalizedStandardContains: SQLTranslatable {
     func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-      try translator.binaryOperation(self, root, other) { l, r in
+      let call = try translator.binaryOperation(self, root, other) { l, r in
         SQLFragment(
           "(\(StoreFunctions.localizedStandardContains)(\(l.sql), \(r.sql)) = 1)",
           l.bindings + r.bindings, isCondition: true, canBeNull: l.canBeNull || r.canBeNull)
       }
+      guard case .sql(let fragment) = call else { return call }
+      return .sql(translator.swiftFunction(fragment))
     }
   }
 #endif

@@ -31,6 +31,7 @@ extension PredicateExpressions.Negation: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let inner = try translator.translate(wrapped)
     if let bool = inner.constantBool { return .constant(!bool) }
+    if inner.isUnknown { return inner }
     let fragment = try translator.condition(inner)
     return .sql(
       SQLFragment(
@@ -46,8 +47,13 @@ extension PredicateExpressions.Conditional: SQLTranslatable {
     if let bool = condition.constantBool {
       return try translator.translate(bool ? trueBranch : falseBranch)
     }
-    let whenTrue = try translator.operand(translator.translate(trueBranch))
-    let whenFalse = try translator.operand(translator.translate(falseBranch))
+    let trueValue = try translator.translate(trueBranch)
+    let falseValue = try translator.translate(falseBranch)
+    if condition.isUnknown || trueValue.isUnknown || falseValue.isUnknown {
+      return .sql(.unknown(isCondition: false))
+    }
+    let whenTrue = try translator.operand(trueValue)
+    let whenFalse = try translator.operand(falseValue)
     let test = try translator.condition(condition)
     return .sql(
       SQLFragment(

@@ -25,10 +25,12 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
       translator.variables[variable.key] = nil
       return result
     }
+    if base.isUnknown { return .sql(.unknown(isCondition: false)) }
     let fragment = try translator.operand(base)
     translator.variables[variable.key] = .sql(fragment)
     let translated = try translator.translate(transform)
     translator.variables[variable.key] = nil
+    if translated.isUnknown { return .sql(.unknown(isCondition: false)) }
     // A condition stays one (its `NULL` is unknown, as the optional's `nil`).
     let body: SQLFragment
     if case .sql(let inner) = translated, inner.isCondition {
