@@ -1,0 +1,125 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `trips` on a PostgreSQL store (a database of the test process's throwaway cluster), beside
+/// the same commands on a SQLite file.
+@Suite("trips on PostgreSQL")
+struct PostgreSQLCLITests {
+  /// The output of `arguments` on a store given by `TRIPS_STORE`.
+  func run(_ arguments: [String], store: String) throws -> Run {
+    try trips(arguments, environment: ["TRIPS_STORE": store])
+  }
+
+  @Test("every read command prints the same on a PostgreSQL store as on a SQLite file")
+  func sameOutput() throws {
+    let scratch = Scratch()
+    let sqlite = scratch.store.path
+    let postgreSQL = try PostgreSQLCluster.shared.get().makeDatabase("cli")
+    for store in [sqlite, postgreSQL] {
+      let imported = try run(["import", sampleTrips.path], store: store)
+      #expect(imported.status == 0 && imported.stdout == "Imported 240 trips.\n", "\(imported)")
+    }
+    let id = try #require(
+      try run(["list", "--format", "json"], store: sqlite).stdout.split(separator: "\"")
+        .first { $0.count == 36 }
+    )
+    let commands: [[String]] = [
+      ["list"],
+      ["list", "--search", "zur"],
+      ["list", "--destination", "zurich"],
+      ["list", "--sort", "destination", "--limit", "12"],
+      ["list", "--from", "2027-06-01", "--to", "2027-09-01", "--format", "json"],
+      ["destinations"],
+      ["bounds"],
+      ["bounds", "--format", "json", "--viewport", "800x600"],
+      ["bounds", "--search", "a", "--crs", "EPSG:3035"],
+      ["show", String(id)],
+      ["export", "--format", "csv"],
+      ["export", "--format", "geojson"],
+      ["check"],
+    ]
+    for command in commands {
+      let expected = try run(command, store: sqlite)
+      let actual = try run(command, store: postgreSQL)
+      #expect(expected.status == 0, "\(command): \(expected.stderr)")
+      #expect(actual.status == expected.status, "\(command): \(actual.stderr)")
+      #expect(actual.stdout == expected.stdout, "\(command) differs on PostgreSQL")
+    }
+    // A write through one store's URL is seen by the next command, and recorded with its author.
+    let added = try run(
+      [
+        "add", "--name", "Onsen weekend", "--destination", "Hakone", "--start", "2027-03-01",
+        "--end", "2027-03-03", "--latitude", "35.23", "--longitude", "139.1", "--author", "mia",
+      ], store: postgreSQL)
+    #expect(added.status == 0, "\(added.stderr)")
+    #expect(try run(["list", "--search", "hakone"], store: postgreSQL).stdout.contains("Onsen"))
+    #expect(try run(["history"], store: postgreSQL).stdout.contains("mia"))
+  }
+
+  @Test("a server that cannot be reached, and a database of something else, are clear errors")
+  func badStores() throws {
+    let cluster = try PostgreSQLCluster.shared.get()
+    let unreachable = "postgresql://postgres@127.0.0.1:1/trips"
+    let refused = try run(["list"], store: unreachable)
+    #expect(refused.status != 0 && refused.status < 128, "\(refused)")
+    #expect(refused.stderr.contains("Cannot connect to the PostgreSQL store \(unreachable)"))
+    #expect(refused.stdout.isEmpty)
+
+    let missing = try run(["list"], store: cluster.url(database: "no_such_database"))
+    #expect(missing.status != 0 && missing.status < 128)
+    #expect(missing.stderr.contains("no_such_database"), "\(missing.stderr)")
+
+    // A database another program made: refused, and left as it was.
+    let foreign = try cluster.makeDatabase("foreign")
+    let made = try shell(
+      "psql -q -X -d \"$1\" -c 'CREATE TABLE invoices (id int)' -c 'INSERT INTO invoices VALUES (7)'",
+      arguments: [foreign])
+    #expect(made.status == 0, "\(made.stderr)")
+    for command in [
+      ["list"],
+      [
+        "add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
+        "--latitude", "1", "--longitude", "2",
+      ],
+    ] {
+      let refusedForeign = try run(command, store: foreign)
+      #expect(refusedForeign.status != 0 && refusedForeign.status < 128)
+      #expect(
+        refusedForeign.stderr.contains("not a store of this library"), "\(refusedForeign.stderr)")
+    }
+    let tables = try shell(
+      "psql -q -X -A -t -d \"$1\" -c \"SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname = 'public'\" -c 'SELECT id FROM invoices'",
+      arguments: [foreign])
+    #expect(tables.stdout == "invoices\n7\n", "\(tables)")
+
+    // A password in the URL never reaches a message.
+    let secret = try run(["list"], store: "postgresql://postgres:hunter2@127.0.0.1:1/trips")
+    #expect(!secret.stderr.contains("hunter2"), "\(secret.stderr)")
+  }
+
+  @Test("libpq's paths under valgrind: connecting, failing and querying free what they made, once")
+  func memcheck() throws {
+    let store = try PostgreSQLCluster.shared.get().makeDatabase("memcheck")
+    #expect(try run(["import", sampleTrips.path], store: store).status == 0)
+    let scratch = Scratch()
+    let log = scratch.file("valgrind.log")
+    let result = try shell(
+      """
+      for arguments in "list --search zur --store $1" "bounds --store $1" \
+        "list --store postgresql://postgres@127.0.0.1:1/x" "list --store $2"; do
+        valgrind --quiet --leak-check=no --log-file="$3.%p" "$TRIPS" $arguments > /dev/null 2>&1
+        printf '%s ' $?
+      done
+      cat "$3".* > "$3"
+      """,
+      arguments: [
+        store, try PostgreSQLCluster.shared.get().url(database: "no_such_database"), log.path,
+      ])
+    #expect(result.stdout == "0 0 1 1 ", "\(result)")
+    let report = try String(contentsOf: log, encoding: .utf8)
+    for error in ["Invalid read", "Invalid write", "Invalid free", "freed", "Mismatched free"] {
+      #expect(!report.contains(error), "\(report.prefix(3000))")
+    }
+  }
+}
