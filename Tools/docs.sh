@@ -6,7 +6,7 @@
 #   Tools/docs.sh Geo        one module
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=("${@:-PersistenceCore PersistenceSQLite Persistence Geo TripPlanner TripService}")
+modules=("${@:-PersistenceCore PersistenceSQLite PersistencePostgreSQL Persistence Geo TripPlanner TripService}")
 read -r -a modules <<<"${modules[*]}"
 graphs=.build/symbol-graphs
 out=.build/docs
@@ -19,6 +19,7 @@ for module in "${modules[@]}"; do
   mkdir -p "$graphs/$module"
   swift-symbolgraph-extract -module-name "$module" -target "$target" \
     -I .build/debug/Modules -I Sources/CSQLite -I Sources/CProj -I Sources/CMicroHTTPD \
+    -I Sources/CLibPQ -Xcc -I/usr/include/postgresql \
     -minimum-access-level public -output-dir "$graphs/$module" >/dev/null
   # Our own public symbols (those with a place in our sources) must say what they are.
   undocumented=$(jq -r '.symbols[]
