@@ -19,12 +19,18 @@ final class Connection: StoreConnection {
   /// Rows the last statement changed (`PQcmdTuples`).
   var changedRowCount = 0
 
+  /// The session's settings, made on connecting and again after reconnecting.
+  private let sessionSQL: String
+  /// Whether this connection's transaction is open (`BEGIN` ran, `COMMIT` or `ROLLBACK` not
+  /// yet): a lost connection then loses the transaction, and the caller must hear of it.
+  private var transactionOpen = false
+
   /// Connects. `conninfo` is anything `PQconnectdb` takes: a `postgresql://` URI or
-  /// `key=value` pairs (`service=name` included).
+  /// `key=value` pairs (`service=name` included). A `readOnly` session refuses writes.
   ///
   /// - Throws: `PersistenceError` with `cannotOpen`, naming `location` and the server's or
   ///   libpq's reason.
-  init(conninfo: String, location: String) throws {
+  init(conninfo: String, location: String, readOnly: Bool = false) throws {
     guard let handle = PQconnectdb(conninfo) else {
       throw PersistenceError(
         code: .cannotOpen, message: "Cannot connect to \(location): out of memory.")
@@ -40,12 +46,14 @@ final class Connection: StoreConnection {
     }
     self.handle = handle
     self.location = location
+    // UTF-8 both ways, UTC, and floats written with every digit a `Double` needs.
+    sessionSQL =
+      "SET client_encoding TO 'UTF8'; SET TIME ZONE 'UTC'; SET extra_float_digits TO 3"
+      + (readOnly ? "; SET default_transaction_read_only TO on" : "")
     // Notices ("… already exists, skipping") would go to standard error by default.
     PQsetNoticeProcessor(handle, { _, _ in }, nil)
     do {
-      // UTF-8 both ways, UTC, and floats written with every digit a `Double` needs.
-      try execute(
-        "SET client_encoding TO 'UTF8'; SET TIME ZONE 'UTC'; SET extra_float_digits TO 3")
+      try execute(sessionSQL)
     } catch {
       // `deinit` does not run for a failed initializer: the connection is finished here.
       PQfinish(handle)
@@ -66,13 +74,71 @@ final class Connection: StoreConnection {
 
   /// Runs one or more statements that take no parameters, through the simple query protocol.
   func execute(_ sql: String) throws {
-    guard let result = PQexec(handle, sql) else { throw lostError(sql: sql) }
+    let result = try send(sql) { PQexec(handle, sql) }
     defer { PQclear(result) }
     let status = PQresultStatus(result)
     guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
       throw error(result, sql: sql)
     }
     noteCompletion(of: result, sql: sql)
+  }
+
+  /// Sends one command with `send` and returns its result, reconnecting when the connection
+  /// was lost (a server restart, `pg_terminate_backend`, a network cut):
+  ///
+  /// - outside a transaction, the command is sent again on a new connection (once), so a lost
+  ///   connection between transactions costs the caller nothing;
+  /// - inside one, the transaction is gone with the connection: the command fails with an
+  ///   error saying so, and so does every command but `ROLLBACK` until the caller rolls back,
+  ///   which reconnects (nothing of the transaction can reach the store).
+  ///
+  /// The result is the caller's to clear.
+  func send(_ sql: String, _ send: () -> OpaquePointer?) throws -> OpaquePointer {
+    let verb = sql.prefix(8).uppercased()
+    let ends = verb.hasPrefix("COMMIT") || verb.hasPrefix("ROLLBACK")
+    if PQstatus(handle) == CONNECTION_BAD {
+      if transactionOpen && !verb.hasPrefix("ROLLBACK") {
+        throw lostTransaction(sql: sql)
+      }
+      transactionOpen = false
+      try reconnect(sql: sql)
+    }
+    var result = send()
+    if PQstatus(handle) == CONNECTION_BAD {
+      if let result { PQclear(result) }
+      if transactionOpen || ends {
+        // A COMMIT whose answer was lost may or may not have happened.
+        throw lostTransaction(sql: sql)
+      }
+      try reconnect(sql: sql)
+      result = send()
+    }
+    guard let result else { throw lostError(sql: sql) }
+    if PQresultStatus(result) == PGRES_COMMAND_OK {
+      if verb.hasPrefix("BEGIN") { transactionOpen = true }
+      if ends { transactionOpen = false }
+    }
+    return result
+  }
+
+  /// A new connection in place of the lost one (`PQreset`), with the session's settings.
+  private func reconnect(sql: String) throws {
+    PQreset(handle)
+    guard PQstatus(handle) == CONNECTION_OK else {
+      throw Connection.error(
+        sqlState: "", message: "reconnecting failed: \(Connection.message(handle))", sql: sql)
+    }
+    guard let result = PQexec(handle, sessionSQL) else { throw lostError(sql: sql) }
+    PQclear(result)
+  }
+
+  /// The error for a command of a transaction whose connection was lost.
+  private func lostTransaction(sql: String) -> PersistenceError {
+    Connection.error(
+      sqlState: "",
+      message:
+        "the connection was lost inside a transaction, which did not complete (\(Connection.message(handle))); it is reconnected when the transaction is rolled back",
+      sql: sql)
   }
 
   /// Prepares a statement for one use.
@@ -99,8 +165,9 @@ final class Connection: StoreConnection {
     return insertedKey
   }
 
-  /// Whether a transaction is open (or failed and not yet rolled back).
-  var isInTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+  /// Whether a transaction is open (or failed, or lost with its connection, and not yet
+  /// rolled back).
+  var isInTransaction: Bool { transactionOpen }
 
   /// The advisory lock key writers take: 'TRPS'. One writer at a time per database, as with
   /// SQLite, so that history tokens are issued in commit order.
@@ -122,7 +189,11 @@ final class Connection: StoreConnection {
 
   func commit() throws { try execute("COMMIT") }
 
-  func rollback() throws { try execute("ROLLBACK") }
+  func rollback() throws {
+    // The transaction ends however the command fares.
+    defer { transactionOpen = false }
+    try execute("ROLLBACK")
+  }
 
   /// Code-point order (`"C"`) for lexical comparison, which is Swift's order of NFC text; the
   /// localized comparators have no collation here yet.

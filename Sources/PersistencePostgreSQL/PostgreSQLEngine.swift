@@ -73,11 +73,7 @@ final class PostgreSQLStore: OpenStore {
   /// A new connection; read-only sessions when saves are not allowed. `cacheSizeKiB` has no
   /// meaning here (the server keeps the cache).
   func makeConnection(cacheSizeKiB: Int?) throws -> any StoreConnection {
-    let connection = try Connection(conninfo: conninfo, location: location)
-    if !allowsSave {
-      try connection.execute("SET default_transaction_read_only TO on")
-    }
-    return connection
+    try Connection(conninfo: conninfo, location: location, readOnly: !allowsSave)
   }
 
   /// The server keeps its own consistency: checks that every table of the store can be read.

@@ -151,15 +151,16 @@ final class Statement: StoreStatement {
         buffer.append(contentsOf: value)
       }
     }
-    let made: OpaquePointer? = buffer.withUnsafeBufferPointer { storage in
-      let base = UnsafeRawPointer(storage.baseAddress!)
-      let values: [UnsafePointer<CChar>?] = offsets.map {
-        $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
+    let made = try connection.send(sql) {
+      buffer.withUnsafeBufferPointer { storage in
+        let base = UnsafeRawPointer(storage.baseAddress!)
+        let values: [UnsafePointer<CChar>?] = offsets.map {
+          $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
+        }
+        return PQexecParams(
+          connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
       }
-      return PQexecParams(
-        connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
     }
-    guard let made else { throw connection.lostError(sql: sql) }
     let status = PQresultStatus(made)
     guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
       let failure = connection.error(made, sql: sql)

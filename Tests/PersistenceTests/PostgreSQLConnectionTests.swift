@@ -1,4 +1,6 @@
 import Foundation
+import Observation
+import Persistence
 import PersistenceCore
 import TestSupport
 import Testing
@@ -195,5 +197,86 @@ struct PostgreSQLConnectionTests {
     #expect(try first.scalarInt("SELECT count(*) FROM t") == 2)
     try first.commit()
     #expect(try first.scalarInt("SELECT count(*) FROM t") == 3)
+  }
+}
+
+/// Connections that the server cuts: a terminated backend, a restarted server.
+@Suite("PostgreSQL connections lost")
+struct PostgreSQLLostConnectionTests {
+  /// Ends every other backend of the database `url` names.
+  func terminateOthers(_ url: String) throws {
+    let killer = try Connection(conninfo: url, location: url)
+    _ = try killer.scalarInt(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+  }
+
+  @Test(
+    "between transactions a terminated connection is replaced unseen; inside one, the transaction fails whole and a rollback recovers"
+  )
+  func terminatedBackend() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("lost")
+    let connection = try Connection(conninfo: url, location: url)
+    try connection.execute("CREATE TABLE t (v bigint)")
+    try terminateOthers(url)
+    // Between transactions: the next command reconnects and runs.
+    #expect(try connection.scalarInt("SELECT count(*) FROM t") == 0)
+
+    try connection.beginWriting()
+    try connection.execute("INSERT INTO t VALUES (1)")
+    try terminateOthers(url)
+    #expect {
+      try connection.execute("INSERT INTO t VALUES (2)")
+    } throws: { error in
+      (error as? PersistenceError)?.message.contains("lost inside a transaction") == true
+    }
+    #expect(connection.isInTransaction)
+    #expect(throws: PersistenceError.self) { try connection.commit() }
+    try connection.rollback()
+    #expect(!connection.isInTransaction)
+    #expect(try connection.scalarInt("SELECT count(*) FROM t") == 0)
+  }
+
+  @Test("a context whose connection is terminated goes on: the next fetch and save work")
+  func contextAfterTermination() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("lostctx")
+    let container = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(url: try #require(URL(string: url))),
+      engine: PostgreSQLEngine())
+    let context = ModelContext(container)
+    context.insert(Note(key: "a", text: "1"))
+    try context.save()
+    try terminateOthers(url)
+    #expect(try context.fetch(FetchDescriptor<Note>()).map(\.key) == ["a"])
+    try terminateOthers(url)
+    context.insert(Note(key: "b", text: "2"))
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 2)
+  }
+
+  @Test(
+    "the server restarted under a live observer: it catches up with every change made meanwhile")
+  func restartUnderObserver() throws {
+    let cluster = try PostgreSQLCluster.makePrivate()
+    let url = try #require(URL(string: try cluster.makeDatabase("restart")))
+    let configuration = ModelConfiguration(url: url)
+    let writer = ModelContext(
+      try ModelContainer(for: [Note.self], configuration: configuration, engine: PostgreSQLEngine())
+    )
+    writer.insert(Note(key: "a", text: "1"))
+    try writer.save()
+    let reader = ModelContext(
+      try ModelContainer(for: [Note.self], configuration: configuration, engine: PostgreSQLEngine())
+    )
+    let observer = try ResultsObserver(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]), modelContext: reader)
+    #expect(observer.results.map(\.key) == ["a"])
+    try cluster.restart()
+    writer.insert(Note(key: "b", text: "2"))
+    try writer.save()
+    writer.insert(Note(key: "c", text: "3"))
+    try writer.save()
+    #expect(eventually(15) { observer.results.map(\.key) == ["a", "b", "c"] })
+    #expect(eventually(5) { observer.lastError == nil })
   }
 }

@@ -27,6 +27,19 @@ public final class PostgreSQLCluster: Sendable {
     try PostgreSQLCluster()
   }.mapError { $0 as? ClusterError ?? ClusterError(message: "\($0)") }
 
+  /// A cluster of the caller's own, for a test that restarts or stops its server (which the
+  /// shared one, used by tests running at the same time, must never be). Stopped when the test
+  /// process ends.
+  public static func makePrivate() throws -> PostgreSQLCluster { try PostgreSQLCluster() }
+
+  /// Restarts the server (`pg_ctl restart -m fast`: connections are cut), on the same port.
+  public func restart() throws {
+    try PostgreSQLCluster.run(
+      binaries.appendingPathComponent("pg_ctl").path,
+      ["-D", directory.appendingPathComponent("data").path, "-m", "fast", "-w", "restart"],
+      asPostgres: runsAsPostgresUser)
+  }
+
   /// Why a cluster could not be made or used.
   public struct ClusterError: Error, CustomStringConvertible {
     /// What went wrong, with the tool's output.

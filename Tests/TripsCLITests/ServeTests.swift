@@ -13,7 +13,9 @@ final class ServerProcess: @unchecked Sendable {
 
   init(store: URL, _ extra: [String] = []) throws {
     process.executableURL = tripsExecutable
-    process.arguments = ["serve", "--port", "0", "--store", store.path] + extra
+    process.arguments =
+      ["serve", "--port", "0", "--store", store.isFileURL ? store.path : store.absoluteString]
+      + extra
     process.environment = [
       "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
     ]

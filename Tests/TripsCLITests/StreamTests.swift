@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -162,5 +163,56 @@ struct StreamTests {
       let text = try String(contentsOf: file, encoding: .utf8)
       #expect(text.contains("Through the first") && text.contains("Through the second"))
     }
+  }
+
+  @Test(
+    "two servers on one PostgreSQL database both stream a change made through either, across a restart of the database server"
+  )
+  func twoServersOnPostgreSQL() throws {
+    let cluster = try PostgreSQLCluster.makePrivate()
+    let store = try #require(URL(string: try cluster.makeDatabase("serve")))
+    let scratch = Scratch()
+    let secret = String(repeating: "pg-t0k3n-", count: 3)
+    let tokens = try tokenFile(in: scratch, "alice:" + secret)
+    let first = try ServerProcess(store: store, ["--token-file", tokens.path])
+    let second = try ServerProcess(store: store, ["--token-file", tokens.path])
+    defer {
+      _ = first.stop()
+      _ = second.stop()
+    }
+    let path = "/collections/trips/items/stream"
+    let (one, two) = (scratch.file("one.txt"), scratch.file("two.txt"))
+    let readers = [try listen(first.url + path, to: one), try listen(second.url + path, to: two)]
+    defer {
+      for reader in readers {
+        kill(reader.processIdentifier, SIGKILL)
+        reader.waitUntilExit()
+      }
+    }
+    Thread.sleep(forTimeInterval: 0.5)
+    func post(_ server: ServerProcess, _ name: String) throws {
+      let body = """
+        {"type":"Feature","geometry":{"type":"Point","coordinates":[10,45]},
+         "properties":{"name":"\(name)","destination":"D","startDate":"2027-01-01",
+         "endDate":"2027-01-02"}}
+        """
+      let reply = try server.request(
+        "POST", "/collections/trips/items",
+        headers: ["Authorization: Bearer \(secret)", "Content-Type: application/geo+json"],
+        body: Data(body.utf8))
+      #expect(reply.status == 201, "\(reply.text)")
+    }
+    try post(first, "Through the first")
+    #expect(eventually(10) { events(one).count == 1 && events(two).count == 1 })
+    // The database server restarts: every connection of both servers is cut.
+    try cluster.restart()
+    try post(second, "Through the second")
+    #expect(eventually(15) { events(one).count == 2 && events(two).count == 2 })
+    for file in [one, two] {
+      let text = try String(contentsOf: file, encoding: .utf8)
+      #expect(text.contains("Through the first") && text.contains("Through the second"))
+    }
+    #expect(
+      try first.request("/collections/trips/items?q=through").text.contains("\"numberMatched\":2"))
   }
 }
