@@ -21,6 +21,12 @@ final class Connection: StoreConnection {
 
   /// The session's settings, made on connecting and again after reconnecting.
   private let sessionSQL: String
+  /// The channel writers `NOTIFY` when they commit, and monitors `LISTEN` on.
+  static let channel = "\"_persistence_changes\""
+  /// Whether this connection listens on ``channel`` (again after reconnecting).
+  private var listening = false
+  /// Whether the open transaction writes (`beginWriting()`): its commit notifies listeners.
+  private var writing = false
   /// Whether this connection's transaction is open (`BEGIN` ran, `COMMIT` or `ROLLBACK` not
   /// yet): a lost connection then loses the transaction, and the caller must hear of it.
   private var transactionOpen = false
@@ -128,8 +134,46 @@ final class Connection: StoreConnection {
       throw Connection.error(
         sqlState: "", message: "reconnecting failed: \(Connection.message(handle))", sql: sql)
     }
-    guard let result = PQexec(handle, sessionSQL) else { throw lostError(sql: sql) }
+    let setup = sessionSQL + (listening ? "; LISTEN \(Connection.channel)" : "")
+    guard let result = PQexec(handle, setup) else { throw lostError(sql: sql) }
     PQclear(result)
+  }
+
+  /// Waits on the connection's socket for a notice that a writer committed (`LISTEN`, started
+  /// on the first call), up to a second whatever `timeout` asks: the monitor reads the store
+  /// after each wait, so a notice lost while the connection was down costs at most that second.
+  /// On a broken connection it sleeps for `timeout` (the next read reconnects). Cost: no query
+  /// while nothing is committed.
+  func waitForExternalChange(timeout: Duration) {
+    if !listening {
+      guard (try? execute("LISTEN \(Connection.channel)")) != nil else { return sleep(timeout) }
+      listening = true
+    }
+    if drainNotifications() { return }
+    let socket = PQsocket(handle)
+    guard socket >= 0, PQstatus(handle) == CONNECTION_OK else { return sleep(timeout) }
+    var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+    _ = poll(&descriptor, 1, 1000)
+    if descriptor.revents != 0 {
+      // Read what arrived; a closed socket leaves the connection bad, to be replaced.
+      PQconsumeInput(handle)
+      _ = drainNotifications()
+    }
+  }
+
+  /// Frees the notices received so far; true when there was one.
+  private func drainNotifications() -> Bool {
+    var found = false
+    while let notice = PQnotifies(handle) {
+      PQfreemem(notice)
+      found = true
+    }
+    return found
+  }
+
+  private func sleep(_ timeout: Duration) {
+    let (seconds, attoseconds) = timeout.components
+    Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
   }
 
   /// The error for a command of a transaction whose connection was lost.
@@ -176,6 +220,7 @@ final class Connection: StoreConnection {
   /// `BEGIN`, then the store's write lock, held until commit or rollback.
   func beginWriting() throws {
     try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+    writing = true
     do {
       try execute("SELECT pg_advisory_xact_lock(\(Connection.writeLockKey))")
     } catch {
@@ -187,10 +232,19 @@ final class Connection: StoreConnection {
   /// A read transaction that sees one state of the store.
   func beginReading() throws { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
 
-  func commit() throws { try execute("COMMIT") }
+  /// Commits; a writing transaction first queues a `NOTIFY` (sent by the server at commit, and
+  /// only then), which wakes other processes' monitors.
+  func commit() throws {
+    if writing {
+      writing = false
+      try execute("NOTIFY \(Connection.channel)")
+    }
+    try execute("COMMIT")
+  }
 
   func rollback() throws {
     // The transaction ends however the command fares.
+    writing = false
     defer { transactionOpen = false }
     try execute("ROLLBACK")
   }

@@ -279,4 +279,29 @@ struct PostgreSQLLostConnectionTests {
     #expect(eventually(15) { observer.results.map(\.key) == ["a", "b", "c"] })
     #expect(eventually(5) { observer.lastError == nil })
   }
+
+  @Test("an observer hears of another container's commit at once (NOTIFY), not at its next poll")
+  func notifiedObserver() throws {
+    let url = try #require(URL(string: try PostgreSQLCluster.shared.get().makeDatabase("notify")))
+    let configuration = ModelConfiguration(url: url)
+    let writer = ModelContext(
+      try ModelContainer(for: [Note.self], configuration: configuration, engine: PostgreSQLEngine())
+    )
+    let reader = ModelContext(
+      try ModelContainer(for: [Note.self], configuration: configuration, engine: PostgreSQLEngine())
+    )
+    let observer = try ResultsObserver(FetchDescriptor<Note>(), modelContext: reader)
+    Thread.sleep(forTimeInterval: 0.3)  // the monitor is listening
+    var latencies: [Double] = []
+    for index in 0..<12 {
+      writer.insert(Note(key: "k\(index)", text: ""))
+      try writer.save()
+      let start = Date()
+      #expect(eventually(5) { observer.results.count == index + 1 })
+      latencies.append(Date().timeIntervalSince(start))
+    }
+    // Unwoken, the monitor would read the store once a second: half a second on average.
+    let median = latencies.sorted()[latencies.count / 2]
+    #expect(median < 0.15, "median \(median) s: \(latencies)")
+  }
 }

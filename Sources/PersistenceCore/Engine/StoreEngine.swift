@@ -97,6 +97,12 @@ public protocol StoreConnection: AnyObject {
   func externalChangeCounter() throws -> Int64
   /// Whether the engine runs ``StoreFunctions`` with Swift's exact answers; see there.
   var evaluatesSwiftFunctions: Bool { get }
+  /// Waits until another connection may have committed, or `timeout` passes: what an
+  /// observer's monitor does between two reads of ``externalChangeCounter()``. An engine told
+  /// of commits (PostgreSQL's `LISTEN`) returns as soon as one is, and may wait longer than
+  /// `timeout` for it (the counter is read after every wait, so a lost notice is made up for
+  /// by the next one); the default sleeps for `timeout` (polling).
+  func waitForExternalChange(timeout: Duration)
 }
 
 extension StoreConnection {
@@ -105,6 +111,12 @@ extension StoreConnection {
   /// narrowed in SQL and finished in Swift (see ``StoreFunctions``). True unless an engine says
   /// otherwise.
   public var evaluatesSwiftFunctions: Bool { true }
+
+  /// Sleeps for `timeout`: an engine without notices of other connections' commits is polled.
+  public func waitForExternalChange(timeout: Duration) {
+    let (seconds, attoseconds) = timeout.components
+    Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+  }
 
   /// The first column of the first row of `sql` as an integer, or nil.
   public func scalarInt(_ sql: String) throws -> Int64? {

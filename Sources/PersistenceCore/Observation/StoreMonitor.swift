@@ -4,9 +4,11 @@ import Synchronization
 /// Notices commits made by other processes (and other connections) to a store file, reads
 /// what they changed from persistent history, and posts it to the container's observers.
 ///
-/// It polls its connection's ``StoreConnection/externalChangeCounter()`` every ``interval``
-/// (SQLite's `PRAGMA data_version`: a read of shared memory that changes only when another
-/// connection commits). On a change it fetches
+/// It reads its connection's ``StoreConnection/externalChangeCounter()`` (SQLite's
+/// `PRAGMA data_version`: a read of shared memory that changes only when another connection
+/// commits) after each ``StoreConnection/waitForExternalChange(timeout:)``: every ``interval``
+/// for SQLite, which polls; when told of a commit for PostgreSQL, whose writers `NOTIFY` and
+/// whose monitor `LISTEN`s (at least once a second). On a change it fetches
 /// the history after the last token it saw; transactions this process already announced are
 /// skipped. Cost per poll: O(1); per foreign commit: O(changes in it).
 ///
@@ -80,9 +82,13 @@ final class StoreMonitor: Sendable {
         failing = failure
         wait = min(wait * 2, maximumInterval)
       }
-      Thread.sleep(
-        forTimeInterval: Double(wait.components.attoseconds) / 1e18
-          + Double(wait.components.seconds))
+      if let database = try? context.connection() {
+        database.waitForExternalChange(timeout: wait)
+      } else {
+        Thread.sleep(
+          forTimeInterval: Double(wait.components.attoseconds) / 1e18
+            + Double(wait.components.seconds))
+      }
     }
   }
 
