@@ -90,7 +90,8 @@ public final class ServerSync: Sendable {
   ///   - writer: Needed to push (the server takes writes with a token only); its name is also
   ///     left out of pulls, so that this sync's own pushes do not come back.
   ///   - localAuthor: The author of pulled changes here.
-  ///   - state: The state file; default `<local>.sync-state.json`.
+  ///   - state: The state file; default `<local>.sync-state.json` (for a database, a file in
+  ///     the user's data folder).
   ///   - onEvent: Called after each push or pull that moved something, and on failures.
   /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
   ///   that is not `http` or `https`, or a push without a writer.
@@ -114,7 +115,7 @@ public final class ServerSync: Sendable {
     self.writer = writer
     self.localAuthor = localAuthor
     self.directions = directions
-    stateURL = state ?? URL(fileURLWithPath: local.path + ".sync-state.json")
+    stateURL = state ?? SyncState.defaultURL(for: local)
     let store = try TripStore(url: local, author: localAuthor)
     history = try HistoryObserver(
       container: store.container, excludedAuthors: [localAuthor], modelTypes: [Trip.self])

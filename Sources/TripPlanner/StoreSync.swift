@@ -43,7 +43,8 @@ public final class StoreSync: Sendable {
   ///   - source: The store read from.
   ///   - target: The store written to.
   ///   - author: The author recorded in the target, and left out of the source's feed.
-  ///   - state: The state file; default `<target>.sync-state.json`.
+  ///   - state: The state file; default `<target>.sync-state.json` (for a database target, a
+  ///     file in the user's data folder).
   ///   - onPush: Called after each push with its result.
   public init(
     from source: URL, to target: URL, author: String = "sync", state: URL? = nil,
@@ -52,7 +53,7 @@ public final class StoreSync: Sendable {
     sourceURL = source
     targetURL = target
     self.author = author
-    stateURL = state ?? URL(fileURLWithPath: target.path + ".sync-state.json")
+    stateURL = state ?? SyncState.defaultURL(for: target)
     let sourceStore = try TripStore(url: source, author: author)
     let targetStore = try TripStore(url: target, author: author)
     history = try HistoryObserver(

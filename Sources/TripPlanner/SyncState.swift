@@ -1,8 +1,26 @@
 import Foundation
+import Persistence
 
 /// A sync's state file: JSON, one history token per key (what was last pushed from a store,
 /// or pulled from a server), replaced atomically, so that a restart resumes where it stopped.
 enum SyncState {
+  /// Where a sync writing `store` keeps its state unless told: beside a store file
+  /// (`<store>.sync-state.json`); for a database, in the user's data folder
+  /// (`trips/sync-state/<host>_<port>_<database>.json`), never at a path made from the URL.
+  static func defaultURL(
+    for store: URL, environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> URL {
+    if store.isFileURL { return URL(fileURLWithPath: store.path + ".sync-state.json") }
+    let parts = [store.host ?? "local", store.port.map(String.init) ?? "5432", store.path]
+    let name = parts.joined(separator: "_").map { character -> Character in
+      character.isASCII && (character.isLetter || character.isNumber || "-.".contains(character))
+        ? character : "_"
+    }
+    return ModelConfiguration.dataFolder(environment: environment)
+      .appendingPathComponent("trips/sync-state")
+      .appendingPathComponent(String(name) + ".json")
+  }
+
   /// The state file's contents: empty when there is no file yet; an error naming the file when
   /// it cannot be read or is damaged (never a silent restart from the beginning, which would
   /// push every change again).
@@ -30,6 +48,8 @@ enum SyncState {
   static func write(_ state: [String: String], to stateURL: URL) throws {
     let data = try JSONSerialization.data(withJSONObject: state, options: [.sortedKeys])
     do {
+      try FileManager.default.createDirectory(
+        at: stateURL.deletingLastPathComponent(), withIntermediateDirectories: true)
       try data.write(to: stateURL, options: .atomic)
     } catch {
       throw TripPlannerError(

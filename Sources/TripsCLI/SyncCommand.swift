@@ -143,7 +143,8 @@ enum SyncWatchCommand: Subcommand {
     defaultDescription: "sync")
   static let state = Option<String>(
     name: "state", valueName: "file", help: "Where the last token of each way is kept.",
-    defaultDescription: "<to>.sync-state.json, or <store>.sync-state.json with a server"
+    defaultDescription:
+      "<to>.sync-state.json, or <store>.sync-state.json with a server ($XDG_DATA_HOME/trips/sync-state/ for a database)"
   ).completingFiles
   static let once = Flag(name: "once", help: "Push (and pull) once and exit.")
 

@@ -122,4 +122,42 @@ struct PostgreSQLCLITests {
       #expect(!report.contains(error), "\(report.prefix(3000))")
     }
   }
+
+  @Test(
+    "sync between a SQLite file and a PostgreSQL database, both ways; the state file goes to the data folder"
+  )
+  func syncBothWays() throws {
+    let scratch = Scratch()
+    let sqlite = scratch.store.path
+    let postgreSQL = try PostgreSQLCluster.shared.get().makeDatabase("sync")
+    let environment = ["XDG_DATA_HOME": scratch.file("data").path]
+    #expect(try run(["import", sampleTrips.path], store: sqlite).status == 0)
+    let push = try trips(
+      ["sync", "watch", "--once", "--store", sqlite, "--to", postgreSQL], environment: environment)
+    #expect(push.status == 0, "\(push.stderr)")
+    #expect(
+      try run(["list"], store: postgreSQL).stdout == (try run(["list"], store: sqlite).stdout))
+    #expect(FileManager.default.fileExists(atPath: sqlite + ".sync-state.json") == false)
+    let states = try FileManager.default.contentsOfDirectory(
+      atPath: scratch.file("data/trips/sync-state").path)
+    #expect(states.count == 1 && states[0].hasPrefix("127.0.0.1_"), "\(states)")
+
+    // A change made in the database goes back to the file.
+    #expect(
+      try run(
+        [
+          "add", "--name", "Back the other way", "--destination", "Reykjavík", "--start",
+          "2027-02-01", "--end", "2027-02-05", "--latitude", "64.14", "--longitude", "-21.94",
+        ], store: postgreSQL
+      ).status == 0)
+    let pull = try trips(
+      [
+        "sync", "watch", "--once", "--store", postgreSQL, "--to", sqlite, "--state",
+        scratch.file("back.json").path,
+      ], environment: environment)
+    #expect(pull.status == 0, "\(pull.stderr)")
+    #expect(try run(["list", "--search", "other way"], store: sqlite).stdout.contains("Reykjavík"))
+    #expect(
+      try run(["list"], store: postgreSQL).stdout == (try run(["list"], store: sqlite).stdout))
+  }
 }
