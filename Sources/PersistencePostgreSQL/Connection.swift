@@ -130,6 +130,7 @@ final class Connection: StoreConnection {
   /// A new connection in place of the lost one (`PQreset`), with the session's settings.
   private func reconnect(sql: String) throws {
     PQreset(handle)
+    session += 1
     guard PQstatus(handle) == CONNECTION_OK else {
       throw Connection.error(
         sqlState: "", message: "reconnecting failed: \(Connection.message(handle))", sql: sql)
@@ -194,13 +195,31 @@ final class Connection: StoreConnection {
       statement.reset()
       return statement
     }
-    let statement = Statement(sql: sql, connection: self)
+    let statement = Statement(sql: sql, connection: self, cached: true)
     cache[sql] = statement
     return statement
   }
 
-  /// The key of the row the last `INSERT` made: `lastval()`, the last value any sequence gave
-  /// this session (each table's `_pk` is an identity column, drawn from its own sequence).
+  /// Counts the sessions of this connection (each reconnect is a new one, which has none of
+  /// the old one's prepared statements).
+  private(set) var session = 0
+  private var statementCount = 0
+
+  /// A name for a new server-side prepared statement of this session.
+  func makeStatementName() -> String {
+    statementCount += 1
+    return "s\(statementCount)"
+  }
+
+  /// Records the key an `INSERT … RETURNING` gave.
+  func noteInsertedKey(_ key: Int64) {
+    insertedKey = key
+    insertedKeyIsStale = false
+  }
+
+  /// The key of the row the last `INSERT` made: returned by the insert itself for the store's
+  /// tables (see `Statement.keyColumn(ofInsert:)`), else `lastval()`, the last value any
+  /// sequence gave this session (each table's key is an identity column).
   var lastInsertedKey: Int64 {
     if insertedKeyIsStale {
       insertedKeyIsStale = false

@@ -30,8 +30,28 @@ final class Statement: StoreStatement {
     case bytes([UInt8])
   }
 
-  init(sql: String, connection: Connection) {
-    let (rewritten, count) = Placeholders.rewrite(sql)
+  /// Whether the statement is kept by its connection (`cachedStatement`): it is then prepared
+  /// on the server once per kind of parameters (`PQprepare`), and runs without being parsed
+  /// and planned again.
+  private let isCached: Bool
+  /// The server-side names of this statement, by the types of its parameters, and the
+  /// connection's session they were prepared in (a reconnect loses them).
+  private var prepared: [[Oid]: String] = [:]
+  private var preparedSession = -1
+  /// Whether the SQL is an `INSERT` that returns the new row's key (added here: see
+  /// ``keyColumn(ofInsert:)``); its one row is read as ``Connection/lastInsertedKey`` and not
+  /// shown to the caller, who expects none.
+  private let returnsKey: Bool
+
+  init(sql: String, connection: Connection, cached: Bool = false) {
+    var (rewritten, count) = Placeholders.rewrite(sql)
+    if let column = Statement.keyColumn(ofInsert: rewritten) {
+      rewritten += " RETURNING \(column)"
+      returnsKey = true
+    } else {
+      returnsKey = false
+    }
+    isCached = cached
     self.sql = rewritten
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
@@ -41,6 +61,22 @@ final class Statement: StoreStatement {
         message:
           "Sorting with localizedStandardCompare (localizedStandardSorts) is not supported on PostgreSQL stores yet; sort by code point, or sort the fetched models."
       )
+    }
+  }
+
+  /// The key column of the table a plain `INSERT INTO table (…) VALUES (…)` writes, when it
+  /// has one: `"_pk"` for an entity's table, `token` and `id` for the history's. The key then
+  /// comes back with the insert instead of in a second round trip (`lastval()`).
+  static func keyColumn(ofInsert sql: String) -> String? {
+    guard sql.hasPrefix("INSERT INTO "), !sql.contains(" RETURNING "),
+      !sql.contains(" ON CONFLICT "), !sql.contains(" SELECT ")
+    else { return nil }
+    let table = sql.dropFirst("INSERT INTO ".count).prefix { $0 != " " && $0 != "(" }
+    switch table {
+    case "_history_transactions": return "token"
+    case "_history_changes": return "id"
+    case "_history_tombstones", "\(StoreLayout.metaTable)": return nil
+    default: return table.hasPrefix("\"") ? "\"_pk\"" : nil
     }
   }
 
@@ -157,8 +193,16 @@ final class Statement: StoreStatement {
         let values: [UnsafePointer<CChar>?] = offsets.map {
           $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
         }
-        return PQexecParams(
-          connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
+        guard isCached else {
+          return PQexecParams(
+            connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
+        }
+        let name: String
+        switch preparedName(types) {
+        case .success(let known): name = known
+        case .failure(let failed): return failed.result
+        }
+        return PQexecPrepared(connection.handle, name, Int32(count), values, lengths, formats, 0)
       }
     }
     let status = PQresultStatus(made)
@@ -171,6 +215,38 @@ final class Statement: StoreStatement {
     result = made
     rowCount = PQntuples(made)
     row = -1
+    if returnsKey {
+      // The key of the new row, for `lastInsertedKey`; the caller sees no row, as on SQLite.
+      if rowCount == 1 {
+        connection.noteInsertedKey(int64(at: 0, row: 0))
+      }
+      rowCount = 0
+    }
+  }
+
+  /// A failed `PQprepare`, whose result stands for the statement's.
+  private struct PrepareFailure: Error {
+    let result: OpaquePointer?
+  }
+
+  /// The server-side name of this statement for parameters of `types`, prepared now in the
+  /// connection's current session if it was not yet.
+  private func preparedName(_ types: [Oid]) -> Result<String, PrepareFailure> {
+    if preparedSession != connection.session {
+      prepared.removeAll()
+      preparedSession = connection.session
+    }
+    if let name = prepared[types] { return .success(name) }
+    let name = connection.makeStatementName()
+    guard let made = PQprepare(connection.handle, name, sql, Int32(types.count), types) else {
+      return .failure(PrepareFailure(result: nil))
+    }
+    guard PQresultStatus(made) == PGRES_COMMAND_OK else {
+      return .failure(PrepareFailure(result: made))
+    }
+    PQclear(made)
+    prepared[types] = name
+    return .success(name)
   }
 
   // MARK: Reading
@@ -200,6 +276,18 @@ final class Statement: StoreStatement {
 
   func int64(at index: Int32) -> Int64 {
     guard let (value, _) = raw(index) else { return 0 }
+    return Statement.integer(value)
+  }
+
+  /// Column `index` of row `row` as an integer (the key an `INSERT … RETURNING` gave).
+  private func int64(at index: Int32, row: Int32) -> Int64 {
+    guard let result, PQgetisnull(result, row, index) == 0,
+      let value = PQgetvalue(result, row, index)
+    else { return 0 }
+    return Statement.integer(value)
+  }
+
+  private static func integer(_ value: UnsafePointer<CChar>) -> Int64 {
     switch value.pointee {
     case CChar(UInt8(ascii: "t")): return 1
     case CChar(UInt8(ascii: "f")): return 0

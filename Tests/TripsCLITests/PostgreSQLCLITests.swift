@@ -160,4 +160,36 @@ struct PostgreSQLCLITests {
     #expect(
       try run(["list"], store: postgreSQL).stdout == (try run(["list"], store: sqlite).stdout))
   }
+
+  @Test("an import killed with SIGKILL leaves nothing partial, and the next writer is not blocked")
+  func killedImport() throws {
+    let scratch = Scratch()
+    let file = scratch.file("big.csv")
+    try generate(["--count", "20000", "--output", file.path])
+    var outcomes: Set<Int> = []
+    for delay in [0.1, 0.6, 1.5] {
+      let store = try PostgreSQLCluster.shared.get().makeDatabase("killed")
+      #expect(try run(addSuva, store: store).status == 0)
+      let process = Process()
+      process.executableURL = tripsExecutable
+      process.arguments = ["import", file.path, "--store", store]
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      Thread.sleep(forTimeInterval: delay)
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      let count = try jsonArray(try run(["list", "--format", "json"], store: store).stdout).count
+      #expect(count == 1 || count == 20_001, "killed after \(delay) s: \(count) trips")
+      outcomes.insert(count)
+      let inserts = try jsonArray(try run(["history", "--format", "json"], store: store).stdout)
+        .flatMap { $0["changes"] as! [[String: Any]] }.filter { $0["kind"] as? String == "insert" }
+        .count
+      #expect(inserts == count, "history matches the data")
+      // The killed writer's lock went with its connection.
+      let started = Date()
+      #expect(try run(addApia, store: store).status == 0)
+      #expect(Date().timeIntervalSince(started) < 10)
+    }
+    #expect(outcomes.contains(1), "at least one kill landed before the commit")
+  }
 }
