@@ -330,6 +330,33 @@ struct EngineObserverTests {
   }
 }
 
+extension EngineObserverTests {
+  @Test(
+    "a HistoryObserver counts another container's transactions by author and model type",
+    arguments: TestEngine.allCases)
+  func historyObserverAcrossContainers(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    defer { withExtendedLifetime(store) {} }
+    let observed = try store.container(Note.self, Sample.self)
+    let observer = try HistoryObserver(
+      container: observed, authors: ["App"], modelTypes: [Note.self])
+    let writer = ModelContext(try store.container(Note.self, Sample.self))
+    writer.author = "Server"
+    writer.insert(Note(key: "s", text: ""))
+    try writer.save()
+    writer.author = "App"
+    writer.insert(Sample())
+    try writer.save()
+    writer.insert(Note(key: "a", text: ""))
+    try writer.save()
+    writer.insert(Note(key: "b", text: ""))
+    try writer.save()
+    #expect(eventually(10) { observer.eventCounter == 2 })
+    Thread.sleep(forTimeInterval: 0.3)
+    #expect(observer.eventCounter == 2)
+  }
+}
+
 /// History on a store several processes write at once.
 @Suite("Every engine: concurrent writers")
 struct ConcurrentWriterTests {

@@ -105,6 +105,52 @@ struct ProjectedExtentTests {
   }
 }
 
+@Suite("BoundsController on every engine")
+struct BoundsControllerEngineTests {
+  enum Engine: String, CaseIterable, Sendable { case sqlite, postgreSQL }
+
+  @Test(
+    "a controller follows another store's changes (another process, or another server) and equals a report from scratch",
+    arguments: Engine.allCases)
+  func followsAnotherStore(engine: Engine) throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "bounds-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url =
+      switch engine {
+      case .sqlite: directory.appendingPathComponent("trips.sqlite")
+      case .postgreSQL:
+        try #require(URL(string: try PostgreSQLCluster.shared.get().makeDatabase("bounds")))
+      }
+    let watched = try TripStore(url: url, author: "watcher")
+    let writer = try TripStore(url: url, author: "writer")
+    let controller = try BoundsController(container: watched.container)
+    var generator = SeededGenerator(seed: 11)
+    var added: [Trip] = []
+    for index in 0..<20 {
+      // Around the antimeridian, on both sides of it.
+      let around = Double.random(in: 160...200, using: &generator).rounded()
+      added.append(
+        try writer.add(
+          TripRecord(
+            name: "T\(index)", destination: "D", startDate: TripDates.parse("2027-01-01")!,
+            endDate: TripDates.parse("2027-01-02")!,
+            latitude: Double.random(in: -60...60, using: &generator).rounded(),
+            longitude: around > 180 ? around - 360 : around)))
+      if index % 4 == 3 { _ = try writer.delete([added.removeFirst().id.uuidString]) }
+    }
+    let coordinates = try writer.coordinates()
+    let projection = try Projection(to: "EPSG:3857")
+    let scratch = try BoundsReport(
+      count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
+      points: projection.pointCover(coordinates))
+    let deadline = Date().addingTimeInterval(10)
+    while controller.report != scratch, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+    #expect(controller.report == scratch)
+    #expect(controller.report.count == 15)
+  }
+}
+
 @Suite("Bounds reports: edge cases of the contract")
 struct BoundsContractTests {
   @Test("a camera on trips at a pole looks from Web Mercator's last latitude")

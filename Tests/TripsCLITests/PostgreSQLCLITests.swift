@@ -192,4 +192,31 @@ struct PostgreSQLCLITests {
     }
     #expect(outcomes.contains(1), "at least one kill landed before the commit")
   }
+
+  @Test("trips watch on a PostgreSQL store reports a change another process makes")
+  func watchAcrossProcesses() throws {
+    let store = try PostgreSQLCluster.shared.get().makeDatabase("watch")
+    #expect(try run(["import", sampleTrips.path], store: store).status == 0)
+    let result = try shell(
+      """
+      export TRIPS_STORE="$1"
+      "$TRIPS" watch --count 2 > "$2" &
+      watcher=$!
+      sleep 1
+      "$TRIPS" add --name McMurdo --destination "McMurdo Station" --start 2027-12-01 \
+        --end 2027-12-20 --latitude -77.85 --longitude 166.67 > /dev/null
+      for i in $(seq 1 100); do kill -0 $watcher 2>/dev/null || break; sleep 0.1; done
+      wait $watcher
+      echo "exit=$?"
+      grep -o '"count":[0-9]*' "$2"
+      rm -f "$2"
+      """,
+      arguments: [
+        store,
+        FileManager.default.temporaryDirectory.appendingPathComponent(
+          "watch-\(UUID().uuidString).json"
+        ).path,
+      ])
+    #expect(result.stdout == "exit=0\n\"count\":240\n\"count\":241\n", "\(result)")
+  }
 }
