@@ -107,7 +107,7 @@ let package = Package(
     .target(
       name: "TripsBaseline",
       path: "Tools/CBaseline",
-      linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("m")]
+      linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("pq"), .linkedLibrary("m")]
     ),
     .executableTarget(
       name: "trips-bench",
@@ -118,7 +118,8 @@ let package = Package(
       path: "Tools/Benchmarks",
       exclude: [
         "results-1m.json", "results-1m.txt", "results-100k.json", "results-100k.txt",
-        "results-10k.json", "results-10k.txt", "results-serve-1m.txt", "README.md",
+        "results-10k.json", "results-10k.txt", "results-serve-1m.txt", "results-pg-10k.txt",
+        "results-pg-100k.txt", "README.md",
       ],
       swiftSettings: swiftSettings
     ),

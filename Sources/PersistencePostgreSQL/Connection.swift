@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import PersistenceCore
+import Synchronization
 
 /// One libpq connection (`PGconn`), its owner, and its statement cache.
 ///
@@ -12,6 +13,9 @@ final class Connection: StoreConnection {
   let handle: OpaquePointer
   /// Where it connected, without a password, for messages.
   let location: String
+  /// Where the connection goes back when this object goes, if it is idle and sound (instead of
+  /// being finished): the store's pool.
+  private let pool: ConnectionPool?
   private var cache: [String: Statement] = [:]
   /// The key of the last `INSERT`'s row, read on demand (`lastval()`).
   private var insertedKeyIsStale = false
@@ -36,7 +40,16 @@ final class Connection: StoreConnection {
   ///
   /// - Throws: `PersistenceError` with `cannotOpen`, naming `location` and the server's or
   ///   libpq's reason.
-  init(conninfo: String, location: String, readOnly: Bool = false) throws {
+  init(
+    conninfo: String, location: String, readOnly: Bool = false, pool: ConnectionPool? = nil
+  ) throws {
+    if let pool, let reused = pool.take(setup: Connection.sessionSQL(readOnly: readOnly)) {
+      handle = reused
+      self.location = location
+      self.pool = pool
+      sessionSQL = Connection.sessionSQL(readOnly: readOnly)
+      return
+    }
     guard let handle = PQconnectdb(conninfo) else {
       throw PersistenceError(
         code: .cannotOpen, message: "Cannot connect to \(location): out of memory.")
@@ -52,10 +65,8 @@ final class Connection: StoreConnection {
     }
     self.handle = handle
     self.location = location
-    // UTF-8 both ways, UTC, and floats written with every digit a `Double` needs.
-    sessionSQL =
-      "SET client_encoding TO 'UTF8'; SET TIME ZONE 'UTC'; SET extra_float_digits TO 3"
-      + (readOnly ? "; SET default_transaction_read_only TO on" : "")
+    self.pool = pool
+    sessionSQL = Connection.sessionSQL(readOnly: readOnly)
     // Notices ("… already exists, skipping") would go to standard error by default.
     PQsetNoticeProcessor(handle, { _, _ in }, nil)
     do {
@@ -69,7 +80,21 @@ final class Connection: StoreConnection {
 
   deinit {
     cache.removeAll()
-    PQfinish(handle)
+    // An idle, sound session goes back to the pool (which finishes it when full).
+    if let pool, !transactionOpen, PQstatus(handle) == CONNECTION_OK,
+      PQtransactionStatus(handle) == PQTRANS_IDLE
+    {
+      pool.give(handle, setup: sessionSQL)
+    } else {
+      PQfinish(handle)
+    }
+  }
+
+  /// The session's settings: UTF-8 both ways, UTC, floats written with every digit a `Double`
+  /// needs, and read-only transactions for a store opened without saves.
+  static func sessionSQL(readOnly: Bool) -> String {
+    "SET client_encoding TO 'UTF8'; SET TIME ZONE 'UTC'; SET extra_float_digits TO 3"
+      + (readOnly ? "; SET default_transaction_read_only TO on" : "")
   }
 
   /// libpq's last message for the connection, without the final line break.
@@ -348,5 +373,69 @@ final class Connection: StoreConnection {
       ? "The connection to the PostgreSQL store failed: \(message)" : message
     return PersistenceError(
       code: code, message: sql.map { "\(text) (in: \($0))" } ?? text, cause: cause)
+  }
+}
+
+/// Idle libpq sessions of one store, kept for the next connection: a new PostgreSQL session
+/// costs a server process and milliseconds, while contexts come and go (one per request in a
+/// server). At most ``limit`` are kept. A session given back is reset at once, without waiting
+/// (as `DISCARD ALL`: settings, prepared statements, `LISTEN`s, then the session's settings again,
+/// sent with `PQsendQuery`), and the answer is read when it is taken: the round trip is not on
+/// anyone's path.
+///
+/// The pool owns the sessions it holds and finishes them (`PQfinish`) when full or when it
+/// goes; a session taken belongs to its `Connection` until given back.
+final class ConnectionPool: Sendable {
+  /// A libpq session handle, moved between threads only while idle (not in use by anyone).
+  private struct Handle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    /// The settings its reset restores.
+    let setup: String
+  }
+  private let idle = Mutex<[Handle]>([])
+  /// The most idle sessions kept.
+  let limit: Int
+  /// What `DISCARD ALL` does, in commands that may share a query string (`DISCARD ALL` itself
+  /// may not: a string of several commands runs as one transaction block).
+  static let reset =
+    "CLOSE ALL; RESET ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD SEQUENCES; DISCARD TEMP; "
+
+  init(limit: Int = 8) { self.limit = limit }
+
+  deinit {
+    for handle in idle.withLock({ $0 }) { PQfinish(handle.pointer) }
+  }
+
+  /// An idle session reset with `setup`, or nil (a session whose reset failed is finished).
+  func take(setup: String) -> OpaquePointer? {
+    while let handle = idle.withLock({ $0.popLast() }) {
+      if handle.setup == setup, finishReset(handle.pointer) { return handle.pointer }
+      PQfinish(handle.pointer)
+    }
+    return nil
+  }
+
+  /// Keeps `handle` for the next connection, its reset to `setup` sent now, or finishes it when
+  /// the pool is full.
+  func give(_ handle: OpaquePointer, setup: String) {
+    // Sent before the session is in the pool, where another thread may take it.
+    guard PQsendQuery(handle, ConnectionPool.reset + setup) == 1 else { return PQfinish(handle) }
+    let kept = idle.withLock { sessions in
+      guard sessions.count < limit else { return false }
+      sessions.append(Handle(pointer: handle, setup: setup))
+      return true
+    }
+    if !kept { PQfinish(handle) }
+  }
+
+  /// Reads the answers to the reset sent by ``give(_:setup:)``; true when every part succeeded.
+  private func finishReset(_ handle: OpaquePointer) -> Bool {
+    var ok = true
+    while let result = PQgetResult(handle) {
+      let status = PQresultStatus(result)
+      if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK { ok = false }
+      PQclear(result)
+    }
+    return ok && PQstatus(handle) == CONNECTION_OK
   }
 }

@@ -59,6 +59,8 @@ final class PostgreSQLStore: OpenStore {
   let location: String
   let identifier: UUID
   let allowsSave: Bool
+  /// Idle sessions for the next connections (see ``ConnectionPool``).
+  let pool = ConnectionPool()
 
   init(conninfo: String, location: String, identifier: UUID, allowsSave: Bool) {
     self.conninfo = conninfo
@@ -73,7 +75,7 @@ final class PostgreSQLStore: OpenStore {
   /// A new connection; read-only sessions when saves are not allowed. `cacheSizeKiB` has no
   /// meaning here (the server keeps the cache).
   func makeConnection(cacheSizeKiB: Int?) throws -> any StoreConnection {
-    try Connection(conninfo: conninfo, location: location, readOnly: !allowsSave)
+    try Connection(conninfo: conninfo, location: location, readOnly: !allowsSave, pool: pool)
   }
 
   /// The server keeps its own consistency: checks that every table of the store can be read.

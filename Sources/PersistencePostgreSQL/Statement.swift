@@ -151,8 +151,12 @@ final class Statement: StoreStatement {
   }
 
   /// Sends the statement with its parameters and keeps the result.
+  /// How many times the statement ran.
+  private var runs = 0
+
   private func run() throws {
     if let unsupported { throw unsupported }
+    runs += 1
     if let bindingError { throw bindingError }
     let count = parameters.count
     var types = [Oid](repeating: 0, count: count)
@@ -193,7 +197,9 @@ final class Statement: StoreStatement {
         let values: [UnsafePointer<CChar>?] = offsets.map {
           $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
         }
-        guard isCached else {
+        // Prepared on its second run: a statement a session runs once is not worth the
+        // round trip.
+        guard isCached, runs > 1 else {
           return PQexecParams(
             connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
         }

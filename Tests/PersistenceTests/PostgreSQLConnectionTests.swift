@@ -1,10 +1,10 @@
 import Foundation
 import Observation
 import Persistence
-import PersistenceCore
 import TestSupport
 import Testing
 
+@testable import PersistenceCore
 @testable import PersistencePostgreSQL
 
 /// The libpq layer of the PostgreSQL engine against a real server (a throwaway cluster this
@@ -303,5 +303,33 @@ struct PostgreSQLLostConnectionTests {
     // Unwoken, the monitor would read the store once a second: half a second on average.
     let median = latencies.sorted()[latencies.count / 2]
     #expect(median < 0.15, "median \(median) s: \(latencies)")
+  }
+
+  @Test("contexts that come and go reuse the store's sessions instead of opening new ones")
+  func pooledSessions() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("pool")
+    let container = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(url: try #require(URL(string: url))),
+      engine: PostgreSQLEngine())
+    let seed = ModelContext(container)
+    seed.insert(Note(key: "a", text: "1"))
+    try seed.save()
+    var sessions: Set<Int64> = []
+    for _ in 0..<20 {
+      let context = ModelContext(container)
+      #expect(try context.fetch(FetchDescriptor<Note>()).count == 1)
+      #expect(
+        try context.fetchCount(
+          FetchDescriptor<Note>(predicate: #Predicate { $0.text.localizedStandardContains("1") }))
+          == 1)
+      sessions.insert(try #require(try context.connection().scalarInt("SELECT pg_backend_pid()")))
+      // A pooled session starts clean: no prepared statement, no LISTEN, default settings.
+      #expect(
+        try context.connection().scalarInt("SELECT count(*) FROM pg_prepared_statements") == 0)
+      #expect(try context.connection().scalarText("SHOW extra_float_digits") == "3")
+      #expect(
+        try context.connection().scalarInt("SELECT count(*) FROM pg_listening_channels()") == 0)
+    }
+    #expect(sessions.count == 1, "\(sessions.count) sessions for 20 contexts one after another")
   }
 }

@@ -11,6 +11,9 @@ struct Options {
   var child: [String] = []
   /// Writes in the observers phase.
   var observerWrites = 10_000
+  /// A PostgreSQL server to run against instead of SQLite files (a URL of a database the
+  /// benchmark may create and drop databases from).
+  var postgreSQL: String?
   /// The phases to run, by short name; nil for all.
   var phases: Set<String>?
 
@@ -54,6 +57,11 @@ enum BenchOptions {
   static let cities = Option<String>(
     name: "cities", valueName: "file", help: "The cities file.",
     defaultDescription: "Data/cities.csv")
+  static let postgreSQL = Option<String>(
+    name: "postgresql", valueName: "url",
+    help:
+      "Run the PostgreSQL phases against this server instead (a postgresql:// URL of a database it may create and drop databases from, such as postgresql://postgres@127.0.0.1:5432/postgres): insert, fetch, sectioned, indexed, contains and count against a C baseline written with libpq, and the update -> BoundsController latency through NOTIFY."
+  )
   static let noWatch = Flag(
     name: "no-watch", help: "Skip the phase that runs `trips watch` in another process.")
   static let phases = Option<Set<String>>(
@@ -84,7 +92,7 @@ enum BenchOptions {
   static let spec = CommandSpec(
     name: "trips-bench",
     abstract: "Times our persistence layer against a raw SQLite C baseline on generated trips.",
-    options: [size, rounds, json, directory, cities, noWatch, phases, observerWrites])
+    options: [size, rounds, json, directory, cities, noWatch, phases, observerWrites, postgreSQL])
 }
 
 func parseOptions() -> Options {
@@ -109,6 +117,7 @@ func parseOptions() -> Options {
     options.watch = !parsed[BenchOptions.noWatch]
     options.phases = try parsed[BenchOptions.phases]
     options.observerWrites = try parsed[BenchOptions.observerWrites] ?? options.observerWrites
+    options.postgreSQL = try parsed[BenchOptions.postgreSQL]
   } catch {
     let failure = error as? CLIError ?? CLIError.usage("\(error)")
     FileHandle.standardError.write(

@@ -116,6 +116,12 @@ var cTrips = records.map { record -> tb_trip in
   return trip
 }
 
+if let server = options.postgreSQL {
+  try runPostgreSQLBench(server: server)
+  writeJSON()
+  exit(0)
+}
+
 let cacheKiB = ModelConfiguration(url: storeURL("x")).cacheSizeKiB
 FileHandle.standardOutput.write(
   Data(
@@ -809,7 +815,11 @@ if options.wants("memory") {
       note: "peak RSS (VmHWM) of a child process that fetches all"))
 }
 
-if let path = options.json {
+writeJSON()
+
+/// Writes `phases` to `--json`'s file, when given.
+@MainActor func writeJSON() {
+  guard let path = options.json else { return }
   var entries: [String] = []
   for phase in phases {
     let baseline = phase.baselineSeconds.map { String($0) } ?? "null"
@@ -819,7 +829,12 @@ if let path = options.json {
     )
   }
   let text = "{\"phases\": [\n  " + entries.joined(separator: ",\n  ") + "\n]}\n"
-  try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+  do {
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+  } catch {
+    FileHandle.standardError.write(Data("Error: cannot write \(path): \(error)\n".utf8))
+    exit(73)
+  }
 }
 for trip in cTrips {
   free(trip.name)

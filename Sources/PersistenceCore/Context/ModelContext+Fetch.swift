@@ -110,11 +110,13 @@ extension ModelContext {
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()
-    if let finished = try finishedInSwift(descriptor) { return finished.count }
     let entity = try entity(for: Model.self)
     let database = try connection()
     var inner = try Query(
       descriptor, schema: entity.schema, select: "1", database: database, ordered: false)
+    if inner.finishesInSwift, let finished = try finishedInSwift(descriptor) {
+      return finished.count
+    }
     inner.sql = "SELECT count(*) FROM (\(inner.sql)) AS counted"
     let statement = try database.cachedStatement(inner.sql)
     statement.bindValues(inner.bindings)
@@ -374,8 +376,10 @@ extension ModelContext {
   func finishedInSwift<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionKey: ((Model) -> String?)? = nil
   ) throws -> [(model: Model, key: Int64)]? {
-    let entity = try entity(for: Model.self)
     let database = try connection()
+    // An engine that runs every function never needs Swift to finish (no second translation).
+    guard !database.evaluatesSwiftFunctions else { return nil }
+    let entity = try entity(for: Model.self)
     guard try Query(descriptor, schema: entity.schema, database: database).finishesInSwift
     else { return nil }
     var candidates: [(model: Model, key: Int64)] = []

@@ -32,7 +32,8 @@ extension ModelContext {
       descriptor.sortBy.allSatisfy({
         $0.stringComparator == nil && descriptor.localizedStandardKeyPath($0) == nil
       }),
-      try !Query(descriptor, schema: entity.schema, database: database).finishesInSwift
+      try database.evaluatesSwiftFunctions
+        || !Query(descriptor, schema: entity.schema, database: database).finishesInSwift
     else {
       var unpaged = descriptor
       unpaged.fetchLimit = nil

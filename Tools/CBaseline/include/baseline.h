@@ -58,4 +58,22 @@ const char *sqlite3_libversion_shim(void);
 /// Bytes SQLite has allocated in this process now (page caches included).
 long long tb_sqlite_memory_used(void);
 
+/// The libpq baseline (baseline_pq.c): the same work against a PostgreSQL store the Swift
+/// layer created. `tbpq_open` takes a libpq connection string; NULL on failure.
+void *tbpq_open(const char *conninfo);
+void tbpq_close(void *db);
+/// Runs SQL without parameters; 0 on success.
+int tbpq_exec(void *db, const char *sql);
+/// Inserts as ModelContext.save() does on PostgreSQL: one transaction under the store's write
+/// lock, a history transaction row, then per trip the unique-id lookup, the INSERT and the
+/// history change row (each a prepared statement, keys returned), NOTIFY, COMMIT.
+int tbpq_insert(void *db, const tb_trip *trips, size_t count, const char *author);
+/// As tb_fetch; `where_sql` uses $1 for the text parameter.
+int tbpq_fetch(void *db, const char *where_sql, const char *text_parameter, const char *order_by,
+               int section_column, tb_trips *out);
+/// As tb_count; `where_sql` uses $1.
+long tbpq_count(void *db, const char *where_sql, const char *text_parameter);
+/// The server's version, for reports.
+const char *tbpq_server_version(void *db);
+
 #endif

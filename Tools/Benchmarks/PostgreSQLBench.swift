@@ -1,0 +1,250 @@
+import Dispatch
+import Foundation
+import Geo
+import Persistence
+import TripPlanner
+import TripsBaseline
+
+/// The PostgreSQL phases (`--postgresql URL`): the Swift layer's PostgreSQL engine beside a C
+/// program doing the same work with libpq (`Tools/CBaseline/baseline_pq.c`), on stores in
+/// databases this run creates on the server and drops at the end.
+///
+/// Phases: insert (one save of every trip), fetch all sorted by start date, sectioned by
+/// destination, the indexed predicate (destination ==, one query per destination),
+/// `contains` on names, `fetchCount` ×100; then the latency from a one-trip change in one
+/// container to a `BoundsController` of another container (another connection) being current:
+/// the NOTIFY path, p50 and p99 of 60 changes.
+@MainActor func runPostgreSQLBench(server: String) throws {
+  guard let admin = tbpq_open(server) else {
+    FileHandle.standardError.write(Data("Error: cannot connect to \(server)\n".utf8))
+    exit(69)
+  }
+  defer { tbpq_close(admin) }
+  let version = String(cString: tbpq_server_version(admin))
+  FileHandle.standardOutput.write(
+    Data(
+      "trips-bench: \(options.size) trips, \(options.rounds) rounds per phase, medians; PostgreSQL \(version) at \(PostgreSQLEngine.displayName(of: URL(string: server)!)), libpq baseline\n"
+        .utf8))
+  var made: [String] = []
+  /// A new empty database, and its URL.
+  func database(_ name: String) -> URL {
+    let fullName = "trips_bench_\(name)"
+    _ = tbpq_exec(admin, "DROP DATABASE IF EXISTS \(fullName)")
+    check(tbpq_exec(admin, "CREATE DATABASE \(fullName)") == 0, "CREATE DATABASE \(fullName)")
+    made.append(fullName)
+    var parts = URLComponents(string: server)!
+    parts.path = "/" + fullName
+    return parts.url!
+  }
+  defer {
+    for name in made { _ = tbpq_exec(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+  }
+
+  // MARK: Insert
+
+  var oursInsert: [Double] = []
+  var baseInsert: [Double] = []
+  let insertRounds = options.wants("insert") ? options.rounds : 1
+  var filled: URL?
+  for round in 0..<insertRounds {
+    let ours = database("ours_\(round)")
+    let base = database("base_\(round)")
+    // The C side writes into a store the Swift layer created: the same schema and indexes.
+    _ = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: base))
+    func runOurs() throws {
+      let container = try ModelContainer(
+        for: [Trip.self], configuration: ModelConfiguration(url: ours))
+      let context = ModelContext(container)
+      context.author = "bench"
+      oursInsert.append(
+        try time {
+          for record in records { context.insert(Trip(record)) }
+          try context.save()
+        })
+    }
+    func runBase() {
+      nonisolated(unsafe) let db = tbpq_open(base.absoluteString)
+      baseInsert.append(
+        time { check(tbpq_insert(db, &cTrips, cTrips.count, "bench") == 0, "C insert failed") })
+      tbpq_close(db)
+    }
+    if round % 2 == 0 {
+      try runOurs()
+      runBase()
+    } else {
+      runBase()
+      try runOurs()
+    }
+    if round == 0 { filled = ours }
+  }
+  if options.wants("insert") {
+    report(
+      Phase(
+        phase: "insert (insert + one save)", n: options.size, seconds: median(oursInsert),
+        baselineSeconds: median(baseInsert)))
+  }
+  let store = filled!
+  _ = tbpq_exec(admin, "SELECT 1")
+  let container = try ModelContainer(
+    for: [Trip.self], configuration: ModelConfiguration(url: store))
+  nonisolated(unsafe) let db = tbpq_open(store.absoluteString)
+  defer { tbpq_close(db) }
+  _ = tbpq_exec(db, "VACUUM ANALYZE")
+
+  func compare(_ name: String, n: Int = options.size, ours: () throws -> Void, base: () -> Void)
+    throws
+  {
+    try ours()
+    base()
+    var oursTimes: [Double] = []
+    var baseTimes: [Double] = []
+    for round in 0..<options.rounds {
+      if round % 2 == 0 {
+        oursTimes.append(try time(ours))
+        baseTimes.append(time(base))
+      } else {
+        baseTimes.append(time(base))
+        oursTimes.append(try time(ours))
+      }
+    }
+    report(
+      Phase(phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes)))
+  }
+
+  if options.wants("fetch") {
+    var oursSum: UInt64 = 0
+    var baseSum: UInt64 = 0
+    try compare(
+      "fetch all sorted by start date",
+      ours: {
+        let trips = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+        oursSum = checksum(trips)
+      },
+      base: {
+        var out = tb_trips()
+        check(tbpq_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out) == 0, "C fetch")
+        baseSum = tb_checksum(&out)
+        tb_free_trips(&out)
+      })
+    check(oursSum == baseSum, "fetch checksums")
+  }
+  if options.wants("sectioned") {
+    var oursSections = 0
+    var baseSections = 0
+    try compare(
+      "sectioned fetch by destination",
+      ours: {
+        let sections = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), sectionBy: \.destination)
+        oursSections = sections.count
+      },
+      base: {
+        var out = tb_trips()
+        check(
+          tbpq_fetch(db, nil, nil, "\"destination\", \"start_date\", \"_pk\"", 1, &out) == 0,
+          "C sectioned fetch")
+        baseSections = out.sections
+        tb_free_trips(&out)
+      })
+    check(oursSections == baseSections, "section counts")
+  }
+  let destinations = Array(Set(records.map(\.destination)).sorted().prefix(100))
+  if options.wants("indexed") {
+    try compare(
+      "indexed predicate (destination ==)", n: destinations.count,
+      ours: {
+        let context = ModelContext(container)
+        for destination in destinations {
+          _ = try context.fetch(
+            FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination }))
+        }
+      },
+      base: {
+        for destination in destinations {
+          var out = tb_trips()
+          check(tbpq_fetch(db, "\"destination\" = $1", destination, "\"_pk\"", 0, &out) == 0, "C")
+          tb_free_trips(&out)
+        }
+      })
+  }
+  if options.wants("contains") {
+    let text = "Paris"
+    var oursCount = 0
+    var baseCount = 0
+    try compare(
+      "contains scan (name contains)",
+      ours: {
+        oursCount = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.name.contains(text) })
+        ).count
+      },
+      base: {
+        var out = tb_trips()
+        check(tbpq_fetch(db, "(strpos(\"name\", $1) > 0)", text, "\"_pk\"", 0, &out) == 0, "C")
+        baseCount = out.count
+        tb_free_trips(&out)
+      })
+    check(oursCount == baseCount, "contains counts")
+  }
+  if options.wants("count") {
+    try compare(
+      "fetchCount (destination ==) x100", n: destinations.count,
+      ours: {
+        let context = ModelContext(container)
+        for destination in destinations {
+          _ = try context.fetchCount(
+            FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination }))
+        }
+      },
+      base: {
+        for destination in destinations {
+          check(tbpq_count(db, "\"destination\" = $1", destination) >= 0, "C count")
+        }
+      })
+  }
+  if options.wants("update") {
+    // Another container: its own connections, told of commits by NOTIFY as another process is.
+    let watcher = try ModelContainer(
+      for: [Trip.self], configuration: ModelConfiguration(url: store))
+    let controller = try BoundsController(container: watcher)
+    let context = ModelContext(container)
+    context.author = "bench"
+    var latencies: [Double] = []
+    /// Saves, then waits until the controller's report differs from `before`.
+    func measure(_ change: () throws -> Void) throws {
+      let before = controller.report
+      try change()
+      let start = DispatchTime.now().uptimeNanoseconds
+      while controller.report == before { sched_yield() }
+      latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+    for index in 0..<max(options.rounds * 4, 20) {
+      let trip = Trip(
+        TripRecord(
+          name: "probe \(index)", destination: "Probe", startDate: .now, endDate: .now,
+          latitude: -89.5 + Double(index) / 1000, longitude: 0))
+      try measure {
+        context.insert(trip)
+        try context.save()
+      }
+      try measure {
+        trip.latitude = 89.5 - Double(index) / 1000
+        try context.save()
+      }
+      try measure {
+        context.delete(trip)
+        try context.save()
+      }
+    }
+    let sorted = latencies.sorted()
+    report(
+      Phase(
+        phase: "one-trip change -> bounds (NOTIFY)", n: options.size,
+        seconds: median(latencies),
+        note: String(
+          format:
+            "median; p99 %.1f ms; a BoundsController of another container, told by NOTIFY; %d changes",
+          sorted[min(sorted.count - 1, Int(Double(sorted.count) * 0.99))] * 1000, sorted.count)))
+  }
+}
