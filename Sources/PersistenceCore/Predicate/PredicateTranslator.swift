@@ -148,8 +148,14 @@ struct PredicateTranslator {
     _ node: E, _ lhs: Any, _ rhs: Any,
     _ build: (SQLFragment, SQLFragment) throws -> SQLFragment
   ) throws -> TranslatedExpression {
-    let left = try translate(lhs)
-    let right = try translate(rhs)
+    try binaryOperation(node, translated: translate(lhs), translate(rhs), build)
+  }
+
+  /// ``binaryOperation(_:_:_:_:)`` on operands already translated.
+  mutating func binaryOperation<E: PredicateExpression>(
+    _ node: E, translated left: TranslatedExpression, _ right: TranslatedExpression,
+    _ build: (SQLFragment, SQLFragment) throws -> SQLFragment
+  ) throws -> TranslatedExpression {
     if left.isConstant && right.isConstant { return try Self.fold(node) }
     let built = try build(try operand(left), try operand(right))
     // Over an unknown, the whole node is unknown (`COALESCE`, `IS NULL` … would decide).

@@ -4,8 +4,9 @@ extension PredicateExpressions.Equal: SQLTranslatable {
   /// `lhs = rhs` when neither side can be `NULL` (what indexes serve), else
   /// `lhs IS NOT DISTINCT FROM rhs`: null-safe, like Swift's `==` on optionals.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    if let test = try translator.truthTest(self, lhs, rhs, equal: true) { return test }
-    return try translator.binaryOperation(self, lhs, rhs) { left, right in
+    let (left, right) = (try translator.translate(lhs), try translator.translate(rhs))
+    if let test = truthTest(left, right, equal: true) { return test }
+    return try translator.binaryOperation(self, translated: left, right) { left, right in
       equality(left, right, equal: true)
     }
   }
@@ -14,35 +15,31 @@ extension PredicateExpressions.Equal: SQLTranslatable {
 extension PredicateExpressions.NotEqual: SQLTranslatable {
   /// `lhs <> rhs`, or `lhs IS DISTINCT FROM rhs` when a side can be `NULL`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    if let test = try translator.truthTest(self, lhs, rhs, equal: false) { return test }
-    return try translator.binaryOperation(self, lhs, rhs) { left, right in
+    let (left, right) = (try translator.translate(lhs), try translator.translate(rhs))
+    if let test = truthTest(left, right, equal: false) { return test }
+    return try translator.binaryOperation(self, translated: left, right) { left, right in
       equality(left, right, equal: false)
     }
   }
 }
 
-extension PredicateTranslator {
-  /// A condition compared with a constant `Bool` (`x.flatMap { … } == true`): `c IS TRUE`,
-  /// `c IS NOT FALSE` …, which are never `NULL` (an unknown condition is not true, as `nil` is
-  /// not `true`). Nil for other comparisons. The operands are translated again by the caller
-  /// then; translation has no side effects.
-  mutating func truthTest<E: PredicateExpression>(
-    _ node: E, _ lhs: Any, _ rhs: Any, equal: Bool
-  ) throws -> TranslatedExpression? {
-    let left = try translate(lhs)
-    let right = try translate(rhs)
-    for (side, other) in [(left, right), (right, left)] {
-      guard case .sql(let condition) = side, condition.isCondition,
-        let bool = other.constantBool
-      else { continue }
-      if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
-      return .sql(
-        SQLFragment(
-          "(\(condition.sql) IS \(equal ? "" : "NOT ")\(bool ? "TRUE" : "FALSE"))",
-          condition.bindings, isCondition: true, canBeNull: false))
-    }
-    return nil
+/// A condition compared with a constant `Bool` (`x.flatMap { … } == true`): `c IS TRUE`,
+/// `c IS NOT FALSE` …, which are never `NULL` (an unknown condition is not true, as `nil` is
+/// not `true`). Nil for other comparisons.
+func truthTest(_ left: TranslatedExpression, _ right: TranslatedExpression, equal: Bool)
+  -> TranslatedExpression?
+{
+  for (side, other) in [(left, right), (right, left)] {
+    guard case .sql(let condition) = side, condition.isCondition,
+      let bool = other.constantBool
+    else { continue }
+    if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
+    return .sql(
+      SQLFragment(
+        "(\(condition.sql) IS \(equal ? "" : "NOT ")\(bool ? "TRUE" : "FALSE"))",
+        condition.bindings, isCondition: true, canBeNull: false))
   }
+  return nil
 }
 
 /// `=` or `<>` between two fragments that cannot be `NULL`, the null-safe `IS [NOT] DISTINCT
