@@ -30,9 +30,11 @@ struct CodableFaultTests {
     }
   }
 
-  @Test("lazy values equal eager ones, are not decoded until read, and equal bytes share one")
-  func equalToEager() throws {
-    let container = try ModelContainer(for: Pinned.self)
+  @Test(
+    "lazy values equal eager ones, are not decoded until read, and equal bytes share one",
+    arguments: TestEngine.allCases)
+  func equalToEager(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Pinned.self)
     try Self.fill(ModelContext(container))
     let models = try ModelContext(container).fetch(
       FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
@@ -71,9 +73,11 @@ struct CodableFaultTests {
     #expect(model.lazyTile?.label == "odd")
   }
 
-  @Test("after an update from another context, and across rollback, lazy equals eager")
-  func updatesAndRollback() throws {
-    let container = try ModelContainer(for: Pinned.self)
+  @Test(
+    "after an update from another context, and across rollback, lazy equals eager",
+    arguments: TestEngine.allCases)
+  func updatesAndRollback(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Pinned.self)
     try Self.fill(ModelContext(container), count: 6)
     let reader = ModelContext(container)
     let before = try reader.fetch(FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
@@ -111,9 +115,9 @@ struct CodableFaultTests {
     #expect(Self.pairs(fresh) == Self.pairs(after))
   }
 
-  @Test("setting a lazy value tells observers, and saves it")
-  func observed() throws {
-    let container = try ModelContainer(for: Pinned.self)
+  @Test("setting a lazy value tells observers, and saves it", arguments: TestEngine.allCases)
+  func observed(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Pinned.self)
     try Self.fill(ModelContext(container), count: 2)
     let context = ModelContext(container)
     let model = try #require(try context.fetch(FetchDescriptor<Pinned>()).first)

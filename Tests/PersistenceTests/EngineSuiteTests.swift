@@ -29,6 +29,21 @@ enum TestEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
   }
 }
 
+/// A container on a new store of `engine`: in memory for SQLite, a new database of the test
+/// cluster for PostgreSQL (which lives as long as the cluster).
+func engineContainer(_ engine: TestEngine, _ types: any PersistentModel.Type...) throws
+  -> ModelContainer
+{
+  switch engine {
+  case .sqlite:
+    return try ModelContainer(for: types, configuration: ModelConfiguration())
+  case .postgreSQL:
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("suite")
+    return try ModelContainer(
+      for: types, configuration: ModelConfiguration(url: try #require(URL(string: url))))
+  }
+}
+
 /// A store's URL, and what keeps it alive (the temporary folder of a SQLite file).
 struct TestStore: @unchecked Sendable {
   let url: URL

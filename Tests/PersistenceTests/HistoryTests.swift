@@ -1,5 +1,6 @@
 import Foundation
 import Persistence
+import TestSupport
 import Testing
 
 @testable import PersistenceCore
@@ -7,13 +8,24 @@ import Testing
 
 @Suite("Persistent history")
 struct HistoryTests {
-  func makeContainer() throws -> ModelContainer {
-    try ModelContainer(for: Note.self, Sample.self)
+  /// A new store on `engine`: in memory for SQLite, a new database for PostgreSQL.
+  func makeContainer(_ engine: TestEngine) throws -> ModelContainer {
+    switch engine {
+    case .sqlite: try ModelContainer(for: Note.self, Sample.self)
+    case .postgreSQL:
+      try ModelContainer(
+        for: Note.self, Sample.self,
+        configurations: ModelConfiguration(
+          url: try #require(URL(string: try PostgreSQLCluster.shared.get().makeDatabase("history")))
+        ))
+    }
   }
 
-  @Test("records inserts, updates with attribute names, and deletes with tombstones")
-  func recordsChanges() throws {
-    let container = try makeContainer()
+  @Test(
+    "records inserts, updates with attribute names, and deletes with tombstones",
+    arguments: TestEngine.allCases)
+  func recordsChanges(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let context = ModelContext(container)
     context.author = "app"
     let note = Note(key: "a", text: "x", group: "g")
@@ -39,9 +51,9 @@ struct HistoryTests {
     #expect(identifiers.count == 1)
   }
 
-  @Test("orders tokens by commit and resumes after a token")
-  func tokensOrderAndResume() throws {
-    let container = try makeContainer()
+  @Test("orders tokens by commit and resumes after a token", arguments: TestEngine.allCases)
+  func tokensOrderAndResume(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let context = ModelContext(container)
     for index in 0..<5 {
       context.insert(Note(key: "k\(index)", text: ""))
@@ -62,9 +74,9 @@ struct HistoryTests {
     #expect(HistoryToken("garbage") == nil)
   }
 
-  @Test("filters by author and by model type")
-  func filters() throws {
-    let container = try makeContainer()
+  @Test("filters by author and by model type", arguments: TestEngine.allCases)
+  func filters(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let app = ModelContext(container)
     app.author = "app"
     let sync = ModelContext(container)
@@ -86,9 +98,11 @@ struct HistoryTests {
       try app.fetchHistory(HistoryDescriptor(authors: ["sync"], modelTypes: [Sample.self])).isEmpty)
   }
 
-  @Test("records nothing for a save with no changes, or a rolled-back one")
-  func nothingForEmptySaves() throws {
-    let container = try makeContainer()
+  @Test(
+    "records nothing for a save with no changes, or a rolled-back one",
+    arguments: TestEngine.allCases)
+  func nothingForEmptySaves(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let context = ModelContext(container)
     try context.save()
     let note = Note(key: "a", text: "x")
@@ -102,9 +116,9 @@ struct HistoryTests {
     #expect(try context.fetchHistory().count == 1)
   }
 
-  @Test("expires tokens older than the kept history")
-  func expiry() throws {
-    let container = try makeContainer()
+  @Test("expires tokens older than the kept history", arguments: TestEngine.allCases)
+  func expiry(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let context = ModelContext(container)
     for index in 0..<4 {
       context.insert(Note(key: "k\(index)", text: ""))
@@ -122,10 +136,10 @@ struct HistoryTests {
     #expect(error.message.contains("expired"))
   }
 
-  @Test("refuses a token from another store")
-  func foreignToken() throws {
-    let first = ModelContext(try makeContainer())
-    let second = ModelContext(try makeContainer())
+  @Test("refuses a token from another store", arguments: TestEngine.allCases)
+  func foreignToken(engine: TestEngine) throws {
+    let first = ModelContext(try makeContainer(engine))
+    let second = ModelContext(try makeContainer(engine))
     first.insert(Note(key: "a", text: ""))
     try first.save()
     let token = try #require(try first.fetchHistory().first?.token)
@@ -135,9 +149,9 @@ struct HistoryTests {
     #expect(error.code == .historyTokenForeign)
   }
 
-  @Test("writes history in the same transaction as the data")
-  func atomicWithData() throws {
-    let container = try makeContainer()
+  @Test("writes history in the same transaction as the data", arguments: TestEngine.allCases)
+  func atomicWithData(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
     let context = ModelContext(container)
     context.insert(Note(key: "a", text: ""))
     try context.save()

@@ -29,9 +29,9 @@ struct StoreTests {
     #expect(notes.map(\.text) == ["first", "second"])
   }
 
-  @Test("keeps one instance per row")
-  func identityMap() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("keeps one instance per row", arguments: TestEngine.allCases)
+  func identityMap(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     let note = Note(key: "a", text: "x")
     context.insert(note)
@@ -44,9 +44,9 @@ struct StoreTests {
     #expect(try context.model(for: identifier, as: Note.self) === note)
   }
 
-  @Test("detects property changes and saves only them")
-  func savesChanges() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("detects property changes and saves only them", arguments: TestEngine.allCases)
+  func savesChanges(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     let note = Note(key: "a", text: "x")
     context.insert(note)
@@ -62,9 +62,9 @@ struct StoreTests {
     #expect(history[1].changes[0].updatedAttributes == ["text"])
   }
 
-  @Test("upserts on a unique attribute")
-  func upserts() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("upserts on a unique attribute", arguments: TestEngine.allCases)
+  func upserts(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     context.insert(Note(key: "a", text: "old", group: "g"))
     try context.save()
@@ -79,9 +79,9 @@ struct StoreTests {
     #expect(last.changes[0].updatedAttributes == ["text"])
   }
 
-  @Test("rolls back inserts, deletes and changes")
-  func rollsBack() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("rolls back inserts, deletes and changes", arguments: TestEngine.allCases)
+  func rollsBack(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     let kept = Note(key: "a", text: "x")
     context.insert(kept)
@@ -97,10 +97,10 @@ struct StoreTests {
     #expect(try context.fetchHistory().count == 1)
   }
 
-  @Test("transaction saves, and rolls back when the block throws")
-  func transactionBlock() throws {
+  @Test("transaction saves, and rolls back when the block throws", arguments: TestEngine.allCases)
+  func transactionBlock(engine: TestEngine) throws {
     struct Stop: Error {}
-    let container = try ModelContainer(for: Note.self)
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     try context.transaction { context.insert(Note(key: "a", text: "x")) }
     #expect(try context.fetchCount(FetchDescriptor<Note>()) == 1)
@@ -114,9 +114,10 @@ struct StoreTests {
     #expect(try context.fetchCount(FetchDescriptor<Note>()) == 1)
   }
 
-  @Test("deletes by predicate without loading, recording tombstones")
-  func deletesByPredicate() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test(
+    "deletes by predicate without loading, recording tombstones", arguments: TestEngine.allCases)
+  func deletesByPredicate(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     for index in 0..<10 {
       context.insert(
@@ -133,9 +134,9 @@ struct StoreTests {
     #expect(Set(deletes.compactMap { $0.tombstone?[\Note.key] }) == ["k0", "k2", "k4", "k6", "k8"])
   }
 
-  @Test("counts, pages and lists identifiers in SQL")
-  func countsAndPages() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("counts, pages and lists identifiers in SQL", arguments: TestEngine.allCases)
+  func countsAndPages(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let context = ModelContext(container)
     for index in 0..<25 { context.insert(Note(key: String(format: "k%02d", index), text: "")) }
     try context.save()
@@ -148,9 +149,9 @@ struct StoreTests {
     #expect(try context.fetchIdentifiers(descriptor).map(\.primaryKey) == [22, 21, 20, 19, 18])
   }
 
-  @Test("enumerates in batches and releases unchanged models")
-  func enumeratesInBatches() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("enumerates in batches and releases unchanged models", arguments: TestEngine.allCases)
+  func enumeratesInBatches(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let writer = ModelContext(container)
     for index in 0..<1000 { writer.insert(Note(key: "k\(index)", text: "")) }
     try writer.save()
@@ -402,9 +403,11 @@ struct StoreTests {
     }
   }
 
-  @Test("fetchValues reads two columns in the descriptor's order, without registering models")
-  func fetchValues() throws {
-    let container = try ModelContainer(for: Sample.self)
+  @Test(
+    "fetchValues reads two columns in the descriptor's order, without registering models",
+    arguments: TestEngine.allCases)
+  func fetchValues(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Sample.self)
     let context = ModelContext(container)
     for (index, name) in ["delta", "alpha", "charlie", "bravo"].enumerated() {
       let sample = Sample()
@@ -430,9 +433,11 @@ struct StoreTests {
     }
   }
 
-  @Test("models registered by a fetch are found by model afterwards (the index is built lazily)")
-  func lookupsAfterFetch() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test(
+    "models registered by a fetch are found by model afterwards (the index is built lazily)",
+    arguments: TestEngine.allCases)
+  func lookupsAfterFetch(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let writer = ModelContext(container)
     for key in ["a", "b", "c"] { writer.insert(Note(key: key, text: "")) }
     try writer.save()
@@ -458,9 +463,11 @@ struct StoreTests {
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 2)
   }
 
-  @Test("rows a fetch registers unindexed are found by key afterwards, by every path")
-  func unindexedRowsAfterFirstFetch() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test(
+    "rows a fetch registers unindexed are found by key afterwards, by every path",
+    arguments: TestEngine.allCases)
+  func unindexedRowsAfterFirstFetch(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let writer = ModelContext(container)
     for key in ["a", "b", "c", "d"] { writer.insert(Note(key: key, text: key, group: "g")) }
     try writer.save()
@@ -497,9 +504,11 @@ struct StoreTests {
       try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.text) == ["edited", "b"])
   }
 
-  @Test("snapshots: each attribute type's change is seen alone, and rollback restores it")
-  func snapshotsEveryAttributeType() throws {
-    let container = try ModelContainer(for: Sample.self)
+  @Test(
+    "snapshots: each attribute type's change is seen alone, and rollback restores it",
+    arguments: TestEngine.allCases)
+  func snapshotsEveryAttributeType(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Sample.self)
     let writer = ModelContext(container)
     let original = Sample()
     original.name = "Kyoto trip"
@@ -691,9 +700,11 @@ struct StoreTests {
     #expect(sections.map { $0.map(\.key) } == [["5", "3"], ["6", "1", "2"], ["4"]])
   }
 
-  @Test("sections follow stored keys: nil apart from empty, unsaved key changes stay put")
-  func sectionsFollowStoredKeys() throws {
-    let container = try ModelContainer(for: Sample.self, Note.self)
+  @Test(
+    "sections follow stored keys: nil apart from empty, unsaved key changes stay put",
+    arguments: TestEngine.allCases)
+  func sectionsFollowStoredKeys(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Sample.self, Note.self)
     let context = ModelContext(container)
     for (name, note) in [("1", String?.none), ("2", ""), ("3", "a"), ("4", nil), ("5", "a")] {
       let sample = Sample()
@@ -760,9 +771,11 @@ struct StoreTests {
 
 @Suite("Autosave")
 struct AutosaveTests {
-  @Test("saves pending changes before a fetch when enabled, and not otherwise")
-  func savesBeforeFetch() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test(
+    "saves pending changes before a fetch when enabled, and not otherwise",
+    arguments: TestEngine.allCases)
+  func savesBeforeFetch(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     let manual = ModelContext(container)
     manual.insert(Note(key: "a", text: ""))
     #expect(try manual.fetchCount(FetchDescriptor<Note>()) == 0)
@@ -775,9 +788,9 @@ struct AutosaveTests {
     #expect(!automatic.hasChanges)
   }
 
-  @Test("saves at deinit when enabled")
-  func savesAtDeinit() throws {
-    let container = try ModelContainer(for: Note.self)
+  @Test("saves at deinit when enabled", arguments: TestEngine.allCases)
+  func savesAtDeinit(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
     do {
       let context = ModelContext(container)
       context.autosaveEnabled = true

@@ -32,7 +32,11 @@ struct Query {
     }
     if ordered {
       var terms: [String] = []
-      if let sectionColumn { terms.append(quoted(sectionColumn)) }
+      if let sectionColumn {
+        // nil sorts first, as in Swift (SQLite's default, not PostgreSQL's).
+        let isOptional = schema.attributes.first { $0.name == sectionColumn }?.isOptional ?? false
+        terms.append(quoted(sectionColumn) + (isOptional ? " NULLS FIRST" : ""))
+      }
       for sort in descriptor.sortBy {
         let localized = descriptor.localizedStandardKeyPath(sort) != nil
         // A sort the engine cannot run exactly is done in Swift; SQL orders by code point.
