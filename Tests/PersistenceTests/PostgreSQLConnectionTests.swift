@@ -332,4 +332,31 @@ struct PostgreSQLLostConnectionTests {
     }
     #expect(sessions.count == 1, "\(sessions.count) sessions for 20 contexts one after another")
   }
+
+  @Test("a store a newer version wrote (a higher format) is refused and left as it was")
+  func newerFormat() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("newer")
+    let configuration = ModelConfiguration(url: try #require(URL(string: url)))
+    do {
+      let context = ModelContext(
+        try ModelContainer(
+          for: [Note.self], configuration: configuration, engine: PostgreSQLEngine()))
+      context.insert(Note(key: "a", text: "1"))
+      try context.save()
+    }
+    let raw = try Connection(conninfo: url, location: url)
+    try raw.execute("UPDATE _persistence_meta SET value = '2' WHERE key = 'format_version'")
+    for allowsSave in [true, false] {
+      var options = configuration
+      options.allowsSave = allowsSave
+      #expect {
+        _ = try ModelContainer(for: [Note.self], configuration: options, engine: PostgreSQLEngine())
+      } throws: { error in
+        (error as? PersistenceError)?.code == .newerStore
+      }
+    }
+    #expect(
+      try raw.scalarText("SELECT value FROM _persistence_meta WHERE key = 'format_version'") == "2")
+    #expect(try raw.scalarInt("SELECT count(*) FROM notes") == 1)
+  }
 }
