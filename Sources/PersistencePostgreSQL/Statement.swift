@@ -18,9 +18,11 @@ final class Statement: StoreStatement {
   private var row: Int32 = -1
   /// A problem found while binding (bind functions cannot throw), reported by ``step()``.
   private var bindingError: PersistenceError?
-  /// The decoded bytes of `bytea` columns of the current row, by column: allocated here,
-  /// freed when the statement steps, is reset or goes away (``releaseDecodedBytes()``).
-  private var decodedBytes: [Int32: UnsafeMutableRawBufferPointer] = [:]
+  /// Per column, a buffer the decoded bytes of its `bytea` values are written into: grown as
+  /// needed, reused from row to row, freed when the statement goes (no allocation per row).
+  private var scratch: [UnsafeMutableRawBufferPointer] = []
+  /// Per column, the row whose bytes ``scratch`` holds and how many (row -1: none).
+  private var scratchRow: [(row: Int32, count: Int)] = []
 
   enum Parameter {
     case null
@@ -84,7 +86,7 @@ final class Statement: StoreStatement {
   private var unsupported: PersistenceError?
 
   deinit {
-    releaseDecodedBytes()
+    for buffer in scratch where buffer.baseAddress != nil { buffer.deallocate() }
     if let result { PQclear(result) }
   }
 
@@ -96,10 +98,9 @@ final class Statement: StoreStatement {
     releaseDecodedBytes()
   }
 
+  /// Marks every column's decoded bytes stale (a new result).
   private func releaseDecodedBytes() {
-    guard !decodedBytes.isEmpty else { return }
-    for buffer in decodedBytes.values { buffer.deallocate() }
-    decodedBytes.removeAll(keepingCapacity: true)
+    for index in scratchRow.indices { scratchRow[index] = (-1, 0) }
   }
 
   func reset() {
@@ -146,7 +147,6 @@ final class Statement: StoreStatement {
   func step() throws -> Bool {
     if result == nil { try run() }
     row += 1
-    releaseDecodedBytes()
     return row < rowCount
   }
 
@@ -328,19 +328,35 @@ final class Statement: StoreStatement {
     guard PQftype(result, index) == 17 else {
       return UnsafeRawBufferPointer(start: value, count: length)
     }
-    if let decoded = decodedBytes[index] { return UnsafeRawBufferPointer(decoded) }
-    let bytes = Statement.decodeHex(UnsafeRawBufferPointer(start: value, count: length))
-    guard !bytes.isEmpty else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    let decoded = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
-    decoded.copyBytes(from: bytes)
-    decodedBytes[index] = decoded
-    return UnsafeRawBufferPointer(decoded)
+    let column = Int(index)
+    while scratch.count <= column {
+      scratch.append(UnsafeMutableRawBufferPointer(start: nil, count: 0))
+      scratchRow.append((-1, 0))
+    }
+    if scratchRow[column].row == row {
+      return UnsafeRawBufferPointer(
+        start: scratch[column].baseAddress, count: scratchRow[column].count)
+    }
+    let text = UnsafeRawBufferPointer(start: value, count: length)
+    let needed = max(length, 1)
+    if scratch[column].count < needed {
+      if scratch[column].baseAddress != nil { scratch[column].deallocate() }
+      scratch[column] = .allocate(byteCount: max(needed, 64), alignment: 1)
+    }
+    let count = Statement.decodeHex(text, into: scratch[column])
+    scratchRow[column] = (row, count)
+    return UnsafeRawBufferPointer(start: scratch[column].baseAddress, count: count)
   }
 
-  /// `bytea`'s text form, `\x` and two hex digits a byte, as bytes.
-  static func decodeHex(_ text: UnsafeRawBufferPointer) -> [UInt8] {
+  /// Writes `bytea`'s text form (`\x` and two hex digits a byte; anything else copied as it
+  /// is) into `target`, at most its size; the byte count.
+  static func decodeHex(_ text: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer)
+    -> Int
+  {
     guard text.count >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else {
-      return Array(text)
+      let count = min(text.count, target.count)
+      if count > 0 { target.baseAddress!.copyMemory(from: text.baseAddress!, byteCount: count) }
+      return count
     }
     func nibble(_ digit: UInt8) -> UInt8 {
       switch digit {
@@ -349,13 +365,14 @@ final class Statement: StoreStatement {
       default: digit &- UInt8(ascii: "A") &+ 10
       }
     }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity((text.count - 2) / 2)
     var index = 2
-    while index + 1 < text.count {
-      bytes.append(nibble(text[index]) << 4 | nibble(text[index + 1]))
+    var count = 0
+    while index + 1 < text.count, count < target.count {
+      target[count] = nibble(text[index]) << 4 | nibble(text[index + 1])
+      count += 1
       index += 2
     }
-    return bytes
+    return count
   }
+
 }
