@@ -359,4 +359,20 @@ struct PostgreSQLLostConnectionTests {
       try raw.scalarText("SELECT value FROM _persistence_meta WHERE key = 'format_version'") == "2")
     #expect(try raw.scalarInt("SELECT count(*) FROM notes") == 1)
   }
+
+  @Test("a store reached over TLS (sslmode=require in the URL) works, and the session is encrypted")
+  func overTLS() throws {
+    let cluster = try PostgreSQLCluster.makePrivate(tls: true)
+    let url = try cluster.makeDatabase("tls") + "?sslmode=require"
+    let configuration = ModelConfiguration(url: try #require(URL(string: url)))
+    let context = ModelContext(
+      try ModelContainer(for: [Note.self], configuration: configuration, engine: PostgreSQLEngine())
+    )
+    context.insert(Note(key: "a", text: "über TLS"))
+    try context.save()
+    #expect(try context.fetch(FetchDescriptor<Note>()).map(\.text) == ["über TLS"])
+    #expect(
+      try context.connection().scalarInt(
+        "SELECT count(*) FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl") == 1)
+  }
 }

@@ -30,7 +30,11 @@ public final class PostgreSQLCluster: Sendable {
   /// A cluster of the caller's own, for a test that restarts or stops its server (which the
   /// shared one, used by tests running at the same time, must never be). Stopped when the test
   /// process ends.
-  public static func makePrivate() throws -> PostgreSQLCluster { try PostgreSQLCluster() }
+  /// With `tls`, the server also takes TLS connections (`sslmode=require`), with a throwaway
+  /// self-signed certificate made by `openssl`.
+  public static func makePrivate(tls: Bool = false) throws -> PostgreSQLCluster {
+    try PostgreSQLCluster(tls: tls)
+  }
 
   /// Restarts the server (`pg_ctl restart -m fast`: connections are cut), on the same port.
   public func restart() throws {
@@ -48,7 +52,7 @@ public final class PostgreSQLCluster: Sendable {
     public var description: String { message }
   }
 
-  private init() throws {
+  private init(tls: Bool = false) throws {
     guard let binaries = PostgreSQLCluster.findBinaries() else {
       throw ClusterError(
         message:
@@ -71,6 +75,18 @@ public final class PostgreSQLCluster: Sendable {
       binaries.appendingPathComponent("initdb").path,
       ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
       asPostgres: runsAsPostgresUser)
+    if tls {
+      // The server reads server.crt and server.key from its data folder; the key must be
+      // private to the server's user.
+      try PostgreSQLCluster.run(
+        "/usr/bin/openssl",
+        [
+          "req", "-new", "-x509", "-days", "2", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+          data + "/server.key", "-out", data + "/server.crt",
+        ], asPostgres: runsAsPostgresUser)
+      try PostgreSQLCluster.run(
+        "/bin/chmod", ["600", data + "/server.key"], asPostgres: runsAsPostgresUser)
+    }
     var lastError: ClusterError?
     for _ in 0..<5 {
       let port = PostgreSQLCluster.freePort()
@@ -80,7 +96,8 @@ public final class PostgreSQLCluster: Sendable {
           [
             "-D", data, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t",
             "60", "-o",
-            "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+            "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+              + (tls ? " -c ssl=on" : ""),
             "start",
           ], asPostgres: runsAsPostgresUser)
         self.port = port
