@@ -34,14 +34,18 @@ final class Connection: StoreConnection {
   /// Whether this connection's transaction is open (`BEGIN` ran, `COMMIT` or `ROLLBACK` not
   /// yet): a lost connection then loses the transaction, and the caller must hear of it.
   private var transactionOpen = false
+  /// Set when the session could not be set up: `deinit` (which runs for an initializer that
+  /// throws once every property is set) finishes it rather than pooling it.
+  private var isBroken = false
 
   /// Connects. `conninfo` is anything `PQconnectdb` takes: a `postgresql://` URI or
   /// `key=value` pairs (`service=name` included). A `readOnly` session refuses writes.
   ///
   /// - Throws: `PersistenceError` with `cannotOpen`, naming `location` and the server's or
-  ///   libpq's reason.
+  ///   libpq's reason. `setup` replaces the session's settings (tests pass a failing one).
   init(
-    conninfo: String, location: String, readOnly: Bool = false, pool: ConnectionPool? = nil
+    conninfo: String, location: String, readOnly: Bool = false, pool: ConnectionPool? = nil,
+    setup: String? = nil
   ) throws {
     if let pool, let reused = pool.take(setup: Connection.sessionSQL(readOnly: readOnly)) {
       handle = reused
@@ -66,14 +70,14 @@ final class Connection: StoreConnection {
     self.handle = handle
     self.location = location
     self.pool = pool
-    sessionSQL = Connection.sessionSQL(readOnly: readOnly)
+    sessionSQL = setup ?? Connection.sessionSQL(readOnly: readOnly)
     // Notices ("… already exists, skipping") would go to standard error by default.
     PQsetNoticeProcessor(handle, { _, _ in }, nil)
     do {
       try execute(sessionSQL)
     } catch {
-      // `deinit` does not run for a failed initializer: the connection is finished here.
-      PQfinish(handle)
+      // Every property is set, so `deinit` runs and finishes the connection, once.
+      isBroken = true
       throw error
     }
   }
@@ -81,7 +85,7 @@ final class Connection: StoreConnection {
   deinit {
     cache.removeAll()
     // An idle, sound session goes back to the pool (which finishes it when full).
-    if let pool, !transactionOpen, PQstatus(handle) == CONNECTION_OK,
+    if let pool, !isBroken, !transactionOpen, PQstatus(handle) == CONNECTION_OK,
       PQtransactionStatus(handle) == PQTRANS_IDLE
     {
       pool.give(handle, setup: sessionSQL)

@@ -142,6 +142,21 @@ struct PostgreSQLConnectionTests {
     #expect(try connection.scalarInt("SELECT count(*) FROM u") == 1)
   }
 
+  @Test("a session whose setup fails is finished once (its owner frees it, the pool never gets it)")
+  func failedSetup() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("setup")
+    let pool = ConnectionPool()
+    for _ in 0..<20 {
+      #expect(throws: PersistenceError.self) {
+        _ = try Connection(
+          conninfo: url, location: url, pool: pool, setup: "SELECT * FROM no_such_table")
+      }
+    }
+    #expect(pool.take(setup: Connection.sessionSQL(readOnly: false)) == nil)
+    // The next connection works.
+    #expect(try Connection(conninfo: url, location: url, pool: pool).scalarInt("SELECT 1") == 1)
+  }
+
   @Test("a URL that cannot be reached or parsed fails with cannotOpen, naming it")
   func cannotConnect() throws {
     let cluster = try PostgreSQLCluster.shared.get()
