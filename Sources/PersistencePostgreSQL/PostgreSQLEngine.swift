@@ -174,21 +174,6 @@ enum StoreSchema {
     )
   }
 
-  /// The core's Swift functions that have no exact PostgreSQL form yet: each fails with
-  /// SQLSTATE 0A000 (feature not supported), which the engine reports as
-  /// `unsupportedPredicate` naming the Swift call, rather than an approximate answer.
-  static let unsupportedFunctions = [
-    (StoreFunctions.count, "text", "integer", "String.count"),
-    (
-      StoreFunctions.localizedStandardContains, "text, text", "integer", "localizedStandardContains"
-    ),
-  ].map { name, arguments, result, swift in
-    """
-    CREATE OR REPLACE FUNCTION \(name)(\(arguments)) RETURNS \(result) LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION '\(swift) in a predicate is not supported on PostgreSQL stores yet' USING ERRCODE = '0A000'; END $$;
-    """
-  }.joined(separator: "\n")
-
   /// Creates what is missing: the core's tables, the entities' tables, columns and indexes.
   static func create(_ connection: Connection, entities: [EntityDescription]) throws {
     try connection.execute(
@@ -208,7 +193,6 @@ enum StoreSchema {
         PRIMARY KEY (change, attribute));
       CREATE OR REPLACE FUNCTION instr(text, text) RETURNS integer
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS 'SELECT strpos($1, $2)';
-      \(StoreSchema.unsupportedFunctions)
       INSERT INTO \(metaTable) (key, value) VALUES ('history_floor', '0')
         ON CONFLICT (key) DO NOTHING;
       INSERT INTO \(metaTable) (key, value) VALUES ('application', '\(application)')
@@ -243,8 +227,9 @@ enum StoreSchema {
     let functions = try names(
       connection,
       "SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace")
-    return ["instr", StoreFunctions.count, StoreFunctions.localizedStandardContains]
-      .allSatisfy(functions.contains)
+    // Swift's own functions (StoreFunctions) are never asked of this engine (see
+    // `evaluatesSwiftFunctions`); `instr` is the one the core's SQL needs.
+    return functions.contains("instr")
   }
 
   /// The tables of the connection's current schema.
@@ -296,35 +281,12 @@ enum StoreSchema {
       var stored: [String: String] = [:]
       while try info.step() { stored[info.text(at: 0)] = info.text(at: 1) }
       stored["_pk"] = nil
-      let declared = Dictionary(uniqueKeysWithValues: entity.columns.map { ($0.name, $0) })
-      let unknown = stored.keys.filter { declared[$0] == nil }.sorted()
-      guard unknown.isEmpty else {
-        throw PersistenceError(
-          code: .newerStore,
-          message:
-            "The table \(entity.name) in \(connection.location) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the database was left untouched."
-        )
-      }
-      for column in entity.columns {
-        if let type = stored[column.name] {
-          guard type == column.storageType.postgreSQLType else {
-            throw PersistenceError(
-              code: .schemaMismatch,
-              message:
-                "The column \(entity.name).\(column.name) is \(type) in the store but the model declares \(column.storageType.postgreSQLType). Changing an attribute's type needs a migration of its own."
-            )
-          }
-        } else {
-          guard migrate else {
-            throw PersistenceError(
-              code: .schemaMismatch,
-              message:
-                "The store at \(connection.location) lacks the column \(entity.name).\(column.name); open it writable once to add it."
-            )
-          }
-          try connection.execute(
-            "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.postgreSQLDefinition)")
-        }
+      for column in try entity.missingColumns(
+        stored: stored, typeName: \.postgreSQLType, location: connection.location,
+        migrate: migrate)
+      {
+        try connection.execute(
+          "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.postgreSQLDefinition)")
       }
       if migrate {
         for sql in entity.postgreSQLCreateIndexes { try connection.execute(sql) }

@@ -57,13 +57,6 @@ final class Statement: StoreStatement {
     self.sql = rewritten
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
-    if rewritten.contains("COLLATE \(StoreFunctions.localizedStandardCollation)") {
-      unsupported = PersistenceError(
-        code: .unsupportedPredicate,
-        message:
-          "Sorting with localizedStandardCompare (localizedStandardSorts) is not supported on PostgreSQL stores yet; sort by code point, or sort the fetched models."
-      )
-    }
   }
 
   /// The key column of the table a plain `INSERT INTO table (…) VALUES (…)` writes, when it
@@ -82,8 +75,6 @@ final class Statement: StoreStatement {
     }
   }
 
-  /// Set when the SQL needs something this engine cannot do exactly; thrown by ``step()``.
-  private var unsupported: PersistenceError?
 
   deinit {
     for buffer in scratch where buffer.baseAddress != nil { buffer.deallocate() }
@@ -155,7 +146,6 @@ final class Statement: StoreStatement {
   private var runs = 0
 
   private func run() throws {
-    if let unsupported { throw unsupported }
     runs += 1
     if let bindingError { throw bindingError }
     let count = parameters.count

@@ -226,34 +226,10 @@ enum StoreFile {
       var stored: [String: String] = [:]
       while try info.step() { stored[info.text(at: 1)] = info.text(at: 2).uppercased() }
       stored["_pk"] = nil
-      let declared = Dictionary(uniqueKeysWithValues: entity.columns.map { ($0.name, $0) })
-      let unknown = stored.keys.filter { declared[$0] == nil }.sorted()
-      guard unknown.isEmpty else {
-        throw PersistenceError(
-          code: .newerStore,
-          message:
-            "The table \(entity.name) in \(database.path) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the file was left untouched."
-        )
-      }
-      for column in entity.columns {
-        if let type = stored[column.name] {
-          guard type == column.storageType.rawValue else {
-            throw PersistenceError(
-              code: .schemaMismatch,
-              message:
-                "The column \(entity.name).\(column.name) is \(type) in the store but the model declares \(column.storageType.rawValue). Changing an attribute's type needs a migration of its own."
-            )
-          }
-        } else {
-          guard migrate else {
-            throw PersistenceError(
-              code: .schemaMismatch,
-              message:
-                "The store at \(database.path) lacks the column \(entity.name).\(column.name); open it writable once to add it."
-            )
-          }
-          try database.execute("ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)")
-        }
+      for column in try entity.missingColumns(
+        stored: stored, typeName: \.rawValue, location: database.path, migrate: migrate)
+      {
+        try database.execute("ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)")
       }
       if migrate {
         for sql in entity.createIndexSQL { try database.execute(sql) }

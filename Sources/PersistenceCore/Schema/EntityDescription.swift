@@ -40,3 +40,52 @@ public struct EntityDescription: Sendable {
     }
   }
 }
+
+extension EntityDescription {
+  /// Compares this entity's declared columns with the columns its table has (`stored`: name →
+  /// the engine's type name, `_pk` left out), as every engine does when it opens a store, and
+  /// returns the declared columns the table lacks, in declaration order; without `migrate`,
+  /// a missing one is an error instead.
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/newerStore`` when the table
+  ///   has columns the entity does not declare (a newer schema wrote it),
+  ///   ``PersistenceError/Code/schemaMismatch`` when a column's type differs from the declared
+  ///   one (`typeName` gives the engine's name for a storage type), or when a column is
+  ///   missing and `migrate` is false. Messages name the store by `location`.
+  package func missingColumns(
+    stored: [String: String], typeName: (StorageType) -> String, location: String,
+    migrate: Bool
+  ) throws -> [Column] {
+    let declared = Set(columns.map(\.name))
+    let unknown = stored.keys.filter { !declared.contains($0) }.sorted()
+    guard unknown.isEmpty else {
+      throw PersistenceError(
+        code: .newerStore,
+        message:
+          "The table \(name) in \(location) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the store was left untouched."
+      )
+    }
+    var missing: [Column] = []
+    for column in columns {
+      if let type = stored[column.name] {
+        guard type == typeName(column.storageType) else {
+          throw PersistenceError(
+            code: .schemaMismatch,
+            message:
+              "The column \(name).\(column.name) is \(type) in the store but the model declares \(typeName(column.storageType)). Changing an attribute's type needs a migration of its own."
+          )
+        }
+      } else {
+        guard migrate else {
+          throw PersistenceError(
+            code: .schemaMismatch,
+            message:
+              "The store at \(location) lacks the column \(name).\(column.name); open it writable once to add it."
+          )
+        }
+        missing.append(column)
+      }
+    }
+    return missing
+  }
+}
