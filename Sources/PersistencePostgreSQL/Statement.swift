@@ -75,7 +75,6 @@ final class Statement: StoreStatement {
     }
   }
 
-
   deinit {
     for buffer in scratch where buffer.baseAddress != nil { buffer.deallocate() }
     if let result { PQclear(result) }
