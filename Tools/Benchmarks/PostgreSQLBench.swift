@@ -208,35 +208,9 @@ import TripsBaseline
     let watcher = try ModelContainer(
       for: [Trip.self], configuration: ModelConfiguration(url: store))
     let controller = try BoundsController(container: watcher)
-    let context = ModelContext(container)
-    context.author = "bench"
-    var latencies: [Double] = []
-    /// Saves, then waits until the controller's report differs from `before`.
-    func measure(_ change: () throws -> Void) throws {
-      let before = controller.report
-      try change()
-      let start = DispatchTime.now().uptimeNanoseconds
-      while controller.report == before { sched_yield() }
-      latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-    }
-    for index in 0..<max(options.rounds * 4, 20) {
-      let trip = Trip(
-        TripRecord(
-          name: "probe \(index)", destination: "Probe", startDate: .now, endDate: .now,
-          latitude: -89.5 + Double(index) / 1000, longitude: 0))
-      try measure {
-        context.insert(trip)
-        try context.save()
-      }
-      try measure {
-        trip.latitude = 89.5 - Double(index) / 1000
-        try context.save()
-      }
-      try measure {
-        context.delete(trip)
-        try context.save()
-      }
-    }
+    let latencies = try boundsLatencies(
+      controller: controller, writer: ModelContext(container),
+      changes: max(options.rounds * 4, 20))
     let sorted = latencies.sorted()
     report(
       Phase(

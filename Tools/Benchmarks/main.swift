@@ -350,9 +350,12 @@ if options.wants("bounds") {
 
 // MARK: One trip added, moved, deleted with an observer and a BoundsController attached
 
-if options.wants("update") {
-  let controller = try BoundsController(container: container)
-  let context = ModelContext(container)
+/// Seconds from each `save()` returning until `controller`'s report changes, for `changes`
+/// probe trips each added at the south pole's edge, moved to the north's and deleted through
+/// `writer` (three measures each): what the update phases of both engines report.
+@MainActor func boundsLatencies(
+  controller: BoundsController, writer context: ModelContext, changes: Int
+) throws -> [Double] {
   context.author = "bench"
   var latencies: [Double] = []
   /// Saves, then spins until the controller's report differs from `before`.
@@ -364,8 +367,7 @@ if options.wants("update") {
     while controller.report == before { sched_yield() }
     latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
   }
-  let updates = max(options.rounds * 4, 20)
-  for index in 0..<updates {
+  for index in 0..<changes {
     let trip = Trip(
       TripRecord(
         name: "probe \(index)", destination: "Probe", startDate: .now, endDate: .now,
@@ -383,6 +385,13 @@ if options.wants("update") {
       try context.save()
     }
   }
+  return latencies
+}
+
+if options.wants("update") {
+  let controller = try BoundsController(container: container)
+  let latencies = try boundsLatencies(
+    controller: controller, writer: ModelContext(container), changes: max(options.rounds * 4, 20))
   var refetch: [Double] = []
   for _ in 0..<options.rounds { refetch.append(try time { _ = try oursBoundsFromScratch() }) }
   report(
