@@ -125,44 +125,7 @@ struct StreamTests {
   @Test("two servers on one store file both stream a change made through either")
   func twoServers() throws {
     let scratch = Scratch()
-    let secret = String(repeating: "t0k3n-", count: 4)
-    let tokens = try tokenFile(in: scratch, "alice:" + secret)
-    let first = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
-    let second = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
-    defer {
-      _ = first.stop()
-      _ = second.stop()
-    }
-    let path = "/collections/trips/items/stream"
-    let (one, two) = (scratch.file("one.txt"), scratch.file("two.txt"))
-    let readers = [try listen(first.url + path, to: one), try listen(second.url + path, to: two)]
-    defer {
-      for reader in readers {
-        kill(reader.processIdentifier, SIGKILL)
-        reader.waitUntilExit()
-      }
-    }
-    Thread.sleep(forTimeInterval: 0.5)
-    func post(_ server: ServerProcess, _ name: String) throws {
-      let body = """
-        {"type":"Feature","geometry":{"type":"Point","coordinates":[10,45]},
-         "properties":{"name":"\(name)","destination":"D","startDate":"2027-01-01",
-         "endDate":"2027-01-02"}}
-        """
-      let reply = try server.request(
-        "POST", "/collections/trips/items",
-        headers: ["Authorization: Bearer \(secret)", "Content-Type: application/geo+json"],
-        body: Data(body.utf8))
-      #expect(reply.status == 201, "\(reply.text)")
-    }
-    try post(first, "Through the first")
-    #expect(eventually(5) { events(one).count == 1 && events(two).count == 1 })
-    try post(second, "Through the second")
-    #expect(eventually(5) { events(one).count == 2 && events(two).count == 2 })
-    for file in [one, two] {
-      let text = try String(contentsOf: file, encoding: .utf8)
-      #expect(text.contains("Through the first") && text.contains("Through the second"))
-    }
+    try checkTwoServers(on: scratch.store, between: {})
   }
 
   @Test(
@@ -171,8 +134,16 @@ struct StreamTests {
   func twoServersOnPostgreSQL() throws {
     let cluster = try PostgreSQLCluster.makePrivate()
     let store = try #require(URL(string: try cluster.makeDatabase("serve")))
+    // The database server restarts between the two changes: every connection is cut.
+    try checkTwoServers(on: store, between: { try cluster.restart() })
+  }
+
+  /// Two `trips serve` on `store`, a stream client on each: a trip posted through the first
+  /// reaches both clients, then, after `between`, one posted through the second does too, and
+  /// a search through the first finds both.
+  func checkTwoServers(on store: URL, between: () throws -> Void) throws {
     let scratch = Scratch()
-    let secret = String(repeating: "pg-t0k3n-", count: 3)
+    let secret = String(repeating: "t0k3n-", count: 4)
     let tokens = try tokenFile(in: scratch, "alice:" + secret)
     let first = try ServerProcess(store: store, ["--token-file", tokens.path])
     let second = try ServerProcess(store: store, ["--token-file", tokens.path])
@@ -204,8 +175,7 @@ struct StreamTests {
     }
     try post(first, "Through the first")
     #expect(eventually(10) { events(one).count == 1 && events(two).count == 1 })
-    // The database server restarts: every connection of both servers is cut.
-    try cluster.restart()
+    try between()
     try post(second, "Through the second")
     #expect(eventually(15) { events(one).count == 2 && events(two).count == 2 })
     for file in [one, two] {
@@ -213,6 +183,7 @@ struct StreamTests {
       #expect(text.contains("Through the first") && text.contains("Through the second"))
     }
     #expect(
-      try first.request("/collections/trips/items?q=through").text.contains("\"numberMatched\":2"))
+      try first.request("/collections/trips/items?q=through").text.contains(
+        "\"numberMatched\":2"))
   }
 }
