@@ -15,6 +15,15 @@ import TripsBaseline
 /// container to a `BoundsController` of another container (another connection) being current:
 /// the NOTIFY path, p50 and p99 of 60 changes.
 @MainActor func runPostgreSQLBench(server: String) throws {
+  guard let serverURL = URL(string: server), PostgreSQLEngine.handles(serverURL),
+    URLComponents(url: serverURL, resolvingAgainstBaseURL: false) != nil
+  else {
+    FileHandle.standardError.write(
+      Data(
+        "Error: --postgresql needs a postgresql:// URL, such as postgresql://postgres@127.0.0.1:5432/postgres; got \(server)\n"
+          .utf8))
+    exit(64)
+  }
   guard let admin = tbpq_open(server) else {
     FileHandle.standardError.write(Data("Error: cannot connect to \(server)\n".utf8))
     exit(69)
@@ -23,7 +32,7 @@ import TripsBaseline
   let version = String(cString: tbpq_server_version(admin))
   FileHandle.standardOutput.write(
     Data(
-      "trips-bench: \(options.size) trips, \(options.rounds) rounds per phase, medians; PostgreSQL \(version) at \(PostgreSQLEngine.displayName(of: URL(string: server)!)), libpq baseline\n"
+      "trips-bench: \(options.size) trips, \(options.rounds) rounds per phase, medians; PostgreSQL \(version) at \(PostgreSQLEngine.displayName(of: serverURL)), libpq baseline\n"
         .utf8))
   var made: [String] = []
   /// A new empty database, and its URL.
@@ -32,9 +41,13 @@ import TripsBaseline
     _ = tbpq_exec(admin, "DROP DATABASE IF EXISTS \(fullName)")
     check(tbpq_exec(admin, "CREATE DATABASE \(fullName)") == 0, "CREATE DATABASE \(fullName)")
     made.append(fullName)
-    var parts = URLComponents(string: server)!
-    parts.path = "/" + fullName
-    return parts.url!
+    var parts = URLComponents(url: serverURL, resolvingAgainstBaseURL: false)
+    parts?.path = "/" + fullName
+    guard let url = parts?.url else {
+      FileHandle.standardError.write(Data("Error: cannot make a URL for \(fullName)\n".utf8))
+      exit(64)
+    }
+    return url
   }
   defer {
     for name in made { _ = tbpq_exec(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
