@@ -86,8 +86,9 @@ public final class TripStore {
   /// all, from one snapshot of the store: what a paged API answers with.
   ///
   /// Cost: with a bounding box, one pass over the box's index entries that counts the matches
-  /// and keeps the page in a bounded heap (`ModelContext.fetchPage(_:)`), O(m log k) for m
-  /// matches and k = offset + limit, then O(page) rows read; otherwise the page's query and a
+  /// and keeps the page in a bounded heap (`ModelContext.fetchModelsPage(_:)`), O(m log k) for
+  /// m matches and k = offset + limit, then the page's rows read by key in one query in the
+  /// same snapshot, O(page × log n); otherwise the page's query and a
   /// count, each served by an index where one follows the order or the filter.
   public func page(_ query: TripQuery) throws -> (trips: [Trip], matched: Int) {
     try run {
@@ -100,11 +101,8 @@ public final class TripStore {
           try context.fetchCount(unpaged.fetchDescriptor)
         )
       }
-      let (identifiers, matched) = try context.fetchPage(query.fetchDescriptor)
-      return (
-        try resolved(identifiers.compactMap { try context.model(for: $0, as: Trip.self) }),
-        matched
-      )
+      let (trips, matched) = try context.fetchModelsPage(query.fetchDescriptor)
+      return (try resolved(trips), matched)
     }
   }
 

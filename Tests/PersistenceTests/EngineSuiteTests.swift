@@ -61,6 +61,43 @@ struct TestStore: @unchecked Sendable {
 /// The store, context and history promises, on every engine.
 @Suite("Every engine: store and context")
 struct EngineSuiteTests {
+  @Test(
+    "fetchModelsPage reads a page larger than one by-key batch in order, from the registered models, refreshed",
+    arguments: TestEngine.allCases)
+  func modelsPage(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
+    let writer = ModelContext(container)
+    for index in 0..<1_203 {
+      writer.insert(Note(key: String(format: "k%05d", index), text: "t\(index % 7)"))
+    }
+    try writer.save()
+    let reader = ModelContext(container)
+    // A model registered before the page, then changed by another context: the page gives
+    // the registered instance with the stored text, as a fetch does.
+    let registered = try #require(
+      try reader.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "k00002" })).first)
+    let other = try #require(
+      try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "k00002" })).first)
+    other.text = "changed"
+    try writer.save()
+    for (offset, limit) in [(0, 1_100), (1, 3), (1_200, 10), (0, 0), (5_000, 2)] {
+      var descriptor = FetchDescriptor<Note>(
+        predicate: #Predicate { $0.key != "k00100" },
+        sortBy: [SortDescriptor(\.text, order: .reverse), SortDescriptor(\.key)])
+      descriptor.fetchOffset = offset
+      descriptor.fetchLimit = limit
+      let page = try reader.fetchModelsPage(descriptor)
+      let expected = try ModelContext(container).fetch(descriptor)
+      #expect(page.models.map(\.key) == expected.map(\.key), "\(offset) \(limit)")
+      #expect(page.models.map(\.text) == expected.map(\.text))
+      #expect(page.matched == 1_202)
+      if let again = page.models.first(where: { $0.key == "k00002" }) {
+        #expect(again === registered)
+        #expect(registered.text == "changed")
+      }
+    }
+  }
+
   @Test("saves models and reads them back in a new container", arguments: TestEngine.allCases)
   func savesAndReopens(engine: TestEngine) throws {
     let store = try engine.makeStore()

@@ -308,6 +308,12 @@ struct StoreTests {
             page.identifiers == (try reader.fetchIdentifiers(descriptor)),
             "\(sort) \(offset) \(limit)")
           #expect(page.matched == (try reader.fetchCount(unpaged)))
+          let modelsContext = ModelContext(container)
+          let models = try modelsContext.fetchModelsPage(descriptor)
+          #expect(
+            models.models.map { modelsContext.persistentIdentifier(for: $0) }
+              == page.identifiers.map { Optional($0) })
+          #expect(models.matched == page.matched)
           checked += 1
         }
       }

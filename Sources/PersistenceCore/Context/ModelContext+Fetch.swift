@@ -251,9 +251,7 @@ extension ModelContext {
     else { return nil }
     if let registered: Model = registeredModel(for: identifier) { return registered }
     let database = try connection()
-    let statement = try database.cachedStatement(
-      "SELECT \"_pk\", " + entity.statements.quotedColumns.joined(separator: ", ") + " FROM "
-        + entity.statements.table + " WHERE \"_pk\" = ?")
+    let statement = try database.cachedStatement(entity.statements.selectByKeys(1).sql)
     statement.bindInt64(identifier.primaryKey, at: 1)
     defer { statement.reset() }  // ends the read transaction
     guard try statement.step() else { return nil }

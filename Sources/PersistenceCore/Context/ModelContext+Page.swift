@@ -26,6 +26,55 @@ extension ModelContext {
   ) {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
+    if let page = try pageKeys(
+      descriptor, entity: entity, then: { keys, matched in (keys, matched) })
+    {
+      return (
+        page.0.map {
+          PersistentIdentifier(
+            storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
+        }, page.1
+      )
+    }
+    var unpaged = descriptor
+    unpaged.fetchLimit = nil
+    unpaged.fetchOffset = nil
+    return (try fetchIdentifiers(descriptor), try fetchCount(unpaged))
+  }
+
+  /// One page of the models matching `descriptor` and how many match in all, as
+  /// ``fetchPage(_:)`` chooses them, with the page's rows read by primary key in the same
+  /// snapshot of the store as the count (one query for the whole page, not one per model).
+  /// Registered models are refreshed as ``fetch(_:)`` refreshes them.
+  ///
+  /// Cost: as ``fetchPage(_:)``, plus O(k log n) to read the page's k rows by key.
+  ///
+  /// - Throws: ``PersistenceError`` as ``fetchPage(_:)`` and ``fetch(_:)`` do.
+  public func fetchModelsPage<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>)
+    throws -> (models: [Model], matched: Int)
+  {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    if let page = try pageKeys(
+      descriptor, entity: entity,
+      then: { keys, matched in (try models(primaryKeys: keys, entity: entity), matched) })
+    {
+      return page
+    }
+    var unpaged = descriptor
+    unpaged.fetchLimit = nil
+    unpaged.fetchOffset = nil
+    return (try fetch(descriptor), try fetchCount(unpaged))
+  }
+
+  /// The page's primary keys in order and the number of matches, from one pass (see
+  /// ``fetchPage(_:)``), handed to `body` while the pass's read transaction is still open; nil
+  /// when the descriptor needs the two-query form (no limit, a sort that calls back into
+  /// Swift, or a predicate finished in Swift).
+  private func pageKeys<Model: PersistentModel, Result>(
+    _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>,
+    then body: ([Int64], Int) throws -> Result
+  ) throws -> Result? {
     let database = try connection()
     let offset = max(descriptor.fetchOffset ?? 0, 0)
     guard let limit = descriptor.fetchLimit,
@@ -34,12 +83,7 @@ extension ModelContext {
       }),
       try database.evaluatesSwiftFunctions
         || !Query(descriptor, schema: entity.schema, database: database).finishesInSwift
-    else {
-      var unpaged = descriptor
-      unpaged.fetchLimit = nil
-      unpaged.fetchOffset = nil
-      return (try fetchIdentifiers(descriptor), try fetchCount(unpaged))
-    }
+    else { return nil }
     var columns = ["\"_pk\""]
     var descending: [Bool] = []
     for sort in descriptor.sortBy {
@@ -72,13 +116,40 @@ extension ModelContext {
       }
       heap.offer(statement)
     }
-    let keys = heap.sorted().dropFirst(offset)
-    return (
-      keys.map {
-        PersistentIdentifier(
-          storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
-      }, matched
-    )
+    // The statement stays open (not reset) until `body` returns: SQLite's read transaction,
+    // and so its snapshot, lasts as long.
+    return try body(Array(heap.sorted().dropFirst(offset)), matched)
+  }
+
+  /// The models of `primaryKeys`, in that order (a key with no row is left out), read in
+  /// queries of up to 500 keys (a batch is padded to one of a few sizes by repeating its last
+  /// key, so that few statements are prepared); registered models are refreshed as a fetch
+  /// refreshes them.
+  ///
+  /// Cost: O(k log n) for k keys in a table of n rows, one query per 500 keys.
+  func models<Model: PersistentModel>(primaryKeys: [Int64], entity: Entity<Model>) throws
+    -> [Model]
+  {
+    guard !primaryKeys.isEmpty else { return [] }
+    let database = try connection()
+    let cache = LoadCache()
+    var loaded: [Int64: Model] = [:]
+    loaded.reserveCapacity(primaryKeys.count)
+    let chunkSize = EntityStatements.keyBatchSizes.last!
+    for start in stride(from: 0, to: primaryKeys.count, by: chunkSize) {
+      let chunk = primaryKeys[start..<min(start + chunkSize, primaryKeys.count)]
+      let (sql, size) = entity.statements.selectByKeys(chunk.count)
+      let statement = try database.cachedStatement(sql)
+      defer { statement.reset() }
+      for index in 0..<size {
+        statement.bindInt64(
+          chunk[chunk.startIndex + min(index, chunk.count - 1)], at: Int32(index + 1))
+      }
+      while try statement.step() {
+        loaded[statement.int64(at: 0)] = try materialize(statement, entity: entity, cache: cache)
+      }
+    }
+    return primaryKeys.compactMap { loaded[$0] }
   }
 }
 
@@ -143,6 +214,10 @@ struct PageHeap {
   }
 
   func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+    PageHeap.precedes(lhs, rhs, descending: descending)
+  }
+
+  static func precedes(_ lhs: Entry, _ rhs: Entry, descending: [Bool]) -> Bool {
     for index in lhs.keys.indices {
       var order = PageHeap.compare(lhs.keys[index], rhs.keys[index])
       if descending[index] { order = -order }
@@ -151,27 +226,45 @@ struct PageHeap {
     return lhs.primaryKey < rhs.primaryKey
   }
 
+  // The sifts compare entries in place through the buffer: reading them out of the array
+  // copied each one (a retain and a release of its keys per comparison).
+
   private mutating func siftUp(_ start: Int) {
-    var child = start
-    while child > 0 {
-      let parent = (child - 1) / 2
-      guard precedes(entries[parent], entries[child]) else { return }
-      entries.swapAt(parent, child)
-      child = parent
+    let descending = self.descending
+    entries.withUnsafeMutableBufferPointer { entries in
+      var child = start
+      while child > 0 {
+        let parent = (child - 1) / 2
+        guard PageHeap.precedes(entries[parent], entries[child], descending: descending) else {
+          return
+        }
+        entries.swapAt(parent, child)
+        child = parent
+      }
     }
   }
 
   private mutating func siftDown(_ start: Int) {
-    var parent = start
-    while true {
-      var latest = parent
-      for child in [2 * parent + 1, 2 * parent + 2]
-      where child < entries.count && precedes(entries[latest], entries[child]) {
-        latest = child
+    let descending = self.descending
+    entries.withUnsafeMutableBufferPointer { entries in
+      var parent = start
+      while true {
+        var latest = parent
+        let left = 2 * parent + 1
+        if left < entries.count,
+          PageHeap.precedes(entries[latest], entries[left], descending: descending)
+        {
+          latest = left
+        }
+        if left + 1 < entries.count,
+          PageHeap.precedes(entries[latest], entries[left + 1], descending: descending)
+        {
+          latest = left + 1
+        }
+        if latest == parent { return }
+        entries.swapAt(parent, latest)
+        parent = latest
       }
-      if latest == parent { return }
-      entries.swapAt(parent, latest)
-      parent = latest
     }
   }
 
@@ -187,10 +280,17 @@ struct PageHeap {
     case (.real(let a), .real(let b)): return numeric(a, b)
     case (.integer, _), (.real, _): return -1
     case (_, .integer), (_, .real): return 1
-    case (.text(let a), .text(let b)): return bytes(Array(a.utf8), Array(b.utf8))
+    case (.text(let a), .text(let b)):
+      // Native strings' UTF-8 in place: no copy (an array per side) per comparison.
+      if let order = a.utf8.withContiguousStorageIfAvailable({ a in
+        b.utf8.withContiguousStorageIfAvailable { b in bytes(a, b) }
+      }), let order {
+        return order
+      }
+      return bytes(a.utf8, b.utf8)
     case (.text, .blob): return -1
     case (.blob, .text): return 1
-    case (.blob(let a), .blob(let b)): return bytes(Array(a), Array(b))
+    case (.blob(let a), .blob(let b)): return bytes(a, b)
     }
   }
 
