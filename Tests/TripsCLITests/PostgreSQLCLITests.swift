@@ -98,6 +98,39 @@ struct PostgreSQLCLITests {
     #expect(!secret.stderr.contains("hunter2"), "\(secret.stderr)")
   }
 
+  @Test(
+    "a libpq service name (postgresql:///?service=name, from PGSERVICEFILE) opens the store; an unknown one is a clear error"
+  )
+  func serviceNames() throws {
+    let cluster = try PostgreSQLCluster.shared.get()
+    let url = try cluster.makeDatabase("service")
+    let database = try #require(URL(string: url)?.lastPathComponent)
+    let scratch = Scratch()
+    let services = scratch.file("pg_service.conf")
+    try "[planner]\nhost=127.0.0.1\nport=\(cluster.port)\ndbname=\(database)\nuser=postgres\n"
+      .write(to: services, atomically: true, encoding: .utf8)
+    let environment = ["PGSERVICEFILE": services.path]
+    let store = "postgresql:///?service=planner"
+    let added = try trips(
+      [
+        "add", "--store", store, "--name", "By service", "--destination", "Nikko", "--start",
+        "2027-05-01", "--end", "2027-05-03", "--latitude", "36.75", "--longitude", "139.6",
+      ], environment: environment)
+    #expect(added.status == 0, "\(added.stderr)")
+    // The trip is in the database the service names, as its URL reads it.
+    let listed = try run(["list"], store: url)
+    #expect(listed.stdout.contains("By service"), "\(listed.stderr)")
+    let viaEnvironment = try trips(
+      ["list"], environment: environment.merging(["TRIPS_STORE": store]) { $1 })
+    #expect(viaEnvironment.stdout == listed.stdout, "\(viaEnvironment.stderr)")
+
+    let unknown = try trips(
+      ["list", "--store", "postgresql:///?service=nowhere"], environment: environment)
+    #expect(unknown.status != 0 && unknown.status < 128, "\(unknown.stderr)")
+    #expect(unknown.stderr.contains("service \"nowhere\" not found"), "\(unknown.stderr)")
+    #expect(unknown.stdout.isEmpty)
+  }
+
   @Test("libpq's paths under valgrind: connecting, failing and querying free what they made, once")
   func memcheck() throws {
     let store = try PostgreSQLCluster.shared.get().makeDatabase("memcheck")
