@@ -229,6 +229,20 @@ final class Connection: StoreConnection {
     return statement
   }
 
+  /// The statement for an `INSERT` that returns its new row's `keyColumn` (`RETURNING`), read
+  /// as ``lastInsertedKey`` without a second round trip; prepared and kept as
+  /// ``cachedStatement(_:)`` is.
+  func cachedInsert(_ sql: String, keyColumn: String) throws -> any StoreStatement {
+    let key = sql + "\u{0}" + keyColumn
+    if let statement = cache[key] {
+      statement.reset()
+      return statement
+    }
+    let statement = Statement(sql: sql, connection: self, cached: true, keyColumn: keyColumn)
+    cache[key] = statement
+    return statement
+  }
+
   /// Counts the sessions of this connection (each reconnect is a new one, which has none of
   /// the old one's prepared statements).
   private(set) var session = 0
@@ -246,9 +260,9 @@ final class Connection: StoreConnection {
     insertedKeyIsStale = false
   }
 
-  /// The key of the row the last `INSERT` made: returned by the insert itself for the store's
-  /// tables (see `Statement.keyColumn(ofInsert:)`), else `lastval()`, the last value any
-  /// sequence gave this session (each table's key is an identity column).
+  /// The key of the row the last `INSERT` made: returned by the insert itself for a statement
+  /// from ``cachedInsert(_:keyColumn:)``, else `lastval()`, the last value any sequence gave
+  /// this session (each table's key is an identity column).
   var lastInsertedKey: Int64 {
     if insertedKeyIsStale {
       insertedKeyIsStale = false

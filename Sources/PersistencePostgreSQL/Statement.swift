@@ -40,39 +40,23 @@ final class Statement: StoreStatement {
   /// connection's session they were prepared in (a reconnect loses them).
   private var prepared: [[Oid]: String] = [:]
   private var preparedSession = -1
-  /// Whether the SQL is an `INSERT` that returns the new row's key (added here: see
-  /// ``keyColumn(ofInsert:)``); its one row is read as ``Connection/lastInsertedKey`` and not
-  /// shown to the caller, who expects none.
+  /// Whether the SQL is an `INSERT` that returns the new row's key (`RETURNING`, added here
+  /// for ``Connection/cachedInsert(_:keyColumn:)``); its one row is read as
+  /// ``Connection/lastInsertedKey`` and not shown to the caller, who expects none.
   private let returnsKey: Bool
 
-  init(sql: String, connection: Connection, cached: Bool = false) {
+  /// A statement for `sql`; with `keyColumn`, an `INSERT` that returns that column of its new
+  /// row.
+  init(sql: String, connection: Connection, cached: Bool = false, keyColumn: String? = nil) {
     var (rewritten, count) = Placeholders.rewrite(sql)
-    if let column = Statement.keyColumn(ofInsert: rewritten) {
-      rewritten += " RETURNING \(column)"
-      returnsKey = true
-    } else {
-      returnsKey = false
+    if let keyColumn {
+      rewritten += " RETURNING \(keyColumn)"
     }
+    returnsKey = keyColumn != nil
     isCached = cached
     self.sql = rewritten
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
-  }
-
-  /// The key column of the table a plain `INSERT INTO table (…) VALUES (…)` writes, when it
-  /// has one: `"_pk"` for an entity's table, `token` and `id` for the history's. The key then
-  /// comes back with the insert instead of in a second round trip (`lastval()`).
-  static func keyColumn(ofInsert sql: String) -> String? {
-    guard sql.hasPrefix("INSERT INTO "), !sql.contains(" RETURNING "),
-      !sql.contains(" ON CONFLICT "), !sql.contains(" SELECT ")
-    else { return nil }
-    let table = sql.dropFirst("INSERT INTO ".count).prefix { $0 != " " && $0 != "(" }
-    switch table {
-    case "_history_transactions": return "token"
-    case "_history_changes": return "id"
-    case "_history_tombstones", "\(StoreLayout.metaTable)": return nil
-    default: return table.hasPrefix("\"") ? "\"_pk\"" : nil
-    }
   }
 
   deinit {

@@ -180,13 +180,15 @@ extension ModelContext {
   /// it up by its SQL text for every row.
   private func prepared(
     _ key: PreparedKey, _ sql: String, in statements: inout [PreparedKey: any StoreStatement],
-    database: any StoreConnection
+    database: any StoreConnection, insertKey: String? = nil
   ) throws -> any StoreStatement {
     if let statement = statements[key] {
       statement.rewind()
       return statement
     }
-    let statement = try database.cachedStatement(sql)
+    let statement =
+      try insertKey.map { try database.cachedInsert(sql, keyColumn: $0) }
+      ?? database.cachedStatement(sql)
     statements[key] = statement
     return statement
   }
@@ -244,7 +246,7 @@ extension ModelContext {
     }
     let statement = try prepared(
       PreparedKey(entity: ObjectIdentifier(entity), lookup: nil), entity.statements.insert,
-      in: &insertStatements, database: database)
+      in: &insertStatements, database: database, insertKey: "\"_pk\"")
     for index in entity.columnNames.indices {
       try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
     }
@@ -260,14 +262,16 @@ final class HistoryWriter {
   let database: any StoreConnection
   private(set) var token: Int64?
   private(set) var changeCount = 0
-  /// The change insert, prepared once per save rather than looked up by its SQL per row.
+  /// The change insert, prepared once per save rather than looked up by its SQL per row; and
+  /// the one whose new row's key is read (for a deletion's tombstone values).
   private var changeStatement: (any StoreStatement)?
+  private var keyedChangeStatement: (any StoreStatement)?
 
   init(database: any StoreConnection) { self.database = database }
 
   func begin(author: String?) throws {
-    let statement = try database.cachedStatement(
-      "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)")
+    let statement = try database.cachedInsert(
+      "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)", keyColumn: "token")
     if let author { statement.bindText(author, at: 1) } else { statement.bindNull(1) }
     statement.bindDouble(Date().timeIntervalSinceReferenceDate, at: 2)
     try statement.run()
@@ -280,14 +284,20 @@ final class HistoryWriter {
   ) throws {
     guard let token else { return }
     let statement: any StoreStatement
-    if let prepared = changeStatement {
+    let needsKey = !tombstone.isEmpty
+    if let prepared = needsKey ? keyedChangeStatement : changeStatement {
       statement = prepared
       statement.rewind()
     } else {
-      statement = try database.cachedStatement(
+      let sql =
         "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES (?, ?, ?, ?, ?)"
-      )
-      changeStatement = statement
+      if needsKey {
+        statement = try database.cachedInsert(sql, keyColumn: "id")
+        keyedChangeStatement = statement
+      } else {
+        statement = try database.cachedStatement(sql)
+        changeStatement = statement
+      }
     }
     statement.bindInt64(token, at: 1)
     statement.bindText(entity, at: 2)

@@ -70,7 +70,14 @@ public protocol StoreConnection: AnyObject {
   func prepare(_ sql: String) throws -> any StoreStatement
   /// A prepared, reset statement for `sql`, prepared once per connection and kept.
   func cachedStatement(_ sql: String) throws -> any StoreStatement
-  /// The primary key of the row the last successful `INSERT` made.
+  /// A prepared, reset `INSERT` statement for `sql` whose new row's key is read afterwards with
+  /// ``lastInsertedKey``: `keyColumn` (quoted as the SQL quotes names) is the table's integer
+  /// key, which an engine that cannot ask for the last key cheaply returns with the insert
+  /// itself (PostgreSQL's `RETURNING`). Prepared once per connection and kept, as
+  /// ``cachedStatement(_:)`` is.
+  func cachedInsert(_ sql: String, keyColumn: String) throws -> any StoreStatement
+  /// The primary key of the row the last successful `INSERT` made (read it right after a
+  /// statement from ``cachedInsert(_:keyColumn:)``).
   var lastInsertedKey: Int64 { get }
   /// How many rows the last statement changed.
   var changedRowCount: Int { get }
@@ -111,6 +118,12 @@ extension StoreConnection {
   /// narrowed in SQL and finished in Swift (see ``StoreFunctions``). True unless an engine says
   /// otherwise.
   public var evaluatesSwiftFunctions: Bool { true }
+
+  /// ``cachedStatement(_:)``: an engine whose last inserted key is a cheap call needs nothing
+  /// more.
+  public func cachedInsert(_ sql: String, keyColumn: String) throws -> any StoreStatement {
+    try cachedStatement(sql)
+  }
 
   /// Sleeps for `timeout`: an engine without notices of other connections' commits is polled.
   public func waitForExternalChange(timeout: Duration) {
