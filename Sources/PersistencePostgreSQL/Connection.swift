@@ -129,10 +129,10 @@ final class Connection: StoreConnection {
   ///
   /// The result is the caller's to clear.
   func send(_ sql: String, _ send: () -> OpaquePointer?) throws -> OpaquePointer {
-    let verb = sql.prefix(8).uppercased()
-    let ends = verb.hasPrefix("COMMIT") || verb.hasPrefix("ROLLBACK")
+    let verb = TransactionVerb(sql)
+    let ends = verb == .commit || verb == .rollback
     if PQstatus(handle) == CONNECTION_BAD {
-      if transactionOpen && !verb.hasPrefix("ROLLBACK") {
+      if transactionOpen && verb != .rollback {
         throw lostTransaction(sql: sql)
       }
       transactionOpen = false
@@ -150,7 +150,7 @@ final class Connection: StoreConnection {
     }
     guard let result else { throw lostError(sql: sql) }
     if PQresultStatus(result) == PGRES_COMMAND_OK {
-      if verb.hasPrefix("BEGIN") { transactionOpen = true }
+      if verb == .begin { transactionOpen = true }
       if ends { transactionOpen = false }
     }
     return result
@@ -455,5 +455,35 @@ final class ConnectionPool: Sendable {
       PQclear(result)
     }
     return ok && PQstatus(handle) == CONNECTION_OK
+  }
+}
+
+/// The transaction command a statement starts with, if any: what ``Connection/send(_:_:)``
+/// needs to know of each command, read from its first bytes without copying the SQL.
+enum TransactionVerb: Equatable {
+  case begin, commit, rollback, other
+
+  init(_ sql: String) {
+    // The first word's ASCII letters, upper-cased, packed into an integer (a word of more than
+    // eight letters is none of these).
+    var packed: UInt64 = 0
+    var length = 0
+    for byte in sql.utf8 {
+      let upper = byte & ~0x20
+      guard upper >= UInt8(ascii: "A"), upper <= UInt8(ascii: "Z") else { break }
+      length += 1
+      guard length <= 8 else { break }
+      packed = packed << 8 | UInt64(upper)
+    }
+    switch length <= 8 ? packed : 0 {
+    case TransactionVerb.pack("BEGIN"): self = .begin
+    case TransactionVerb.pack("COMMIT"), TransactionVerb.pack("END"): self = .commit
+    case TransactionVerb.pack("ROLLBACK"), TransactionVerb.pack("ABORT"): self = .rollback
+    default: self = .other
+    }
+  }
+
+  private static func pack(_ word: StaticString) -> UInt64 {
+    word.withUTF8Buffer { $0.reduce(0) { $0 << 8 | UInt64($1) } }
   }
 }

@@ -11,6 +11,20 @@ import Testing
 /// test process starts; see `PostgreSQLCluster`).
 @Suite("PostgreSQL connections")
 struct PostgreSQLConnectionTests {
+  @Test("a command's transaction verb is read from its first word, in any case")
+  func transactionVerbs() {
+    let cases: [(String, TransactionVerb)] = [
+      ("BEGIN ISOLATION LEVEL READ COMMITTED", .begin), ("begin", .begin), ("Begin;", .begin),
+      ("COMMIT", .commit), ("end", .commit), ("ROLLBACK", .rollback), ("abort", .rollback),
+      ("BEGINNING", .other), ("COMMITTED", .other), ("ROLLBACKS", .other),
+      ("SELECT 1", .other), ("", .other), (" BEGIN", .other), ("BEGİN", .other),
+      ("ROLLBACK TO SAVEPOINT a", .rollback), ("INSERT INTO t VALUES (1)", .other),
+    ]
+    for (sql, verb) in cases {
+      #expect(TransactionVerb(sql) == verb, "\(sql)")
+    }
+  }
+
   /// A connection to a new database of the test cluster.
   func connect(_ name: String = "conn") throws -> Connection {
     let cluster = try PostgreSQLCluster.shared.get()
