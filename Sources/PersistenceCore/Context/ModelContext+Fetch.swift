@@ -16,9 +16,14 @@ extension ModelContext {
   public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
   {
     try autosaveIfNeeded()
-    if let finished = try finishedInSwift(descriptor) { return finished.map(\.model) }
+    // One translation serves both the check for Swift's functions and the rows.
+    let entity = try entity(for: Model.self)
+    let query = try Query(descriptor, schema: entity.schema, database: try connection())
+    if let finished = try finishedInSwift(descriptor, query: query) {
+      return finished.map(\.model)
+    }
     var results: [Model] = []
-    try forEachRow(descriptor) { model, _ in results.append(model) }
+    try forEachRow(descriptor, query: query) { model, _ in results.append(model) }
     return results
   }
 
@@ -371,17 +376,22 @@ extension ModelContext {
   /// when the SQL does it all.
   ///
   /// Cost: O(c) rows loaded for c candidates, O(m log m) to sort the m matches.
+  ///
+  /// `query` is the descriptor's query when the caller has made it (saving a translation).
   func finishedInSwift<Model: PersistentModel>(
-    _ descriptor: FetchDescriptor<Model>, sectionKey: ((Model) -> String?)? = nil
+    _ descriptor: FetchDescriptor<Model>, sectionKey: ((Model) -> String?)? = nil,
+    query made: Query? = nil
   ) throws -> [(model: Model, key: Int64)]? {
     let database = try connection()
     // An engine that runs every function never needs Swift to finish (no second translation).
     guard !database.evaluatesSwiftFunctions else { return nil }
     let entity = try entity(for: Model.self)
-    guard try Query(descriptor, schema: entity.schema, database: database).finishesInSwift
-    else { return nil }
+    let query = try made ?? Query(descriptor, schema: entity.schema, database: database)
+    guard query.finishesInSwift else { return nil }
     var candidates: [(model: Model, key: Int64)] = []
-    try forEachRow(descriptor) { model, row in candidates.append((model, row.int64(at: 0))) }
+    try forEachRow(descriptor, query: query) { model, row in
+      candidates.append((model, row.int64(at: 0)))
+    }
     var matches = candidates.filter { (try? descriptor.matches($0.model)) == true }
     matches.sort { a, b in
       if let sectionKey {
@@ -400,14 +410,17 @@ extension ModelContext {
     return Array(matches.dropFirst(offset).prefix(limit))
   }
 
+  /// Loads every row of the descriptor's query (`query` when the caller made it, with no
+  /// section column) and calls `body` with each model not deleted.
   private func forEachRow<Model: PersistentModel>(
-    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil,
+    _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil, query made: Query? = nil,
     _ body: (Model, any StoreRow) -> Void
   ) throws {
     let entity = try entity(for: Model.self)
     let database = try connection()
-    let query = try Query(
-      descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
+    let query =
+      try made
+      ?? Query(descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
     let statement = try database.cachedStatement(query.sql)
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
