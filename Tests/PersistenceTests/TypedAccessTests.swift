@@ -83,22 +83,21 @@ struct TypedAccessTests {
 
   @Test("an attribute that answers an operation with another kind of answer traps")
   func wrongAnswerTraps() async {
-    // An attribute whose closure answers "done" to everything: asked for its stored value
-    // or its key path, the caller stops rather than guess (a failed cast used to read as
-    // "changed", a missing key path as `\Model.self`).
+    // Attributes whose closures answer with the wrong kind: asked for the stored value, the
+    // caller stops rather than guess (a failed cast used to read as "changed").
     await #expect(processExitsWith: .failure) {
       let attribute = ModelAttribute<Note>(
         name: "text", options: [], storageType: .text, isOptional: false, isCodable: false,
-        valueTypeName: "String", slot: String.self
+        valueTypeName: "String", slot: String.self, keyPath: \Note.text
       ) { _, _ in .done }
       _ = try? attribute.value(Note())
     }
     await #expect(processExitsWith: .failure) {
       let attribute = ModelAttribute<Note>(
         name: "text", options: [], storageType: .text, isOptional: false, isCodable: false,
-        valueTypeName: "String", slot: String.self
+        valueTypeName: "String", slot: String.self, keyPath: \Note.text
       ) { _, _ in .matches(true) }
-      _ = attribute.keyPath
+      _ = try? attribute.value(Note())
     }
   }
 

@@ -1,8 +1,8 @@
 import Foundation
 
-/// An attribute's access closure: the model (nil to ask for the key path), and what to do.
+/// An attribute's access closure: the model, and what to do.
 @usableFromInline
-typealias AttributeAccess = @Sendable (AnyObject?, AttributeOperation) throws -> AttributeAnswer
+typealias AttributeAccess = @Sendable (AnyObject, AttributeOperation) throws -> AttributeAnswer
 
 /// What an attribute's access closure answers: each operation has exactly one kind of answer
 /// (see ``AttributeOperation``), and a caller that gets another has met a programming error,
@@ -15,8 +15,6 @@ enum AttributeAnswer {
   case value(SQLValue)
   /// Whether the property equals the snapshot's value (`matches`).
   case matches(Bool)
-  /// The property's key path (`keyPath`).
-  case keyPath(AnyKeyPath)
 
   /// The answer to `value`.
   func storedValue(_ attribute: String) -> SQLValue {
@@ -27,11 +25,6 @@ enum AttributeAnswer {
   func isMatch(_ attribute: String) -> Bool {
     guard case .matches(let same) = self else { mismatch(attribute, "matches") }
     return same
-  }
-  /// The answer to `keyPath`.
-  func keyPath(_ attribute: String) -> AnyKeyPath {
-    guard case .keyPath(let keyPath) = self else { mismatch(attribute, "keyPath") }
-    return keyPath
   }
   private func mismatch(_ attribute: String, _ operation: String) -> Never {
     preconditionFailure("The attribute \(attribute) answered \(self) to \(operation).")
@@ -59,8 +52,6 @@ enum AttributeOperation {
   /// Decode a value loaded lazily (``CodableFault``) now, throwing when it cannot; other
   /// attributes have nothing to do.
   case resolve
-  /// Answer the key path (asked with no model).
-  case keyPath
 }
 
 /// The row of a running fetch, which the operation does not own: the caller keeps it alive for

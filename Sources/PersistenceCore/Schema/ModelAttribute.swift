@@ -37,30 +37,31 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   @usableFromInline let destroySlot: (@Sendable (UnsafeMutableRawPointer) -> Void)?
 
   /// Every access to the model's property, in one closure: one closure capturing the literal
-  /// key path, and nothing else keeping it, is what lets the optimizer turn it into direct
-  /// accessor calls (stored elsewhere too, or shared by several closures, it stays a key path).
-  /// The model is nil only for ``AttributeOperation/keyPath``.
+  /// key paths is what lets the optimizer turn them into direct accessor calls (shared by
+  /// several closures, or used as objects inside one, they stay key paths: seen with perf and
+  /// callgrind).
   ///
   /// The model comes as `AnyObject` (always a `Model`), so that the entity can keep the
   /// closures of all attributes in one non-generic array and call them without generic
   /// metadata lookups per row.
   @usableFromInline let access: AttributeAccess
-
-  /// The key path of the property.
-  var keyPath: AnyKeyPath {
-    do {
-      return try access(nil, .keyPath).keyPath(name)
-    } catch {
-      preconditionFailure("The attribute \(name) threw when asked its key path: \(error)")
-    }
-  }
+  /// The key path of the property (immutable, shared between threads as it is).
+  ///
+  /// Kept here rather than answered by ``access``: a closure that also had to hand out its key
+  /// path as an object made the optimizer materialize it (`swift_getKeyPath`, with a retain
+  /// and a release) on every call, the row path's included (about 5% of a fetch, measured with
+  /// callgrind). Keeping the object here as well does not stop the closure's uses from being
+  /// folded into accessor calls.
+  @usableFromInline nonisolated(unsafe) let keyPath: AnyKeyPath
 
   /// An attribute whose snapshot slot holds a `Slot`.
   @inlinable
   init<Slot>(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
-    isCodable: Bool, valueTypeName: String, slot: Slot.Type, access: @escaping AttributeAccess
+    isCodable: Bool, valueTypeName: String, slot: Slot.Type, keyPath: AnyKeyPath,
+    access: @escaping AttributeAccess
   ) {
+    self.keyPath = keyPath
     self.name = name
     self.options = options
     self.storageType = storageType
@@ -123,17 +124,16 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       return ModelAttribute(
         name: name, options: options, storageType: Value.storageType,
         isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-        slot: Value.self
+        slot: Value.self, keyPath: keyPath
       ) { object, operation in
         // The row path first, before anything that needs a key path as an object: the
         // optimizer materializes the key paths (`swift_getKeyPath`) where a branch uses them.
-        if let object, case .load(let row, let index, _, let slot, true) = operation {
+        if case .load(let row, let index, _, let slot, true) = operation {
           let value = try Value.read(from: row.object, at: index)
           slot?.store(copy value)
           unsafeDowncast(object, to: Model.self)[keyPath: storage] = consume value
           return .done
         }
-        guard let object else { return .keyPath(keyPath) }
         return try access(
           unsafeDowncast(object, to: Model.self), keyPath, reading: storage, operation)
       }
@@ -141,9 +141,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     return ModelAttribute(
       name: name, options: options, storageType: Value.storageType,
       isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
-      slot: Value.self
+      slot: Value.self, keyPath: keyPath
     ) { object, operation in
-      guard let object else { return .keyPath(keyPath) }
       return try access(
         unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, operation)
     }
@@ -173,7 +172,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     case .restore(let slot):
       model[keyPath: keyPath] = slot.load(as: Value.self)
     case .resolve: break
-    case .keyPath: return .keyPath(keyPath)
     }
     return .done
   }
@@ -268,9 +266,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       nonisolated(unsafe) let storage = storage
       return ModelAttribute(
         name: name, options: options, storageType: .blob, isOptional: isOptional,
-        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
+        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
       ) { object, operation in
-        guard let object else { return .keyPath(keyPath) }
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let row, let index, let cache, let slot, true) = operation {
           let value = try wrap(coder.read(row.object, index, cache.object))
@@ -283,9 +280,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: isOptional,
-      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self
+      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
     ) { object, operation in
-      guard let object else { return .keyPath(keyPath) }
       return try codableAccess(
         unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, coder, wrap, unwrap,
         operation)
@@ -318,7 +314,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       // A non-optional property keeps its value when the snapshot cannot be restored.
       model[keyPath: keyPath] = try wrap(coder.restore(slot.load(as: Slot.self)))
     case .resolve: break
-    case .keyPath: return .keyPath(keyPath)
     }
     return .done
   }
@@ -368,9 +363,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     nonisolated(unsafe) let fault = fault
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: true, isCodable: true,
-      valueTypeName: "\(Value.self)", slot: Slot.self
+      valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
     ) { object, operation in
-      guard let object else { return .keyPath(keyPath) }
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {
       case .load(let row, let index, let cache, let slot, let isNew):
@@ -398,7 +392,6 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
         if case .stored(let table, let entry) = model[keyPath: fault].state {
           _ = try table.decoded(entry)
         }
-      case .keyPath: return .keyPath(keyPath)
       }
       return .done
     }
