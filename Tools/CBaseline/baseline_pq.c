@@ -10,6 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+// Server notices ("database ... does not exist, skipping") are not results: dropped, as the
+// Swift engine drops them.
+static void ignore_notice(void *context, const char *message) {
+  (void)context;
+  (void)message;
+}
+
 void *tbpq_open(const char *conninfo) {
   PGconn *db = PQconnectdb(conninfo);
   if (PQstatus(db) != CONNECTION_OK) {
@@ -17,6 +24,7 @@ void *tbpq_open(const char *conninfo) {
     PQfinish(db);
     return NULL;
   }
+  PQsetNoticeProcessor(db, ignore_notice, NULL);
   PGresult *result = PQexec(db, "SET extra_float_digits TO 3");
   PQclear(result);
   return db;
