@@ -95,7 +95,17 @@ struct EngineSuiteTests {
         #expect(again === registered)
         #expect(registered.text == "changed")
       }
+      // The page's read transaction is over: writers and the next read are not held.
+      #expect(try reader.connection().isInTransaction == false)
     }
+    // Inside a transaction the caller opened, the page reads in it and leaves it open.
+    let connection = try reader.connection()
+    try connection.beginReading()
+    var inside = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)])
+    inside.fetchLimit = 2
+    #expect(try reader.fetchModelsPage(inside).models.map(\.key) == ["k00000", "k00001"])
+    #expect(connection.isInTransaction)
+    try connection.commit()
   }
 
   @Test("saves models and reads them back in a new container", arguments: TestEngine.allCases)

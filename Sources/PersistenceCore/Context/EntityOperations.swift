@@ -44,12 +44,9 @@ final class EntityStatements: Sendable {
   let lookup: [Int: String]
   /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
   let tombstone: String?
-  /// `SELECT "_pk", columns FROM table WHERE "_pk" IN (?, …)` for each of
-  /// ``keyBatchSizes``, by size.
-  private let selectByKeysStatements: [Int: String]
-  /// The numbers of keys a by-key query takes: a batch is padded to the next one (repeating
-  /// its last key), so that a connection prepares at most this many such statements.
-  static let keyBatchSizes = [1, 8, 32, 128, 500]
+  /// `SELECT "_pk", columns FROM table WHERE "_pk"`: a model's row by key, completed with
+  /// ` = ?` or ` IN (…)`.
+  let selectRowsWhereKey: String
 
   init(name: String, columns: [String], unique: [Int], preserved: [Int]) {
     let table = quoted(name)
@@ -69,22 +66,7 @@ final class EntityStatements: Sendable {
     let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
     tombstone =
       preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"
-    var selectByKeys: [Int: String] = [:]
-    for size in Self.keyBatchSizes {
-      let placeholders = Array(repeating: "?", count: size).joined(separator: ", ")
-      selectByKeys[size] =
-        size == 1
-        ? "SELECT \"_pk\", \(list) FROM \(table) WHERE \"_pk\" = ?"
-        : "SELECT \"_pk\", \(list) FROM \(table) WHERE \"_pk\" IN (\(placeholders))"
-    }
-    selectByKeysStatements = selectByKeys
-  }
-
-  /// The by-key query for a batch of `count` keys (at most the largest of
-  /// ``keyBatchSizes``), and the number of keys it takes.
-  func selectByKeys(_ count: Int) -> (sql: String, size: Int) {
-    let size = Self.keyBatchSizes.first { $0 >= count } ?? Self.keyBatchSizes.last!
-    return (selectByKeysStatements[size]!, size)
+    selectRowsWhereKey = "SELECT \"_pk\", \(list) FROM \(table) WHERE \"_pk\""
   }
 
   /// `UPDATE table SET changed = ? … WHERE "_pk" = ?`.

@@ -263,7 +263,7 @@ extension ModelContext {
     else { return nil }
     if let registered: Model = registeredModel(for: identifier) { return registered }
     let database = try connection()
-    let statement = try database.cachedStatement(entity.statements.selectByKeys(1).sql)
+    let statement = try database.cachedStatement(entity.statements.selectRowsWhereKey + " = ?")
     statement.bindInt64(identifier.primaryKey, at: 1)
     defer { statement.reset() }  // ends the read transaction
     guard try statement.step() else { return nil }

@@ -26,14 +26,12 @@ extension ModelContext {
   ) {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    if let page = try pageKeys(
-      descriptor, entity: entity, then: { keys, matched in (keys, matched) })
-    {
+    if let page = try pageKeys(descriptor, entity: entity) {
       return (
-        page.0.map {
+        page.keys.map {
           PersistentIdentifier(
             storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)
-        }, page.1
+        }, page.matched
       )
     }
     var unpaged = descriptor
@@ -55,11 +53,14 @@ extension ModelContext {
   {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    if let page = try pageKeys(
-      descriptor, entity: entity,
-      then: { keys, matched in (try models(primaryKeys: keys, entity: entity), matched) })
-    {
-      return page
+    // One read transaction for the count and the rows (unless the caller has one open), so
+    // that both see one snapshot on every engine.
+    let database = try connection()
+    let ownsTransaction = !database.isInTransaction
+    if ownsTransaction { try database.beginReading() }
+    defer { if ownsTransaction { try? database.commit() } }
+    if let page = try pageKeys(descriptor, entity: entity) {
+      return (try models(primaryKeys: page.keys, entity: entity), page.matched)
     }
     var unpaged = descriptor
     unpaged.fetchLimit = nil
@@ -68,13 +69,11 @@ extension ModelContext {
   }
 
   /// The page's primary keys in order and the number of matches, from one pass (see
-  /// ``fetchPage(_:)``), handed to `body` while the pass's read transaction is still open; nil
-  /// when the descriptor needs the two-query form (no limit, a sort that calls back into
-  /// Swift, or a predicate finished in Swift).
-  private func pageKeys<Model: PersistentModel, Result>(
-    _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>,
-    then body: ([Int64], Int) throws -> Result
-  ) throws -> Result? {
+  /// ``fetchPage(_:)``); nil when the descriptor needs the two-query form (no limit, a sort
+  /// that calls back into Swift, or a predicate finished in Swift).
+  private func pageKeys<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>
+  ) throws -> (keys: [Int64], matched: Int)? {
     let database = try connection()
     let offset = max(descriptor.fetchOffset ?? 0, 0)
     guard let limit = descriptor.fetchLimit,
@@ -116,38 +115,23 @@ extension ModelContext {
       }
       heap.offer(statement)
     }
-    // The statement stays open (not reset) until `body` returns: SQLite's read transaction,
-    // and so its snapshot, lasts as long.
-    return try body(Array(heap.sorted().dropFirst(offset)), matched)
+    return (Array(heap.sorted().dropFirst(offset)), matched)
   }
 
   /// The models of `primaryKeys`, in that order (a key with no row is left out), read in
-  /// queries of up to 500 keys (a batch is padded to one of a few sizes by repeating its last
-  /// key, so that few statements are prepared); registered models are refreshed as a fetch
-  /// refreshes them.
+  /// batches (``KeyBatches``); registered models are refreshed as a fetch refreshes them.
   ///
   /// Cost: O(k log n) for k keys in a table of n rows, one query per 500 keys.
   func models<Model: PersistentModel>(primaryKeys: [Int64], entity: Entity<Model>) throws
     -> [Model]
   {
-    guard !primaryKeys.isEmpty else { return [] }
-    let database = try connection()
     let cache = LoadCache()
     var loaded: [Int64: Model] = [:]
     loaded.reserveCapacity(primaryKeys.count)
-    let chunkSize = EntityStatements.keyBatchSizes.last!
-    for start in stride(from: 0, to: primaryKeys.count, by: chunkSize) {
-      let chunk = primaryKeys[start..<min(start + chunkSize, primaryKeys.count)]
-      let (sql, size) = entity.statements.selectByKeys(chunk.count)
-      let statement = try database.cachedStatement(sql)
-      defer { statement.reset() }
-      for index in 0..<size {
-        statement.bindInt64(
-          chunk[chunk.startIndex + min(index, chunk.count - 1)], at: Int32(index + 1))
-      }
-      while try statement.step() {
-        loaded[statement.int64(at: 0)] = try materialize(statement, entity: entity, cache: cache)
-      }
+    try KeyBatches.forEachRow(
+      keys: primaryKeys, database: try connection(), select: entity.statements.selectRowsWhereKey
+    ) { row in
+      loaded[row.int64(at: 0)] = try materialize(row, entity: entity, cache: cache)
     }
     return primaryKeys.compactMap { loaded[$0] }
   }

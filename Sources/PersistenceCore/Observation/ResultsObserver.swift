@@ -498,23 +498,11 @@ final class Loader {
     let sorted = keys.sorted()
     try database.beginReading()
     defer { try? database.commit() }
-    var start = 0
-    while start < sorted.count {
-      let batch = sorted[start..<min(start + 500, sorted.count)]
-      start += batch.count
-      var sql =
-        "SELECT \(columns) FROM \(table) WHERE \"_pk\" IN (\(Array(repeating: "?", count: batch.count).joined(separator: ", ")))"
-      var bindings = batch.map { SQLValue.integer($0) }
-      if let condition {
-        sql += " AND (\(condition.sql))"
-        bindings += condition.bindings
-      }
-      let statement = try database.cachedStatement(sql)
-      statement.bindValues(bindings)
-      defer { statement.reset() }
-      while try statement.step() {
-        result[statement.int64(at: 0)] = unsafeDowncast(try loadRow(statement), to: Model.self)
-      }
+    try KeyBatches.forEachRow(
+      keys: sorted, database: database, select: "SELECT \(columns) FROM \(table) WHERE \"_pk\"",
+      filter: condition.map { " AND (\($0.sql))" } ?? "", bindings: condition?.bindings ?? []
+    ) { row in
+      result[row.int64(at: 0)] = unsafeDowncast(try loadRow(row), to: Model.self)
     }
     return result
   }
