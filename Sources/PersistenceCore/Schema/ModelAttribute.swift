@@ -50,8 +50,10 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// Kept here rather than answered by ``access``: a closure that also had to hand out its key
   /// path as an object made the optimizer materialize it (`swift_getKeyPath`, with a retain
   /// and a release) on every call, the row path's included (about 5% of a fetch, measured with
-  /// callgrind). Keeping the object here as well does not stop the closure's uses from being
-  /// folded into accessor calls.
+  /// callgrind). The price: writes through `keyPath` itself (restoring a changed value,
+  /// assigning, refreshing a model others may observe) are no longer folded into setter calls
+  /// (about 2k instructions each); the row path into new models writes through the backing
+  /// storage's key path, which still folds, and a rollback writes back only changed values.
   @usableFromInline nonisolated(unsafe) let keyPath: AnyKeyPath
 
   /// An attribute whose snapshot slot holds a `Slot`.
