@@ -59,6 +59,21 @@ import Persistence
   /// An instance to load a row into, without generating a random id.
   public static func makeForLoading() -> Trip { Trip(placeholder: Trip.placeholderID) }
 
+  /// A trip made from a row (see `schema`).
+  private init(
+    id: UUID, name: String, destination: String, startDate: Date, endDate: Date,
+    latitude: Double, longitude: Double, placeFault: CodableFault<PlaceIdentifier>
+  ) {
+    self.id = id
+    self.name = name
+    self.destination = destination
+    self.startDate = startDate
+    self.endDate = endDate
+    self.latitude = latitude
+    self.longitude = longitude
+    _placeFault = placeFault
+  }
+
   private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
   /// Creates a trip from a record (a new random id when the record has none).
@@ -94,9 +109,10 @@ import Persistence
       latitude: latitude, longitude: longitude, placeIdentifier: placeIdentifier?.rawValue)
   }
 
-  /// The table `trips`. Rows load into new trips through the `@Observable` backing storage
-  /// (`storage:`), without observation bookkeeping; the place identifier is loaded as its
-  /// stored bytes and decoded on first access (`fault:`).
+  /// The table `trips`. Rows become new trips through an initializer (`loading`), and refresh
+  /// registered ones through the `@Observable` backing storage (`storage:`) without
+  /// observation bookkeeping; the place identifier is loaded as its stored bytes and decoded
+  /// on first access (`fault:`).
   public static let schema = ModelSchema<Trip>(
     "trips",
     .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
@@ -114,7 +130,15 @@ import Persistence
     .attribute(
       \.longitude, "longitude", .indexed(with: "latitude", "start_date", "name"),
       storage: \._longitude),
-    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault))
+    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault)
+  )
+  .loading { row in
+    try Trip(
+      id: row.next(\.id), name: row.next(\.name), destination: row.next(\.destination),
+      startDate: row.next(\.startDate), endDate: row.next(\.endDate),
+      latitude: row.next(\.latitude), longitude: row.next(\.longitude),
+      placeFault: row.fault(\.placeIdentifier))
+  }
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {

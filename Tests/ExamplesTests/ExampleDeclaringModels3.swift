@@ -40,13 +40,27 @@ private struct Cover: Codable, Hashable, Sendable {
     .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
 }
 
+@Observable final private class Visit: PersistentModel {
+  var place = ""
+  var day = Date(timeIntervalSinceReferenceDate: 0)
+  var minutes = 0
+  init() {}
+  init(place: String, day: Date, minutes: Int) {
+    self.place = place
+    self.day = day
+    self.minutes = minutes
+  }
+  static let schema = ModelSchema<Visit>(
+    "visits",
+    .attribute(\.place, "place", .indexed),
+    .attribute(\.day, "day"),
+    .attribute(\.minutes, "minutes")
+  )
+  .loading { row in
+    try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
+  }
+}
+
 private func exampleDeclaringModels3() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
+
 }

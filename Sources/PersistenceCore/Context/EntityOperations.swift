@@ -9,8 +9,13 @@ protocol EntityOperations: AnyObject {
   var preservedIndexes: [Int] { get }
   /// The layout of a snapshot, which a registration keeps in its tail.
   var snapshotLayout: SnapshotLayout { get }
-  /// A new, empty instance to load a row into (`PersistentModel.makeForLoading()`).
-  func makeModelForLoading() -> AnyObject
+  /// A new model made from the current row (through the schema's loader, or
+  /// `PersistentModel.makeForLoading()` and `load`), its values also in the registration's
+  /// empty snapshot when one is given.
+  func makeModel(
+    into registration: ModelContext.Registration?, from statement: any StoreRow,
+    firstColumn: Int32, cache: LoadCache
+  ) throws -> AnyObject
   /// Loads a row into a model (see `Entity.load`).
   func load(
     _ model: AnyObject, isNew: Bool, into registration: ModelContext.Registration?,
@@ -87,6 +92,8 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
   let accesses: [AttributeAccess]
   let snapshotLayout: SnapshotLayout
+  /// What a ``ModelRow`` reads through.
+  let rowLayout: EntityLayout
 
   init() {
     let schema = Model.schema
@@ -106,6 +113,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
           size: $0.slotSize, alignment: $0.slotAlignment, type: $0.slotType,
           destroy: $0.destroySlot)
       })
+    rowLayout = EntityLayout(
+      layout: snapshotLayout, keyPaths: schema.attributes.map(\.keyPath),
+      coders: schema.attributes.map(\.coder))
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
@@ -125,7 +135,39 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     }
   }
 
-  func makeModelForLoading() -> AnyObject { Model.makeForLoading() }
+  func makeModel(
+    into registration: ModelContext.Registration?, from statement: any StoreRow,
+    firstColumn: Int32, cache: LoadCache
+  ) throws -> AnyObject {
+    guard let loader = schema.loader else {
+      let model = Model.makeForLoading()
+      try load(
+        model, isNew: true, into: registration, from: statement, firstColumn: firstColumn,
+        cache: cache)
+      return model
+    }
+    var row = ModelRow<Model>(
+      statement, cache: cache, firstColumn: firstColumn, snapshot: registration?.snapshotStorage,
+      entity: rowLayout)
+    let model: Model
+    do {
+      model = try loader(&row)
+    } catch {
+      if registration != nil { snapshotLayout.destroy(row.snapshot!, initialized: row.count) }
+      if var failure = error as? PersistenceError, failure.attribute == nil,
+        row.count < columnNames.count
+      {
+        failure.attribute = columnNames[row.count]
+        throw failure
+      }
+      throw error
+    }
+    precondition(
+      row.count == accesses.count,
+      "The row loader of \(Model.self) read \(row.count) of its \(accesses.count) attributes.")
+    registration?.hasSnapshot = true
+    return model
+  }
 
   func recordSnapshot(_ registration: ModelContext.Registration) throws {
     let model = registration.model

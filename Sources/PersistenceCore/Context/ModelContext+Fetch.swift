@@ -341,10 +341,9 @@ extension ModelContext {
     let cache = LoadCache()
     var problems: [PersistenceError] = []
     while try statement.step() {
-      let model = entity.makeModelForLoading()
       do {
-        try entity.load(
-          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        let model = try entity.makeModel(
+          into: nil, from: statement, firstColumn: 1, cache: cache)
         try entity.resolve(model)
         try entity.validate(model)
       } catch {
@@ -488,11 +487,10 @@ extension ModelContext {
       registration.isFresh = false
       return registration
     }
-    let model = entity.makeModelForLoading()
-    let registration = Registration.make(model: model, entity: entity)
+    let registration = Registration.make(entity: entity)
     do {
-      try entity.load(
-        model, isNew: true, into: registration, from: statement, firstColumn: 1, cache: cache)
+      registration.model = try entity.makeModel(
+        into: registration, from: statement, firstColumn: 1, cache: cache)
     } catch let error as PersistenceError {
       throw error.naming(row: describeRow(statement, entity: entity))
     }

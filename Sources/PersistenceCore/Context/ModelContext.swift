@@ -38,7 +38,7 @@ public final class ModelContext {
 
   /// The fields of a ``Registration``, kept in the header of its buffer.
   struct RegistrationState {
-    let model: AnyObject
+    var model: AnyObject
     let entity: any EntityOperations
     var primaryKey: Int64?
     /// Whether the snapshot in the tail holds values (it does once the model is first loaded
@@ -53,6 +53,15 @@ public final class ModelContext {
   /// entity, see `Entity`) in the same allocation: a fetched row costs one allocation here,
   /// not two.
   final class Registration: ManagedBuffer<RegistrationState, UInt64> {
+    /// What a registration holds until its model is made (``Entity/makeModel``).
+    private final class Unloaded: Sendable {}
+    private static let unloaded = Unloaded()
+
+    /// A registration whose model is made from a row after it (its snapshot is filled first).
+    static func make(entity: any EntityOperations) -> Registration {
+      make(model: unloaded, entity: entity)
+    }
+
     /// A registration with room for the entity's snapshot, which holds no values yet.
     static func make(model: AnyObject, entity: any EntityOperations) -> Registration {
       // Words enough for the snapshot wherever its alignment puts it in the tail.
@@ -66,7 +75,10 @@ public final class ModelContext {
     // The fields are reached through the header's pointer: `header` is a stored property,
     // whose every access the runtime would check for exclusivity (a thread-local lookup, per
     // field, per row); a registration belongs to one context and is never accessed reentrantly.
-    var model: AnyObject { state.pointee.model }
+    var model: AnyObject {
+      get { state.pointee.model }
+      set { state.pointee.model = newValue }
+    }
     var entity: any EntityOperations { state.pointee.entity }
     var primaryKey: Int64? {
       get { state.pointee.primaryKey }

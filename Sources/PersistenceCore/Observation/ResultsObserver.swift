@@ -468,14 +468,12 @@ final class Loader {
     columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
     let cache = LoadCache()
     loadRow = { statement in
-      let model = Model.makeForLoading()
       do {
-        try operations.load(
-          model, isNew: true, into: nil, from: statement, firstColumn: 1, cache: cache)
+        return try operations.makeModel(
+          into: nil, from: statement, firstColumn: 1, cache: cache)
       } catch let error as PersistenceError {
         throw error.naming(row: describeStoredRow(statement, entity: operations))
       }
-      return model
     }
   }
 

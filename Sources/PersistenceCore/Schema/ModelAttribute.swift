@@ -55,15 +55,18 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// (about 2k instructions each); the row path into new models writes through the backing
   /// storage's key path, which still folds, and a rollback writes back only changed values.
   @usableFromInline nonisolated(unsafe) let keyPath: AnyKeyPath
+  /// The ``CodableColumn`` of a `.codable` attribute (for ``ModelRow``), nil for a native one.
+  @usableFromInline let coder: (AnyObject & Sendable)?
 
   /// An attribute whose snapshot slot holds a `Slot`.
   @inlinable
   init<Slot>(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
     isCodable: Bool, valueTypeName: String, slot: Slot.Type, keyPath: AnyKeyPath,
-    access: @escaping AttributeAccess
+    coder: (AnyObject & Sendable)? = nil, access: @escaping AttributeAccess
   ) {
     self.keyPath = keyPath
+    self.coder = coder
     self.name = name
     self.options = options
     self.storageType = storageType
@@ -268,7 +271,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       nonisolated(unsafe) let storage = storage
       return ModelAttribute(
         name: name, options: options, storageType: .blob, isOptional: isOptional,
-        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
+        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath,
+        coder: coder
       ) { object, operation in
         let model = unsafeDowncast(object, to: Model.self)
         if case .load(let row, let index, let cache, let slot, true) = operation {
@@ -282,7 +286,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: isOptional,
-      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
+      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath,
+      coder: coder
     ) { object, operation in
       return try codableAccess(
         unsafeDowncast(object, to: Model.self), keyPath, reading: keyPath, coder, wrap, unwrap,
@@ -365,7 +370,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     nonisolated(unsafe) let fault = fault
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: true, isCodable: true,
-      valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath
+      valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath, coder: coder
     ) { object, operation in
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {

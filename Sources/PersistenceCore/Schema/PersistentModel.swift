@@ -33,7 +33,8 @@ public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
   /// Checks the model before a save writes it (inserted or changed); throw to refuse the whole
   /// save. The default accepts everything.
   func validateForSave() throws
-  /// Makes the instance a fetch then fills from a row. The default calls `init()`; implement it
+  /// Makes the instance a fetch then fills from a row, when the schema has no row loader
+  /// (``ModelSchema/loading(_:)``, the faster way). The default calls `init()`; implement it
   /// when `init()` does work that loading overwrites anyway, such as generating a `UUID`
   /// (about 5 µs each on Linux: more than loading the rest of the row).
   static func makeForLoading() -> Self

@@ -73,7 +73,7 @@ final class SnapshotLayout: Sendable {
 typealias SlotDestroyer = @Sendable (UnsafeMutableRawPointer) -> Void
 
 /// One attribute's place in a snapshot: memory for a value of the slot's type, initialized or
-/// not yet. Made only by ``SnapshotLayout``; each access checks the type in debug builds.
+/// not yet. Made only by ``SnapshotLayout`` and ``ModelRow``; each access checks the type in debug builds.
 @usableFromInline
 struct SnapshotSlot {
   @usableFromInline let pointer: UnsafeMutableRawPointer
@@ -81,6 +81,7 @@ struct SnapshotSlot {
   /// The slot's type.
   @usableFromInline let type: ObjectIdentifier
 
+  @inlinable
   init(_ pointer: UnsafeMutableRawPointer, isInitialized: Bool, type: ObjectIdentifier) {
     self.pointer = pointer
     self.isInitialized = isInitialized

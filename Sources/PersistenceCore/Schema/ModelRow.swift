@@ -1,0 +1,152 @@
+/// A fetched row, read attribute by attribute into the arguments of a model's initializer: the
+/// fast way for rows to become new models (see ``ModelSchema/loading(_:)``).
+///
+/// Each read takes the next attribute in the schema's order, checks that the value's type is
+/// the attribute's (in every build: a read out of order is a programming error that traps, not
+/// memory read as the wrong type; in debug builds the key path is checked too), and keeps a copy
+/// in the model's snapshot for change tracking.
+///
+/// ```swift
+/// static let schema = ModelSchema<Trip>(
+///   "trips",
+///   .attribute(\.id, "id", .unique),
+///   .attribute(\.name, "name"),
+///   .codable(\.placeIdentifier, "place_id", fault: \._placeFault)
+/// )
+/// .loading { row in
+///   try Trip(id: row.next(\.id), name: row.next(\.name), place: row.fault(\.placeIdentifier))
+/// }
+/// ```
+///
+/// Cost: per attribute, the column's read and the snapshot's copy; no closure call, no
+/// key-path write and no exclusivity check (an initializer's stores need none).
+public struct ModelRow<Model: PersistentModel>: ~Copyable {
+  /// The row, borrowed for the loader's call.
+  @usableFromInline let row: BorrowedRow
+  @usableFromInline let cache: BorrowedCache
+  @usableFromInline let firstColumn: Int32
+  /// The snapshot being filled, or nil when the model is not registered.
+  @usableFromInline let snapshot: UnsafeMutableRawPointer?
+  /// Each attribute's snapshot slot, and `.codable` coder (the entity owns them).
+  @usableFromInline let slots: UnsafeBufferPointer<EntityLayout.Slot>
+  @usableFromInline unowned(unsafe) let entity: EntityLayout
+  /// The attributes read so far: the snapshot's initialized slots.
+  @usableFromInline var count = 0
+
+  init(
+    _ row: any StoreRow, cache: LoadCache, firstColumn: Int32,
+    snapshot: UnsafeMutableRawPointer?, entity: EntityLayout
+  ) {
+    self.row = BorrowedRow(row)
+    self.cache = BorrowedCache(cache)
+    self.firstColumn = firstColumn
+    self.snapshot = snapshot
+    self.slots = entity.slots
+    self.entity = entity
+  }
+
+  /// The value of the next attribute, `keyPath`, a type stores keep natively.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when the stored value cannot be read as
+  ///   `Value` (the fetch names the row and the column).
+  @inlinable @inline(__always)
+  public mutating func next<Value: PersistableValue>(_ keyPath: KeyPath<Model, Value>)
+    throws -> Value
+  {
+    // The key path only for the debug check: in release builds it is never made.
+    assert(entity.isAttribute(count, keyPath))
+    let slot = self.slot(Value.self)
+    let column = firstColumn + Int32(count)
+    let value = try Value.read(from: row.object, at: column)
+    slot?.store(copy value)
+    count += 1
+    return value
+  }
+
+  /// The next attribute, `keyPath`, an optional `.codable` value decoded on first access
+  /// (declared with `codable(_:_:_:fault:)`): its storage, holding the stored bytes.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when the column holds neither `NULL` nor
+  ///   bytes.
+  @inlinable @inline(__always)
+  public mutating func fault<Value: Codable & SendableMetatype>(
+    _ keyPath: KeyPath<Model, Value?>
+  ) throws -> CodableFault<Value> {
+    assert(entity.isAttribute(count, keyPath))
+    let slot = self.slot(CodableFault<Value>.self)
+    let coder = slots[count].coder(as: CodableColumn<Value>.self)
+    let column = firstColumn + Int32(count)
+    let loaded = try coder.fault(row.object, column, cache.object)
+    slot?.store(loaded)
+    count += 1
+    return loaded
+  }
+
+  /// The next attribute's slot (nil without a snapshot), after checking that there is a next
+  /// attribute and that it holds `Value`, in every build.
+  @inlinable @inline(__always)
+  func slot<Value>(_: Value.Type) -> SnapshotSlot? {
+    guard count < slots.count, slots[count].type == ObjectIdentifier(Value.self) else {
+      entity.misread(Value.self, at: count)
+    }
+    guard let snapshot else { return nil }
+    return SnapshotSlot(
+      snapshot + slots[count].offset, isInitialized: false, type: slots[count].type)
+  }
+}
+
+/// What a ``ModelRow`` needs of its entity: each attribute's snapshot slot and `.codable`
+/// coder, in memory of its own (read by pointer, with no array checks or retains per row), and
+/// the key paths for debug checks. Made once per entity.
+@usableFromInline
+final class EntityLayout: Sendable {
+  /// One attribute's slot: where it is in a snapshot, its type, and its coder if `.codable`.
+  @usableFromInline
+  struct Slot {
+    @usableFromInline let offset: Int
+    @usableFromInline let type: ObjectIdentifier
+    @usableFromInline let coder: Unmanaged<AnyObject>?
+
+    /// The coder, whose type the slot's type check has settled (asserted in debug builds).
+    @inlinable @inline(__always)
+    func coder<Coder: AnyObject>(as _: Coder.Type) -> Coder {
+      guard let coder else { preconditionFailure("A native attribute was read as .codable.") }
+      assert(coder.takeUnretainedValue() is Coder)
+      return unsafeDowncast(coder.takeUnretainedValue(), to: Coder.self)
+    }
+  }
+  nonisolated(unsafe) let slots: UnsafeBufferPointer<Slot>
+  nonisolated(unsafe) let keyPaths: [AnyKeyPath]
+  /// Keeps the coders alive (the slots hold them unretained).
+  let coders: [(AnyObject & Sendable)?]
+
+  init(layout: SnapshotLayout, keyPaths: [AnyKeyPath], coders: [(AnyObject & Sendable)?]) {
+    let slots = UnsafeMutableBufferPointer<Slot>.allocate(capacity: keyPaths.count)
+    for index in keyPaths.indices {
+      slots.initializeElement(
+        at: index,
+        to: Slot(
+          offset: layout.offsets[index], type: layout.types[index],
+          coder: coders[index].map { Unmanaged.passUnretained($0) }))
+    }
+    self.slots = UnsafeBufferPointer(slots)
+    self.keyPaths = keyPaths
+    self.coders = coders
+  }
+
+  deinit { UnsafeMutableBufferPointer(mutating: slots).deallocate() }
+
+  /// Whether attribute `index` is declared with `keyPath` (asserted in debug builds).
+  @usableFromInline
+  func isAttribute(_ index: Int, _ keyPath: AnyKeyPath) -> Bool {
+    index < keyPaths.count && keyPaths[index] == keyPath
+  }
+
+  /// Traps: a row loader read attribute `index` as `Value`, which the schema does not declare.
+  @usableFromInline
+  func misread<Value>(_: Value.Type, at index: Int) -> Never {
+    preconditionFailure(
+      "A row loader read \(Value.self) as attribute \(index) of \(slots.count), which the schema does not declare so; read the attributes in the schema's order, once each."
+    )
+  }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import Observation
+import Persistence
+import TestSupport
+import Testing
+
+@testable import PersistenceCore
+@testable import PersistenceSQLite
+
+/// `Note` with a row loader: rows become new notes through an initializer.
+@Observable final class LoadedNote: PersistentModel {
+  var key = ""
+  var text = ""
+  var group = ""
+  var priority = 3
+  init() {}
+  init(key: String, text: String, group: String, priority: Int) {
+    self.key = key
+    self.text = text
+    self.group = group
+    self.priority = priority
+  }
+  static let schema = ModelSchema<LoadedNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.group, "grp", .indexed),
+    .attribute(\.priority, "priority")
+  )
+  .loading { row in
+    try LoadedNote(
+      key: row.next(\.key), text: row.next(\.text), group: row.next(\.group),
+      priority: row.next(\.priority))
+  }
+}
+
+/// `LoadedNote` without a loader: rows load attribute by attribute through key paths.
+@Observable final class PlainNote: PersistentModel {
+  var key = ""
+  var text = ""
+  var group = ""
+  var priority = 3
+  init() {}
+  static let schema = ModelSchema<PlainNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.group, "grp", .indexed),
+    .attribute(\.priority, "priority"))
+}
+
+/// A loader that reads the attributes out of order (text before key).
+@Observable final class MisorderedNote: PersistentModel {
+  var key = ""
+  var text = ""
+  init() {}
+  init(key: String, text: String) {
+    self.key = key
+    self.text = text
+  }
+  static let schema = ModelSchema<MisorderedNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.priority, "priority")
+  )
+  .loading { row in
+    let text = try row.next(\.text)
+    return MisorderedNote(key: try row.next(\.key), text: text)
+  }
+  var priority = 0
+}
+
+/// A loader that reads the wrong type: a `String` where the schema declares an `Int`.
+@Observable final class MistypedNote: PersistentModel {
+  var key = ""
+  var text = ""
+  var priority = 0
+  init() {}
+  static let schema = ModelSchema<MistypedNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.priority, "priority"),
+    .attribute(\.text, "text")
+  )
+  .loading { row in
+    let note = MistypedNote()
+    note.key = try row.next(\.key)
+    note.text = try row.next(\.text)
+    return note
+  }
+}
+
+/// A loader that stops before the last attribute.
+@Observable final class ShortNote: PersistentModel {
+  var key = ""
+  var text = ""
+  init() {}
+  static let schema = ModelSchema<ShortNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text")
+  )
+  .loading { row in
+    let note = ShortNote()
+    note.key = try row.next(\.key)
+    return note
+  }
+}
+
+@Suite("Row loaders")
+struct ModelRowTests {
+  /// A store of `count` notes with priorities, written through `LoadedNote`.
+  func store(_ folder: TemporaryDirectory, count: Int = 5) throws -> URL {
+    let url = folder.file("notes.store")
+    let context = ModelContext(
+      try ModelContainer(for: LoadedNote.self, configurations: ModelConfiguration(url: url)))
+    for index in 0..<count {
+      context.insert(
+        LoadedNote(
+          key: "k\(index)", text: "note \(index) ✈︎", group: index % 2 == 0 ? "even" : "odd",
+          priority: index * 10))
+    }
+    try context.save()
+    return url
+  }
+
+  @Test("rows become models through the loader with the values and snapshot the key paths give")
+  func loadsLikeKeyPaths() throws {
+    let folder = TemporaryDirectory()
+    let url = try store(folder)
+    let loaded = ModelContext(
+      try ModelContainer(for: LoadedNote.self, configurations: ModelConfiguration(url: url)))
+    let notes = try loaded.fetch(FetchDescriptor<LoadedNote>(sortBy: [SortDescriptor(\.key)]))
+    // The same rows read attribute by attribute through key paths (no loader).
+    let plain = ModelContext(
+      try ModelContainer(for: PlainNote.self, configurations: ModelConfiguration(url: url)))
+    let reference = try plain.fetch(FetchDescriptor<PlainNote>(sortBy: [SortDescriptor(\.key)]))
+    #expect(notes.count == 5)
+    #expect(notes.map(\.key) == reference.map(\.key))
+    #expect(notes.map(\.text) == reference.map(\.text))
+    #expect(notes.map(\.group) == reference.map(\.group))
+    #expect(notes.map(\.priority) == reference.map(\.priority))
+    #expect(notes.map(\.priority) == [0, 10, 20, 30, 40])
+    // The snapshot holds the loaded values: nothing changed, and a change is seen and saved.
+    #expect(!loaded.hasChanges)
+    notes[2].text = "changed"
+    #expect(loaded.hasChanges)
+    try loaded.save()
+    let again = ModelContext(loaded.container)
+    #expect(
+      try again.fetch(FetchDescriptor<LoadedNote>(predicate: #Predicate { $0.key == "k2" }))
+        .first?.text == "changed")
+    // rollback restores the snapshot's value.
+    notes[3].priority = 99
+    loaded.rollback()
+    #expect(notes[3].priority == 30)
+    // A registered model is refreshed in place (not through the loader): same instance.
+    let refetched = try loaded.fetch(FetchDescriptor<LoadedNote>(sortBy: [SortDescriptor(\.key)]))
+    #expect(refetched[0] === notes[0])
+  }
+
+  @Test("a value the loader cannot read is an error naming row and column, and nothing leaks")
+  func mismatchNamesRowAndColumn() throws {
+    let folder = TemporaryDirectory()
+    let url = try store(folder)
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("UPDATE notes SET priority = 'high' WHERE key = 'k3'")
+    let context = ModelContext(
+      try ModelContainer(for: LoadedNote.self, configurations: ModelConfiguration(url: url)))
+    let error = try #require(throws: PersistenceError.self) {
+      try context.fetch(FetchDescriptor<LoadedNote>())
+    }
+    #expect(error.code == .invalidValue)
+    #expect(error.attribute == "priority")
+    #expect(error.row?.contains("k3") == true, "\(error)")
+    // The rows before it are usable; the context is not left with a half-made model.
+    let valid = try context.fetch(
+      FetchDescriptor<LoadedNote>(predicate: #Predicate { $0.key != "k3" }))
+    #expect(valid.count == 4)
+    #expect(!context.hasChanges)
+    let problems = try context.validateStoredRows(of: LoadedNote.self)
+    #expect(problems.count == 1)
+    #expect(problems.first?.attribute == "priority")
+  }
+
+  @Test("a results observer loads through the loader")
+  func observerLoads() throws {
+    let folder = TemporaryDirectory()
+    let url = try store(folder)
+    let container = try ModelContainer(
+      for: LoadedNote.self, configurations: ModelConfiguration(url: url))
+    let observer = try ResultsObserver(
+      FetchDescriptor<LoadedNote>(
+        predicate: #Predicate { $0.group == "even" }, sortBy: [SortDescriptor(\.key)]),
+      container: container)
+    #expect(observer.results.map(\.priority) == [0, 20, 40])
+    let context = ModelContext(container)
+    context.insert(LoadedNote(key: "k9", text: "new", group: "even", priority: 90))
+    try context.save()
+    observer.waitForPendingUpdates()
+    #expect(observer.results.map(\.priority) == [0, 20, 40, 90])
+  }
+
+  /// Saves one `Model` to a new store at `url` and fetches it in a fresh context.
+  static func saveAndFetch<Model: PersistentModel>(_: Model.Type, at url: URL) throws {
+    let container = try ModelContainer(
+      for: Model.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    context.insert(Model())
+    try context.save()
+    _ = try ModelContext(container).fetch(FetchDescriptor<Model>())
+  }
+
+  @Test("a loader that reads out of order, the wrong type, or too few attributes traps")
+  func misuseTraps() async throws {
+    let folder = TemporaryDirectory()
+    let urls = (0..<3).map { folder.file("misuse\($0).store") }
+    // Each exits 0 when the fetch throws or returns instead of trapping: only a trap passes.
+    await #expect(processExitsWith: .failure) { [url = urls[0] as URL] in
+      try? ModelRowTests.saveAndFetch(MisorderedNote.self, at: url)
+      exit(0)
+    }
+    await #expect(processExitsWith: .failure) { [url = urls[1] as URL] in
+      try? ModelRowTests.saveAndFetch(MistypedNote.self, at: url)
+      exit(0)
+    }
+    await #expect(processExitsWith: .failure) { [url = urls[2] as URL] in
+      try? ModelRowTests.saveAndFetch(ShortNote.self, at: url)
+      exit(0)
+    }
+    // The same path with a correct loader saves and fetches.
+    try ModelRowTests.saveAndFetch(LoadedNote.self, at: folder.file("fine.store"))
+  }
+}
