@@ -275,6 +275,13 @@ final class Connection: StoreConnection {
   /// rolled back).
   var isInTransaction: Bool { transactionOpen }
 
+  /// Whether another context may use the connection: sound, idle, and not listening (a
+  /// monitor's connection is its own).
+  var isReusable: Bool {
+    !isBroken && !transactionOpen && !listening && PQstatus(handle) == CONNECTION_OK
+      && PQtransactionStatus(handle) == PQTRANS_IDLE
+  }
+
   /// The advisory lock key writers take: 'TRPS'. One writer at a time per database, as with
   /// SQLite, so that history tokens are issued in commit order.
   static let writeLockKey: Int64 = 0x5452_5053

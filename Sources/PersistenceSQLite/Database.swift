@@ -89,6 +89,18 @@ final class Database: StoreConnection {
   /// Whether the connection is inside a transaction.
   var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+  /// Whether another context may use the connection: no transaction open and no statement
+  /// left mid-step (which would hold a read snapshot). O(prepared statements).
+  var isReusable: Bool {
+    guard !isInTransaction else { return false }
+    var statement = sqlite3_next_stmt(handle, nil)
+    while let current = statement {
+      if sqlite3_stmt_busy(current) != 0 { return false }
+      statement = sqlite3_next_stmt(handle, current)
+    }
+    return true
+  }
+
   /// `BEGIN IMMEDIATE`: the write lock now (waiting up to the busy timeout).
   func beginWriting() throws { try execute("BEGIN IMMEDIATE") }
   /// `BEGIN`: a read transaction from the first read on.

@@ -334,7 +334,7 @@ struct PostgreSQLLostConnectionTests {
     #expect(median < 0.15, "median \(median) s: \(latencies)")
   }
 
-  @Test("contexts that come and go reuse the store's sessions instead of opening new ones")
+  @Test("contexts that come and go reuse one session and its prepared statements")
   func pooledSessions() throws {
     let url = try PostgreSQLCluster.shared.get().makeDatabase("pool")
     let container = try ModelContainer(
@@ -344,7 +344,8 @@ struct PostgreSQLLostConnectionTests {
     seed.insert(Note(key: "a", text: "1"))
     try seed.save()
     var sessions: Set<Int64> = []
-    for _ in 0..<20 {
+    var prepared: Set<Int64> = []
+    for round in 0..<20 {
       let context = ModelContext(container)
       #expect(try context.fetch(FetchDescriptor<Note>()).count == 1)
       #expect(
@@ -352,14 +353,36 @@ struct PostgreSQLLostConnectionTests {
           FetchDescriptor<Note>(predicate: #Predicate { $0.text.localizedStandardContains("1") }))
           == 1)
       sessions.insert(try #require(try context.connection().scalarInt("SELECT pg_backend_pid()")))
-      // A pooled session starts clean: no prepared statement, no LISTEN, default settings.
-      #expect(
-        try context.connection().scalarInt("SELECT count(*) FROM pg_prepared_statements") == 0)
+      // The released context's connection comes back whole: its statements stay prepared
+      // (the same number from the second round on, when the engine has prepared the statements
+      // it met again: none is prepared twice or left behind), default settings and no LISTEN.
+      let count = try context.connection().scalarInt(
+        "SELECT count(*) FROM pg_prepared_statements")
+      if round > 0 { prepared.insert(try #require(count)) }
       #expect(try context.connection().scalarText("SHOW extra_float_digits") == "3")
       #expect(
         try context.connection().scalarInt("SELECT count(*) FROM pg_listening_channels()") == 0)
     }
     #expect(sessions.count == 1, "\(sessions.count) sessions for 20 contexts one after another")
+    #expect(prepared.count == 1 && prepared.first! > 0, "prepared statements: \(prepared)")
+  }
+
+  @Test("a session the engine takes back from a connection starts clean for the next")
+  func recycledSessionIsClean() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("recycle")
+    let pool = ConnectionPool(limit: 2)
+    var first: Int64?
+    do {
+      let connection = try Connection(conninfo: url, location: "test", pool: pool)
+      first = try connection.scalarInt("SELECT pg_backend_pid()")
+      try connection.execute(
+        "PREPARE leftover AS SELECT 1; LISTEN somewhere; SET extra_float_digits TO 1")
+    }
+    let again = try Connection(conninfo: url, location: "test", pool: pool)
+    #expect(try again.scalarInt("SELECT pg_backend_pid()") == first)
+    #expect(try again.scalarInt("SELECT count(*) FROM pg_prepared_statements") == 0)
+    #expect(try again.scalarInt("SELECT count(*) FROM pg_listening_channels()") == 0)
+    #expect(try again.scalarText("SHOW extra_float_digits") == "3")
   }
 
   @Test("a store a newer version wrote (a higher format) is refused and left as it was")

@@ -8,8 +8,11 @@ import Foundation
 /// transaction together with its history.
 ///
 /// A context is not `Sendable`: use it from one task or thread, and give each its own (they
-/// share the container). Each context has its own connection (for a file store), so
-/// readers in different contexts never block each other.
+/// share the container). Each context has its own connection while it lives, so readers in
+/// different contexts never block each other; a released context gives its connection back to
+/// the container when it is idle (no transaction, no statement mid-step), and the next context
+/// takes it with its page cache and prepared statements warm, so a context per request or per
+/// task costs no new connection (the container keeps up to four idle).
 ///
 /// ## Autosave
 /// There is no UI run loop on a server to save "at the end of the event". Here,
@@ -196,12 +199,14 @@ public final class ModelContext {
     if autosaveEnabled, hasChanges {
       do { try save() } catch { autosaveErrorHandler?(error) }
     }
+    if let database { container.giveBack(database) }
   }
 
-  /// The context's connection, opened on first use.
+  /// The context's connection, taken on first use from the container (a released context's,
+  /// with its page cache and prepared statements, or a new one) and given back on release.
   func connection() throws -> any StoreConnection {
     if let database { return database }
-    let opened = try container.makeConnection()
+    let opened = try container.takeConnection()
     database = opened
     return opened
   }

@@ -104,6 +104,10 @@ public protocol StoreConnection: AnyObject {
   func externalChangeCounter() throws -> Int64
   /// Whether the engine runs ``StoreFunctions`` with Swift's exact answers; see there.
   var evaluatesSwiftFunctions: Bool { get }
+  /// Whether the connection can serve another context after its context is released: idle
+  /// (no transaction, no statement left mid-step) and sound. Checked before the container keeps
+  /// it for the next context.
+  var isReusable: Bool { get }
   /// Waits until another connection may have committed, or `timeout` passes: what an
   /// observer's monitor does between two reads of ``externalChangeCounter()``. An engine told
   /// of commits (PostgreSQL's `LISTEN`) returns as soon as one is, and may wait longer than
@@ -118,6 +122,9 @@ extension StoreConnection {
   /// narrowed in SQL and finished in Swift (see ``StoreFunctions``). True unless an engine says
   /// otherwise.
   public var evaluatesSwiftFunctions: Bool { true }
+
+  /// Reusable when no transaction is open.
+  public var isReusable: Bool { !isInTransaction }
 
   /// ``cachedStatement(_:)``: an engine whose last inserted key is a cheap call needs nothing
   /// more.

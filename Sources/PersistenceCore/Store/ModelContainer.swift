@@ -23,6 +23,12 @@ public final class ModelContainer: Sendable {
   /// The store the engine opened (it keeps an in-memory store alive while the container lives).
   let store: any OpenStore
   let broadcaster = ChangeBroadcaster()
+  /// Connections of released contexts, for the next contexts: their page caches and prepared
+  /// statements stay warm (a context per request or per task is the common use). Each is
+  /// handed to one context at a time, through the mutex.
+  private let idleConnections = Mutex<[UncheckedSendable<any StoreConnection>]>([])
+  /// How many idle connections are kept; more are closed.
+  static var idleConnectionLimit: Int { 4 }
 
   /// Opens (creating if needed) a store for the given model types with `engine`.
   ///
@@ -63,6 +69,28 @@ public final class ModelContainer: Sendable {
   /// (observers read little and keep their own connection each).
   func makeConnection(cacheSizeKiB: Int? = nil) throws -> any StoreConnection {
     try store.makeConnection(cacheSizeKiB: cacheSizeKiB)
+  }
+
+  /// A connection for a context: an idle one a released context gave back, or a new one.
+  ///
+  /// Cost: O(1) when one is idle; else opening a connection.
+  func takeConnection() throws -> any StoreConnection {
+    if let idle = idleConnections.withLock({ $0.popLast() }) { return idle.value }
+    return try makeConnection()
+  }
+
+  /// How many connections are idle (for tests).
+  var idleConnectionCount: Int { idleConnections.withLock { $0.count } }
+
+  /// Takes back the connection of a released context, if it can serve another
+  /// (``StoreConnection/isReusable``) and fewer than ``idleConnectionLimit`` are idle; else it
+  /// is closed when the last reference goes.
+  func giveBack(_ connection: any StoreConnection) {
+    guard connection.isReusable else { return }
+    let kept = UncheckedSendable(connection)
+    idleConnections.withLock { idle in
+      if idle.count < Self.idleConnectionLimit { idle.append(kept) }
+    }
   }
 
   func entity<Model: PersistentModel>(for _: Model.Type) throws -> EntityDescription {
