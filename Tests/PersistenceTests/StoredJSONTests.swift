@@ -99,6 +99,31 @@ struct StoredJSONTests {
     #expect(try encodeStoredJSON(Derived()) == foundationBytes(Derived()))
   }
 
+  /// Encodes, at every depth, the coding path it is encoded at, as Foundation reports it.
+  struct PathProbe: Codable, Equatable {
+    var path = ""
+    init() {}
+    init(from decoder: any Decoder) throws {
+      path = try decoder.singleValueContainer().decode(String.self)
+    }
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.singleValueContainer()
+      try container.encode(encoder.codingPath.map(\.stringValue).joined(separator: "."))
+    }
+  }
+  struct Paths: Codable, Equatable {
+    var top = PathProbe()
+    var list = [PathProbe(), PathProbe()]
+    var nested = ["inner": ["deep": PathProbe()]]
+  }
+
+  @Test("values asking for their coding path get Foundation's, at every depth, on the fast path")
+  func codingPaths() throws {
+    #expect(fastEncodeStoredJSON(Paths()) != nil)
+    #expect(try encodeStoredJSON(Paths()) == foundationBytes(Paths()))
+    #expect(try encodeStoredJSON(PathProbe()) == foundationBytes(PathProbe()))
+  }
+
   @Test("the fast path takes the common shapes and leaves the rest to Foundation")
   func fastPathCoverage() throws {
     let flat = Flat(rawValue: "geonames:1", count: 3, flag: true, note: nil)
