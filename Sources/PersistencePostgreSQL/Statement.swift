@@ -38,7 +38,7 @@ final class Statement: StoreStatement {
   private let isCached: Bool
   /// The server-side names of this statement, by the types of its parameters, and the
   /// connection's session they were prepared in (a reconnect loses them).
-  private var prepared: [[Oid]: String] = [:]
+  private var prepared: [[Oid]: (name: String, binaryResults: Bool)] = [:]
   private var preparedSession = -1
   /// Whether the SQL is an `INSERT` that returns the new row's key (`RETURNING`, added here
   /// for ``Connection/cachedInsert(_:keyColumn:)``); its one row is read as
@@ -177,12 +177,14 @@ final class Statement: StoreStatement {
           return PQexecParams(
             connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
         }
-        let name: String
+        let statement: (name: String, binaryResults: Bool)
         switch preparedName(types) {
-        case .success(let known): name = known
+        case .success(let known): statement = known
         case .failure(let failed): return failed.result
         }
-        return PQexecPrepared(connection.handle, name, Int32(count), values, lengths, formats, 0)
+        return PQexecPrepared(
+          connection.handle, statement.name, Int32(count), values, lengths, formats,
+          statement.binaryResults ? 1 : 0)
       }
     }
     let status = PQresultStatus(made)
@@ -211,13 +213,19 @@ final class Statement: StoreStatement {
   }
 
   /// The server-side name of this statement for parameters of `types`, prepared now in the
-  /// connection's current session if it was not yet.
-  private func preparedName(_ types: [Oid]) -> Result<String, PrepareFailure> {
+  /// connection's current session if it was not yet, and whether its results come in binary:
+  /// when every column it returns has a type read here from its binary form
+  /// (``binaryColumnTypes``), asked of the server once, when it is prepared. Rows of models
+  /// are such: no number or date is formatted by the server and parsed here, no `bytea`
+  /// written in hex and decoded.
+  private func preparedName(_ types: [Oid]) -> Result<
+    (name: String, binaryResults: Bool), PrepareFailure
+  > {
     if preparedSession != connection.session {
       prepared.removeAll()
       preparedSession = connection.session
     }
-    if let name = prepared[types] { return .success(name) }
+    if let known = prepared[types] { return .success(known) }
     let name = connection.makeStatementName()
     guard let made = PQprepare(connection.handle, name, sql, Int32(types.count), types) else {
       return .failure(PrepareFailure(result: nil))
@@ -226,9 +234,28 @@ final class Statement: StoreStatement {
       return .failure(PrepareFailure(result: made))
     }
     PQclear(made)
-    prepared[types] = name
-    return .success(name)
+    var binary = false
+    if let described = PQdescribePrepared(connection.handle, name) {
+      if PQresultStatus(described) == PGRES_COMMAND_OK {
+        let columns = PQnfields(described)
+        binary =
+          columns > 0
+          && (0..<columns).allSatisfy {
+            Statement.binaryColumnTypes.contains(PQftype(described, $0))
+          }
+      }
+      PQclear(described)
+    }
+    prepared[types] = (name, binary)
+    return .success((name, binary))
   }
+
+  /// Whether the current result came in binary (for tests).
+  var resultIsBinary: Bool { result.map { PQfformat($0, 0) == 1 } ?? false }
+
+  /// The column types whose binary form is read here: `bool`, `bytea`, `int8`, `int2`,
+  /// `int4`, `text`, `float4`, `float8`, `varchar` (text's binary form is its text).
+  static let binaryColumnTypes: Set<Oid> = [16, 17, 20, 21, 23, 25, 700, 701, 1043]
 
   // MARK: Reading
 
@@ -263,8 +290,9 @@ final class Statement: StoreStatement {
   }
 
   func int64(at index: Int32) -> Int64 {
-    guard let (value, _) = raw(index) else { return 0 }
-    return Statement.integer(value)
+    guard let (value, length) = raw(index) else { return 0 }
+    guard let result, PQfformat(result, index) == 1 else { return Statement.integer(value) }
+    return Statement.binaryInteger(value, length, type: PQftype(result, index))
   }
 
   /// Column `index` of row `row` as an integer (the key an `INSERT … RETURNING` gave).
@@ -272,7 +300,40 @@ final class Statement: StoreStatement {
     guard let result, PQgetisnull(result, row, index) == 0,
       let value = PQgetvalue(result, row, index)
     else { return 0 }
-    return Statement.integer(value)
+    guard PQfformat(result, index) == 1 else { return Statement.integer(value) }
+    return Statement.binaryInteger(
+      value, Int(PQgetlength(result, row, index)), type: PQftype(result, index))
+  }
+
+  /// A value in binary form (network byte order) as an integer: floats toward zero, as SQLite
+  /// reads a real as an integer; text (followed by a NUL here too) parsed as in text form.
+  static func binaryInteger(_ value: UnsafePointer<CChar>, _ length: Int, type: Oid) -> Int64 {
+    let bytes = UnsafeRawPointer(value)
+    switch (type, length) {
+    case (16, 1): return bytes.load(as: UInt8.self) == 0 ? 0 : 1
+    case (20, 8): return Int64(bigEndian: bytes.loadUnaligned(as: Int64.self))
+    case (21, 2): return Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self)))
+    case (23, 4): return Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self)))
+    case (700, 4), (701, 8):
+      return Int64(exactly: binaryDouble(value, length, type: type).rounded(.towardZero)) ?? 0
+    default: return integer(value)
+    }
+  }
+
+  /// A value in binary form as a `Double` (integers converted, text parsed).
+  static func binaryDouble(_ value: UnsafePointer<CChar>, _ length: Int, type: Oid) -> Double {
+    let bytes = UnsafeRawPointer(value)
+    switch (type, length) {
+    case (701, 8):
+      return Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
+    case (700, 4):
+      // As its text form reads (the shortest digits of the `real`), not the `Float` widened.
+      let real = Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))
+      return Double("\(real)") ?? Double(real)
+    case (16, 1), (20, 8), (21, 2), (23, 4):
+      return Double(binaryInteger(value, length, type: type))
+    default: return strtod(value, nil)
+    }
   }
 
   private static func integer(_ value: UnsafePointer<CChar>) -> Int64 {
@@ -286,7 +347,10 @@ final class Statement: StoreStatement {
   }
 
   func double(at index: Int32) -> Double {
-    guard let (value, _) = raw(index) else { return 0 }
+    guard let (value, length) = raw(index) else { return 0 }
+    if let result, PQfformat(result, index) == 1 {
+      return Statement.binaryDouble(value, length, type: PQftype(result, index))
+    }
     switch value.pointee {
     case CChar(UInt8(ascii: "t")): return 1
     case CChar(UInt8(ascii: "f")): return 0
@@ -296,6 +360,29 @@ final class Statement: StoreStatement {
 
   func text(at index: Int32) -> String {
     guard let (value, length) = raw(index) else { return "" }
+    if let result, PQfformat(result, index) == 1 {
+      // What the text form would have been, for the types that are not text.
+      let type = PQftype(result, index)
+      switch type {
+      case 16: return Statement.binaryInteger(value, length, type: type) == 0 ? "f" : "t"
+      case 20, 21, 23: return String(Statement.binaryInteger(value, length, type: type))
+      case 700, 701:
+        // As the server writes them (shortest form that reads back exactly).
+        let real = Statement.binaryDouble(value, length, type: type)
+        if real.isNaN { return "NaN" }
+        if real.isInfinite { return real < 0 ? "-Infinity" : "Infinity" }
+        return type == 700 ? "\(Float(real))" : "\(real)"
+      case 17:
+        let digits = Array("0123456789abcdef".utf8)
+        var hex = Array("\\x".utf8)
+        for byte in UnsafeRawBufferPointer(start: value, count: length) {
+          hex.append(digits[Int(byte >> 4)])
+          hex.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: hex, as: UTF8.self)
+      default: break
+      }
+    }
     return value.withMemoryRebound(to: UInt8.self, capacity: length) {
       String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
     }
@@ -307,7 +394,10 @@ final class Statement: StoreStatement {
     guard let result, let (value, length) = raw(index) else {
       return UnsafeRawBufferPointer(start: nil, count: 0)
     }
-    guard PQftype(result, index) == 17 else {
+    let type = PQftype(result, index)
+    let binary = PQfformat(result, index) == 1
+    // Text is its bytes in either form, and so is binary `bytea`.
+    if type == 25 || type == 1043 || (type == 17 && binary) || (type != 17 && !binary) {
       return UnsafeRawBufferPointer(start: value, count: length)
     }
     let column = Int(index)
@@ -319,15 +409,31 @@ final class Statement: StoreStatement {
       return UnsafeRawBufferPointer(
         start: scratch[column].baseAddress, count: scratchRow[column].count)
     }
-    let text = UnsafeRawBufferPointer(start: value, count: length)
-    let needed = max(length, 1)
-    if scratch[column].count < needed {
-      if scratch[column].baseAddress != nil { scratch[column].deallocate() }
-      scratch[column] = .allocate(byteCount: max(needed, 64), alignment: 1)
+    // `bytea` in text form, decoded from hex; a number in binary form, as its text form.
+    var written = 0
+    if type == 17 {
+      let text = UnsafeRawBufferPointer(start: value, count: length)
+      reserveScratch(column, max(length, 1))
+      written = Statement.decodeHex(text, into: scratch[column])
+    } else {
+      var text = self.text(at: index)
+      text.withUTF8 { utf8 in
+        reserveScratch(column, max(utf8.count, 1))
+        if let base = utf8.baseAddress {
+          scratch[column].baseAddress!.copyMemory(from: base, byteCount: utf8.count)
+        }
+        written = utf8.count
+      }
     }
-    let count = Statement.decodeHex(text, into: scratch[column])
-    scratchRow[column] = (row, count)
-    return UnsafeRawBufferPointer(start: scratch[column].baseAddress, count: count)
+    scratchRow[column] = (row, written)
+    return UnsafeRawBufferPointer(start: scratch[column].baseAddress, count: written)
+  }
+
+  /// Makes column `column`'s scratch buffer hold at least `needed` bytes.
+  private func reserveScratch(_ column: Int, _ needed: Int) {
+    guard scratch[column].count < needed else { return }
+    if scratch[column].baseAddress != nil { scratch[column].deallocate() }
+    scratch[column] = .allocate(byteCount: max(needed, 64), alignment: 1)
   }
 
   /// Writes `bytea`'s text form (`\x` and two hex digits a byte; anything else copied as it
