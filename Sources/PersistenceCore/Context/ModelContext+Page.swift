@@ -144,6 +144,19 @@ struct PageHeap {
   struct Entry {
     var keys: [SQLValue]
     var primaryKey: Int64
+    /// The first key when it is a number (as a `Double`), else NaN: most comparisons end on
+    /// it, without a switch over two `SQLValue`s and the retains of copying them out.
+    var first: Double
+
+    init(keys: [SQLValue], primaryKey: Int64) {
+      self.keys = keys
+      self.primaryKey = primaryKey
+      switch keys.first {
+      case .real(let value): first = value
+      case .integer(let value): first = Double(value)
+      default: first = .nan
+      }
+    }
   }
   let capacity: Int
   let descending: [Bool]
@@ -170,11 +183,7 @@ struct PageHeap {
       siftUp(entries.count - 1)
       guard entries.count == capacity else { return }
     }
-    switch entries[0].keys.first {
-    case .real(let value): firstBound = value
-    case .integer(let value): firstBound = Double(value)
-    default: firstBound = nil
-    }
+    firstBound = entries[0].first.isNaN ? nil : entries[0].first
   }
 
   /// The primary keys kept, in order.
@@ -202,6 +211,10 @@ struct PageHeap {
   }
 
   static func precedes(_ lhs: Entry, _ rhs: Entry, descending: [Bool]) -> Bool {
+    // Two numbers that differ as doubles differ the same way in SQLite's order (the
+    // conversion of an integer is monotonic; equal doubles go on to the exact comparison).
+    if lhs.first < rhs.first { return !descending[0] }
+    if lhs.first > rhs.first { return descending[0] }
     for index in lhs.keys.indices {
       var order = PageHeap.compare(lhs.keys[index], rhs.keys[index])
       if descending[index] { order = -order }
