@@ -16,7 +16,13 @@ final class Connection: StoreConnection {
   /// Where the connection goes back when this object goes, if it is idle and sound (instead of
   /// being finished): the store's pool.
   private let pool: ConnectionPool?
-  private var cache: [String: Statement] = [:]
+  /// The statements `cachedStatement(_:)` and `cachedInsert(_:keyColumn:)` keep (at most
+  /// ``StatementCache/defaultCapacity``); a dropped one's server-side statements are
+  /// deallocated (``deallocateDropped()``).
+  private var cache = StatementCache<Statement>()
+  /// Server-side statements of dropped cached statements, with the session they belong to,
+  /// deallocated when no transaction is open.
+  private var droppedStatements: [(session: Int, name: String)] = []
   /// The key of the last `INSERT`'s row, read on demand (`lastval()`).
   private var insertedKeyIsStale = false
   private var insertedKey: Int64 = 0
@@ -220,12 +226,12 @@ final class Connection: StoreConnection {
 
   /// A reset statement for `sql`, made once per connection and kept.
   func cachedStatement(_ sql: String) throws -> any StoreStatement {
-    if let statement = cache[sql] {
+    if let statement = cache.statement(for: sql) {
       statement.reset()
       return statement
     }
     let statement = Statement(sql: sql, connection: self, cached: true)
-    cache[sql] = statement
+    keep(statement, for: sql)
     return statement
   }
 
@@ -234,14 +240,38 @@ final class Connection: StoreConnection {
   /// ``cachedStatement(_:)`` is.
   func cachedInsert(_ sql: String, keyColumn: String) throws -> any StoreStatement {
     let key = sql + "\u{0}" + keyColumn
-    if let statement = cache[key] {
+    if let statement = cache.statement(for: key) {
       statement.reset()
       return statement
     }
     let statement = Statement(sql: sql, connection: self, cached: true, keyColumn: keyColumn)
-    cache[key] = statement
+    keep(statement, for: key)
     return statement
   }
+
+  /// Keeps `statement` in the cache; the statements it drops give up their server-side
+  /// statements, deallocated now if no transaction is open.
+  private func keep(_ statement: Statement, for key: String) {
+    for dropped in cache.insert(statement, for: key) {
+      droppedStatements += dropped.preparedNames.map { (dropped.preparedSession, $0) }
+    }
+    deallocateDropped()
+  }
+
+  /// Deallocates the server-side statements of dropped cached statements, in one round trip,
+  /// when no transaction is open (an aborted one would refuse the command); those of an
+  /// earlier session went with it. An error (the connection lost meanwhile) is ignored: the
+  /// statements go with the session.
+  private func deallocateDropped() {
+    guard !droppedStatements.isEmpty, !transactionOpen else { return }
+    let names = droppedStatements.filter { $0.session == session }.map(\.name)
+    droppedStatements.removeAll()
+    guard !names.isEmpty else { return }
+    try? execute(names.map { "DEALLOCATE \($0)" }.joined(separator: "; "))
+  }
+
+  /// How many statements the cache keeps (for tests).
+  var cachedStatementCount: Int { cache.count }
 
   /// Counts the sessions of this connection (each reconnect is a new one, which has none of
   /// the old one's prepared statements).

@@ -39,7 +39,9 @@ final class Statement: StoreStatement {
   /// The server-side names of this statement, by the types of its parameters, and the
   /// connection's session they were prepared in (a reconnect loses them).
   private var prepared: [[Oid]: (name: String, binaryResults: Bool)] = [:]
-  private var preparedSession = -1
+  private(set) var preparedSession = -1
+  /// The server-side names of this statement in ``preparedSession``.
+  var preparedNames: [String] { prepared.values.map(\.name) }
   /// Whether the SQL is an `INSERT` that returns the new row's key (`RETURNING`, added here
   /// for ``Connection/cachedInsert(_:keyColumn:)``); its one row is read as
   /// ``Connection/lastInsertedKey`` and not shown to the caller, who expects none.

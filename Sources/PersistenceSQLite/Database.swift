@@ -9,7 +9,9 @@ import PersistenceCore
 final class Database: StoreConnection {
   let handle: OpaquePointer
   let path: String
-  private var cache: [String: Statement] = [:]
+  /// The statements `cached(_:)` keeps (at most ``StatementCache/defaultCapacity``; a dropped
+  /// one is finalized when its last holder lets it go).
+  private var cache = StatementCache<Statement>()
   var collations: [String.StandardComparator: String] = [:]
 
   /// Opens a connection. `flags` are `SQLITE_OPEN_*` flags; URI filenames are always allowed.
@@ -65,7 +67,7 @@ final class Database: StoreConnection {
 
   /// Returns a prepared, reset statement for `sql`, preparing it once per connection.
   func cached(_ sql: String) throws -> Statement {
-    if let statement = cache[sql] {
+    if let statement = cache.statement(for: sql) {
       statement.reset()
       return statement
     }
@@ -76,9 +78,12 @@ final class Database: StoreConnection {
       throw error(result, sql: sql)
     }
     let statement = Statement(handle: prepared, database: self)
-    cache[sql] = statement
+    _ = cache.insert(statement, for: sql)  // dropped statements finalize as they go
     return statement
   }
+
+  /// How many statements the cache keeps (for tests).
+  var cachedStatementCount: Int { cache.count }
 
   /// The rowid of the last successful `INSERT`.
   var lastInsertedKey: Int64 { sqlite3_last_insert_rowid(handle) }

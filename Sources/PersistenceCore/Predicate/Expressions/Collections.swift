@@ -1,7 +1,10 @@
 import Foundation
 
 extension PredicateExpressions.SequenceContains: SQLTranslatable {
-  /// `[a, b].contains($0.x)` as `x IN (?, ?)`, matching `nil` with `IS NULL`.
+  /// `[a, b].contains($0.x)` as `x IN (?, ?)`, matching `nil` with `IS NULL`. The list is
+  /// padded to a power of two by repeating its last value (which selects nothing more), so
+  /// that arrays of every length make a few SQL texts, not one each: a connection keeps a
+  /// prepared statement per text.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let sequenceValue = try translator.translate(sequence)
     let elementValue = try translator.translate(element)
@@ -18,6 +21,11 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     for value in values {
       let bound = try PredicateTranslator.sqlValue(of: value)
       if bound == .null { matchesNil = true } else { bindings.append(bound) }
+    }
+    if let last = bindings.last {
+      var padded = 1
+      while padded < bindings.count { padded <<= 1 }
+      bindings += repeatElement(last, count: padded - bindings.count)
     }
     var parts: [String] = []
     if !bindings.isEmpty {
