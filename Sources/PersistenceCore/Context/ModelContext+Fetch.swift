@@ -106,8 +106,10 @@ extension ModelContext {
         return
       }
       // Copied before the key is read: reading it as text may convert a value an outside
-      // writer stored with another type, which frees the bytes.
-      last = Array(bytes)
+      // writer stored with another type, which frees the bytes. Into the same buffer: one
+      // allocation for all sections, not one each.
+      last.removeAll(keepingCapacity: true)
+      last.append(contentsOf: bytes)
       lastIsNull = isNull
       starts.append(models.count)
       keys.append(makeKey(statement, column))
