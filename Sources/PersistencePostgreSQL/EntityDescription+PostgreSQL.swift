@@ -13,25 +13,11 @@ extension EntityDescription {
     return "CREATE TABLE \(quoted(name)) (\(definitions.joined(separator: ", ")))"
   }
 
-  /// The names of the indexes for `.unique` and `.indexed` columns, as in SQLite stores.
-  var indexNames: [String] { indexes.map(\.name) }
-
-  /// `CREATE INDEX` statements for `.unique` and `.indexed` columns.
+  /// `CREATE INDEX` statements for `.unique` and `.indexed` columns (``indexes``, named as in
+  /// SQLite stores).
   var postgreSQLCreateIndexes: [String] {
     indexes.map { index in
       "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoted(index.name)) ON \(quoted(name)) (\(index.columns.map(quoted).joined(separator: ", ")))"
-    }
-  }
-
-  private var indexes: [(name: String, columns: [String], isUnique: Bool)] {
-    columns.compactMap { column in
-      if column.isUnique { return ("\(name)_\(column.name)_unique", [column.name], true) }
-      if !column.indexCompanions.isEmpty {
-        let columns = [column.name] + column.indexCompanions
-        return ("\(name)_" + columns.joined(separator: "_") + "_index", columns, false)
-      }
-      if column.isIndexed { return ("\(name)_\(column.name)_index", [column.name], false) }
-      return nil
     }
   }
 }

@@ -215,15 +215,7 @@ enum StoreSchema {
     let required = [metaTable] + StoreLayout.historyTables
     guard required.allSatisfy(tables.contains) else { return false }
     guard (try? storeIdentifier(connection)) != nil else { return false }
-    do {
-      try check(connection, entities: entities, migrate: false)
-    } catch let error as PersistenceError where error.code == .schemaMismatch {
-      return false
-    }
-    let indexes = try names(
-      connection, "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
-    let expected = StoreLayout.historyIndexes + entities.flatMap(\.indexNames)
-    guard expected.allSatisfy(indexes.contains) else { return false }
+    guard try Catalog(connection: connection).hasEverything(entities) else { return false }
     let functions = try names(
       connection,
       "SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace")
@@ -258,40 +250,42 @@ enum StoreSchema {
   }
 
   /// Compares each entity's table with its declaration; creates missing tables and adds
-  /// missing columns and indexes when `migrate` is true.
+  /// missing columns and indexes when `migrate` is true (``SchemaCatalog/reconcile(_:migrate:)``).
   static func check(_ connection: Connection, entities: [EntityDescription], migrate: Bool) throws {
-    let tables = try tableNames(connection)
-    for entity in entities.sorted(by: { $0.name < $1.name }) {
-      guard tables.contains(entity.name) else {
-        guard migrate else {
-          throw PersistenceError(
-            code: .schemaMismatch,
-            message:
-              "The store at \(connection.location) has no table \(entity.name); open it writable once to create it."
-          )
-        }
-        try connection.execute(entity.postgreSQLCreateTable)
-        for sql in entity.postgreSQLCreateIndexes { try connection.execute(sql) }
-        continue
-      }
+    try Catalog(connection: connection).reconcile(entities, migrate: migrate)
+  }
+
+  /// The schema check's view of a PostgreSQL store: the connection's current schema.
+  struct Catalog: SchemaCatalog {
+    let connection: Connection
+    var location: String { connection.location }
+
+    func tableNames() throws -> Set<String> { try StoreSchema.tableNames(connection) }
+
+    func indexNames() throws -> Set<String> {
+      try StoreSchema.names(
+        connection, "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
+    }
+
+    func columnTypes(of table: String) throws -> [String: String] {
       let info = try connection.prepare(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
       )
-      info.bindText(entity.name, at: 1)
-      var stored: [String: String] = [:]
-      while try info.step() { stored[info.text(at: 0)] = info.text(at: 1) }
-      stored["_pk"] = nil
-      for column in try entity.missingColumns(
-        stored: stored, typeName: \.postgreSQLType, location: connection.location,
-        migrate: migrate)
-      {
-        try connection.execute(
-          "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.postgreSQLDefinition)")
-      }
-      if migrate {
-        for sql in entity.postgreSQLCreateIndexes { try connection.execute(sql) }
-      }
+      info.bindText(table, at: 1)
+      var types: [String: String] = [:]
+      while try info.step() { types[info.text(at: 0)] = info.text(at: 1) }
+      return types
     }
+
+    func typeName(of type: StorageType) -> String { type.postgreSQLType }
+    func createTable(_ entity: EntityDescription) -> String { entity.postgreSQLCreateTable }
+    func createIndexes(_ entity: EntityDescription) -> [String] { entity.postgreSQLCreateIndexes }
+
+    func addColumn(_ column: EntityDescription.Column, to entity: EntityDescription) -> String {
+      "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.postgreSQLDefinition)"
+    }
+
+    func execute(_ sql: String) throws { try connection.execute(sql) }
   }
 }
 

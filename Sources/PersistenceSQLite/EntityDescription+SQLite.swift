@@ -9,37 +9,10 @@ extension EntityDescription {
     return "CREATE TABLE \(quoted(name)) (\(definitions.joined(separator: ", ")))"
   }
 
-  /// The names of the indexes for `.unique` and `.indexed` columns.
-  var indexNames: [String] {
-    columns.compactMap { column in
-      if column.isUnique { return "\(name)_\(column.name)_unique" }
-      if !column.indexCompanions.isEmpty {
-        return "\(name)_" + ([column.name] + column.indexCompanions).joined(separator: "_")
-          + "_index"
-      }
-      if column.isIndexed { return "\(name)_\(column.name)_index" }
-      return nil
-    }
-  }
-
-  /// `CREATE INDEX` statements for `.unique` and `.indexed` columns.
+  /// `CREATE INDEX` statements for `.unique` and `.indexed` columns (``indexes``).
   var createIndexSQL: [String] {
-    columns.compactMap { column in
-      if column.isUnique {
-        return
-          "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_unique")) ON \(quoted(name)) (\(quoted(column.name)))"
-      }
-      if !column.indexCompanions.isEmpty {
-        let columns = [column.name] + column.indexCompanions
-        let indexName = "\(name)_" + columns.joined(separator: "_") + "_index"
-        return
-          "CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(columns.map(quoted).joined(separator: ", ")))"
-      }
-      if column.isIndexed {
-        return
-          "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_\(column.name)_index")) ON \(quoted(name)) (\(quoted(column.name)))"
-      }
-      return nil
+    indexes.map { index in
+      "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoted(index.name)) ON \(quoted(name)) (\(index.columns.map(quoted).joined(separator: ", ")))"
     }
   }
 }

@@ -156,20 +156,10 @@ enum StoreFile {
   /// store identifier, and every entity's table, columns and indexes. Reads only.
   static func isCurrent(_ database: Database, _ entities: [EntityDescription]) throws -> Bool {
     let tables = try tableNames(database)
-    let required = [metaTable, "_history_transactions", "_history_changes", "_history_tombstones"]
+    let required = [metaTable] + StoreLayout.historyTables
     guard required.allSatisfy(tables.contains) else { return false }
     guard (try? storeIdentifier(database)) != nil else { return false }
-    do {
-      try check(database, entities: entities, migrate: false)
-    } catch let error as PersistenceError where error.code == .schemaMismatch {
-      return false  // a table or column to add
-    }
-    let statement = try database.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'")
-    var indexes = Set<String>()
-    while try statement.step() { indexes.insert(statement.text(at: 0)) }
-    let expected =
-      ["_history_changes_token", "_history_changes_row"] + entities.flatMap(\.indexNames)
-    return expected.allSatisfy(indexes.contains)
+    return try Catalog(database: database).hasEverything(entities)
   }
 
   /// Sets up a connection: busy timeout, cache, synchronous mode, and the SQL functions and
@@ -206,34 +196,40 @@ enum StoreFile {
   }
 
   /// Compares each entity's table with its declaration; creates missing tables and adds
-  /// missing columns when `migrate` is true.
+  /// missing columns and indexes when `migrate` is true (``SchemaCatalog/reconcile(_:migrate:)``).
   static func check(_ database: Database, entities: [EntityDescription], migrate: Bool) throws {
-    let tables = try tableNames(database)
-    for entity in entities.sorted(by: { $0.name < $1.name }) {
-      guard tables.contains(entity.name) else {
-        guard migrate else {
-          throw PersistenceError(
-            code: .schemaMismatch,
-            message:
-              "The store at \(database.path) has no table \(entity.name); open it writable once to create it."
-          )
-        }
-        try database.execute(entity.createTableSQL)
-        for sql in entity.createIndexSQL { try database.execute(sql) }
-        continue
-      }
-      let info = try database.prepare("PRAGMA table_info(\(quoted(entity.name)))")
-      var stored: [String: String] = [:]
-      while try info.step() { stored[info.text(at: 1)] = info.text(at: 2).uppercased() }
-      stored["_pk"] = nil
-      for column in try entity.missingColumns(
-        stored: stored, typeName: \.rawValue, location: database.path, migrate: migrate)
-      {
-        try database.execute("ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)")
-      }
-      if migrate {
-        for sql in entity.createIndexSQL { try database.execute(sql) }
-      }
+    try Catalog(database: database).reconcile(entities, migrate: migrate)
+  }
+
+  /// The schema check's view of a SQLite store.
+  struct Catalog: SchemaCatalog {
+    let database: Database
+    var location: String { database.path }
+
+    func tableNames() throws -> Set<String> { try StoreFile.tableNames(database) }
+
+    func indexNames() throws -> Set<String> {
+      let statement = try database.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'")
+      var names = Set<String>()
+      while try statement.step() { names.insert(statement.text(at: 0)) }
+      return names
     }
+
+    func columnTypes(of table: String) throws -> [String: String] {
+      let info = try database.prepare("PRAGMA table_info(\(quoted(table)))")
+      var types: [String: String] = [:]
+      while try info.step() { types[info.text(at: 1)] = info.text(at: 2).uppercased() }
+      return types
+    }
+
+    func typeName(of type: StorageType) -> String { type.rawValue }
+    func createTable(_ entity: EntityDescription) -> String { entity.createTableSQL }
+    func createIndexes(_ entity: EntityDescription) -> [String] { entity.createIndexSQL }
+
+    func addColumn(_ column: EntityDescription.Column, to entity: EntityDescription) -> String {
+      "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)"
+    }
+
+    func execute(_ sql: String) throws { try database.execute(sql) }
   }
 }

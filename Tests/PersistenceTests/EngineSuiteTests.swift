@@ -301,6 +301,45 @@ struct EngineSuiteTests {
   }
 
   @Test(
+    "the schema check refuses alike on every engine: a missing table or column read-only, a column of another type; a refused store is left as it was",
+    arguments: TestEngine.allCases)
+  func schemaCheck(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    defer { withExtendedLifetime(store) {} }
+    do {
+      let context = ModelContext(try store.container(Note.self))
+      context.insert(Note(key: "a", text: "x"))
+      try context.save()
+    }
+    func refusal(_ open: () throws -> Void) -> PersistenceError? {
+      do {
+        try open()
+        return nil
+      } catch {
+        return error as? PersistenceError
+      }
+    }
+    // Read-only, a column to add is refused (nothing may be written), naming it.
+    let missingColumn = refusal { _ = try store.container(NoteV2.self, allowsSave: false) }
+    #expect(missingColumn?.code == .schemaMismatch)
+    #expect(missingColumn?.message.contains("notes.priority") == true)
+    // Read-only, a table to create is refused, naming it.
+    let missingTable = refusal { _ = try store.container(Note.self, Board.self, allowsSave: false) }
+    #expect(missingTable?.code == .schemaMismatch)
+    #expect(missingTable?.message.contains("no table boards") == true)
+    // Writable, the column is added; a program declaring it with another type is refused.
+    _ = try store.container(NoteV2.self)
+    let otherType = refusal { _ = try store.container(NoteV2Text.self) }
+    #expect(otherType?.code == .schemaMismatch)
+    #expect(otherType?.message.contains("notes.priority") == true)
+    // Nothing was lost or changed by the refusals: the row is there, and still opens.
+    let notes = try ModelContext(try store.container(NoteV2.self, allowsSave: false)).fetch(
+      FetchDescriptor<NoteV2>())
+    #expect(notes.map(\.key) == ["a"])
+    #expect(notes.map(\.priority) == [3])
+  }
+
+  @Test(
     "Swift's own string functions give Swift's answers on every fetch path (narrowed in SQL and finished in Swift where the engine cannot run them)",
     arguments: TestEngine.allCases)
   func swiftFunctions(engine: TestEngine) throws {

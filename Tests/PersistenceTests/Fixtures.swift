@@ -80,6 +80,23 @@ final class PlaceToken: Codable, @unchecked Sendable {
     .attribute(\.tag, "tag"))
 }
 
+/// `NoteV2` as another program declares it: `priority` as text, not an integer.
+@Observable final class NoteV2Text: PersistentModel {
+  var key = ""
+  var text = ""
+  var group = ""
+  var priority = ""
+  var tag: String? = nil
+  init() {}
+  static let schema = ModelSchema<NoteV2Text>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text"),
+    .attribute(\.group, "grp", .indexed),
+    .attribute(\.priority, "priority"),
+    .attribute(\.tag, "tag"))
+}
+
 /// A `Hashable` codable value whose every instance hashes alike, so that a cache of encodings
 /// must compare values, not hashes; its `SIMD4<Float>` needs 16-byte alignment, so its snapshot
 /// slot sits at an aligned offset in a registration's tail.

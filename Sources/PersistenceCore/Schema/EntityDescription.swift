@@ -89,3 +89,39 @@ extension EntityDescription {
     return missing
   }
 }
+
+extension EntityDescription {
+  /// One index of an entity's table.
+  package struct Index: Sendable {
+    /// Its name, the same on every engine.
+    package var name: String
+    /// The columns it covers, in order.
+    package var columns: [String]
+    /// Whether it is a unique index.
+    package var isUnique: Bool
+  }
+
+  /// The indexes of `.unique` and `.indexed` columns (with their companions), in column
+  /// order, named alike on every engine: `trips_id_unique`, `trips_destination_index`,
+  /// `trips_longitude_latitude_start_date_name_index`.
+  package var indexes: [Index] {
+    columns.compactMap { column in
+      if column.isUnique {
+        return Index(name: "\(name)_\(column.name)_unique", columns: [column.name], isUnique: true)
+      }
+      if !column.indexCompanions.isEmpty {
+        let columns = [column.name] + column.indexCompanions
+        return Index(
+          name: "\(name)_" + columns.joined(separator: "_") + "_index", columns: columns,
+          isUnique: false)
+      }
+      if column.isIndexed {
+        return Index(name: "\(name)_\(column.name)_index", columns: [column.name], isUnique: false)
+      }
+      return nil
+    }
+  }
+
+  /// The names of ``indexes``.
+  package var indexNames: [String] { indexes.map(\.name) }
+}

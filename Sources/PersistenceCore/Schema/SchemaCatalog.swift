@@ -1,0 +1,83 @@
+/// What the core's schema check asks of an engine: the tables, columns and indexes its store
+/// has, and its dialect's statements that add what a model declares. Each engine implements it
+/// over one connection; ``reconcile(_:migrate:)`` and ``hasEverything(_:)`` are then the same
+/// check on every engine (a store made by something else, or by a newer schema, is refused the
+/// same way on each).
+package protocol SchemaCatalog {
+  /// The store as messages name it (a path, or a URL without its password).
+  var location: String { get }
+  /// The names of the store's tables.
+  func tableNames() throws -> Set<String>
+  /// The names of the store's indexes.
+  func indexNames() throws -> Set<String>
+  /// The columns of `table` (its primary key `_pk` included or not), by name, each with its
+  /// type as ``typeName(of:)`` names it.
+  func columnTypes(of table: String) throws -> [String: String]
+  /// The engine's name of a storage type, as ``columnTypes(of:)`` reports it.
+  func typeName(of type: StorageType) -> String
+  /// The statement that creates `entity`'s table.
+  func createTable(_ entity: EntityDescription) -> String
+  /// The statements that create `entity`'s indexes, each doing nothing where it exists.
+  func createIndexes(_ entity: EntityDescription) -> [String]
+  /// The statement that adds `column` to `entity`'s table, filled with its default value.
+  func addColumn(_ column: EntityDescription.Column, to entity: EntityDescription) -> String
+  /// Runs a statement that returns no rows.
+  func execute(_ sql: String) throws
+}
+
+extension SchemaCatalog {
+  /// Compares each entity's table with its declaration, in table-name order; with `migrate`,
+  /// creates missing tables and adds missing columns and indexes.
+  ///
+  /// Cost: one query for the tables, one per entity for its columns, and the statements that
+  /// add what is missing.
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/schemaMismatch`` when a table
+  ///   or column is missing and `migrate` is false, or a column's type differs from the
+  ///   declared one; ``PersistenceError/Code/newerStore`` when a table has columns the entity
+  ///   does not declare. Nothing is changed before the check of an entity has passed.
+  package func reconcile(_ entities: [EntityDescription], migrate: Bool) throws {
+    let tables = try tableNames()
+    for entity in entities.sorted(by: { $0.name < $1.name }) {
+      guard tables.contains(entity.name) else {
+        guard migrate else {
+          throw PersistenceError(
+            code: .schemaMismatch,
+            message:
+              "The store at \(location) has no table \(entity.name); open it writable once to create it."
+          )
+        }
+        try execute(createTable(entity))
+        for sql in createIndexes(entity) { try execute(sql) }
+        continue
+      }
+      var stored = try columnTypes(of: entity.name)
+      stored["_pk"] = nil
+      for column in try entity.missingColumns(
+        stored: stored, typeName: typeName(of:), location: location, migrate: migrate)
+      {
+        try execute(addColumn(column, to: entity))
+      }
+      if migrate {
+        for sql in createIndexes(entity) { try execute(sql) }
+      }
+    }
+  }
+
+  /// Whether every entity's table, column and index, and the history's indexes, are there as
+  /// declared, so that opening the store needs no write. False when something is to be added
+  /// or a column's type differs (opening it writable then says which).
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/newerStore`` when a table has
+  ///   columns its entity does not declare, and what the engine's queries throw.
+  package func hasEverything(_ entities: [EntityDescription]) throws -> Bool {
+    do {
+      try reconcile(entities, migrate: false)
+    } catch let error as PersistenceError where error.code == .schemaMismatch {
+      return false
+    }
+    let indexes = try indexNames()
+    return (StoreLayout.historyIndexes + entities.flatMap(\.indexNames)).allSatisfy(
+      indexes.contains)
+  }
+}
