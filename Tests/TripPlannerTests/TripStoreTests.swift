@@ -71,6 +71,33 @@ struct TripStoreTests {
     }
   }
 
+  @Test("plain text: the byte scan agrees with the rule over scalars, for small and large strings")
+  func plainText() {
+    // Scalars around every boundary: C0, DEL, C1 (0xC2 0x80…0x9F), their neighbours, and
+    // multi-byte text whose continuation bytes fall in 0x80…0x9F after another lead byte.
+    let scalars: [Unicode.Scalar] = [
+      "a", " ", "\u{0}", "\u{1F}", "\u{7E}", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "\u{A0}",
+      "é", "\u{100}", "\u{2028}", "\u{3000}", "\u{1F600}", "\u{800}", "\u{C80}",
+    ]
+    var generator = SystemRandomNumberGenerator()
+    let maximum = TripRecord.maximumTextLength
+    for length in [0, 1, 5, 15, 16, 40, maximum, maximum + 1] {
+      for _ in 0..<200 {
+        var view = String.UnicodeScalarView()
+        for _ in 0..<length { view.append(scalars.randomElement(using: &generator)!) }
+        let text = String(view)
+        let expected =
+          text.unicodeScalars.count <= TripRecord.maximumTextLength
+          && !text.unicodeScalars.contains(where: TripRecord.isControl)
+        #expect(TripRecord.isPlainText(text) == expected, "\(Array(text.unicodeScalars))")
+        // The scan over the view, for strings without contiguous bytes, agrees as well.
+        if text.utf8.count <= TripRecord.maximumTextLength {
+          #expect(TripRecord.hasNoControlBytes(text.utf8) == expected)
+        }
+      }
+    }
+  }
+
   @Test("deletes all or none")
   func deleteAllOrNone() throws {
     let store = try TripStore(inMemoryWithAuthor: "test")
