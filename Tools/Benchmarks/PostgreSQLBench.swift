@@ -81,13 +81,7 @@ import TripsBaseline
         time { check(tbpq_insert(db, &cTrips, cTrips.count, "bench") == 0, "C insert failed") })
       tbpq_close(db)
     }
-    if round % 2 == 0 {
-      try runOurs()
-      runBase()
-    } else {
-      runBase()
-      try runOurs()
-    }
+    try inTurn(round: round, runOurs, runBase)
     if round == 0 { filled = ours }
   }
   if options.wants("insert") {
@@ -103,26 +97,6 @@ import TripsBaseline
   nonisolated(unsafe) let db = tbpq_open(store.absoluteString)
   defer { tbpq_close(db) }
   _ = tbpq_exec(db, "VACUUM ANALYZE")
-
-  func compare(_ name: String, n: Int = options.size, ours: () throws -> Void, base: () -> Void)
-    throws
-  {
-    try ours()
-    base()
-    var oursTimes: [Double] = []
-    var baseTimes: [Double] = []
-    for round in 0..<options.rounds {
-      if round % 2 == 0 {
-        oursTimes.append(try time(ours))
-        baseTimes.append(time(base))
-      } else {
-        baseTimes.append(time(base))
-        oursTimes.append(try time(ours))
-      }
-    }
-    report(
-      Phase(phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes)))
-  }
 
   if options.wants("fetch") {
     var oursSum: UInt64 = 0

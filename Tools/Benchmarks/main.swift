@@ -157,13 +157,7 @@ for round in 0..<insertRounds {
       time { check(tb_insert(db, &cTrips, cTrips.count, "bench") == 0, "C insert failed") })
     tb_close(db)
   }
-  if round % 2 == 0 {
-    try runOurs()
-    runBase()
-  } else {
-    runBase()
-    try runOurs()
-  }
+  try inTurn(round: round, runOurs, runBase)
   if round > 0 {
     removeStore(ours)
     removeStore(base)
@@ -181,7 +175,19 @@ let container = try ModelContainer(for: [Trip.self], configuration: ModelConfigu
 let db = tb_open(store.path, Int32(cacheKiB))
 defer { tb_close(db) }
 
-/// Runs both sides `rounds` times, alternating order, and reports medians.
+/// Runs `ours` and `base` in the order for `round`: ours first in even rounds, the baseline
+/// first in odd ones, so that neither side always runs on what the other warmed.
+func inTurn(round: Int, _ ours: () throws -> Void, _ base: () throws -> Void) rethrows {
+  if round % 2 == 0 {
+    try ours()
+    try base()
+  } else {
+    try base()
+    try ours()
+  }
+}
+
+/// Runs both sides `rounds` times, alternating order, and reports medians (for either engine).
 @MainActor func compare(
   _ name: String, n: Int = options.size, ours: () throws -> Void, base: () -> Void
 ) throws {
@@ -190,13 +196,7 @@ defer { tb_close(db) }
   var oursTimes: [Double] = []
   var baseTimes: [Double] = []
   for round in 0..<options.rounds {
-    if round % 2 == 0 {
-      oursTimes.append(try time(ours))
-      baseTimes.append(time(base))
-    } else {
-      baseTimes.append(time(base))
-      oursTimes.append(try time(ours))
-    }
+    try inTurn(round: round, { oursTimes.append(try time(ours)) }, { baseTimes.append(time(base)) })
   }
   report(Phase(phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes)))
 }
