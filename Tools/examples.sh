@@ -9,7 +9,9 @@
 # it on the same page and its own (private to the file: a page is read in order), and its other lines
 # as the body of an `async throws` function. A block may rely on values defined in prose: a
 # line `<!-- example-prelude: SWIFT -->` right before the block puts SWIFT at the start of that
-# function (for instance `let store = try TripStore(inMemoryWithAuthor: "me")`).
+# function (for instance `let store = try TripStore(inMemoryWithAuthor: "me")`). Each top-level
+# `let` of a block is read once at the end of its function (`_ = name`), so that a value bound
+# only to be shown does not make the compiler warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=Tests/ExamplesTests
@@ -35,13 +37,16 @@ for page in "${pages[@]}"; do
       printf "private func example%s%d() async throws {\n", name, block > file
       printf "%s", prelude > file
       printf "%s", body > file
+      # An example may bind a value only to show it; the test reads each top-level `let` so
+      # that the compiler does not warn about it.
+      for (i = 1; i <= nlets; i++) printf "  _ = %s\n", lets[i] > file
       printf "}\n" > file
       close(file)
     }
     /^<!-- example-prelude: .* -->$/ { sub(/^<!-- example-prelude: /, ""); sub(/ -->$/, ""); pending = $0; next }
     # A prelude'"'"'s `import X;` parts are imports of that block only; the rest is code.
     /^```swift$/ {
-      inblock = 1; block++; body = ""; prelude = ""; indecl = 0; extra = ""
+      inblock = 1; block++; body = ""; prelude = ""; indecl = 0; extra = ""; nlets = 0
       n = split(pending, parts, /; */)
       for (i = 1; i <= n; i++) {
         if (parts[i] ~ /^import /) extra = extra parts[i] "\n"
@@ -59,7 +64,10 @@ for page in "${pages[@]}"; do
       sub(/(class|struct|enum|actor|protocol) /, "private &", line)
       declarations = declarations line "\n"; indecl = 1; next
     }
-    { body = body ($0 == "" ? "" : "  " $0) "\n" }
+    {
+      if (match($0, /^let [A-Za-z_][A-Za-z0-9_]*/)) lets[++nlets] = substr($0, 5, RLENGTH - 4)
+      body = body ($0 == "" ? "" : "  " $0) "\n"
+    }
   ' "$page"
 done
 # The project's style, so that the files pass `swift format lint --strict` as written.

@@ -147,7 +147,8 @@ extension Option where Value == String {
   }
 }
 
-extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue == String {
+extension Option
+where Value: RawRepresentable & CaseIterable & SendableMetatype, Value.RawValue == String {
   /// An option whose values are an enum's cases (or some of them), named in help and in the
   /// error for any other text.
   /// The help reads `help` followed by the values: "Order by start, end, name or

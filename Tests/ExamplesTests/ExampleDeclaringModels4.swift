@@ -70,4 +70,8 @@ private func exampleDeclaringModels4() async throws {
   note.title = "Ideas"
   context.insert(note)
   try context.save()
+  _ = url
+  _ = container
+  _ = context
+  _ = note
 }

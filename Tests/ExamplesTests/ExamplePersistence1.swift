@@ -9,4 +9,5 @@ private func examplePersistence1() async throws {
   let container = try ModelContainer(
     for: [], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
   print(container.storeIdentifier)
+  _ = container
 }

@@ -23,4 +23,10 @@ private func exampleREADME1() async throws {
   try store.importRecords(records)  // all or nothing
   let feed = try store.changeFeed(after: lastToken, excludingAuthor: "sync")
   try other.apply(feed)  // one transaction, idempotent
+  _ = store
+  _ = trip
+  _ = kyoto
+  _ = sections
+  _ = records
+  _ = feed
 }

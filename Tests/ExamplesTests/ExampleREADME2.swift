@@ -34,4 +34,9 @@ private func exampleREADME2() async throws {
     }
   }
   for await count in Observations({ observer.results.count }) { print(count) }
+  _ = observer
+  _ = token
+  _ = bounds
+  _ = follow
+  _ = container
 }

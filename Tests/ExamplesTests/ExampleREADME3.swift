@@ -46,4 +46,10 @@ private func exampleREADME3() async throws {
     sectionBy: \.destination)
   for section in sections { print(section.id, section.count) }
   let changes = try context.fetchHistory(HistoryDescriptor(authors: ["planner"]))
+  _ = container
+  _ = context
+  _ = trip
+  _ = text
+  _ = sections
+  _ = changes
 }

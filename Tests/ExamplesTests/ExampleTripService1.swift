@@ -15,4 +15,7 @@ private func exampleTripService1() async throws {
   let service = try TripService(container: container, configuration: configuration) { line in
     print(line)
   }
+  _ = url
+  _ = container
+  _ = service
 }
