@@ -14,8 +14,8 @@ final class WatcherProcess {
   init(_ arguments: [String], in scratch: Scratch, name: String) throws {
     out = scratch.file("\(name)-\(UUID().uuidString).out")
     err = scratch.file("\(name)-\(UUID().uuidString).err")
-    FileManager.default.createFile(atPath: out.path, contents: nil)
-    FileManager.default.createFile(atPath: err.path, contents: nil)
+    try #require(FileManager.default.createFile(atPath: out.path, contents: nil))
+    try #require(FileManager.default.createFile(atPath: err.path, contents: nil))
     process.executableURL = tripsExecutable
     process.arguments = ["sync", "watch"] + arguments
     process.environment = [
