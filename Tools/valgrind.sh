@@ -5,7 +5,8 @@
 # projected, the box densified and split at 180°, since the sample trips cross it), and `trips
 # watch` (the BoundsController's projections). Any invalid read or write, or use after free,
 # fails the run, and then `trips serve` (libmicrohttpd) through every kind of request and a
-# stream client that stops reading and is dropped. (The test
+# stream client that stops reading and is dropped, and the PostgreSQL engine (libpq) through
+# a store's life and every way a connection fails. (The test
 # bundle itself cannot run under valgrind 3.19: it gives up on the bundle's DWARF debug
 # information.)
 #
@@ -88,5 +89,76 @@ if grep -q "Invalid \(read\|write\|free\)\|freed\|Mismatched free" "$work/serve.
   failed=1
 else
   echo "ok    trips serve: statuses $codes, a stalled stream client ($dropped: 1 is a reset, 124 still open), SIGTERM"
+fi
+
+# libpq: the PostgreSQL engine under memcheck, against a throwaway cluster (initdb and pg_ctl
+# from Debian's postgresql, as the postgres user when run as root, since the server refuses
+# root): a store made and filled, read back in binary (list, sections, bounds, history), the
+# ways a connection fails (nothing listening, an unknown database, an unknown service name, a
+# URL libpq refuses), and a watch whose session the server terminates (pg_terminate_backend):
+# it reconnects and reports the trip added meanwhile. Every PGconn and PGresult has one owner
+# that frees it once; any invalid read, write or free fails the run.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ -z "$pgbin" ]; then
+  echo "skip  libpq: no PostgreSQL server here (Tools/install-dependencies.sh installs it)"
+  exit "$failed"
+fi
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pgdir=$(mktemp -d)
+if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$pgdir"; fi
+trap 'as_postgres "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work" "$pgdir"' EXIT
+as_postgres "$pgbin/initdb" -D "$pgdir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
+  >/dev/null
+started=""
+for _ in 1 2 3 4 5; do
+  port=$((20000 + RANDOM % 30000))
+  if as_postgres "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w -o \
+    "-p $port -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+    started=yes
+    break
+  fi
+done
+if [ -z "$started" ]; then
+  echo "FAIL  libpq: the throwaway cluster did not start" >&2
+  exit 1
+fi
+pg="postgresql://postgres@127.0.0.1:$port/postgres"
+run "trips import (PostgreSQL)" "$bin/trips" import Data/sample-trips.csv --store "$pg"
+run "trips list --group-by destination (PostgreSQL)" "$bin/trips" list --group-by destination \
+  --store "$pg"
+run "trips bounds --crs EPSG:3035 (PostgreSQL)" "$bin/trips" bounds --crs EPSG:3035 --store "$pg"
+run "trips history (PostgreSQL)" "$bin/trips" history --store "$pg"
+run "nothing listening (PostgreSQL)" "$bin/trips" list --store "postgresql://postgres@127.0.0.1:1/x"
+run "an unknown database (PostgreSQL)" "$bin/trips" list \
+  --store "postgresql://postgres@127.0.0.1:$port/nosuch"
+PGSERVICEFILE=/dev/null run "an unknown service name (PostgreSQL)" "$bin/trips" list \
+  --store "postgresql:///?service=nosuch"
+run "a URL libpq refuses (PostgreSQL)" "$bin/trips" list \
+  --store "postgresql://postgres@127.0.0.1:$port/postgres?nosuchoption=1"
+# The watch's session is terminated by the server; it reconnects, catches up from its token,
+# and reports the trip added meanwhile (its second report), then exits.
+"$bin/trips-generate" --count 1 --output "$work/one.csv" 2>/dev/null
+valgrind --quiet --leak-check=no --log-file="$work/watch.err" "$bin/trips" watch --count 2 \
+  --store "$pg" >"$work/watch.out" 2>"$work/watch.stderr" &
+watcher=$!
+for _ in $(seq 1 120); do [ -s "$work/watch.out" ] && break; sleep 0.5; done
+as_postgres "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c \
+  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" \
+  >/dev/null
+"$bin/trips" import "$work/one.csv" --store "$pg" >/dev/null
+for _ in $(seq 1 240); do kill -0 "$watcher" 2>/dev/null || break; sleep 0.5; done
+if kill -0 "$watcher" 2>/dev/null; then
+  kill -TERM "$watcher"
+  echo "FAIL  trips watch across pg_terminate_backend: no second report" >&2
+  failed=1
+fi
+wait "$watcher" || true
+reports=$(wc -l <"$work/watch.out")
+if grep -q "Invalid \(read\|write\|free\)\|freed\|Mismatched free" "$work/watch.err"; then
+  echo "FAIL  trips watch across pg_terminate_backend (PostgreSQL)" >&2
+  grep -A12 "Invalid\|freed" "$work/watch.err" | head -40 >&2
+  failed=1
+else
+  echo "ok    trips watch across pg_terminate_backend (PostgreSQL): $reports reports"
 fi
 exit "$failed"

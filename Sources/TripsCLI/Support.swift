@@ -39,7 +39,8 @@ enum CommonOptions {
   }
 
   static let store = Option<String>(
-    name: "store", valueName: "path", help: "The trip store file.",
+    name: "store", valueName: "store",
+    help: "The trip store: a SQLite file, or a postgresql:// URL (libpq's forms, service= names).",
     defaultDescription:
       "$TRIPS_STORE, else $XDG_DATA_HOME/trips/trips.sqlite, else ~/.local/share/trips/trips.sqlite"
   ).completingFiles
