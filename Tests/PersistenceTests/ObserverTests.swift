@@ -230,6 +230,32 @@ struct HistoryObserverTests {
   }
 }
 
+extension HistoryObserverTests {
+  @Test(
+    "counts each local save once while its store monitor reads the same commits",
+    arguments: TestEngine.allCases)
+  func localSavesCountedOnce(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.container(Note.self)
+    let observer = try HistoryObserver(container: container)
+    let context = ModelContext(container)
+    // Saves of many rows: the longer the bookkeeping after a commit, the likelier the monitor
+    // reads the commit before the save announces it.
+    let saves = 20
+    for save in 0..<saves {
+      for row in 0..<400 { context.insert(Note(key: "\(save).\(row)", text: "")) }
+      try context.save()
+    }
+    // A commit from another container is read by the monitor after every earlier one, so once
+    // it is counted the monitor has passed every local save: none may have been counted twice.
+    let other = ModelContext(try store.container(Note.self))
+    other.insert(Note(key: "other", text: ""))
+    try other.save()
+    #expect(eventually { observer.eventCounter >= saves + 1 })
+    #expect(observer.eventCounter == saves + 1)
+  }
+}
+
 @Suite("Continuous observation")
 struct ContinuousObservationTests {
   @Test(

@@ -79,7 +79,15 @@ extension ModelContext {
       if writer.changeCount == 0 {
         try database.rollback()
       } else {
-        try database.commit()
+        // Noted before the commit: a store monitor that sees the commit before `finish`
+        // posts it must not post it again as another process's.
+        if let token = writer.token { container.broadcaster.noteAnnounced(token) }
+        do {
+          try database.commit()
+        } catch {
+          if let token = writer.token { container.broadcaster.forgetAnnounced(token) }
+          throw error
+        }
       }
     } catch {
       if database.isInTransaction { try? database.rollback() }
@@ -128,7 +136,6 @@ extension ModelContext {
       }
     }
     if let token = writer.token, writer.changeCount > 0 {
-      container.broadcaster.noteAnnounced(token)
       container.broadcaster.post(
         StoreChange(
           token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),

@@ -48,10 +48,16 @@ final class ChangeBroadcaster: Sendable {
   private let announced = Mutex<Set<Int64>>([])
   private let monitorLeases = Mutex<(count: Int, monitor: StoreMonitor?)>((0, nil))
 
-  /// Records that this process announced `token` (only needed while a monitor runs).
+  /// Records, before its commit, that this process announces `token` itself (only needed
+  /// while a monitor runs), so the monitor never posts it a second time.
   func noteAnnounced(_ token: Int64) {
     let running = monitorLeases.withLock { $0.monitor != nil }
     if running { announced.withLock { _ = $0.insert(token) } }
+  }
+
+  /// Forgets a token noted by ``noteAnnounced(_:)`` whose commit failed.
+  func forgetAnnounced(_ token: Int64) {
+    announced.withLock { _ = $0.remove(token) }
   }
 
   /// True when `token` came from another process (or before this process's announcement was
