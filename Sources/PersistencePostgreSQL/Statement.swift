@@ -13,9 +13,22 @@ final class Statement: StoreStatement {
   /// The SQL with `$N` parameters.
   let sql: String
   private var parameters: [Parameter]
-  private var result: OpaquePointer?
-  private var rowCount: Int32 = 0
-  private var row: Int32 = -1
+  /// The current result and the position in it, behind a pointer this statement owns
+  /// (allocated in `init`, freed in `deinit`): read for every value, and a class's stored
+  /// properties would cost a dynamic exclusivity check (about 75 instructions) at each read.
+  private let cursor: UnsafeMutablePointer<Cursor>
+  private var result: OpaquePointer? {
+    get { cursor.pointee.result }
+    set { cursor.pointee.result = newValue }
+  }
+  private var rowCount: Int32 {
+    get { cursor.pointee.rowCount }
+    set { cursor.pointee.rowCount = newValue }
+  }
+  private var row: Int32 {
+    get { cursor.pointee.row }
+    set { cursor.pointee.row = newValue }
+  }
   /// A problem found while binding (bind functions cannot throw), reported by ``step()``.
   private var bindingError: PersistenceError?
   /// Per column, a buffer the decoded bytes of its `bytea` values are written into: grown as
@@ -59,17 +72,57 @@ final class Statement: StoreStatement {
     self.sql = rewritten
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
+    cursor = .allocate(capacity: 1)
+    cursor.initialize(to: Cursor())
   }
 
   deinit {
     for buffer in scratch where buffer.baseAddress != nil { buffer.deallocate() }
     if let result { PQclear(result) }
+    cursor.pointee.columns.deallocate()
+    cursor.deinitialize(count: 1)
+    cursor.deallocate()
+  }
+
+  /// The state of reading the current result (see ``cursor``).
+  private struct Cursor {
+    var result: OpaquePointer?
+    var rowCount: Int32 = 0
+    var row: Int32 = -1
+    /// The result's columns: each one's type and whether it came in binary, asked of libpq
+    /// once per result rather than once per value read. Its first `columnCount` are set.
+    var columns = UnsafeMutableBufferPointer<(type: Oid, binary: Bool)>(start: nil, count: 0)
+    var columnCount = 0
+    /// The last non-null column `raw` found, in this result (row `.min`: none): a read checks
+    /// the column's type and then reads it, which finds it once.
+    var lastRawRow: Int32 = .min
+    var lastRawIndex: Int32 = -1
+    var lastRawValue: UnsafePointer<CChar>?
+    var lastRawLength = 0
+
+    /// Takes `made`'s shape: its row count and its columns' types and formats. O(columns).
+    mutating func start(_ made: OpaquePointer) {
+      result = made
+      rowCount = PQntuples(made)
+      row = -1
+      lastRawRow = .min
+      let count = Int(PQnfields(made))
+      if columns.count < count {
+        columns.deallocate()
+        columns = .allocate(capacity: max(count, 16))
+      }
+      for column in 0..<count {
+        columns[column] = (PQftype(made, Int32(column)), PQfformat(made, Int32(column)) == 1)
+      }
+      columnCount = count
+    }
   }
 
   private func clearResult() {
     if let result { PQclear(result) }
     result = nil
-    lastRaw = nil
+    cursor.pointee.lastRawRow = .min
+    cursor.pointee.columnCount = 0
     rowCount = 0
     row = -1
     releaseDecodedBytes()
@@ -196,10 +249,7 @@ final class Statement: StoreStatement {
       throw failure
     }
     connection.noteCompletion(of: made, sql: sql)
-    result = made
-    lastRaw = nil
-    rowCount = PQntuples(made)
-    row = -1
+    cursor.pointee.start(made)
     if returnsKey {
       // The key of the new row, for `lastInsertedKey`; the caller sees no row, as on SQLite.
       if rowCount == 1 {
@@ -209,8 +259,9 @@ final class Statement: StoreStatement {
     }
   }
 
-  /// A failed `PQprepare`, whose result stands for the statement's.
-  private struct PrepareFailure: Error {
+  /// A failed `PQprepare`, whose result stands for the statement's. Unchecked: it never
+  /// leaves the thread that made it (``run()`` takes the result over at once).
+  private struct PrepareFailure: Error, @unchecked Sendable {
     let result: OpaquePointer?
   }
 
@@ -261,24 +312,38 @@ final class Statement: StoreStatement {
 
   // MARK: Reading
 
-  /// The last non-null column `raw` found, in this result: a read checks the column's type
-  /// and then reads it, which finds it once (five libpq calls fewer a value).
-  private var lastRaw: (row: Int32, index: Int32, value: UnsafePointer<CChar>, length: Int)?
-
-  /// The text form of column `index` of the current row, and its length.
+  /// Column `index` of the current row as libpq keeps it, and its length; nil when null or
+  /// out of range. O(1): two libpq calls (three for an empty value), none when it is the
+  /// column read last (a read checks the column's type and then reads it).
   private func raw(_ index: Int32) -> (UnsafePointer<CChar>, Int)? {
-    if let last = lastRaw, last.row == row, last.index == index { return (last.value, last.length) }
-    guard let result, row >= 0, row < rowCount, index >= 0, index < PQnfields(result),
-      PQgetisnull(result, row, index) == 0, let value = PQgetvalue(result, row, index)
+    let state = cursor
+    let row = state.pointee.row
+    if state.pointee.lastRawRow == row, state.pointee.lastRawIndex == index,
+      let value = state.pointee.lastRawValue
+    {
+      return (value, state.pointee.lastRawLength)
+    }
+    guard let result = state.pointee.result, row >= 0, row < state.pointee.rowCount, index >= 0,
+      Int(index) < state.pointee.columnCount, let value = PQgetvalue(result, row, index)
     else { return nil }
-    let found = (UnsafePointer(value), Int(PQgetlength(result, row, index)))
-    lastRaw = (row, index, found.0, found.1)
-    return found
+    let length = Int(PQgetlength(result, row, index))
+    // A null has no bytes: only an empty value needs asking which it is.
+    if length == 0, PQgetisnull(result, row, index) != 0 { return nil }
+    state.pointee.lastRawRow = row
+    state.pointee.lastRawIndex = index
+    state.pointee.lastRawValue = UnsafePointer(value)
+    state.pointee.lastRawLength = length
+    return (UnsafePointer(value), length)
+  }
+
+  /// Column `index`'s type and format in the current result (`index` checked by ``raw(_:)``).
+  private func column(_ index: Int32) -> (type: Oid, binary: Bool) {
+    cursor.pointee.columns[Int(index)]
   }
 
   func storage(at index: Int32) -> ColumnStorage {
-    guard let result, let (value, length) = raw(index) else { return .null }
-    switch PQftype(result, index) {
+    guard let (value, length) = raw(index) else { return .null }
+    switch column(index).type {
     case 16, 20, 21, 23, 26, 28, 5069: return .integer  // bool, int8/2/4, oid, xid, xid8
     case 700, 701: return .real
     case 1700:
@@ -293,8 +358,9 @@ final class Statement: StoreStatement {
 
   func int64(at index: Int32) -> Int64 {
     guard let (value, length) = raw(index) else { return 0 }
-    guard let result, PQfformat(result, index) == 1 else { return Statement.integer(value) }
-    return Statement.binaryInteger(value, length, type: PQftype(result, index))
+    let column = column(index)
+    guard column.binary else { return Statement.integer(value) }
+    return Statement.binaryInteger(value, length, type: column.type)
   }
 
   /// Column `index` of row `row` as an integer (the key an `INSERT … RETURNING` gave).
@@ -350,8 +416,9 @@ final class Statement: StoreStatement {
 
   func double(at index: Int32) -> Double {
     guard let (value, length) = raw(index) else { return 0 }
-    if let result, PQfformat(result, index) == 1 {
-      return Statement.binaryDouble(value, length, type: PQftype(result, index))
+    let column = column(index)
+    if column.binary {
+      return Statement.binaryDouble(value, length, type: column.type)
     }
     switch value.pointee {
     case CChar(UInt8(ascii: "t")): return 1
@@ -362,9 +429,10 @@ final class Statement: StoreStatement {
 
   func text(at index: Int32) -> String {
     guard let (value, length) = raw(index) else { return "" }
-    if let result, PQfformat(result, index) == 1 {
+    let column = column(index)
+    if column.binary {
       // What the text form would have been, for the types that are not text.
-      let type = PQftype(result, index)
+      let type = column.type
       switch type {
       case 16: return Statement.binaryInteger(value, length, type: type) == 0 ? "f" : "t"
       case 20, 21, 23: return String(Statement.binaryInteger(value, length, type: type))
@@ -393,11 +461,10 @@ final class Statement: StoreStatement {
   /// The bytes of a `bytea` column (decoded from its hex form, kept until the next step) or
   /// of a text column.
   func bytes(at index: Int32) -> UnsafeRawBufferPointer {
-    guard let result, let (value, length) = raw(index) else {
+    guard let (value, length) = raw(index) else {
       return UnsafeRawBufferPointer(start: nil, count: 0)
     }
-    let type = PQftype(result, index)
-    let binary = PQfformat(result, index) == 1
+    let (type, binary) = column(index)
     // Text is its bytes in either form, and so is binary `bytea`.
     if type == 25 || type == 1043 || (type == 17 && binary) || (type != 17 && !binary) {
       return UnsafeRawBufferPointer(start: value, count: length)
