@@ -140,6 +140,7 @@ extension ModelContext {
         StoreChange(
           token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
           author: author, entities: changes.filter { !$0.value.isEmpty }))
+      container.broadcaster.settleAnnounced(token)
     }
   }
 

@@ -48,11 +48,19 @@ final class ChangeBroadcaster: Sendable {
   private let announced = Mutex<Set<Int64>>([])
   private let monitorLeases = Mutex<(count: Int, monitor: StoreMonitor?)>((0, nil))
 
-  /// Records, before its commit, that this process announces `token` itself (only needed
-  /// while a monitor runs), so the monitor never posts it a second time.
+  /// Records, before its commit, that this process announces `token` itself, so that a store
+  /// monitor never posts it a second time: noted whether or not a monitor runs, since one may
+  /// start between this call and the commit and read the commit as another process's.
   func noteAnnounced(_ token: Int64) {
-    let running = monitorLeases.withLock { $0.monitor != nil }
-    if running { announced.withLock { _ = $0.insert(token) } }
+    announced.withLock { _ = $0.insert(token) }
+  }
+
+  /// Called once the save has posted `token`: forgotten unless a monitor runs (which forgets
+  /// it when it reads the commit, or when it stops).
+  func settleAnnounced(_ token: Int64) {
+    monitorLeases.withLock { state in
+      if state.monitor == nil { announced.withLock { _ = $0.remove(token) } }
+    }
   }
 
   /// Forgets a token noted by ``noteAnnounced(_:)`` whose commit failed.
@@ -78,6 +86,8 @@ final class ChangeBroadcaster: Sendable {
         if state.count == 0 {
           state.monitor?.stop()
           state.monitor = nil
+          // Tokens noted while it ran that it never read (committed before it started).
+          self?.announced.withLock { $0.removeAll() }
         }
       }
     }
