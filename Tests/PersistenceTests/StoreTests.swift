@@ -775,6 +775,44 @@ struct StoreTests {
   }
 }
 
+@Suite("Sections")
+struct SectionTests {
+  @Test(
+    "sections index from zero, match a grouping in memory, and change alone",
+    arguments: TestEngine.allCases)
+  func slicesOfOneArray(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self)
+    let writer = ModelContext(container)
+    for (index, group) in ["b", "a", "c", "a", "b", "b", "c"].enumerated() {
+      writer.insert(Note(key: "k\(index)", text: "", group: group))
+    }
+    try writer.save()
+    let context = ModelContext(container)
+    let all = try context.fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.group), SortDescriptor(\.key)]))
+    var sections = try context.fetch(
+      FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]), sectionBy: \.group)
+    #expect(sections.map(\.id) == ["a", "b", "c"])
+    let grouped = Dictionary(grouping: all, by: \.group)
+    for section in sections {
+      #expect(section.startIndex == 0 && section.endIndex == section.count)
+      #expect(section.map(\.key) == grouped[section.id]?.map(\.key))
+      #expect(section.elements.map(\.key) == section.map(\.key))
+      #expect((0..<section.count).map { section[$0].key } == section.map(\.key))
+    }
+    // A changed section copies its models first: the others, and a copy made before, stay.
+    let before = sections
+    let extra = Note(key: "k9", text: "", group: "b")
+    sections[1].insert(extra, at: 1)
+    sections[1].remove(at: 0)
+    sections[0].append(extra)
+    #expect(sections[1].map(\.key) == ["k9", "k4", "k5"])
+    #expect(sections[0].map(\.key) == ["k1", "k3", "k9"])
+    #expect(sections[2].map(\.key) == ["k2", "k6"])
+    #expect(before.map { $0.map(\.key) } == [["k1", "k3"], ["k0", "k4", "k5"], ["k2", "k6"]])
+  }
+}
+
 @Suite("Autosave")
 struct AutosaveTests {
   @Test(

@@ -100,23 +100,51 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
 }
 
 /// One section of a sectioned fetch: the models that share a key, in the descriptor's order.
+///
+/// A fetch's sections share one array of its models, each a slice of it: a section costs no
+/// allocation of its own (a fetch by destination of 10k generated trips has about 8,600
+/// sections). A section kept alone keeps that array alive; one changed copies its own models
+/// first.
 public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessCollection, Identifiable
 {
   /// The key shared by the section's models (the value at the `sectionBy` key path).
   public let id: Key
-  /// The models, in the descriptor's order.
-  public internal(set) var elements: [Model]
+  /// The models, a slice of the fetch's array (indices from its `startIndex`).
+  @usableFromInline var models: ArraySlice<Model>
+
+  /// The models, in the descriptor's order, as an array of their own: O(count).
+  public var elements: [Model] { Array(models) }
 
   /// Creates a section.
   public init(id: Key, elements: [Model]) {
     self.id = id
-    self.elements = elements
+    self.models = elements[...]
+  }
+
+  /// A section of `models`, sharing their storage.
+  init(id: Key, models: ArraySlice<Model>) {
+    self.id = id
+    self.models = models
   }
 
   /// The first index.
-  public var startIndex: Int { elements.startIndex }
+  public var startIndex: Int { 0 }
   /// The index past the last model.
-  public var endIndex: Int { elements.endIndex }
-  /// The model at `position`.
-  public subscript(position: Int) -> Model { elements[position] }
+  public var endIndex: Int { models.count }
+  /// The model at `position`: O(1).
+  @inlinable
+  public subscript(position: Int) -> Model { models[models.startIndex + position] }
+
+  /// Inserts `model` at `position` (0 to `count`).
+  mutating func insert(_ model: Model, at position: Int) {
+    models.insert(model, at: models.startIndex + position)
+  }
+
+  /// Removes the model at `position`.
+  mutating func remove(at position: Int) {
+    models.remove(at: models.startIndex + position)
+  }
+
+  /// Appends `model`.
+  mutating func append(_ model: Model) { models.append(model) }
 }

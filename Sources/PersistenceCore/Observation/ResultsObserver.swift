@@ -306,7 +306,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       for model in models {
         let id = model[keyPath: sectionKeyPath]
         if let last = next.sections.indices.last, next.sections[last].id == id {
-          next.sections[last].elements.append(model)
+          next.sections[last].append(model)
         } else {
           next.sections.append(ResultsSection(id: id, elements: [model]))
         }
@@ -381,8 +381,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let index = sectionIndex(id, in: next.sections)
     if index < next.sections.count && next.sections[index].id == id {
       let within = lowerBound(
-        model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
-      next.sections[index].elements.insert(model, at: within)
+        model, key, in: next.sections[index], keys: self.index.value.byModel)
+      next.sections[index].insert(model, at: within)
     } else {
       next.sections.insert(ResultsSection(id: id, elements: [model]), at: index)
     }
@@ -399,10 +399,10 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let index = sectionIndex(id, in: next.sections)
     guard index < next.sections.count && next.sections[index].id == id else { return }
     let within = lowerBound(
-      model, key, in: next.sections[index].elements, keys: self.index.value.byModel)
-    if within < next.sections[index].count && next.sections[index].elements[within] === model {
-      next.sections[index].elements.remove(at: within)
-      if next.sections[index].elements.isEmpty { next.sections.remove(at: index) }
+      model, key, in: next.sections[index], keys: self.index.value.byModel)
+    if within < next.sections[index].count && next.sections[index][within] === model {
+      next.sections[index].remove(at: within)
+      if next.sections[index].isEmpty { next.sections.remove(at: index) }
     }
   }
 
