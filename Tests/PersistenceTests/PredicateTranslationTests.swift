@@ -74,6 +74,43 @@ struct PredicateSQLTests {
     #expect(error.message.contains("SequenceContainsWhere"))
   }
 
+  /// The translator learns each node and constant type's conformances once and keeps them
+  /// (`TypeConformances`): what a predicate's values and key paths are must still come from the
+  /// predicate itself, on every thread.
+  @Test("predicates of one shape keep their own key paths, values and nils, on every thread")
+  func sameShapeStaysDistinct() async throws {
+    func equalTo(_ value: Int, count: Bool) -> Predicate<Sample> {
+      count ? #Predicate { $0.count == value } : #Predicate { $0.small == value }
+    }
+    func noteIs(_ value: String?) -> Predicate<Sample> { #Predicate { $0.note == value } }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for task in 0..<8 {
+        group.addTask {
+          for round in 0..<50 {
+            let value = task * 1000 + round
+            let counted = try #require(try sql(equalTo(value, count: round % 2 == 0)))
+            #expect(counted.0 == (round % 2 == 0 ? "(\"count\" = ?)" : "(\"small\" = ?)"))
+            #expect(counted.1 == [.integer(Int64(value))])
+            let note = round % 3 == 0 ? nil : "n\(value)"
+            let noted = try #require(try sql(noteIs(note)))
+            #expect(
+              noted.0
+                == (note == nil ? "(\"note\" IS NULL)" : "(\"note\" IS NOT DISTINCT FROM ?)"))
+            #expect(noted.1 == (note.map { [.text($0)] } ?? []))
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    // A type that is not a column value is refused as before, however often it is asked.
+    struct Opaque: Equatable, Codable { var x = 1 }
+    for _ in 0..<2 {
+      #expect(throws: PersistenceError.self) { try PredicateTranslator.sqlValue(of: Opaque()) }
+    }
+    #expect(try PredicateTranslator.sqlValue(of: String?.none as Any) == .null)
+    #expect(try PredicateTranslator.sqlValue(of: Optional("a") as Any) == .text("a"))
+  }
+
   @Test("throws for a sort without a stored key path")
   func refusesComputedSort() throws {
     let context = ModelContext(try ModelContainer(for: Sample.self))

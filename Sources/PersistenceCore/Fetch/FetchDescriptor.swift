@@ -48,10 +48,16 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
   /// with `narrowing`, Swift-only functions are left for Swift (see
   /// `PredicateTranslator.whereClause(_:schema:narrowing:)`).
   func whereClause(schema: ModelSchema<Model>, narrowing: Bool = false) throws -> SQLFragment? {
-    var parts: [SQLFragment] = []
-    for predicate in [predicate].compactMap({ $0 }) + conditions {
+    // The common case, one predicate and no conditions, makes no array.
+    var only: SQLFragment?
+    if let predicate {
+      only = try PredicateTranslator.whereClause(predicate, schema: schema, narrowing: narrowing)
+    }
+    if conditions.isEmpty { return only }
+    var parts: [SQLFragment] = only.map { [$0] } ?? []
+    for condition in conditions {
       if let part = try PredicateTranslator.whereClause(
-        predicate, schema: schema, narrowing: narrowing)
+        condition, schema: schema, narrowing: narrowing)
       {
         parts.append(part)
       }

@@ -6,7 +6,7 @@ import Foundation
 /// of its own (see `Expressions/`), and the translator dispatches with `as? any …`. Sub-trees
 /// that do not depend on the row are evaluated in Swift (`evaluate`) and bound as parameters,
 /// so a captured value, a constant branch or `text.isEmpty` never reaches SQL as text.
-protocol SQLTranslatable {
+protocol SQLTranslatable: SendableMetatype {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression
 }
 
@@ -15,14 +15,14 @@ protocol SQLTranslatable {
 /// Cost: O(size of the predicate) to translate; the query it yields runs in SQLite (an index
 /// serves `==`, ranges and `IN` on indexed attributes; `contains` scans).
 struct PredicateTranslator {
-  struct Column {
-    var name: String
-    var isCodable: Bool
-    var isOptional: Bool
-    var typeName: String
-  }
-  let modelName: String
-  let column: (AnyKeyPath) -> Column?
+  /// The model's type, named in errors.
+  let modelType: any PersistentModel.Type
+  /// The model's type's name, for errors.
+  var modelName: String { "\(modelType)" }
+  /// The model's attributes by key path, and what a predicate needs of each (from the
+  /// schema: no closure, nothing generic to look up per key path).
+  private let attributeIndexes: [AnyKeyPath: Int]
+  private let columns: [PredicateColumn]
   var variables: [PredicateExpressions.VariableID: TranslatedExpression] = [:]
   /// Whether Swift-only functions (``StoreFunctions``) become unknowns rather than SQL calls:
   /// for an engine that cannot run them (``StoreConnection/evaluatesSwiftFunctions``).
@@ -31,14 +31,14 @@ struct PredicateTranslator {
   var narrowed = false
 
   init<Model: PersistentModel>(schema: ModelSchema<Model>) {
-    modelName = "\(Model.self)"
-    column = { keyPath in
-      schema.attribute(for: keyPath).map {
-        Column(
-          name: $0.name, isCodable: $0.isCodable, isOptional: $0.isOptional,
-          typeName: $0.valueTypeName)
-      }
-    }
+    modelType = Model.self
+    attributeIndexes = schema.attributeIndexes
+    columns = schema.predicateColumns
+  }
+
+  /// The stored attribute at `keyPath`, if it is one: O(1).
+  func column(_ keyPath: AnyKeyPath) -> PredicateColumn? {
+    attributeIndexes[keyPath].map { columns[$0] }
   }
 
   /// The `WHERE` condition for `predicate`, or nil when it is always true.
@@ -75,11 +75,13 @@ struct PredicateTranslator {
     return .unknown(isCondition: sql.isCondition)
   }
 
+  /// Translates a node of the predicate's tree: one lookup of its type's conformance
+  /// (``TypeConformances``), then the node's own ``SQLTranslatable/translate(_:)``.
   mutating func translate(_ expression: Any) throws -> TranslatedExpression {
-    guard let node = expression as? any SQLTranslatable else {
+    guard let node = TypeConformances.facts(for: type(of: expression)).node else {
       throw unsupported(Self.constructName(expression))
     }
-    return try node.translate(&self)
+    return try node.translate(opening: expression, &self)
   }
 
   /// The SQL for an operand used as a value: a parameter for a constant, the fragment for
@@ -111,8 +113,9 @@ struct PredicateTranslator {
 
   /// Converts a Swift constant to a bound value, the way the attribute would store it.
   static func sqlValue(of value: Any) throws -> SQLValue {
-    if let optional = value as? any OptionalValue, optional.isNone { return .null }
-    if let persistable = value as? any PersistableValue { return persistable.sqlValue }
+    let facts = TypeConformances.facts(for: type(of: value))
+    if let optional = facts.optional, optional.isNone(opening: value) { return .null }
+    if let persistable = facts.persistable { return persistable.sqlValue(opening: value) }
     throw PersistenceError(
       code: .unsupportedPredicate,
       message:
@@ -170,7 +173,7 @@ struct PredicateTranslator {
 }
 
 /// Lets the translator see whether a value boxed in `Any` is `nil`.
-protocol OptionalValue {
+protocol OptionalValue: SendableMetatype {
   var isNone: Bool { get }
 }
 

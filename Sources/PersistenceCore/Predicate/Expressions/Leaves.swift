@@ -35,7 +35,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
         )
       }
-      return .sql(SQLFragment(quoted(column.name), canBeNull: column.isOptional))
+      return .sql(SQLFragment(column.quotedName, canBeNull: column.isOptional))
     case .constant(let value):
       guard let root = value as? Root.Output else {
         throw translator.unsupported("a key path on \(type(of: value))")

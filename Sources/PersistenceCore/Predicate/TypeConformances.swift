@@ -1,0 +1,62 @@
+import Synchronization
+
+/// What the predicate translator needs to know of a type that only the runtime can tell it:
+/// whether a node of a predicate's tree can become SQL, whether a constant is an optional and
+/// whether it has a column form. Each is a dynamic cast to an existential (`as? any P`), which
+/// costs a conformance lookup of about 2,000 instructions every time; a translation makes
+/// several per node, and a predicate is translated on every fetch, count and page.
+///
+/// The answers are looked up once per type and kept for the life of the process: a type's
+/// conformances never change while it runs. The table holds one entry per type ever
+/// translated, which is bounded by the program's predicate and constant types, not by the
+/// number of predicates. Cost: a lock and a hash of the type's address per question; a value is
+/// then opened with a cast to its concrete type (a comparison of metadata), not to an
+/// existential.
+struct TypeConformances: Sendable {
+  /// What is known of one type.
+  struct Facts: Sendable {
+    /// The type as a predicate node that translates itself, if it is one.
+    var node: (any SQLTranslatable.Type)?
+    /// The type as an `Optional`, if it is one.
+    var optional: (any OptionalValue.Type)?
+    /// The type as a value with a column form, if it is one.
+    var persistable: (any PersistableValue.Type)?
+  }
+
+  private static let table = Mutex<[ObjectIdentifier: Facts]>([:])
+
+  /// What is known of `type`: O(1) after the first question about it.
+  static func facts(for type: any Any.Type) -> Facts {
+    let key = ObjectIdentifier(type)
+    if let known = table.withLock({ $0[key] }) { return known }
+    let found = Facts(
+      node: type as? any SQLTranslatable.Type,
+      optional: type as? any OptionalValue.Type,
+      persistable: type as? any PersistableValue.Type)
+    table.withLock { $0[key] = found }
+    return found
+  }
+}
+
+extension SQLTranslatable {
+  /// Translates `node`, a value of this very type in an `Any` (see ``TypeConformances``).
+  static func translate(
+    opening node: Any, _ translator: inout PredicateTranslator
+  ) throws -> TranslatedExpression {
+    try (node as! Self).translate(&translator)
+  }
+}
+
+extension OptionalValue {
+  /// Whether `value`, a value of this very type in an `Any`, is `nil`.
+  static func isNone(opening value: Any) -> Bool {
+    (value as! Self).isNone
+  }
+}
+
+extension PersistableValue {
+  /// The column form of `value`, a value of this very type in an `Any`.
+  static func sqlValue(opening value: Any) -> SQLValue {
+    (value as! Self).sqlValue
+  }
+}
