@@ -184,22 +184,51 @@ final class Statement: StoreStatement {
   /// How many times the statement ran.
   private var runs = 0
 
+  /// The arrays of the last run's parameters, kept for the next: once a statement has run,
+  /// running it again allocates nothing for its parameters.
+  private var arguments = Arguments()
+
+  /// The parameters as libpq takes them, by index.
+  private struct Arguments {
+    var types: [Oid] = []
+    var formats: [Int32] = []
+    var lengths: [Int32] = []
+    /// Where each value starts in ``buffer`` (-1: `NULL`).
+    var offsets: [Int] = []
+    /// Every value's bytes; its first byte keeps it from being empty.
+    var buffer: [UInt8] = []
+    var values: [UnsafePointer<CChar>?] = []
+
+    /// Empties the arrays for `count` parameters, keeping their storage.
+    mutating func reset(count: Int) {
+      func refill<T>(_ array: inout [T], _ value: T) {
+        array.removeAll(keepingCapacity: true)
+        array.append(contentsOf: repeatElement(value, count: count))
+      }
+      refill(&types, 0)
+      refill(&formats, 0)
+      refill(&lengths, 0)
+      refill(&offsets, -1)
+      buffer.removeAll(keepingCapacity: true)
+      buffer.append(0)
+      values.removeAll(keepingCapacity: true)
+    }
+  }
+
   private func run() throws {
     runs += 1
     if let bindingError { throw bindingError }
     let count = parameters.count
-    var types = [Oid](repeating: 0, count: count)
-    var formats = [Int32](repeating: 0, count: count)
-    var lengths = [Int32](repeating: 0, count: count)
-    var offsets = [Int](repeating: -1, count: count)
-    // One buffer for every value; its first byte keeps it from being empty.
-    var buffer: [UInt8] = [0]
+    var arguments = Arguments()
+    swap(&arguments, &self.arguments)
+    defer { swap(&arguments, &self.arguments) }
+    arguments.reset(count: count)
     func append(_ value: UInt64, type: Oid, at index: Int) {
-      types[index] = type
-      formats[index] = 1
-      lengths[index] = 8
-      offsets[index] = buffer.count
-      withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
+      arguments.types[index] = type
+      arguments.formats[index] = 1
+      arguments.lengths[index] = 8
+      arguments.offsets[index] = arguments.buffer.count
+      withUnsafeBytes(of: value.bigEndian) { arguments.buffer.append(contentsOf: $0) }
     }
     for (index, parameter) in parameters.enumerated() {
       switch parameter {
@@ -208,38 +237,49 @@ final class Statement: StoreStatement {
       case .real(let value): append(value.bitPattern, type: 701, at: index)
       case .text(let value):
         // Type left to the server (as a literal would be), text format, NUL-terminated.
-        offsets[index] = buffer.count
-        buffer.append(contentsOf: value.utf8)
-        lengths[index] = Int32(buffer.count - offsets[index])
-        buffer.append(0)
+        arguments.offsets[index] = arguments.buffer.count
+        arguments.buffer.append(contentsOf: value.utf8)
+        arguments.lengths[index] = Int32(arguments.buffer.count - arguments.offsets[index])
+        arguments.buffer.append(0)
       case .bytes(let value):
-        types[index] = 17
-        formats[index] = 1
-        offsets[index] = buffer.count
-        lengths[index] = Int32(value.count)
-        buffer.append(contentsOf: value)
+        arguments.types[index] = 17
+        arguments.formats[index] = 1
+        arguments.offsets[index] = arguments.buffer.count
+        arguments.lengths[index] = Int32(value.count)
+        arguments.buffer.append(contentsOf: value)
       }
     }
     let made = try connection.send(sql) {
-      buffer.withUnsafeBufferPointer { storage in
+      // Pointers into the buffer, valid while this closure runs (made again if `send` calls
+      // it again); the array of them moved out and back, so that it is not copied.
+      let buffer = arguments.buffer
+      var values = arguments.values
+      arguments.values = []
+      defer { arguments.values = values }
+      values.removeAll(keepingCapacity: true)
+      return buffer.withUnsafeBufferPointer { storage in
         let base = UnsafeRawPointer(storage.baseAddress!)
-        let values: [UnsafePointer<CChar>?] = offsets.map {
-          $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self)
+        for offset in arguments.offsets {
+          values.append(offset < 0 ? nil : (base + offset).assumingMemoryBound(to: CChar.self))
         }
         // Prepared on its second run: a statement a session runs once is not worth the
         // round trip.
         guard isCached, runs > 1 else {
           return PQexecParams(
-            connection.handle, sql, Int32(count), types, values, lengths, formats, 0)
+            connection.handle, sql, Int32(count), arguments.types, values, arguments.lengths,
+            arguments.formats, 0)
         }
         let statement: (name: String, binaryResults: Bool)
-        switch preparedName(types) {
+        switch preparedName(arguments.types) {
         case .success(let known): statement = known
         case .failure(let failed): return failed.result
         }
-        return PQexecPrepared(
-          connection.handle, statement.name, Int32(count), values, lengths, formats,
-          statement.binaryResults ? 1 : 0)
+        // `withCString` copies a short name to the stack; an implicit conversion allocates.
+        return statement.name.withCString { name in
+          PQexecPrepared(
+            connection.handle, name, Int32(count), values, arguments.lengths,
+            arguments.formats, statement.binaryResults ? 1 : 0)
+        }
       }
     }
     let status = PQresultStatus(made)
