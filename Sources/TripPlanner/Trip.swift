@@ -9,21 +9,29 @@ import Persistence
 /// long and free of control characters (C0, DEL, C1: no line breaks, tabs or escape sequences;
 /// the place identifier too), a finite latitude in [-90, 90] and longitude in [-180, 180], and
 /// an end date not before the start date.
-@Observable public final class Trip: PersistentModel {
+///
+/// Observable as an `@Observable` class is, with one difference: its `ObservationRegistrar`
+/// (two allocations, about 100 bytes) is made when the trip is first read or changed in place
+/// through its properties, not when it is made. A fetch makes trips that nobody may read (a
+/// million of them for a full fetch, or a page of which one is shown); the store reads and
+/// writes them through their backing storage, which needs no registrar. An assignment to a
+/// trip that has none tells no one, as no one can be observing it: observing begins with a
+/// read (`withObservationTracking`), which makes it.
+public final class Trip: PersistentModel, Observable {
   /// The trip's identity, unique in a store (inserting a trip with an existing id updates it).
-  public var id: UUID
+  @ObservationTracked public var id: UUID
   /// What the trip is called.
-  public var name: String
+  @ObservationTracked public var name: String
   /// Where it goes; trips are grouped by it. Stored NFC-normalised.
-  public var destination: String
+  @ObservationTracked public var destination: String
   /// When it starts.
-  public var startDate: Date
+  @ObservationTracked public var startDate: Date
   /// When it ends; not before ``startDate``.
-  public var endDate: Date
+  @ObservationTracked public var endDate: Date
   /// Degrees north of the destination.
-  public var latitude: Double
+  @ObservationTracked public var latitude: Double
   /// Degrees east of the destination.
-  public var longitude: Double
+  @ObservationTracked public var longitude: Double
   /// The destination in an outside gazetteer, stored opaquely. A fetched trip keeps the stored
   /// bytes and decodes them when this is first read (trips that share a place share one
   /// identifier); stored bytes that cannot be decoded read as nil, and `trips check` reports
@@ -38,6 +46,45 @@ import Persistence
     }
   }
   @ObservationIgnored private var _placeFault = CodableFault<PlaceIdentifier>()
+
+  // MARK: Observation, with a registrar made on first use
+
+  /// The registrar, once made (see the type's docs).
+  @ObservationIgnored private(set) var registrar: ObservationRegistrar?
+
+  /// The registrar, made now if it was not yet (the name `@ObservationTracked`'s in-place
+  /// mutations use).
+  private var _$observationRegistrar: ObservationRegistrar {
+    if let registrar { return registrar }
+    let made = ObservationRegistrar()
+    registrar = made
+    return made
+  }
+
+  /// Records a read of `keyPath` for an observation being tracked (as `@Observable`'s).
+  nonisolated func access<Member>(keyPath: KeyPath<Trip, Member>) {
+    _$observationRegistrar.access(self, keyPath: keyPath)
+  }
+
+  /// Runs `mutation`, telling observers of `keyPath`; without a registrar there are none.
+  nonisolated func withMutation<Member, Result>(
+    keyPath: KeyPath<Trip, Member>, _ mutation: () throws -> Result
+  ) rethrows -> Result {
+    guard let registrar else { return try mutation() }
+    return try registrar.withMutation(of: self, keyPath: keyPath, mutation)
+  }
+
+  /// Whether an assignment of `rhs` over `lhs` is a change observers hear of (as
+  /// `@Observable`'s: always, unless the values are equal).
+  private nonisolated func shouldNotifyObservers<Member>(_ lhs: Member, _ rhs: Member) -> Bool {
+    true
+  }
+
+  private nonisolated func shouldNotifyObservers<Member: Equatable>(
+    _ lhs: Member, _ rhs: Member
+  ) -> Bool {
+    lhs != rhs
+  }
 
   /// An empty trip with a new random id.
   public convenience init() {

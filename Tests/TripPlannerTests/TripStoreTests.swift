@@ -1,5 +1,7 @@
 import Foundation
+import Observation
 import Persistence
+import Synchronization
 import Testing
 
 @testable import TripPlanner
@@ -165,5 +167,56 @@ struct TripStorePlainFormsTests {
     #expect(
       ModelConfiguration(isStoredInMemoryOnly: false).url?.deletingLastPathComponent().path
         != FileManager.default.currentDirectoryPath)
+  }
+}
+
+@Suite("Trip observation")
+struct TripObservationTests {
+  /// A trip makes its `ObservationRegistrar` on its first read through a property; until then
+  /// nobody can be observing it, and it must still behave as an `@Observable` class does.
+  @Test("a fetched trip has no registrar until read, and is observed as an @Observable one")
+  func registrarOnFirstRead() throws {
+    let container = try ModelContainer(for: Trip.self)
+    let writer = ModelContext(container)
+    writer.insert(
+      Trip(
+        TripRecord(
+          name: "Spring", destination: "Paris", startDate: TripDates.parse("2027-04-01")!,
+          endDate: TripDates.parse("2027-04-05")!, latitude: 48.85, longitude: 2.35)))
+    try writer.save()
+    let context = ModelContext(container)
+    let trip = try #require(try context.fetch(FetchDescriptor<Trip>()).first)
+    #expect(trip.registrar == nil)
+    trip.latitude = 10  // no one observes: no one is told, nothing is made
+    #expect(trip.registrar == nil)
+
+    let told = Mutex(0)
+    func observe(_ read: @escaping () -> Void) {
+      withObservationTracking(read) { told.withLock { $0 += 1 } }
+    }
+    observe { _ = trip.name }
+    #expect(trip.registrar != nil)
+    trip.name = "Renamed"
+    #expect(told.withLock { $0 } == 1)
+    observe { _ = trip.name }
+    trip.name += "!"  // in place
+    #expect(told.withLock { $0 } == 2)
+    observe { _ = trip.destination }
+    trip.destination = "Paris"  // an equal value: no change, as with @Observable
+    #expect(told.withLock { $0 } == 2)
+    trip.destination = "Lyon"
+    #expect(told.withLock { $0 } == 3)
+    try context.save()
+
+    // Another context's change reaches this trip when it is fetched again, and its observers.
+    observe { _ = trip.longitude }
+    let other = ModelContext(container)
+    let same = try #require(try other.fetch(FetchDescriptor<Trip>()).first)
+    same.longitude = 3.5
+    try other.save()
+    _ = try context.fetch(FetchDescriptor<Trip>())
+    #expect(trip.longitude == 3.5)
+    #expect(told.withLock { $0 } == 4)
+    #expect(trip.name == "Renamed!")
   }
 }

@@ -581,6 +581,7 @@ struct BenchmarkSmokeTests {
       "contains scan (name contains)", "bounds of all from scratch",
       "one-trip change -> bounds current",
       "one-trip change -> trips watch line", "peak memory of fetch all",
+      "peak memory of fetch all, read",
     ] {
       #expect(names.contains(expected), "\(names)")
     }
