@@ -189,11 +189,12 @@ public final class Trip: PersistentModel, Observable {
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {
-    // The common case, checked without building a record or messages.
+    // The common case, checked without building a record or messages, through the backing
+    // storage: the store's own reads are no one's observation (and make no registrar).
     if TripRecord.isValid(
-      name: name, destination: destination, startDate: startDate, endDate: endDate,
-      latitude: latitude, longitude: longitude),
-      placeIdentifier.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
+      name: _name, destination: _destination, startDate: _startDate, endDate: _endDate,
+      latitude: _latitude, longitude: _longitude),
+      _placeFault.value.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
     {
       return
     }
