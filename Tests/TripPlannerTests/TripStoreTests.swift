@@ -189,6 +189,8 @@ struct TripObservationTests {
     #expect(trip.registrar == nil)
     trip.latitude = 10  // no one observes: no one is told, nothing is made
     #expect(trip.registrar == nil)
+    _ = trip.name  // a read through a property makes it
+    #expect(trip.registrar != nil)
 
     let told = Mutex(0)
     func observe(_ read: @escaping () -> Void) {
