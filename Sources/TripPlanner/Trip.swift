@@ -49,8 +49,10 @@ public final class Trip: PersistentModel, Observable {
 
   // MARK: Observation, with a registrar made on first use
 
-  /// The registrar, once made (see the type's docs).
-  @ObservationIgnored private(set) var registrar: ObservationRegistrar?
+  /// The registrar, once made (see the type's docs). Read on every property read: without a
+  /// dynamic exclusivity check (a trip belongs to one context, and is not shared across
+  /// threads), which would cost about 100 instructions each time.
+  @exclusivity(unchecked) @ObservationIgnored private(set) var registrar: ObservationRegistrar?
 
   /// The registrar, made now if it was not yet (the name `@ObservationTracked`'s in-place
   /// mutations use).

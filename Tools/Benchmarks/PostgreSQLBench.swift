@@ -103,6 +103,7 @@ import TripsBaseline
     var baseSum: UInt64 = 0
     try compare(
       "fetch all sorted by start date",
+      threadCPU: true,
       ours: {
         let trips = try ModelContext(container).fetch(
           FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
@@ -121,6 +122,7 @@ import TripsBaseline
     var baseSections = 0
     try compare(
       "sectioned fetch by destination",
+      threadCPU: true,
       ours: {
         let sections = try ModelContext(container).fetch(
           FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), sectionBy: \.destination)
@@ -140,6 +142,7 @@ import TripsBaseline
   if options.wants("indexed") {
     try compare(
       "indexed predicate (destination ==)", n: destinations.count,
+      threadCPU: true,
       ours: {
         let context = ModelContext(container)
         for destination in destinations {
@@ -161,6 +164,7 @@ import TripsBaseline
     var baseCount = 0
     try compare(
       "contains scan (name contains)",
+      threadCPU: true,
       ours: {
         oursCount = try ModelContext(container).fetch(
           FetchDescriptor<Trip>(predicate: #Predicate { $0.name.contains(text) })
@@ -179,6 +183,7 @@ import TripsBaseline
     // (4 to 18 ms) moved by a factor of 4 between runs on this machine, on both sides.
     try compare(
       "fetchCount (destination ==) x1000", n: destinations.count,
+      threadCPU: true,
       ours: {
         let context = ModelContext(container)
         for _ in 0..<10 {

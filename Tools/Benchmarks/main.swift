@@ -187,18 +187,44 @@ func inTurn(round: Int, _ ours: () throws -> Void, _ base: () throws -> Void) re
   }
 }
 
+/// Seconds of CPU this thread has used.
+func threadCPUSeconds() -> Double {
+  var now = timespec()
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
 /// Runs both sides `rounds` times, alternating order, and reports medians (for either engine).
+/// With `threadCPU`, the note also gives each side's median CPU time on this thread: against a
+/// server, what of the wall-clock time is the client's own work.
 @MainActor func compare(
-  _ name: String, n: Int = options.size, ours: () throws -> Void, base: () -> Void
+  _ name: String, n: Int = options.size, threadCPU: Bool = false, ours: () throws -> Void,
+  base: () -> Void
 ) throws {
   try ours()
   base()  // warm-up: both sides read the file once before timing
   var oursTimes: [Double] = []
   var baseTimes: [Double] = []
-  for round in 0..<options.rounds {
-    try inTurn(round: round, { oursTimes.append(try time(ours)) }, { baseTimes.append(time(base)) })
+  var oursCPU: [Double] = []
+  var baseCPU: [Double] = []
+  func timed(_ body: () throws -> Void, _ times: inout [Double], _ cpu: inout [Double]) rethrows {
+    let start = threadCPUSeconds()
+    times.append(try time(body))
+    cpu.append(threadCPUSeconds() - start)
   }
-  report(Phase(phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes)))
+  for round in 0..<options.rounds {
+    try inTurn(
+      round: round, { try timed(ours, &oursTimes, &oursCPU) }, { timed(base, &baseTimes, &baseCPU) })
+  }
+  let note =
+    threadCPU
+    ? String(
+      format: "client CPU on this thread: ours %.1f ms, C %.1f ms", median(oursCPU) * 1000,
+      median(baseCPU) * 1000) : ""
+  report(
+    Phase(
+      phase: name, n: n, seconds: median(oursTimes), baselineSeconds: median(baseTimes),
+      note: note))
 }
 
 // MARK: Fetch all, sorted by start date
