@@ -214,7 +214,8 @@ func threadCPUSeconds() -> Double {
   }
   for round in 0..<options.rounds {
     try inTurn(
-      round: round, { try timed(ours, &oursTimes, &oursCPU) }, { timed(base, &baseTimes, &baseCPU) })
+      round: round, { try timed(ours, &oursTimes, &oursCPU) }, { timed(base, &baseTimes, &baseCPU) }
+    )
   }
   let note =
     threadCPU
