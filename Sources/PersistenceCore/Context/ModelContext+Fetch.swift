@@ -129,19 +129,26 @@ extension ModelContext {
   }
 
   /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
+  ///
+  /// Cost: the predicate's translation, then one SQL query that an index on a compared
+  /// attribute serves (O(log n + matches) in the index; a scan otherwise).
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
     let database = try connection()
-    var inner = try Query(
-      descriptor, schema: entity.schema, select: "1", database: database, ordered: false)
-    if inner.finishesInSwift, let finished = try finishedInSwift(descriptor) {
+    // A window (limit, offset) applies to the rows before they are counted: a subquery then;
+    // otherwise the count itself is selected, and no second SQL text is built.
+    let windowed = descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
+    var query = try Query(
+      descriptor, schema: entity.schema, select: windowed ? "1" : "count(*)", database: database,
+      ordered: false)
+    if query.finishesInSwift, let finished = try finishedInSwift(descriptor) {
       return finished.count
     }
-    inner.sql = "SELECT count(*) FROM (\(inner.sql)) AS counted"
-    let statement = try database.cachedStatement(inner.sql)
-    statement.bindValues(inner.bindings)
+    if windowed { query.sql = "SELECT count(*) FROM (\(query.sql)) AS counted" }
+    let statement = try database.cachedStatement(query.sql)
+    statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction
     _ = try statement.step()
     return Int(statement.int64(at: 0))
