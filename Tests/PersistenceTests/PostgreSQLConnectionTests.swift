@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Persistence
+import Synchronization
 import TestSupport
 import Testing
 
@@ -282,6 +283,57 @@ struct PostgreSQLConnectionTests {
 }
 
 /// Connections that the server cuts: a terminated backend, a restarted server.
+@Suite("PostgreSQL commits refused")
+struct PostgreSQLRefusedCommitTests {
+  /// A deferred constraint fails at `COMMIT`, after every statement of the save succeeded: the
+  /// path where a save's history token was already noted as announced (so that the store
+  /// monitor would not post it twice) and must be forgotten.
+  @Test(
+    "a commit the server refuses throws, writes nothing, announces nothing, and the context goes on"
+  )
+  func refusedAtCommit() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("refused")
+    let container = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(url: try #require(URL(string: url))))
+    let context = ModelContext(container)
+    context.insert(Note(key: "a", text: "kept"))
+    try context.save()
+    let outside = try Connection(conninfo: url, location: url)
+    try outside.execute(
+      """
+      CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.text = 'refused' THEN RAISE EXCEPTION 'refused at commit'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE CONSTRAINT TRIGGER refuse AFTER INSERT OR UPDATE ON notes
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()
+      """)
+    let posted = Mutex(0)
+    let subscription = container.broadcaster.subscribe { _ in posted.withLock { $0 += 1 } }
+    defer { withExtendedLifetime(subscription) {} }
+    let historyBefore = try context.fetchHistory().count
+
+    context.insert(Note(key: "b", text: "refused"))
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect("\(error)".contains("refused at commit"), "\(error)")
+    #expect(container.broadcaster.announcedCount == 0)
+    #expect(posted.withLock { $0 } == 0)
+    let reader = ModelContext(container)
+    #expect(try reader.fetch(FetchDescriptor<Note>()).map(\.key) == ["a"])
+    #expect(try reader.fetchHistory().count == historyBefore)
+
+    context.rollback()
+    context.insert(Note(key: "c", text: "fine"))
+    try context.save()
+    #expect(posted.withLock { $0 } == 1)
+    #expect(container.broadcaster.announcedCount == 0)
+    #expect(
+      try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+        .map(\.key) == ["a", "c"])
+  }
+}
+
 @Suite("PostgreSQL connections lost")
 struct PostgreSQLLostConnectionTests {
   /// Ends every other backend of the database `url` names.

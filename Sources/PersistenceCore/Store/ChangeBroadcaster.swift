@@ -68,6 +68,10 @@ final class ChangeBroadcaster: Sendable {
     announced.withLock { _ = $0.remove(token) }
   }
 
+  /// How many tokens are noted as announced by this process (for tests: none once every save
+  /// has posted or failed, while no monitor runs).
+  var announcedCount: Int { announced.withLock { $0.count } }
+
   /// True when `token` came from another process (or before this process's announcement was
   /// noted); false, and forgotten, when this process already announced it.
   func claimForeign(_ token: Int64) -> Bool {
