@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Persistence
+import Synchronization
 
 /// A planned trip: where, when, and the place it refers to.
 ///
@@ -49,31 +50,49 @@ public final class Trip: PersistentModel, Observable {
 
   // MARK: Observation, with a registrar made on first use
 
-  /// The registrar, once made (see the type's docs). Read on every property read: without a
-  /// dynamic exclusivity check (a trip belongs to one context, and is not shared across
-  /// threads), which would cost about 100 instructions each time.
-  @exclusivity(unchecked) @ObservationIgnored private(set) var registrar: ObservationRegistrar?
+  /// The registrar, in an object of its own.
+  private final class RegistrarBox: Sendable {
+    let registrar = ObservationRegistrar()
+  }
+
+  /// The registrar's box, once made (see the type's docs), published with an atomic
+  /// compare-and-exchange: threads that read a fresh trip at once (a results observer's models
+  /// are read by other threads) agree on one registrar, and observers registered through it
+  /// are never lost to another. Released in `deinit`.
+  private let registrarBox = Atomic<Unmanaged<RegistrarBox>?>(nil)
+
+  deinit { registrarBox.load(ordering: .acquiring)?.release() }
+
+  /// Whether the trip has made its registrar yet.
+  var hasRegistrar: Bool { registrarBox.load(ordering: .acquiring) != nil }
+
+  /// The registrar's box, made now if it was not yet: O(1), one atomic load once made.
+  private var box: RegistrarBox {
+    if let made = registrarBox.load(ordering: .acquiring) { return made.takeUnretainedValue() }
+    let new = Unmanaged.passRetained(RegistrarBox())
+    let (stored, current) = registrarBox.compareExchange(
+      expected: nil, desired: new, ordering: .acquiringAndReleasing)
+    if stored { return new.takeUnretainedValue() }
+    new.release()
+    return current.unsafelyUnwrapped.takeUnretainedValue()
+  }
 
   /// The registrar, made now if it was not yet (the name `@ObservationTracked`'s in-place
   /// mutations use).
-  private var _$observationRegistrar: ObservationRegistrar {
-    if let registrar { return registrar }
-    let made = ObservationRegistrar()
-    registrar = made
-    return made
-  }
+  private var _$observationRegistrar: ObservationRegistrar { box.registrar }
 
   /// Records a read of `keyPath` for an observation being tracked (as `@Observable`'s).
   nonisolated func access<Member>(keyPath: KeyPath<Trip, Member>) {
-    _$observationRegistrar.access(self, keyPath: keyPath)
+    box.registrar.access(self, keyPath: keyPath)
   }
 
   /// Runs `mutation`, telling observers of `keyPath`; without a registrar there are none.
   nonisolated func withMutation<Member, Result>(
     keyPath: KeyPath<Trip, Member>, _ mutation: () throws -> Result
   ) rethrows -> Result {
-    guard let registrar else { return try mutation() }
-    return try registrar.withMutation(of: self, keyPath: keyPath, mutation)
+    guard let made = registrarBox.load(ordering: .acquiring) else { return try mutation() }
+    return try made.takeUnretainedValue().registrar.withMutation(
+      of: self, keyPath: keyPath, mutation)
   }
 
   /// Whether an assignment of `rhs` over `lhs` is a change observers hear of (as
