@@ -691,7 +691,7 @@ struct ServeTests {
       let process = Process()
       process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
       process.arguments =
-        ["-s", "-N", "--max-time", "8", "-o", file.path] + headers.flatMap { ["-H", $0] } + [
+        ["-s", "-N", "--max-time", "60", "-o", file.path] + headers.flatMap { ["-H", $0] } + [
           server.url + "/collections/trips/bounds/stream?viewport=800x600&padding=10"
         ]
       try process.run()
