@@ -712,7 +712,7 @@ struct ServeTests {
           as? [String: Any]
       }
     }
-    #expect(eventually { events(first).count == 1 && events(second).count == 1 })
+    #expect(eventually(30) { events(first).count == 1 && events(second).count == 1 })
     #expect(events(first).first?["count"] as? Int == 240)
     #expect(
       try trips(
@@ -721,7 +721,7 @@ struct ServeTests {
           "2027-12-20", "--latitude", "-77.85", "--longitude", "166.67",
         ], store: scratch.store
       ).status == 0)
-    #expect(eventually { events(first).count == 2 && events(second).count == 2 })
+    #expect(eventually(30) { events(first).count == 2 && events(second).count == 2 })
     let update = try #require(events(first).last)
     #expect(update["count"] as? Int == 241)
     #expect(((update["geographic"] as? [String: Any])?["south"]) as? Double == -77.85)
@@ -747,7 +747,7 @@ struct ServeTests {
           "2027-12-20", "--latitude", "80", "--longitude", "10",
         ], store: scratch.store
       ).status == 0)
-    #expect(eventually { events(first).count >= 3 })
+    #expect(eventually(30) { events(first).count >= 3 })
     #expect(events(first).count == 3 && events(first).last?["count"] as? Int == 242)
     for client in clients { kill(client.processIdentifier, SIGKILL) }
   }
