@@ -12,8 +12,9 @@ import Synchronization
 /// an end date not before the start date.
 ///
 /// Observable as an `@Observable` class is, with one difference: its `ObservationRegistrar`
-/// (two allocations, about 100 bytes) is made when the trip is first read or changed in place
-/// through its properties, not when it is made. A fetch makes trips that nobody may read (a
+/// (two allocations, about 100 bytes, and a box of our own that publishes it atomically) is
+/// made when the trip is first read or changed in place through its properties, not when it
+/// is made. A fetch makes trips that nobody may read (a
 /// million of them for a full fetch, or a page of which one is shown); the store reads and
 /// writes them through their backing storage, which needs no registrar. An assignment to a
 /// trip that has none tells no one, as no one can be observing it: observing begins with a

@@ -3,7 +3,8 @@ import Foundation
 /// A `PredicateExpressions` node that can become SQL.
 ///
 /// Like Foundation's own `NSPredicate` conversion, each supported node conforms in an extension
-/// of its own (see `Expressions/`), and the translator dispatches with `as? any …`. Sub-trees
+/// of its own (see `Expressions/`), and the translator dispatches on the node's type, whose
+/// conformance it looks up once (``TypeConformances``). Sub-trees
 /// that do not depend on the row are evaluated in Swift (`evaluate`) and bound as parameters,
 /// so a captured value, a constant branch or `text.isEmpty` never reaches SQL as text.
 protocol SQLTranslatable: SendableMetatype {

@@ -12,7 +12,7 @@ import Synchronization
 /// number of predicates. Cost: a lock and a hash of the type's address per question; a value is
 /// then opened with a cast to its concrete type (a comparison of metadata), not to an
 /// existential.
-struct TypeConformances: Sendable {
+enum TypeConformances {
   /// What is known of one type.
   struct Facts: Sendable {
     /// The type as a predicate node that translates itself, if it is one.

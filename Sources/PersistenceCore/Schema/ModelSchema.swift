@@ -2,10 +2,12 @@
 struct PredicateColumn: Sendable {
   /// The column's name, quoted for SQL.
   var quotedName: String
+  /// The column's name, for errors.
   var name: String
+  /// Whether the attribute is `.codable` (opaque to predicates).
   var isCodable: Bool
+  /// Whether the column can hold `NULL`.
   var isOptional: Bool
-  var typeName: String
 }
 
 /// The table and attributes of a ``PersistentModel``, declared once with key paths.
@@ -75,7 +77,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     predicateColumns = attributes.map {
       PredicateColumn(
         quotedName: quoted($0.name), name: $0.name, isCodable: $0.isCodable,
-        isOptional: $0.isOptional, typeName: $0.valueTypeName)
+        isOptional: $0.isOptional)
     }
   }
 
