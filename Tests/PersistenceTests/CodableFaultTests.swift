@@ -49,6 +49,47 @@ struct CodableFaultTests {
     #expect(tokens.filter { $0.raw == "place-1" }.allSatisfy { $0 === tokens[1] })
   }
 
+  @Test("threads reading lazy values at once get one instance per distinct stored value")
+  func concurrentFirstReads() throws {
+    let container = try engineContainer(.sqlite, Pinned.self)
+    let context = ModelContext(container)
+    for index in 0..<8 {
+      context.insert(Pinned(key: "k\(index)", tile: nil, token: PlaceToken(raw: "p\(index % 4)")))
+    }
+    try context.save()
+    var split = 0
+    for _ in 0..<500 {
+      let shared = UncheckedModels(
+        models: try ModelContext(container).fetch(
+          FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)])))
+      let seen = Mutex<[String: Set<ObjectIdentifier>]>([:])
+      let arrived = Atomic(0)
+      // Two threads start together, one at row 0 and one at row 4: rows k and k + 4 hold
+      // equal bytes, so each value is decoded for the first time, for two different rows,
+      // on both threads at once.
+      DispatchQueue.concurrentPerform(iterations: 2) { thread in
+        arrived.add(1, ordering: .relaxed)
+        while arrived.load(ordering: .relaxed) < 2 {}
+        var mine: [String: Set<ObjectIdentifier>] = [:]
+        for step in 0..<8 {
+          if let token = shared.models[(step + thread * 4) % 8].lazyToken {
+            mine[token.raw, default: []].insert(ObjectIdentifier(token))
+          }
+        }
+        seen.withLock { $0.merge(mine) { $0.union($1) } }
+      }
+      let found = seen.withLock { $0 }
+      #expect(found.keys.sorted() == ["p0", "p1", "p2", "p3"])
+      if !found.values.allSatisfy({ $0.count == 1 }) { split += 1 }
+    }
+    #expect(split == 0)
+  }
+
+  /// Models handed to other threads by a test that reads them only.
+  struct UncheckedModels: @unchecked Sendable {
+    let models: [Pinned]
+  }
+
   @Test("an unread lazy value is saved back byte for byte when its model changes")
   func unreadSavedAsStored() throws {
     let directory = TemporaryDirectory()

@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The storage of an optional `.codable` attribute that is decoded on first access, as SwiftData
-/// faults values: a fetched row keeps the value's stored bytes (in a table its fetch shares, so
-/// that equal bytes are kept and decoded once), and ``value`` decodes them when it is first
-/// read. A fetch then pays nothing for a value nobody reads, and a save writes an unread value's
-/// bytes back as they were.
+/// faults values: a fetched row keeps the value's stored bytes (in a table its fetch shares),
+/// and ``value`` decodes them when it is first read (rows with equal bytes share one decoded
+/// instance when the column shares equal values). A fetch then pays nothing for a value nobody
+/// reads, and a save writes an unread value's bytes back as they were.
 ///
 /// Declare it as the backing storage of a computed property that tells observers itself, and
 /// pass its key path to `ModelAttribute.codable(_:_:_:fault:)`:
@@ -21,8 +21,9 @@ import Synchronization
 /// Stored bytes that cannot be decoded read as `nil` (and stay in the store unless the property
 /// is set); `ModelContext.validateStoredRows(of:)` reports them, naming row and column.
 ///
-/// Cost: loading O(bytes) (a hash and a copy into the fetch's table); the first read of each
-/// distinct stored value decodes it; every read takes an uncontended lock.
+/// Cost: loading O(bytes) (a copy into the fetch's table); the first read of a row's value
+/// hashes its bytes and decodes them unless an equal value was decoded; every read takes an
+/// uncontended lock and an O(1) hash lookup.
 public struct CodableFault<Value: Codable & SendableMetatype> {
   @usableFromInline
   enum State {
@@ -61,32 +62,45 @@ public struct CodableFault<Value: Codable & SendableMetatype> {
 }
 
 /// The bytes of one lazily decoded `.codable` column for the rows of one fetch: bytes kept
-/// flat, entries found by hash (rows with equal bytes share an entry when the column shares
-/// equal values), each entry decoded at most once, on first access.
+/// flat, one entry per row, each entry decoded at most once, on first access. When the column
+/// shares equal values, rows with equal bytes share one decoded instance: the sharing is found
+/// when a value is first read (a hash of its bytes), not while the fetch runs, so a fetch pays
+/// a copy of the bytes per row and nothing else (finding equal bytes while loading cost about
+/// 330 instructions a row and a cache-missing probe of a table as large as the fetch).
 ///
 /// Entries are added only while the fetch runs, on its thread, before any model of it is
 /// handed out; decoding may then happen on any thread that may read the models, so the decoded
 /// values sit behind a mutex.
 public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked Sendable {
   @usableFromInline let column: CodableColumn<Value>
-  /// Hash and entry per slot (`-1`: empty), a power of two at most half full; only used when
-  /// the column shares equal values.
-  @usableFromInline @exclusivity(unchecked) var slots: [(hash: UInt64, entry: Int32)]
-  /// Each entry's bytes are `bytes[ends[entry - 1] ..< ends[entry]]` (from 0 for the first).
-  @usableFromInline @exclusivity(unchecked) var ends: [Int] = []
-  @usableFromInline @exclusivity(unchecked) var bytes: [UInt8] = []
+  /// Each entry's bytes, in one of `chunks`.
+  @usableFromInline @exclusivity(unchecked) var spans: [UnsafeRawBufferPointer] = []
+  /// The memory the entries' bytes are copied into, owned by this table and freed in `deinit`:
+  /// chunks of 64 KiB (or one entry's size, when larger), never moved, so adding an entry is a
+  /// copy of its bytes (an array's generic append cost about 270 instructions a row, and
+  /// growing one flat buffer about 180 more in copies).
+  @usableFromInline @exclusivity(unchecked) var chunks: [UnsafeMutableRawPointer] = []
+  /// Free bytes left at the end of the last chunk.
+  @usableFromInline @exclusivity(unchecked) var spare = UnsafeMutableRawBufferPointer(
+    start: nil, count: 0)
 
-  /// What decoding each entry gave, once it was asked.
+  /// What decoding an entry gave, once it was asked.
   @usableFromInline
   enum Decoded {
-    case pending
     case value(Value)
     case failed(PersistenceError)
   }
-  /// Values only cross threads inside the mutex, each one at most once decoded.
+  /// The entries decoded so far: sparse, so that a fetch pays nothing per entry for the values
+  /// nobody reads (an array of pending entries cost an append under the lock per row and a
+  /// generic destroy per entry when the table went, about 900 instructions a row). Values only
+  /// cross threads inside the mutex, each one at most once decoded.
   @usableFromInline
   struct DecodedEntries: @unchecked Sendable {
-    @usableFromInline var entries: [Decoded] = []
+    /// By entry.
+    @usableFromInline var entries: [Int32: Decoded] = [:]
+    /// When the column shares equal values: the first decoded entry whose bytes have this
+    /// hash (another entry with the same hash but other bytes decodes on its own).
+    @usableFromInline var firstByHash: [UInt64: Int32] = [:]
     @inlinable init() {}
   }
   @usableFromInline let decodedEntries = Mutex(DecodedEntries())
@@ -94,60 +108,41 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
   @inlinable
   init(column: CodableColumn<Value>) {
     self.column = column
-    slots = column.shares ? Array(repeating: (0, -1), count: 64) : []
   }
 
-  /// The entry for `key`: an existing one with equal bytes when the column shares equal
-  /// values, else a new one. Only while the fetch runs.
+  deinit {
+    for chunk in chunks { chunk.deallocate() }
+  }
+
+  /// A new entry holding a copy of `key`: O(bytes). Only while the fetch runs.
   @inlinable
   func entry(for key: UnsafeRawBufferPointer) -> Int32 {
-    guard column.shares else { return append(key) }
-    let hash = DecodedValues<Value>.hash(key)
-    let mask = slots.count - 1
-    var slot = Int(truncatingIfNeeded: hash) & mask
-    while true {
-      let (slotHash, entry) = slots[slot]
-      if entry < 0 { break }
-      if slotHash == hash && matches(Int(entry), key) { return entry }
-      slot = (slot + 1) & mask
+    let entry = Int32(spans.count)
+    guard let source = key.baseAddress, !key.isEmpty else {
+      spans.append(UnsafeRawBufferPointer(start: nil, count: 0))
+      return entry
     }
-    let entry = append(key)
-    if (ends.count * 2) > slots.count {
-      grow()
-    } else {
-      slots[slot] = (hash, entry)
+    if spare.count < key.count {
+      let size = max(key.count, 65_536)
+      let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+      chunks.append(chunk)
+      spare = UnsafeMutableRawBufferPointer(start: chunk, count: size)
     }
+    let target = spare.baseAddress.unsafelyUnwrapped
+    target.copyMemory(from: source, byteCount: key.count)
+    spans.append(UnsafeRawBufferPointer(start: target, count: key.count))
+    spare = UnsafeMutableRawBufferPointer(rebasing: spare[key.count...])
     return entry
   }
 
+  /// Whether two entries hold equal bytes.
   @inlinable
-  func append(_ key: UnsafeRawBufferPointer) -> Int32 {
-    let entry = Int32(ends.count)
-    bytes.append(contentsOf: key)
-    ends.append(bytes.count)
-    decodedEntries.withLock { $0.entries.append(.pending) }
-    return entry
-  }
-
-  @inlinable
-  func matches(_ entry: Int, _ key: UnsafeRawBufferPointer) -> Bool {
-    let start = entry == 0 ? 0 : ends[entry - 1]
-    guard ends[entry] - start == key.count else { return false }
-    if key.isEmpty { return true }
-    return bytes.withUnsafeBufferPointer { stored in
-      memcmp(stored.baseAddress! + start, key.baseAddress!, key.count) == 0
-    }
-  }
-
-  @inlinable
-  func grow() {
-    slots = Array(repeating: (0, -1), count: slots.count * 2)
-    let mask = slots.count - 1
-    for entry in ends.indices {
-      let hash = withBytes(Int32(entry)) { DecodedValues<Value>.hash($0) }
-      var slot = Int(truncatingIfNeeded: hash) & mask
-      while slots[slot].entry >= 0 { slot = (slot + 1) & mask }
-      slots[slot] = (hash, Int32(entry))
+  func sameBytes(_ entry: Int32, _ other: Int32) -> Bool {
+    withBytes(entry) { mine in
+      withBytes(other) { theirs in
+        mine.count == theirs.count
+          && (mine.isEmpty || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
+      }
     }
   }
 
@@ -156,11 +151,7 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
   func withBytes<Result>(_ entry: Int32, _ body: (UnsafeRawBufferPointer) throws -> Result)
     rethrows -> Result
   {
-    let index = Int(entry)
-    let start = index == 0 ? 0 : ends[index - 1]
-    return try bytes.withUnsafeBytes {
-      try body(UnsafeRawBufferPointer(rebasing: $0[start..<ends[index]]))
-    }
+    try body(spans[Int(entry)])
   }
 
   /// The stored bytes of `entry`.
@@ -173,11 +164,17 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
   ///   time it is asked).
   @inlinable
   func decoded(_ entry: Int32) throws -> Value {
-    let known = decodedEntries.withLock { $0.entries[Int(entry)] }
-    switch known {
-    case .value(let value): return value
-    case .failed(let error): throw error
-    case .pending: break
+    func answer(_ known: Decoded) throws -> Value {
+      switch known {
+      case .value(let value): return value
+      case .failed(let error): throw error
+      }
+    }
+    if let known = decodedEntries.withLock({ $0.entries[entry] }) { return try answer(known) }
+    // First read of this entry: an equal value decoded for another row is shared.
+    let hash = column.shares ? withBytes(entry) { DecodedValues<Value>.hash($0) } : 0
+    if let shared = decodedEntries.withLock({ known(entry, hash, &$0) }) {
+      return try answer(shared)
     }
     let result: Decoded
     do {
@@ -187,17 +184,30 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
     } catch {
       result = .failed(PersistenceError(code: .invalidValue, message: "\(error)"))
     }
-    // Two threads may decode the same entry at once; the first to store wins, so every
-    // reader gets the same instance.
+    // Two threads may decode the same entry, or equal bytes, at once; the first to store
+    // wins, so every reader gets the same instance.
     let stored = decodedEntries.withLock { state in
-      if case .pending = state.entries[Int(entry)] { state.entries[Int(entry)] = result }
-      return state.entries[Int(entry)]
+      if known(entry, hash, &state) == nil {
+        state.entries[entry] = result
+        if column.shares && state.firstByHash[hash] == nil { state.firstByHash[hash] = entry }
+      }
+      return state.entries[entry]
     }
-    switch stored {
-    case .value(let value): return value
-    case .failed(let error): throw error
-    case .pending: preconditionFailure("A decoded entry went back to pending.")
-    }
+    guard let stored else { preconditionFailure("A decoded entry went missing.") }
+    return try answer(stored)
+  }
+
+  /// What `entry` decoded to, or what an entry with equal bytes (and `hash`) decoded to when
+  /// the column shares equal values (then recorded for `entry` too); nil if neither was
+  /// decoded yet. Inside the lock.
+  @inlinable
+  func known(_ entry: Int32, _ hash: UInt64, _ state: inout DecodedEntries) -> Decoded? {
+    if let known = state.entries[entry] { return known }
+    guard column.shares, let first = state.firstByHash[hash], sameBytes(first, entry),
+      let shared = state.entries[first]
+    else { return nil }
+    state.entries[entry] = shared
+    return shared
   }
 }
 
