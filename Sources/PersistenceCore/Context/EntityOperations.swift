@@ -146,25 +146,24 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
         cache: cache)
       return model
     }
-    var row = ModelRow<Model>(
-      statement, cache: cache, firstColumn: firstColumn, snapshot: registration?.snapshotStorage,
-      entity: rowLayout)
+    let snapshot = registration?.snapshotStorage
+    var count = 0
     let model: Model
     do {
-      model = try loader(&row)
+      model = try loader(statement, cache, firstColumn, snapshot, rowLayout, &count)
     } catch {
-      if registration != nil { snapshotLayout.destroy(row.snapshot!, initialized: row.count) }
+      if let snapshot { snapshotLayout.destroy(snapshot, initialized: count) }
       if var failure = error as? PersistenceError, failure.attribute == nil,
-        row.count < columnNames.count
+        count < columnNames.count
       {
-        failure.attribute = columnNames[row.count]
+        failure.attribute = columnNames[count]
         throw failure
       }
       throw error
     }
     precondition(
-      row.count == accesses.count,
-      "The row loader of \(Model.self) read \(row.count) of its \(accesses.count) attributes.")
+      count == accesses.count,
+      "The row loader of \(Model.self) read \(count) of its \(accesses.count) attributes.")
     registration?.hasSnapshot = true
     return model
   }

@@ -21,9 +21,11 @@
 /// Cost: per attribute, the column's read and the snapshot's copy; no closure call, no
 /// key-path write and no exclusivity check (an initializer's stores need none).
 public struct ModelRow<Model: PersistentModel>: ~Copyable {
-  /// The row, borrowed for the loader's call.
-  @usableFromInline let row: BorrowedRow
-  @usableFromInline let cache: BorrowedCache
+  /// The row and the fetch's cache, held strongly: a read of an immutable property passes them
+  /// on without a retain, where an `unowned(unsafe)` one cost a retain and a release per call
+  /// (ten a row; now one each per row).
+  @usableFromInline let row: any StoreRow
+  @usableFromInline let cache: LoadCache
   @usableFromInline let firstColumn: Int32
   /// The snapshot being filled, or nil when the model is not registered.
   @usableFromInline let snapshot: UnsafeMutableRawPointer?
@@ -33,12 +35,13 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   /// The attributes read so far: the snapshot's initialized slots.
   @usableFromInline var count = 0
 
+  @usableFromInline
   init(
     _ row: any StoreRow, cache: LoadCache, firstColumn: Int32,
     snapshot: UnsafeMutableRawPointer?, entity: EntityLayout
   ) {
-    self.row = BorrowedRow(row)
-    self.cache = BorrowedCache(cache)
+    self.row = row
+    self.cache = cache
     self.firstColumn = firstColumn
     self.snapshot = snapshot
     self.slots = entity.slots
@@ -57,7 +60,7 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
     assert(entity.isAttribute(count, keyPath))
     let slot = self.slot(Value.self)
     let column = firstColumn + Int32(count)
-    let value = try Value.read(from: row.object, at: column)
+    let value = try Value.read(from: row, at: column)
     slot?.store(copy value)
     count += 1
     return value
@@ -76,7 +79,7 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
     let slot = self.slot(CodableFault<Value>.self)
     let coder = slots[count].coder(as: CodableColumn<Value>.self)
     let column = firstColumn + Int32(count)
-    let loaded = try coder.fault(row.object, column, cache.object)
+    let loaded = try coder.fault(row, column, cache)
     slot?.store(loaded)
     count += 1
     return loaded

@@ -28,7 +28,18 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// The attributes, in column order.
   public let attributes: [ModelAttribute<Model>]
   /// Makes a new model from a row, when the declaration gives one (see ``loading(_:)``).
-  let loader: (@Sendable (inout ModelRow<Model>) throws -> Model)?
+  let loader: RowLoader?
+
+  /// A loader: builds the ``ModelRow`` (row, cache, first column, snapshot, layout) and calls
+  /// the declaration's initializer with it, telling how many attributes it read (also when
+  /// it throws). Made where the schema is declared, so that the row's type is concrete there
+  /// (made generically, each row asked for `ModelRow<Model>`'s metadata: about 330
+  /// instructions).
+  @usableFromInline
+  typealias RowLoader =
+    @Sendable (
+      any StoreRow, LoadCache, Int32, UnsafeMutableRawPointer?, EntityLayout, inout Int
+    ) throws -> Model
   /// Each attribute's index by its key path (the first, if two share one: ``validate()``
   /// refuses that). Key paths to stored properties are immutable values, read-only here (as
   /// ``ModelAttribute/keyPath``).
@@ -58,13 +69,18 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   public func loading(_ make: @escaping @Sendable (inout ModelRow<Model>) throws -> Model)
     -> ModelSchema
   {
-    ModelSchema(name: name, attributes: attributes, loader: make)
+    ModelSchema(name: name, attributes: attributes) {
+      statement, cache, firstColumn, snapshot, layout, count in
+      var row = ModelRow<Model>(
+        statement, cache: cache, firstColumn: firstColumn, snapshot: snapshot, entity: layout)
+      defer { count = row.count }
+      return try make(&row)
+    }
   }
 
   @usableFromInline
   init(
-    name: String, attributes: [ModelAttribute<Model>],
-    loader: (@Sendable (inout ModelRow<Model>) throws -> Model)?
+    name: String, attributes: [ModelAttribute<Model>], loader: RowLoader?
   ) {
     self.name = name
     self.attributes = attributes
