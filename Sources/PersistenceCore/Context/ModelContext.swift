@@ -43,6 +43,9 @@ public final class ModelContext {
   struct RegistrationState {
     var model: AnyObject
     let entity: any EntityOperations
+    /// The snapshot's alignment (kept here so that finding the snapshot asks the entity
+    /// nothing: that call retained and released its layout, three pairs a row).
+    let snapshotAlignment: Int
     var primaryKey: Int64?
     /// Whether the snapshot in the tail holds values (it does once the model is first loaded
     /// or saved).
@@ -68,9 +71,9 @@ public final class ModelContext {
     /// A registration with room for the entity's snapshot, which holds no values yet.
     static func make(model: AnyObject, entity: any EntityOperations) -> Registration {
       // Words enough for the snapshot wherever its alignment puts it in the tail.
-      let bytes = entity.snapshotLayout.storageBytes
-      let buffer = create(minimumCapacity: (bytes + 7) / 8) { _ in
-        RegistrationState(model: model, entity: entity)
+      let layout = entity.snapshotLayout
+      let buffer = create(minimumCapacity: (layout.storageBytes + 7) / 8) { _ in
+        RegistrationState(model: model, entity: entity, snapshotAlignment: layout.alignment)
       }
       return unsafeDowncast(buffer, to: Registration.self)
     }
@@ -107,8 +110,10 @@ public final class ModelContext {
 
     /// Where the snapshot lives: in this object's tail, so valid as long as it is.
     var snapshotStorage: UnsafeMutableRawPointer {
-      let layout = state.pointee.entity.snapshotLayout
-      return withUnsafeMutablePointerToElements { layout.start(in: UnsafeMutableRawPointer($0)) }
+      let alignment = state.pointee.snapshotAlignment
+      return withUnsafeMutablePointerToElements {
+        SnapshotLayout.start(in: UnsafeMutableRawPointer($0), alignment: alignment)
+      }
     }
 
     /// The snapshot when it holds values.

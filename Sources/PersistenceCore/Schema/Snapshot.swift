@@ -52,6 +52,13 @@ final class SnapshotLayout: Sendable {
 
   /// Where a snapshot starts in 8-byte-aligned storage of ``storageBytes``.
   func start(in storage: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+    Self.start(in: storage, alignment: alignment)
+  }
+
+  /// Where a snapshot of `alignment` starts in 8-byte-aligned storage.
+  @inline(__always)
+  static func start(in storage: UnsafeMutableRawPointer, alignment: Int) -> UnsafeMutableRawPointer
+  {
     alignment <= 8 ? storage : storage.alignedUp(toMultipleOf: alignment)
   }
 
@@ -65,7 +72,9 @@ final class SnapshotLayout: Sendable {
 
   /// Deinitializes the first `count` slots of a snapshot (the memory stays its holder's).
   func destroy(_ snapshot: UnsafeMutableRawPointer, initialized count: Int) {
-    for slot in nontrivial where slot.index < count { slot.destroy(snapshot + slot.offset) }
+    nontrivial.withUnsafeBufferPointer { slots in
+      for slot in slots where slot.index < count { slot.destroy(snapshot + slot.offset) }
+    }
   }
 }
 
