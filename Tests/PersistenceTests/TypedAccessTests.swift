@@ -34,7 +34,7 @@ struct TypedAccessTests {
       .init(
         size: MemoryLayout<String>.size, alignment: MemoryLayout<String>.alignment,
         type: ObjectIdentifier(String.self),
-        destroy: { _ = $0.assumingMemoryBound(to: String.self).deinitialize(count: 1) }),
+        destroy: SlotKind<String>.self),
       .init(size: 16, alignment: 16, type: ObjectIdentifier(SIMD4<Float>.self), destroy: nil),
     ])
     #expect(layout.offsets == [0, 8, 32])

@@ -32,9 +32,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// The slot's type, which ``SnapshotSlot`` checks in debug builds.
   @usableFromInline let slotType: ObjectIdentifier
   /// Deinitializes a slot holding a value; nil when the slot's type is plain data, which
-  /// needs none. A closure of its own, specialized for the slot's type, so that releasing a
-  /// snapshot calls nothing else.
-  @usableFromInline let destroySlot: (@Sendable (UnsafeMutableRawPointer) -> Void)?
+  /// needs none. A metatype, specialized for the slot's type: calling it retains nothing (a
+  /// closure cost a retain and a release of its context per slot and snapshot).
+  @usableFromInline let destroySlot: (any SnapshotSlotKind.Type)?
 
   /// Every access to the model's property, in one closure: one closure capturing the literal
   /// key paths is what lets the optimizer turn them into direct accessor calls (shared by
@@ -79,9 +79,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     if _isPOD(Slot.self) {
       self.destroySlot = nil
     } else {
-      self.destroySlot = { slot in
-        _ = slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
-      }
+      self.destroySlot = SlotKind<Slot>.self
     }
     self.access = access
   }

@@ -11,7 +11,7 @@ final class SnapshotLayout: Sendable {
     var size: Int
     var alignment: Int
     var type: ObjectIdentifier
-    var destroy: SlotDestroyer?
+    var destroy: (any SnapshotSlotKind.Type)?
   }
   /// Each slot's offset from the snapshot's start.
   let offsets: [Int]
@@ -19,7 +19,7 @@ final class SnapshotLayout: Sendable {
   let types: [ObjectIdentifier]
   /// The slots that need deinitializing (not plain data), in order: the slot's index, its
   /// offset, and how to deinitialize it.
-  let nontrivial: [(index: Int, offset: Int, destroy: SlotDestroyer)]
+  let nontrivial: [(index: Int, offset: Int, destroy: any SnapshotSlotKind.Type)]
   /// The snapshot's bytes and alignment.
   let size: Int
   let alignment: Int
@@ -73,13 +73,26 @@ final class SnapshotLayout: Sendable {
   /// Deinitializes the first `count` slots of a snapshot (the memory stays its holder's).
   func destroy(_ snapshot: UnsafeMutableRawPointer, initialized count: Int) {
     nontrivial.withUnsafeBufferPointer { slots in
-      for slot in slots where slot.index < count { slot.destroy(snapshot + slot.offset) }
+      for slot in slots where slot.index < count { slot.destroy.destroy(snapshot + slot.offset) }
     }
   }
 }
 
-/// Deinitializes one snapshot slot (see `ModelAttribute.destroySlot`).
-typealias SlotDestroyer = @Sendable (UnsafeMutableRawPointer) -> Void
+/// What a snapshot slot holds, for deinitializing it (see `ModelAttribute.destroySlot`).
+@usableFromInline
+protocol SnapshotSlotKind: SendableMetatype {
+  /// Deinitializes the value in `slot`.
+  static func destroy(_ slot: UnsafeMutableRawPointer)
+}
+
+/// A slot holding a `Slot`.
+@usableFromInline
+enum SlotKind<Slot>: SnapshotSlotKind {
+  @inlinable
+  static func destroy(_ slot: UnsafeMutableRawPointer) {
+    _ = slot.assumingMemoryBound(to: Slot.self).deinitialize(count: 1)
+  }
+}
 
 /// One attribute's place in a snapshot: memory for a value of the slot's type, initialized or
 /// not yet. Made only by ``SnapshotLayout`` and ``ModelRow``; each access checks the type in debug builds.
