@@ -133,6 +133,9 @@ public final class Trip: PersistentModel, Observable {
     id: UUID, name: String, destination: String, startDate: Date, endDate: Date,
     latitude: Double, longitude: Double, placeFault: CodableFault<PlaceIdentifier>
   ) {
+    // First, while the trip is still being initialized: a store after the last property is
+    // set would be checked for exclusivity at run time (about 80 instructions a row).
+    _placeFault = placeFault
     self.id = id
     self.name = name
     self.destination = destination
@@ -140,7 +143,6 @@ public final class Trip: PersistentModel, Observable {
     self.endDate = endDate
     self.latitude = latitude
     self.longitude = longitude
-    _placeFault = placeFault
   }
 
   private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
