@@ -43,9 +43,6 @@ public final class ModelContext {
   struct RegistrationState {
     var model: AnyObject
     let entity: any EntityOperations
-    /// The snapshot's alignment (kept here so that finding the snapshot asks the entity
-    /// nothing: that call retained and released its layout, three pairs a row).
-    let snapshotAlignment: Int
     var primaryKey: Int64?
     /// Whether the snapshot in the tail holds values (it does once the model is first loaded
     /// or saved).
@@ -53,6 +50,11 @@ public final class ModelContext {
     var isDeleted = false
     /// Registered by the fetch that is running now (for `enumerate`'s release of batches).
     var isFresh = false
+    /// The snapshot's alignment, kept here so that finding the snapshot asks the entity
+    /// nothing (that call retained and released its layout, three pairs a row). Last, and
+    /// small, so that the header stays 40 bytes: an `Int` among the first fields made every
+    /// registration 8 bytes larger.
+    let snapshotAlignment: UInt16
   }
 
   /// One registered model, with its snapshot (the values last loaded or saved, laid out by the
@@ -73,7 +75,8 @@ public final class ModelContext {
       // Words enough for the snapshot wherever its alignment puts it in the tail.
       let layout = entity.snapshotLayout
       let buffer = create(minimumCapacity: (layout.storageBytes + 7) / 8) { _ in
-        RegistrationState(model: model, entity: entity, snapshotAlignment: layout.alignment)
+        RegistrationState(
+          model: model, entity: entity, snapshotAlignment: UInt16(layout.alignment))
       }
       return unsafeDowncast(buffer, to: Registration.self)
     }
@@ -110,7 +113,7 @@ public final class ModelContext {
 
     /// Where the snapshot lives: in this object's tail, so valid as long as it is.
     var snapshotStorage: UnsafeMutableRawPointer {
-      let alignment = state.pointee.snapshotAlignment
+      let alignment = Int(state.pointee.snapshotAlignment)
       return withUnsafeMutablePointerToElements {
         SnapshotLayout.start(in: UnsafeMutableRawPointer($0), alignment: alignment)
       }

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 /// The storage of an optional `.codable` attribute that is decoded on first access, as SwiftData
-/// faults values: a fetched row keeps the value's stored bytes (in a table its fetch shares),
-/// and ``value`` decodes them when it is first read (rows with equal bytes share one decoded
-/// instance when the column shares equal values). A fetch then pays nothing for a value nobody
+/// faults values: a fetched row keeps the value's stored bytes (in a table its fetch shares, so
+/// that equal bytes are kept and decoded once when the column shares equal values), and
+/// ``value`` decodes them when it is first read. A fetch then pays nothing for a value nobody
 /// reads, and a save writes an unread value's bytes back as they were.
 ///
 /// Declare it as the backing storage of a computed property that tells observers itself, and
@@ -21,9 +21,9 @@ import Synchronization
 /// Stored bytes that cannot be decoded read as `nil` (and stay in the store unless the property
 /// is set); `ModelContext.validateStoredRows(of:)` reports them, naming row and column.
 ///
-/// Cost: loading O(bytes) (a copy into the fetch's table); the first read of a row's value
-/// hashes its bytes and decodes them unless an equal value was decoded; every read takes an
-/// uncontended lock and an O(1) hash lookup.
+/// Cost: loading O(bytes) (a hash, and a copy into the fetch's table of a value not seen yet);
+/// the first read of each distinct stored value decodes it; every read takes an uncontended
+/// lock and an O(1) hash lookup.
 public struct CodableFault<Value: Codable & SendableMetatype> {
   @usableFromInline
   enum State {
@@ -61,23 +61,24 @@ public struct CodableFault<Value: Codable & SendableMetatype> {
   }
 }
 
-/// The bytes of one lazily decoded `.codable` column for the rows of one fetch: bytes kept
-/// flat, one entry per row, each entry decoded at most once, on first access. When the column
-/// shares equal values, rows with equal bytes share one decoded instance: the sharing is found
-/// when a value is first read (a hash of its bytes), not while the fetch runs, so a fetch pays
-/// a copy of the bytes per row and nothing else (finding equal bytes while loading cost about
-/// 330 instructions a row and a cache-missing probe of a table as large as the fetch).
+/// The bytes of one lazily decoded `.codable` column for the rows of one fetch: bytes kept in
+/// chunks, entries found by hash (rows with equal bytes share an entry when the column shares
+/// equal values: a million trips' place identifiers are a few tens of thousands of values),
+/// each entry decoded at most once, on first access.
 ///
 /// Entries are added only while the fetch runs, on its thread, before any model of it is
 /// handed out; decoding may then happen on any thread that may read the models, so the decoded
 /// values sit behind a mutex.
 public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked Sendable {
   @usableFromInline let column: CodableColumn<Value>
+  /// Hash and entry per slot (`-1`: empty), a power of two at most half full; only used when
+  /// the column shares equal values.
+  @usableFromInline @exclusivity(unchecked) var slots: [(hash: UInt64, entry: Int32)]
   /// Each entry's bytes, in one of `chunks`.
   @usableFromInline @exclusivity(unchecked) var spans: [UnsafeRawBufferPointer] = []
   /// The memory the entries' bytes are copied into, owned by this table and freed in `deinit`:
   /// chunks of 64 KiB (or one entry's size, when larger), never moved, so adding an entry is a
-  /// copy of its bytes (an array's generic append cost about 270 instructions a row, and
+  /// copy of its bytes (an array's generic append cost about 270 instructions an entry, and
   /// growing one flat buffer about 180 more in copies).
   @usableFromInline @exclusivity(unchecked) var chunks: [UnsafeMutableRawPointer] = []
   /// Free bytes left at the end of the last chunk.
@@ -90,17 +91,13 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
     case value(Value)
     case failed(PersistenceError)
   }
-  /// The entries decoded so far: sparse, so that a fetch pays nothing per entry for the values
-  /// nobody reads (an array of pending entries cost an append under the lock per row and a
-  /// generic destroy per entry when the table went, about 900 instructions a row). Values only
-  /// cross threads inside the mutex, each one at most once decoded.
+  /// The entries decoded so far, by entry: sparse, so that a fetch pays nothing per entry for
+  /// the values nobody reads (an array of pending entries cost an append under the lock per
+  /// row and a generic destroy per entry when the table went, about 900 instructions a row).
+  /// Values only cross threads inside the mutex, each one at most once decoded.
   @usableFromInline
   struct DecodedEntries: @unchecked Sendable {
-    /// By entry.
     @usableFromInline var entries: [Int32: Decoded] = [:]
-    /// When the column shares equal values: the first decoded entry whose bytes have this
-    /// hash (another entry with the same hash but other bytes decodes on its own).
-    @usableFromInline var firstByHash: [UInt64: Int32] = [:]
     @inlinable init() {}
   }
   @usableFromInline let decodedEntries = Mutex(DecodedEntries())
@@ -108,15 +105,39 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
   @inlinable
   init(column: CodableColumn<Value>) {
     self.column = column
+    slots = column.shares ? Array(repeating: (0, -1), count: 64) : []
   }
 
   deinit {
     for chunk in chunks { chunk.deallocate() }
   }
 
-  /// A new entry holding a copy of `key`: O(bytes). Only while the fetch runs.
+  /// The entry for `key`: an existing one with equal bytes when the column shares equal
+  /// values, else a new one. Only while the fetch runs. O(bytes).
   @inlinable
   func entry(for key: UnsafeRawBufferPointer) -> Int32 {
+    guard column.shares else { return append(key) }
+    let hash = DecodedValues<Value>.hash(key)
+    let mask = slots.count - 1
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    while true {
+      let (slotHash, entry) = slots[slot]
+      if entry < 0 { break }
+      if slotHash == hash && matches(entry, key) { return entry }
+      slot = (slot + 1) & mask
+    }
+    let entry = append(key)
+    if spans.count * 2 > slots.count {
+      grow()
+    } else {
+      slots[slot] = (hash, entry)
+    }
+    return entry
+  }
+
+  /// A new entry holding a copy of `key`.
+  @inlinable
+  func append(_ key: UnsafeRawBufferPointer) -> Int32 {
     let entry = Int32(spans.count)
     guard let source = key.baseAddress, !key.isEmpty else {
       spans.append(UnsafeRawBufferPointer(start: nil, count: 0))
@@ -135,14 +156,24 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
     return entry
   }
 
-  /// Whether two entries hold equal bytes.
+  /// Whether `entry` holds `key`'s bytes.
   @inlinable
-  func sameBytes(_ entry: Int32, _ other: Int32) -> Bool {
-    withBytes(entry) { mine in
-      withBytes(other) { theirs in
-        mine.count == theirs.count
-          && (mine.isEmpty || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
-      }
+  func matches(_ entry: Int32, _ key: UnsafeRawBufferPointer) -> Bool {
+    let stored = spans[Int(entry)]
+    return stored.count == key.count
+      && (key.isEmpty || memcmp(stored.baseAddress!, key.baseAddress!, key.count) == 0)
+  }
+
+  /// Doubles the slots and places every entry again.
+  @inlinable
+  func grow() {
+    slots = Array(repeating: (0, -1), count: slots.count * 2)
+    let mask = slots.count - 1
+    for entry in spans.indices {
+      let hash = DecodedValues<Value>.hash(spans[entry])
+      var slot = Int(truncatingIfNeeded: hash) & mask
+      while slots[slot].entry >= 0 { slot = (slot + 1) & mask }
+      slots[slot] = (hash, Int32(entry))
     }
   }
 
@@ -171,11 +202,6 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
       }
     }
     if let known = decodedEntries.withLock({ $0.entries[entry] }) { return try answer(known) }
-    // First read of this entry: an equal value decoded for another row is shared.
-    let hash = column.shares ? withBytes(entry) { DecodedValues<Value>.hash($0) } : 0
-    if let shared = decodedEntries.withLock({ known(entry, hash, &$0) }) {
-      return try answer(shared)
-    }
     let result: Decoded
     do {
       result = .value(try column.decode(data(entry)))
@@ -184,30 +210,14 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
     } catch {
       result = .failed(PersistenceError(code: .invalidValue, message: "\(error)"))
     }
-    // Two threads may decode the same entry, or equal bytes, at once; the first to store
-    // wins, so every reader gets the same instance.
+    // Two threads may decode the same entry at once; the first to store wins, so every
+    // reader gets the same instance.
     let stored = decodedEntries.withLock { state in
-      if known(entry, hash, &state) == nil {
-        state.entries[entry] = result
-        if column.shares && state.firstByHash[hash] == nil { state.firstByHash[hash] = entry }
-      }
+      if state.entries[entry] == nil { state.entries[entry] = result }
       return state.entries[entry]
     }
     guard let stored else { preconditionFailure("A decoded entry went missing.") }
     return try answer(stored)
-  }
-
-  /// What `entry` decoded to, or what an entry with equal bytes (and `hash`) decoded to when
-  /// the column shares equal values (then recorded for `entry` too); nil if neither was
-  /// decoded yet. Inside the lock.
-  @inlinable
-  func known(_ entry: Int32, _ hash: UInt64, _ state: inout DecodedEntries) -> Decoded? {
-    if let known = state.entries[entry] { return known }
-    guard column.shares, let first = state.firstByHash[hash], sameBytes(first, entry),
-      let shared = state.entries[first]
-    else { return nil }
-    state.entries[entry] = shared
-    return shared
   }
 }
 
