@@ -67,7 +67,7 @@ struct CodableFaultTests {
       // Two threads start together, one at row 0 and one at row 4: rows k and k + 4 hold
       // equal bytes, so each value is decoded for the first time, for two different rows,
       // on both threads at once.
-      DispatchQueue.concurrentPerform(iterations: 2) { thread in
+      runOnThreads(2) { thread in
         arrived.add(1, ordering: .relaxed)
         while arrived.load(ordering: .relaxed) < 2 {}
         var mine: [String: Set<ObjectIdentifier>] = [:]

@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Persistence
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import TripPlanner
@@ -235,7 +236,7 @@ struct TripObservationTests {
           endDate: TripDates.parse("2027-06-02")!, latitude: 59.9, longitude: 10.7))
       let told = Mutex(0)
       let arrived = Atomic(0)
-      DispatchQueue.concurrentPerform(iterations: 2) { thread in
+      runOnThreads(2) { thread in
         // Both threads start their first read together.
         arrived.add(1, ordering: .relaxed)
         while arrived.load(ordering: .relaxed) < 2 {}
