@@ -177,6 +177,62 @@ struct CodableFaultTests {
     #expect(again.first?.lazyTile?.label == "set")
   }
 
+  @Test(
+    "lazy bytes larger than a storage chunk, filling several, or empty, read back exactly",
+    arguments: TestEngine.allCases)
+  func chunkEdges(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Pinned.self)
+    let context = ModelContext(container)
+    // 70,000 bytes: more than one 64 KiB chunk holds, so it gets one of its own; then 3,000
+    // distinct values of about 40 bytes (about 120 KB: several chunks) and 3,000 repeats.
+    let large = String(repeating: "x", count: 70_000)
+    context.insert(Pinned(key: "a-large", tile: nil, token: PlaceToken(raw: large)))
+    for index in 0..<6_000 {
+      let raw = "place-\(index % 3_000)-" + String(repeating: "y", count: 20)
+      context.insert(
+        Pinned(key: "b\(String(index + 10_000))", tile: nil, token: PlaceToken(raw: raw)))
+    }
+    context.insert(Pinned(key: "c-empty", tile: nil, token: PlaceToken(raw: "")))
+    try context.save()
+    let models = try ModelContext(container).fetch(
+      FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
+    #expect(models.count == 6_002)
+    #expect(models.first?.lazyToken?.raw == large)
+    #expect(models.last?.lazyToken?.raw == "")
+    let middle = Array(models.dropFirst().dropLast())
+    #expect(
+      middle.enumerated().allSatisfy { index, model in
+        model.lazyToken?.raw == "place-\(index % 3_000)-" + String(repeating: "y", count: 20)
+      })
+    // Equal bytes share one decoded instance across chunks.
+    #expect(middle[0].lazyToken === middle[3_000].lazyToken)
+    #expect(middle[2_999].lazyToken === middle[5_999].lazyToken)
+  }
+
+  @Test("a zero-length blob in a lazy column reads as nil and is reported, nothing lost")
+  func emptyBlob() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("pinned.store")
+    let container = try ModelContainer(for: Pinned.self, configurations: .init(url: url))
+    try Self.fill(ModelContext(container), count: 3)
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("UPDATE pinned SET lazy_tile = zeroblob(0) WHERE key = 'k1'")
+    let context = ModelContext(container)
+    let models = try context.fetch(FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
+    #expect(models.map(\.key) == ["k0", "k1", "k2"])
+    #expect(models[1].lazyTile == nil)
+    #expect(models[0].lazyTile != nil && models[2].lazyTile != nil)
+    let problems = try context.validateStoredRows(of: Pinned.self)
+    #expect(problems.map(\.attribute) == ["lazy_tile"], "\(problems)")
+    // A change elsewhere in the row writes the empty bytes back as they were.
+    models[1].key = "k1-renamed"
+    try context.save()
+    #expect(
+      try outside.scalarText(
+        "SELECT typeof(lazy_tile) || length(lazy_tile) FROM pinned WHERE key = 'k1-renamed'")
+        == "blob0")
+  }
+
   @Test("stored bytes that cannot be decoded read as nil and are reported by the row check")
   func damagedBytes() throws {
     let directory = TemporaryDirectory()
