@@ -144,6 +144,144 @@ struct StoredJSONTests {
         == nil)
   }
 
+  /// Encodes itself through containers used in unusual but legal ways.
+  struct Unusual: Encodable {
+    enum Way { case outOfOrder, duplicateKey, interleaved, askedTwice, escapedKeys, empty, nothing }
+    struct Key: CodingKey {
+      let stringValue: String
+      var intValue: Int? { nil }
+      init(_ name: String) { stringValue = name }
+      init?(stringValue: String) { self.stringValue = stringValue }
+      init?(intValue _: Int) { nil }
+    }
+    struct Nothing: Encodable { func encode(to _: any Encoder) throws {} }
+    let way: Way
+
+    func encode(to encoder: any Encoder) throws {
+      switch way {
+      case .outOfOrder:
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode("z", forKey: Key("zz"))
+        var inner = container.nestedContainer(keyedBy: Key.self, forKey: Key("m"))
+        try inner.encode(2, forKey: Key("b"))
+        try inner.encode(1, forKey: Key("a"))
+        try container.encode(["y": 1, "x": 2], forKey: Key("a"))
+        var list = container.nestedUnkeyedContainer(forKey: Key("B"))
+        try list.encode(true)
+        try list.encodeNil()
+        try container.encodeNil(forKey: Key("a0"))
+      case .duplicateKey:
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(1, forKey: Key("a"))
+        try container.encode(2, forKey: Key("b"))
+        try container.encode(3, forKey: Key("a"))
+      case .interleaved:
+        var container = encoder.container(keyedBy: Key.self)
+        var inner = container.nestedContainer(keyedBy: Key.self, forKey: Key("inner"))
+        try container.encode(1, forKey: Key("outer"))
+        try inner.encode(2, forKey: Key("late"))
+      case .askedTwice:
+        var first = encoder.container(keyedBy: Key.self)
+        try first.encode(1, forKey: Key("b"))
+        var second = encoder.container(keyedBy: Key.self)
+        try second.encode(2, forKey: Key("a"))
+      case .escapedKeys:
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(1, forKey: Key("a/b"))
+        try container.encode(2, forKey: Key("q\"x"))
+        try container.encode(3, forKey: Key("a0"))
+      case .empty:
+        var container = encoder.container(keyedBy: Key.self)
+        _ = container.nestedUnkeyedContainer(forKey: Key("list"))
+        _ = container.nestedContainer(keyedBy: Key.self, forKey: Key("object"))
+      case .nothing:
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(Nothing(), forKey: Key("value"))
+      }
+    }
+  }
+
+  @Test(
+    "containers used out of key order, twice, interleaved or empty: Foundation's bytes",
+    arguments: [
+      (Unusual.Way.outOfOrder, true), (.duplicateKey, false), (.interleaved, false),
+      (.askedTwice, true), (.escapedKeys, false), (.empty, true), (.nothing, false),
+    ])
+  func unusualContainers(_ way: Unusual.Way, fast: Bool) throws {
+    let value = Unusual(way: way)
+    #expect((fastEncodeStoredJSON(value) != nil) == fast)
+    let ours = try encodeStoredJSON(value)
+    let theirs = try foundationBytes(value)
+    #expect(
+      ours == theirs,
+      "\(String(decoding: ours, as: UTF8.self)) vs \(String(decoding: theirs, as: UTF8.self))")
+  }
+
+  /// A JSON-shaped value of any nesting, for comparing encoders on random input.
+  indirect enum Shape: Encodable {
+    case text(String)
+    case number(Int64)
+    case flag(Bool)
+    case none
+    case list([Shape])
+    case object([String: Shape])
+
+    func encode(to encoder: any Encoder) throws {
+      switch self {
+      case .text(let text):
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+      case .number(let number):
+        var container = encoder.singleValueContainer()
+        try container.encode(number)
+      case .flag(let flag):
+        var container = encoder.singleValueContainer()
+        try container.encode(flag)
+      case .none:
+        var container = encoder.singleValueContainer()
+        try container.encodeNil()
+      case .list(let elements):
+        var container = encoder.unkeyedContainer()
+        for element in elements { try container.encode(element) }
+      case .object(let members):
+        try members.encode(to: encoder)
+      }
+    }
+  }
+
+  @Test("random nested values: the fast writer's bytes are Foundation's")
+  func randomShapes() throws {
+    var generator = SeededGenerator(seed: 41)
+    let texts = ["", "a", "Zürich", "東京", "a/b", "quote \" here", "tab\t", "😀", "\u{1}"]
+    let keys = ["a", "B", "b", "a10", "a2", "_", "zz", "0", ""]
+    func shape(_ depth: Int) -> Shape {
+      switch generator.next() % (depth > 3 ? 4 : 6) {
+      case 0: return .text(texts[Int(generator.next() % UInt64(texts.count))])
+      case 1: return .number(Int64(bitPattern: generator.next()) >> (generator.next() % 64))
+      case 2: return .flag(generator.next() % 2 == 0)
+      case 3: return .none
+      case 4: return .list((0..<Int(generator.next() % 4)).map { _ in shape(depth + 1) })
+      default:
+        var members: [String: Shape] = [:]
+        for _ in 0..<Int(generator.next() % 5) {
+          members[keys[Int(generator.next() % UInt64(keys.count))]] = shape(depth + 1)
+        }
+        return .object(members)
+      }
+    }
+    var fast = 0
+    for _ in 0..<500 {
+      let value = shape(0)
+      if fastEncodeStoredJSON(value) != nil { fast += 1 }
+      let ours = try encodeStoredJSON(value)
+      let theirs = try foundationBytes(value)
+      #expect(
+        ours == theirs,
+        "\(String(decoding: ours, as: UTF8.self)) vs \(String(decoding: theirs, as: UTF8.self))")
+    }
+    #expect(fast > 400, "the fast writer should take nearly every value")
+  }
+
   @Test("decodes what Foundation decodes, however it is spelled")
   func spellings() throws {
     let documents = [

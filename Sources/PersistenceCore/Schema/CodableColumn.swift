@@ -8,7 +8,8 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   let model: String
   @usableFromInline let shares: Bool
   @usableFromInline let isEquatable: Bool
-  /// Encodings of recent equal values (only with `sharesEqualValues` and a `Hashable` type).
+  /// Encodings of recent equal values that the fast writer left to Foundation (only with
+  /// `sharesEqualValues` and a `Hashable` type).
   @usableFromInline let encodings: EncodingMemo<Value>?
 
   @usableFromInline
@@ -32,9 +33,12 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   @usableFromInline
   func encode(_ value: Value?) throws -> SQLValue {
     guard let value else { return .null }
+    // The fast writer costs less than finding the value in the memo (a hash of the value and
+    // a lock): the memo keeps only what Foundation had to encode.
+    if let data = fastEncodeStoredJSON(value) { return .blob(data) }
     if let encodings, let cached = encodings.get(value) { return .blob(cached) }
     do {
-      let data = try encodeStoredJSON(value)
+      let data = try foundationEncodeStoredJSON(value)
       encodings?.put(value, data)
       return .blob(data)
     } catch {

@@ -396,79 +396,198 @@ private struct StoredJSONDecoder: Decoder {
 /// else `JSONEncoder` itself.
 func encodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
   if let bytes = fastEncodeStoredJSON(value) { return bytes }
+  return try foundationEncodeStoredJSON(value)
+}
+
+/// Foundation's encoding alone (`JSONEncoder` with `.sortedKeys`).
+func foundationEncodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
   let encoder = JSONEncoder()
   encoder.outputFormatting = [.sortedKeys]
   return try encoder.encode(value)
 }
 
 /// The fast path alone: nil when it leaves the value to Foundation.
+///
+/// The bytes are written as the value's `encode(to:)` runs, with no tree of nodes in between:
+/// O(n) in the encoding's length, plus a sort of an object's keys when they come out of order.
 func fastEncodeStoredJSON<Value: Encodable>(_ value: Value) -> Data? {
-  let root = EncodedNode()
-  guard (try? StoredJSONEncoder.encode(value, into: root, .root)) != nil else { return nil }
-  return root.serialized()
+  let writer = StoredJSONWriter.take()
+  defer { writer.giveBack() }
+  guard (try? writer.write(value, depth: 0, slot: writer.rootSlot)) != nil, !writer.failed else {
+    return nil
+  }
+  return Data(writer.output)
 }
 
-/// A value being encoded; containers fill it in place.
-private final class EncodedNode {
-  enum Content {
-    case unset
-    /// A super encoder was asked for: the value goes to Foundation.
-    case poisoned
-    case null
-    case literal(String)
-    case string(String)
-    case array([EncodedNode])
-    case object([(key: String, value: EncodedNode)])
+/// The thread's spare writer: the `pthread` key's value holds one retain of it, given up when
+/// the thread ends.
+private let spareWriterKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let created = pthread_key_create(&key) { spare in
+    if let spare { Unmanaged<StoredJSONWriter>.fromOpaque(spare).release() }
   }
-  var content = Content.unset
+  precondition(created == 0, "pthread_key_create failed: \(created)")
+  return key
+}()
 
-  /// The JSON bytes; nil when a value was never set or keys would need Foundation's ordering.
-  func serialized() -> Data? {
-    var output: [UInt8] = []
-    // One allocation for the common small value, not one per doubling from empty.
-    output.reserveCapacity(64)
-    guard write(into: &output) else { return nil }
-    return Data(output)
+/// The state of one fast encoding: the bytes so far and the containers still open.
+///
+/// JSON is written in place while containers are used in the order they nest: a container is
+/// closed when its value's `encode(to:)` returns, or when a container further out is used
+/// again. Anything else (a closed container used again, two kinds of container for one value,
+/// a super encoder, a key that would need escaping or Foundation's ordering of non-ASCII
+/// keys) marks the writer failed, and the value goes to Foundation. One encoding on one thread
+/// owns a writer, so its properties skip the dynamic exclusivity checks (a third of the cost).
+private final class StoredJSONWriter {
+  /// The JSON written so far.
+  @exclusivity(unchecked) var output: [UInt8] = []
+  /// The containers open now, outermost first.
+  @exclusivity(unchecked) var frames: [Frame] = []
+  /// Where each member of the open objects starts, from its key's opening quote.
+  @exclusivity(unchecked) var members: [Member] = []
+  /// The source of frame and slot numbers.
+  @exclusivity(unchecked) var serial = 1
+  /// Set when the value must go to Foundation.
+  @exclusivity(unchecked) var failed = false
+
+  /// The number of the top-level value's position (new for each encoding, so that an encoder
+  /// kept from an earlier one is refused).
+  @exclusivity(unchecked) var rootSlot = 1
+
+  struct Frame {
+    let id: Int
+    let isObject: Bool
+    /// The index in `members` of this object's first member.
+    let memberBase: Int
+    var count = 0
+    /// Whether the keys so far came in byte order (no sort at close).
+    var inOrder = true
+    /// The number of the value position being written now, and where its bytes begin.
+    var slot = 0
+    var slotStart = 0
+    /// The key of that position, for coding paths (objects only).
+    var slotKey: (any CodingKey)?
   }
 
-  private func write(into output: inout [UInt8]) -> Bool {
-    switch content {
-    case .unset, .poisoned: return false
-    case .null: output.append(contentsOf: "null".utf8)
-    case .literal(let text): output.append(contentsOf: text.utf8)
-    case .string(let text): EncodedNode.writeString(text, into: &output)
-    case .array(let elements):
-      output.append(UInt8(ascii: "["))
-      for (offset, element) in elements.enumerated() {
-        if offset > 0 { output.append(UInt8(ascii: ",")) }
-        guard element.write(into: &output) else { return false }
+  struct Member {
+    let start: Int
+    let keyLength: Int
+  }
+
+  /// Whether an encoding on this thread is using the thread's spare writer now.
+  @exclusivity(unchecked) var isTaken = false
+
+  init() { output.reserveCapacity(64) }
+
+  /// A writer for one encoding: the thread's spare one (its buffers kept from the last
+  /// encoding: four allocations fewer), or a new one when that is taken (an `encode(to:)` that
+  /// encodes another `.codable` value inside).
+  static func take() -> StoredJSONWriter {
+    if let spare = pthread_getspecific(spareWriterKey) {
+      let writer = Unmanaged<StoredJSONWriter>.fromOpaque(spare).takeUnretainedValue()
+      if !writer.isTaken {
+        writer.isTaken = true
+        return writer
       }
-      output.append(UInt8(ascii: "]"))
-    case .object(let members):
-      // Foundation orders keys with its own comparison; for ASCII keys it is byte order
-      // (checked against JSONEncoder by StoredJSONTests). Other keys fall back.
-      guard members.allSatisfy({ $0.key.utf8.allSatisfy { $0 < 0x80 } }) else { return false }
-      let sorted =
-        members.count < 2
-        ? members : members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-      for index in sorted.indices.dropFirst() where sorted[index].key == sorted[index - 1].key {
-        return false
-      }
-      output.append(UInt8(ascii: "{"))
-      for (offset, member) in sorted.enumerated() {
-        if offset > 0 { output.append(UInt8(ascii: ",")) }
-        EncodedNode.writeString(member.key, into: &output)
-        output.append(UInt8(ascii: ":"))
-        guard member.value.write(into: &output) else { return false }
-      }
-      output.append(UInt8(ascii: "}"))
+      return StoredJSONWriter()
     }
-    return true
+    let writer = StoredJSONWriter()
+    writer.isTaken = true
+    pthread_setspecific(spareWriterKey, Unmanaged.passRetained(writer).toOpaque())
+    return writer
+  }
+
+  /// Ends an encoding: the spare writer is emptied for the next one (a large buffer is not
+  /// kept).
+  func giveBack() {
+    guard isTaken else { return }
+    isTaken = false
+    serial += 1
+    rootSlot = serial
+    // Empty after a whole encoding; left filled only by one that failed.
+    if !frames.isEmpty { frames.removeAll(keepingCapacity: true) }
+    if !members.isEmpty { members.removeAll(keepingCapacity: true) }
+    failed = false
+    if output.capacity > 4096 {
+      output = []
+      output.reserveCapacity(64)
+    } else {
+      output.removeAll(keepingCapacity: true)
+    }
+  }
+
+  /// Whether `slot` is still the position being written at `depth`.
+  func isCurrent(_ slot: Int, depth: Int) -> Bool {
+    guard !failed, frames.count >= depth else { return false }
+    return depth == 0 ? slot == rootSlot : frames[depth - 1].slot == slot
+  }
+
+  func slotStart(_ depth: Int) -> Int { depth == 0 ? 0 : frames[depth - 1].slotStart }
+
+  func fail() -> StoredJSONFallback {
+    failed = true
+    return StoredJSONFallback()
+  }
+
+  /// The coding path of the value at `depth`, as Foundation reports it.
+  func codingPath(_ depth: Int) -> [any CodingKey] {
+    frames.prefix(min(depth, frames.count)).map { frame in
+      frame.slotKey ?? IndexKey(frame.count - 1)
+    }
+  }
+
+  /// Writes `value` at the position `slot` of `depth`, which must be current and empty.
+  func write<T: Encodable>(_ value: T, depth: Int, slot: Int) throws {
+    // Leaves by their metatype (a dynamic cast or a conformance check costs hundreds of
+    // instructions); the bit casts are of a value whose type was just compared equal.
+    if T.self == String.self {
+      writeString(unsafeBitCast(value, to: String.self))
+    } else if T.self == Bool.self {
+      output.append(contentsOf: unsafeBitCast(value, to: Bool.self) ? "true".utf8 : "false".utf8)
+    } else if T.self == Int.self {
+      writeInteger(unsafeBitCast(value, to: Int.self))
+    } else if T.self == Int64.self {
+      writeInteger(unsafeBitCast(value, to: Int64.self))
+    } else if T.self == Int32.self {
+      writeInteger(unsafeBitCast(value, to: Int32.self))
+    } else if T.self == Int16.self {
+      writeInteger(unsafeBitCast(value, to: Int16.self))
+    } else if T.self == Int8.self {
+      writeInteger(unsafeBitCast(value, to: Int8.self))
+    } else if T.self == UInt.self {
+      writeInteger(unsafeBitCast(value, to: UInt.self))
+    } else if T.self == UInt64.self {
+      writeInteger(unsafeBitCast(value, to: UInt64.self))
+    } else if T.self == UInt32.self {
+      writeInteger(unsafeBitCast(value, to: UInt32.self))
+    } else if T.self == UInt16.self {
+      writeInteger(unsafeBitCast(value, to: UInt16.self))
+    } else if T.self == UInt8.self {
+      writeInteger(unsafeBitCast(value, to: UInt8.self))
+    } else if T.self == Double.self || T.self == Float.self || T.self == Date.self
+      || T.self == Data.self || T.self == URL.self || T.self == Decimal.self
+    {
+      // Foundation's strategies and number formatting apply: its own coder writes them.
+      throw fail()
+    } else {
+      // Any other type, floating-point and wider integers included, encodes itself through
+      // these containers, down to the leaves above (or to a requirement that fails).
+      let start = output.count
+      try value.encode(to: StoredJSONStreamEncoder(writer: self, depth: depth, slot: slot))
+      guard !failed, frames.count >= depth else { throw fail() }
+      close(downTo: depth)
+      // Nothing encoded: what Foundation makes of that is for Foundation to say.
+      guard output.count > start else { throw fail() }
+    }
+  }
+
+  func writeInteger<I: FixedWidthInteger>(_ value: I) {
+    output.append(contentsOf: String(value).utf8)
   }
 
   /// Writes a string as `JSONEncoder` does: `"`, `\` and `/` escaped, the usual short escapes,
   /// other control characters as `\u00XX`, everything else as UTF-8.
-  static func writeString(_ text: String, into output: inout [UInt8]) {
+  func writeString(_ text: String) {
     output.append(UInt8(ascii: "\""))
     // Most text needs no escape: copied whole (about a tenth of the byte-by-byte cost).
     var text = text
@@ -508,11 +627,133 @@ private final class EncodedNode {
     byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
       || byte == UInt8(ascii: "/")
   }
+
+  /// Opens the container of the value at `slot` of `depth`, or finds the one it already
+  /// opened (Foundation lets a value ask twice); the frame's id, 0 when failed.
+  func open(isObject: Bool, depth: Int, slot: Int) -> Int {
+    guard isCurrent(slot, depth: depth) else {
+      failed = true
+      return 0
+    }
+    close(downTo: depth + 1)
+    if frames.count == depth + 1 {
+      guard frames[depth].isObject == isObject else {
+        failed = true
+        return 0
+      }
+      return frames[depth].id
+    }
+    // A single value already written here cannot become a container.
+    guard output.count == slotStart(depth) else {
+      failed = true
+      return 0
+    }
+    serial += 1
+    frames.append(Frame(id: serial, isObject: isObject, memberBase: members.count))
+    output.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
+    return serial
+  }
+
+  /// Makes the container `frame` at `depth` the innermost again, closing those inside it.
+  func resume(_ frame: Int, depth: Int) throws {
+    guard !failed, depth < frames.count, frames[depth].id == frame else { throw fail() }
+    close(downTo: depth + 1)
+  }
+
+  /// Starts the next position of the array `frame`; its slot number.
+  func element(_ frame: Int, depth: Int) throws -> Int {
+    try resume(frame, depth: depth)
+    if frames[depth].count > 0 { output.append(UInt8(ascii: ",")) }
+    return advance(depth)
+  }
+
+  /// Writes `key` as the next member of the object `frame`; the slot number of its value.
+  func member<Key: CodingKey>(_ key: Key, of frame: Int, depth: Int) throws -> Int {
+    try resume(frame, depth: depth)
+    var name = key.stringValue
+    let start = output.count + (frames[depth].count > 0 ? 1 : 0)
+    let written = name.withUTF8 { bytes -> Bool in
+      // Keys outside printable ASCII need escapes or Foundation's ordering.
+      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && !Self.needsEscape($0) }) else {
+        return false
+      }
+      let frameState = frames[depth]
+      if frameState.count > 0 {
+        let previous = members[members.count - 1]
+        let order = compare(previous.start + 1, previous.keyLength, bytes)
+        guard order != 0 else { return false }  // a duplicate key: Foundation decides
+        if order > 0 { frames[depth].inOrder = false }
+        output.append(UInt8(ascii: ","))
+      }
+      output.append(UInt8(ascii: "\""))
+      output.append(contentsOf: bytes)
+      output.append(contentsOf: "\":".utf8)
+      members.append(Member(start: start, keyLength: bytes.count))
+      return true
+    }
+    guard written else { throw fail() }
+    frames[depth].slotKey = key
+    return advance(depth)
+  }
+
+  /// Moves `depth`'s frame to a new position starting here; its slot number.
+  func advance(_ depth: Int) -> Int {
+    serial += 1
+    frames[depth].count += 1
+    frames[depth].slot = serial
+    frames[depth].slotStart = output.count
+    return serial
+  }
+
+  /// Compares the key of `length` bytes at `offset` of the output with `bytes`, in byte order.
+  func compare(_ offset: Int, _ length: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    for index in 0..<min(length, bytes.count) where output[offset + index] != bytes[index] {
+      return output[offset + index] < bytes[index] ? -1 : 1
+    }
+    return length == bytes.count ? 0 : (length < bytes.count ? -1 : 1)
+  }
+
+  /// Closes the containers deeper than `depth`, putting an object's members in key order.
+  func close(downTo depth: Int) {
+    while frames.count > depth {
+      let frame = frames.removeLast()
+      if frame.isObject {
+        if !frame.inOrder { sortMembers(from: frame.memberBase) }
+        members.removeSubrange(frame.memberBase...)
+        output.append(UInt8(ascii: "}"))
+      } else {
+        output.append(UInt8(ascii: "]"))
+      }
+    }
+  }
+
+  /// Rewrites the members from `base` on (the last ones written) in the byte order of their
+  /// keys, as `JSONEncoder` with `.sortedKeys` orders ASCII keys.
+  func sortMembers(from base: Int) {
+    let marks = members[base...]
+    let first = marks.first!.start
+    let ends = marks.indices.map {
+      $0 + 1 < members.count ? members[$0 + 1].start - 1 : output.count
+    }
+    let key = { (index: Int) in
+      let start = self.members[index].start + 1
+      return self.output[start..<(start + self.members[index].keyLength)]
+    }
+    let order = marks.indices.sorted { key($0).lexicographicallyPrecedes(key($1)) }
+    for (left, right) in zip(order, order.dropFirst()) where key(left).elementsEqual(key(right)) {
+      failed = true
+      return
+    }
+    var sorted: [UInt8] = []
+    sorted.reserveCapacity(output.count - first)
+    for (position, index) in order.enumerated() {
+      if position > 0 { sorted.append(UInt8(ascii: ",")) }
+      sorted.append(contentsOf: output[members[index].start..<ends[index - base]])
+    }
+    output.replaceSubrange(first..., with: sorted)
+  }
 }
 
-/// The coding path of a value being encoded, made into an array only when asked: the last key
-/// apart from the keys before it, so that encoding a member of a top-level container (the
-/// common case) allocates no path.
 /// An unkeyed container's element in a coding path, named as Foundation names it.
 private struct IndexKey: CodingKey {
   let intValue: Int?
@@ -522,165 +763,133 @@ private struct IndexKey: CodingKey {
   init?(stringValue _: String) { nil }
 }
 
-private struct EncodingPath {
-  let parent: [any CodingKey]
-  let last: (any CodingKey)?
-  static var root: EncodingPath { EncodingPath(parent: [], last: nil) }
-  var keys: [any CodingKey] { last.map { parent + [$0] } ?? parent }
-  func appending(_ key: any CodingKey) -> EncodingPath { EncodingPath(parent: keys, last: key) }
-}
-
-private struct StoredJSONEncoder: Encoder {
-  let node: EncodedNode
-  let path: EncodingPath
-  var codingPath: [any CodingKey] { path.keys }
+/// The encoder a value writes itself to: one position (`slot`) at one depth of the writer.
+private struct StoredJSONStreamEncoder: Encoder {
+  let writer: StoredJSONWriter
+  let depth: Int
+  let slot: Int
+  var codingPath: [any CodingKey] { writer.codingPath(depth) }
   var userInfo: [CodingUserInfoKey: Any] { [:] }
 
   func container<Key: CodingKey>(keyedBy _: Key.Type) -> KeyedEncodingContainer<Key> {
-    switch node.content {
-    case .object, .poisoned: break
-    default: node.content = .object([])
-    }
-    return KeyedEncodingContainer(Keyed(node: node, path: path))
+    let frame = writer.open(isObject: true, depth: depth, slot: slot)
+    return KeyedEncodingContainer(Keyed(writer: writer, frame: frame, depth: depth))
   }
 
   func unkeyedContainer() -> any UnkeyedEncodingContainer {
-    switch node.content {
-    case .array, .poisoned: break
-    default: node.content = .array([])
-    }
-    return Unkeyed(node: node, path: path)
+    Unkeyed(
+      writer: writer, frame: writer.open(isObject: false, depth: depth, slot: slot), depth: depth)
   }
 
   func singleValueContainer() -> any SingleValueEncodingContainer {
-    Single(node: node, path: path)
-  }
-
-  /// Sets `node` to `value`, or throws ``StoredJSONFallback`` for what the fast path leaves
-  /// to Foundation.
-  static func encode<T: Encodable>(
-    _ value: T, into node: EncodedNode, _ path: EncodingPath
-  )
-    throws
-  {
-    if case .poisoned = node.content { return }
-    // The common leaf first, by its metatype (a dynamic cast and the conformance checks below
-    // cost hundreds of instructions each).
-    if T.self == String.self {
-      node.content = .string(value as! String)
-      return
-    }
-    if isSpecial(T.self) { throw StoredJSONFallback() }
-    // Checked on the metatype: a cast of the value (`value as? Bool`) cost about 1,700
-    // instructions each for every other type, a container value included.
-    if T.self == Bool.self {
-      node.content = .literal((value as! Bool) ? "true" : "false")
-    } else if T.self is any FixedWidthInteger.Type, let integer = value as? any FixedWidthInteger {
-      node.content = .literal("\(integer)")
-    } else {
-      try value.encode(to: StoredJSONEncoder(node: node, path: path))
-    }
+    Single(writer: writer, depth: depth, slot: slot)
   }
 
   struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let node: EncodedNode
-    let path: EncodingPath
-    var codingPath: [any CodingKey] { path.keys }
+    let writer: StoredJSONWriter
+    let frame: Int
+    let depth: Int
+    var codingPath: [any CodingKey] { writer.codingPath(depth) }
 
-    func add(_ key: Key) -> EncodedNode {
-      let child = EncodedNode()
-      if case .object(var members) = node.content {
-        node.content = .unset
-        members.append((key.stringValue, child))
-        node.content = .object(members)
-      }
-      return child
+    mutating func encodeNil(forKey key: Key) throws {
+      _ = try writer.member(key, of: frame, depth: depth)
+      writer.output.append(contentsOf: "null".utf8)
     }
 
-    mutating func encodeNil(forKey key: Key) throws { add(key).content = .null }
-
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-      try StoredJSONEncoder.encode(value, into: add(key), path.appending(key))
+      let slot = try writer.member(key, of: frame, depth: depth)
+      try writer.write(value, depth: depth + 1, slot: slot)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
-      keyedBy type: NestedKey.Type, forKey key: Key
+      keyedBy _: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-      StoredJSONEncoder(node: add(key), path: path.appending(key)).container(keyedBy: type)
+      let slot = (try? writer.member(key, of: frame, depth: depth)) ?? 0
+      let nested = writer.open(isObject: true, depth: depth + 1, slot: slot)
+      return KeyedEncodingContainer(
+        Keyed<NestedKey>(writer: writer, frame: nested, depth: depth + 1))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-      StoredJSONEncoder(node: add(key), path: path.appending(key)).unkeyedContainer()
+      let slot = (try? writer.member(key, of: frame, depth: depth)) ?? 0
+      let nested = writer.open(isObject: false, depth: depth + 1, slot: slot)
+      return Unkeyed(writer: writer, frame: nested, depth: depth + 1)
     }
 
     // A super encoder sends the whole value to Foundation.
     mutating func superEncoder() -> any Encoder {
-      node.content = .poisoned
-      return StoredJSONEncoder(node: EncodedNode(), path: path)
+      writer.failed = true
+      return StoredJSONStreamEncoder(writer: writer, depth: depth + 1, slot: 0)
     }
-    mutating func superEncoder(forKey key: Key) -> any Encoder {
-      node.content = .poisoned
-      return StoredJSONEncoder(node: EncodedNode(), path: path.appending(key))
-    }
+    mutating func superEncoder(forKey _: Key) -> any Encoder { superEncoder() }
   }
 
   struct Unkeyed: UnkeyedEncodingContainer {
-    let node: EncodedNode
-    let path: EncodingPath
-    var codingPath: [any CodingKey] { path.keys }
+    let writer: StoredJSONWriter
+    let frame: Int
+    let depth: Int
+    var codingPath: [any CodingKey] { writer.codingPath(depth) }
 
     var count: Int {
-      if case .array(let elements) = node.content { return elements.count }
-      return 0
-    }
-
-    func add() -> EncodedNode {
-      let child = EncodedNode()
-      if case .array(var elements) = node.content {
-        node.content = .unset
-        elements.append(child)
-        node.content = .array(elements)
+      guard !writer.failed, depth < writer.frames.count, writer.frames[depth].id == frame else {
+        return 0
       }
-      return child
+      return writer.frames[depth].count
     }
 
-    mutating func encodeNil() throws { add().content = .null }
-
-    /// The path of the next element: Foundation's `Index n` key after the container's.
-    var nextPath: EncodingPath { path.appending(IndexKey(count)) }
+    mutating func encodeNil() throws {
+      _ = try writer.element(frame, depth: depth)
+      writer.output.append(contentsOf: "null".utf8)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-      let path = nextPath
-      try StoredJSONEncoder.encode(value, into: add(), path)
+      let slot = try writer.element(frame, depth: depth)
+      try writer.write(value, depth: depth + 1, slot: slot)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
-      keyedBy type: NestedKey.Type
+      keyedBy _: NestedKey.Type
     ) -> KeyedEncodingContainer<NestedKey> {
-      let path = nextPath
-      return StoredJSONEncoder(node: add(), path: path).container(keyedBy: type)
+      let slot = (try? writer.element(frame, depth: depth)) ?? 0
+      let nested = writer.open(isObject: true, depth: depth + 1, slot: slot)
+      return KeyedEncodingContainer(
+        Keyed<NestedKey>(writer: writer, frame: nested, depth: depth + 1))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-      let path = nextPath
-      return StoredJSONEncoder(node: add(), path: path).unkeyedContainer()
+      let slot = (try? writer.element(frame, depth: depth)) ?? 0
+      return Unkeyed(
+        writer: writer, frame: writer.open(isObject: false, depth: depth + 1, slot: slot),
+        depth: depth + 1)
     }
 
     mutating func superEncoder() -> any Encoder {
-      node.content = .poisoned
-      return StoredJSONEncoder(node: EncodedNode(), path: path)
+      writer.failed = true
+      return StoredJSONStreamEncoder(writer: writer, depth: depth + 1, slot: 0)
     }
   }
 
   struct Single: SingleValueEncodingContainer {
-    let node: EncodedNode
-    let path: EncodingPath
-    var codingPath: [any CodingKey] { path.keys }
+    let writer: StoredJSONWriter
+    let depth: Int
+    let slot: Int
+    var codingPath: [any CodingKey] { writer.codingPath(depth) }
 
-    mutating func encodeNil() throws { node.content = .null }
+    /// Checks that this position is current and still empty (one value per container).
+    func claim() throws {
+      guard writer.isCurrent(slot, depth: depth), writer.frames.count == depth,
+        writer.output.count == writer.slotStart(depth)
+      else { throw writer.fail() }
+    }
+
+    mutating func encodeNil() throws {
+      try claim()
+      writer.output.append(contentsOf: "null".utf8)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-      try StoredJSONEncoder.encode(value, into: node, path)
+      try claim()
+      try writer.write(value, depth: depth, slot: slot)
     }
   }
 }
