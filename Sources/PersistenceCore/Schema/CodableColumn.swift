@@ -30,17 +30,24 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
       code: .invalidValue, message: "NULL in the non-optional .codable column \(name) of \(model).")
   }
 
-  @usableFromInline
+  @inlinable
   func encode(_ value: Value?) throws -> SQLValue {
     guard let value else { return .null }
     // The fast writer costs less than finding the value in the memo (a hash of the value and
     // a lock): the memo keeps only what Foundation had to encode.
     if let data = fastEncodeStoredJSON(value) { return .blob(data) }
-    if let encodings, let cached = encodings.get(value) { return .blob(cached) }
+    return .blob(try foundationEncode(value))
+  }
+
+  /// The encoding of a value the fast writer leaves to Foundation, remembered when equal values
+  /// share one.
+  @usableFromInline
+  func foundationEncode(_ value: Value) throws -> Data {
+    if let encodings, let cached = encodings.get(value) { return cached }
     do {
       let data = try foundationEncodeStoredJSON(value)
       encodings?.put(value, data)
-      return .blob(data)
+      return data
     } catch {
       throw PersistenceError(
         code: .invalidValue, message: "Cannot encode the .codable attribute \(name) of \(model).",
@@ -48,9 +55,13 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
     }
   }
 
-  @usableFromInline
+  /// Binds the value's encoding: the fast writer's bytes straight from its buffer (no `Data`
+  /// in between), else Foundation's.
+  @inlinable
   func bind(_ value: Value?, _ statement: any StoreStatement, _ index: Int32) throws {
-    statement.bindValue(try encode(value), at: index)
+    guard let value else { return statement.bindNull(index) }
+    if withFastStoredJSON(value, { statement.bindBytes($0, at: index) }) { return }
+    statement.bindData(try foundationEncode(value), at: index)
   }
 
   @usableFromInline

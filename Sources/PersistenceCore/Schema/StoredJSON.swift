@@ -399,6 +399,21 @@ func encodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
   return try foundationEncodeStoredJSON(value)
 }
 
+/// Calls `body` with the fast path's bytes, valid only during the call; false (and no call)
+/// when the value is left to Foundation.
+@usableFromInline
+func withFastStoredJSON<Value: Encodable>(
+  _ value: Value, _ body: (UnsafeRawBufferPointer) -> Void
+) -> Bool {
+  let writer = StoredJSONWriter.take()
+  defer { writer.giveBack() }
+  guard (try? writer.write(value, depth: 0, slot: writer.rootSlot)) != nil, !writer.failed else {
+    return false
+  }
+  writer.output.withUnsafeBytes(body)
+  return true
+}
+
 /// Foundation's encoding alone (`JSONEncoder` with `.sortedKeys`).
 func foundationEncodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
   let encoder = JSONEncoder()
@@ -410,13 +425,11 @@ func foundationEncodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data
 ///
 /// The bytes are written as the value's `encode(to:)` runs, with no tree of nodes in between:
 /// O(n) in the encoding's length, plus a sort of an object's keys when they come out of order.
+@usableFromInline
 func fastEncodeStoredJSON<Value: Encodable>(_ value: Value) -> Data? {
-  let writer = StoredJSONWriter.take()
-  defer { writer.giveBack() }
-  guard (try? writer.write(value, depth: 0, slot: writer.rootSlot)) != nil, !writer.failed else {
-    return nil
-  }
-  return Data(writer.output)
+  var data: Data?
+  _ = withFastStoredJSON(value) { data = Data($0) }
+  return data
 }
 
 /// The thread's spare writer: the `pthread` key's value holds one retain of it, given up when
