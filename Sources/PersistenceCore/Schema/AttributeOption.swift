@@ -26,7 +26,9 @@ public struct AttributeOption: Hashable, Sendable {
   /// The value is kept in history (the tombstone) when the model is deleted.
   public static let preserveValueOnDeletion = AttributeOption("preserveValueOnDeletion")
   /// For `.codable` attributes of an immutable type: rows with equal stored bytes may share one
-  /// decoded instance (decoded once per fetch), and equal `Hashable` values reuse one
-  /// encoding. Do not use it for a type whose instances can change.
+  /// decoded instance (decoded once per fetch), and equal `Hashable` values that only
+  /// Foundation's `JSONEncoder` can encode (floating point, dates, super coders) reuse one
+  /// encoding; the others are written straight to bytes, which costs less than finding an
+  /// equal value. Do not use it for a type whose instances can change.
   public static let sharesEqualValues = AttributeOption("sharesEqualValues")
 }
