@@ -210,7 +210,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   }
 
   /// A `Codable` attribute of a `Hashable` type: as the other overload, and with
-  /// ``AttributeOption/sharesEqualValues`` equal values also reuse one encoding when saved.
+  /// ``AttributeOption/sharesEqualValues`` equal values that Foundation's encoder encodes (the
+  /// package's own JSON writer leaves floating point, dates and super coders to it) also reuse
+  /// one encoding when saved.
   @inlinable @inline(__always)
   public static func codable<Value: Codable & Hashable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
@@ -342,7 +344,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
 
   /// A `.codable` attribute of a `Hashable` type decoded on first access: as the other
   /// overload, and with ``AttributeOption/sharesEqualValues`` equal values set by the program
-  /// also reuse one encoding when saved.
+  /// that Foundation's encoder encodes also reuse one encoding when saved.
   @inlinable @inline(__always)
   public static func codable<Value: Codable & Hashable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String, _ options: Option...,
