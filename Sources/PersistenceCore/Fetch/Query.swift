@@ -20,9 +20,7 @@ struct Query {
     _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>, select columns: String? = nil,
     sectionColumn: String? = nil, database: any StoreConnection, ordered: Bool = true
   ) throws {
-    let selection =
-      columns ?? (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
-    var sql = "SELECT \(selection) FROM \(quoted(schema.name))"
+    var sql = "SELECT \(columns ?? schema.selectList) FROM \(schema.quotedName)"
     var bindings: [SQLValue] = []
     let narrowing = !database.evaluatesSwiftFunctions
     if let condition = try descriptor.whereClause(schema: schema, narrowing: narrowing) {

@@ -464,8 +464,8 @@ final class Loader {
       descriptor, schema: schema, sectionColumn: sectionColumn, database: database)
     condition = try descriptor.whereClause(
       schema: schema, narrowing: !database.evaluatesSwiftFunctions)
-    table = quoted(schema.name)
-    columns = (["\"_pk\""] + schema.attributes.map { quoted($0.name) }).joined(separator: ", ")
+    table = schema.quotedName
+    columns = schema.selectList
     let cache = LoadCache()
     loadRow = { statement in
       do {

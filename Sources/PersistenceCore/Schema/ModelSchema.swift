@@ -47,6 +47,12 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// What a predicate needs of each attribute, in column order: made once, so that a
   /// predicate's key path costs one lookup and no copy of its ``ModelAttribute``.
   let predicateColumns: [PredicateColumn]
+  /// The primary key and every attribute's column, quoted and comma-separated: what a fetch
+  /// of models selects, made once (built per query it cost about 13k instructions, a third of
+  /// a small indexed fetch's own work).
+  let selectList: String
+  /// The table's name, quoted.
+  let quotedName: String
 
   /// Declares a schema: the table name, then the attributes.
   public init(_ name: String, _ attributes: ModelAttribute<Model>...) {
@@ -95,6 +101,8 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
         quotedName: quoted($0.name), name: $0.name, isCodable: $0.isCodable,
         isOptional: $0.isOptional)
     }
+    selectList = (["\"_pk\""] + predicateColumns.map(\.quotedName)).joined(separator: ", ")
+    quotedName = quoted(name)
   }
 
   /// The index of the attribute stored at `keyPath`, if any: O(1), one hash of the key path
