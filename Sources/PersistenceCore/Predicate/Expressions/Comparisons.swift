@@ -29,29 +29,40 @@ extension PredicateExpressions.NotEqual: SQLTranslatable {
 func truthTest(_ left: TranslatedExpression, _ right: TranslatedExpression, equal: Bool)
   -> TranslatedExpression?
 {
-  for (side, other) in [(left, right), (right, left)] {
-    guard case .sql(let condition) = side, condition.isCondition,
-      let bool = other.constantBool
-    else { continue }
-    if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
-    return .sql(
-      SQLFragment(
-        "(\(condition.sql) IS \(equal ? "" : "NOT ")\(bool ? "TRUE" : "FALSE"))",
-        condition.bindings, isCondition: true, canBeNull: false))
-  }
-  return nil
+  // Each order tried in turn, without an array of the two pairs (an allocation and a copy of
+  // both expressions on every comparison a predicate translates).
+  truthTest(side: left, other: right, equal: equal)
+    ?? truthTest(side: right, other: left, equal: equal)
+}
+
+/// ``truthTest(_:_:equal:)`` with `side` the condition and `other` the constant.
+private func truthTest(side: TranslatedExpression, other: TranslatedExpression, equal: Bool)
+  -> TranslatedExpression?
+{
+  guard case .sql(let condition) = side, condition.isCondition, let bool = other.constantBool
+  else { return nil }
+  if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
+  return .sql(
+    SQLFragment(
+      "(\(condition.sql) IS \(equal ? "" : "NOT ")\(bool ? "TRUE" : "FALSE"))",
+      condition.bindings, isCondition: true, canBeNull: false))
 }
 
 /// `=` or `<>` between two fragments that cannot be `NULL`, the null-safe `IS [NOT] DISTINCT
 /// FROM` otherwise (standard SQL; SQLite reads it as `IS`). Never `NULL` itself.
 func equality(_ left: SQLFragment, _ right: SQLFragment, equal: Bool) -> SQLFragment {
-  // A comparison with nil is a test for NULL.
-  for (side, other) in [(left, right), (right, left)]
-  where other.sql == "?" && other.bindings == [.null] {
-    return SQLFragment(
+  // A comparison with nil is a test for NULL (each order tried in turn: an array of the two
+  // pairs cost an allocation and copies on every comparison).
+  func isNil(_ fragment: SQLFragment) -> Bool {
+    fragment.bindings.count == 1 && fragment.bindings[0] == .null && fragment.sql == "?"
+  }
+  func nullTest(_ side: SQLFragment) -> SQLFragment {
+    SQLFragment(
       "(\(side.sql) IS \(equal ? "" : "NOT ")NULL)", side.bindings, isCondition: true,
       canBeNull: false)
   }
+  if isNil(right) { return nullTest(left) }
+  if isNil(left) { return nullTest(right) }
   let symbol =
     left.canBeNull || right.canBeNull
     ? (equal ? "IS NOT DISTINCT FROM" : "IS DISTINCT FROM") : (equal ? "=" : "<>")
