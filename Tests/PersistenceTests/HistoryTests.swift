@@ -51,6 +51,58 @@ struct HistoryTests {
     #expect(identifiers.count == 1)
   }
 
+  @Test(
+    "one save of two entities' inserts, updates and tombstoned deletes records each change once",
+    arguments: TestEngine.allCases)
+  func mixedSave(engine: TestEngine) throws {
+    // The change insert keeps the token and entity it bound while rows of one entity follow
+    // each other; deletions with tombstones take the keyed statement, which on SQLite is the
+    // same statement, reset when taken. Every change must still name its own entity.
+    let container = try makeContainer(engine)
+    let context = ModelContext(container)
+    let notes = ["a", "b"].map { Note(key: $0, text: "t", group: "g") }
+    let samples = ["s1", "s2"].map { name in
+      let sample = Sample()
+      sample.name = name
+      return sample
+    }
+    notes.forEach(context.insert)
+    samples.forEach(context.insert)
+    try context.save()
+
+    context.insert(Note(key: "c", text: "t", group: "g"))
+    context.delete(notes[0])
+    let third = Sample()
+    third.name = "s3"
+    context.insert(third)
+    notes[1].text = "u"
+    context.delete(samples[0])
+    context.insert(Note(key: "d", text: "t", group: "g"))
+    samples[1].count = 7
+    try context.save()
+
+    let history = try ModelContext(container).fetchHistory()
+    #expect(history.count == 2)
+    let changes = try #require(history.last).changes
+    let described = changes.map { "\($0.kind) \($0.changedIdentifier.entityName)" }.sorted()
+    #expect(
+      described == [
+        "delete notes", "delete samples", "insert notes", "insert notes", "insert samples",
+        "update notes", "update samples",
+      ])
+    for change in changes where change.kind == .delete {
+      let tombstone = try #require(change.tombstone)
+      if change.changedIdentifier.entityName == "notes" {
+        #expect(tombstone[\Note.key] == "a")
+      } else {
+        #expect(tombstone[\Sample.name] == "s1")
+      }
+    }
+    #expect(
+      Set(changes.filter { $0.kind == .update }.map(\.updatedAttributes))
+        == [["text"], ["count"]])
+  }
+
   @Test("orders tokens by commit and resumes after a token", arguments: TestEngine.allCases)
   func tokensOrderAndResume(engine: TestEngine) throws {
     let container = try makeContainer(engine)

@@ -220,7 +220,8 @@ public protocol StoreStatement: StoreRow {
   func step() throws -> Bool
   /// Resets the statement to run again and clears its bindings.
   func reset()
-  /// Resets the statement to run again, keeping its bindings (the caller rebinds them all).
+  /// Resets the statement to run again, keeping its bindings (the caller rebinds those that
+  /// change).
   func rewind()
 }
 
