@@ -217,6 +217,18 @@ struct StoredJSONTests {
       "\(String(decoding: ours, as: UTF8.self)) vs \(String(decoding: theirs, as: UTF8.self))")
   }
 
+  /// Integers wider than 64 bits, which encode themselves through a single-value container.
+  struct Wide: Codable, Equatable {
+    var big: Int128
+    var unsigned: UInt128
+    var list: [Int128]
+  }
+
+  @Test("128-bit integers: Foundation's bytes, no endless recursion")
+  func wideIntegers() throws {
+    try roundTrips(Wide(big: .min, unsigned: .max, list: [0, -1, Int128(Int64.max) + 1]))
+  }
+
   /// A JSON-shaped value of any nesting, for comparing encoders on random input.
   indirect enum Shape: Encodable {
     case text(String)
