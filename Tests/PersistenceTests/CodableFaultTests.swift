@@ -14,6 +14,20 @@ struct CodableFaultTests {
     Tile(corner: SIMD4(Float(index % 3), 1, 2, 3), label: "tile \(index % 3)")
   }
 
+  /// A store file of three filled rows, changed by `sql` through another connection (as an
+  /// outside writer would): the container, that connection, and the folder that holds them.
+  static func alteredStore(_ sql: String) throws -> (
+    directory: TemporaryDirectory, container: ModelContainer, outside: Database
+  ) {
+    let directory = TemporaryDirectory()
+    let url = directory.file("pinned.store")
+    let container = try ModelContainer(for: Pinned.self, configurations: .init(url: url))
+    try fill(ModelContext(container), count: 3)
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute(sql)
+    return (directory, container, outside)
+  }
+
   static func fill(_ context: ModelContext, count: Int = 30) throws {
     for index in 0..<count {
       let tile = index % 5 == 4 ? nil : Self.tile(index)
@@ -92,16 +106,11 @@ struct CodableFaultTests {
 
   @Test("an unread lazy value is saved back byte for byte when its model changes")
   func unreadSavedAsStored() throws {
-    let directory = TemporaryDirectory()
-    let url = directory.file("pinned.store")
-    let container = try ModelContainer(for: Pinned.self, configurations: .init(url: url))
-    try Self.fill(ModelContext(container), count: 3)
     // Bytes no encoder of ours writes (keys in another order, spaces): kept as they are.
-    let outside = try Database(path: url.path, flags: 2)
     let odd = #"{ "label" : "odd", "corner" : [1,2,3,4] }"#
-    try outside.execute(
+    let store = try Self.alteredStore(
       "UPDATE pinned SET lazy_tile = CAST('\(odd)' AS BLOB) WHERE key = 'k0'")
-    let context = ModelContext(container)
+    let context = ModelContext(store.container)
     let model = try #require(
       try context.fetch(FetchDescriptor<Pinned>(predicate: #Predicate { $0.key == "k0" })).first)
     model.key = "renamed"
@@ -109,7 +118,8 @@ struct CodableFaultTests {
     try context.save()
     #expect(model._tileFault.isFault)
     #expect(
-      try outside.scalarText("SELECT CAST(lazy_tile AS TEXT) FROM pinned WHERE key = 'renamed'")
+      try store.outside.scalarText(
+        "SELECT CAST(lazy_tile AS TEXT) FROM pinned WHERE key = 'renamed'")
         == odd)
     #expect(model.lazyTile?.label == "odd")
   }
@@ -211,13 +221,9 @@ struct CodableFaultTests {
 
   @Test("a zero-length blob in a lazy column reads as nil and is reported, nothing lost")
   func emptyBlob() throws {
-    let directory = TemporaryDirectory()
-    let url = directory.file("pinned.store")
-    let container = try ModelContainer(for: Pinned.self, configurations: .init(url: url))
-    try Self.fill(ModelContext(container), count: 3)
-    let outside = try Database(path: url.path, flags: 2)
-    try outside.execute("UPDATE pinned SET lazy_tile = zeroblob(0) WHERE key = 'k1'")
-    let context = ModelContext(container)
+    let store = try Self.alteredStore(
+      "UPDATE pinned SET lazy_tile = zeroblob(0) WHERE key = 'k1'")
+    let context = ModelContext(store.container)
     let models = try context.fetch(FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
     #expect(models.map(\.key) == ["k0", "k1", "k2"])
     #expect(models[1].lazyTile == nil)
@@ -228,20 +234,16 @@ struct CodableFaultTests {
     models[1].key = "k1-renamed"
     try context.save()
     #expect(
-      try outside.scalarText(
+      try store.outside.scalarText(
         "SELECT typeof(lazy_tile) || length(lazy_tile) FROM pinned WHERE key = 'k1-renamed'")
         == "blob0")
   }
 
   @Test("stored bytes that cannot be decoded read as nil and are reported by the row check")
   func damagedBytes() throws {
-    let directory = TemporaryDirectory()
-    let url = directory.file("pinned.store")
-    let container = try ModelContainer(for: Pinned.self, configurations: .init(url: url))
-    try Self.fill(ModelContext(container), count: 3)
-    let outside = try Database(path: url.path, flags: 2)
-    try outside.execute("UPDATE pinned SET lazy_tile = x'7b22' WHERE key = 'k1'")
-    let context = ModelContext(container)
+    let store = try Self.alteredStore(
+      "UPDATE pinned SET lazy_tile = x'7b22' WHERE key = 'k1'")
+    let context = ModelContext(store.container)
     let models = try context.fetch(FetchDescriptor<Pinned>(sortBy: [SortDescriptor(\.key)]))
     #expect(models.map(\.key) == ["k0", "k1", "k2"])
     #expect(models[1].lazyTile == nil)
@@ -251,9 +253,9 @@ struct CodableFaultTests {
     #expect(problems.first?.attribute == "lazy_tile")
     #expect(problems.first?.row?.contains("k1") == true, "\(problems)")
     // Text in the BLOB column is refused when the row loads, naming it.
-    try outside.execute("UPDATE pinned SET lazy_tile = 'text' WHERE key = 'k2'")
+    try store.outside.execute("UPDATE pinned SET lazy_tile = 'text' WHERE key = 'k2'")
     let error = try #require(throws: PersistenceError.self) {
-      try ModelContext(container).fetch(FetchDescriptor<Pinned>())
+      try ModelContext(store.container).fetch(FetchDescriptor<Pinned>())
     }
     #expect(error.attribute == "lazy_tile")
   }
