@@ -393,7 +393,8 @@ private struct StoredJSONDecoder: Decoder {
 // MARK: Encoding
 
 /// Encodes `value` as `JSONEncoder` with `.sortedKeys` does: the fast path when it applies,
-/// else `JSONEncoder` itself.
+/// else `JSONEncoder` itself. `CodableColumn` composes the same two with its memo of equal
+/// values between them; `StoredJSONTests` checks this composition against Foundation.
 func encodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
   if let bytes = fastEncodeStoredJSON(value) { return bytes }
   return try foundationEncodeStoredJSON(value)
