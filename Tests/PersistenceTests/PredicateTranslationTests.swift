@@ -10,7 +10,7 @@ import Testing
 struct PredicateSQLTests {
   func sql(_ predicate: Predicate<Sample>) throws -> (String, [SQLValue])? {
     try PredicateTranslator.whereClause(predicate, schema: Sample.schema).map {
-      ($0.sql, $0.bindings)
+      ($0.sql, $0.bindings.values)
     }
   }
 
@@ -109,6 +109,79 @@ struct PredicateSQLTests {
     }
     #expect(try PredicateTranslator.sqlValue(of: String?.none as Any) == .null)
     #expect(try PredicateTranslator.sqlValue(of: Optional("a") as Any) == .text("a"))
+  }
+
+  /// A translation is reused for a predicate of the same shape (`PredicateTemplate`): the
+  /// shape must hold everything its type does not, and a translation whose SQL depends on a
+  /// captured value must not be reused.
+  @Test("a predicate of a shape translated before reuses its SQL with its own values")
+  func reusesTranslations() throws {
+    func compare(_ value: Int, _ op: Int) -> Predicate<Sample> {
+      if op == 0 { return #Predicate { $0.small < value } }
+      if op == 1 { return #Predicate { $0.small > value } }
+      if op == 2 { return #Predicate { $0.small <= value } }
+      return #Predicate { $0.count >= value }
+    }
+    func arithmetic(_ value: Int, _ op: Int) -> Predicate<Sample> {
+      if op == 0 { return #Predicate { $0.small + value == 3 } }
+      if op == 1 { return #Predicate { $0.small - value == 3 } }
+      return #Predicate { $0.small * value == 3 }
+    }
+    let before = PredicateTemplate.reuseCount
+    for round in 0..<3 {
+      for op in 0..<4 {
+        let symbol = ["<", ">", "<=", ">="][op]
+        let column = op == 3 ? "count" : "small"
+        let result = try #require(try sql(compare(round * 10 + op, op)))
+        #expect(result.0 == "(\"\(column)\" \(symbol) ?)")
+        #expect(result.1 == [.integer(Int64(round * 10 + op))])
+      }
+      for op in 0..<3 {
+        let symbol = ["+", "-", "*"][op]
+        let result = try #require(try sql(arithmetic(round + op, op)))
+        #expect(result.0 == "((\"small\" \(symbol) ?) = ?)")
+        #expect(result.1 == [.integer(Int64(round + op)), .integer(3)])
+      }
+    }
+    // Types that differ only above their leaves and key paths.
+    for round in 0..<3 {
+      let name = "n\(round)"
+      let equal = try #require(try sql(#Predicate { $0.name == name }))
+      let notEqual = try #require(try sql(#Predicate { $0.name != name }))
+      #expect(equal.0 == "(\"name\" = ?)" && notEqual.0 == "(\"name\" <> ?)")
+      #expect(equal.1 == [.text(name)] && notEqual.1 == [.text(name)])
+    }
+    // Each of the seven shapes was translated at most once; the other rounds reused it
+    // (other tests running at the same time may add to the count, never take from it).
+    #expect(PredicateTemplate.reuseCount - before >= 14)
+
+    // Decided on a captured value: translated for each value, whichever came first.
+    func search(_ text: String) -> Predicate<Sample> {
+      #Predicate { text.isEmpty || $0.name.contains(text) }
+    }
+    func flag(_ value: Bool) -> Predicate<Sample> {
+      #Predicate { $0.note.flatMap { $0.isEmpty } == value }
+    }
+    for text in ["Par", "", "x", ""] {
+      #expect(try sql(search(text))?.0 == (text.isEmpty ? nil : "(instr(\"name\", ?) > 0)"))
+    }
+    for value in [true, false, true] {
+      #expect(
+        try sql(flag(value))?.0
+          == "((CASE WHEN \"note\" IS NULL THEN NULL ELSE (\"note\" = '') END) IS \(value ? "TRUE" : "FALSE"))"
+      )
+    }
+    // A parameter that becomes nil changes the SQL, and back.
+    func noteIs(_ value: String?, _ other: String?) -> Predicate<Sample> {
+      #Predicate { $0.note == value || $0.note == other }
+    }
+    for (value, other) in [("a", "b"), (nil, "b"), ("a", nil), (nil, nil), ("c", "d")] {
+      let result = try #require(try sql(noteIs(value, other)))
+      let left = value == nil ? "(\"note\" IS NULL)" : "(\"note\" IS NOT DISTINCT FROM ?)"
+      let right = other == nil ? "(\"note\" IS NULL)" : "(\"note\" IS NOT DISTINCT FROM ?)"
+      #expect(result.0 == "(\(left) OR \(right))")
+      #expect(result.1 == [value, other].compactMap { $0.map { SQLValue.text($0) } })
+    }
   }
 
   @Test("throws for a sort without a stored key path")

@@ -64,7 +64,8 @@ public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
     }
     guard parts.count > 1 else { return parts.first }
     var combined = SQLFragment(
-      parts.map { "(\($0.sql))" }.joined(separator: " AND "), parts.flatMap(\.bindings),
+      parts.map { "(\($0.sql))" }.joined(separator: " AND "),
+      parts.reduce(into: FragmentBindings()) { $0 += $1.bindings },
       isCondition: true)
     combined.isNarrowed = parts.contains { $0.isNarrowed }
     return combined

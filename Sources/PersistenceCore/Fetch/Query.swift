@@ -25,7 +25,7 @@ struct Query {
     let narrowing = !database.evaluatesSwiftFunctions
     if let condition = try descriptor.whereClause(schema: schema, narrowing: narrowing) {
       sql += " WHERE \(condition.sql)"
-      bindings += condition.bindings
+      bindings += condition.bindings.values
       if condition.isNarrowed { finishesInSwift = true }
     }
     if ordered {

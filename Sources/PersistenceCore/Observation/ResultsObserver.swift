@@ -498,7 +498,7 @@ final class Loader {
     defer { try? database.commit() }
     try KeyBatches.forEachRow(
       keys: sorted, database: database, select: "SELECT \(columns) FROM \(table) WHERE \"_pk\"",
-      filter: condition.map { " AND (\($0.sql))" } ?? "", bindings: condition?.bindings ?? []
+      filter: condition.map { " AND (\($0.sql))" } ?? "", bindings: condition?.bindings.values ?? []
     ) { row in
       result[row.int64(at: 0)] = unsafeDowncast(try loadRow(row), to: Model.self)
     }

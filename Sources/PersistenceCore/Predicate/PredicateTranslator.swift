@@ -9,6 +9,10 @@ import Foundation
 /// so a captured value, a constant branch or `text.isEmpty` never reaches SQL as text.
 protocol SQLTranslatable: SendableMetatype {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression
+  /// Tells `walker` this node's part of the predicate's shape: its children, visited in the
+  /// order ``translate(_:)`` translates them, and what its type does not fix (an operator, a
+  /// key path, a variable, a leaf's value). See ``PredicateTemplate``.
+  func shape(_ walker: inout PredicateShapeWalker)
 }
 
 /// Translates a Foundation `Predicate` into a SQL `WHERE` clause with bound parameters.
@@ -30,6 +34,16 @@ struct PredicateTranslator {
   var narrows = false
   /// Whether an unknown was made.
   var narrowed = false
+  /// Whether the SQL depends on the predicate's captured values only through the parameters
+  /// bound from its leaves (each `nil` or not as now), so that another predicate of the same
+  /// shape can reuse it (``PredicateTemplate``). A translation that folds constants, or decides
+  /// anything on a constant's value, is not.
+  var reusable = true
+  /// How many `PredicateExpressions.Value` leaves the translation met, in order.
+  private(set) var leafCount: Int32 = 0
+  /// Each leaf bound as a parameter, and whether its value was `NULL`: the SQL depends on
+  /// that (`IS NULL` has no parameter), so a reuse checks it (``PredicateTemplate``).
+  private(set) var boundLeaves: [(leaf: Int32, isNull: Bool)] = []
 
   init<Model: PersistentModel>(schema: ModelSchema<Model>) {
     modelType = Model.self
@@ -47,25 +61,46 @@ struct PredicateTranslator {
   /// With `narrowing`, calls of Swift-only functions become unknowns and the condition keeps
   /// every row whose answer depended on one (`IS NOT FALSE`); it is then marked
   /// ``SQLFragment/isNarrowed``, and the predicate must be evaluated in Swift on the rows.
+  ///
+  /// A predicate of a shape translated before (same node types, key paths, operators and
+  /// variables; other captured values) reuses that translation with its own values bound
+  /// (``PredicateTemplate``). Cost: O(size of the predicate) either way; a reuse walks the tree
+  /// once to collect its values and builds no SQL text (about a quarter of a translation's
+  /// instructions for a one-comparison predicate).
   static func whereClause<Model: PersistentModel>(
     _ predicate: Predicate<Model>, schema: ModelSchema<Model>, narrowing: Bool = false
   ) throws -> SQLFragment? {
+    var walker = PredicateShapeWalker(variable: predicate.variable.key)
+    let shape = walker.shape(of: predicate.expression, narrowing: narrowing)
+    if let shape, let template = PredicateTemplate.cached(for: shape),
+      let fragment = try template.fragment(leaves: walker.leaves)
+    {
+      return fragment
+    }
     var translator = PredicateTranslator(schema: schema)
     translator.narrows = narrowing
     translator.variables[predicate.variable.key] = .row
     let result = try translator.translate(predicate.expression)
-    if case .constant(let value) = result {
+    if case .constant(let value, _) = result {
       guard let bool = value as? Bool else {
         throw translator.unsupported("a non-Boolean predicate")
       }
       return bool ? nil : SQLFragment("(1 = 0)", isCondition: true, canBeNull: false)
     }
-    let condition = try translator.condition(result)
-    guard translator.narrowed else { return condition }
-    var narrowed = SQLFragment(
-      "((\(condition.sql)) IS NOT FALSE)", condition.bindings, isCondition: true, canBeNull: false)
-    narrowed.isNarrowed = true
-    return narrowed
+    var condition = try translator.condition(result)
+    if translator.narrowed {
+      condition = SQLFragment(
+        "((\(condition.sql)) IS NOT FALSE)", condition.bindings, isCondition: true,
+        canBeNull: false)
+      condition.isNarrowed = true
+    }
+    if let shape, translator.reusable, translator.leafCount == walker.leaves.count {
+      PredicateTemplate.keep(
+        PredicateTemplate(
+          condition, boundLeaves: translator.boundLeaves, keyPaths: walker.keyPaths),
+        for: shape)
+    }
+    return condition
   }
 
   /// A call of a Swift-only function (``StoreFunctions``): `sql` itself, or an unknown when
@@ -85,13 +120,35 @@ struct PredicateTranslator {
     return try node.translate(opening: expression, &self)
   }
 
+  /// The next `PredicateExpressions.Value` leaf's index.
+  mutating func nextLeaf() -> Int32 {
+    defer { leafCount += 1 }
+    return leafCount
+  }
+
+  /// `expression`'s value when it is a constant `Bool`; the translation then depends on it
+  /// (not ``reusable``).
+  mutating func constantBool(_ expression: TranslatedExpression) -> Bool? {
+    guard case .constant(let value, _) = expression, let bool = value as? Bool else { return nil }
+    reusable = false
+    return bool
+  }
+
   /// The SQL for an operand used as a value: a parameter for a constant, the fragment for
   /// SQL; a condition becomes 1 or 0 (`NULL` when it is unknown), as a stored `Bool` is.
-  func operand(_ expression: TranslatedExpression) throws -> SQLFragment {
+  mutating func operand(_ expression: TranslatedExpression) throws -> SQLFragment {
     switch expression {
-    case .constant(let value):
+    case .constant(let value, let origin):
       let bound = try Self.sqlValue(of: value)
-      return SQLFragment("?", [bound], canBeNull: bound == .null)
+      var leaf: Int32 = -1
+      switch origin {
+      case .leaf(let index):
+        leaf = index
+        boundLeaves.append((index, bound == .null))
+      case .literal: break
+      case .derived: reusable = false
+      }
+      return SQLFragment("?", FragmentBindings(bound, leaf: leaf), canBeNull: bound == .null)
     case .sql(let fragment):
       guard fragment.isCondition, !fragment.isUnknown else { return fragment }
       return SQLFragment(
@@ -103,7 +160,7 @@ struct PredicateTranslator {
 
   /// The SQL for an operand used as a condition (`AND`, `OR`, `NOT`, `CASE WHEN`, the whole
   /// predicate): a value, a stored `Bool`, is compared with 0.
-  func condition(_ expression: TranslatedExpression) throws -> SQLFragment {
+  mutating func condition(_ expression: TranslatedExpression) throws -> SQLFragment {
     if case .sql(let fragment) = expression, fragment.isCondition || fragment.isUnknown {
       return fragment
     }
@@ -160,16 +217,18 @@ struct PredicateTranslator {
     _ node: E, translated left: TranslatedExpression, _ right: TranslatedExpression,
     _ build: (SQLFragment, SQLFragment) throws -> SQLFragment
   ) throws -> TranslatedExpression {
-    if left.isConstant && right.isConstant { return try Self.fold(node) }
+    if left.isConstant && right.isConstant { return try fold(node) }
     let built = try build(try operand(left), try operand(right))
     // Over an unknown, the whole node is unknown (`COALESCE`, `IS NULL` … would decide).
     if left.isUnknown || right.isUnknown { return .sql(.unknown(isCondition: built.isCondition)) }
     return .sql(built)
   }
 
-  /// Folds a node whose operands are all constants by evaluating it in Swift.
-  static func fold<E: PredicateExpression>(_ expression: E) throws -> TranslatedExpression {
-    .constant(try expression.evaluate(PredicateBindings()))
+  /// Folds a node whose operands are all constants by evaluating it in Swift (the SQL then
+  /// depends on their values: not ``reusable``).
+  mutating func fold<E: PredicateExpression>(_ expression: E) throws -> TranslatedExpression {
+    reusable = false
+    return .constant(try expression.evaluate(PredicateBindings()))
   }
 }
 
@@ -190,9 +249,5 @@ extension TranslatedExpression {
   var isUnknown: Bool {
     if case .sql(let fragment) = self { return fragment.isUnknown }
     return false
-  }
-  var constantBool: Bool? {
-    if case .constant(let value) = self { return value as? Bool }
-    return nil
   }
 }

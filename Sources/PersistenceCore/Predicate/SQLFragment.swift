@@ -7,7 +7,7 @@
 /// 0 (``PredicateTranslator/condition(_:)``).
 struct SQLFragment {
   var sql: String
-  var bindings: [SQLValue]
+  var bindings: FragmentBindings
   /// Whether the SQL is a condition (boolean) rather than a value.
   var isCondition: Bool
   /// Whether the SQL can be `NULL` (an optional attribute, a `NULL` parameter, an expression
@@ -22,7 +22,8 @@ struct SQLFragment {
   var isNarrowed = false
 
   init(
-    _ sql: String, _ bindings: [SQLValue] = [], isCondition: Bool = false, canBeNull: Bool = true
+    _ sql: String, _ bindings: FragmentBindings = [], isCondition: Bool = false,
+    canBeNull: Bool = true
   ) {
     self.sql = sql
     self.bindings = bindings
@@ -38,10 +39,70 @@ struct SQLFragment {
   }
 }
 
+/// The parameters of a ``SQLFragment``, in order of appearance, each with where it came from:
+/// a ``PredicateTemplate`` rebinds a fragment's parameters from another predicate of the same
+/// shape by these origins.
+struct FragmentBindings: ExpressibleByArrayLiteral {
+  /// The values, in order.
+  private(set) var values: [SQLValue]
+  /// For each value, the index of the `PredicateExpressions.Value` leaf it is (in the order
+  /// ``PredicateShapeWalker`` meets them), or -1 for a value the predicate's shape fixes (a
+  /// `nil` literal, or one derived from leaves, which makes the translation not reusable).
+  private(set) var leaves: [Int32]
+
+  init(arrayLiteral values: SQLValue...) { self.init(values) }
+
+  /// Values that come from no leaf.
+  init(_ values: [SQLValue]) {
+    self.values = values
+    leaves = Array(repeating: -1, count: values.count)
+  }
+
+  /// Values from these leaves (see ``leaves``).
+  init(_ values: [SQLValue], leaves: [Int32]) {
+    precondition(values.count == leaves.count)
+    self.values = values
+    self.leaves = leaves
+  }
+
+  /// One value, from `leaf` (-1 for none).
+  init(_ value: SQLValue, leaf: Int32) {
+    values = [value]
+    leaves = [leaf]
+  }
+
+  var count: Int { values.count }
+  var isEmpty: Bool { values.isEmpty }
+  subscript(index: Int) -> SQLValue { values[index] }
+
+  static func + (left: FragmentBindings, right: FragmentBindings) -> FragmentBindings {
+    var joined = left
+    joined += right
+    return joined
+  }
+
+  static func += (left: inout FragmentBindings, right: FragmentBindings) {
+    left.values += right.values
+    left.leaves += right.leaves
+  }
+}
+
+/// Where a constant of a translated predicate came from, which decides whether a translation
+/// that binds it can serve another predicate of the same shape (``PredicateTemplate``).
+enum ConstantOrigin {
+  /// The `PredicateExpressions.Value` leaf with this index: a parameter that another predicate
+  /// of the same shape fills with its own leaf.
+  case leaf(Int32)
+  /// A `nil` literal: the same in every predicate of the shape.
+  case literal
+  /// Computed from leaves in Swift (folded): the SQL may depend on the values.
+  case derived
+}
+
 /// What a predicate expression became.
 enum TranslatedExpression {
   /// A value known without looking at a row, folded in Swift; bound as a parameter when used.
-  case constant(Any)
+  case constant(Any, origin: ConstantOrigin = .derived)
   /// The model itself (the predicate's variable).
   case row
   /// SQL computed per row. SQL `NULL` stands for Swift's `nil`; stored booleans are 0 and 1.

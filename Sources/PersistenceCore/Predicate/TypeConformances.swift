@@ -47,6 +47,17 @@ extension SQLTranslatable {
   }
 }
 
+extension SQLTranslatable {
+  /// Walks `node`, a value of this very type (`Node == Self`, which the caller checked by
+  /// looking up `Node`'s facts), for its shape: no existential box and no dynamic cast.
+  static func shape<Node>(unchecked node: Node, _ walker: inout PredicateShapeWalker) {
+    assert(Node.self == Self.self)
+    withUnsafePointer(to: node) { pointer in
+      UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.shape(&walker)
+    }
+  }
+}
+
 extension OptionalValue {
   /// Whether `value`, a value of this very type in an `Any`, is `nil`.
   static func isNone(opening value: Any) -> Bool {

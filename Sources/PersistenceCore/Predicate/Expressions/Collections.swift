@@ -9,9 +9,12 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     let sequenceValue = try translator.translate(sequence)
     let elementValue = try translator.translate(element)
     if sequenceValue.isConstant && elementValue.isConstant {
-      return try PredicateTranslator.fold(self)
+      return try translator.fold(self)
     }
-    guard case .constant(let values) = sequenceValue, let values = values as? any Sequence else {
+    // The SQL depends on how many values there are, and which are nil.
+    translator.reusable = false
+    guard case .constant(let values, _) = sequenceValue, let values = values as? any Sequence
+    else {
       throw translator.unsupported("contains on a sequence that is not a captured array")
     }
     if elementValue.isUnknown { return .sql(.unknown(isCondition: true)) }
@@ -33,7 +36,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
         "\(target.sql) IN (\(Array(repeating: "?", count: bindings.count).joined(separator: ", ")))"
       )
     }
-    var allBindings = bindings.isEmpty ? [] : target.bindings + bindings
+    var allBindings = bindings.isEmpty ? [] : target.bindings + FragmentBindings(bindings)
     if matchesNil {
       parts.append("\(target.sql) IS NULL")
       allBindings += target.bindings
@@ -43,6 +46,11 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
       SQLFragment(
         "(\(parts.joined(separator: " OR ")))", allBindings, isCondition: true,
         canBeNull: target.canBeNull && !matchesNil))
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    // Its SQL depends on the array's length and its nils: translated every time.
+    walker.fail()
   }
 }
 
@@ -56,6 +64,11 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
         isCondition: true, canBeNull: haystack.canBeNull || needle.canBeNull)
     }
   }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(base)
+    walker.visit(other)
+  }
 }
 
 extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
@@ -67,5 +80,10 @@ extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
         text.bindings + start.bindings + start.bindings, isCondition: true,
         canBeNull: text.canBeNull || start.canBeNull)
     }
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(base)
+    walker.visit(prefix)
   }
 }

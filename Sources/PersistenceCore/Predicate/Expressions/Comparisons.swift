@@ -5,10 +5,15 @@ extension PredicateExpressions.Equal: SQLTranslatable {
   /// `lhs IS NOT DISTINCT FROM rhs`: null-safe, like Swift's `==` on optionals.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let (left, right) = (try translator.translate(lhs), try translator.translate(rhs))
-    if let test = truthTest(left, right, equal: true) { return test }
+    if let test = truthTest(left, right, equal: true, &translator) { return test }
     return try translator.binaryOperation(self, translated: left, right) { left, right in
       equality(left, right, equal: true)
     }
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(lhs)
+    walker.visit(rhs)
   }
 }
 
@@ -16,30 +21,38 @@ extension PredicateExpressions.NotEqual: SQLTranslatable {
   /// `lhs <> rhs`, or `lhs IS DISTINCT FROM rhs` when a side can be `NULL`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let (left, right) = (try translator.translate(lhs), try translator.translate(rhs))
-    if let test = truthTest(left, right, equal: false) { return test }
+    if let test = truthTest(left, right, equal: false, &translator) { return test }
     return try translator.binaryOperation(self, translated: left, right) { left, right in
       equality(left, right, equal: false)
     }
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(lhs)
+    walker.visit(rhs)
   }
 }
 
 /// A condition compared with a constant `Bool` (`x.flatMap { … } == true`): `c IS TRUE`,
 /// `c IS NOT FALSE` …, which are never `NULL` (an unknown condition is not true, as `nil` is
 /// not `true`). Nil for other comparisons.
-func truthTest(_ left: TranslatedExpression, _ right: TranslatedExpression, equal: Bool)
-  -> TranslatedExpression?
-{
+func truthTest(
+  _ left: TranslatedExpression, _ right: TranslatedExpression, equal: Bool,
+  _ translator: inout PredicateTranslator
+) -> TranslatedExpression? {
   // Each order tried in turn, without an array of the two pairs (an allocation and a copy of
   // both expressions on every comparison a predicate translates).
-  truthTest(side: left, other: right, equal: equal)
-    ?? truthTest(side: right, other: left, equal: equal)
+  truthTest(side: left, other: right, equal: equal, &translator)
+    ?? truthTest(side: right, other: left, equal: equal, &translator)
 }
 
 /// ``truthTest(_:_:equal:)`` with `side` the condition and `other` the constant.
-private func truthTest(side: TranslatedExpression, other: TranslatedExpression, equal: Bool)
-  -> TranslatedExpression?
-{
-  guard case .sql(let condition) = side, condition.isCondition, let bool = other.constantBool
+private func truthTest(
+  side: TranslatedExpression, other: TranslatedExpression, equal: Bool,
+  _ translator: inout PredicateTranslator
+) -> TranslatedExpression? {
+  guard case .sql(let condition) = side, condition.isCondition,
+    let bool = translator.constantBool(other)
   else { return nil }
   if condition.isUnknown { return .sql(.unknown(isCondition: true)) }
   return .sql(
@@ -87,6 +100,19 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
       fragment.isCondition = true
       return fragment
     }
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    let code =
+      switch op {
+      case .lessThan: 0
+      case .lessThanOrEqual: 1
+      case .greaterThan: 2
+      case .greaterThanOrEqual: 3
+      }
+    walker.part(code)
+    walker.visit(lhs)
+    walker.visit(rhs)
   }
 }
 

@@ -2,13 +2,20 @@ import Foundation
 
 extension PredicateExpressions.Value: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    .constant(value)
+    .constant(value, origin: .leaf(translator.nextLeaf()))
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.leaf(value)
   }
 }
 
 extension PredicateExpressions.NilLiteral: SQLTranslatable {
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    .constant(Wrapped?.none as Any)
+    .constant(Wrapped?.none as Any, origin: .literal)
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
   }
 }
 
@@ -18,6 +25,10 @@ extension PredicateExpressions.Variable: SQLTranslatable {
       throw translator.unsupported("a variable outside its closure")
     }
     return bound
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.variable(key)
   }
 }
 
@@ -36,7 +47,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
         )
       }
       return .sql(SQLFragment(column.quotedName, canBeNull: column.isOptional))
-    case .constant(let value):
+    case .constant(let value, _):
+      translator.reusable = false
       guard let root = value as? Root.Output else {
         throw translator.unsupported("a key path on \(type(of: value))")
       }
@@ -70,5 +82,10 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
       }
       throw translator.unsupported("the key path \(keyPath) on a computed value")
     }
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(root)
+    walker.keyPath(keyPath)
   }
 }

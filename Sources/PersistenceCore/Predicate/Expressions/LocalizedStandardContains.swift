@@ -72,5 +72,10 @@ import Foundation
       guard case .sql(let fragment) = call else { return call }
       return .sql(translator.swiftFunction(fragment))
     }
+
+    func shape(_ walker: inout PredicateShapeWalker) {
+      walker.visit(root)
+      walker.visit(other)
+    }
   }
 #endif

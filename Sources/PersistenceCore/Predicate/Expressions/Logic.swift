@@ -4,12 +4,17 @@ extension PredicateExpressions.Conjunction: SQLTranslatable {
   /// `lhs AND rhs`; a constant side is folded away.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let left = try translator.translate(lhs)
-    if left.constantBool == false { return .constant(false) }
+    if translator.constantBool(left) == false { return .constant(false) }
     let right = try translator.translate(rhs)
-    if right.constantBool == false { return .constant(false) }
-    if left.constantBool == true { return right }
-    if right.constantBool == true { return left }
+    if translator.constantBool(right) == false { return .constant(false) }
+    if translator.constantBool(left) == true { return right }
+    if translator.constantBool(right) == true { return left }
     return .sql(logical(try translator.condition(left), "AND", try translator.condition(right)))
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(lhs)
+    walker.visit(rhs)
   }
 }
 
@@ -17,12 +22,17 @@ extension PredicateExpressions.Disjunction: SQLTranslatable {
   /// `lhs OR rhs`; a constant side is folded away.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let left = try translator.translate(lhs)
-    if left.constantBool == true { return .constant(true) }
+    if translator.constantBool(left) == true { return .constant(true) }
     let right = try translator.translate(rhs)
-    if right.constantBool == true { return .constant(true) }
-    if left.constantBool == false { return right }
-    if right.constantBool == false { return left }
+    if translator.constantBool(right) == true { return .constant(true) }
+    if translator.constantBool(left) == false { return right }
+    if translator.constantBool(right) == false { return left }
     return .sql(logical(try translator.condition(left), "OR", try translator.condition(right)))
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(lhs)
+    walker.visit(rhs)
   }
 }
 
@@ -30,7 +40,7 @@ extension PredicateExpressions.Negation: SQLTranslatable {
   /// `NOT x`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let inner = try translator.translate(wrapped)
-    if let bool = inner.constantBool { return .constant(!bool) }
+    if let bool = translator.constantBool(inner) { return .constant(!bool) }
     if inner.isUnknown { return inner }
     let fragment = try translator.condition(inner)
     return .sql(
@@ -38,13 +48,17 @@ extension PredicateExpressions.Negation: SQLTranslatable {
         "(NOT \(fragment.sql))", fragment.bindings, isCondition: true,
         canBeNull: fragment.canBeNull))
   }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(wrapped)
+  }
 }
 
 extension PredicateExpressions.Conditional: SQLTranslatable {
   /// `CASE WHEN test THEN a ELSE b END`; a constant test picks its branch in Swift.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let condition = try translator.translate(test)
-    if let bool = condition.constantBool {
+    if let bool = translator.constantBool(condition) {
       return try translator.translate(bool ? trueBranch : falseBranch)
     }
     let trueValue = try translator.translate(trueBranch)
@@ -60,6 +74,12 @@ extension PredicateExpressions.Conditional: SQLTranslatable {
         "(CASE WHEN \(test.sql) THEN \(whenTrue.sql) ELSE \(whenFalse.sql) END)",
         test.bindings + whenTrue.bindings + whenFalse.bindings,
         canBeNull: whenTrue.canBeNull || whenFalse.canBeNull))
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(test)
+    walker.visit(trueBranch)
+    walker.visit(falseBranch)
   }
 }
 

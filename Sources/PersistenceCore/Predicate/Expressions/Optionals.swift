@@ -9,6 +9,11 @@ extension PredicateExpressions.NilCoalesce: SQLTranslatable {
         canBeNull: l.canBeNull && r.canBeNull)
     }
   }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(lhs)
+    walker.visit(rhs)
+  }
 }
 
 extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
@@ -16,7 +21,8 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
   /// variable standing for `x`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let base = try translator.translate(wrapped)
-    if case .constant(let value) = base {
+    if case .constant(let value, _) = base {
+      translator.reusable = false
       if let optional = value as? any OptionalValue, optional.isNone {
         return .constant(Any?.none as Any)
       }
@@ -43,6 +49,12 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
         "(CASE WHEN \(fragment.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
         fragment.bindings + body.bindings, isCondition: body.isCondition))
   }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(wrapped)
+    walker.variable(variable.key)
+    walker.visit(transform)
+  }
 }
 
 extension PredicateExpressions.ForcedUnwrap: SQLTranslatable {
@@ -50,7 +62,11 @@ extension PredicateExpressions.ForcedUnwrap: SQLTranslatable {
   /// error.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
     let value = try translator.translate(inner)
-    if value.isConstant { return try PredicateTranslator.fold(self) }
+    if value.isConstant { return try translator.fold(self) }
     return value
+  }
+
+  func shape(_ walker: inout PredicateShapeWalker) {
+    walker.visit(inner)
   }
 }
