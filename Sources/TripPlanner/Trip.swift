@@ -210,6 +210,18 @@ public final class Trip: PersistentModel, Observable {
       latitude: row.next(\.latitude), longitude: row.next(\.longitude),
       placeFault: row.fault(\.placeIdentifier))
   }
+  // Inserts bind the backing storage directly (no closure call or key-path read per
+  // attribute); the key paths are checked in debug builds only.
+  .saving { trip, row in
+    try row.bind(\.id, trip._id)
+    try row.bind(\.name, trip._name)
+    try row.bind(\.destination, trip._destination)
+    try row.bind(\.startDate, trip._startDate)
+    try row.bind(\.endDate, trip._endDate)
+    try row.bind(\.latitude, trip._latitude)
+    try row.bind(\.longitude, trip._longitude)
+    try row.bind(\.placeIdentifier, fault: trip._placeFault)
+  }
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {

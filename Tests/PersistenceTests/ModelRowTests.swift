@@ -32,6 +32,12 @@ import Testing
       key: row.next(\.key), text: row.next(\.text), group: row.next(\.group),
       priority: row.next(\.priority))
   }
+  .saving { note, row in
+    try row.bind(\.key, note.key)
+    try row.bind(\.text, note.text)
+    try row.bind(\.group, note.group)
+    try row.bind(\.priority, note.priority)
+  }
 }
 
 /// `LoadedNote` without a loader: rows load attribute by attribute through key paths.
@@ -106,6 +112,53 @@ import Testing
     note.key = try row.next(\.key)
     return note
   }
+}
+
+/// A binder that binds the attributes out of order (text before key).
+@Observable final class MisboundNote: PersistentModel {
+  var key = ""
+  var text = ""
+  init() {}
+  static let schema = ModelSchema<MisboundNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text")
+  )
+  .saving { note, row in
+    try row.bind(\.text, note.text)
+    try row.bind(\.key, note.key)
+  }
+}
+
+/// A binder that binds the wrong type: a `String` where the schema declares an `Int`.
+@Observable final class MistypedBoundNote: PersistentModel {
+  var key = ""
+  var text = ""
+  var priority = 0
+  init() {}
+  static let schema = ModelSchema<MistypedBoundNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.priority, "priority"),
+    .attribute(\.text, "text")
+  )
+  .saving { note, row in
+    try row.bind(\.key, note.key)
+    try row.bind(\.text, note.text)
+  }
+}
+
+/// A binder that stops before the last attribute.
+@Observable final class ShortBoundNote: PersistentModel {
+  var key = ""
+  var text = ""
+  init() {}
+  static let schema = ModelSchema<ShortBoundNote>(
+    "notes",
+    .attribute(\.key, "key", .unique, .preserveValueOnDeletion),
+    .attribute(\.text, "text")
+  )
+  .saving { note, row in try row.bind(\.key, note.key) }
 }
 
 @Suite("Row loaders")
@@ -231,5 +284,56 @@ struct ModelRowTests {
     }
     // The same path with a correct loader saves and fetches.
     try ModelRowTests.saveAndFetch(LoadedNote.self, at: folder.file("fine.store"))
+  }
+
+  @Test("a binder that binds out of order, the wrong type, or too few attributes traps")
+  func binderMisuseTraps() async throws {
+    let folder = TemporaryDirectory()
+    let urls = (0..<3).map { folder.file("misbound\($0).store") }
+    // Each exits 0 when the save throws or returns instead of trapping: only a trap passes.
+    await #expect(processExitsWith: .failure) { [url = urls[0] as URL] in
+      try? ModelRowTests.saveAndFetch(MisboundNote.self, at: url)
+      exit(0)
+    }
+    await #expect(processExitsWith: .failure) { [url = urls[1] as URL] in
+      try? ModelRowTests.saveAndFetch(MistypedBoundNote.self, at: url)
+      exit(0)
+    }
+    await #expect(processExitsWith: .failure) { [url = urls[2] as URL] in
+      try? ModelRowTests.saveAndFetch(ShortBoundNote.self, at: url)
+      exit(0)
+    }
+  }
+
+  @Test("a binder writes the same rows as the attributes' own binds, on every engine")
+  func binderMatchesAttributes() throws {
+    for engine in TestEngine.allCases {
+      let store = try engine.makeStore()
+      // LoadedNote binds through its binder, PlainNote through each attribute: same table.
+      let bound = ModelContext(try store.container(LoadedNote.self))
+      let plain = ModelContext(try store.container(PlainNote.self))
+      for index in 0..<20 {
+        let text = index % 3 == 0 ? "e\u{301}t\u{e9} \(index)" : "note \(index)"
+        bound.insert(
+          LoadedNote(key: "b\(index)", text: text, group: "g\(index % 4)", priority: -index))
+        let note = PlainNote()
+        note.key = "p\(index)"
+        note.text = text
+        note.group = "g\(index % 4)"
+        note.priority = -index
+        plain.insert(note)
+      }
+      try bound.save()
+      try plain.save()
+      let rows = try ModelContext(try store.container(PlainNote.self)).fetch(
+        FetchDescriptor<PlainNote>(sortBy: [SortDescriptor(\.key)]))
+      let byKey = Dictionary(uniqueKeysWithValues: rows.map { ($0.key, $0) })
+      #expect(rows.count == 40, "\(engine)")
+      for index in 0..<20 {
+        let (b, p) = (try #require(byKey["b\(index)"]), try #require(byKey["p\(index)"]))
+        #expect(
+          [b.text, b.group, "\(b.priority)"] == [p.text, p.group, "\(p.priority)"], "\(engine)")
+      }
+    }
   }
 }

@@ -30,6 +30,10 @@ protocol EntityOperations: AnyObject {
   func destroySnapshot(_ snapshot: UnsafeMutableRawPointer)
   func bind(_ model: AnyObject, attribute: Int, to statement: any StoreStatement, at index: Int32)
     throws
+  /// Binds every attribute, in order, to parameters 1 to n (an insert's): through the schema's
+  /// binder when it has one (``ModelSchema/saving(_:)``).
+  func bindAll(_ model: AnyObject, to statement: any StoreStatement)
+    throws
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue
   func assign(_ model: AnyObject, attribute: Int, value: SQLValue) throws
   func validate(_ model: AnyObject) throws
@@ -243,6 +247,25 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     throws
   {
     _ = try accesses[attribute](model, .bind(BorrowedStatement(statement), index))
+  }
+
+  func bindAll(_ model: AnyObject, to statement: any StoreStatement) throws {
+    guard let binder = schema.binder else {
+      for index in accesses.indices {
+        try bind(model, attribute: index, to: statement, at: Int32(index + 1))
+      }
+      return
+    }
+    var count = 0
+    do {
+      try binder(cast(model), statement, rowLayout, &count)
+    } catch var failure as PersistenceError where failure.attribute == nil {
+      if count < columnNames.count { failure.attribute = columnNames[count] }
+      throw failure
+    }
+    precondition(
+      count == accesses.count,
+      "The row binder of \(Model.self) bound \(count) of its \(accesses.count) attributes.")
   }
 
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {

@@ -130,8 +130,9 @@ extension ModelContext {
 
   /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
   ///
-  /// Cost: the predicate's translation, then one SQL query that an index on a compared
-  /// attribute serves (O(log n + matches) in the index; a scan otherwise).
+  /// Cost: the predicate's translation (O(size of the predicate); a walk of its tree when a
+  /// predicate of its shape was translated before), then one SQL query that an index on a
+  /// compared attribute serves (O(log n + matches) in the index; a scan otherwise).
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()

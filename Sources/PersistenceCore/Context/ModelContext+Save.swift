@@ -276,9 +276,7 @@ extension ModelContext {
     let statement = try prepared(
       PreparedKey(entity: ObjectIdentifier(entity), lookup: nil), entity.statements.insert,
       in: &insertStatements, database: database, insertKey: "\"_pk\"")
-    for index in entity.columnNames.indices {
-      try entity.bind(model, attribute: index, to: statement, at: Int32(index + 1))
-    }
+    try entity.bindAll(model, to: statement)
     try statement.run()
     let key = database.lastInsertedKey
     try writer.record(.insert, entity: entity.name, key: key)

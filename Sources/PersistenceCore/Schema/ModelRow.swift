@@ -98,6 +98,66 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   }
 }
 
+/// A new model's attributes, bound one by one to an insert's parameters: the fast way for a
+/// model to become a row (see ``ModelSchema/saving(_:)``).
+///
+/// Each bind takes the next attribute in the schema's order and checks that the value's type
+/// is the attribute's (in every build: a bind out of order is a programming error that traps,
+/// not a value written to another column; in debug builds the key path is checked too).
+///
+/// Cost: per attribute, the value's bind; no closure call and no key-path read.
+public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
+  @usableFromInline let statement: any StoreStatement
+  @usableFromInline let slots: UnsafeBufferPointer<EntityLayout.Slot>
+  @usableFromInline unowned(unsafe) let entity: EntityLayout
+  /// The attributes bound so far.
+  @usableFromInline var count = 0
+
+  @usableFromInline
+  init(_ statement: any StoreStatement, entity: EntityLayout) {
+    self.statement = statement
+    self.slots = entity.slots
+    self.entity = entity
+  }
+
+  /// Binds `value` as the next attribute, `keyPath`, a type stores keep natively.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when the value cannot be stored (NaN).
+  @inlinable @inline(__always)
+  public mutating func bind<Value: PersistableValue>(
+    _ keyPath: KeyPath<Model, Value>, _ value: Value
+  ) throws {
+    // The key path only for the debug check: in release builds it is never made.
+    assert(entity.isAttribute(count, keyPath))
+    check(Value.self)
+    try value.bind(to: statement, at: Int32(count + 1))
+    count += 1
+  }
+
+  /// Binds a `.codable` attribute, `keyPath`, from the fault that holds its value: its stored
+  /// bytes as they are when it was loaded and not changed, else the value encoded.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when the value cannot be encoded.
+  @inlinable @inline(__always)
+  public mutating func bind<Value: Codable & SendableMetatype>(
+    _ keyPath: KeyPath<Model, Value?>, fault: CodableFault<Value>
+  ) throws {
+    assert(entity.isAttribute(count, keyPath))
+    check(CodableFault<Value>.self)
+    let coder = slots[count].coder(as: CodableColumn<Value>.self)
+    try coder.bind(fault, statement, Int32(count + 1))
+    count += 1
+  }
+
+  /// Checks, in every build, that there is a next attribute and that it holds `Value`.
+  @inlinable @inline(__always)
+  func check<Value>(_: Value.Type) {
+    guard count < slots.count, slots[count].type == ObjectIdentifier(Value.self) else {
+      entity.misbound(Value.self, at: count)
+    }
+  }
+}
+
 /// What a ``ModelRow`` needs of its entity: each attribute's snapshot slot and `.codable`
 /// coder, in memory of its own (read by pointer, with no array checks or retains per row), and
 /// the key paths for debug checks. Made once per entity.
@@ -143,6 +203,14 @@ final class EntityLayout: Sendable {
   @usableFromInline
   func isAttribute(_ index: Int, _ keyPath: AnyKeyPath) -> Bool {
     index < keyPaths.count && keyPaths[index] == keyPath
+  }
+
+  /// Traps: a row binder bound attribute `index` as `Value`, which the schema does not declare.
+  @usableFromInline
+  func misbound<Value>(_: Value.Type, at index: Int) -> Never {
+    preconditionFailure(
+      "A row binder bound \(Value.self) as attribute \(index) of \(slots.count), which the schema does not declare so; bind the attributes in the schema's order, once each."
+    )
   }
 
   /// Traps: a row loader read attribute `index` as `Value`, which the schema does not declare.
