@@ -305,6 +305,31 @@ struct ModelRowTests {
     }
   }
 
+  @Test("a binder records the saved values in the snapshot: changes, rollback, no-op saves")
+  func binderRecordsSnapshot() throws {
+    for engine in TestEngine.allCases {
+      let store = try engine.makeStore()
+      let container = try store.container(LoadedNote.self)
+      let context = ModelContext(container)
+      let note = LoadedNote(key: "k", text: "first", group: "g", priority: 1)
+      context.insert(note)
+      try context.save()
+      #expect(!context.hasChanges, "\(engine)")
+      note.priority = 2
+      note.text = "changed"
+      #expect(context.hasChanges, "\(engine)")
+      context.rollback()
+      #expect([note.text, "\(note.priority)"] == ["first", "1"], "\(engine)")
+      #expect(!context.hasChanges, "\(engine)")
+      note.text = "second"
+      try context.save()
+      // Saved again, the snapshot holds the new text: nothing left to save.
+      #expect(!context.hasChanges, "\(engine)")
+      let fetched = try ModelContext(container).fetch(FetchDescriptor<LoadedNote>())
+      #expect(fetched.map(\.text) == ["second"] && fetched.map(\.priority) == [1], "\(engine)")
+    }
+  }
+
   @Test("a binder writes the same rows as the attributes' own binds, on every engine")
   func binderMatchesAttributes() throws {
     for engine in TestEngine.allCases {

@@ -174,6 +174,23 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
 
   func recordSnapshot(_ registration: ModelContext.Registration) throws {
     let model = registration.model
+    if let binder = schema.binder {
+      // The declaration's binder, copying each value into its slot (no closure per attribute).
+      let existing = registration.snapshot
+      let snapshot = existing ?? registration.snapshotStorage
+      var count = 0
+      do {
+        try binder(cast(model), nil, snapshot, existing != nil, rowLayout, &count)
+      } catch {
+        if existing == nil { snapshotLayout.destroy(snapshot, initialized: count) }
+        throw error
+      }
+      precondition(
+        count == accesses.count,
+        "The row binder of \(Model.self) bound \(count) of its \(accesses.count) attributes.")
+      registration.hasSnapshot = true
+      return
+    }
     if let snapshot = registration.snapshot {
       for index in accesses.indices {
         _ = try accesses[index](
@@ -258,7 +275,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     }
     var count = 0
     do {
-      try binder(cast(model), statement, rowLayout, &count)
+      try binder(cast(model), statement, nil, false, rowLayout, &count)
     } catch var failure as PersistenceError where failure.attribute == nil {
       if count < columnNames.count { failure.attribute = columnNames[count] }
       throw failure

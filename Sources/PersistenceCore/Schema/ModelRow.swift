@@ -99,23 +99,35 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
 }
 
 /// A new model's attributes, bound one by one to an insert's parameters: the fast way for a
-/// model to become a row (see ``ModelSchema/saving(_:)``).
+/// model to become a row (see ``ModelSchema/saving(_:)``). The same binds, with no statement,
+/// record the saved values in the model's snapshot after the save commits.
 ///
 /// Each bind takes the next attribute in the schema's order and checks that the value's type
 /// is the attribute's (in every build: a bind out of order is a programming error that traps,
 /// not a value written to another column; in debug builds the key path is checked too).
 ///
-/// Cost: per attribute, the value's bind; no closure call and no key-path read.
+/// Cost: per attribute, the value's bind (or its copy into the snapshot); no closure call and
+/// no key-path read.
 public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
-  @usableFromInline let statement: any StoreStatement
+  /// Where the values go: an insert's parameters 1 to n, or else `snapshot`.
+  @usableFromInline let statement: (any StoreStatement)?
+  @usableFromInline let snapshot: UnsafeMutableRawPointer?
+  /// Whether the snapshot's slots hold values (replaced) or not yet (initialized).
+  @usableFromInline let isInitialized: Bool
   @usableFromInline let slots: UnsafeBufferPointer<EntityLayout.Slot>
   @usableFromInline unowned(unsafe) let entity: EntityLayout
   /// The attributes bound so far.
   @usableFromInline var count = 0
 
   @usableFromInline
-  init(_ statement: any StoreStatement, entity: EntityLayout) {
+  init(
+    _ statement: (any StoreStatement)?, snapshot: UnsafeMutableRawPointer?, isInitialized: Bool,
+    entity: EntityLayout
+  ) {
+    precondition((statement == nil) != (snapshot == nil))
     self.statement = statement
+    self.snapshot = snapshot
+    self.isInitialized = isInitialized
     self.slots = entity.slots
     self.entity = entity
   }
@@ -130,7 +142,11 @@ public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
     // The key path only for the debug check: in release builds it is never made.
     assert(entity.isAttribute(count, keyPath))
     check(Value.self)
-    try value.bind(to: statement, at: Int32(count + 1))
+    if let statement {
+      try value.bind(to: statement, at: Int32(count + 1))
+    } else {
+      slot().store(value)
+    }
     count += 1
   }
 
@@ -144,9 +160,21 @@ public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
   ) throws {
     assert(entity.isAttribute(count, keyPath))
     check(CodableFault<Value>.self)
-    let coder = slots[count].coder(as: CodableColumn<Value>.self)
-    try coder.bind(fault, statement, Int32(count + 1))
+    if let statement {
+      let coder = slots[count].coder(as: CodableColumn<Value>.self)
+      try coder.bind(fault, statement, Int32(count + 1))
+    } else {
+      slot().store(fault)
+    }
     count += 1
+  }
+
+  /// The next attribute's snapshot slot (after ``check(_:)``).
+  @inlinable @inline(__always)
+  func slot() -> SnapshotSlot {
+    SnapshotSlot(
+      snapshot.unsafelyUnwrapped + slots[count].offset, isInitialized: isInitialized,
+      type: slots[count].type)
   }
 
   /// Checks, in every build, that there is a next attribute and that it holds `Value`.

@@ -47,7 +47,9 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// closure with the model, telling how many attributes it bound (also when it throws).
   @usableFromInline
   typealias RowBinder =
-    @Sendable (Model, any StoreStatement, EntityLayout, inout Int) throws -> Void
+    @Sendable (
+      Model, (any StoreStatement)?, UnsafeMutableRawPointer?, Bool, EntityLayout, inout Int
+    ) throws -> Void
   /// Each attribute's index by its key path (the first, if two share one: ``validate()``
   /// refuses that). Key paths to stored properties are immutable values, read-only here (as
   /// ``ModelAttribute/keyPath``).
@@ -99,8 +101,9 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// Without it, an insert binds each attribute through its declaration: a closure call that
   /// takes an operation and answers with an enum, and a key-path read of the model, per
   /// attribute and row (about 300 instructions each). The binder reads the model's stored
-  /// properties directly. Updates, which bind only the changed attributes, still go through the
-  /// declarations.
+  /// properties directly; after the save commits, the same closure records the saved values in
+  /// the model's snapshot. Updates, which bind only the changed attributes, still go through
+  /// the declarations.
   ///
   /// `bind` must bind each attribute exactly once, in order, with the attribute's value (a
   /// bind out of order or of another type traps; so does a missing one when `bind` returns).
@@ -118,8 +121,9 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   ) -> ModelSchema {
     ModelSchema(
       name: name, attributes: attributes, loader: loader,
-      binder: { model, statement, layout, count in
-        var row = ModelRowBinder<Model>(statement, entity: layout)
+      binder: { model, statement, snapshot, isInitialized, layout, count in
+        var row = ModelRowBinder<Model>(
+          statement, snapshot: snapshot, isInitialized: isInitialized, entity: layout)
         defer { count = row.count }
         try bind(model, &row)
       })
