@@ -59,6 +59,11 @@ private struct Cover: Codable, Hashable, Sendable {
   .loading { row in
     try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
   }
+  .saving { visit, row in
+    try row.bind(\.place, visit.place)
+    try row.bind(\.day, visit.day)
+    try row.bind(\.minutes, visit.minutes)
+  }
 }
 
 private func exampleDeclaringModels4() async throws {
