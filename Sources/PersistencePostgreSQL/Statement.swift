@@ -133,6 +133,8 @@ final class Statement: StoreStatement {
     for index in scratchRow.indices { scratchRow[index] = (-1, 0) }
   }
 
+  func returnsTableColumns() { tableColumns = true }
+
   func reset() {
     clearResult()
     bindingError = nil
@@ -183,6 +185,9 @@ final class Statement: StoreStatement {
   /// Sends the statement with its parameters and keeps the result.
   /// How many times the statement ran.
   private var runs = 0
+  /// Whether the statement returns only the layer's own columns (see
+  /// ``returnsTableColumns()``): its first run, before it is prepared, asks for binary rows.
+  private var tableColumns = false
 
   /// The arrays of the last run's parameters, kept for the next: once a statement has run,
   /// running it again allocates nothing for its parameters.
@@ -267,7 +272,7 @@ final class Statement: StoreStatement {
         guard isCached, runs > 1 else {
           return PQexecParams(
             connection.handle, sql, Int32(count), arguments.types, values, arguments.lengths,
-            arguments.formats, 0)
+            arguments.formats, tableColumns ? 1 : 0)
         }
         let statement: (name: String, binaryResults: Bool)
         switch preparedName(arguments.types) {

@@ -193,6 +193,7 @@ extension ModelContext {
       descriptor, schema: entity.schema, select: columns.joined(separator: ", "),
       database: database)
     let statement = try database.cachedStatement(query.sql)
+    statement.returnsTableColumns()
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     var values: [(First, Second)] = []
@@ -282,6 +283,7 @@ extension ModelContext {
     if let registered: Model = registeredModel(for: identifier) { return registered }
     let database = try connection()
     let statement = try database.cachedStatement(entity.statements.selectRowsWhereKey + " = ?")
+    statement.returnsTableColumns()
     statement.bindInt64(identifier.primaryKey, at: 1)
     defer { statement.reset() }  // ends the read transaction
     guard try statement.step() else { return nil }
@@ -385,6 +387,7 @@ extension ModelContext {
     let database = try connection()
     let query = try Query(descriptor, schema: entity.schema, select: "\"_pk\"", database: database)
     let statement = try database.cachedStatement(query.sql)
+    statement.returnsTableColumns()
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     var keys: [Int64] = []
@@ -446,6 +449,7 @@ extension ModelContext {
       try made
       ?? Query(descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
     let statement = try database.cachedStatement(query.sql)
+    statement.returnsTableColumns()
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]

@@ -100,6 +100,7 @@ extension ModelContext {
       unordered, schema: entity.schema, select: columns.joined(separator: ", "),
       database: database, ordered: false)
     let statement = try database.cachedStatement(query.sql)
+    statement.returnsTableColumns()
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     let (capacity, overflow) = offset.addingReportingOverflow(max(limit, 0))

@@ -223,9 +223,18 @@ public protocol StoreStatement: StoreRow {
   /// Resets the statement to run again, keeping its bindings (the caller rebinds those that
   /// change).
   func rewind()
+  /// Tells the statement that every column it returns is a column of the layer's own tables
+  /// (the primary key, an attribute) or a count, whose types the engine knows: an engine that
+  /// reads some types in a binary form can then ask for it from the first run (PostgreSQL
+  /// otherwise learns the types when it prepares the statement, on its second run). Does
+  /// nothing by default.
+  func returnsTableColumns()
 }
 
 extension StoreStatement {
+  /// Nothing to do for an engine that reads every column the same way.
+  public func returnsTableColumns() {}
+
   /// Binds bytes as a blob.
   public func bindData(_ value: Data, at index: Int32) {
     value.withUnsafeBytes { bindBytes($0, at: index) }

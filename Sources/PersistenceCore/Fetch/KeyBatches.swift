@@ -28,6 +28,7 @@ enum KeyBatches {
       let size = sizes.first { $0 >= batch.count } ?? largest
       let statement = try database.cachedStatement(
         select + " IN (" + placeholders[size]! + ")" + filter)
+      statement.returnsTableColumns()
       defer { statement.reset() }
       for index in 0..<size {
         statement.bindInt64(

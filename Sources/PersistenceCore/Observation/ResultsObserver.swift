@@ -479,6 +479,7 @@ final class Loader {
 
   func loadAll<Model: PersistentModel>() throws -> ([Model], [Int64]) {
     let statement = try database.cachedStatement(allQuery.sql)
+    statement.returnsTableColumns()
     statement.bindValues(allQuery.bindings)
     defer { statement.reset() }
     var models: [Model] = []
