@@ -114,6 +114,22 @@ import Testing
   }
 }
 
+/// A binder over a `Double`, which cannot store NaN.
+@Observable final class ScoredNote: PersistentModel {
+  var key = ""
+  var score = 0.0
+  init() {}
+  static let schema = ModelSchema<ScoredNote>(
+    "scored",
+    .attribute(\.key, "key", .unique),
+    .attribute(\.score, "score")
+  )
+  .saving { note, row in
+    try row.bind(\.key, note.key)
+    try row.bind(\.score, note.score)
+  }
+}
+
 /// A binder that binds the attributes out of order (text before key).
 @Observable final class MisboundNote: PersistentModel {
   var key = ""
@@ -302,6 +318,31 @@ struct ModelRowTests {
     await #expect(processExitsWith: .failure) { [url = urls[2] as URL] in
       try? ModelRowTests.saveAndFetch(ShortBoundNote.self, at: url)
       exit(0)
+    }
+  }
+
+  @Test("a value a binder cannot bind is an error naming its attribute, and nothing is saved")
+  func binderErrorNamesAttribute() throws {
+    for engine in TestEngine.allCases {
+      let store = try engine.makeStore()
+      let container = try store.container(ScoredNote.self)
+      let context = ModelContext(container)
+      let fine = ScoredNote()
+      fine.key = "a"
+      fine.score = 1.5
+      let bad = ScoredNote()
+      bad.key = "b"
+      bad.score = .nan
+      context.insert(fine)
+      context.insert(bad)
+      do {
+        try context.save()
+        Issue.record("a NaN was saved (\(engine))")
+      } catch let error as PersistenceError {
+        #expect(error.code == .invalidValue, "\(engine)")
+        #expect(error.attribute == "score", "\(engine)")
+      }
+      #expect(try ModelContext(container).fetchCount(FetchDescriptor<ScoredNote>()) == 0)
     }
   }
 

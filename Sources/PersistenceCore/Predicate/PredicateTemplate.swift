@@ -9,7 +9,8 @@ import Synchronization
 struct PredicateShape: Hashable, Sendable {
   let expression: ObjectIdentifier
   let narrowing: Bool
-  /// The key paths' addresses, operators and variables, in the order of the walk.
+  /// The key paths' addresses, operators and variables, in the order of the walk (which of
+  /// the three each position holds is fixed by the expression's type).
   let parts: [Int]
 }
 

@@ -105,8 +105,11 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// the model's snapshot. Updates, which bind only the changed attributes, still go through
   /// the declarations.
   ///
-  /// `bind` must bind each attribute exactly once, in order, with the attribute's value (a
-  /// bind out of order or of another type traps; so does a missing one when `bind` returns).
+  /// `bind` must bind each attribute exactly once, in order, with the attribute's value. A bind
+  /// of another type than the next attribute's traps in every build, and so does a missing one
+  /// when `bind` returns; a bind out of order between two attributes of one type traps in
+  /// debug builds (its key path is checked there). A failure to bind (a NaN) throws, naming
+  /// the attribute.
   ///
   /// ```swift
   /// .saving { trip, row in

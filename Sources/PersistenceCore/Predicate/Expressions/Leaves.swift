@@ -15,8 +15,8 @@ extension PredicateExpressions.NilLiteral: SQLTranslatable {
     .constant(Wrapped?.none as Any, origin: .literal)
   }
 
-  func shape(_ walker: inout PredicateShapeWalker) {
-  }
+  /// Nothing: its type (`nil` of which type) is all there is.
+  func shape(_ walker: inout PredicateShapeWalker) {}
 }
 
 extension PredicateExpressions.Variable: SQLTranslatable {
