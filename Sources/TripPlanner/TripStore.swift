@@ -106,6 +106,37 @@ public final class TripStore {
     }
   }
 
+  /// One page of the trips matching `query` and how many match in all, as ``page(_:)``
+  /// answers, with `index` answering a bounding box's page by start date (the default order,
+  /// or reversed) when the query has no other filter: the index, brought up to date with the
+  /// store's history in the page's snapshot, chooses the page's keys and counts the box in
+  /// memory, and only the page's rows are read. Other queries, and a snapshot the index has
+  /// already moved past, are answered by ``page(_:)``.
+  ///
+  /// Cost with the index: O(c + m log k) in memory (``TripBoxIndex``), plus O(t + changes)
+  /// to follow t transactions since its last answer, plus the page's rows by key,
+  /// O(page × log n). Its first use builds it, O(n).
+  public func page(_ query: TripQuery, index: TripBoxIndex) throws -> (
+    trips: [Trip], matched: Int
+  ) {
+    guard let box = query.bbox, let limit = query.limit, query.sort == .start,
+      (query.search ?? "").isEmpty, (query.destination ?? "").isEmpty, query.from == nil,
+      query.to == nil
+    else { return try page(query) }
+    let answer = try run {
+      try context.withSnapshot { () -> (trips: [Trip], matched: Int)? in
+        let token = try context.currentHistoryToken()
+        guard
+          let (keys, matched) = index.page(
+            box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
+            token: token, context: context)
+        else { return nil }
+        return (try resolved(context.models(for: keys, as: Trip.self)), matched)
+      }
+    }
+    return try answer ?? page(query)
+  }
+
   /// The coordinates of the trips matching `query`, in its order, read from their two columns
   /// without making models: what a bounds report needs. Cost: one SQL query, O(rows).
   public func coordinates(_ query: TripQuery = TripQuery()) throws -> [Coordinate] {

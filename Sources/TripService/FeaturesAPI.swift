@@ -9,6 +9,8 @@ struct FeaturesAPI: Sendable {
   let configuration: ServiceConfiguration
   let pool: StorePool
   let extent: CollectionExtent
+  /// Answers `items?bbox=…` pages by start date from memory (``TripStore/page(_:index:)``).
+  let boxIndex: TripBoxIndex
   let streams: BoundsStreams
   let itemStreams: ItemsStreams
 
@@ -256,12 +258,14 @@ struct FeaturesAPI: Sendable {
   }
 
   /// `GET /collections/trips/items`: one page of matching trips, with `numberMatched` and
-  /// `next`/`prev` links. Cost: ``TripStore/page(_:)``: with `bbox`, one pass over the box's
-  /// index entries that counts and picks the page; otherwise the page's query and a count.
+  /// `next`/`prev` links. Cost: ``TripStore/page(_:index:)``: a `bbox` page by start date with
+  /// no other filter is chosen and counted in memory, O(c + m log k) for the c cells and m
+  /// trips near the box, then its rows read by key; with other filters or sorts, one pass
+  /// over the box's index entries in the store; without `bbox`, the page's query and a count.
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      let page = try store.page(parsed.query)
+      let page = try store.page(parsed.query, index: boxIndex)
       return (page.trips.map(\.record), page.matched)
     }
     var pageLinks: [JSONValue] = [

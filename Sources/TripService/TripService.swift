@@ -96,10 +96,14 @@ public final class TripService: Sendable {
     self.configuration = configuration
     pool = StorePool(container: container)
     extent = CollectionExtent()
+    let boxIndex = TripBoxIndex()
+    // Built before listening; if the trips cannot be read, pages are answered by the store.
+    try? pool.withStore(author: "service") { try boxIndex.prepare($0) }
     streams = BoundsStreams(pool: pool, settings: configuration.streams)
     itemStreams = ItemsStreams(pool: pool, settings: configuration.streams)
     api = FeaturesAPI(
-      configuration: configuration, pool: pool, extent: extent, streams: streams,
+      configuration: configuration, pool: pool, extent: extent, boxIndex: boxIndex,
+      streams: streams,
       itemStreams: itemStreams)
     let api = self.api
     let started = try HTTPServer(

@@ -102,6 +102,15 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
   /// The row's primary key.
   public var primaryKey: Int64
 
+  /// The identifier of the row `primaryKey` of the table `entityName` in the store
+  /// `storeIdentifier` (``ModelContainer/storeIdentifier``): for an index kept beside a store
+  /// by primary key (it names a row, which may no longer exist).
+  public init(storeIdentifier: UUID, entityName: String, primaryKey: Int64) {
+    self.storeIdentifier = storeIdentifier
+    self.entityName = entityName
+    self.primaryKey = primaryKey
+  }
+
   /// `entity/primaryKey`.
   public var description: String { "\(entityName)/\(primaryKey)" }
 }

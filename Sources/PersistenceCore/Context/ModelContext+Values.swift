@@ -1,0 +1,124 @@
+import Foundation
+
+/// One row of ``ModelContext/enumerateValues(_:_:identifiers:_:)``: the row's identifier and
+/// the values of the attributes asked for, read from their columns without making a model.
+///
+/// It lends the engine's current row: it cannot be copied out of the closure it is given to,
+/// and its values must be read inside that closure.
+public struct ValueRow<Model: PersistentModel>: ~Copyable {
+  /// The row's identifier.
+  public let identifier: PersistentIdentifier
+  let row: any StoreRow
+
+  /// The value of the `index`th key path of the enumeration (0 for the first), as `Value`.
+  ///
+  /// - Throws: ``PersistenceError`` naming the row and column when the stored value is not a
+  ///   `Value` (a NULL for a non-optional, text in a number column), as a fetch does.
+  public func value<Value: PersistableValue>(_ type: Value.Type = Value.self, at index: Int)
+    throws -> Value
+  {
+    try Value.read(from: row, at: Int32(index + 1))
+  }
+}
+
+extension ModelContext {
+  /// Calls `body` with the values of `keyPaths` for each model matching `descriptor` (its
+  /// predicate, sorts, limit and offset), or with `identifiers` given, for each of those
+  /// models that still exists (in the store's order), without making models: what an index
+  /// kept in memory beside the store reads to build itself and to catch up with changes.
+  ///
+  /// It reads the store: unsaved changes are not included (with ``autosaveEnabled`` they are
+  /// saved first, as for any fetch).
+  ///
+  /// Cost: one SQL query selecting the primary key and `keyPaths`' columns, O(rows) time and
+  /// O(1) memory; with `identifiers`, one query per 500 of them, O(k log n).
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
+  ///   key path that is not a stored attribute of a native type, or for a predicate that SQL
+  ///   cannot finish alone (this reads columns, never models); the errors of
+  ///   ``ValueRow/value(_:at:)`` and of `body`.
+  public func enumerateValues<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, _ keyPaths: [PartialKeyPath<Model> & Sendable],
+    identifiers: [PersistentIdentifier]? = nil,
+    _ body: (borrowing ValueRow<Model>) throws -> Void
+  ) throws {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let columns = try keyPaths.map { keyPath in
+      guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "enumerateValues needs stored attributes of \(Model.self) of a native type; \(keyPath) is not one."
+        )
+      }
+      return quoted(attribute.name)
+    }
+    let database = try connection()
+    let store = container.storeIdentifier
+    let name = entity.name
+    func deliver(_ row: any StoreRow) throws {
+      try body(
+        ValueRow(
+          identifier: PersistentIdentifier(
+            storeIdentifier: store, entityName: name, primaryKey: row.int64(at: 0)),
+          row: row))
+    }
+    if let identifiers {
+      let keys = identifiers.compactMap {
+        $0.storeIdentifier == store && $0.entityName == name ? $0.primaryKey : nil
+      }
+      try KeyBatches.forEachRow(
+        keys: keys, database: database,
+        select: "SELECT " + (["\"_pk\""] + columns).joined(separator: ", ") + " FROM "
+          + entity.statements.table + " WHERE \"_pk\"",
+        deliver)
+      return
+    }
+    let query = try Query(
+      descriptor, schema: entity.schema, select: (["\"_pk\""] + columns).joined(separator: ", "),
+      database: database)
+    guard database.evaluatesSwiftFunctions || !query.finishesInSwift else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "enumerateValues needs a predicate that SQL finishes alone; this one is finished in Swift, on models."
+      )
+    }
+    let statement = try database.cachedStatement(query.sql)
+    statement.returnsTableColumns()
+    statement.bindValues(query.bindings)
+    defer { statement.reset() }  // ends the read transaction, even after an error
+    while try statement.step() { try deliver(statement) }
+  }
+
+  /// Runs `body` in one read transaction, unless one is open: every fetch in it sees the same
+  /// snapshot of the store, whatever other connections commit meanwhile (a page and a count,
+  /// or a history token and the rows it describes). It is for reads; ``save()`` in `body`
+  /// fails. Cost: a `BEGIN` and a `COMMIT`.
+  public func withSnapshot<Result>(_ body: () throws -> Result) throws -> Result {
+    try autosaveIfNeeded()
+    let database = try connection()
+    guard !database.isInTransaction else { return try body() }
+    try database.beginReading()
+    defer { try? database.commit() }
+    return try body()
+  }
+
+  /// The models of `identifiers` that exist in the store, in that order (an identifier of
+  /// another store or entity, or of a deleted row, is left out), read by key; registered
+  /// models are refreshed as ``fetch(_:)`` refreshes them.
+  ///
+  /// Cost: O(k log n) for k identifiers in a table of n rows, one query per 500 of them.
+  public func models<Model: PersistentModel>(
+    for identifiers: [PersistentIdentifier], as type: Model.Type = Model.self
+  ) throws -> [Model] {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let store = container.storeIdentifier
+    return try models(
+      primaryKeys: identifiers.compactMap {
+        $0.storeIdentifier == store && $0.entityName == entity.name ? $0.primaryKey : nil
+      }, entity: entity)
+  }
+}

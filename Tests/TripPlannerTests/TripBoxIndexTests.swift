@@ -1,0 +1,178 @@
+import Foundation
+import Geo
+import Persistence
+import TestSupport
+import Testing
+
+@testable import TripPlanner
+
+@Suite("TripBoxIndex: bounding-box pages from memory")
+struct TripBoxIndexTests {
+  enum Engine: String, CaseIterable, Sendable { case sqlite, postgreSQL }
+
+  static func storeURL(_ engine: Engine, _ name: String) throws -> (URL, URL) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "\(name)-\(UUID().uuidString)")
+    switch engine {
+    case .sqlite: return (directory.appendingPathComponent("trips.sqlite"), directory)
+    case .postgreSQL:
+      return (
+        try #require(URL(string: try PostgreSQLCluster.shared.get().makeDatabase(name))),
+        directory
+      )
+    }
+  }
+
+  /// Trips that make the edges matter: the same places again and again, places on cell edges
+  /// (multiples of a quarter degree), on and beside ±180 and ±90, few start dates and few
+  /// names (ties on both), names whose code-point order differs from case-blind order.
+  static func record(_ generator: inout SeededGenerator) -> TripRecord {
+    let places: [(Double, Double)] = [
+      (40.7128, -74.006), (40.75, -74.0), (40.5, -73.75), (-17.7134, 178.065), (-16.5, -179.9),
+      (0, 180), (0, -180), (89.99, 10), (-90, 0), (90, 179.75), (51.5, -0.25), (35.6, 139.7),
+    ]
+    let names = ["Zürich", "Zurich", "zurich", "Ångström", "Éclair", "eclair", "A", "B", "b"]
+    var latitude: Double
+    var longitude: Double
+    if Bool.random(using: &generator) {
+      (latitude, longitude) = places.randomElement(using: &generator)!
+    } else {
+      latitude = (Double.random(in: -90...90, using: &generator) * 4).rounded() / 4
+      longitude = Double.random(in: -180...180, using: &generator)
+      if Bool.random(using: &generator) { longitude = (longitude * 4).rounded() / 4 }
+    }
+    let day = Int.random(in: 0..<12, using: &generator)
+    let start = TripDates.parse("2027-01-01")!.addingTimeInterval(Double(day) * 86_400)
+    return TripRecord(
+      name: names.randomElement(using: &generator)!, destination: "D", startDate: start,
+      endDate: start.addingTimeInterval(86_400), latitude: latitude, longitude: longitude)
+  }
+
+  static func box(_ generator: inout SeededGenerator) -> GeographicBox {
+    func edge(_ range: ClosedRange<Double>) -> Double {
+      switch Int.random(in: 0..<3, using: &generator) {
+      case 0: return (Double.random(in: range, using: &generator) * 4).rounded() / 4
+      case 1:
+        return [40.7128, -74.006, 178.065, -17.7134, 180, -180, 90, -90, 0].filter {
+          range.contains($0)
+        }.randomElement(using: &generator)!
+      default: return Double.random(in: range, using: &generator)
+      }
+    }
+    var south = edge(-90...90)
+    var north = edge(-90...90)
+    if south > north { swap(&south, &north) }
+    // West above east crosses the antimeridian: about half of the boxes.
+    return GeographicBox(west: edge(-180...180), south: south, east: edge(-180...180), north: north)
+  }
+
+  @Test(
+    "pages and counts from memory equal the store's, for random boxes (across 180° too), offsets, limits and both orders",
+    arguments: Engine.allCases)
+  func equalsTheStore(engine: Engine) throws {
+    let (url, directory) = try Self.storeURL(engine, "boxindex")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try TripStore(url: url)
+    var generator = SeededGenerator(seed: 2027)
+    _ = try store.importRecords((0..<1500).map { _ in Self.record(&generator) })
+    let index = TripBoxIndex()
+    var nonEmpty = 0
+    for round in 0..<300 {
+      var query = TripQuery(
+        reverse: round % 2 == 1, limit: Int.random(in: 0...40, using: &generator),
+        offset: [0, 0, 3, 17, 200].randomElement(using: &generator)!)
+      query.bbox = Self.box(&generator)
+      let expected = try store.page(query)
+      let answered = try store.page(query, index: index)
+      #expect(
+        answered.trips.map(\.id) == expected.trips.map(\.id), "\(query.bbox!) \(query)")
+      #expect(answered.matched == expected.matched, "\(query.bbox!)")
+      if expected.matched > 0 { nonEmpty += 1 }
+    }
+    #expect(index.count == 1500)
+    #expect(index.answeredPages.load(ordering: .relaxed) == 300)
+    #expect(nonEmpty > 100)
+  }
+
+  @Test(
+    "follows another store's inserts, moves, renames and deletes, and rebuilds after its history is deleted",
+    arguments: Engine.allCases)
+  func followsChanges(engine: Engine) throws {
+    let (url, directory) = try Self.storeURL(engine, "boxfollow")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let reader = try TripStore(url: url, author: "reader")
+    let writer = try TripStore(url: url, author: "writer")
+    var generator = SeededGenerator(seed: 7)
+    _ = try writer.importRecords((0..<300).map { _ in Self.record(&generator) })
+    let index = TripBoxIndex()
+    try index.prepare(reader)
+    #expect(index.count == 300)
+    var boxes = (0..<20).map { _ in Self.box(&generator) }
+    boxes.append(GeographicBox(west: -180, south: -90, east: 180, north: 90))
+    func check(_ step: String) throws {
+      for (number, box) in boxes.enumerated() {
+        var query = TripQuery(reverse: number % 2 == 0, limit: 25)
+        query.bbox = box
+        let expected = try reader.page(query)
+        let answered = try reader.page(query, index: index)
+        #expect(answered.trips.map(\.id) == expected.trips.map(\.id), "\(step) \(box)")
+        #expect(answered.matched == expected.matched, "\(step) \(box)")
+      }
+    }
+    try check("built")
+    let all = try writer.trips()
+    for (number, trip) in all.prefix(60).enumerated() {
+      _ = try writer.update(trip.id) { record in
+        switch number % 3 {
+        case 0: (record.latitude, record.longitude) = (-17.7134, 178.065)
+        case 1: record.name = "Änderung \(number)"
+        default: record.startDate = record.startDate.addingTimeInterval(-86_400 * 30)
+        }
+      }
+    }
+    _ = try writer.delete(all.suffix(40).map(\.id))
+    _ = try writer.importRecords((0..<50).map { _ in Self.record(&generator) })
+    // A change of what the index does not hold leaves it alone, and is followed all the same.
+    _ = try writer.update(all[100].id) { $0.destination = "Elsewhere" }
+    try check("changed")
+    #expect(index.count == 310)
+    // The reader's snapshot older than the index: the store answers, not the index.
+    let current = try reader.context.currentHistoryToken()
+    #expect(
+      index.page(
+        box: boxes[0], reverse: false, offset: 0, limit: 5,
+        token: HistoryToken(storeIdentifier: current.storeIdentifier, value: current.value - 1),
+        context: reader.context) == nil)
+    // History deleted after the index's token: it rebuilds.
+    _ = try writer.importRecords((0..<5).map { _ in Self.record(&generator) })
+    _ = try writer.context.deleteHistory(before: try writer.context.currentHistoryToken())
+    _ = try writer.update(all[101].id) { $0.latitude = 1.5 }
+    try check("history deleted")
+    #expect(index.count == 315)
+  }
+
+  @Test("other filters and sorts are answered by the store; an empty store has an empty index")
+  func otherQueries() throws {
+    let store = try TripStore(inMemoryWithAuthor: "test")
+    let index = TripBoxIndex()
+    var query = TripQuery(limit: 10)
+    query.bbox = GeographicBox(west: -10, south: -10, east: 10, north: 10)
+    #expect(try store.page(query, index: index).matched == 0)
+    #expect(index.count == 0)
+    #expect(index.answeredPages.load(ordering: .relaxed) == 1)
+    var generator = SeededGenerator(seed: 3)
+    _ = try store.importRecords((0..<50).map { _ in Self.record(&generator) })
+    for variant in [
+      TripQuery(search: "a", limit: 10), TripQuery(sort: .name, limit: 10),
+      TripQuery(from: Date(), limit: 10), TripQuery(),
+    ] {
+      var variant = variant
+      variant.bbox = GeographicBox(west: -180, south: -90, east: 180, north: 90)
+      let expected = try store.page(variant)
+      let answered = try store.page(variant, index: index)
+      #expect(answered.trips.map(\.id) == expected.trips.map(\.id))
+      #expect(answered.matched == expected.matched)
+    }
+    #expect(index.answeredPages.load(ordering: .relaxed) == 1)
+  }
+}
