@@ -24,13 +24,14 @@ import Synchronization
 ///
 /// One index serves one store, from many threads (each with its own ``TripStore``).
 public final class TripBoxIndex: Sendable {
-  /// A trip as the index keeps it.
+  /// A trip as the index keeps it: 40 bytes, its name's bytes in the state's arena.
   struct Entry {
     var longitude: Double
     var latitude: Double
     var start: Double
     var key: Int64
-    var name: String
+    var nameOffset: UInt32
+    var nameLength: UInt32
   }
 
   struct State {
@@ -38,10 +39,101 @@ public final class TripBoxIndex: Sendable {
     /// Row-major: `row * columns + column`, row 0 from latitude −90, column 0 from longitude
     /// −180. A trip whose coordinates are not finite numbers is kept in cell 0 (no box selects
     /// it; SQL's comparisons do not either).
-    var cells: [[Entry]]
-    /// The cell of each trip's primary key.
-    var cellOfKey: [Int64: Int32]
-    var count: Int { cellOfKey.count }
+    var cells: [[Entry]] = Array(repeating: [], count: TripBoxIndex.rows * TripBoxIndex.columns)
+    /// The names' UTF-8 bytes, one after another; a removed trip's bytes stay until
+    /// ``compactNames()`` (when they are over half of it).
+    var names: [UInt8] = []
+    var unusedNameBytes = 0
+    /// The cell of each trip by primary key: an array for the keys a store hands out (dense
+    /// from 1), a dictionary for any far beyond them.
+    var denseCells: [Int32] = []
+    var sparseCells: [Int64: Int32] = [:]
+    private(set) var count = 0
+
+    init(token: HistoryToken) { self.token = token }
+
+    func cell(of key: Int64) -> Int32? {
+      if key >= 0, key < denseCells.count {
+        return denseCells[Int(key)] >= 0 ? denseCells[Int(key)] : nil
+      }
+      return sparseCells[key]
+    }
+
+    private mutating func setCell(_ cell: Int32?, of key: Int64) {
+      if key >= 0, key < denseCells.count {
+        denseCells[Int(key)] = cell ?? -1
+      } else if cell != nil, key >= 0, key < 4 * (count + 1) + 65_536 {
+        denseCells.append(contentsOf: repeatElement(-1, count: Int(key) + 1 - denseCells.count))
+        denseCells[Int(key)] = cell!
+      } else {
+        sparseCells[key] = cell
+      }
+    }
+
+    mutating func insert(
+      key: Int64, longitude: Double, latitude: Double, start: Double, name: String
+    ) {
+      var name = name
+      let length = name.withUTF8 { bytes in
+        names.append(contentsOf: bytes)
+        return bytes.count
+      }
+      precondition(names.count <= Int(UInt32.max), "TripBoxIndex: names over 4 GiB")
+      let entry = Entry(
+        longitude: longitude, latitude: latitude, start: start, key: key,
+        nameOffset: UInt32(names.count - length), nameLength: UInt32(length))
+      let cell = TripBoxIndex.cell(latitude: latitude, longitude: longitude)
+      cells[cell].append(entry)
+      setCell(Int32(cell), of: key)
+      count += 1
+    }
+
+    mutating func remove(_ key: Int64) {
+      guard let cell = cell(of: key).map(Int.init) else { return }
+      setCell(nil, of: key)
+      count -= 1
+      guard let slot = cells[cell].firstIndex(where: { $0.key == key }) else { return }
+      unusedNameBytes += Int(cells[cell][slot].nameLength)
+      cells[cell].swapAt(slot, cells[cell].count - 1)
+      cells[cell].removeLast()
+      if unusedNameBytes > 1 << 20, unusedNameBytes > names.count / 2 { compactNames() }
+    }
+
+    /// The names' bytes without those of removed trips. O(n).
+    mutating func compactNames() {
+      var compact: [UInt8] = []
+      compact.reserveCapacity(names.count - unusedNameBytes)
+      names.withUnsafeBufferPointer { old in
+        for cell in cells.indices where !cells[cell].isEmpty {
+          for slot in cells[cell].indices {
+            let entry = cells[cell][slot]
+            let start = Int(entry.nameOffset)
+            cells[cell][slot].nameOffset = UInt32(compact.count)
+            compact.append(contentsOf: old[start..<start + Int(entry.nameLength)])
+          }
+        }
+      }
+      names = compact
+      unusedNameBytes = 0
+    }
+
+    /// Each array with the capacity it needs and no more (after a build). O(n).
+    mutating func shrink() {
+      for cell in cells.indices where cells[cell].capacity > cells[cell].count {
+        cells[cell] = Self.exact(cells[cell])
+      }
+      names = Self.exact(names)
+      denseCells = Self.exact(denseCells)
+    }
+
+    private static func exact<Element>(_ array: [Element]) -> [Element] {
+      array.withUnsafeBufferPointer { source in
+        [Element](unsafeUninitializedCapacity: source.count) { target, count in
+          _ = target.initialize(fromContentsOf: source)
+          count = source.count
+        }
+      }
+    }
   }
 
   enum Condition {
@@ -146,11 +238,11 @@ public final class TripBoxIndex: Sendable {
 
   /// The index of every trip in the snapshot `context` reads. O(n).
   static func built(token: HistoryToken, context: ModelContext) throws -> State {
-    var state = State(
-      token: token, cells: Array(repeating: [], count: rows * columns), cellOfKey: [:])
+    var state = State(token: token)
     try context.enumerateValues(FetchDescriptor<Trip>(), keyPaths) { row in
       try insert(row, into: &state)
     }
+    state.shrink()
     return state
   }
 
@@ -193,7 +285,7 @@ public final class TripBoxIndex: Sendable {
       state = try built(token: token, context: context)
       return
     }
-    for key in changed.union(removed) { remove(key, from: &state) }
+    for key in changed.union(removed) { state.remove(key) }
     try context.enumerateValues(
       FetchDescriptor<Trip>(), keyPaths,
       identifiers: changed.map {
@@ -207,21 +299,11 @@ public final class TripBoxIndex: Sendable {
   }
 
   private static func insert(_ row: borrowing ValueRow<Trip>, into state: inout State) throws {
-    let entry = Entry(
-      longitude: try row.value(Double.self, at: 0), latitude: try row.value(Double.self, at: 1),
+    state.insert(
+      key: row.identifier.primaryKey, longitude: try row.value(Double.self, at: 0),
+      latitude: try row.value(Double.self, at: 1),
       start: try row.value(Date.self, at: 2).timeIntervalSinceReferenceDate,
-      key: row.identifier.primaryKey, name: try row.value(String.self, at: 3))
-    let cell = cell(latitude: entry.latitude, longitude: entry.longitude)
-    state.cells[cell].append(entry)
-    state.cellOfKey[entry.key] = Int32(cell)
-  }
-
-  private static func remove(_ key: Int64, from state: inout State) {
-    guard let cell = state.cellOfKey.removeValue(forKey: key).map(Int.init) else { return }
-    if let slot = state.cells[cell].firstIndex(where: { $0.key == key }) {
-      state.cells[cell].swapAt(slot, state.cells[cell].count - 1)
-      state.cells[cell].removeLast()
-    }
+      name: try row.value(String.self, at: 3))
   }
 
   static func cell(latitude: Double, longitude: Double) -> Int {
@@ -258,25 +340,28 @@ public final class TripBoxIndex: Sendable {
       box.crossesAntimeridian ? [(box.west, 180), (-180, box.east)] : [(box.west, box.east)]
     let south = box.south
     let north = box.north
-    return state.cells.withUnsafeBufferPointer { cells in
-      for range in ranges where range.west <= range.east {
-        for row in row(south)...row(north) {
-          for column in column(range.west)...column(range.east) {
-            let cell = row * columns + column
-            cells[cell].withUnsafeBufferPointer { entries in
-              for slot in entries.indices {
-                let entry = entries[slot]
-                guard entry.longitude >= range.west, entry.longitude <= range.east,
-                  entry.latitude >= south, entry.latitude <= north
-                else { continue }
-                matched += 1
-                heap.offer(start: entry.start, cell: Int32(cell), slot: Int32(slot), in: cells)
+    return state.cells.withUnsafeBufferPointer { cellBuffer in
+      state.names.withUnsafeBufferPointer { names in
+        let cells = BoxPageHeap.Cells(cells: cellBuffer, names: names)
+        for range in ranges where range.west <= range.east {
+          for row in row(south)...row(north) {
+            for column in column(range.west)...column(range.east) {
+              let cell = row * columns + column
+              cellBuffer[cell].withUnsafeBufferPointer { entries in
+                for slot in entries.indices {
+                  let entry = entries[slot]
+                  guard entry.longitude >= range.west, entry.longitude <= range.east,
+                    entry.latitude >= south, entry.latitude <= north
+                  else { continue }
+                  matched += 1
+                  heap.offer(start: entry.start, cell: Int32(cell), slot: Int32(slot), in: cells)
+                }
               }
             }
           }
         }
+        return (Array(heap.sorted(in: cells).dropFirst(offset)), matched)
       }
-      return (Array(heap.sorted(in: cells).dropFirst(offset)), matched)
     }
   }
 }
@@ -299,7 +384,27 @@ struct BoxPageHeap {
     items.reserveCapacity(min(capacity, 4096))
   }
 
-  typealias Cells = UnsafeBufferPointer<[TripBoxIndex.Entry]>
+  /// The index's cells and names, borrowed for one page.
+  struct Cells {
+    let cells: UnsafeBufferPointer<[TripBoxIndex.Entry]>
+    let names: UnsafeBufferPointer<UInt8>
+
+    subscript(_ item: Item) -> TripBoxIndex.Entry { cells[Int(item.cell)][Int(item.slot)] }
+
+    /// The name of `entry`'s bytes against `other`'s: negative, zero or positive.
+    func compareNames(_ entry: TripBoxIndex.Entry, _ other: TripBoxIndex.Entry) -> Int {
+      let left = UnsafeBufferPointer(
+        rebasing: names[Int(entry.nameOffset)..<Int(entry.nameOffset) + Int(entry.nameLength)])
+      let right = UnsafeBufferPointer(
+        rebasing: names[Int(other.nameOffset)..<Int(other.nameOffset) + Int(other.nameLength)])
+      let common = min(left.count, right.count)
+      if common > 0, let a = left.baseAddress, let b = right.baseAddress {
+        let order = memcmp(a, b, common)
+        if order != 0 { return Int(order) }
+      }
+      return left.count - right.count
+    }
+  }
 
   mutating func offer(start: Double, cell: Int32, slot: Int32, in cells: Cells) {
     guard capacity > 0 else { return }
@@ -318,19 +423,17 @@ struct BoxPageHeap {
   }
 
   func sorted(in cells: Cells) -> [Int64] {
-    items.sorted { precedes($0, $1, cells) }.map { cells[Int($0.cell)][Int($0.slot)].key }
+    items.sorted { precedes($0, $1, cells) }.map { cells[$0].key }
   }
 
   /// SQL's order of the page: start date, then name by its bytes (code points), each
   /// reversed with `reverse`, then primary key ascending.
   func precedes(_ lhs: Item, _ rhs: Item, _ cells: Cells) -> Bool {
     if lhs.start != rhs.start { return reverse ? lhs.start > rhs.start : lhs.start < rhs.start }
-    let left = cells[Int(lhs.cell)][Int(lhs.slot)]
-    let right = cells[Int(rhs.cell)][Int(rhs.slot)]
-    if !left.name.utf8.elementsEqual(right.name.utf8) {
-      let ascending = left.name.utf8.lexicographicallyPrecedes(right.name.utf8)
-      return reverse ? !ascending : ascending
-    }
+    let left = cells[lhs]
+    let right = cells[rhs]
+    let order = cells.compareNames(left, right)
+    if order != 0 { return reverse ? order > 0 : order < 0 }
     return left.key < right.key
   }
 

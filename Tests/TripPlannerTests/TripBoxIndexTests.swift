@@ -175,4 +175,34 @@ struct TripBoxIndexTests {
     }
     #expect(index.answeredPages.load(ordering: .relaxed) == 1)
   }
+
+  @Test("the name arena compacts without changing a page; keys far beyond the store's go aside")
+  func arenaAndKeys() throws {
+    let token = HistoryToken(storeIdentifier: UUID(), value: 1)
+    var state = TripBoxIndex.State(token: token)
+    var generator = SeededGenerator(seed: 5)
+    var expectedBytes = 0
+    for key in 1...400 {
+      let name =
+        String(repeating: "ä", count: Int.random(in: 0..<30, using: &generator)) + "\(key % 7)"
+      state.insert(
+        key: key == 400 ? 1 << 40 : Int64(key), longitude: Double(key % 20) / 10,
+        latitude: Double(key % 13) / 10, start: Double(key % 5), name: name)
+      if key % 2 == 0 { expectedBytes += name.utf8.count }
+    }
+    #expect(state.sparseCells.count == 1)
+    for key in stride(from: 1, through: 399, by: 2) { state.remove(Int64(key)) }
+    #expect(state.count == 200)
+    let box = GeographicBox(west: 0, south: 0, east: 2, north: 2)
+    let before = TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50)
+    let reversed = TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500)
+    state.compactNames()
+    #expect(state.names.count == expectedBytes)
+    #expect(TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50) == before)
+    #expect(TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500) == reversed)
+    #expect(reversed.matched == 200 && reversed.keys.count == 200)
+    state.remove(1 << 40)
+    #expect(state.sparseCells.isEmpty && state.count == 199)
+    #expect(state.cell(of: 2) != nil && state.cell(of: 3) == nil)
+  }
 }
