@@ -119,6 +119,13 @@ public struct TripQuery: Sendable, Hashable {
     }
   }
 
+  /// Whether ``TripBoxIndex`` answers the query: a page (``limit``) of a ``bbox`` by start
+  /// date, either way, with no other filter.
+  var isPagedBox: Bool {
+    bbox != nil && limit != nil && sort == .start && (search ?? "").isEmpty
+      && (destination ?? "").isEmpty && from == nil && to == nil
+  }
+
   /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate`` as a condition.
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)

@@ -119,10 +119,9 @@ public final class TripStore {
   public func page(_ query: TripQuery, index: TripBoxIndex) throws -> (
     trips: [Trip], matched: Int
   ) {
-    guard let box = query.bbox, let limit = query.limit, query.sort == .start,
-      (query.search ?? "").isEmpty, (query.destination ?? "").isEmpty, query.from == nil,
-      query.to == nil
-    else { return try page(query) }
+    guard query.isPagedBox, let box = query.bbox, let limit = query.limit else {
+      return try page(query)
+    }
     let answer = try run {
       try context.withSnapshot { () -> (trips: [Trip], matched: Int)? in
         let token = try context.currentHistoryToken()
@@ -135,6 +134,55 @@ public final class TripStore {
       }
     }
     return try answer ?? page(query)
+  }
+
+  /// One page of the trips matching `query` as records, and how many match in all: what
+  /// ``page(_:index:)`` answers, with the index's page read from the rows' columns, without
+  /// making models (no identity map, no fault to resolve, nothing to release): what a service
+  /// writes out.
+  ///
+  /// Cost: as ``page(_:index:)``; the page's rows by key, O(page × log n), each place
+  /// identifier decoded from its bytes.
+  public func pageRecords(_ query: TripQuery, index: TripBoxIndex) throws -> (
+    records: [TripRecord], matched: Int
+  ) {
+    if query.isPagedBox {
+      let answer = try run {
+        try context.withSnapshot { () -> (records: [TripRecord], matched: Int)? in
+          let token = try context.currentHistoryToken()
+          guard
+            let (keys, matched) = index.page(
+              box: query.bbox!, reverse: query.reverse, offset: query.offset ?? 0,
+              limit: query.limit!, token: token, context: context)
+          else { return nil }
+          return (try records(keys), matched)
+        }
+      }
+      if let answer { return answer }
+    }
+    let (trips, matched) = try page(query)
+    return (trips.map(\.record), matched)
+  }
+
+  /// The records of `identifiers`, in that order, from their rows' columns.
+  private func records(_ identifiers: [PersistentIdentifier]) throws -> [TripRecord] {
+    var byKey: [Int64: TripRecord] = [:]
+    byKey.reserveCapacity(identifiers.count)
+    try context.enumerateValues(
+      FetchDescriptor<Trip>(),
+      [
+        \.id, \.name, \.destination, \.startDate, \.endDate, \.latitude, \.longitude,
+        \.placeIdentifier,
+      ], identifiers: identifiers
+    ) { row in
+      byKey[row.identifier.primaryKey] = TripRecord(
+        id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
+        destination: try row.value(String.self, at: 2),
+        startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
+        latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
+        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue)
+    }
+    return identifiers.compactMap { byKey[$0.primaryKey] }
   }
 
   /// The coordinates of the trips matching `query`, in its order, read from their two columns

@@ -258,15 +258,14 @@ struct FeaturesAPI: Sendable {
   }
 
   /// `GET /collections/trips/items`: one page of matching trips, with `numberMatched` and
-  /// `next`/`prev` links. Cost: ``TripStore/page(_:index:)``: a `bbox` page by start date with
+  /// `next`/`prev` links. Cost: ``TripStore/pageRecords(_:index:)``: a `bbox` page by start date with
   /// no other filter is chosen and counted in memory, O(c + m log k) for the c cells and m
-  /// trips near the box, then its rows read by key; with other filters or sorts, one pass
+  /// trips near the box, then its rows' columns read by key; with other filters or sorts, one pass
   /// over the box's index entries in the store; without `bbox`, the page's query and a count.
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      let page = try store.page(parsed.query, index: boxIndex)
-      return (page.trips.map(\.record), page.matched)
+      try store.pageRecords(parsed.query, index: boxIndex)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),

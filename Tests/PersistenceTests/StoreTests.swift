@@ -368,6 +368,99 @@ struct StoreTests {
   }
 
   @Test(
+    "enumerateValues reads what models hold, all or by identifier; bad columns and bad bytes are errors naming the attribute"
+  )
+  func enumerateValues() throws {
+    let folder = TemporaryDirectory()
+    let url = folder.url.appendingPathComponent("values.sqlite")
+    let container = try ModelContainer(
+      for: Sample.self, Note.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    for index in 0..<5 {
+      let sample = Sample()
+      sample.name = "n\(index)"
+      sample.score = Double(index) / 2
+      sample.place = index % 2 == 0 ? PlaceToken(raw: "p\(index)") : nil
+      context.insert(sample)
+    }
+    try context.save()
+    let models = try context.fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]))
+    let keyPaths: [PartialKeyPath<Sample> & Sendable] = [\.name, \.score, \.place]
+    var read: [(PersistentIdentifier, String, Double, String?)] = []
+    try context.enumerateValues(
+      FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name)]), keyPaths
+    ) { row in
+      read.append(
+        (
+          row.identifier, try row.value(String.self, at: 0), try row.value(Double.self, at: 1),
+          try row.decoded(PlaceToken.self, at: 2)?.raw
+        ))
+    }
+    #expect(read.map(\.0) == models.map { context.persistentIdentifier(for: $0)! })
+    #expect(read.map(\.1) == models.map(\.name))
+    #expect(read.map(\.2) == models.map(\.score))
+    #expect(read.map(\.3) == models.map { $0.place?.raw })
+    // By identifier: a deleted row, another entity's and another store's identifiers are left out.
+    let wanted = [read[3].0, read[1].0]
+    context.delete(models[1])
+    try context.save()
+    var foreign = read[0].0
+    foreign.storeIdentifier = UUID()
+    var other = read[0].0
+    other.entityName = Note.schema.name
+    var names: [String] = []
+    try context.enumerateValues(
+      FetchDescriptor<Sample>(), keyPaths, identifiers: wanted + [foreign, other]
+    ) { names.append(try $0.value(String.self, at: 0)) }
+    #expect(names == ["n3"])
+    #expect(
+      try context.models(for: wanted + [foreign, other], as: Sample.self).map(\.name) == ["n3"])
+    // A key path that is not a stored attribute.
+    #expect(throws: PersistenceError.self) {
+      try context.enumerateValues(FetchDescriptor<Sample>(), [\Sample.self]) { _ in }
+    }
+    // Text in a REAL column, and bytes that are not an encoding, from an outside writer.
+    let outside = try Database(path: url.path, flags: 2)
+    for (assignment, attribute) in [("score = 'x'", "score"), ("place = x'00ff'", "place")] {
+      try outside.execute("UPDATE samples SET \(assignment) WHERE name = 'n4'")
+      let error = try #require(throws: PersistenceError.self) {
+        try context.enumerateValues(FetchDescriptor<Sample>(), keyPaths) { row in
+          _ = try row.value(Double.self, at: 1)
+          _ = try row.decoded(PlaceToken.self, at: 2)
+        }
+      }
+      #expect(error.code == .invalidValue && error.attribute == attribute, "\(error)")
+      #expect(error.row == "samples row 5", "\(error)")
+      try outside.execute("UPDATE samples SET score = 1, place = NULL WHERE name = 'n4'")
+    }
+  }
+
+  @Test("withSnapshot: reads inside see one snapshot while another connection commits")
+  func withSnapshot() throws {
+    let folder = TemporaryDirectory()
+    let url = folder.url.appendingPathComponent("snapshot.sqlite")
+    let container = try ModelContainer(
+      for: Sample.self, configurations: ModelConfiguration(url: url))
+    let reader = ModelContext(container)
+    let writer = ModelContext(
+      try ModelContainer(for: Sample.self, configurations: ModelConfiguration(url: url)))
+    writer.insert(Sample())
+    try writer.save()
+    let (before, after, token, tokenAfter) = try reader.withSnapshot {
+      let before = try reader.fetchCount(FetchDescriptor<Sample>())
+      let token = try reader.currentHistoryToken()
+      writer.insert(Sample())
+      try writer.save()
+      return (
+        before, try reader.fetchCount(FetchDescriptor<Sample>()), token,
+        try reader.currentHistoryToken()
+      )
+    }
+    #expect(before == 1 && after == 1 && token == tokenAfter)
+    #expect(try reader.fetchCount(FetchDescriptor<Sample>()) == 2)
+  }
+
+  @Test(
     "localizedStandardSorts: SQL and an observer's Swift patches give the order of localizedStandardCompare"
   )
   func localizedStandardSorts() throws {

@@ -45,7 +45,9 @@ struct TripBoxIndexTests {
     let start = TripDates.parse("2027-01-01")!.addingTimeInterval(Double(day) * 86_400)
     return TripRecord(
       name: names.randomElement(using: &generator)!, destination: "D", startDate: start,
-      endDate: start.addingTimeInterval(86_400), latitude: latitude, longitude: longitude)
+      endDate: start.addingTimeInterval(86_400), latitude: latitude, longitude: longitude,
+      placeIdentifier: Bool.random(using: &generator)
+        ? "geonames:\(Int.random(in: 1...99, using: &generator))" : nil)
   }
 
   static func box(_ generator: inout SeededGenerator) -> GeographicBox {
@@ -87,10 +89,13 @@ struct TripBoxIndexTests {
       #expect(
         answered.trips.map(\.id) == expected.trips.map(\.id), "\(query.bbox!) \(query)")
       #expect(answered.matched == expected.matched, "\(query.bbox!)")
+      let records = try store.pageRecords(query, index: index)
+      #expect(records.records == expected.trips.map(\.record), "\(query.bbox!)")
+      #expect(records.matched == expected.matched)
       if expected.matched > 0 { nonEmpty += 1 }
     }
     #expect(index.count == 1500)
-    #expect(index.answeredPages.load(ordering: .relaxed) == 300)
+    #expect(index.answeredPages.load(ordering: .relaxed) == 600)
     #expect(nonEmpty > 100)
   }
 

@@ -9,6 +9,8 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
   /// The row's identifier.
   public let identifier: PersistentIdentifier
   let row: any StoreRow
+  /// Each key path's attribute: its name, and whether it is `.codable`.
+  let attributes: [(name: String, isCodable: Bool)]
 
   /// The value of the `index`th key path of the enumeration (0 for the first), as `Value`.
   ///
@@ -17,7 +19,49 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
   public func value<Value: PersistableValue>(_ type: Value.Type = Value.self, at index: Int)
     throws -> Value
   {
-    try Value.read(from: row, at: Int32(index + 1))
+    precondition(
+      !attributes[index].isCodable, "ValueRow.value(at:) on a .codable attribute: use decoded")
+    do {
+      return try Value.read(from: row, at: Int32(index + 1))
+    } catch var failure as PersistenceError {
+      if failure.attribute == nil { failure.attribute = attributes[index].name }
+      throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+    }
+  }
+
+  /// The value of the `index`th key path, a `.codable` attribute, decoded as `Value` from its
+  /// stored bytes as a model's access decodes it; nil for `NULL`. Each call decodes (O(bytes));
+  /// equal values are not shared as within a fetch.
+  ///
+  /// - Throws: ``PersistenceError`` when the bytes do not decode as `Value`.
+  public func decoded<Value: Codable>(_ type: Value.Type = Value.self, at index: Int) throws
+    -> Value?
+  {
+    precondition(
+      attributes[index].isCodable, "ValueRow.decoded(at:) on an attribute that is not .codable")
+    let column = Int32(index + 1)
+    switch row.storage(at: column) {
+    case .null: return nil
+    case .blob:
+      do {
+        return try decodeStoredJSON(Value.self, from: row.data(at: column))
+      } catch {
+        var failure = PersistenceError(
+          code: .invalidValue,
+          message:
+            "Cannot decode the .codable attribute \(attributes[index].name) as \(Value.self).",
+          cause: error)
+        failure.attribute = attributes[index].name
+        throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+      }
+    default:
+      var failure = PersistenceError(
+        code: .invalidValue,
+        message:
+          "No encoded value in the .codable column \(attributes[index].name).")
+      failure.attribute = attributes[index].name
+      throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+    }
   }
 }
 
@@ -25,7 +69,9 @@ extension ModelContext {
   /// Calls `body` with the values of `keyPaths` for each model matching `descriptor` (its
   /// predicate, sorts, limit and offset), or with `identifiers` given, for each of those
   /// models that still exists (in the store's order), without making models: what an index
-  /// kept in memory beside the store reads to build itself and to catch up with changes.
+  /// kept in memory beside the store reads to build itself and to catch up with changes, and
+  /// what a service writes out without keeping models. Native attributes are read with
+  /// ``ValueRow/value(_:at:)``, `.codable` ones with ``ValueRow/decoded(_:at:)``.
   ///
   /// It reads the store: unsaved changes are not included (with ``autosaveEnabled`` they are
   /// saved first, as for any fetch).
@@ -34,7 +80,7 @@ extension ModelContext {
   /// O(1) memory; with `identifiers`, one query per 500 of them, O(k log n).
   ///
   /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
-  ///   key path that is not a stored attribute of a native type, or for a predicate that SQL
+  ///   key path that is not a stored attribute, or for a predicate that SQL
   ///   cannot finish alone (this reads columns, never models); the errors of
   ///   ``ValueRow/value(_:at:)`` and of `body`.
   public func enumerateValues<Model: PersistentModel>(
@@ -44,14 +90,15 @@ extension ModelContext {
   ) throws {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
+    var attributes: [(name: String, isCodable: Bool)] = []
     let columns = try keyPaths.map { keyPath in
-      guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable else {
+      guard let attribute = entity.schema.attribute(for: keyPath) else {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "enumerateValues needs stored attributes of \(Model.self) of a native type; \(keyPath) is not one."
-        )
+            "enumerateValues needs stored attributes of \(Model.self); \(keyPath) is not one.")
       }
+      attributes.append((attribute.name, attribute.isCodable))
       return quoted(attribute.name)
     }
     let database = try connection()
@@ -62,7 +109,7 @@ extension ModelContext {
         ValueRow(
           identifier: PersistentIdentifier(
             storeIdentifier: store, entityName: name, primaryKey: row.int64(at: 0)),
-          row: row))
+          row: row, attributes: attributes))
     }
     if let identifiers {
       let keys = identifiers.compactMap {
