@@ -8,35 +8,48 @@ public enum TripDates {
   /// writes them; other dates go through that style (it counts days before the Gregorian
   /// reform of 1582 by the Julian calendar, as ICU does, and the parser reads them back so).
   public static func format(_ date: Date) -> String {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(20)
+    guard write(date, into: &bytes) else { return date.formatted(.iso8601) }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Appends ``format(_:)``'s 20 bytes to `output` when the date is a whole second from 1583
+  /// to 9999 (the form every output of the planner writes), else leaves it and returns false.
+  package static func write(_ date: Date, into output: inout [UInt8]) -> Bool {
     let seconds = date.timeIntervalSince1970
     // -12212553600 is 1583-01-01T00:00:00Z; 253402300800 is 10000-01-01T00:00:00Z.
     guard seconds == seconds.rounded(.down), seconds >= -12_212_553_600,
       seconds < 253_402_300_800
-    else { return date.formatted(.iso8601) }
+    else { return false }
     let whole = Int64(seconds)
     let (days, second) = (whole.floorDivided(by: 86_400), whole.floorModulo(86_400))
     let (year, month, day) = civil(days: days)
-    var bytes = [UInt8](repeating: UInt8(ascii: "0"), count: 20)
-    func put(_ value: Int64, at end: Int, digits: Int) {
-      var value = value
-      for index in stride(from: end, to: end - digits, by: -1) {
-        bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
-        value /= 10
+    let start = output.count
+    output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 20))
+    output.withUnsafeMutableBufferPointer { buffer in
+      let bytes = UnsafeMutableBufferPointer(rebasing: buffer[start...])
+      func put(_ value: Int64, at end: Int, digits: Int) {
+        var value = value
+        for index in stride(from: end, to: end - digits, by: -1) {
+          bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+          value /= 10
+        }
       }
+      put(year, at: 3, digits: 4)
+      bytes[4] = UInt8(ascii: "-")
+      put(month, at: 6, digits: 2)
+      bytes[7] = UInt8(ascii: "-")
+      put(day, at: 9, digits: 2)
+      bytes[10] = UInt8(ascii: "T")
+      put(second / 3600, at: 12, digits: 2)
+      bytes[13] = UInt8(ascii: ":")
+      put(second / 60 % 60, at: 15, digits: 2)
+      bytes[16] = UInt8(ascii: ":")
+      put(second % 60, at: 18, digits: 2)
+      bytes[19] = UInt8(ascii: "Z")
     }
-    put(year, at: 3, digits: 4)
-    bytes[4] = UInt8(ascii: "-")
-    put(month, at: 6, digits: 2)
-    bytes[7] = UInt8(ascii: "-")
-    put(day, at: 9, digits: 2)
-    bytes[10] = UInt8(ascii: "T")
-    put(second / 3600, at: 12, digits: 2)
-    bytes[13] = UInt8(ascii: ":")
-    put(second / 60 % 60, at: 15, digits: 2)
-    bytes[16] = UInt8(ascii: ":")
-    put(second % 60, at: 18, digits: 2)
-    bytes[19] = UInt8(ascii: "Z")
-    return String(decoding: bytes, as: UTF8.self)
+    return true
   }
 
   /// The proleptic Gregorian year, month and day of a count of days since 1970-01-01

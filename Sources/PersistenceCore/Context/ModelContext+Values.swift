@@ -44,7 +44,7 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
     case .null: return nil
     case .blob:
       do {
-        return try decodeStoredJSON(Value.self, from: row.data(at: column))
+        return try decodeStoredJSON(Value.self, bytes: row.bytes(at: column))
       } catch {
         var failure = PersistenceError(
           code: .invalidValue,

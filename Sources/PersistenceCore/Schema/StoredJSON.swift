@@ -232,12 +232,25 @@ func decodeStoredJSON<Value: Decodable>(_ type: Value.Type, from data: Data) thr
   return try JSONDecoder().decode(Value.self, from: data)
 }
 
+/// Decodes `Value` from JSON bytes in place (no `Data` made unless Foundation has to decode).
+func decodeStoredJSON<Value: Decodable>(_ type: Value.Type, bytes: UnsafeRawBufferPointer)
+  throws -> Value
+{
+  if let value = fastDecodeStoredJSON(type, bytes: bytes) { return value }
+  return try JSONDecoder().decode(Value.self, from: Data(bytes))
+}
+
 /// The fast path alone: nil when it leaves the value to Foundation.
-func fastDecodeStoredJSON<Value: Decodable>(_: Value.Type, from data: Data) -> Value? {
-  data.withUnsafeBytes { bytes -> Value? in
-    guard let parsed = try? StoredJSON.parse(bytes) else { return nil }
-    return try? Value(from: StoredJSONDecoder(value: parsed, codingPath: []))
-  }
+func fastDecodeStoredJSON<Value: Decodable>(_ type: Value.Type, from data: Data) -> Value? {
+  data.withUnsafeBytes { fastDecodeStoredJSON(type, bytes: $0) }
+}
+
+/// The fast path alone, from bytes: nil when it leaves the value to Foundation.
+func fastDecodeStoredJSON<Value: Decodable>(_: Value.Type, bytes: UnsafeRawBufferPointer)
+  -> Value?
+{
+  guard let parsed = try? StoredJSON.parse(bytes) else { return nil }
+  return try? Value(from: StoredJSONDecoder(value: parsed, codingPath: []))
 }
 
 /// Whether Foundation's coders treat the type specially (their strategies apply to it).
@@ -305,6 +318,18 @@ private struct StoredJSONDecoder: Decoder {
     func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
       guard let value = member(key) else { throw StoredJSONFallback() }
       return try StoredJSONDecoder.decode(value, codingPath + [key])
+    }
+
+    // Strings and Booleans directly: the generic path costs a coding path, type checks and a
+    // dynamic cast per value.
+    func decode(_: String.Type, forKey key: Key) throws -> String {
+      guard case .string(let text) = member(key) else { throw StoredJSONFallback() }
+      return text
+    }
+
+    func decode(_: Bool.Type, forKey key: Key) throws -> Bool {
+      guard case .bool(let flag) = member(key) else { throw StoredJSONFallback() }
+      return flag
     }
 
     func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? {

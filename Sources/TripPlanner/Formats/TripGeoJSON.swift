@@ -39,43 +39,56 @@ public enum TripGeoJSON {
   /// `feature(record).utf8()`, without building the tree (a page of 100 features is written
   /// in a fraction of the time). O(size of the text).
   public static func writeFeature(_ record: TripRecord, into output: inout [UInt8]) {
-    func key(_ name: StaticString) {
-      output.append(UInt8(ascii: "\""))
+    // Fixed text goes in from static bytes, values without a String in between where they
+    // can (the id, whole-second dates): this runs for every feature of every page served.
+    func raw(_ text: StaticString) {
       output.append(
-        contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-      output.append(contentsOf: "\":".utf8)
+        contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
     func string(_ text: String) { JSONValue.writeString(text, into: &output) }
-    output.append(contentsOf: #"{"type":"Feature","id":"#.utf8)
-    if let id = record.id {
-      string(id.lowercasedString)
-    } else {
-      output.append(contentsOf: "null".utf8)
+    func number(_ value: Double) {
+      var text = JSONValue.format(value)
+      text.withUTF8 { output.append(contentsOf: $0) }
     }
-    output.append(contentsOf: #","geometry":{"type":"Point","coordinates":["#.utf8)
-    output.append(contentsOf: JSONValue.format(record.longitude).utf8)
+    func date(_ value: Date) {
+      let seconds = value.timeIntervalSince1970
+      if seconds == seconds.rounded() {
+        output.append(UInt8(ascii: "\""))
+        if TripDates.write(value, into: &output) {
+          output.append(UInt8(ascii: "\""))
+          return
+        }
+        output.removeLast()
+      }
+      string(formatFileDate(value, dayOnly: false))
+    }
+    raw(#"{"type":"Feature","id":"#)
+    if let id = record.id {
+      output.append(UInt8(ascii: "\""))
+      id.writeLowercased(into: &output)
+      output.append(UInt8(ascii: "\""))
+    } else {
+      raw("null")
+    }
+    raw(#","geometry":{"type":"Point","coordinates":["#)
+    number(record.longitude)
     output.append(UInt8(ascii: ","))
-    output.append(contentsOf: JSONValue.format(record.latitude).utf8)
-    output.append(contentsOf: #"]},"properties":{"#.utf8)
-    key("name")
+    number(record.latitude)
+    raw(#"]},"properties":{"name":"#)
     string(record.name)
-    output.append(UInt8(ascii: ","))
-    key("destination")
+    raw(#","destination":"#)
     string(record.destination)
-    output.append(UInt8(ascii: ","))
-    key("startDate")
-    string(formatFileDate(record.startDate, dayOnly: false))
-    output.append(UInt8(ascii: ","))
-    key("endDate")
-    string(formatFileDate(record.endDate, dayOnly: false))
-    output.append(UInt8(ascii: ","))
-    key("placeIdentifier")
+    raw(#","startDate":"#)
+    date(record.startDate)
+    raw(#","endDate":"#)
+    date(record.endDate)
+    raw(#","placeIdentifier":"#)
     if let place = record.placeIdentifier {
       string(place)
     } else {
-      output.append(contentsOf: "null".utf8)
+      raw("null")
     }
-    output.append(contentsOf: "}}".utf8)
+    raw("}}")
   }
 
   /// Writes the collection, indented, with a final newline.
