@@ -20,7 +20,7 @@ import Synchronization
 /// - a page: O(c + m log k) for the c cells the box covers (1,440 × 720 over the globe), the
 ///   m trips in them and k = offset + limit, under a lock that other pages wait for;
 /// - catching up: O(t + changes × log n) for t transactions since the last answer; when
-///   history after its token was deleted (``ModelContext/deleteHistory(before:)``), a rebuild.
+///   history after its token was deleted (`ModelContext.deleteHistory(before:)`), a rebuild.
 ///
 /// One index serves one store, from many threads (each with its own ``TripStore``).
 public final class TripBoxIndex: Sendable {
@@ -188,7 +188,7 @@ public final class TripBoxIndex: Sendable {
   /// The page of trips in `box` by start date then name (then primary key), reversed with
   /// `reverse`, after `offset` of them and at most `limit`, and how many are in the box, as of
   /// `token`, which must be the current history token of the snapshot `context` reads in
-  /// (``ModelContext/withSnapshot(_:)``).
+  /// (`ModelContext.withSnapshot(_:)`).
   ///
   /// - Returns: nil when the index cannot answer for this snapshot: it was already brought
   ///   past it by a newer one, or it could not be built from this store. Ask the store instead.
