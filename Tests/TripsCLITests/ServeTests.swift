@@ -356,29 +356,52 @@ struct ServeTests {
       return Set(features.compactMap { $0["id"] as? String })
     }
     var generator = SeededGenerator(seed: 7)
-    for round in 0..<24 {
-      var west = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
-      var east = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
-      if round % 2 == 0 && west < east { swap(&west, &east) }  // half of them cross 180°
-      let south = Double.random(in: -90...30, using: &generator).rounded(toPlaces: 2)
-      let north = Double.random(in: south...90, using: &generator).rounded(toPlaces: 2)
-      let expected = Set(
-        records.filter { record in
-          let inLongitude =
-            west <= east
-            ? record.longitude >= west && record.longitude <= east
-            : record.longitude >= west || record.longitude <= east
-          return inLongitude && record.latitude >= south && record.latitude <= north
-        }.map { $0.id!.uuidString.lowercased() })
-      #expect(try ids("bbox=\(west),\(south),\(east),\(north)") == expected, "round \(round)")
+    func checkBoxes(_ records: [TripRecord], _ step: String) throws {
+      for round in 0..<24 {
+        var west = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
+        var east = Double.random(in: -180...180, using: &generator).rounded(toPlaces: 2)
+        if round % 2 == 0 && west < east { swap(&west, &east) }  // half of them cross 180°
+        let south = Double.random(in: -90...30, using: &generator).rounded(toPlaces: 2)
+        let north = Double.random(in: south...90, using: &generator).rounded(toPlaces: 2)
+        let expected = Set(
+          records.filter { record in
+            let inLongitude =
+              west <= east
+              ? record.longitude >= west && record.longitude <= east
+              : record.longitude >= west || record.longitude <= east
+            return inLongitude && record.latitude >= south && record.latitude <= north
+          }.map { $0.id!.uuidString.lowercased() })
+        #expect(
+          try ids("bbox=\(west),\(south),\(east),\(north)") == expected, "\(step) round \(round)")
+      }
     }
+    try checkBoxes(records, "first")
+    // Another process deletes, moves across the antimeridian and adds trips: the server's next
+    // pages (chosen in its memory, which follows the store's history) see all of it.
+    let writer = try TripStore(url: scratch.store, author: "other")
+    var current = records
+    _ = try writer.delete(current.prefix(100).map { $0.id! })
+    current.removeFirst(100)
+    for index in 0..<100 {
+      _ = try writer.update(current[index].id!) {
+        $0.longitude = index % 2 == 0 ? 179.95 : -179.95
+        $0.latitude = 10
+      }
+      current[index].longitude = index % 2 == 0 ? 179.95 : -179.95
+      current[index].latitude = 10
+    }
+    let added = Self.randomTrips(300, seed: 181)
+    #expect(try writer.importRecords(added) == 300)
+    current += added
+    try checkBoxes(current, "after changes")
+    #expect(try ids("bbox=179.9,9,-179.9,11").count >= 100)
     let day = 86_400.0
     let base = Date(timeIntervalSince1970: 1_800_000_000 + 100 * day)
     let text = TripDates.format(base)
     let later = TripDates.format(base.addingTimeInterval(30 * day))
     func overlapping(_ from: Date?, _ to: Date?) -> Set<String> {
       Set(
-        records.filter { record in
+        current.filter { record in
           (from.map { record.endDate >= $0 } ?? true) && (to.map { record.startDate <= $0 } ?? true)
         }.map { $0.id!.uuidString.lowercased() })
     }
