@@ -185,5 +185,11 @@ struct StreamTests {
     #expect(
       try first.request("/collections/trips/items?q=through").text.contains(
         "\"numberMatched\":2"))
+    // A bbox page is chosen in each server's memory, which follows the shared store's history.
+    for server in [first, second] {
+      let page = try server.request("/collections/trips/items?bbox=9,44,11,46&limit=5").json()
+      #expect(page["numberMatched"] as? Int == 2, "\(page)")
+      #expect((page["features"] as? [[String: Any]])?.count == 2)
+    }
   }
 }
