@@ -51,6 +51,20 @@ enum ServeCommand: Subcommand {
       return seconds
     })
 
+  static let threads = Option<UInt32>(
+    name: "threads", valueName: "n",
+    help:
+      "Threads that answer requests (a request waiting on a PostgreSQL server holds one: give more for a remote store).",
+    defaultDescription: "the number of processors, at least 2",
+    parse: { text in
+      guard let count = UInt32(text), (1...256).contains(count) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--threads': expected a whole number from 1 to 256."
+        )
+      }
+      return count
+    })
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "serve",
@@ -58,7 +72,7 @@ enum ServeCommand: Subcommand {
       discussion:
         "Prints 'Listening on URL' when ready and one line per request on standard error. SIGINT or SIGTERM stops accepting, finishes the requests in flight, and exits 0.",
       options: [
-        host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive,
+        host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive, threads,
         CommonOptions.store,
       ])
   }
@@ -70,6 +84,7 @@ enum ServeCommand: Subcommand {
     if let seconds = try arguments[keepAlive] {
       configuration.streams.keepAlive = .seconds(seconds)
     }
+    if let count = try arguments[threads] { configuration.limits.threads = count }
     configuration.readOnly = arguments[readOnly]
     configuration.allowsInsecureHTTP = arguments[insecureHTTP]
     configuration.corsOrigin = try arguments[cors]

@@ -506,9 +506,10 @@ struct ServeTests {
     #expect(try server.request("/").status == 200, "still serving")
   }
 
-  @Test("a thousand idle connections do not stop a new client from being served")
+  @Test(
+    "a thousand idle connections do not stop a new client from being served, even by one thread")
   func idleConnections() throws {
-    let server = try ServerProcess(store: Self.sample)
+    let server = try ServerProcess(store: Self.sample, ["--threads", "1"])
     defer { _ = server.stop() }
     let port = UInt16(server.url.split(separator: ":").last!)!
     var sockets: [Int32] = []
@@ -594,6 +595,14 @@ struct ServeTests {
         keepAlive.stderr.hasPrefix(
           "Error: Invalid value '\(value)' for '--keep-alive': expected whole seconds from 1 to 3600."
         ), "\(keepAlive.stderr)")
+    }
+    for value in ["0", "257", "-1", "2.5", "many", ""] {
+      let threads = try trips(["serve", "--threads", value], store: scratch.store)
+      #expect(threads.status == 64)
+      #expect(
+        threads.stderr.hasPrefix(
+          "Error: Invalid value '\(value)' for '--threads': expected a whole number from 1 to 256."
+        ), "\(threads.stderr)")
     }
   }
 
