@@ -143,7 +143,7 @@ let package = Package(
     ),
     .testTarget(
       name: "TripPlannerTests",
-      dependencies: ["TripPlanner", "TestSupport"],
+      dependencies: ["TripPlanner", "TestSupport", "PersistenceSQLite"],
       swiftSettings: swiftSettings
     ),
     // Every ```swift block of README.md and the DocC articles, made by Tools/examples.sh:

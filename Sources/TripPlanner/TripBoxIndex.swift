@@ -156,6 +156,13 @@ public final class TripBoxIndex: Sendable {
   private let condition = Mutex<Condition>(.empty)
   /// How many pages the index has answered (for tests: that a page came from memory).
   let answeredPages = Atomic<Int>(0)
+  private let failure = Mutex<PersistenceError?>(nil)
+
+  /// Why the index could not be built or brought up to date the last time it tried (a row it
+  /// cannot read, such as text an outside writer put in a coordinate column, or a lost
+  /// connection), or nil when it answered since. Meanwhile the store answers the pages, and
+  /// the index tries again once the store changes.
+  public var lastError: PersistenceError? { failure.withLock { $0 } }
 
   /// An empty index: it is built from the store on first use.
   public init() {}
@@ -175,13 +182,18 @@ public final class TripBoxIndex: Sendable {
   /// - Throws: The store's error when its trips cannot be read; the index then builds on its
   ///   first use instead.
   public func prepare(_ store: TripStore) throws {
-    try store.context.withSnapshot {
-      let token = try store.context.currentHistoryToken()
-      let state = try Self.built(token: token, context: store.context)
-      condition.withLock {
-        if case .ready = $0 { return }
-        $0 = .ready(state)
+    do {
+      try store.context.withSnapshot {
+        let token = try store.context.currentHistoryToken()
+        let state = try Self.built(token: token, context: store.context)
+        condition.withLock {
+          if case .ready = $0 { return }
+          $0 = .ready(state)
+        }
       }
+    } catch {
+      record(error)
+      throw TripStore.wrap(error)
     }
   }
 
@@ -210,6 +222,7 @@ public final class TripBoxIndex: Sendable {
             try Self.catchUp(&state, to: token, context: context)
           } catch {
             condition = .failed(token)
+            record(error)
             return nil
           }
         }
@@ -218,12 +231,14 @@ public final class TripBoxIndex: Sendable {
           state = try Self.built(token: token, context: context)
         } catch {
           condition = .failed(token)
+          record(error)
           return nil
         }
       }
       let (keys, matched) = Self.page(
         state, box: box, reverse: reverse, offset: offset, limit: limit)
       condition = .ready(state)
+      failure.withLock { $0 = nil }
       answeredPages.add(1, ordering: .relaxed)
       return (
         keys.map {
@@ -232,6 +247,13 @@ public final class TripBoxIndex: Sendable {
         }, matched
       )
     }
+  }
+
+  private func record(_ error: any Error) {
+    let persistence =
+      error as? PersistenceError
+      ?? PersistenceError(code: .engine, message: "\(error)")
+    failure.withLock { $0 = persistence }
   }
 
   // MARK: Building and following the store

@@ -97,8 +97,17 @@ public final class TripService: Sendable {
     pool = StorePool(container: container)
     extent = CollectionExtent()
     let boxIndex = TripBoxIndex()
-    // Built before listening; if the trips cannot be read, pages are answered by the store.
-    try? pool.withStore(author: "service") { try boxIndex.prepare($0) }
+    // Built before listening; if the trips cannot be read, pages are answered by the store
+    // (and the log says why).
+    do {
+      try pool.withStore(author: "service") { try boxIndex.prepare($0) }
+    } catch {
+      let reason =
+        boxIndex.lastError.map { $0.message + ($0.attribute.map { ", column \($0)" } ?? "") }
+        ?? "\(error)"
+      log(
+        "bbox pages are answered by the store: the trips could not be indexed in memory: \(reason)")
+    }
     streams = BoundsStreams(pool: pool, settings: configuration.streams)
     itemStreams = ItemsStreams(pool: pool, settings: configuration.streams)
     api = FeaturesAPI(

@@ -4,6 +4,7 @@ import Persistence
 import TestSupport
 import Testing
 
+@testable import PersistenceSQLite
 @testable import TripPlanner
 
 @Suite("TripBoxIndex: bounding-box pages from memory")
@@ -209,5 +210,38 @@ struct TripBoxIndexTests {
     state.remove(1 << 40)
     #expect(state.sparseCells.isEmpty && state.count == 199)
     #expect(state.cell(of: 2) != nil && state.cell(of: 3) == nil)
+  }
+
+  @Test(
+    "a row the index cannot read: the store answers, lastError names it, and the index is back once the store changes"
+  )
+  func unreadableRow() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "boxdamaged-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("trips.sqlite")
+    let store = try TripStore(url: url)
+    var generator = SeededGenerator(seed: 9)
+    _ = try store.importRecords((0..<200).map { _ in Self.record(&generator) })
+    let outside = try Database(path: url.path, flags: 2)
+    try outside.execute("UPDATE trips SET latitude = 'north' WHERE _pk = 3")
+    let index = TripBoxIndex()
+    #expect(throws: TripPlannerError.self) { try index.prepare(store) }
+    #expect(index.lastError?.attribute == "latitude", "\(String(describing: index.lastError))")
+    #expect(index.lastError?.row != nil)
+    var query = TripQuery(limit: 20)
+    query.bbox = GeographicBox(west: -180, south: -90, east: 180, north: 90)
+    let expected = try store.page(query)
+    let answered = try store.pageRecords(query, index: index)
+    #expect(answered.records == expected.trips.map(\.record))
+    #expect(answered.matched == expected.matched && expected.matched == 199)
+    #expect(index.answeredPages.load(ordering: .relaxed) == 0)
+    // Mended by the outside writer (no history), then any change through the store.
+    try outside.execute("UPDATE trips SET latitude = 10 WHERE _pk = 3")
+    _ = try store.add(Self.record(&generator))
+    let after = try store.pageRecords(query, index: index)
+    #expect(after.matched == 201 && index.count == 201)
+    #expect(index.answeredPages.load(ordering: .relaxed) == 1)
+    #expect(index.lastError == nil)
   }
 }

@@ -470,6 +470,25 @@ struct DamageTests {
     #expect(list.stderr.contains(id) && list.stderr.contains("trips check"), "\(list.stderr)")
   }
 
+  @Test(
+    "serve on a store with an unreadable coordinate: the log says why, and bbox pages still answer from the store"
+  )
+  func serveUnreadableRow() throws {
+    let store = try sampleStore()
+    try rawSQL(store, "UPDATE trips SET longitude = 'east' WHERE _pk = 7;")
+    let server = try ServerProcess(store: store)
+    let page = try server.request("/collections/trips/items?bbox=-180,-90,180,90&limit=3")
+    #expect(page.status == 200, "\(page.text)")
+    let matched = try page.json()["numberMatched"] as? Int
+    #expect(matched != nil && matched! > 0)
+    #expect(server.stop() == 0)
+    let log = server.log
+    #expect(
+      log.contains("bbox pages are answered by the store: the trips could not be indexed"),
+      "\(log)")
+    #expect(log.contains("longitude"), "\(log)")
+  }
+
   @Test("check reports a trip an outside writer made invalid")
   func invalidRow() throws {
     let store = try sampleStore()
