@@ -62,6 +62,40 @@ struct TestStore: @unchecked Sendable {
 @Suite("Every engine: store and context")
 struct EngineSuiteTests {
   @Test(
+    "withSnapshot: reads inside see one snapshot while another connection commits; a save inside fails",
+    arguments: TestEngine.allCases)
+  func withSnapshot(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.container(Sample.self)
+    let reader = ModelContext(container)
+    let writer = ModelContext(try store.container(Sample.self))
+    writer.insert(Sample())
+    try writer.save()
+    let (before, after, token, tokenAfter) = try reader.withSnapshot {
+      let before = try reader.fetchCount(FetchDescriptor<Sample>())
+      let token = try reader.currentHistoryToken()
+      writer.insert(Sample())
+      try writer.save()
+      return (
+        before, try reader.fetchCount(FetchDescriptor<Sample>()), token,
+        try reader.currentHistoryToken()
+      )
+    }
+    #expect(before == 1 && after == 1 && token == tokenAfter)
+    #expect(try reader.fetchCount(FetchDescriptor<Sample>()) == 2)
+    // It is for reads: a save inside fails, and writes nothing.
+    #expect(throws: PersistenceError.self) {
+      try reader.withSnapshot {
+        _ = try reader.fetchCount(FetchDescriptor<Sample>())
+        reader.insert(Sample())
+        try reader.save()
+      }
+    }
+    reader.rollback()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<Sample>()) == 2)
+  }
+
+  @Test(
     "fetchModelsPage reads a page larger than one by-key batch in order, from the registered models, refreshed",
     arguments: TestEngine.allCases)
   func modelsPage(engine: TestEngine) throws {

@@ -435,31 +435,6 @@ struct StoreTests {
     }
   }
 
-  @Test("withSnapshot: reads inside see one snapshot while another connection commits")
-  func withSnapshot() throws {
-    let folder = TemporaryDirectory()
-    let url = folder.url.appendingPathComponent("snapshot.sqlite")
-    let container = try ModelContainer(
-      for: Sample.self, configurations: ModelConfiguration(url: url))
-    let reader = ModelContext(container)
-    let writer = ModelContext(
-      try ModelContainer(for: Sample.self, configurations: ModelConfiguration(url: url)))
-    writer.insert(Sample())
-    try writer.save()
-    let (before, after, token, tokenAfter) = try reader.withSnapshot {
-      let before = try reader.fetchCount(FetchDescriptor<Sample>())
-      let token = try reader.currentHistoryToken()
-      writer.insert(Sample())
-      try writer.save()
-      return (
-        before, try reader.fetchCount(FetchDescriptor<Sample>()), token,
-        try reader.currentHistoryToken()
-      )
-    }
-    #expect(before == 1 && after == 1 && token == tokenAfter)
-    #expect(try reader.fetchCount(FetchDescriptor<Sample>()) == 2)
-  }
-
   @Test(
     "localizedStandardSorts: SQL and an observer's Swift patches give the order of localizedStandardCompare"
   )

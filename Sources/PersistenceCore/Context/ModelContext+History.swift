@@ -97,12 +97,17 @@ extension ModelContext {
     return deleted
   }
 
-  /// The token of the newest transaction in the store (position 0 when there is none):
-  /// history fetched after it holds only what happens from now on.
+  /// The token of the newest transaction this context can read (position 0 when there is
+  /// none): history fetched after it holds only what happens from now on. In a read
+  /// transaction (``withSnapshot(_:)``) it is the snapshot's: every transaction up to it is in
+  /// the snapshot, none after it.
   public func currentHistoryToken() throws -> HistoryToken {
     let database = try connection()
     let newest = try database.scalarInt("SELECT max(token) FROM _history_transactions") ?? 0
-    let value = max(newest, try database.lastIssuedHistoryToken())
+    // Not the engine's count of tokens issued: PostgreSQL's sequence is outside transactions,
+    // so it counts a writer's token before its commit is readable, and commits after this
+    // snapshot began. History deleted before a token keeps that token (the floor) current.
+    let value = max(newest, try historyFloor(database) - 1)
     return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
   }
 
