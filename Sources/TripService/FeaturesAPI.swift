@@ -9,8 +9,9 @@ struct FeaturesAPI: Sendable {
   let configuration: ServiceConfiguration
   let pool: StorePool
   let extent: CollectionExtent
-  /// Answers `items?bbox=…` pages by start date from memory (``TripStore/page(_:index:)``).
-  let boxIndex: TripBoxIndex
+  /// Answers `items?bbox=…` pages by start date from memory (``TripStore/page(_:index:)``);
+  /// nil when ``ServiceConfiguration/indexesBoxesInMemory`` is off.
+  let boxIndex: TripBoxIndex?
   let streams: BoundsStreams
   let itemStreams: ItemsStreams
 
@@ -265,7 +266,11 @@ struct FeaturesAPI: Sendable {
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      try store.pageRecords(parsed.query, index: boxIndex)
+      guard let boxIndex else {
+        let (trips, matched) = try store.page(parsed.query)
+        return (trips.map(\.record), matched)
+      }
+      return try store.pageRecords(parsed.query, index: boxIndex)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),

@@ -26,6 +26,11 @@ public struct ServiceConfiguration: Sendable {
   public var drainSeconds = 10.0
   /// How the live streams treat their clients.
   public var streams = StreamSettings()
+  /// Answer `items?bbox=…` pages by start date from a `TripBoxIndex` in memory (built before
+  /// the service listens, about 75 bytes a trip, followed through the store's history), rather
+  /// than from the store's index on longitude, which visits every trip in the box's band of
+  /// longitude for each page. Off for a server with less memory than trips to spare.
+  public var indexesBoxesInMemory = true
 
   /// The defaults: 127.0.0.1:8080, read-only without tokens.
   public init() {}
@@ -96,14 +101,14 @@ public final class TripService: Sendable {
     self.configuration = configuration
     pool = StorePool(container: container)
     extent = CollectionExtent()
-    let boxIndex = TripBoxIndex()
+    let boxIndex = configuration.indexesBoxesInMemory ? TripBoxIndex() : nil
     // Built before listening; if the trips cannot be read, pages are answered by the store
     // (and the log says why).
     do {
-      try pool.withStore(author: "service") { try boxIndex.prepare($0) }
+      if let boxIndex { try pool.withStore(author: "service") { try boxIndex.prepare($0) } }
     } catch {
       let reason =
-        boxIndex.lastError.map { $0.message + ($0.attribute.map { ", column \($0)" } ?? "") }
+        boxIndex?.lastError.map { $0.message + ($0.attribute.map { ", column \($0)" } ?? "") }
         ?? "\(error)"
       log(
         "bbox pages are answered by the store: the trips could not be indexed in memory: \(reason)")

@@ -340,14 +340,15 @@ struct ServeTests {
   }
 
   @Test(
-    "bbox across the antimeridian and datetime forms select exactly what a brute-force filter does")
-  func filtersMatchBruteForce() throws {
+    "bbox across the antimeridian and datetime forms select exactly what a brute-force filter does, with the index in memory and without",
+    arguments: [[], ["--no-box-index"]])
+  func filtersMatchBruteForce(options: [String]) throws {
     let scratch = Scratch()
     let records = Self.randomTrips(2_000, seed: 180)
     let file = scratch.file("random.json")
     try TripFileFormat.json.encode(records).write(to: file)
     #expect(try trips(["import", file.path], store: scratch.store).status == 0)
-    let server = try ServerProcess(store: scratch.store)
+    let server = try ServerProcess(store: scratch.store, options)
     defer { _ = server.stop() }
     func ids(_ query: String) throws -> Set<String> {
       let page = try server.request("/collections/trips/items?limit=10000&\(query)").json()
