@@ -15,8 +15,9 @@ import Synchronization
 /// the page's rows are then read in.
 ///
 /// Cost:
-/// - built on first use: one pass over the trips' columns, O(n) time, about 100 bytes a trip
-///   (the name's bytes beyond 15 among them);
+/// - built before first use (``prepare(_:)``) or on it: one pass over the trips' columns, O(n)
+///   time (1.9 s at a million trips); O(n) memory, about 75 bytes a trip at a million (a
+///   40-byte entry, the name's bytes, a share of the 8 MB table of cells);
 /// - a page: O(c + m log k) for the c cells the box covers (1,440 × 720 over the globe), the
 ///   m trips in them and k = offset + limit, under a lock that other pages wait for;
 /// - catching up: O(t + changes × log n) for t transactions since the last answer; when
