@@ -154,6 +154,26 @@ struct FastWriterTests {
     }
   }
 
+  @Test("JSONValue.format writes what interpolation writes, integers without a fraction")
+  func numbers() {
+    var generator = SeededGenerator(seed: 8)
+    var values: [Double] = [
+      0, -0.0, 1e-7, 1e15, 1e15 - 1, -1e15, 12.5, -73.86641, 40.84985, .leastNonzeroMagnitude,
+      .greatestFiniteMagnitude, .pi, 180, -180, 1e22, -2.5e-308,
+    ]
+    for _ in 0..<10_000 {
+      let bits = UInt64.random(in: 0...UInt64.max, using: &generator)
+      let value = Double(bitPattern: bits)
+      values.append(value.isFinite ? value : Double.random(in: -1e6...1e6, using: &generator))
+    }
+    for value in values {
+      let expected =
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+      #expect(JSONValue.format(value) == expected, "\(value)")
+    }
+    #expect(JSONValue.format(.nan) == "null" && JSONValue.format(-.infinity) == "null")
+  }
+
   @Test("UUID.lowercasedString is uuidString.lowercased()")
   func uuids() {
     for _ in 0..<1000 {
