@@ -148,11 +148,11 @@ public final class TripBoxIndex: Sendable {
   static let cellSize = 0.25
   static let columns = 1440
   static let rows = 720
+  /// What the index holds of a trip, in the order it reads them; an update of any of them
+  /// moves the trip in the index, others leave it alone.
   private static let keyPaths: [PartialKeyPath<Trip> & Sendable] = [
     \.longitude, \.latitude, \.startDate, \.name,
   ]
-  /// The attributes whose change moves a trip in the index.
-  private static let indexedColumns: Set<String> = ["longitude", "latitude", "start_date", "name"]
 
   private let condition = Mutex<Condition>(.empty)
   /// How many pages the index has answered (for tests: that a page came from memory).
@@ -295,7 +295,7 @@ public final class TripBoxIndex: Sendable {
           changed.insert(key)
           removed.remove(key)
         case .update:
-          guard !change.updatedAttributes.isDisjoint(with: indexedColumns) else { continue }
+          guard keyPaths.contains(where: { change.updated($0) }) else { continue }
           changed.insert(key)
           removed.remove(key)
         case .delete:
