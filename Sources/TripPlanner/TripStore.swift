@@ -119,49 +119,47 @@ public final class TripStore {
   public func page(_ query: TripQuery, index: TripBoxIndex) throws -> (
     trips: [Trip], matched: Int
   ) {
-    guard query.isPagedBox, let box = query.bbox, let limit = query.limit else {
-      return try page(query)
+    guard
+      let answer = try indexedPage(
+        query, index, read: { try resolved(context.models(for: $0, as: Trip.self)) })
+    else { return try page(query) }
+    return (answer.items, answer.matched)
+  }
+
+  /// One page of the trips matching `query` as records, and how many match in all: what
+  /// ``page(_:index:)`` answers, with the index's page read from the rows' columns, without
+  /// making models (no identity map, no fault to resolve, nothing to release): what a service
+  /// writes out. Without an index, ``page(_:)``'s trips as records.
+  ///
+  /// Cost: as ``page(_:index:)``; the page's rows by key, O(page × log n), each place
+  /// identifier decoded from its bytes.
+  public func pageRecords(_ query: TripQuery, index: TripBoxIndex?) throws -> (
+    records: [TripRecord], matched: Int
+  ) {
+    if let index, let answer = try indexedPage(query, index, read: records) {
+      return (answer.items, answer.matched)
     }
-    let answer = try run {
-      try context.withSnapshot { () -> (trips: [Trip], matched: Int)? in
+    let (trips, matched) = try page(query)
+    return (trips.map(\.record), matched)
+  }
+
+  /// The page `index` chooses for `query`, its trips read by `read` in the same snapshot; nil
+  /// when the index does not answer such a query or this snapshot.
+  private func indexedPage<Item>(
+    _ query: TripQuery, _ index: TripBoxIndex, read: ([PersistentIdentifier]) throws -> [Item]
+  ) throws -> (items: [Item], matched: Int)? {
+    guard query.isPagedBox, let box = query.bbox, let limit = query.limit else { return nil }
+    return try run {
+      try context.withSnapshot {
         let token = try context.currentHistoryToken()
         guard
           let (keys, matched) = index.page(
             box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
             token: token, context: context)
         else { return nil }
-        return (try resolved(context.models(for: keys, as: Trip.self)), matched)
+        return (try read(keys), matched)
       }
     }
-    return try answer ?? page(query)
-  }
-
-  /// One page of the trips matching `query` as records, and how many match in all: what
-  /// ``page(_:index:)`` answers, with the index's page read from the rows' columns, without
-  /// making models (no identity map, no fault to resolve, nothing to release): what a service
-  /// writes out.
-  ///
-  /// Cost: as ``page(_:index:)``; the page's rows by key, O(page × log n), each place
-  /// identifier decoded from its bytes.
-  public func pageRecords(_ query: TripQuery, index: TripBoxIndex) throws -> (
-    records: [TripRecord], matched: Int
-  ) {
-    if query.isPagedBox {
-      let answer = try run {
-        try context.withSnapshot { () -> (records: [TripRecord], matched: Int)? in
-          let token = try context.currentHistoryToken()
-          guard
-            let (keys, matched) = index.page(
-              box: query.bbox!, reverse: query.reverse, offset: query.offset ?? 0,
-              limit: query.limit!, token: token, context: context)
-          else { return nil }
-          return (try records(keys), matched)
-        }
-      }
-      if let answer { return answer }
-    }
-    let (trips, matched) = try page(query)
-    return (trips.map(\.record), matched)
   }
 
   /// The records of `identifiers`, in that order, from their rows' columns.

@@ -266,11 +266,7 @@ struct FeaturesAPI: Sendable {
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      guard let boxIndex else {
-        let (trips, matched) = try store.page(parsed.query)
-        return (trips.map(\.record), matched)
-      }
-      return try store.pageRecords(parsed.query, index: boxIndex)
+      try store.pageRecords(parsed.query, index: boxIndex)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),
