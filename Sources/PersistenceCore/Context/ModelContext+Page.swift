@@ -51,21 +51,18 @@ extension ModelContext {
   public func fetchModelsPage<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>)
     throws -> (models: [Model], matched: Int)
   {
-    try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    // One read transaction for the count and the rows (unless the caller has one open), so
-    // that both see one snapshot on every engine.
-    let database = try connection()
-    let ownsTransaction = !database.isInTransaction
-    if ownsTransaction { try database.beginReading() }
-    defer { if ownsTransaction { try? database.commit() } }
-    if let page = try pageKeys(descriptor, entity: entity) {
-      return (try models(primaryKeys: page.keys, entity: entity), page.matched)
+    // One read transaction for the count and the rows, so that both see one snapshot on
+    // every engine.
+    return try withSnapshot {
+      if let page = try pageKeys(descriptor, entity: entity) {
+        return (try models(primaryKeys: page.keys, entity: entity), page.matched)
+      }
+      var unpaged = descriptor
+      unpaged.fetchLimit = nil
+      unpaged.fetchOffset = nil
+      return (try fetch(descriptor), try fetchCount(unpaged))
     }
-    var unpaged = descriptor
-    unpaged.fetchLimit = nil
-    unpaged.fetchOffset = nil
-    return (try fetch(descriptor), try fetchCount(unpaged))
   }
 
   /// The page's primary keys in order and the number of matches, from one pass (see

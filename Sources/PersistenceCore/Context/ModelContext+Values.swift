@@ -12,6 +12,9 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
   /// Each key path's attribute: its name, and whether it is `.codable`.
   let attributes: [(name: String, isCodable: Bool)]
 
+  /// The row as an error names it: `trips row 17`.
+  private var rowName: String { "\(identifier.entityName) row \(identifier.primaryKey)" }
+
   /// The value of the `index`th key path of the enumeration (0 for the first), as `Value`.
   ///
   /// - Throws: ``PersistenceError`` naming the row and column when the stored value is not a
@@ -25,7 +28,7 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
       return try Value.read(from: row, at: Int32(index + 1))
     } catch var failure as PersistenceError {
       if failure.attribute == nil { failure.attribute = attributes[index].name }
-      throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+      throw failure.naming(row: rowName)
     }
   }
 
@@ -52,7 +55,7 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
             "Cannot decode the .codable attribute \(attributes[index].name) as \(Value.self).",
           cause: error)
         failure.attribute = attributes[index].name
-        throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+        throw failure.naming(row: rowName)
       }
     default:
       var failure = PersistenceError(
@@ -60,7 +63,7 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
         message:
           "No encoded value in the .codable column \(attributes[index].name).")
       failure.attribute = attributes[index].name
-      throw failure.naming(row: "\(identifier.entityName) row \(identifier.primaryKey)")
+      throw failure.naming(row: rowName)
     }
   }
 }
@@ -112,11 +115,8 @@ extension ModelContext {
           row: row, attributes: attributes))
     }
     if let identifiers {
-      let keys = identifiers.compactMap {
-        $0.storeIdentifier == store && $0.entityName == name ? $0.primaryKey : nil
-      }
       try KeyBatches.forEachRow(
-        keys: keys, database: database,
+        keys: primaryKeys(of: identifiers, entityName: name), database: database,
         select: "SELECT " + (["\"_pk\""] + columns).joined(separator: ", ") + " FROM "
           + entity.statements.table + " WHERE \"_pk\"",
         deliver)
@@ -162,10 +162,17 @@ extension ModelContext {
   ) throws -> [Model] {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    let store = container.storeIdentifier
     return try models(
-      primaryKeys: identifiers.compactMap {
-        $0.storeIdentifier == store && $0.entityName == entity.name ? $0.primaryKey : nil
-      }, entity: entity)
+      primaryKeys: primaryKeys(of: identifiers, entityName: entity.name), entity: entity)
+  }
+
+  /// The primary keys of those of `identifiers` that name rows of `entityName` in this store.
+  private func primaryKeys(of identifiers: [PersistentIdentifier], entityName: String)
+    -> [Int64]
+  {
+    let store = container.storeIdentifier
+    return identifiers.compactMap {
+      $0.storeIdentifier == store && $0.entityName == entityName ? $0.primaryKey : nil
+    }
   }
 }
