@@ -26,14 +26,7 @@ enum BoundsCommand: Subcommand {
     name: "padding", valueName: "pixels",
     help: "Pixels kept clear on every side when fitting the camera.",
     defaultDescription: "0; 24 with --format svg",
-    parse: { text in
-      guard let value = Int(text), (0...10_000).contains(value) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--padding': expected whole pixels from 0 to 10000."
-        )
-      }
-      return value
-    })
+    parse: { try CommonOptions.wholeNumber($0, option: "padding", in: 0...10_000, unit: "pixels") })
 
   static let format = CommonOptions.format(
     [.text, .json, .geojson, .svg], default: .text,

@@ -47,13 +47,8 @@ enum ServeCommand: Subcommand {
     help:
       "Send a comment on every stream this often (a stream client that has read nothing for 5 s with over 256 KiB waiting is dropped then).",
     defaultDescription: "15",
-    parse: { text in
-      guard let seconds = Int(text), (1...3600).contains(seconds) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--keep-alive': expected whole seconds from 1 to 3600."
-        )
-      }
-      return seconds
+    parse: {
+      try CommonOptions.wholeNumber($0, option: "keep-alive", in: 1...3600, unit: "seconds")
     })
 
   static let threads = Option<UInt32>(
@@ -61,14 +56,7 @@ enum ServeCommand: Subcommand {
     help:
       "Threads that answer requests (a request waiting on a PostgreSQL server holds one: give more for a remote store).",
     defaultDescription: "the number of processors, at least 2",
-    parse: { text in
-      guard let count = UInt32(text), (1...256).contains(count) else {
-        throw CLIError.usage(
-          "Invalid value '\(terminalSafe(text))' for '--threads': expected a whole number from 1 to 256."
-        )
-      }
-      return count
-    })
+    parse: { UInt32(try CommonOptions.wholeNumber($0, option: "threads", in: 1...256)) })
 
   static var spec: CommandSpec {
     CommandSpec(

@@ -244,7 +244,22 @@ enum CommonOptions {
   static func count(_ text: String, option: String) throws -> Int {
     guard let value = Int(text), value >= 0 else {
       throw CLIError.usage(
-        "Invalid value '\(text)' for '--\(option)': expected a whole number, 0 or more.")
+        "Invalid value '\(terminalSafe(text))' for '--\(option)': expected a whole number, 0 or more."
+      )
+    }
+    return value
+  }
+
+  /// A whole number within `range`; `unit` names what it counts in the message ("whole
+  /// seconds from 1 to 3600"), else "a whole number from 1 to 256".
+  static func wholeNumber(
+    _ text: String, option: String, in range: ClosedRange<Int>, unit: String? = nil
+  ) throws -> Int {
+    guard let value = Int(text), range.contains(value) else {
+      let expected = unit.map { "whole \($0)" } ?? "a whole number"
+      throw CLIError.usage(
+        "Invalid value '\(terminalSafe(text))' for '--\(option)': expected \(expected) from \(range.lowerBound) to \(range.upperBound)."
+      )
     }
     return value
   }
