@@ -471,7 +471,7 @@ struct DamageTests {
   }
 
   @Test(
-    "serve on a store with an unreadable coordinate: the log says why, and bbox pages still answer from the store"
+    "serve on a store with an unreadable coordinate: the log says why, and bbox pages still answer from the store; --no-box-index does not try"
   )
   func serveUnreadableRow() throws {
     let store = try sampleStore()
@@ -487,6 +487,12 @@ struct DamageTests {
       log.contains("bbox pages are answered by the store: the trips could not be indexed"),
       "\(log)")
     #expect(log.contains("longitude"), "\(log)")
+    // With --no-box-index nothing is indexed, so there is nothing to log; pages are the same.
+    let plain = try ServerProcess(store: store, ["--no-box-index"])
+    let plainPage = try plain.request("/collections/trips/items?bbox=-180,-90,180,90&limit=3")
+    #expect(try plainPage.json()["numberMatched"] as? Int == matched)
+    #expect(plain.stop() == 0)
+    #expect(!plain.log.contains("could not be indexed"), "\(plain.log)")
   }
 
   @Test("check reports a trip an outside writer made invalid")

@@ -607,6 +607,19 @@ struct ServeTests {
     }
   }
 
+  @Test("--threads sets the pool that answers requests: two more threads for 3 than for 1")
+  func threadCount() throws {
+    func threads(_ count: String) throws -> Int {
+      let server = try ServerProcess(store: Self.sample, ["--threads", count])
+      defer { _ = server.stop() }
+      #expect(try server.request("/").status == 200)
+      return try FileManager.default.contentsOfDirectory(
+        atPath: "/proc/\(server.process.processIdentifier)/task"
+      ).count
+    }
+    #expect(try threads("3") - threads("1") == 2)
+  }
+
   @Test("CORS headers only for the origin given")
   func cors() throws {
     let plain = try ServerProcess(store: Self.sample)
