@@ -758,7 +758,11 @@ struct ServeTests {
           as? [String: Any]
       }
     }
-    #expect(eventually(30) { events(first).count == 1 && events(second).count == 1 })
+    func raw(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "(none)" }
+    #expect(
+      eventually(30) { events(first).count == 1 && events(second).count == 1 },
+      "first client got \(raw(first).debugDescription), second \(raw(second).debugDescription); curl running: \(clients.map(\.isRunning))"
+    )
     #expect(events(first).first?["count"] as? Int == 240)
     #expect(
       try trips(
