@@ -142,6 +142,18 @@ struct StoredJSONTests {
     #expect(
       fastDecodeStoredJSON(Flat.self, from: Data(#"{"rawValue":"a","count":1.0,"flag":true}"#.utf8))
         == nil)
+    // Duplicate keys go to Foundation, which decides which one wins, at any position.
+    for document in [
+      #"{"rawValue":"a","rawValue":"b","count":1,"flag":true}"#,
+      #"{"count":1,"rawValue":"a","flag":true,"count":2}"#,
+      #"{"rawValue":"a","count":1,"flag":true,"note":{"x":1,"x":2}}"#,
+    ] {
+      #expect(fastDecodeStoredJSON(Flat.self, from: Data(document.utf8)) == nil, "\(document)")
+    }
+    #expect(
+      fastDecodeStoredJSON(
+        Flat.self, from: Data(#"{"rawValue":"a","count":1,"flag":true,"x":{"count":1}}"#.utf8))
+        != nil)
   }
 
   /// Encodes itself through containers used in unusual but legal ways.
@@ -302,6 +314,8 @@ struct StoredJSONTests {
       #"{"rawValue":"a","count":1.0,"flag":true}"#,
       #"{"rawValue":"a","count":1e2,"flag":true,"extra":[1,{"deep":null}]}"#,
       #"{"rawValue":"a","count":1,"flag":true,"rawValue":"b"}"#,
+      #"{"rawValue":"a","rawValue":"b","count":1,"flag":true}"#,
+      #"{"count":1,"rawValue":"a","flag":true,"count":2}"#,
     ]
     for document in documents {
       let data = Data(document.utf8)
@@ -367,6 +381,65 @@ struct StoredJSONTests {
       }
     }
     #expect(answered > 100, "the mutations should leave many documents decodable")
+  }
+
+  @Test("the reader's UTF-8 check agrees with the standard library's on random bytes")
+  func utf8Check() {
+    // Bytes drawn mostly from the edges of UTF-8's ranges: overlong forms, surrogates,
+    // code points past U+10FFFF, truncated and stray continuation bytes.
+    let edges: [UInt8] = [
+      0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1,
+      0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ]
+    var generator = SeededGenerator(seed: 8259)
+    var valid = 0
+    for _ in 0..<20_000 {
+      let bytes = (0..<Int(generator.next() % 6)).map { _ in
+        edges[Int(generator.next() % UInt64(edges.count))]
+      }
+      let expected = String(validating: bytes, as: UTF8.self) != nil
+      if expected { valid += 1 }
+      #expect(
+        bytes.withUnsafeBufferPointer { StoredJSONText.isValidUTF8($0) } == expected, "\(bytes)")
+    }
+    #expect(valid > 1000 && valid < 19_000, "both answers should be common: \(valid)")
+  }
+
+  /// Decodes one member whose key is given at run time.
+  struct OneKey: Decodable, Equatable {
+    struct Key: CodingKey {
+      let stringValue: String
+      var intValue: Int? { nil }
+      init?(stringValue: String) { self.stringValue = stringValue }
+      init?(intValue _: Int) { nil }
+    }
+    @TaskLocal static var name = ""
+    var value: Int?
+    var present: Bool
+    var keys: [String]
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: Key.self)
+      let key = Key(stringValue: Self.name)!
+      present = container.contains(key)
+      value = try container.decodeIfPresent(Int.self, forKey: key)
+      keys = container.allKeys.map(\.stringValue).sorted()
+    }
+  }
+
+  @Test(
+    "keys are found as Foundation finds them: escaped, non-ASCII and canonically equal keys",
+    arguments: [
+      (#"{"K":1,"b":2}"#, "\u{212A}"), (#"{"K":1}"#, "K"), (#"{"\u004b":1}"#, "K"),
+      (#"{"é":1}"#, "e\u{301}"), (#"{"é":1}"#, "é"), (#"{"":1,"a":[{"":2}]}"#, ""),
+      (#"{ "a" : { "K" : 1 } , "K" : 3 }"#, "K"), (#"{"a":"K","K":"a"}"#, "b"),
+    ])
+  func keyLookup(_ document: String, _ name: String) {
+    let data = Data(document.utf8)
+    OneKey.$name.withValue(name) {
+      let foundation = try? JSONDecoder().decode(OneKey.self, from: data)
+      let ours = try? decodeStoredJSON(OneKey.self, from: data)
+      #expect(ours == foundation, "\(document) for \(name)")
+    }
   }
 
   @Test("invalid UTF-8 is refused as Foundation refuses it")

@@ -7,198 +7,182 @@ import Foundation
 // Foundation's coders, so results, bytes and error messages are exactly Foundation's.
 // `StoredJSONTests` checks both directions against Foundation, value by value.
 
-/// A parsed JSON value.
-enum StoredJSON {
-  case null
-  case bool(Bool)
-  /// A number, as its text (only integers are decoded here).
-  case number(Substring)
-  case string(String)
-  case array([StoredJSON])
-  /// Members in document order.
-  case object([(key: String, value: StoredJSON)])
-}
-
 /// Thrown when the fast path does not handle a value; the caller then uses Foundation's coder.
 struct StoredJSONFallback: Error {}
 
-// MARK: Parsing
+// MARK: Checking
 
-extension StoredJSON {
-  /// Parses `bytes` strictly (RFC 8259, no duplicate keys, nesting up to 64 levels).
-  static func parse(_ bytes: UnsafeRawBufferPointer) throws -> StoredJSON {
-    var parser = Parser(bytes: bytes)
-    let value = try parser.value(depth: 0)
-    parser.skipWhitespace()
-    guard parser.position == bytes.count else { throw StoredJSONFallback() }
-    return value
+/// JSON text the fast decoder reads in place, with no tree of nodes: ``check(_:)`` accepts
+/// exactly what the decoder handles, and the decoder then finds each value when asked for it.
+enum StoredJSONText {
+  /// The position of the document's value when `bytes` is one value the fast path decodes
+  /// (RFC 8259, with integers only; object keys ASCII, without escapes and each once per
+  /// object; nesting up to 64 levels). Throws ``StoredJSONFallback`` for anything else,
+  /// including every malformed document. O(n) in the length, plus O(k²) compares of the
+  /// keys of an object with k members.
+  static func check(_ bytes: UnsafeBufferPointer<UInt8>) throws -> Int {
+    var checker = Checker(bytes: bytes)
+    checker.skipWhitespace()
+    let start = checker.position
+    try checker.value(depth: 0)
+    checker.skipWhitespace()
+    guard checker.position == bytes.count else { throw StoredJSONFallback() }
+    return start
   }
 
-  private struct Parser {
-    let bytes: UnsafeRawBufferPointer
+  private struct Checker {
+    let bytes: UnsafeBufferPointer<UInt8>
     var position = 0
+    /// The keys of the objects still open, as ranges of `bytes`.
+    var keys: [Range<Int>] = []
 
-    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     mutating func skipWhitespace() {
-      while position < bytes.count {
-        switch bytes[position] {
-        case 0x20, 0x09, 0x0A, 0x0D: position += 1
-        default: return
-        }
-      }
+      position = StoredJSONText.skipWhitespace(bytes, from: position)
     }
 
     mutating func expect(_ literal: StaticString) throws {
       let count = literal.utf8CodeUnitCount
-      guard position + count <= bytes.count else { throw StoredJSONFallback() }
-      for offset in 0..<count where bytes[position + offset] != literal.utf8Start[offset] {
-        throw StoredJSONFallback()
-      }
+      guard position + count <= bytes.count,
+        memcmp(bytes.baseAddress! + position, literal.utf8Start, count) == 0
+      else { throw StoredJSONFallback() }
       position += count
     }
 
-    mutating func value(depth: Int) throws -> StoredJSON {
-      guard depth < 64 else { throw StoredJSONFallback() }
-      skipWhitespace()
-      guard position < bytes.count else { throw StoredJSONFallback() }
+    mutating func value(depth: Int) throws {
+      guard depth < 64, position < bytes.count else { throw StoredJSONFallback() }
       switch bytes[position] {
-      case UInt8(ascii: "{"):
-        position += 1
-        var members: [(key: String, value: StoredJSON)] = []
-        skipWhitespace()
-        if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-          position += 1
-          return .object(members)
-        }
-        while true {
-          skipWhitespace()
-          guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
-            throw StoredJSONFallback()
-          }
-          let key = try string()
-          // Duplicate keys: Foundation decides which wins, so leave them to it.
-          if members.contains(where: { $0.key == key }) { throw StoredJSONFallback() }
-          skipWhitespace()
-          try expect(":")
-          members.append((key, try value(depth: depth + 1)))
-          skipWhitespace()
-          guard position < bytes.count else { throw StoredJSONFallback() }
-          if bytes[position] == UInt8(ascii: ",") {
-            position += 1
-          } else if bytes[position] == UInt8(ascii: "}") {
-            position += 1
-            return .object(members)
-          } else {
-            throw StoredJSONFallback()
-          }
-        }
+      case UInt8(ascii: "{"): try object(depth: depth)
       case UInt8(ascii: "["):
         position += 1
-        var elements: [StoredJSON] = []
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
           position += 1
-          return .array(elements)
+          return
         }
         while true {
-          elements.append(try value(depth: depth + 1))
+          skipWhitespace()
+          try value(depth: depth + 1)
           skipWhitespace()
           guard position < bytes.count else { throw StoredJSONFallback() }
-          if bytes[position] == UInt8(ascii: ",") {
-            position += 1
-          } else if bytes[position] == UInt8(ascii: "]") {
-            position += 1
-            return .array(elements)
-          } else {
+          position += 1
+          if bytes[position - 1] == UInt8(ascii: "]") { return }
+          guard bytes[position - 1] == UInt8(ascii: ",") else { throw StoredJSONFallback() }
+        }
+      case UInt8(ascii: "\""): _ = try string()
+      case UInt8(ascii: "t"): try expect("true")
+      case UInt8(ascii: "f"): try expect("false")
+      case UInt8(ascii: "n"): try expect("null")
+      default: try number()
+      }
+    }
+
+    mutating func object(depth: Int) throws {
+      position += 1
+      skipWhitespace()
+      if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+        position += 1
+        return
+      }
+      // An object's keys are kept from its second member on: one member needs no compare,
+      // and no array is made for it.
+      let firstKey = keys.count
+      var onlyKey: Range<Int>?
+      defer { keys.removeSubrange(firstKey...) }
+      while true {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+          throw StoredJSONFallback()
+        }
+        // Keys are compared byte for byte below and by the decoder: only plain ASCII keys
+        // compare as Swift compares strings (canonical equivalence), so others fall back,
+        // and so do duplicates (Foundation decides which one wins).
+        let (key, plainASCII) = try string()
+        guard plainASCII else { throw StoredJSONFallback() }
+        if let first = onlyKey {
+          keys.append(first)
+          onlyKey = nil
+        }
+        if keys.count == firstKey {
+          onlyKey = key
+        } else {
+          for earlier in keys[firstKey...]
+          where earlier.count == key.count
+            && memcmp(
+              bytes.baseAddress! + earlier.lowerBound, bytes.baseAddress! + key.lowerBound,
+              key.count) == 0
+          {
             throw StoredJSONFallback()
           }
+          keys.append(key)
         }
-      case UInt8(ascii: "\""): return .string(try string())
-      case UInt8(ascii: "t"):
-        try expect("true")
-        return .bool(true)
-      case UInt8(ascii: "f"):
-        try expect("false")
-        return .bool(false)
-      case UInt8(ascii: "n"):
-        try expect("null")
-        return .null
-      default: return .number(try number())
+        skipWhitespace()
+        try expect(":")
+        skipWhitespace()
+        try value(depth: depth + 1)
+        skipWhitespace()
+        guard position < bytes.count else { throw StoredJSONFallback() }
+        position += 1
+        if bytes[position - 1] == UInt8(ascii: "}") { return }
+        guard bytes[position - 1] == UInt8(ascii: ",") else { throw StoredJSONFallback() }
       }
     }
 
     /// An integer (`-?(0|[1-9][0-9]*)`); fractions and exponents fall back.
-    mutating func number() throws -> Substring {
-      let start = position
+    mutating func number() throws {
       if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
       let digits = position
       while position < bytes.count, (0x30...0x39).contains(bytes[position]) { position += 1 }
       guard position > digits, bytes[digits] != 0x30 || position == digits + 1 else {
         throw StoredJSONFallback()
       }
-      if position < bytes.count, [0x2E, 0x65, 0x45].contains(bytes[position]) {
+      if position < bytes.count,
+        bytes[position] == UInt8(ascii: ".") || bytes[position] | 0x20 == UInt8(ascii: "e")
+      {
         throw StoredJSONFallback()
       }
-      return Substring(
-        decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
     }
 
-    /// A string at a `"`: escapes decoded, UTF-8 validated, control characters refused.
-    mutating func string() throws -> String {
+    /// A string at a `"`: escapes checked (a surrogate only in a pair), UTF-8 validated,
+    /// control characters refused. Returns the text between the quotes and whether it is
+    /// ASCII without escapes.
+    mutating func string() throws -> (Range<Int>, plainASCII: Bool) {
       position += 1
       let start = position
-      while position < bytes.count {
-        let byte = bytes[position]
-        if byte == UInt8(ascii: "\"") {
-          let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
-          position += 1
-          guard let text = String(validating: raw, as: UTF8.self) else {
-            throw StoredJSONFallback()
-          }
-          return text
-        }
-        if byte == UInt8(ascii: "\\") { break }
-        if byte < 0x20 { throw StoredJSONFallback() }
-        position += 1
-      }
-      // With escapes: collect the bytes, then validate.
-      var collected = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<position]))
+      var plain = true
+      var ascii = true
       while position < bytes.count {
         let byte = bytes[position]
         position += 1
         switch byte {
         case UInt8(ascii: "\""):
-          guard let text = String(validating: collected, as: UTF8.self) else {
-            throw StoredJSONFallback()
-          }
-          return text
+          let text = start..<position - 1
+          guard ascii || StoredJSONText.isValidUTF8(UnsafeBufferPointer(rebasing: bytes[text]))
+          else { throw StoredJSONFallback() }
+          return (text, plain && ascii)
         case UInt8(ascii: "\\"):
+          plain = false
           guard position < bytes.count else { throw StoredJSONFallback() }
           let escape = bytes[position]
           position += 1
           switch escape {
-          case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): collected.append(escape)
-          case UInt8(ascii: "b"): collected.append(0x08)
-          case UInt8(ascii: "f"): collected.append(0x0C)
-          case UInt8(ascii: "n"): collected.append(0x0A)
-          case UInt8(ascii: "r"): collected.append(0x0D)
-          case UInt8(ascii: "t"): collected.append(0x09)
+          case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+            UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            break
           case UInt8(ascii: "u"):
-            var scalar = try hex4()
+            let scalar = try hex4()
             if (0xD800..<0xDC00).contains(scalar) {
               try expect("\\u")
-              let low = try hex4()
-              guard (0xDC00..<0xE000).contains(low) else { throw StoredJSONFallback() }
-              scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+              guard (0xDC00..<0xE000).contains(try hex4()) else { throw StoredJSONFallback() }
+            } else if (0xDC00..<0xE000).contains(scalar) {
+              throw StoredJSONFallback()
             }
-            guard let unicode = Unicode.Scalar(scalar) else { throw StoredJSONFallback() }
-            collected.append(contentsOf: String(Character(unicode)).utf8)
           default: throw StoredJSONFallback()
           }
         default:
           if byte < 0x20 { throw StoredJSONFallback() }
-          collected.append(byte)
+          if byte >= 0x80 { ascii = false }
         }
       }
       throw StoredJSONFallback()
@@ -208,18 +192,149 @@ extension StoredJSON {
       guard position + 4 <= bytes.count else { throw StoredJSONFallback() }
       var value: UInt32 = 0
       for _ in 0..<4 {
-        let byte = bytes[position]
-        position += 1
-        let digit: UInt8
-        switch byte {
-        case 0x30...0x39: digit = byte - 0x30
-        case 0x41...0x46: digit = byte - 0x41 + 10
-        case 0x61...0x66: digit = byte - 0x61 + 10
-        default: throw StoredJSONFallback()
+        guard let digit = StoredJSONText.hexDigit(bytes[position]) else {
+          throw StoredJSONFallback()
         }
-        value = value << 4 | UInt32(digit)
+        position += 1
+        value = value << 4 | digit
       }
       return value
+    }
+  }
+
+  static func hexDigit(_ byte: UInt8) -> UInt32? {
+    switch byte {
+    case 0x30...0x39: UInt32(byte - 0x30)
+    case 0x41...0x46: UInt32(byte - 0x41 + 10)
+    case 0x61...0x66: UInt32(byte - 0x61 + 10)
+    default: nil
+    }
+  }
+
+  static func skipWhitespace(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+    var position = start
+    while position < bytes.count {
+      switch bytes[position] {
+      case 0x20, 0x09, 0x0A, 0x0D: position += 1
+      default: return position
+      }
+    }
+    return position
+  }
+
+  /// Whether `bytes` is well-formed UTF-8 (RFC 3629: shortest forms, no surrogates, at most
+  /// U+10FFFF), as `String(validating:as:)` decides, without its generic machinery.
+  static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    var index = 0
+    func continuation(_ range: ClosedRange<UInt8> = 0x80...0xBF) -> Bool {
+      guard index < bytes.count, range.contains(bytes[index]) else { return false }
+      index += 1
+      return true
+    }
+    while index < bytes.count {
+      let lead = bytes[index]
+      index += 1
+      switch lead {
+      case 0x00...0x7F: continue
+      case 0xC2...0xDF: guard continuation() else { return false }
+      case 0xE0: guard continuation(0xA0...0xBF), continuation() else { return false }
+      case 0xE1...0xEC, 0xEE...0xEF: guard continuation(), continuation() else { return false }
+      case 0xED: guard continuation(0x80...0x9F), continuation() else { return false }
+      case 0xF0:
+        guard continuation(0x90...0xBF), continuation(), continuation() else { return false }
+      case 0xF1...0xF3:
+        guard continuation(), continuation(), continuation() else { return false }
+      case 0xF4:
+        guard continuation(0x80...0x8F), continuation(), continuation() else { return false }
+      default: return false
+      }
+    }
+    return true
+  }
+
+  // MARK: Reading checked text
+
+  /// The position just past the value at `start` in checked text. O(the value's length).
+  static func end(ofValueAt start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    var position = start
+    var depth = 0
+    repeat {
+      let byte = bytes[position]
+      position += 1
+      switch byte {
+      case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+      case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+      case UInt8(ascii: "\""): position = end(ofStringAt: position - 1, in: bytes)
+      case UInt8(ascii: "t"), UInt8(ascii: "n"): position += 3
+      case UInt8(ascii: "f"): position += 4
+      case UInt8(ascii: "-"), 0x30...0x39:
+        while position < bytes.count, (0x30...0x39).contains(bytes[position]) { position += 1 }
+      default: break  // whitespace, commas and colons inside a container
+      }
+    } while depth > 0
+    return position
+  }
+
+  /// The position just past the closing quote of the string at `start` in checked text.
+  static func end(ofStringAt start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    var position = start + 1
+    while bytes[position] != UInt8(ascii: "\"") {
+      position += bytes[position] == UInt8(ascii: "\\") ? 2 : 1
+    }
+    return position + 1
+  }
+
+  /// The string at `start` in checked text; nil when the value there is not a string.
+  static func string(at start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    guard bytes[start] == UInt8(ascii: "\"") else { return nil }
+    var position = start + 1
+    while bytes[position] != UInt8(ascii: "\"") {
+      if bytes[position] == UInt8(ascii: "\\") {
+        return escapedString(from: start + 1, firstEscape: position, in: bytes)
+      }
+      position += 1
+    }
+    // Checked: valid UTF-8, so decoding repairs nothing.
+    return String(
+      decoding: UnsafeBufferPointer(rebasing: bytes[start + 1..<position]), as: UTF8.self)
+  }
+
+  private static func escapedString(
+    from start: Int, firstEscape: Int, in bytes: UnsafeBufferPointer<UInt8>
+  ) -> String {
+    var collected = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<firstEscape]))
+    var position = firstEscape
+    func hex4() -> UInt32 {
+      var value: UInt32 = 0
+      for offset in 0..<4 { value = value << 4 | hexDigit(bytes[position + offset])! }
+      position += 4
+      return value
+    }
+    while true {
+      let byte = bytes[position]
+      position += 1
+      switch byte {
+      case UInt8(ascii: "\""): return String(decoding: collected, as: UTF8.self)
+      case UInt8(ascii: "\\"):
+        let escape = bytes[position]
+        position += 1
+        switch escape {
+        case UInt8(ascii: "b"): collected.append(0x08)
+        case UInt8(ascii: "f"): collected.append(0x0C)
+        case UInt8(ascii: "n"): collected.append(0x0A)
+        case UInt8(ascii: "r"): collected.append(0x0D)
+        case UInt8(ascii: "t"): collected.append(0x09)
+        case UInt8(ascii: "u"):
+          var scalar = hex4()
+          if (0xD800..<0xDC00).contains(scalar) {
+            position += 2  // `\u`, checked
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (hex4() - 0xDC00)
+          }
+          collected.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+        default: collected.append(escape)  // `"`, `\` or `/`
+        }
+      default: collected.append(byte)
+      }
     }
   }
 }
@@ -246,11 +361,18 @@ func fastDecodeStoredJSON<Value: Decodable>(_ type: Value.Type, from data: Data)
 }
 
 /// The fast path alone, from bytes: nil when it leaves the value to Foundation.
+///
+/// The text is checked once (O(n)), then each value is found when the type's `init(from:)`
+/// asks for it: a keyed lookup costs O(size of its object), with no tree of nodes built. The
+/// decoder keeps a copy of the bytes, since an `init(from:)` may keep its decoder.
 func fastDecodeStoredJSON<Value: Decodable>(_: Value.Type, bytes: UnsafeRawBufferPointer)
   -> Value?
 {
-  guard let parsed = try? StoredJSON.parse(bytes) else { return nil }
-  return try? Value(from: StoredJSONDecoder(value: parsed, codingPath: []))
+  let text = [UInt8](bytes)
+  guard let start = try? text.withUnsafeBufferPointer({ try StoredJSONText.check($0) }) else {
+    return nil
+  }
+  return try? Value(from: StoredJSONDecoder(text: text, position: start, codingPath: []))
 }
 
 /// Whether Foundation's coders treat the type specially (their strategies apply to it).
@@ -259,96 +381,168 @@ private func isSpecial(_ type: Any.Type) -> Bool {
     || type is any FloatingPoint.Type
 }
 
+/// A decoder of one value of checked text (``StoredJSONText/check(_:)``), at `position`.
 private struct StoredJSONDecoder: Decoder {
-  let value: StoredJSON
+  let text: [UInt8]
+  let position: Int
   let codingPath: [any CodingKey]
   var userInfo: [CodingUserInfoKey: Any] { [:] }
 
   func container<Key: CodingKey>(keyedBy _: Key.Type) throws -> KeyedDecodingContainer<Key> {
-    guard case .object(let members) = value else { throw StoredJSONFallback() }
-    return KeyedDecodingContainer(Keyed(members: members, codingPath: codingPath))
+    guard text[position] == UInt8(ascii: "{") else { throw StoredJSONFallback() }
+    return KeyedDecodingContainer(Keyed(text: text, start: position, codingPath: codingPath))
   }
 
   func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-    guard case .array(let elements) = value else { throw StoredJSONFallback() }
-    return Unkeyed(elements: elements, codingPath: codingPath)
+    guard text[position] == UInt8(ascii: "[") else { throw StoredJSONFallback() }
+    return Unkeyed(text: text, start: position, codingPath: codingPath)
   }
 
   func singleValueContainer() throws -> any SingleValueDecodingContainer {
-    Single(value: value, codingPath: codingPath)
+    Single(text: text, position: position, codingPath: codingPath)
   }
 
-  /// Decodes a `T` from `value`: strings, booleans and integers directly (a mismatch falls
+  static func isNull(_ text: [UInt8], at position: Int) -> Bool {
+    text[position] == UInt8(ascii: "n")
+  }
+
+  static func string(_ text: [UInt8], at position: Int) throws -> String {
+    guard let string = text.withUnsafeBufferPointer({ StoredJSONText.string(at: position, in: $0) })
+    else { throw StoredJSONFallback() }
+    return string
+  }
+
+  static func bool(_ text: [UInt8], at position: Int) throws -> Bool {
+    switch text[position] {
+    case UInt8(ascii: "t"): return true
+    case UInt8(ascii: "f"): return false
+    default: throw StoredJSONFallback()
+    }
+  }
+
+  /// Decodes a `T` at `position`: strings, booleans and integers directly (a mismatch falls
   /// back, so that Foundation reports it), other types through their `init(from:)`.
-  static func decode<T: Decodable>(_ value: StoredJSON, _ codingPath: [any CodingKey]) throws -> T {
+  static func decode<T: Decodable>(
+    _ text: [UInt8], at position: Int, _ codingPath: [any CodingKey]
+  ) throws -> T {
     if isSpecial(T.self) { throw StoredJSONFallback() }
-    if T.self == String.self {
-      guard case .string(let text) = value else { throw StoredJSONFallback() }
-      return text as! T  // T is String
-    }
-    if T.self == Bool.self {
-      guard case .bool(let flag) = value else { throw StoredJSONFallback() }
-      return flag as! T  // T is Bool
-    }
+    if T.self == String.self { return try string(text, at: position) as! T }  // T is String
+    if T.self == Bool.self { return try bool(text, at: position) as! T }  // T is Bool
     if let integerType = T.self as? any FixedWidthInteger.Type {
-      guard case .number(let digits) = value, let integer = integerType.init(digits, radix: 10)
-      else { throw StoredJSONFallback() }
+      let integer = text.withUnsafeBufferPointer { bytes -> (any FixedWidthInteger)? in
+        guard bytes[position] == UInt8(ascii: "-") || (0x30...0x39).contains(bytes[position])
+        else { return nil }
+        let end = StoredJSONText.end(ofValueAt: position, in: bytes)
+        return integerType.init(
+          Substring(decoding: UnsafeBufferPointer(rebasing: bytes[position..<end]), as: UTF8.self),
+          radix: 10)
+      }
+      guard let integer else { throw StoredJSONFallback() }
       return integer as! T  // T is integerType
     }
-    return try T(from: StoredJSONDecoder(value: value, codingPath: codingPath))
+    return try T(from: StoredJSONDecoder(text: text, position: position, codingPath: codingPath))
   }
 
   struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let members: [(key: String, value: StoredJSON)]
+    let text: [UInt8]
+    /// The position of the object's `{`.
+    let start: Int
     let codingPath: [any CodingKey]
 
-    var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
-
-    func member(_ key: Key) -> StoredJSON? {
-      members.first { $0.key == key.stringValue }?.value
+    /// Calls `body` with each member's key (as a range of the text) and value position, in
+    /// document order, until it returns false. O(size of the object).
+    func forEachMember(_ body: (UnsafeBufferPointer<UInt8>, Range<Int>, Int) -> Bool) {
+      text.withUnsafeBufferPointer { bytes in
+        var position = StoredJSONText.skipWhitespace(bytes, from: start + 1)
+        guard bytes[position] != UInt8(ascii: "}") else { return }
+        while true {
+          let keyEnd = StoredJSONText.end(ofStringAt: position, in: bytes)
+          let colon = StoredJSONText.skipWhitespace(bytes, from: keyEnd)
+          let value = StoredJSONText.skipWhitespace(bytes, from: colon + 1)
+          guard body(bytes, position + 1..<keyEnd - 1, value) else { return }
+          position = StoredJSONText.skipWhitespace(
+            bytes, from: StoredJSONText.end(ofValueAt: value, in: bytes))
+          guard bytes[position] == UInt8(ascii: ",") else { return }
+          position = StoredJSONText.skipWhitespace(bytes, from: position + 1)
+        }
+      }
     }
+
+    var allKeys: [Key] {
+      var keys: [Key] = []
+      forEachMember { bytes, key, _ in
+        let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[key]), as: UTF8.self)
+        if let key = Key(stringValue: name) { keys.append(key) }
+        return true
+      }
+      return keys
+    }
+
+    /// The position of `key`'s value. Keys in the text are plain ASCII (checked), so for an
+    /// ASCII key a byte compare is Swift's string equality; any other key is compared as Swift
+    /// compares strings (canonical equivalence), as Foundation's decoder does.
+    func member(_ key: Key) -> Int? {
+      var name = key.stringValue
+      return name.withUTF8 { wanted in
+        let ascii = wanted.allSatisfy { $0 < 0x80 }
+        var found: Int?
+        forEachMember { bytes, key, value in
+          let equal =
+            ascii
+            ? key.count == wanted.count
+              && (key.isEmpty
+                || memcmp(bytes.baseAddress! + key.lowerBound, wanted.baseAddress!, key.count) == 0)
+            : String(decoding: UnsafeBufferPointer(rebasing: bytes[key]), as: UTF8.self)
+              == String(decoding: wanted, as: UTF8.self)
+          if equal { found = value }
+          return !equal
+        }
+        return found
+      }
+    }
+
+    func required(_ key: Key) throws -> Int {
+      guard let position = member(key) else { throw StoredJSONFallback() }
+      return position
+    }
+
     func contains(_ key: Key) -> Bool { member(key) != nil }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-      guard let value = member(key) else { throw StoredJSONFallback() }
-      if case .null = value { return true }
-      return false
+      StoredJSONDecoder.isNull(text, at: try required(key))
     }
 
     func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
-      guard let value = member(key) else { throw StoredJSONFallback() }
-      return try StoredJSONDecoder.decode(value, codingPath + [key])
+      try StoredJSONDecoder.decode(text, at: try required(key), codingPath + [key])
     }
 
     // Strings and Booleans directly: the generic path costs a coding path, type checks and a
     // dynamic cast per value.
     func decode(_: String.Type, forKey key: Key) throws -> String {
-      guard case .string(let text) = member(key) else { throw StoredJSONFallback() }
-      return text
+      try StoredJSONDecoder.string(text, at: try required(key))
     }
 
     func decode(_: Bool.Type, forKey key: Key) throws -> Bool {
-      guard case .bool(let flag) = member(key) else { throw StoredJSONFallback() }
-      return flag
+      try StoredJSONDecoder.bool(text, at: try required(key))
     }
 
     func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? {
-      guard let value = member(key) else { return nil }
-      if case .null = value { return nil }
-      return try StoredJSONDecoder.decode(value, codingPath + [key]) as T
+      guard let position = member(key), !StoredJSONDecoder.isNull(text, at: position) else {
+        return nil
+      }
+      return try StoredJSONDecoder.decode(text, at: position, codingPath + [key]) as T
     }
 
     func nestedContainer<NestedKey: CodingKey>(
       keyedBy type: NestedKey.Type, forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
-      guard let value = member(key) else { throw StoredJSONFallback() }
-      return try StoredJSONDecoder(value: value, codingPath: codingPath + [key])
+      try StoredJSONDecoder(text: text, position: try required(key), codingPath: codingPath + [key])
         .container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-      guard let value = member(key) else { throw StoredJSONFallback() }
-      return try StoredJSONDecoder(value: value, codingPath: codingPath + [key]).unkeyedContainer()
+      try StoredJSONDecoder(text: text, position: try required(key), codingPath: codingPath + [key])
+        .unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder { throw StoredJSONFallback() }
@@ -356,61 +550,88 @@ private struct StoredJSONDecoder: Decoder {
   }
 
   struct Unkeyed: UnkeyedDecodingContainer {
-    let elements: [StoredJSON]
+    let text: [UInt8]
     let codingPath: [any CodingKey]
+    let count: Int?
     var currentIndex = 0
+    /// The position of the next element, or of the closing `]`.
+    private var position: Int
 
-    init(elements: [StoredJSON], codingPath: [any CodingKey]) {
-      self.elements = elements
+    /// The array whose `[` is at `start`; its elements are counted once, O(its length).
+    init(text: [UInt8], start: Int, codingPath: [any CodingKey]) {
+      self.text = text
       self.codingPath = codingPath
+      position = text.withUnsafeBufferPointer {
+        StoredJSONText.skipWhitespace($0, from: start + 1)
+      }
+      let first = position
+      count = text.withUnsafeBufferPointer { bytes in
+        var count = 0
+        var element = first
+        while bytes[element] != UInt8(ascii: "]") {
+          count += 1
+          element = StoredJSONText.skipWhitespace(
+            bytes, from: StoredJSONText.end(ofValueAt: element, in: bytes))
+          if bytes[element] == UInt8(ascii: ",") {
+            element = StoredJSONText.skipWhitespace(bytes, from: element + 1)
+          }
+        }
+        return count
+      }
     }
 
-    var count: Int? { elements.count }
-    var isAtEnd: Bool { currentIndex >= elements.count }
+    var isAtEnd: Bool { currentIndex >= count! }
 
-    mutating func next() throws -> StoredJSON {
-      guard currentIndex < elements.count else { throw StoredJSONFallback() }
-      defer { currentIndex += 1 }
-      return elements[currentIndex]
+    mutating func next() throws -> Int {
+      guard !isAtEnd else { throw StoredJSONFallback() }
+      let element = position
+      position = text.withUnsafeBufferPointer { bytes in
+        var after = StoredJSONText.skipWhitespace(
+          bytes, from: StoredJSONText.end(ofValueAt: element, in: bytes))
+        if bytes[after] == UInt8(ascii: ",") {
+          after = StoredJSONText.skipWhitespace(bytes, from: after + 1)
+        }
+        return after
+      }
+      currentIndex += 1
+      return element
     }
 
     mutating func decodeNil() throws -> Bool {
-      guard currentIndex < elements.count else { throw StoredJSONFallback() }
-      if case .null = elements[currentIndex] {
-        currentIndex += 1
-        return true
-      }
-      return false
+      guard !isAtEnd else { throw StoredJSONFallback() }
+      guard StoredJSONDecoder.isNull(text, at: position) else { return false }
+      _ = try next()
+      return true
     }
 
     mutating func decode<T: Decodable>(_: T.Type) throws -> T {
-      try StoredJSONDecoder.decode(try next(), codingPath)
+      try StoredJSONDecoder.decode(text, at: try next(), codingPath)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
       keyedBy type: NestedKey.Type
     ) throws -> KeyedDecodingContainer<NestedKey> {
-      try StoredJSONDecoder(value: try next(), codingPath: codingPath).container(keyedBy: type)
+      try StoredJSONDecoder(text: text, position: try next(), codingPath: codingPath)
+        .container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-      try StoredJSONDecoder(value: try next(), codingPath: codingPath).unkeyedContainer()
+      try StoredJSONDecoder(text: text, position: try next(), codingPath: codingPath)
+        .unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder { throw StoredJSONFallback() }
   }
 
   struct Single: SingleValueDecodingContainer {
-    let value: StoredJSON
+    let text: [UInt8]
+    let position: Int
     let codingPath: [any CodingKey]
 
-    func decodeNil() -> Bool {
-      if case .null = value { return true }
-      return false
-    }
+    func decodeNil() -> Bool { StoredJSONDecoder.isNull(text, at: position) }
 
     func decode<T: Decodable>(_: T.Type) throws -> T {
-      try StoredJSONDecoder.decode(value, codingPath)
+      try StoredJSONDecoder.decode(text, at: position, codingPath)
     }
   }
 }
