@@ -102,13 +102,22 @@ extension ModelContext {
   /// transaction (``withSnapshot(_:)``) it is the snapshot's: every transaction up to it is in
   /// the snapshot, none after it.
   public func currentHistoryToken() throws -> HistoryToken {
-    let database = try connection()
-    let newest = try database.scalarInt("SELECT max(token) FROM _history_transactions") ?? 0
     // Not the engine's count of tokens issued: PostgreSQL's sequence is outside transactions,
     // so it counts a writer's token before its commit is readable, and commits after this
     // snapshot began. History deleted before a token keeps that token (the floor) current.
-    let value = max(newest, try historyFloor(database) - 1)
-    return HistoryToken(storeIdentifier: container.storeIdentifier, value: value)
+    // One kept statement reads both (every bbox page of `trips serve` asks for the token).
+    let statement = try connection().cachedStatement(
+      """
+      SELECT (SELECT max(token) FROM _history_transactions), \
+      (SELECT value FROM \(StoreLayout.metaTable) WHERE key = 'history_floor')
+      """)
+    defer { statement.reset() }
+    guard try statement.step() else {
+      return HistoryToken(storeIdentifier: container.storeIdentifier, value: 0)
+    }
+    let newest = statement.isNull(at: 0) ? 0 : statement.int64(at: 0)
+    let floor = statement.isNull(at: 1) ? 0 : statement.int64(at: 1)
+    return HistoryToken(storeIdentifier: container.storeIdentifier, value: max(newest, floor - 1))
   }
 
   /// When the row of `identifier` last changed, by the history still kept, leaving out
