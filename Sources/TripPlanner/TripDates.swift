@@ -25,14 +25,12 @@ public enum TripDates {
     let whole = Int64(seconds)
     let (days, second) = (whole.floorDivided(by: 86_400), whole.floorModulo(86_400))
     let (year, month, day) = civil(days: days)
-    let start = output.count
-    output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 20))
-    output.withUnsafeMutableBufferPointer { buffer in
-      let bytes = UnsafeMutableBufferPointer(rebasing: buffer[start...])
+    // Into 20 bytes on the stack, then one append: this runs twice for every feature served.
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { bytes in
       func put(_ value: Int64, at end: Int, digits: Int) {
         var value = value
         for index in stride(from: end, to: end - digits, by: -1) {
-          bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+          bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
           value /= 10
         }
       }
@@ -48,6 +46,7 @@ public enum TripDates {
       bytes[16] = UInt8(ascii: ":")
       put(second % 60, at: 18, digits: 2)
       bytes[19] = UInt8(ascii: "Z")
+      output.append(contentsOf: UnsafeBufferPointer(bytes))
     }
     return true
   }
