@@ -277,30 +277,36 @@ public struct TripRecord: Hashable, Sendable {
   /// inner spaces, an empty text, or a value beyond the range of a `Double`. Spaces around it
   /// are ignored.
   public static func parseNumber(_ text: String) -> Double? {
-    let bytes = Array(
-      text.utf8.drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed())
-    var index = 0
-    func digits() -> Int {
-      let start = index
-      while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
-      return index - start
-    }
-    if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
-    var mantissa = digits()
-    if index < bytes.count, bytes[index] == 0x2E {
-      index += 1
-      mantissa += digits()
-    }
-    guard mantissa > 0 else { return nil }
-    if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
-      index += 1
+    var text = text
+    return text.withUTF8 { all -> Double? in
+      // Trimmed in place: every bbox of `trips serve` passes four numbers through here.
+      var (start, end) = (0, all.count)
+      while start < end, all[start] == 0x20 { start += 1 }
+      while end > start, all[end - 1] == 0x20 { end -= 1 }
+      let bytes = UnsafeBufferPointer(rebasing: all[start..<end])
+      var index = 0
+      func digits() -> Int {
+        let start = index
+        while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+        return index - start
+      }
       if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
-      guard digits() > 0 else { return nil }
+      var mantissa = digits()
+      if index < bytes.count, bytes[index] == 0x2E {
+        index += 1
+        mantissa += digits()
+      }
+      guard mantissa > 0 else { return nil }
+      if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+        index += 1
+        if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+        guard digits() > 0 else { return nil }
+      }
+      guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)),
+        value.isFinite
+      else { return nil }
+      return value
     }
-    guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)),
-      value.isFinite
-    else { return nil }
-    return value
   }
 
   /// The longest a name, a destination or a place identifier may be, in Unicode scalars.

@@ -20,6 +20,26 @@ struct FormatTests {
       placeIdentifier: nil),
   ]
 
+  @Test(
+    "numbers as people write coordinates, and nothing else",
+    arguments: [
+      (" -33.9 ", -33.9), ("+151", 151), ("1.5e2", 150), (".5", 0.5), ("5.", 5), ("-0", 0),
+      ("1E-2", 0.01), ("  7", 7),
+    ] as [(String, Double)])
+  func numbers(_ text: String, _ expected: Double) {
+    #expect(TripRecord.parseNumber(text) == expected, "\(text)")
+  }
+
+  @Test(
+    "garbage is not a number",
+    arguments: [
+      "", "   ", "0x10", "inf", "nan", "1 2", "1e999", "-", "+.e1", ".", "1e", "\u{A0}1", "1,5",
+      "١٢", "1\u{0}", "--1", "1.2.3",
+    ])
+  func notNumbers(_ text: String) {
+    #expect(TripRecord.parseNumber(text) == nil, "\(text)")
+  }
+
   @Test("round-trips every field", arguments: TripFileFormat.allCases)
   func roundTrip(format: TripFileFormat) throws {
     let data = format.encode(Self.records)
