@@ -123,7 +123,11 @@ struct ItemsQuery {
 
   /// `west,south,east,north` in CRS84; west > east crosses the antimeridian.
   static func bbox(_ text: String) throws -> GeographicBox {
-    let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    // Split on the comma's byte: splitting a String by Character runs grapheme breaking, most of
+    // this function's cost on every bbox page. (A comma followed by a combining mark is split
+    // here too, and its part then is not a number.)
+    let parts = text.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+      .map { String(decoding: $0, as: UTF8.self) }
     if parts.count == 6 {
       throw ServiceError.request(
         400,
