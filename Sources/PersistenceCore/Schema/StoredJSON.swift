@@ -153,6 +153,13 @@ enum StoredJSONText {
       var plain = true
       var ascii = true
       while position < bytes.count {
+        // Plain printable ASCII, the bytes of nearly every stored string, in a tight loop.
+        while position < bytes.count, (0x20..<0x80).contains(bytes[position]),
+          bytes[position] != UInt8(ascii: "\""), bytes[position] != UInt8(ascii: "\\")
+        {
+          position += 1
+        }
+        guard position < bytes.count else { break }
         let byte = bytes[position]
         position += 1
         switch byte {
