@@ -50,10 +50,9 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     var monitorFailure: PersistenceError?
   }
 
-  /// The row keys of the models, touched only on `queue` (and in `init`): kept out of `State`
-  /// so that an update never copies them (a copy would cost O(n) per change).
+  /// The models by row key, touched only on `queue` (and in `init`): kept out of `State` so
+  /// that an update never copies them (a copy would cost O(n) per change).
   final class Keys {
-    var byModel: [ObjectIdentifier: Int64] = [:]
     var byKey: [Int64: Model] = [:]
   }
 
@@ -65,8 +64,10 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   private let sectionKeyPath: (KeyPath<Model, String> & Sendable)?
   private let loader: UncheckedSendable<Loader>
   private let index = UncheckedSendable(Keys())
-  /// Row keys for ``identifier(for:)``, readable from any thread.
-  private let publishedKeys = Mutex<[ObjectIdentifier: Int64]>([:])
+  /// The row key of each model: read by ``identifier(for:)`` from any thread and by the
+  /// updates' ordering on `queue`, changed only on `queue`. One dictionary, never shared: a
+  /// second one sharing its storage made the first change after each load copy all n entries.
+  private let keysByModel = Mutex<[ObjectIdentifier: Int64]>([:])
   private var subscription: ChangeBroadcaster.Subscription?
   private var monitorLease: ChangeBroadcaster.Subscription?
   static var logLimit: Int { 128 }
@@ -148,7 +149,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
 
   /// The store identifier of one of the observer's models.
   public func identifier(for model: Model) -> PersistentIdentifier? {
-    publishedKeys.withLock { $0[ObjectIdentifier(model)] }.map {
+    keysByModel.withLock { $0[ObjectIdentifier(model)] }.map {
       PersistentIdentifier(
         storeIdentifier: container.storeIdentifier, entityName: Model.schema.name, primaryKey: $0)
     }
@@ -244,20 +245,14 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       if let old = keys.byKey[key] {
         remove(old, from: &next)
         keys.byKey[key] = nil
-        keys.byModel[ObjectIdentifier(old)] = nil
+        keysByModel.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(old)) }
         removed.append(old)
       }
       if let model = loaded[key] {
-        keys.byModel[ObjectIdentifier(model)] = key
+        keysByModel.withLock { $0[ObjectIdentifier(model)] = key }
         keys.byKey[key] = model
         insert(model, key: key, into: &next)
         inserted.append(model)
-      }
-    }
-    publishedKeys.withLock { published in
-      for model in removed { published[ObjectIdentifier(model)] = nil }
-      for model in inserted {
-        published[ObjectIdentifier(model)] = keys.byModel[ObjectIdentifier(model)]
       }
     }
     publish(&next, removed: removed, inserted: inserted)
@@ -294,13 +289,14 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let removed = next.results.array
     next.results = ObservedResults(models)
     let index = self.index.value
-    index.byModel = [:]
     index.byKey = [:]
+    var byModel: [ObjectIdentifier: Int64] = [:]
+    byModel.reserveCapacity(models.count)
     for (model, key) in zip(models, keys) {
-      index.byModel[ObjectIdentifier(model)] = key
+      byModel[ObjectIdentifier(model)] = key
       index.byKey[key] = model
     }
-    publishedKeys.withLock { $0 = index.byModel }
+    keysByModel.withLock { $0 = byModel }
     next.sections = []
     if let sectionKeyPath {
       for model in models {
@@ -373,15 +369,20 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     return low
   }
 
+  /// Calls `body` with the row keys by model, under their lock (so the dictionary is read in
+  /// place, never copied).
+  private func withKeys(_ body: ([ObjectIdentifier: Int64]) -> Int) -> Int {
+    keysByModel.withLock { body($0) }
+  }
+
   private func insert(_ model: Model, key: Int64, into next: inout State) {
-    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
+    let position = withKeys { lowerBound(model, key, in: next.results, keys: $0) }
     next.results.insert(model, at: position)
     guard let sectionKeyPath else { return }
     let id = model[keyPath: sectionKeyPath]
     let index = sectionIndex(id, in: next.sections)
     if index < next.sections.count && next.sections[index].id == id {
-      let within = lowerBound(
-        model, key, in: next.sections[index], keys: self.index.value.byModel)
+      let within = withKeys { lowerBound(model, key, in: next.sections[index], keys: $0) }
       next.sections[index].insert(model, at: within)
     } else {
       next.sections.insert(ResultsSection(id: id, elements: [model]), at: index)
@@ -389,8 +390,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func remove(_ model: Model, from next: inout State) {
-    let key = index.value.byModel[ObjectIdentifier(model)] ?? 0
-    let position = lowerBound(model, key, in: next.results, keys: index.value.byModel)
+    let key = keysByModel.withLock { $0[ObjectIdentifier(model)] } ?? 0
+    let position = withKeys { lowerBound(model, key, in: next.results, keys: $0) }
     if position < next.results.count && next.results[position] === model {
       next.results.remove(at: position)
     }
@@ -398,8 +399,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let id = model[keyPath: sectionKeyPath]
     let index = sectionIndex(id, in: next.sections)
     guard index < next.sections.count && next.sections[index].id == id else { return }
-    let within = lowerBound(
-      model, key, in: next.sections[index], keys: self.index.value.byModel)
+    let within = withKeys { lowerBound(model, key, in: next.sections[index], keys: $0) }
     if within < next.sections[index].count && next.sections[index][within] === model {
       next.sections[index].remove(at: within)
       if next.sections[index].isEmpty { next.sections.remove(at: index) }
