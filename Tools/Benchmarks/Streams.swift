@@ -137,6 +137,8 @@ func movingTrip(_ round: Int) -> TripRecord {
 
 struct FanOut {
   var latencies: [Double]  // milliseconds, every client and round
+  /// Per round: the first and the last client's delay, in milliseconds.
+  var rounds: [(first: Double, last: Double)] = []
   var perClientKiB: Double
   var baselineKiB: Double
 }
@@ -144,7 +146,7 @@ struct FanOut {
 /// `clients` clients on one bounds stream; `rounds` trips added from this process (another
 /// process than the server's); the delay from each commit to each client's event.
 func fanOut(
-  executable: URL, store: URL, clients count: Int, rounds: Int
+  executable: URL, store: URL, clients count: Int, rounds roundCount: Int
 ) throws -> FanOut {
   let (server, port) = try startServer(executable, store: store)
   defer {
@@ -172,20 +174,23 @@ func fanOut(
   let connected = residentKiB(server.processIdentifier)
   let writer = try TripStore(url: store, author: "bench")
   var latencies: [Double] = []
-  for round in 1...rounds {
+  var rounds: [(first: Double, last: Double)] = []
+  for round in 1...roundCount {
     _ = try writer.add(movingTrip(round))
     let committed = DispatchTime.now().uptimeNanoseconds
     guard
       pump(clients, seconds: 10, until: { clients.allSatisfy { $0.arrivals.count > round } })
     else { throw CocoaError(.fileReadUnknown, userInfo: ["reason": "an event went missing"]) }
-    latencies += clients.map { Double($0.arrivals[round] - committed) / 1e6 }
+    let delays = clients.map { Double($0.arrivals[round] - committed) / 1e6 }
+    latencies += delays
+    rounds.append((delays.min() ?? .nan, delays.max() ?? .nan))
     Thread.sleep(forTimeInterval: 0.05)
   }
   var added = TripQuery()
   added.destination = "Bench"
   _ = try writer.delete(try writer.trips(added).map(\.id))
   return FanOut(
-    latencies: latencies,
+    latencies: latencies, rounds: rounds,
     perClientKiB: count > 1 ? (connected - baseline) / Double(count - 1) : 0,
     baselineKiB: baseline)
 }

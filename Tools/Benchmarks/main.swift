@@ -762,7 +762,10 @@ if options.wants("streams") {
           format:
             "commit → event at every client, 20 trips added from another process: p50 %.1f ms, p99 %.1f ms, worst %.1f ms; one client: p99 %.1f ms",
           quantile(many.latencies, 0.5), quantile(many.latencies, 0.99),
-          many.latencies.max() ?? .nan, quantile(one.latencies, 0.99))))
+          many.latencies.max() ?? .nan, quantile(one.latencies, 0.99))
+          + "; per round, first client to last: "
+          + many.rounds.map { String(format: "%.0f–%.0f", $0.first, $0.last) }
+          .joined(separator: ", ") + " ms"))
     report(
       Phase(
         phase: "stream memory per idle client", n: options.size, seconds: many.perClientKiB,
