@@ -349,6 +349,8 @@ struct StoredJSONTests {
     var generator = SeededGenerator(seed: 2027)
     let seeds: [Data] = [
       try foundationBytes(Flat(rawValue: "geonames:1", count: 7, flag: true, note: "é\n")),
+      // Escapes, a surrogate pair, spaces and -0: what the reader's own paths handle.
+      Data(#"{ "rawValue" : "a\u00e9\ud83d\ude00\/" , "count":-0,"flag":false,"note":null}"#.utf8),
       try foundationBytes(
         Nested(
           name: "n", tags: ["a", "b"],
@@ -370,7 +372,7 @@ struct StoredJSONTests {
         }
       }
       let data = Data(bytes)
-      if round % seeds.count == 0 {
+      if round % seeds.count != 2 {  // the Nested seed is the last
         if let fast = fastDecodeStoredJSON(Flat.self, from: data) {
           answered += 1
           #expect((try? JSONDecoder().decode(Flat.self, from: data)) == fast, "\(bytes)")
