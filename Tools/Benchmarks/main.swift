@@ -715,17 +715,29 @@ if options.wants("serve") {
       }
       return count.value / 5
     }
+    // As every phase: `--rounds` rounds, HTTP and in-process one after the other, medians
+    // reported (rate, p50 and p99 each its own median), every round listed.
     for (label, path) in [("items/{id}", itemPath), ("items?bbox=<city>&limit=100", bboxPath)] {
-      let http = try load(path)
-      let local = try inProcess(path)
+      var runs: [(rate: Double, p50: Double, p99: Double)] = []
+      var locals: [Double] = []
+      for _ in 0..<options.rounds {
+        runs.append(try load(path))
+        locals.append(try inProcess(path))
+      }
+      let rate = median(runs.map(\.rate))
+      let local = median(locals)
       report(
         Phase(
-          phase: "serve \(label)", n: options.size, seconds: 1 / http.rate,
+          phase: "serve \(label)", n: options.size, seconds: 1 / rate,
           baselineSeconds: 1 / local, unit: "s",
           note: String(
             format:
               "HTTP %.0f req/s, p50 %.2f ms, p99 %.2f ms, 64 connections; in-process %.0f req/s on 2 threads",
-            http.rate, http.p50, http.p99, local)))
+            rate, median(runs.map(\.p50)), median(runs.map(\.p99)), local)
+            + "; rounds: "
+            + zip(runs, locals).map {
+              String(format: "%.0f req/s p99 %.1f ms in-process %.0f", $0.rate, $0.p99, $1)
+            }.joined(separator: ", ")))
     }
     server.terminate()
     server.waitUntilExit()
