@@ -142,6 +142,14 @@ struct StoredJSONTests {
     #expect(
       fastDecodeStoredJSON(Flat.self, from: Data(#"{"rawValue":"a","count":1.0,"flag":true}"#.utf8))
         == nil)
+    // An object of more than 32 members goes to Foundation (the fast path's lookups are
+    // linear scans); one of 32 stays on the fast path. Both decode as Foundation decodes.
+    for size in [32, 33, 5000] {
+      let wide = Dictionary(uniqueKeysWithValues: (0..<size).map { ("k\($0)", $0) })
+      let bytes = try foundationBytes(wide)
+      #expect((fastDecodeStoredJSON([String: Int].self, from: bytes) == nil) == (size > 32))
+      #expect(try decodeStoredJSON([String: Int].self, from: bytes) == wide)
+    }
     // Duplicate keys go to Foundation, which decides which one wins, at any position.
     for document in [
       #"{"rawValue":"a","rawValue":"b","count":1,"flag":true}"#,

@@ -15,11 +15,14 @@ struct StoredJSONFallback: Error {}
 /// JSON text the fast decoder reads in place, with no tree of nodes: ``check(_:)`` accepts
 /// exactly what the decoder handles, and the decoder then finds each value when asked for it.
 enum StoredJSONText {
+  /// The most members of an object the fast path reads (see ``check(_:)``).
+  static let maximumMembers = 32
+
   /// The position of the document's value when `bytes` is one value the fast path decodes
-  /// (RFC 8259, with integers only; object keys ASCII, without escapes and each once per
-  /// object; nesting up to 64 levels). Throws ``StoredJSONFallback`` for anything else,
-  /// including every malformed document. O(n) in the length, plus O(k²) compares of the
-  /// keys of an object with k members.
+  /// (RFC 8259, with integers only; objects of at most ``maximumMembers`` members, their keys
+  /// ASCII, without escapes and each once per object; nesting up to 64 levels). Throws
+  /// ``StoredJSONFallback`` for anything else, including every malformed document. O(n) in
+  /// the length (each key is compared with at most 31 others).
   static func check(_ bytes: UnsafeBufferPointer<UInt8>) throws -> Int {
     var checker = Checker(bytes: bytes)
     checker.skipWhitespace()
@@ -107,6 +110,12 @@ enum StoredJSONText {
         if keys.count == firstKey {
           onlyKey = key
         } else {
+          // The decoder finds a member by scanning its object, and this check compares each
+          // key with the ones before it: both grow with the square of the members, so a
+          // larger object goes to Foundation, whose lookups are hashed.
+          guard keys.count - firstKey < StoredJSONText.maximumMembers else {
+            throw StoredJSONFallback()
+          }
           for earlier in keys[firstKey...]
           where earlier.count == key.count
             && memcmp(
