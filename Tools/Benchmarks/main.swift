@@ -425,7 +425,10 @@ if options.wants("update") {
     Phase(
       phase: "one-trip change -> bounds current", n: options.size, seconds: median(latencies),
       baselineSeconds: median(refetch),
-      note: "baseline: refetch all + recompute, same run; \(latencies.count) changes"))
+      note: "baseline: refetch all + recompute, same run; \(latencies.count) changes; "
+        + String(
+          format: "the first %.2f ms, the slowest %.2f ms", (latencies.first ?? .nan) * 1000,
+          (latencies.max() ?? .nan) * 1000)))
 }
 
 // MARK: A hundred observers and ten thousand writes (only with --phases observers)
