@@ -96,6 +96,30 @@ struct EngineSuiteTests {
   }
 
   @Test(
+    "currentHistoryToken stays the last one issued when all history is deleted, and a reader resuming from it misses nothing",
+    arguments: TestEngine.allCases)
+  func tokenAfterDeletedHistory(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Sample.self)
+    let context = ModelContext(container)
+    for _ in 0..<3 {
+      context.insert(Sample())
+      try context.save()
+    }
+    let last = try context.currentHistoryToken()
+    // Every transaction deleted: only the history floor remembers where tokens were.
+    let beyond = HistoryToken(storeIdentifier: container.storeIdentifier, value: last.value + 1)
+    #expect(try context.deleteHistory(before: beyond) == 3)
+    #expect(try context.fetchHistory().isEmpty)
+    #expect(try context.currentHistoryToken() == last)
+    #expect(try context.fetchHistory(HistoryDescriptor(after: last)).isEmpty)
+    context.insert(Sample())
+    try context.save()
+    let next = try context.fetchHistory(HistoryDescriptor(after: last))
+    let current = try context.currentHistoryToken()
+    #expect(next.count == 1 && next.first?.token == current)
+  }
+
+  @Test(
     "fetchModelsPage reads a page larger than one by-key batch in order, from the registered models, refreshed",
     arguments: TestEngine.allCases)
   func modelsPage(engine: TestEngine) throws {
