@@ -106,11 +106,7 @@ extension ModelContext {
     // so it counts a writer's token before its commit is readable, and commits after this
     // snapshot began. History deleted before a token keeps that token (the floor) current.
     // One kept statement reads both (every bbox page of `trips serve` asks for the token).
-    let statement = try connection().cachedStatement(
-      """
-      SELECT (SELECT max(token) FROM _history_transactions), \
-      (SELECT value FROM \(StoreLayout.metaTable) WHERE key = 'history_floor')
-      """)
+    let statement = try connection().cachedStatement(Self.currentTokenSQL)
     defer { statement.reset() }
     guard try statement.step() else {
       return HistoryToken(storeIdentifier: container.storeIdentifier, value: 0)
@@ -155,9 +151,15 @@ extension ModelContext {
   }
 
   private func historyFloor(_ database: any StoreConnection) throws -> Int64 {
-    try database.scalarInt("SELECT value FROM \(StoreLayout.metaTable) WHERE key = 'history_floor'")
-      ?? 0
+    try database.scalarInt(Self.historyFloorSQL) ?? 0
   }
+
+  /// The history floor: history before it was deleted (none: no row, or 0).
+  private static let historyFloorSQL =
+    "SELECT value FROM \(StoreLayout.metaTable) WHERE key = 'history_floor'"
+  /// The newest transaction's token and the history floor, in one row.
+  private static let currentTokenSQL =
+    "SELECT (SELECT max(token) FROM _history_transactions), (\(historyFloorSQL))"
 
   private func changes(
     token: Int64, entityNames: Set<String>?, database: any StoreConnection
