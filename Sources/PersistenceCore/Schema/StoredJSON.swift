@@ -58,21 +58,11 @@ enum StoredJSONText {
       switch bytes[position] {
       case UInt8(ascii: "{"): try object(depth: depth)
       case UInt8(ascii: "["):
-        position += 1
-        skipWhitespace()
-        if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-          position += 1
-          return
-        }
-        while true {
+        guard opens(closing: UInt8(ascii: "]")) else { return }
+        repeat {
           skipWhitespace()
           try value(depth: depth + 1)
-          skipWhitespace()
-          guard position < bytes.count else { throw StoredJSONFallback() }
-          position += 1
-          if bytes[position - 1] == UInt8(ascii: "]") { return }
-          guard bytes[position - 1] == UInt8(ascii: ",") else { throw StoredJSONFallback() }
-        }
+        } while try continues(closing: UInt8(ascii: "]"))
       case UInt8(ascii: "\""): _ = try string()
       case UInt8(ascii: "t"): try expect("true")
       case UInt8(ascii: "f"): try expect("false")
@@ -81,19 +71,34 @@ enum StoredJSONText {
       }
     }
 
-    mutating func object(depth: Int) throws {
+    /// Past a container's opening bracket; false (and past `closing` too) when it is empty.
+    mutating func opens(closing: UInt8) -> Bool {
       position += 1
       skipWhitespace()
-      if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-        position += 1
-        return
-      }
+      guard position < bytes.count, bytes[position] == closing else { return true }
+      position += 1
+      return false
+    }
+
+    /// Past what follows an element or member: a comma (true, another follows) or `closing`
+    /// (false); anything else is malformed.
+    mutating func continues(closing: UInt8) throws -> Bool {
+      skipWhitespace()
+      guard position < bytes.count else { throw StoredJSONFallback() }
+      position += 1
+      if bytes[position - 1] == closing { return false }
+      guard bytes[position - 1] == UInt8(ascii: ",") else { throw StoredJSONFallback() }
+      return true
+    }
+
+    mutating func object(depth: Int) throws {
+      guard opens(closing: UInt8(ascii: "}")) else { return }
       // An object's keys are kept from its second member on: one member needs no compare,
       // and no array is made for it.
       let firstKey = keys.count
       var onlyKey: Range<Int>?
       defer { keys.removeSubrange(firstKey...) }
-      while true {
+      repeat {
         skipWhitespace()
         guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
           throw StoredJSONFallback()
@@ -130,12 +135,7 @@ enum StoredJSONText {
         try expect(":")
         skipWhitespace()
         try value(depth: depth + 1)
-        skipWhitespace()
-        guard position < bytes.count else { throw StoredJSONFallback() }
-        position += 1
-        if bytes[position - 1] == UInt8(ascii: "}") { return }
-        guard bytes[position - 1] == UInt8(ascii: ",") else { throw StoredJSONFallback() }
-      }
+      } while try continues(closing: UInt8(ascii: "}"))
     }
 
     /// An integer (`-?(0|[1-9][0-9]*)`); fractions and exponents fall back.
@@ -289,6 +289,14 @@ enum StoredJSONText {
       }
     } while depth > 0
     return position
+  }
+
+  /// What follows the value at `start` in checked text: the next element or member (past the
+  /// comma), or the container's closing bracket.
+  static func following(_ start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    let after = skipWhitespace(bytes, from: end(ofValueAt: start, in: bytes))
+    guard bytes[after] == UInt8(ascii: ",") else { return after }
+    return skipWhitespace(bytes, from: after + 1)
   }
 
   /// The position just past the closing quote of the string at `start` in checked text.
@@ -476,10 +484,8 @@ private struct StoredJSONDecoder: Decoder {
           let colon = StoredJSONText.skipWhitespace(bytes, from: keyEnd)
           let value = StoredJSONText.skipWhitespace(bytes, from: colon + 1)
           guard body(bytes, position + 1..<keyEnd - 1, value) else { return }
-          position = StoredJSONText.skipWhitespace(
-            bytes, from: StoredJSONText.end(ofValueAt: value, in: bytes))
-          guard bytes[position] == UInt8(ascii: ",") else { return }
-          position = StoredJSONText.skipWhitespace(bytes, from: position + 1)
+          position = StoredJSONText.following(value, in: bytes)
+          guard bytes[position] != UInt8(ascii: "}") else { return }
         }
       }
     }
@@ -586,11 +592,7 @@ private struct StoredJSONDecoder: Decoder {
         var element = first
         while bytes[element] != UInt8(ascii: "]") {
           count += 1
-          element = StoredJSONText.skipWhitespace(
-            bytes, from: StoredJSONText.end(ofValueAt: element, in: bytes))
-          if bytes[element] == UInt8(ascii: ",") {
-            element = StoredJSONText.skipWhitespace(bytes, from: element + 1)
-          }
+          element = StoredJSONText.following(element, in: bytes)
         }
         return count
       }
@@ -601,14 +603,7 @@ private struct StoredJSONDecoder: Decoder {
     mutating func next() throws -> Int {
       guard !isAtEnd else { throw StoredJSONFallback() }
       let element = position
-      position = text.withUnsafeBufferPointer { bytes in
-        var after = StoredJSONText.skipWhitespace(
-          bytes, from: StoredJSONText.end(ofValueAt: element, in: bytes))
-        if bytes[after] == UInt8(ascii: ",") {
-          after = StoredJSONText.skipWhitespace(bytes, from: after + 1)
-        }
-        return after
-      }
+      position = text.withUnsafeBufferPointer { StoredJSONText.following(element, in: $0) }
       currentIndex += 1
       return element
     }
