@@ -3,36 +3,64 @@ import Geo
 import Persistence
 import Synchronization
 
-/// Every trip's position, start date and name, kept in memory beside a store in cells of a
-/// quarter degree, so that a page of a bounding box sorted by start date
-/// (``TripStore/page(_:index:)``) and its count are answered without visiting the box's rows
-/// or index entries in the store: what a map service answers most (OGC API – Features'
-/// `items?bbox=…&limit=…`).
+/// Every trip, kept in memory beside a store in cells of a quarter degree by its position, so
+/// that a page of a bounding box sorted by start date (``TripStore/page(_:index:)``,
+/// ``TripStore/pageRecords(_:index:)``) and its count are answered without visiting the box's
+/// rows or index entries in the store, and a page of records without reading a row: what a
+/// map service answers most (OGC API – Features' `items?bbox=…&limit=…`).
 ///
 /// The index follows the store through its history: before each answer it reads, in the
 /// request's snapshot, the transactions after the token it was last brought to, and moves,
-/// adds or removes the trips they name. An answer therefore describes exactly the snapshot
-/// the page's rows are then read in.
+/// adds or removes the trips they name (reading the changed trips' rows). An answer therefore
+/// describes exactly the snapshot of the request. Like every reader of the store's history,
+/// it does not see what an outside program writes to the store's tables without it.
 ///
 /// Cost:
 /// - built before first use (``prepare(_:)``) or on it: one pass over the trips' columns, O(n)
-///   time (1.9 s at a million trips); O(n) memory, about 75 bytes a trip at a million (a
-///   40-byte entry, the name's bytes, a share of the 8 MB table of cells);
+///   time; O(n) memory, about 140 bytes a trip at a million (a 40-byte entry in its cell,
+///   48 bytes of the rest by primary key, the three strings' bytes, a share of the 8 MB table
+///   of cells);
 /// - a page: O(c + m log k) for the c cells the box covers (1,440 × 720 over the globe), the
-///   m trips in them and k = offset + limit, under a lock that other pages wait for;
+///   m trips in them and k = offset + limit, under a lock that other pages wait for; its
+///   records are made from memory, O(limit);
 /// - catching up: O(t + changes × log n) for t transactions since the last answer; when
 ///   history after its token was deleted (`ModelContext.deleteHistory(before:)`), a rebuild.
 ///
 /// One index serves one store, from many threads (each with its own ``TripStore``).
 public final class TripBoxIndex: Sendable {
-  /// A trip as the index keeps it: 40 bytes, its name's bytes in the state's arena.
+  /// Bytes of the state's text arena: `length` is `UInt32.max` for none (a trip without a
+  /// place identifier).
+  struct TextSpan {
+    var offset: UInt32
+    var length: UInt32
+
+    static let none = TextSpan(offset: 0, length: .max)
+    var isNone: Bool { length == .max }
+    /// How many bytes of the arena it holds.
+    var byteCount: Int { isNone ? 0 : Int(length) }
+  }
+
+  /// A trip as the index's cells keep it: what a page is chosen by, in 40 bytes.
   struct Entry {
     var longitude: Double
     var latitude: Double
     var start: Double
     var key: Int64
-    var nameOffset: UInt32
-    var nameLength: UInt32
+    var name: TextSpan
+  }
+
+  /// Where a trip is and the rest of its record, by primary key: 48 bytes.
+  struct Slot {
+    /// Its cell, or -1 for a key without a trip.
+    var cell: Int32
+    var end: Double
+    var id: UUID
+    var destination: TextSpan
+    var place: TextSpan
+
+    static let empty = Slot(
+      cell: -1, end: 0, id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+      destination: .none, place: .none)
   }
 
   struct State {
@@ -41,81 +69,103 @@ public final class TripBoxIndex: Sendable {
     /// −180. A trip whose coordinates are not finite numbers is kept in cell 0 (no box selects
     /// it; SQL's comparisons do not either).
     var cells: [[Entry]] = Array(repeating: [], count: TripBoxIndex.rows * TripBoxIndex.columns)
-    /// The names' UTF-8 bytes, one after another; a removed trip's bytes stay until
-    /// ``compactNames()`` (when they are over half of it).
-    var names: [UInt8] = []
-    var unusedNameBytes = 0
-    /// The cell of each trip by primary key: an array for the keys a store hands out (dense
-    /// from 1), a dictionary for any far beyond them.
-    var denseCells: [Int32] = []
-    var sparseCells: [Int64: Int32] = [:]
+    /// The names', destinations' and place identifiers' UTF-8 bytes, one after another; a
+    /// removed trip's bytes stay until ``compactText()`` (when they are over half of it).
+    var text: [UInt8] = []
+    var unusedTextBytes = 0
+    /// Each trip's slot by primary key: an array for the keys a store hands out (dense from
+    /// 1), a dictionary for any far beyond them.
+    var denseSlots: [Slot] = []
+    var sparseSlots: [Int64: Slot] = [:]
     private(set) var count = 0
 
     init(token: HistoryToken) { self.token = token }
 
-    func cell(of key: Int64) -> Int32? {
-      if key >= 0, key < denseCells.count {
-        return denseCells[Int(key)] >= 0 ? denseCells[Int(key)] : nil
+    func slot(of key: Int64) -> Slot? {
+      if key >= 0, key < denseSlots.count {
+        return denseSlots[Int(key)].cell >= 0 ? denseSlots[Int(key)] : nil
       }
-      return sparseCells[key]
+      return sparseSlots[key]
     }
 
-    private mutating func setCell(_ cell: Int32?, of key: Int64) {
-      if key >= 0, key < denseCells.count {
-        denseCells[Int(key)] = cell ?? -1
-      } else if cell != nil, key >= 0, key < 4 * (count + 1) + 65_536 {
-        denseCells.append(contentsOf: repeatElement(-1, count: Int(key) + 1 - denseCells.count))
-        denseCells[Int(key)] = cell!
+    func cell(of key: Int64) -> Int32? { slot(of: key)?.cell }
+
+    private mutating func setSlot(_ slot: Slot?, of key: Int64) {
+      if key >= 0, key < denseSlots.count {
+        denseSlots[Int(key)] = slot ?? .empty
+      } else if let slot, key >= 0, key < 4 * (count + 1) + 65_536 {
+        denseSlots.append(contentsOf: repeatElement(.empty, count: Int(key) + 1 - denseSlots.count))
+        denseSlots[Int(key)] = slot
       } else {
-        sparseCells[key] = cell
+        sparseSlots[key] = slot
       }
     }
 
-    mutating func insert(
-      key: Int64, longitude: Double, latitude: Double, start: Double, name: String
-    ) {
-      var name = name
-      let length = name.withUTF8 { bytes in
-        names.append(contentsOf: bytes)
-        return bytes.count
+    private mutating func append(_ string: String) -> TextSpan {
+      var string = string
+      let span = string.withUTF8 { bytes in
+        text.append(contentsOf: bytes)
+        return TextSpan(
+          offset: UInt32(truncatingIfNeeded: text.count - bytes.count), length: UInt32(bytes.count))
       }
-      precondition(names.count <= Int(UInt32.max), "TripBoxIndex: names over 4 GiB")
+      precondition(text.count <= Int(UInt32.max), "TripBoxIndex: text over 4 GiB")
+      return span
+    }
+
+    /// Adds the trip `record` (whose `id` is set) stored under `key`.
+    mutating func insert(key: Int64, _ record: TripRecord) {
       let entry = Entry(
-        longitude: longitude, latitude: latitude, start: start, key: key,
-        nameOffset: UInt32(names.count - length), nameLength: UInt32(length))
-      let cell = TripBoxIndex.cell(latitude: latitude, longitude: longitude)
+        longitude: record.longitude, latitude: record.latitude,
+        start: record.startDate.timeIntervalSinceReferenceDate, key: key,
+        name: append(record.name))
+      let cell = TripBoxIndex.cell(latitude: record.latitude, longitude: record.longitude)
       cells[cell].append(entry)
-      setCell(Int32(cell), of: key)
+      setSlot(
+        Slot(
+          cell: Int32(cell), end: record.endDate.timeIntervalSinceReferenceDate,
+          id: record.id ?? UUID(), destination: append(record.destination),
+          place: record.placeIdentifier.map { append($0) } ?? .none),
+        of: key)
       count += 1
     }
 
     mutating func remove(_ key: Int64) {
-      guard let cell = cell(of: key).map(Int.init) else { return }
-      setCell(nil, of: key)
+      guard let slot = slot(of: key) else { return }
+      let cell = Int(slot.cell)
+      setSlot(nil, of: key)
       count -= 1
-      guard let slot = cells[cell].firstIndex(where: { $0.key == key }) else { return }
-      unusedNameBytes += Int(cells[cell][slot].nameLength)
-      cells[cell].swapAt(slot, cells[cell].count - 1)
+      unusedTextBytes += slot.destination.byteCount + slot.place.byteCount
+      guard let index = cells[cell].firstIndex(where: { $0.key == key }) else { return }
+      unusedTextBytes += cells[cell][index].name.byteCount
+      cells[cell].swapAt(index, cells[cell].count - 1)
       cells[cell].removeLast()
-      if unusedNameBytes > 1 << 20, unusedNameBytes > names.count / 2 { compactNames() }
+      if unusedTextBytes > 1 << 20, unusedTextBytes > text.count / 2 { compactText() }
     }
 
-    /// The names' bytes without those of removed trips. O(n).
-    mutating func compactNames() {
+    /// The text's bytes without those of removed trips. O(n).
+    mutating func compactText() {
       var compact: [UInt8] = []
-      compact.reserveCapacity(names.count - unusedNameBytes)
-      names.withUnsafeBufferPointer { old in
+      compact.reserveCapacity(text.count - unusedTextBytes)
+      text.withUnsafeBufferPointer { old in
+        func move(_ span: inout TextSpan) {
+          guard !span.isNone else { return }
+          let start = Int(span.offset)
+          span.offset = UInt32(compact.count)
+          compact.append(contentsOf: old[start..<start + Int(span.length)])
+        }
         for cell in cells.indices where !cells[cell].isEmpty {
-          for slot in cells[cell].indices {
-            let entry = cells[cell][slot]
-            let start = Int(entry.nameOffset)
-            cells[cell][slot].nameOffset = UInt32(compact.count)
-            compact.append(contentsOf: old[start..<start + Int(entry.nameLength)])
+          for index in cells[cell].indices {
+            move(&cells[cell][index].name)
+            let key = cells[cell][index].key
+            guard var slot = slot(of: key) else { continue }
+            move(&slot.destination)
+            move(&slot.place)
+            setSlot(slot, of: key)
           }
         }
       }
-      names = compact
-      unusedNameBytes = 0
+      text = compact
+      unusedTextBytes = 0
     }
 
     /// Each array with the capacity it needs and no more (after a build). O(n).
@@ -123,8 +173,8 @@ public final class TripBoxIndex: Sendable {
       for cell in cells.indices where cells[cell].capacity > cells[cell].count {
         cells[cell] = Self.exact(cells[cell])
       }
-      names = Self.exact(names)
-      denseCells = Self.exact(denseCells)
+      text = Self.exact(text)
+      denseSlots = Self.exact(denseSlots)
     }
 
     private static func exact<Element>(_ array: [Element]) -> [Element] {
@@ -134,6 +184,26 @@ public final class TripBoxIndex: Sendable {
           count = source.count
         }
       }
+    }
+
+    /// The text of `span`.
+    func string(_ span: TextSpan) -> String {
+      text.withUnsafeBufferPointer { text in
+        String(
+          decoding: UnsafeBufferPointer(
+            rebasing: text[Int(span.offset)..<Int(span.offset) + Int(span.length)]),
+          as: UTF8.self)
+      }
+    }
+
+    /// The record of the trip `entry` is, from memory. O(1).
+    func record(_ entry: Entry) -> TripRecord {
+      let slot = slot(of: entry.key) ?? .empty
+      return TripRecord(
+        id: slot.id, name: string(entry.name), destination: string(slot.destination),
+        startDate: Date(timeIntervalSinceReferenceDate: entry.start),
+        endDate: Date(timeIntervalSinceReferenceDate: slot.end), latitude: entry.latitude,
+        longitude: entry.longitude, placeIdentifier: slot.place.isNone ? nil : string(slot.place))
     }
   }
 
@@ -148,10 +218,10 @@ public final class TripBoxIndex: Sendable {
   static let cellSize = 0.25
   static let columns = 1440
   static let rows = 720
-  /// What the index holds of a trip, in the order it reads them; an update of any of them
-  /// moves the trip in the index, others leave it alone.
+  /// What the index holds of a trip (all of its record), in the order it reads them.
   private static let keyPaths: [PartialKeyPath<Trip> & Sendable] = [
-    \.longitude, \.latitude, \.startDate, \.name,
+    \.id, \.name, \.destination, \.startDate, \.endDate, \.latitude, \.longitude,
+    \.placeIdentifier,
   ]
 
   private let condition = Mutex<Condition>(.empty)
@@ -209,6 +279,33 @@ public final class TripBoxIndex: Sendable {
     box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
     context: ModelContext
   ) -> (keys: [PersistentIdentifier], matched: Int)? {
+    answer(box: box, reverse: reverse, offset: offset, limit: limit, token: token, context: context)
+    {
+      _, entries in
+      entries.map {
+        PersistentIdentifier(
+          storeIdentifier: token.storeIdentifier, entityName: Trip.schema.name, primaryKey: $0.key)
+      }
+    }
+  }
+
+  /// The records of the page ``page(box:reverse:offset:limit:token:context:)`` chooses, made
+  /// from memory, and how many trips are in the box; nil when it would be nil.
+  func pageRecords(
+    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
+    context: ModelContext
+  ) -> (records: [TripRecord], matched: Int)? {
+    answer(box: box, reverse: reverse, offset: offset, limit: limit, token: token, context: context)
+    {
+      state, entries in entries.map { state.record($0) }
+    }
+  }
+
+  /// The page's entries, made into an answer by `make` under the index's lock.
+  private func answer<Answer>(
+    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
+    context: ModelContext, _ make: (borrowing State, [Entry]) -> Answer
+  ) -> (Answer, matched: Int)? {
     condition.withLock { condition in
       var state: State
       switch condition {
@@ -236,17 +333,13 @@ public final class TripBoxIndex: Sendable {
           return nil
         }
       }
-      let (keys, matched) = Self.page(
+      let (entries, matched) = Self.page(
         state, box: box, reverse: reverse, offset: offset, limit: limit)
+      let answer = make(state, entries)
       condition = .ready(state)
       failure.withLock { $0 = nil }
       answeredPages.add(1, ordering: .relaxed)
-      return (
-        keys.map {
-          PersistentIdentifier(
-            storeIdentifier: token.storeIdentifier, entityName: Trip.schema.name, primaryKey: $0)
-        }, matched
-      )
+      return (answer, matched)
     }
   }
 
@@ -295,7 +388,6 @@ public final class TripBoxIndex: Sendable {
           changed.insert(key)
           removed.remove(key)
         case .update:
-          guard keyPaths.contains(where: { change.updated($0) }) else { continue }
           changed.insert(key)
           removed.remove(key)
         case .delete:
@@ -323,10 +415,13 @@ public final class TripBoxIndex: Sendable {
 
   private static func insert(_ row: borrowing ValueRow<Trip>, into state: inout State) throws {
     state.insert(
-      key: row.identifier.primaryKey, longitude: try row.value(Double.self, at: 0),
-      latitude: try row.value(Double.self, at: 1),
-      start: try row.value(Date.self, at: 2).timeIntervalSinceReferenceDate,
-      name: try row.value(String.self, at: 3))
+      key: row.identifier.primaryKey,
+      TripRecord(
+        id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
+        destination: try row.value(String.self, at: 2),
+        startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
+        latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
+        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue))
   }
 
   static func cell(latitude: Double, longitude: Double) -> Int {
@@ -346,13 +441,13 @@ public final class TripBoxIndex: Sendable {
 
   // MARK: Answering
 
-  /// The page's primary keys in order and the number of trips in `box`: the cells the box
+  /// The page's entries in order and the number of trips in `box`: the cells the box
   /// covers are visited, each trip in them checked as SQL checks it (edges included; two
   /// ranges of longitude when the box crosses 180°), and the first k kept in a bounded
   /// max-heap whose top is dismissed by one comparison of start dates in most cases.
   static func page(
     _ state: State, box: GeographicBox, reverse: Bool, offset: Int, limit: Int
-  ) -> (keys: [Int64], matched: Int) {
+  ) -> (entries: [Entry], matched: Int) {
     guard box.south.isFinite, box.north.isFinite, box.west.isFinite, box.east.isFinite,
       box.south <= box.north
     else { return ([], 0) }
@@ -364,8 +459,8 @@ public final class TripBoxIndex: Sendable {
     let south = box.south
     let north = box.north
     return state.cells.withUnsafeBufferPointer { cellBuffer in
-      state.names.withUnsafeBufferPointer { names in
-        let cells = BoxPageHeap.Cells(cells: cellBuffer, names: names)
+      state.text.withUnsafeBufferPointer { text in
+        let cells = BoxPageHeap.Cells(cells: cellBuffer, text: text)
         for range in ranges where range.west <= range.east {
           for row in row(south)...row(north) {
             for column in column(range.west)...column(range.east) {
@@ -407,19 +502,19 @@ struct BoxPageHeap {
     items.reserveCapacity(min(capacity, 4096))
   }
 
-  /// The index's cells and names, borrowed for one page.
+  /// The index's cells and text, borrowed for one page.
   struct Cells {
     let cells: UnsafeBufferPointer<[TripBoxIndex.Entry]>
-    let names: UnsafeBufferPointer<UInt8>
+    let text: UnsafeBufferPointer<UInt8>
 
     subscript(_ item: Item) -> TripBoxIndex.Entry { cells[Int(item.cell)][Int(item.slot)] }
 
     /// The name of `entry`'s bytes against `other`'s: negative, zero or positive.
     func compareNames(_ entry: TripBoxIndex.Entry, _ other: TripBoxIndex.Entry) -> Int {
       let left = UnsafeBufferPointer(
-        rebasing: names[Int(entry.nameOffset)..<Int(entry.nameOffset) + Int(entry.nameLength)])
+        rebasing: text[Int(entry.name.offset)..<Int(entry.name.offset) + Int(entry.name.length)])
       let right = UnsafeBufferPointer(
-        rebasing: names[Int(other.nameOffset)..<Int(other.nameOffset) + Int(other.nameLength)])
+        rebasing: text[Int(other.name.offset)..<Int(other.name.offset) + Int(other.name.length)])
       let common = min(left.count, right.count)
       if common > 0, let a = left.baseAddress, let b = right.baseAddress {
         let order = memcmp(a, b, common)
@@ -445,8 +540,8 @@ struct BoxPageHeap {
     }
   }
 
-  func sorted(in cells: Cells) -> [Int64] {
-    items.sorted { precedes($0, $1, cells) }.map { cells[$0].key }
+  func sorted(in cells: Cells) -> [TripBoxIndex.Entry] {
+    items.sorted { precedes($0, $1, cells) }.map { cells[$0] }
   }
 
   /// SQL's order of the page: start date, then name by its bytes (code points), each

@@ -119,68 +119,47 @@ public final class TripStore {
   public func page(_ query: TripQuery, index: TripBoxIndex) throws -> (
     trips: [Trip], matched: Int
   ) {
-    guard
-      let answer = try indexedPage(
-        query, index, read: { try resolved(context.models(for: $0, as: Trip.self)) })
-    else { return try page(query) }
-    return (answer.items, answer.matched)
+    if query.isPagedBox, let box = query.bbox, let limit = query.limit {
+      let answer = try run {
+        try context.withSnapshot { () throws -> (trips: [Trip], matched: Int)? in
+          let token = try context.currentHistoryToken()
+          guard
+            let (keys, matched) = index.page(
+              box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
+              token: token, context: context)
+          else { return nil }
+          return (try resolved(context.models(for: keys, as: Trip.self)), matched)
+        }
+      }
+      if let answer { return answer }
+    }
+    return try page(query)
   }
 
   /// One page of the trips matching `query` as records, and how many match in all: what
-  /// ``page(_:index:)`` answers, with the index's page read from the rows' columns, without
-  /// making models (no identity map, no fault to resolve, nothing to release): what a service
-  /// writes out. Without an index, ``page(_:)``'s trips as records.
+  /// ``page(_:index:)`` answers, with the index's page made from the index's own copy of the
+  /// trips, without reading a row or making a model (no identity map, no fault to resolve,
+  /// nothing to release): what a service writes out. Without an index, ``page(_:)``'s trips
+  /// as records.
   ///
-  /// Cost: as ``page(_:index:)``; the page's rows by key, O(page × log n), each place
-  /// identifier decoded from its bytes.
+  /// Cost with the index: O(c + m log k) in memory (``TripBoxIndex``), plus O(t + changes)
+  /// to follow t transactions since its last answer, plus O(page) to make the records; the
+  /// store is asked only for its current history token (and the changes, if any).
   public func pageRecords(_ query: TripQuery, index: TripBoxIndex?) throws -> (
     records: [TripRecord], matched: Int
   ) {
-    if let index, let answer = try indexedPage(query, index, read: records) {
-      return (answer.items, answer.matched)
+    if let index, query.isPagedBox, let box = query.bbox, let limit = query.limit {
+      let answer = try run {
+        try context.withSnapshot {
+          index.pageRecords(
+            box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
+            token: try context.currentHistoryToken(), context: context)
+        }
+      }
+      if let answer { return answer }
     }
     let (trips, matched) = try page(query)
     return (trips.map(\.record), matched)
-  }
-
-  /// The page `index` chooses for `query`, its trips read by `read` in the same snapshot; nil
-  /// when the index does not answer such a query or this snapshot.
-  private func indexedPage<Item>(
-    _ query: TripQuery, _ index: TripBoxIndex, read: ([PersistentIdentifier]) throws -> [Item]
-  ) throws -> (items: [Item], matched: Int)? {
-    guard query.isPagedBox, let box = query.bbox, let limit = query.limit else { return nil }
-    return try run {
-      try context.withSnapshot {
-        let token = try context.currentHistoryToken()
-        guard
-          let (keys, matched) = index.page(
-            box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
-            token: token, context: context)
-        else { return nil }
-        return (try read(keys), matched)
-      }
-    }
-  }
-
-  /// The records of `identifiers`, in that order, from their rows' columns.
-  private func records(_ identifiers: [PersistentIdentifier]) throws -> [TripRecord] {
-    var byKey: [Int64: TripRecord] = [:]
-    byKey.reserveCapacity(identifiers.count)
-    try context.enumerateValues(
-      FetchDescriptor<Trip>(),
-      [
-        \.id, \.name, \.destination, \.startDate, \.endDate, \.latitude, \.longitude,
-        \.placeIdentifier,
-      ], identifiers: identifiers
-    ) { row in
-      byKey[row.identifier.primaryKey] = TripRecord(
-        id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
-        destination: try row.value(String.self, at: 2),
-        startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
-        latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
-        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue)
-    }
-    return identifiers.compactMap { byKey[$0.primaryKey] }
   }
 
   /// The coordinates of the trips matching `query`, in its order, read from their two columns

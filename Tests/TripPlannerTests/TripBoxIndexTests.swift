@@ -45,7 +45,9 @@ struct TripBoxIndexTests {
     let day = Int.random(in: 0..<12, using: &generator)
     let start = TripDates.parse("2027-01-01")!.addingTimeInterval(Double(day) * 86_400)
     return TripRecord(
-      name: names.randomElement(using: &generator)!, destination: "D", startDate: start,
+      name: names.randomElement(using: &generator)!,
+      destination: ["D", "Düsseldorf", "A long destination name beyond fifteen bytes"]
+        .randomElement(using: &generator)!, startDate: start,
       endDate: start.addingTimeInterval(86_400), latitude: latitude, longitude: longitude,
       placeIdentifier: Bool.random(using: &generator)
         ? "geonames:\(Int.random(in: 1...99, using: &generator))" : nil)
@@ -123,22 +125,26 @@ struct TripBoxIndexTests {
         let answered = try reader.page(query, index: index)
         #expect(answered.trips.map(\.id) == expected.trips.map(\.id), "\(step) \(box)")
         #expect(answered.matched == expected.matched, "\(step) \(box)")
+        let records = try reader.pageRecords(query, index: index)
+        #expect(records.records == expected.trips.map(\.record), "\(step) \(box)")
       }
     }
     try check("built")
     let all = try writer.trips()
     for (number, trip) in all.prefix(60).enumerated() {
       _ = try writer.update(trip.id) { record in
-        switch number % 3 {
+        switch number % 6 {
         case 0: (record.latitude, record.longitude) = (-17.7134, 178.065)
         case 1: record.name = "Änderung \(number)"
-        default: record.startDate = record.startDate.addingTimeInterval(-86_400 * 30)
+        case 2: record.startDate = record.startDate.addingTimeInterval(-86_400 * 30)
+        case 3: record.endDate = record.endDate.addingTimeInterval(86_400 * 3)
+        case 4: record.placeIdentifier = record.placeIdentifier == nil ? "wikidata:Q\(number)" : nil
+        default: record.destination = "Zielort \(number)"
         }
       }
     }
     _ = try writer.delete(all.suffix(40).map(\.id))
     _ = try writer.importRecords((0..<50).map { _ in Self.record(&generator) })
-    // A change of what the index does not hold leaves it alone, and is followed all the same.
     _ = try writer.update(all[100].id) { $0.destination = "Elsewhere" }
     try check("changed")
     #expect(index.count == 310)
@@ -182,33 +188,51 @@ struct TripBoxIndexTests {
     #expect(index.answeredPages.load(ordering: .relaxed) == 1)
   }
 
-  @Test("the name arena compacts without changing a page; keys far beyond the store's go aside")
+  @Test("the text arena compacts without changing a page; keys far beyond the store's go aside")
   func arenaAndKeys() throws {
     let token = HistoryToken(storeIdentifier: UUID(), value: 1)
     var state = TripBoxIndex.State(token: token)
     var generator = SeededGenerator(seed: 5)
     var expectedBytes = 0
+    var kept: [Int64: TripRecord] = [:]
     for key in 1...400 {
       let name =
         String(repeating: "ä", count: Int.random(in: 0..<30, using: &generator)) + "\(key % 7)"
-      state.insert(
-        key: key == 400 ? 1 << 40 : Int64(key), longitude: Double(key % 20) / 10,
-        latitude: Double(key % 13) / 10, start: Double(key % 5), name: name)
-      if key % 2 == 0 { expectedBytes += name.utf8.count }
+      let record = TripRecord(
+        id: UUID(), name: name, destination: "Ziel \(key % 11)",
+        startDate: Date(timeIntervalSinceReferenceDate: Double(key % 5)),
+        endDate: Date(timeIntervalSinceReferenceDate: Double(key % 5 + 3)),
+        latitude: Double(key % 13) / 10, longitude: Double(key % 20) / 10,
+        placeIdentifier: key % 3 == 0 ? nil : "geonames:\(key)")
+      let storedKey: Int64 = key == 400 ? 1 << 40 : Int64(key)
+      state.insert(key: storedKey, record)
+      if key % 2 == 0 {
+        expectedBytes +=
+          name.utf8.count + record.destination.utf8.count
+          + (record.placeIdentifier?.utf8.count ?? 0)
+        kept[storedKey] = record
+      }
     }
-    #expect(state.sparseCells.count == 1)
+    #expect(state.sparseSlots.count == 1)
     for key in stride(from: 1, through: 399, by: 2) { state.remove(Int64(key)) }
     #expect(state.count == 200)
     let box = GeographicBox(west: 0, south: 0, east: 2, north: 2)
-    let before = TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50)
-    let reversed = TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500)
-    state.compactNames()
-    #expect(state.names.count == expectedBytes)
-    #expect(TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50) == before)
-    #expect(TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500) == reversed)
-    #expect(reversed.matched == 200 && reversed.keys.count == 200)
+    func keys(_ page: (entries: [TripBoxIndex.Entry], matched: Int)) -> ([Int64], Int) {
+      (page.entries.map(\.key), page.matched)
+    }
+    let before = keys(TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50))
+    let reversed = keys(TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500))
+    state.compactText()
+    #expect(state.text.count == expectedBytes)
+    #expect(
+      keys(TripBoxIndex.page(state, box: box, reverse: false, offset: 3, limit: 50)) == before)
+    let after = TripBoxIndex.page(state, box: box, reverse: true, offset: 0, limit: 500)
+    #expect(keys(after) == reversed)
+    #expect(reversed.1 == 200 && reversed.0.count == 200)
+    // Every record, made from the compacted arena, is the one inserted.
+    #expect(after.entries.map { state.record($0) } == after.entries.map { kept[$0.key] })
     state.remove(1 << 40)
-    #expect(state.sparseCells.isEmpty && state.count == 199)
+    #expect(state.sparseSlots.isEmpty && state.count == 199)
     #expect(state.cell(of: 2) != nil && state.cell(of: 3) == nil)
   }
 
