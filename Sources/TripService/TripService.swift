@@ -26,8 +26,9 @@ public struct ServiceConfiguration: Sendable {
   public var drainSeconds = 10.0
   /// How the live streams treat their clients.
   public var streams = StreamSettings()
-  /// Answer `items?bbox=…` pages by start date from a `TripBoxIndex` in memory (built before
-  /// the service listens, about 75 bytes a trip, followed through the store's history), rather
+  /// Answer `items?bbox=…` pages by start date from a `TripBoxIndex` in memory (a copy of the
+  /// trips built before the service listens, about 140 bytes a trip, followed through the
+  /// store's history), rather
   /// than from the store's index on longitude, which visits every trip in the box's band of
   /// longitude for each page. Off for a server with less memory than trips to spare.
   public var indexesBoxesInMemory = true

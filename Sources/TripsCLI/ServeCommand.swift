@@ -37,7 +37,7 @@ enum ServeCommand: Subcommand {
   static let noBoxIndex = Flag(
     name: "no-box-index",
     help:
-      "Answer bbox pages from the store alone, without the index in memory (about 75 bytes a trip, built at start)."
+      "Answer bbox pages from the store alone, without the index in memory (about 140 bytes a trip, built at start)."
   )
   static let insecureHTTP = Flag(
     name: "insecure-http",
