@@ -114,12 +114,19 @@ public final class TripBoxIndex: Sendable {
 
     /// Adds the trip `record` (whose `id` is set) stored under `key`.
     mutating func insert(key: Int64, _ record: TripRecord) {
+      let (cell, entry) = add(key: key, record)
+      cells[Int(cell)].append(entry)
+    }
+
+    /// Records the trip `record` stored under `key` by its key, and returns its cell and the
+    /// entry that goes into it, which the caller puts there (``insert(key:_:)`` at once,
+    /// ``place(_:)`` for a build).
+    mutating func add(key: Int64, _ record: TripRecord) -> (cell: Int32, entry: Entry) {
       let entry = Entry(
         longitude: record.longitude, latitude: record.latitude,
         start: record.startDate.timeIntervalSinceReferenceDate, key: key,
         name: append(record.name))
       let cell = TripBoxIndex.cell(latitude: record.latitude, longitude: record.longitude)
-      cells[cell].append(entry)
       setSlot(
         Slot(
           cell: Int32(cell), end: record.endDate.timeIntervalSinceReferenceDate,
@@ -127,6 +134,38 @@ public final class TripBoxIndex: Sendable {
           place: record.placeIdentifier.map { append($0) } ?? .none),
         of: key)
       count += 1
+      return (Int32(cell), entry)
+    }
+
+    /// Puts the entries of a build into their cells, each cell's array made once at its size,
+    /// in the order given: a counting sort by cell. Appending them one by one, each append
+    /// touches a random cell's array, a cache miss each (a tenth of a build at a million
+    /// trips). O(n + cells).
+    mutating func place(_ pending: [(cell: Int32, entry: Entry)]) {
+      var counts = [Int32](repeating: 0, count: cells.count + 1)
+      for item in pending { counts[Int(item.cell) + 1] += 1 }
+      for cell in 0..<cells.count { counts[cell + 1] += counts[cell] }
+      // counts[c] is now where cell c's entries start in `sorted`.
+      var next = counts
+      let sorted = [Entry](unsafeUninitializedCapacity: pending.count) { buffer, initialized in
+        for item in pending {
+          let position = Int(next[Int(item.cell)])
+          (buffer.baseAddress! + position).initialize(to: item.entry)
+          next[Int(item.cell)] += 1
+        }
+        initialized = pending.count
+      }
+      sorted.withUnsafeBufferPointer { sorted in
+        for cell in 0..<cells.count where counts[cell + 1] > counts[cell] {
+          let slice = UnsafeBufferPointer(
+            rebasing: sorted[Int(counts[cell])..<Int(counts[cell + 1])])
+          if cells[cell].isEmpty {
+            cells[cell] = Array(slice)
+          } else {
+            cells[cell].append(contentsOf: slice)
+          }
+        }
+      }
     }
 
     mutating func remove(_ key: Int64) {
@@ -168,11 +207,9 @@ public final class TripBoxIndex: Sendable {
       unusedTextBytes = 0
     }
 
-    /// Each array with the capacity it needs and no more (after a build). O(n).
+    /// The text and the slots with the capacity they need and no more (after a build, whose
+    /// cells ``place(_:)`` made at their sizes). O(n).
     mutating func shrink() {
-      for cell in cells.indices where cells[cell].capacity > cells[cell].count {
-        cells[cell] = Self.exact(cells[cell])
-      }
       text = Self.exact(text)
       denseSlots = Self.exact(denseSlots)
     }
@@ -355,9 +392,11 @@ public final class TripBoxIndex: Sendable {
   /// The index of every trip in the snapshot `context` reads. O(n).
   static func built(token: HistoryToken, context: ModelContext) throws -> State {
     var state = State(token: token)
+    var pending: [(cell: Int32, entry: Entry)] = []
     try context.enumerateValues(FetchDescriptor<Trip>(), keyPaths) { row in
-      try insert(row, into: &state)
+      pending.append(state.add(key: row.identifier.primaryKey, try record(row)))
     }
+    state.place(pending)
     state.shrink()
     return state
   }
@@ -414,14 +453,17 @@ public final class TripBoxIndex: Sendable {
   }
 
   private static func insert(_ row: borrowing ValueRow<Trip>, into state: inout State) throws {
-    state.insert(
-      key: row.identifier.primaryKey,
-      TripRecord(
-        id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
-        destination: try row.value(String.self, at: 2),
-        startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
-        latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
-        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue))
+    state.insert(key: row.identifier.primaryKey, try record(row))
+  }
+
+  /// The record of a row read with ``keyPaths``.
+  private static func record(_ row: borrowing ValueRow<Trip>) throws -> TripRecord {
+    TripRecord(
+      id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
+      destination: try row.value(String.self, at: 2),
+      startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
+      latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
+      placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue)
   }
 
   static func cell(latitude: Double, longitude: Double) -> Int {
