@@ -1,3 +1,5 @@
+import Persistence
+
 /// Identifies a place in an outside gazetteer, such as `geonames:1850147`.
 ///
 /// It stands for a type the project does not own (like MapKit's `MKMapItem.Identifier`): a
@@ -12,6 +14,10 @@ public final class PlaceIdentifier: Codable, Hashable, Sendable, CustomStringCon
     guard !rawValue.allSatisfy(\.isWhitespace) else { return nil }
     self.rawValue = rawValue
   }
+
+  /// An identifier as stored, taken as ``init(from:)`` takes it (without the check of
+  /// ``init(rawValue:)``).
+  fileprivate init(stored rawValue: String) { self.rawValue = rawValue }
 
   /// Equal when the raw values are equal.
   public static func == (lhs: PlaceIdentifier, rhs: PlaceIdentifier) -> Bool {
@@ -36,5 +42,18 @@ public final class PlaceIdentifier: Codable, Hashable, Sendable, CustomStringCon
   public func encode(to encoder: any Encoder) throws {
     var container = encoder.container(keyedBy: CodingKeys.self)
     try container.encode(rawValue, forKey: .rawValue)
+  }
+}
+
+extension PlaceIdentifier: StoredJSONRepresentable {
+  /// Writes `{"rawValue": "…"}` as ``encode(to:)`` does, without an encoder's containers.
+  public func writeStoredJSON(to object: inout StoredJSONObjectWriter) {
+    object.write(rawValue, forKey: "rawValue")
+  }
+
+  /// Reads `{"rawValue": "…"}` as ``init(from:)`` does (other keys ignored), without a
+  /// decoder's containers.
+  public convenience init(storedJSON object: StoredJSONObjectReader) throws {
+    self.init(stored: try object.string(forKey: "rawValue"))
   }
 }

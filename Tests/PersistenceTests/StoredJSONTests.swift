@@ -1,5 +1,6 @@
 import Foundation
 import Persistence
+import Synchronization
 import TestSupport
 import Testing
 
@@ -55,6 +56,53 @@ struct StoredJSONTests {
       try container.encode(extra, forKey: .extra)
       try super.encode(to: container.superEncoder())
     }
+  }
+
+  /// `Flat`'s members, written and read directly (``StoredJSONRepresentable``), counting each
+  /// direct write and read (only the test of direct types uses it).
+  struct Direct: Codable, Equatable, StoredJSONRepresentable {
+    var rawValue: String
+    var count: Int
+    var flag: Bool
+    var note: String?
+
+    static let writes = Atomic<Int>(0)
+    static let reads = Atomic<Int>(0)
+
+    init(rawValue: String, count: Int, flag: Bool, note: String?) {
+      (self.rawValue, self.count, self.flag, self.note) = (rawValue, count, flag, note)
+    }
+
+    func writeStoredJSON(to object: inout StoredJSONObjectWriter) {
+      Self.writes.add(1, ordering: .relaxed)
+      object.write(count, forKey: "count")
+      object.write(flag, forKey: "flag")
+      object.writeIfPresent(note, forKey: "note")
+      object.write(rawValue, forKey: "rawValue")
+    }
+
+    init(storedJSON object: StoredJSONObjectReader) throws {
+      rawValue = try object.string(forKey: "rawValue")
+      count = try object.integer(forKey: "count")
+      flag = try object.bool(forKey: "flag")
+      note = try object.stringIfPresent(forKey: "note")
+      Self.reads.add(1, ordering: .relaxed)
+    }
+  }
+
+  /// Writes its keys out of order and declines every read: both go through `Codable`.
+  struct Declining: Codable, Equatable, StoredJSONRepresentable {
+    var b = "second"
+    var a = 1
+
+    init() {}
+
+    func writeStoredJSON(to object: inout StoredJSONObjectWriter) {
+      object.write(b, forKey: "b")
+      object.write(a, forKey: "a")
+    }
+
+    init(storedJSON object: StoredJSONObjectReader) throws { throw CocoaError(.coderInvalidValue) }
   }
 
   func foundationBytes(_ value: some Encodable) throws -> Data {
@@ -391,6 +439,77 @@ struct StoredJSONTests {
       }
     }
     #expect(answered > 100, "the mutations should leave many documents decodable")
+  }
+
+  @Test(
+    "types that write and read their own JSON: Foundation's bytes and values, Codable's where they decline, Foundation's errors"
+  )
+  func directTypes() throws {
+    var generator = SeededGenerator(seed: 41)
+    let pieces = ["a", "é", "😀", "\"", "\\", "/", "\n", "\u{1}", "\u{7F}", " ", "geonames:", "0"]
+    func text() -> String {
+      (0..<Int(generator.next() % 6)).map { _ in pieces[Int(generator.next() % 12)] }.joined()
+    }
+    let (writes, reads) = (
+      Direct.writes.load(ordering: .relaxed), Direct.reads.load(ordering: .relaxed)
+    )
+    for _ in 0..<500 {
+      let value = Direct(
+        rawValue: text(),
+        count: [0, -1, 42, .max, .min][Int(generator.next() % 5)],
+        flag: generator.next() % 2 == 0, note: generator.next() % 3 == 0 ? nil : text())
+      let theirs = try foundationBytes(value)
+      #expect(try encodeStoredJSON(value) == theirs, "\(String(decoding: theirs, as: UTF8.self))")
+      #expect(try decodeStoredJSON(Direct.self, from: theirs) == value)
+      // Spelled otherwise: spaces, escapes Foundation does not write, the keys reordered, and
+      // `null` for the absent note.
+      let spelled = Data(
+        #"{ "rawValue" : "\u0041\/" , "note" : null, "flag":true, "count" : -7 }"#.utf8)
+      #expect(
+        try decodeStoredJSON(Direct.self, from: spelled)
+          == JSONDecoder().decode(Direct.self, from: spelled))
+    }
+    #expect(Direct.writes.load(ordering: .relaxed) - writes == 500)
+    #expect(Direct.reads.load(ordering: .relaxed) - reads == 1000)
+    // Wrong kinds of value: the direct read throws, and Foundation's error is what comes out.
+    for text in [
+      #"{"rawValue":1,"count":1,"flag":true}"#, #"{"rawValue":"x","count":"1","flag":true}"#,
+      #"{"rawValue":"x","count":1.5,"flag":true}"#, #"{"rawValue":"x","count":1,"flag":1}"#,
+      #"{"rawValue":"x","count":1,"flag":true,"note":7}"#, #"{"count":1,"flag":true}"#,
+      #"{"rawValue":"x","count":99999999999999999999,"flag":true}"#, #"["x"]"#,
+    ] {
+      #expect(throws: (any Error).self, "\(text)") {
+        try decodeStoredJSON(Direct.self, from: Data(text.utf8))
+      }
+      #expect(throws: (any Error).self) {
+        try JSONDecoder().decode(Direct.self, from: Data(text.utf8))
+      }
+    }
+    // Mutations of a direct type's encoding: whenever it answers, Foundation answers the same.
+    let seed = [UInt8](
+      try foundationBytes(Direct(rawValue: "a\"/é", count: -3, flag: true, note: "n")))
+    let alphabet = Array(#"{}[],:"\ u0123456789abcdefnulltruefalse-+.eE/é"#.utf8)
+    var answered = 0
+    for _ in 0..<3000 {
+      var bytes = seed
+      for _ in 0..<(1 + Int(generator.next() % 3)) {
+        let position = Int(generator.next() % UInt64(bytes.count + 1))
+        switch generator.next() % 3 {
+        case 0 where position < bytes.count:
+          bytes[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
+        case 1 where position < bytes.count: bytes.remove(at: position)
+        default:
+          bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
+        }
+      }
+      if let fast = fastDecodeStoredJSON(Direct.self, from: Data(bytes)) {
+        answered += 1
+        #expect((try? JSONDecoder().decode(Direct.self, from: Data(bytes))) == fast, "\(bytes)")
+      }
+    }
+    #expect(answered > 100)
+    // Declined: keys out of order and a read that throws go through Codable, as Foundation.
+    try roundTrips(Declining())
   }
 
   @Test("the reader's UTF-8 check agrees with the standard library's on random bytes")

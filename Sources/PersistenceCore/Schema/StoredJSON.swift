@@ -268,6 +268,51 @@ enum StoredJSONText {
     return true
   }
 
+  // MARK: Writing
+
+  /// Appends a string as `JSONEncoder` writes it: `"`, `\` and `/` escaped, the usual short
+  /// escapes, other control characters as `\u00XX`, everything else as UTF-8.
+  static func appendString(_ text: String, to output: inout [UInt8]) {
+    output.append(UInt8(ascii: "\""))
+    // Most text needs no escape: copied whole (about a tenth of the byte-by-byte cost).
+    var text = text
+    let plain = text.withUTF8 { bytes in
+      guard !bytes.contains(where: needsEscape) else { return false }
+      output.append(contentsOf: bytes)
+      return true
+    }
+    if plain {
+      output.append(UInt8(ascii: "\""))
+      return
+    }
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
+      case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
+      case UInt8(ascii: "/"): output.append(contentsOf: "\\/".utf8)
+      case 0x0A: output.append(contentsOf: "\\n".utf8)
+      case 0x0D: output.append(contentsOf: "\\r".utf8)
+      case 0x09: output.append(contentsOf: "\\t".utf8)
+      case 0x08: output.append(contentsOf: "\\b".utf8)
+      case 0x0C: output.append(contentsOf: "\\f".utf8)
+      case 0..<0x20:
+        let hex = Array("0123456789abcdef".utf8)
+        output.append(contentsOf: "\\u00".utf8)
+        output.append(hex[Int(byte >> 4)])
+        output.append(hex[Int(byte & 0xF)])
+      default: output.append(byte)
+      }
+    }
+    output.append(UInt8(ascii: "\""))
+  }
+
+  /// Whether `JSONEncoder` writes the byte escaped: `"`, `\\`, `/` and control characters.
+  @inline(__always)
+  static func needsEscape(_ byte: UInt8) -> Bool {
+    byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+      || byte == UInt8(ascii: "/")
+  }
+
   // MARK: Reading checked text
 
   /// The position just past the value at `start` in checked text. O(the value's length).
@@ -396,6 +441,7 @@ func fastDecodeStoredJSON<Value: Decodable>(_: Value.Type, bytes: UnsafeRawBuffe
   guard let start = try? text.withUnsafeBufferPointer({ try StoredJSONText.check($0) }) else {
     return nil
   }
+  if let value = StoredJSONDirect.read(Value.self, text, at: start) { return value }
   return try? Value(from: StoredJSONDecoder(text: text, position: start, codingPath: []))
 }
 
@@ -663,6 +709,7 @@ func encodeStoredJSON<Value: Encodable>(_ value: Value) throws -> Data {
 func withFastStoredJSON<Value: Encodable>(
   _ value: Value, _ body: (UnsafeRawBufferPointer) -> Void
 ) -> Bool {
+  if StoredJSONDirect.withBytes(value, body) { return true }
   let writer = StoredJSONWriter.take()
   defer { writer.giveBack() }
   guard (try? writer.write(value, depth: 0, slot: writer.rootSlot)) != nil, !writer.failed else {
@@ -856,48 +903,7 @@ private final class StoredJSONWriter {
     output.append(contentsOf: String(value).utf8)
   }
 
-  /// Writes a string as `JSONEncoder` does: `"`, `\` and `/` escaped, the usual short escapes,
-  /// other control characters as `\u00XX`, everything else as UTF-8.
-  func writeString(_ text: String) {
-    output.append(UInt8(ascii: "\""))
-    // Most text needs no escape: copied whole (about a tenth of the byte-by-byte cost).
-    var text = text
-    let plain = text.withUTF8 { bytes in
-      guard !bytes.contains(where: Self.needsEscape) else { return false }
-      output.append(contentsOf: bytes)
-      return true
-    }
-    if plain {
-      output.append(UInt8(ascii: "\""))
-      return
-    }
-    for byte in text.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
-      case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
-      case UInt8(ascii: "/"): output.append(contentsOf: "\\/".utf8)
-      case 0x0A: output.append(contentsOf: "\\n".utf8)
-      case 0x0D: output.append(contentsOf: "\\r".utf8)
-      case 0x09: output.append(contentsOf: "\\t".utf8)
-      case 0x08: output.append(contentsOf: "\\b".utf8)
-      case 0x0C: output.append(contentsOf: "\\f".utf8)
-      case 0..<0x20:
-        let hex = Array("0123456789abcdef".utf8)
-        output.append(contentsOf: "\\u00".utf8)
-        output.append(hex[Int(byte >> 4)])
-        output.append(hex[Int(byte & 0xF)])
-      default: output.append(byte)
-      }
-    }
-    output.append(UInt8(ascii: "\""))
-  }
-
-  /// Whether `JSONEncoder` writes the byte escaped: `"`, `\\`, `/` and control characters.
-  @inline(__always)
-  static func needsEscape(_ byte: UInt8) -> Bool {
-    byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
-      || byte == UInt8(ascii: "/")
-  }
+  func writeString(_ text: String) { StoredJSONText.appendString(text, to: &output) }
 
   /// Opens the container of the value at `slot` of `depth`, or finds the one it already
   /// opened (Foundation lets a value ask twice); the frame's id, 0 when failed.
@@ -945,7 +951,7 @@ private final class StoredJSONWriter {
     let start = output.count + (frames[depth].count > 0 ? 1 : 0)
     let written = name.withUTF8 { bytes -> Bool in
       // Keys outside printable ASCII need escapes or Foundation's ordering.
-      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && !Self.needsEscape($0) }) else {
+      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && !StoredJSONText.needsEscape($0) }) else {
         return false
       }
       let frameState = frames[depth]
