@@ -14,12 +14,18 @@ import Synchronization
 /// conformance against Foundation in tests, as `PlaceIdentifier`'s tests do.
 ///
 /// ```swift
-/// extension PlaceIdentifier: StoredJSONRepresentable {
-///   public func writeStoredJSON(to object: inout StoredJSONObjectWriter) {
-///     object.write(rawValue, forKey: "rawValue")
+/// struct GazetteerEntry: Codable, StoredJSONRepresentable {
+///   var source: String  // "geonames"
+///   var code: String  // "1850147"
+///
+///   func writeStoredJSON(to object: inout StoredJSONObjectWriter) {
+///     object.write(code, forKey: "code")  // keys in byte order, as .sortedKeys
+///     object.write(source, forKey: "source")
 ///   }
-///   public convenience init(storedJSON object: StoredJSONObjectReader) throws {
-///     self.init(rawValue: try object.string(forKey: "rawValue"))
+///
+///   init(storedJSON object: StoredJSONObjectReader) throws {
+///     code = try object.string(forKey: "code")
+///     source = try object.string(forKey: "source")
 ///   }
 /// }
 /// ```
