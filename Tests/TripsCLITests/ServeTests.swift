@@ -326,6 +326,59 @@ struct ServeTests {
     }
   }
 
+  @Test(
+    "bbox pages written from the index in memory are byte for byte the store's, after every kind of change by another process"
+  )
+  func indexedPagesEqualTheStores() throws {
+    let scratch = Scratch()
+    var records = Self.randomTrips(1_500, seed: 77)
+    for index in records.indices where index % 3 != 0 {
+      records[index].placeIdentifier = "geonames:\(index)/\"x\""
+    }
+    let file = scratch.file("random.json")
+    try TripFileFormat.json.encode(records).write(to: file)
+    #expect(try trips(["import", file.path], store: scratch.store).status == 0)
+    let indexed = try ServerProcess(store: scratch.store)
+    defer { _ = indexed.stop() }
+    let plain = try ServerProcess(store: scratch.store, ["--no-box-index"])
+    defer { _ = plain.stop() }
+    /// The page without what differs between two servers: its time stamp and their ports.
+    func page(_ server: ServerProcess, _ query: String) throws -> String {
+      let reply = try server.request("/collections/trips/items?\(query)")
+      #expect(reply.status == 200, "\(query): \(reply.text)")
+      return reply.text.replacing(/"timeStamp":"[^"]*"/, with: "")
+        .replacing(/127\.0\.0\.1:[0-9]+/, with: "HOST")
+    }
+    let queries = [
+      "bbox=-180,-90,180,90&limit=10000", "bbox=170,-60,-170,60&limit=50&offset=7",
+      "bbox=-20,-45,60,45&limit=100&sortby=-startDate", "bbox=-180,0,0,90&limit=3&f=json",
+    ]
+    func compare(_ step: String) throws {
+      for query in queries {
+        let expected = try page(plain, query)
+        #expect(try page(indexed, query) == expected, "\(step): \(query)")
+        #expect(expected.contains("\"features\":[{"), "\(step): \(query) is not empty")
+      }
+    }
+    try compare("imported")
+    let writer = try TripStore(url: scratch.store, author: "other")
+    for (number, record) in records.prefix(120).enumerated() {
+      _ = try writer.update(record.id!) { trip in
+        switch number % 6 {
+        case 0: trip.name = "Renamed \(number) \u{e9}"
+        case 1: trip.destination = "Elsewhere \(number)"
+        case 2: trip.endDate = trip.endDate.addingTimeInterval(86_400 * 9)
+        case 3: trip.placeIdentifier = trip.placeIdentifier == nil ? "wikidata:Q\(number)" : nil
+        case 4: (trip.latitude, trip.longitude) = (-16.5, 179.99)
+        default: trip.startDate = trip.startDate.addingTimeInterval(-86_400 * 40)
+        }
+      }
+    }
+    _ = try writer.delete(records.suffix(50).map { $0.id! })
+    #expect(try writer.importRecords(Self.randomTrips(80, seed: 78)) == 80)
+    try compare("changed")
+  }
+
   /// Random trips on both sides of the antimeridian and near the poles.
   static func randomTrips(_ count: Int, seed: UInt64) -> [TripRecord] {
     var generator = SeededGenerator(seed: seed)
