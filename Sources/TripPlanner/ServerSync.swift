@@ -73,7 +73,7 @@ public final class ServerSync: Sendable {
   private let history: HistoryObserver
   private let onEvent: @Sendable (Event) -> Void
   private let observation = Mutex<ObservationTrackingToken?>(nil)
-  private let stream = Mutex<ItemsStreamClient?>(nil)
+  private let stream = Mutex<(any EventStreamFollower)?>(nil)
   private let stateLock = Mutex(())
 
   private struct TripStoreBox: @unchecked Sendable {
@@ -203,9 +203,8 @@ public final class ServerSync: Sendable {
       observation.withLock { $0 = started }
     }
     if directions.contains(.pull) {
-      let client = ItemsStreamClient(
-        url: server.appendingPathComponent("collections/trips/items/stream")
-      ) { [weak self] event in
+      let url = server.appendingPathComponent("collections/trips/items/stream")
+      let handler: @Sendable (ItemsStreamClient.Event) -> Void = { [weak self] event in
         guard let self else { return }
         switch event {
         case .connected, .changed:
@@ -219,6 +218,12 @@ public final class ServerSync: Sendable {
           self.onEvent(.failed(error))
         }
       }
+      // Plain HTTP on a socket of its own (URLSession spins while a stream is quiet); TLS
+      // through URLSession.
+      let client: any EventStreamFollower =
+        url.scheme?.lowercased() == "http"
+        ? PlainEventStream(url: url, handler: handler)
+        : ItemsStreamClient(url: url, handler: handler)
       stream.withLock { $0 = client }
       client.start()
     }

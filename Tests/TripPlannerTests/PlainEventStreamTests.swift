@@ -1,0 +1,94 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import TripPlanner
+
+@Suite("The plain-HTTP event stream reader")
+struct PlainEventStreamTests {
+  typealias Reader = PlainEventStream.ResponseReader
+
+  static let events = Array(
+    "retry: 2000\n\n: keep-alive\n\nevent: change\ndata: {\"a\":1}\n\nevent: change\ndata: 2\n\n"
+      .utf8)
+
+  static func chunked(_ body: [UInt8], sizes: [Int]) -> [UInt8] {
+    var out = Array(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        .utf8)
+    var rest = body[...]
+    var index = 0
+    while !rest.isEmpty {
+      let size = min(sizes[index % sizes.count], rest.count)
+      index += 1
+      out += Array(String(size, radix: 16).utf8) + [13, 10] + rest.prefix(size) + [13, 10]
+      rest = rest.dropFirst(size)
+    }
+    return out + Array("0\r\n\r\n".utf8)
+  }
+
+  @Test("a chunked stream read in any pieces: the status once, the body whole, two events, its end")
+  func chunkedInPieces() throws {
+    var generator = SeededGenerator(seed: 3)
+    for round in 0..<300 {
+      let wire = Self.chunked(Self.events, sizes: [1 + round % 7, 13, 2])
+      var reader = Reader()
+      var blocks = PlainEventStream.EventBlocks()
+      var statuses: [Int] = []
+      var body: [UInt8] = []
+      var events = 0
+      var ended = false
+      var position = 0
+      while position < wire.count {
+        let take = min(1 + Int(generator.next() % 9), wire.count - position)
+        let answer = try reader.feed(wire[position..<position + take])
+        position += take
+        if let status = answer.status { statuses.append(status) }
+        body += answer.body
+        events += blocks.feed(answer.body)
+        if answer.ended { ended = true }
+      }
+      #expect(statuses == [200] && body == Self.events && events == 2 && ended, "round \(round)")
+    }
+  }
+
+  @Test("a response without chunks passes its body through; another status is reported")
+  func plainAndStatus() throws {
+    var reader = Reader()
+    let head = Array("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n".utf8)
+    let first = try reader.feed((head + Self.events.prefix(20))[...])
+    #expect(first.status == 200 && first.body == Array(Self.events.prefix(20)))
+    #expect(try reader.feed(Self.events.dropFirst(20)).body == Array(Self.events.dropFirst(20)))
+    var refused = Reader()
+    #expect(try refused.feed(Array("HTTP/1.1 401 Unauthorized\r\n\r\n".utf8)[...]).status == 401)
+  }
+
+  @Test(
+    "garbage is an error, never a hang or a crash",
+    arguments: [
+      "SSH-2.0-OpenSSH_9.2\r\n\r\n", "HTTP/1.1 OK\r\n\r\n", "\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\n",
+    ])
+  func garbage(text: String) {
+    var reader = Reader()
+    #expect(throws: (any Error).self, "\(text.debugDescription)") {
+      _ = try reader.feed(Array(text.utf8)[...])
+    }
+  }
+
+  @Test("an endless head or chunk size line is refused at its limit")
+  func limits() {
+    var head = Reader()
+    #expect(throws: (any Error).self) {
+      _ = try head.feed(Array("HTTP/1.1 200 OK\r\nX: ".utf8)[...])
+      _ = try head.feed(ArraySlice(repeating: UInt8(ascii: "a"), count: 70_000))
+    }
+    var size = Reader()
+    #expect(throws: (any Error).self) {
+      _ = try size.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)[...])
+      _ = try size.feed(ArraySlice(repeating: UInt8(ascii: "1"), count: 2_000))
+    }
+  }
+}
