@@ -491,7 +491,9 @@ struct TerminalTests {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
     process.arguments = ["-qec", command, "/dev/null"]
-    process.environment = ["PATH": "/usr/bin:/bin", "TERM": "xterm"].merging(environment) { $1 }
+    process.environment = childEnvironment(["PATH": "/usr/bin:/bin", "TERM": "xterm"]).merging(
+      environment
+    ) { $1 }
     let out = Pipe()
     process.standardOutput = out
     process.standardInput = FileHandle.nullDevice

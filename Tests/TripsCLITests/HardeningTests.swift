@@ -15,9 +15,9 @@ func trips(
   let process = Process()
   process.executableURL = tripsExecutable
   process.arguments = arguments + (store.map { ["--store", $0.path] } ?? [])
-  process.environment = [
+  process.environment = childEnvironment([
     "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
-  ]
+  ])
   let errors = FileManager.default.temporaryDirectory.appendingPathComponent(
     "trips-err-\(UUID().uuidString)")
   _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
@@ -44,10 +44,10 @@ func shell(_ script: String, arguments: [String] = []) throws -> Run {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/bin/bash")
   process.arguments = ["-c", script, "sh"] + arguments
-  process.environment = [
+  process.environment = childEnvironment([
     "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
     "TRIPS": tripsExecutable.path,
-  ]
+  ])
   let out = Pipe()
   let err = Pipe()
   process.standardOutput = out

@@ -16,9 +16,9 @@ final class ServerProcess: @unchecked Sendable {
     process.arguments =
       ["serve", "--port", "0", "--store", store.isFileURL ? store.path : store.absoluteString]
       + extra
-    process.environment = [
+    process.environment = childEnvironment([
       "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
-    ]
+    ])
     let out = Pipe()
     process.standardOutput = out
     process.standardError = errors

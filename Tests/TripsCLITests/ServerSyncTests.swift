@@ -18,9 +18,9 @@ final class WatcherProcess {
     try #require(FileManager.default.createFile(atPath: err.path, contents: nil))
     process.executableURL = tripsExecutable
     process.arguments = ["sync", "watch"] + arguments
-    process.environment = [
+    process.environment = childEnvironment([
       "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
-    ]
+    ])
     process.standardOutput = try FileHandle(forWritingTo: out)
     process.standardError = try FileHandle(forWritingTo: err)
     try process.run()

@@ -28,11 +28,9 @@ func trips(
       ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", tripsExecutable.path]
       + (process.arguments ?? [])
   }
-  var env = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
-  // Sanitizer settings reach the child (Tools/sanitize.sh runs it instrumented too).
-  for key in ["ASAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"] {
-    if let value = ProcessInfo.processInfo.environment[key] { env[key] = value }
-  }
+  var env = childEnvironment([
+    "PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path,
+  ])
   env.merge(environment) { $1 }
   process.environment = env
   // Output goes to files, so that neither stream can fill a pipe and block the child.
@@ -113,11 +111,22 @@ func startWriters(_ authors: [String], script: String, store: URL) throws -> [Pr
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", script]
-    process.environment = [
+    process.environment = childEnvironment([
       "TRIPS": tripsExecutable.path, "STORE": store.path, "WHO": who, "PATH": "/usr/bin:/bin",
-    ]
+    ])
     process.standardOutput = FileHandle.nullDevice
     try process.run()
     return process
   }
+}
+
+/// `base` with this process's sanitizer settings, for every child the tests start: under
+/// `Tools/sanitize.sh` the child is instrumented too, and without `detect_leaks=0` its exit
+/// status would report the process-lifetime caches as leaks.
+func childEnvironment(_ base: [String: String]) -> [String: String] {
+  var environment = base
+  for key in ["ASAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"] {
+    if let value = ProcessInfo.processInfo.environment[key] { environment[key] = value }
+  }
+  return environment
 }
