@@ -119,20 +119,16 @@ public final class TripStore {
   public func page(_ query: TripQuery, index: TripBoxIndex) throws -> (
     trips: [Trip], matched: Int
   ) {
-    if query.isPagedBox, let box = query.bbox, let limit = query.limit {
-      let answer = try run {
-        try context.withSnapshot { () throws -> (trips: [Trip], matched: Int)? in
-          let token = try context.currentHistoryToken()
-          guard
-            let (keys, matched) = index.page(
-              box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
-              token: token, context: context)
-          else { return nil }
-          return (try resolved(context.models(for: keys, as: Trip.self)), matched)
-        }
-      }
-      if let answer { return answer }
+    let answer = try inIndexSnapshot(query) {
+      box, limit, token -> (trips: [Trip], matched: Int)? in
+      guard
+        let (keys, matched) = index.page(
+          box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
+          token: token, context: context)
+      else { return nil }
+      return (trips: try resolved(context.models(for: keys, as: Trip.self)), matched: matched)
     }
+    if let answer { return answer }
     return try page(query)
   }
 
@@ -148,18 +144,32 @@ public final class TripStore {
   public func pageRecords(_ query: TripQuery, index: TripBoxIndex?) throws -> (
     records: [TripRecord], matched: Int
   ) {
-    if let index, query.isPagedBox, let box = query.bbox, let limit = query.limit {
-      let answer = try run {
-        try context.withSnapshot {
+    if let index,
+      let answer = try inIndexSnapshot(
+        query,
+        { box, limit, token in
           index.pageRecords(
             box: box, reverse: query.reverse, offset: query.offset ?? 0, limit: limit,
-            token: try context.currentHistoryToken(), context: context)
-        }
-      }
-      if let answer { return answer }
+            token: token, context: context)
+        })
+    {
+      return answer
     }
     let (trips, matched) = try page(query)
     return (trips.map(\.record), matched)
+  }
+
+  /// What `answer` makes of a paged bbox query (``TripQuery/isPagedBox``), given its box, its
+  /// limit and the current history token, all in one snapshot; nil for other queries, or when
+  /// `answer` gives nil (the index cannot answer for this snapshot).
+  private func inIndexSnapshot<Answer>(
+    _ query: TripQuery,
+    _ answer: (_ box: GeographicBox, _ limit: Int, _ token: HistoryToken) throws -> Answer?
+  ) throws -> Answer? {
+    guard query.isPagedBox, let box = query.bbox, let limit = query.limit else { return nil }
+    return try run {
+      try context.withSnapshot { try answer(box, limit, try context.currentHistoryToken()) }
+    }
   }
 
   /// The coordinates of the trips matching `query`, in its order, read from their two columns
