@@ -199,7 +199,7 @@ final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
       guard !finished else { return answer }
       pending.append(contentsOf: bytes)
       if !headRead {
-        guard let end = Self.find([13, 10, 13, 10], in: pending, from: 0) else {
+        guard let end = Self.find([13, 10, 13, 10], in: pending) else {
           if pending.count > 65_536 { throw StreamFailure("a response head over 64 KiB") }
           return answer
         }
@@ -244,7 +244,7 @@ final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
           }
           continue
         }
-        guard let end = Self.find([13, 10], in: pending, from: 0) else {
+        guard let end = Self.find([13, 10], in: pending) else {
           if pending.count > 1024 { throw StreamFailure("a chunk size line over 1 KiB") }
           break
         }
@@ -264,9 +264,9 @@ final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
       return answer
     }
 
-    static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+    static func find(_ needle: [UInt8], in bytes: [UInt8]) -> Int? {
       guard bytes.count >= needle.count else { return nil }
-      var index = start
+      var index = 0
       while index + needle.count <= bytes.count {
         if bytes[index] == needle[0], bytes[index..<index + needle.count].elementsEqual(needle) {
           return index
@@ -276,21 +276,28 @@ final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
       return nil
     }
   }
+}
 
-  /// Splits an event stream's text into blocks ended by a blank line and counts the blocks
-  /// that hold an `event:` line (comments and `retry:` are not changes).
-  struct EventBlocks {
-    private var pending: [UInt8] = []
+/// Splits an event stream's text into blocks ended by a blank line and counts the blocks
+/// that hold an `event:` line (comments and `retry:` are not changes): what both stream
+/// followers count as changes.
+///
+/// A block over 1 MiB is not one `trips serve` sends: its bytes are dropped (all but the last,
+/// which may start the blank line), so a server that never ends a block cannot grow the
+/// follower's memory. An event lost that way only delays the pull to the next one.
+struct EventBlocks {
+  static let maximumBlock = 1 << 20
+  private(set) var pending: [UInt8] = []
 
-    mutating func feed(_ bytes: [UInt8]) -> Int {
-      pending.append(contentsOf: bytes)
-      var count = 0
-      while let end = ResponseReader.find([10, 10], in: pending, from: 0) {
-        let block = String(decoding: pending[..<end], as: UTF8.self)
-        pending.removeFirst(end + 2)
-        if block.split(separator: "\n").contains(where: { $0.hasPrefix("event:") }) { count += 1 }
-      }
-      return count
+  mutating func feed(_ bytes: [UInt8]) -> Int {
+    pending.append(contentsOf: bytes)
+    var count = 0
+    while let end = PlainEventStream.ResponseReader.find([10, 10], in: pending) {
+      let block = String(decoding: pending[..<end], as: UTF8.self)
+      pending.removeFirst(end + 2)
+      if block.split(separator: "\n").contains(where: { $0.hasPrefix("event:") }) { count += 1 }
     }
+    if pending.count > Self.maximumBlock { pending.removeFirst(pending.count - 1) }
+    return count
   }
 }

@@ -301,7 +301,7 @@ final class ItemsStreamClient: NSObject, URLSessionDataDelegate, @unchecked Send
     var session: URLSession?
     var stopped = false
     var delay = 0.25
-    var buffer = Data()
+    var blocks = EventBlocks()
     var connected = false
   }
   private let state = Mutex(State())
@@ -333,7 +333,7 @@ final class ItemsStreamClient: NSObject, URLSessionDataDelegate, @unchecked Send
     let proceed = state.withLock { state -> Bool in
       guard !state.stopped else { return false }
       state.session = session
-      state.buffer = Data()
+      state.blocks = EventBlocks()
       state.connected = false
       return true
     }
@@ -368,20 +368,7 @@ final class ItemsStreamClient: NSObject, URLSessionDataDelegate, @unchecked Send
 
   func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
     // An event ends with a blank line; one `changed` per chunk that completes any event.
-    let events = state.withLock { state -> Int in
-      state.buffer.append(data)
-      var count = 0
-      while let range = state.buffer.firstRange(of: Data("\n\n".utf8)) {
-        let block = state.buffer[..<range.lowerBound]
-        state.buffer.removeSubrange(..<range.upperBound)
-        if String(decoding: block, as: UTF8.self).split(separator: "\n").contains(where: {
-          $0.hasPrefix("event:")
-        }) {
-          count += 1
-        }
-      }
-      return count
-    }
+    let events = state.withLock { $0.blocks.feed([UInt8](data)) }
     if events > 0 { handler(.changed) }
   }
 

@@ -33,7 +33,7 @@ struct PlainEventStreamTests {
     for round in 0..<300 {
       let wire = Self.chunked(Self.events, sizes: [1 + round % 7, 13, 2])
       var reader = Reader()
-      var blocks = PlainEventStream.EventBlocks()
+      var blocks = EventBlocks()
       var statuses: [Int] = []
       var body: [UInt8] = []
       var events = 0
@@ -76,6 +76,14 @@ struct PlainEventStreamTests {
     #expect(throws: (any Error).self, "\(text.debugDescription)") {
       _ = try reader.feed(Array(text.utf8)[...])
     }
+  }
+
+  @Test("a block that never ends does not grow the follower's memory; the next event counts")
+  func endlessBlock() {
+    var blocks = EventBlocks()
+    for _ in 0..<40 { #expect(blocks.feed([UInt8](repeating: 0x61, count: 65_536)) == 0) }
+    #expect(blocks.pending.count <= EventBlocks.maximumBlock + 65_536)
+    #expect(blocks.feed(Array("\n\nevent: change\ndata: 1\n\n".utf8)) == 1)
   }
 
   @Test("an endless head or chunk size line is refused at its limit")
