@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A `.codable` value that writes and reads its stored JSON object itself, without the
 /// `Encoder` and `Decoder` containers `Codable` goes through (about 2,500 instructions a value,
@@ -191,29 +190,13 @@ public struct StoredJSONObjectReader {
 
 /// The direct reading and writing of ``StoredJSONRepresentable`` types, for the generic paths.
 enum StoredJSONDirect {
-  /// Whether each type seen conforms, by its metatype: a conformance check of a class walks
-  /// its superclasses (about 600 instructions), a lookup here about a quarter of that.
-  private static let conformances = Mutex<
-    [ObjectIdentifier: UncheckedSendable<(any StoredJSONRepresentable.Type)?>]
-  >([:])
-
-  /// `type` as a ``StoredJSONRepresentable`` type, or nil. O(1).
-  static func representable(_ type: Any.Type) -> (any StoredJSONRepresentable.Type)? {
-    let key = ObjectIdentifier(type)
-    if let known = conformances.withLock({ $0[key] }) { return known.value }
-    // A metatype is immutable: sharing it between threads is safe.
-    let found = UncheckedSendable(type as? any StoredJSONRepresentable.Type)
-    conformances.withLock { $0[key] = found }
-    return found.value
-  }
-
   /// Calls `body` with the direct encoding of `value` when its type writes its own; false
   /// when it does not, or refused.
   @inline(__always)
   static func withBytes<Value: Encodable>(
     _ value: Value, _ body: (UnsafeRawBufferPointer) -> Void
   ) -> Bool {
-    guard let direct = representable(Value.self) else { return false }
+    guard let direct = Value.self as? any StoredJSONRepresentable.Type else { return false }
     return withBytes(value, as: direct, body)
   }
 
@@ -234,9 +217,9 @@ enum StoredJSONDirect {
   /// reads its own and the text holds an object; nil otherwise, or when it threw.
   @inline(__always)
   static func read<Value: Decodable>(_: Value.Type, _ text: [UInt8], at start: Int) -> Value? {
-    guard text[start] == UInt8(ascii: "{"), let direct = representable(Value.self) else {
-      return nil
-    }
+    guard text[start] == UInt8(ascii: "{"),
+      let direct = Value.self as? any StoredJSONRepresentable.Type
+    else { return nil }
     return read(Value.self, as: direct, text, at: start)
   }
 
