@@ -105,6 +105,21 @@ struct StoredJSONTests {
     init(storedJSON object: StoredJSONObjectReader) throws { throw CocoaError(.coderInvalidValue) }
   }
 
+  /// Flips, drops or inserts one to three bytes of `bytes`, drawn from JSON's own alphabet.
+  static func mutate(_ bytes: inout [UInt8], _ generator: inout SeededGenerator) {
+    let alphabet = Array(#"{}[],:"\ u0123456789abcdefnulltruefalse-+.eE/é"#.utf8)
+    for _ in 0..<(1 + Int(generator.next() % 3)) {
+      let position = Int(generator.next() % UInt64(bytes.count + 1))
+      switch generator.next() % 3 {
+      case 0 where position < bytes.count:
+        bytes[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
+      case 1 where position < bytes.count: bytes.remove(at: position)
+      default:
+        bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
+      }
+    }
+  }
+
   func foundationBytes(_ value: some Encodable) throws -> Data {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
@@ -413,20 +428,10 @@ struct StoredJSONTests {
           inner: Flat(rawValue: "r", count: -1, flag: false, note: nil),
           byKey: ["k": 1, "l": 2], levels: [[1, -2]], optionalList: [nil, 3])),
     ]
-    let alphabet = Array(#"{}[],:"\ u0123456789abcdefnulltruefalse-+.eE/é"#.utf8)
     var answered = 0
     for round in 0..<4000 {
       var bytes = [UInt8](seeds[round % seeds.count])
-      for _ in 0..<(1 + Int(generator.next() % 3)) {
-        let position = Int(generator.next() % UInt64(bytes.count + 1))
-        switch generator.next() % 3 {
-        case 0 where position < bytes.count:
-          bytes[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
-        case 1 where position < bytes.count: bytes.remove(at: position)
-        default:
-          bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
-        }
-      }
+      Self.mutate(&bytes, &generator)
       let data = Data(bytes)
       if round % seeds.count != 2 {  // the Nested seed is the last
         if let fast = fastDecodeStoredJSON(Flat.self, from: data) {
@@ -488,20 +493,10 @@ struct StoredJSONTests {
     // Mutations of a direct type's encoding: whenever it answers, Foundation answers the same.
     let seed = [UInt8](
       try foundationBytes(Direct(rawValue: "a\"/é", count: -3, flag: true, note: "n")))
-    let alphabet = Array(#"{}[],:"\ u0123456789abcdefnulltruefalse-+.eE/é"#.utf8)
     var answered = 0
     for _ in 0..<3000 {
       var bytes = seed
-      for _ in 0..<(1 + Int(generator.next() % 3)) {
-        let position = Int(generator.next() % UInt64(bytes.count + 1))
-        switch generator.next() % 3 {
-        case 0 where position < bytes.count:
-          bytes[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
-        case 1 where position < bytes.count: bytes.remove(at: position)
-        default:
-          bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
-        }
-      }
+      Self.mutate(&bytes, &generator)
       if let fast = fastDecodeStoredJSON(Direct.self, from: Data(bytes)) {
         answered += 1
         #expect((try? JSONDecoder().decode(Direct.self, from: Data(bytes))) == fast, "\(bytes)")
