@@ -111,7 +111,11 @@ final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
         + "Accept: text/event-stream\r\nUser-Agent: trips\r\n\r\n").utf8)
     var sent = 0
     while sent < request.count {
-      let count = request[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
+      // MSG_NOSIGNAL: a server gone mid-request is an error here, not SIGPIPE in a program
+      // that uses the library without ignoring it (`trips` does ignore it).
+      let count = request[sent...].withUnsafeBytes {
+        send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+      }
       if count < 0, errno == EINTR { continue }
       guard count > 0 else { throw StreamFailure(String(cString: strerror(errno))) }
       sent += count
