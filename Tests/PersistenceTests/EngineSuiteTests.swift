@@ -453,6 +453,74 @@ struct EngineSuiteTests {
       try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == words.count
         - expected.count)
   }
+
+  /// `fetchCount` of a predicate whose shape was counted before binds the new values to the
+  /// statement the context kept for that shape (`ModelContext.keptCounts`); whether a value is
+  /// nil changes the SQL (`IS NULL`), and a narrowed, windowed or combined count takes the
+  /// general path. Every count must still be Swift's.
+  @Test(
+    "counts of a predicate shape counted before reuse its statement with their own values",
+    arguments: TestEngine.allCases)
+  func keptCounts(engine: TestEngine) throws {
+    let container = try engineContainer(engine, NoteV2.self)
+    let context = ModelContext(container)
+    let tags: [String?] = [nil, "a", "b", "a", nil, "c", "Zürich"]
+    for index in 0..<40 {
+      let note = NoteV2()
+      note.key = String(format: "k%02d", index)
+      note.text = index.isMultiple(of: 3) ? "zurich \(index)" : "oslo"
+      note.group = "g\(index % 4)"
+      note.priority = index % 5
+      note.tag = tags[index % tags.count]
+      context.insert(note)
+    }
+    try context.save()
+    let all = try context.fetch(FetchDescriptor<NoteV2>())
+    func check(
+      _ predicate: Predicate<NoteV2>, _ change: (inout FetchDescriptor<NoteV2>) -> Void = { _ in }
+    )
+      throws
+    {
+      var descriptor = FetchDescriptor(predicate: predicate)
+      change(&descriptor)
+      let matching = try all.filter { try predicate.evaluate($0) }
+      let expected =
+        descriptor.conditions.isEmpty
+        ? matching
+        : try matching.filter { note in
+          try descriptor.conditions.allSatisfy { try $0.evaluate(note) }
+        }
+      let windowed = expected.dropFirst(descriptor.fetchOffset ?? 0).prefix(
+        descriptor.fetchLimit ?? .max)
+      #expect(try context.fetchCount(descriptor) == windowed.count)
+    }
+    for round in 0..<3 {
+      for group in ["g0", "g1", "g3", "none", "g\(round)"] {
+        try check(#Predicate { $0.group == group })
+      }
+      for priority in [0, 2, 4, 5] {
+        let group = "g\(round + 1)"
+        try check(#Predicate { $0.priority >= priority && $0.group != group })
+      }
+      // nil and not nil alternate: `IS NULL` has no parameter, `= ?` has one.
+      for tag in [nil, "a", nil, "Zürich", "b", nil] as [String?] {
+        try check(#Predicate { $0.tag == tag })
+      }
+      for word in ["ZUR", "osl", "\(round)"] {
+        try check(#Predicate { $0.text.localizedStandardContains(word) })
+      }
+      let group = "g\(round)"
+      try check(#Predicate { $0.group != group }) { $0.fetchLimit = 7 }
+      try check(#Predicate { $0.group != group }) { $0.fetchOffset = 25 }
+      try check(#Predicate { $0.group != group }) { descriptor in
+        descriptor.conditions = [#Predicate { $0.priority < 3 }]
+      }
+    }
+    // The shapes counted through a kept statement: group ==, priority && group, tag == (once
+    // a value that is not nil came first), group != (the first count of each translates).
+    #expect(context.keptCounts.count >= 3)
+    #expect(context.keptCounts.count <= ModelContext.keptCountCapacity)
+  }
 }
 
 /// Observers on every engine.

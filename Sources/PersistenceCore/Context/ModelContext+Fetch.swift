@@ -130,9 +130,11 @@ extension ModelContext {
 
   /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
   ///
-  /// Cost: the predicate's translation (O(size of the predicate); a walk of its tree when a
-  /// predicate of its shape was translated before), then one SQL query that an index on a
-  /// compared attribute serves (O(log n + matches) in the index; a scan otherwise).
+  /// Cost: the predicate's translation (O(size of the predicate)), then one SQL query that an
+  /// index on a compared attribute serves (O(log n + matches) in the index; a scan otherwise).
+  /// A count of one predicate whose shape was translated before (the same `#Predicate` with
+  /// other captured values) walks the predicate's tree for its values and binds them to the
+  /// statement the context kept for that shape: no SQL text is built or hashed.
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()
@@ -141,6 +143,17 @@ extension ModelContext {
     // A window (limit, offset) applies to the rows before they are counted: a subquery then;
     // otherwise the count itself is selected, and no second SQL text is built.
     let windowed = descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
+    if !windowed, descriptor.conditions.isEmpty, let predicate = descriptor.predicate,
+      let (template, values) = try PredicateTranslator.kept(
+        predicate, narrowing: !database.evaluatesSwiftFunctions),
+      !template.isNarrowed
+    {
+      let statement = try keptCountStatement(template, schema: entity.schema, database: database)
+      statement.bindValues(values)
+      defer { statement.reset() }  // ends the read transaction
+      _ = try statement.step()
+      return Int(statement.int64(at: 0))
+    }
     var query = try Query(
       descriptor, schema: entity.schema, select: windowed ? "1" : "count(*)", database: database,
       ordered: false)
@@ -153,6 +166,21 @@ extension ModelContext {
     defer { statement.reset() }  // ends the read transaction
     _ = try statement.step()
     return Int(statement.int64(at: 0))
+  }
+
+  /// The statement of a count of the rows matching `template`'s condition, kept by the
+  /// template: the SQL the general path builds for it (``Query``), so that both share one
+  /// prepared statement of the connection. O(1) once kept.
+  private func keptCountStatement<Model: PersistentModel>(
+    _ template: PredicateTemplate, schema: ModelSchema<Model>, database: any StoreConnection
+  ) throws -> any StoreStatement {
+    let key = ObjectIdentifier(template)
+    if let kept = keptCounts[key] { return kept.statement }
+    let statement = try database.cachedStatement(
+      "SELECT count(*) FROM \(schema.quotedName) WHERE \(template.sql)")
+    if keptCounts.count >= Self.keptCountCapacity { keptCounts.removeAll(keepingCapacity: true) }
+    keptCounts[key] = KeptCount(template: template, statement: statement)
+    return statement
   }
 
   /// The values of two attributes of the models matching `descriptor`, in its order, read

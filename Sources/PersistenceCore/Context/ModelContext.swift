@@ -200,6 +200,19 @@ public final class ModelContext {
   var entities: [ObjectIdentifier: any EntityOperations] = [:]
   private var database: (any StoreConnection)?
 
+  /// A count's statement kept by the template of its predicate's shape (see ``fetchCount(_:)``).
+  struct KeptCount {
+    /// Held, so that no other template takes its identity while the statement is kept.
+    let template: PredicateTemplate
+    let statement: any StoreStatement
+  }
+  /// The kept counts, by template. A kept statement stays prepared (the connection's cache
+  /// never drops a statement someone holds), so there are at most ``keptCountCapacity``;
+  /// emptied when full (the shapes come from a program's `#Predicate`s, not from values).
+  var keptCounts: [ObjectIdentifier: KeptCount] = [:]
+  /// The most counts a context keeps.
+  static let keptCountCapacity = 32
+
   /// Creates a context for the container's store.
   public init(_ container: ModelContainer) {
     self.container = container
@@ -209,6 +222,8 @@ public final class ModelContext {
     if autosaveEnabled, hasChanges {
       do { try save() } catch { autosaveErrorHandler?(error) }
     }
+    // Its statements let go first: the connection is another context's once given back.
+    keptCounts = [:]
     if let database { container.giveBack(database) }
   }
 

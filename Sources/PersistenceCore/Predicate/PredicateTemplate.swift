@@ -106,11 +106,15 @@ struct PredicateShapeWalker {
 /// program writes (the shapes come from the `#Predicate` closures in its source, not from
 /// values); when it is full it is emptied. Cost of a reuse: a lock and a hash of the shape,
 /// and a conversion per parameter.
-struct PredicateTemplate: Sendable {
+///
+/// A class, so that a query built around a template's condition can be kept by the template's
+/// identity (``ModelContext``'s kept counts): immutable once made.
+final class PredicateTemplate: Sendable {
   /// The most shapes kept.
   static let capacity = 1024
 
-  private let sql: String
+  /// The condition's SQL, with a `?` per parameter.
+  let sql: String
   private let values: [SQLValue]
   private let leaves: [Int32]
   /// Every leaf the translation bound, whether or not its parameter stayed in the SQL, and
@@ -119,7 +123,9 @@ struct PredicateTemplate: Sendable {
   private let isCondition: Bool
   private let canBeNull: Bool
   private let isUnknown: Bool
-  private let isNarrowed: Bool
+  /// Whether the condition is narrowed (a Swift-only function taken as unknown): the rows it
+  /// selects must then be checked in Swift.
+  let isNarrowed: Bool
   /// The shape's key paths, kept alive so that no other key path object takes one of their
   /// addresses, which the shape holds, while the template is kept. Immutable objects.
   nonisolated(unsafe) private let keyPaths: [AnyKeyPath]
@@ -159,10 +165,10 @@ struct PredicateTemplate: Sendable {
   /// How many conditions were made from a template so far (for tests).
   static var reuseCount: Int { reuses.load(ordering: .relaxed) }
 
-  /// The condition for a predicate of this shape whose leaves hold `leafValues`, or nil when
-  /// a parameter is `NULL` where it was not (or the reverse): that predicate must be
-  /// translated.
-  func fragment(leaves leafValues: [Any]) throws -> SQLFragment? {
+  /// The parameters' values for a predicate of this shape whose leaves hold `leafValues`, in
+  /// the order of the condition's `?`s; nil when a parameter is `NULL` where it was not (or
+  /// the reverse): that predicate must be translated. O(parameters).
+  func values(leaves leafValues: [Any]) throws -> [SQLValue]? {
     var bound = values
     for (leaf, isNull) in boundLeaves {
       let value = try PredicateTranslator.sqlValue(of: leafValues[Int(leaf)])
@@ -170,12 +176,20 @@ struct PredicateTemplate: Sendable {
       // Its parameters (none when it became `IS NULL`, two when its SQL is repeated).
       for index in leaves.indices where leaves[index] == leaf { bound[index] = value }
     }
+    Self.reuses.add(1, ordering: .relaxed)
+    return bound
+  }
+
+  /// The condition for a predicate of this shape whose leaves hold `leafValues`, or nil when
+  /// a parameter is `NULL` where it was not (or the reverse): that predicate must be
+  /// translated.
+  func fragment(leaves leafValues: [Any]) throws -> SQLFragment? {
+    guard let bound = try values(leaves: leafValues) else { return nil }
     var fragment = SQLFragment(
       sql, FragmentBindings(bound, leaves: leaves), isCondition: isCondition,
       canBeNull: canBeNull)
     fragment.isUnknown = isUnknown
     fragment.isNarrowed = isNarrowed
-    Self.reuses.add(1, ordering: .relaxed)
     return fragment
   }
 }

@@ -103,6 +103,24 @@ struct PredicateTranslator {
     return condition
   }
 
+  /// The template kept for `predicate`'s shape, and its parameters' values for `predicate`:
+  /// nil when no predicate of its shape was translated into a reusable condition yet, or when
+  /// its leaves are `NULL` where that one's were not (or the reverse). Then
+  /// ``whereClause(_:schema:narrowing:)`` translates it (and keeps a template when it can).
+  ///
+  /// Cost: a walk of the predicate's tree, a lock and a hash of its shape, and a conversion
+  /// per parameter; no SQL text is built.
+  static func kept<Model: PersistentModel>(_ predicate: Predicate<Model>, narrowing: Bool)
+    throws -> (template: PredicateTemplate, values: [SQLValue])?
+  {
+    var walker = PredicateShapeWalker(variable: predicate.variable.key)
+    guard let shape = walker.shape(of: predicate.expression, narrowing: narrowing),
+      let template = PredicateTemplate.cached(for: shape),
+      let values = try template.values(leaves: walker.leaves)
+    else { return nil }
+    return (template, values)
+  }
+
   /// A call of a Swift-only function (``StoreFunctions``): `sql` itself, or an unknown when
   /// the engine cannot run it.
   mutating func swiftFunction(_ sql: SQLFragment) -> SQLFragment {
