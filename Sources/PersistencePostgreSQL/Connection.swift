@@ -388,8 +388,15 @@ final class Connection: StoreConnection {
 
   /// Records what a finished command changed, for ``changedRowCount`` and ``lastInsertedKey``.
   func noteCompletion(of result: OpaquePointer, sql: String) {
-    let count = PQcmdTuples(result).map { String(cString: $0) } ?? ""
-    changedRowCount = Int(count) ?? 0
+    // Its decimal digits read in place ("" for a command that changes no rows).
+    var count = 0
+    if var digit = PQcmdTuples(result) {
+      while digit.pointee >= 0x30 && digit.pointee <= 0x39 {
+        count = count &* 10 &+ Int(digit.pointee - 0x30)
+        digit += 1
+      }
+    }
+    changedRowCount = count
     if let status = PQcmdStatus(result), strncmp(status, "INSERT", 6) == 0 {
       insertedKeyIsStale = true
     }

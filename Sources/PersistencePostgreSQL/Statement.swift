@@ -53,6 +53,8 @@ final class Statement: StoreStatement {
   /// connection's session they were prepared in (a reconnect loses them).
   private var prepared: [[Oid]: (name: String, binaryResults: Bool)] = [:]
   private(set) var preparedSession = -1
+  /// The entry of ``prepared`` used last.
+  private var lastPrepared: (types: [Oid], statement: (name: String, binaryResults: Bool))?
   /// The server-side names of this statement in ``preparedSession``.
   var preparedNames: [String] { prepared.values.map(\.name) }
   /// Whether the SQL is an `INSERT` that returns the new row's key (`RETURNING`, added here
@@ -207,6 +209,11 @@ final class Statement: StoreStatement {
     /// Empties the arrays for `count` parameters, keeping their storage.
     mutating func reset(count: Int) {
       func refill<T>(_ array: inout [T], _ value: T) {
+        // A statement runs with the same number of parameters every time: filled in place.
+        guard array.count != count else {
+          array.withUnsafeMutableBufferPointer { $0.update(repeating: value) }
+          return
+        }
         array.removeAll(keepingCapacity: true)
         array.append(contentsOf: repeatElement(value, count: count))
       }
@@ -321,9 +328,15 @@ final class Statement: StoreStatement {
   > {
     if preparedSession != connection.session {
       prepared.removeAll()
+      lastPrepared = nil
       preparedSession = connection.session
     }
-    if let known = prepared[types] { return .success(known) }
+    // The last parameter types first: an array's equality is cheaper than its hash.
+    if let last = lastPrepared, last.types == types { return .success(last.statement) }
+    if let known = prepared[types] {
+      lastPrepared = (types, known)
+      return .success(known)
+    }
     let name = connection.makeStatementName()
     guard let made = PQprepare(connection.handle, name, sql, Int32(types.count), types) else {
       return .failure(PrepareFailure(result: nil))
@@ -345,6 +358,7 @@ final class Statement: StoreStatement {
       PQclear(described)
     }
     prepared[types] = (name, binary)
+    lastPrepared = (types, (name, binary))
     return .success((name, binary))
   }
 

@@ -22,17 +22,24 @@ struct PredicateShape: Hashable, Sendable {
 struct PredicateShapeWalker {
   /// The values of the `PredicateExpressions.Value` leaves, in order.
   private(set) var leaves: [Any] = []
-  /// The key path objects, in order (kept by a ``PredicateTemplate``).
+  /// The key path objects, in order (kept by a ``PredicateTemplate``), when collected.
   private(set) var keyPaths: [AnyKeyPath] = []
+  private let collectsKeyPaths: Bool
   private var parts: [Int] = []
-  private var variables: [PredicateExpressions.VariableID]
+  /// The predicate's own variable (numbered 0), and the variables its closures bind
+  /// (numbered from 1 in the order the walk first meets them): no array for the common case
+  /// of none.
+  private let ownVariable: PredicateExpressions.VariableID
+  private var boundVariables: [PredicateExpressions.VariableID] = []
   /// Whether a node cannot be part of a shape (an unsupported node, or one whose SQL depends
   /// on its values anyway): the predicate is then translated every time.
   private var failed = false
 
-  /// A walker for a predicate whose own variable is `variable`.
-  init(variable: PredicateExpressions.VariableID) {
-    variables = [variable]
+  /// A walker for a predicate whose own variable is `variable`; it collects the key path
+  /// objects only when asked to (to keep a template: once per shape).
+  init(variable: PredicateExpressions.VariableID, collectingKeyPaths: Bool = false) {
+    ownVariable = variable
+    collectsKeyPaths = collectingKeyPaths
   }
 
   /// The shape of `expression`, or nil when it has none (see ``fail()``).
@@ -66,7 +73,7 @@ struct PredicateShapeWalker {
 
   /// A key path of the shape.
   mutating func keyPath(_ keyPath: AnyKeyPath) {
-    keyPaths.append(keyPath)
+    if collectsKeyPaths { keyPaths.append(keyPath) }
     parts.append(Int(bitPattern: ObjectIdentifier(keyPath)))
   }
 
@@ -78,11 +85,13 @@ struct PredicateShapeWalker {
   /// A variable, named or bound: recorded as the order in which the walk first met it (the
   /// identifiers themselves differ between two predicates built by the same code).
   mutating func variable(_ key: PredicateExpressions.VariableID) {
-    if let index = variables.firstIndex(of: key) {
-      parts.append(index)
+    if key == ownVariable {
+      parts.append(0)
+    } else if let index = boundVariables.firstIndex(of: key) {
+      parts.append(index + 1)
     } else {
-      parts.append(variables.count)
-      variables.append(key)
+      boundVariables.append(key)
+      parts.append(boundVariables.count)
     }
   }
 

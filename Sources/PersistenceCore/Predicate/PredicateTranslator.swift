@@ -95,9 +95,13 @@ struct PredicateTranslator {
       condition.isNarrowed = true
     }
     if let shape, translator.reusable, translator.leafCount == walker.leaves.count {
+      // Walked again for the key path objects the template keeps: once per shape.
+      var keeper = PredicateShapeWalker(
+        variable: predicate.variable.key, collectingKeyPaths: true)
+      _ = keeper.shape(of: predicate.expression, narrowing: narrowing)
       PredicateTemplate.keep(
         PredicateTemplate(
-          condition, boundLeaves: translator.boundLeaves, keyPaths: walker.keyPaths),
+          condition, boundLeaves: translator.boundLeaves, keyPaths: keeper.keyPaths),
         for: shape)
     }
     return condition
