@@ -47,7 +47,10 @@ public final class Trip: PersistentModel, Observable {
       withMutation(keyPath: \.placeIdentifier) { _placeFault.value = newValue }
     }
   }
-  @ObservationIgnored private var _placeFault = CodableFault<PlaceIdentifier>()
+  // No initial value: each initializer sets it, so that a trip made from a row initializes it
+  // rather than assigning over a default, which is checked for exclusivity at run time (about
+  // 80 instructions a row).
+  @ObservationIgnored private var _placeFault: CodableFault<PlaceIdentifier>
 
   // MARK: Observation, with a registrar made on first use
 
@@ -123,6 +126,7 @@ public final class Trip: PersistentModel, Observable {
     endDate = Date(timeIntervalSinceReferenceDate: 0)
     latitude = 0
     longitude = 0
+    _placeFault = CodableFault()
   }
 
   /// An instance to load a row into, without generating a random id.
@@ -133,8 +137,6 @@ public final class Trip: PersistentModel, Observable {
     id: UUID, name: String, destination: String, startDate: Date, endDate: Date,
     latitude: Double, longitude: Double, placeFault: CodableFault<PlaceIdentifier>
   ) {
-    // First, while the trip is still being initialized: a store after the last property is
-    // set would be checked for exclusivity at run time (about 80 instructions a row).
     _placeFault = placeFault
     self.id = id
     self.name = name

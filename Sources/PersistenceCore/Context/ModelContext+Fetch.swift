@@ -148,7 +148,7 @@ extension ModelContext {
         predicate, narrowing: !database.evaluatesSwiftFunctions),
       !template.isNarrowed
     {
-      let statement = try keptCountStatement(template, schema: entity.schema, database: database)
+      let statement = try keptCountStatement(template, entity: entity, database: database)
       statement.bindValues(values)
       defer { statement.reset() }  // ends the read transaction
       _ = try statement.step()
@@ -172,12 +172,13 @@ extension ModelContext {
   /// template: the SQL the general path builds for it (``Query``), so that both share one
   /// prepared statement of the connection. O(1) once kept.
   private func keptCountStatement<Model: PersistentModel>(
-    _ template: PredicateTemplate, schema: ModelSchema<Model>, database: any StoreConnection
+    _ template: PredicateTemplate, entity: Entity<Model>, database: any StoreConnection
   ) throws -> any StoreStatement {
     let key = ObjectIdentifier(template)
     if let kept = keptCounts[key] { return kept.statement }
+    // The schema read only here: copying the generic struct cost about 700 instructions.
     let statement = try database.cachedStatement(
-      "SELECT count(*) FROM \(schema.quotedName) WHERE \(template.sql)")
+      "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \(template.sql)")
     if keptCounts.count >= Self.keptCountCapacity { keptCounts.removeAll(keepingCapacity: true) }
     keptCounts[key] = KeptCount(template: template, statement: statement)
     return statement
