@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Observation
 import Persistence
@@ -914,6 +915,28 @@ struct AutosaveTests {
 
 @Suite("Contexts sharing a file store")
 struct SharedStoreTests {
+  /// A model type's operations are made once per container (they cost about 200k
+  /// instructions), whichever of its contexts, on whichever thread, asks first; another
+  /// container makes its own, and a type not in the container is still refused.
+  @Test("contexts of one container share each model type's operations, made once")
+  func sharedOperations() throws {
+    let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration())
+    let made = Mutex<[ObjectIdentifier]>([])
+    DispatchQueue.concurrentPerform(iterations: 16) { _ in
+      let context = ModelContext(container)
+      guard let entity = try? context.entity(for: Note.self) else { return }
+      made.withLock { $0.append(ObjectIdentifier(entity)) }
+      _ = try? context.fetchCount(FetchDescriptor<Note>())
+    }
+    let identities = made.withLock { $0 }
+    #expect(identities.count == 16 && Set(identities).count == 1)
+    let context = ModelContext(container)
+    #expect(try ObjectIdentifier(context.entity(for: Note.self)) == identities.first)
+    let other = try ModelContainer(for: Note.self, configurations: ModelConfiguration())
+    #expect(try ModelContext(other).entity(for: Note.self) !== context.entity(for: Note.self))
+    #expect(throws: PersistenceError.self) { try context.entity(for: Sample.self) }
+  }
+
   @Test("a context sees what another context saved, and fetch refreshes unchanged models")
   func seesOtherContexts() throws {
     let directory = TemporaryDirectory()

@@ -1,6 +1,6 @@
 /// The type-erased operations a ``ModelContext`` needs on one model type, so that registrations
 /// of different models can live in one identity map.
-protocol EntityOperations: AnyObject {
+protocol EntityOperations: AnyObject, Sendable {
   var name: String { get }
   var columnNames: [String] { get }
   /// SQL the context runs for this entity, made once.

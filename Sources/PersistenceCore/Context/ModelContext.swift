@@ -242,10 +242,10 @@ public final class ModelContext {
     if let known = entities[ObjectIdentifier(type)] {
       return unsafeDowncast(known, to: Entity<Model>.self)
     }
-    _ = try container.entity(for: type)
-    let made = Entity<Model>()
-    entities[ObjectIdentifier(type)] = made
-    return made
+    // The container's, shared by its contexts: made once per container, not per context.
+    let shared = try container.operations(for: type)
+    entities[ObjectIdentifier(type)] = shared
+    return shared
   }
 
   // MARK: Inserting and deleting

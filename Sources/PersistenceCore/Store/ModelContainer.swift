@@ -29,6 +29,10 @@ public final class ModelContainer: Sendable {
   private let idleConnections = Mutex<[UncheckedSendable<any StoreConnection>]>([])
   /// How many idle connections are kept; more are closed.
   static var idleConnectionLimit: Int { 4 }
+  /// Each model type's operations and layouts (``Entity``), made once for the container and
+  /// shared by its contexts: immutable, and about 200k instructions to make, which a context
+  /// per request would otherwise pay on its first use of each type.
+  private let operations = Mutex<[ObjectIdentifier: any EntityOperations]>([:])
 
   /// Opens (creating if needed) a store for the given model types with `engine`.
   ///
@@ -100,6 +104,25 @@ public final class ModelContainer: Sendable {
         message: "\(Model.self) is not part of this container. Pass it to ModelContainer(for:).")
     }
     return entity
+  }
+
+  /// The operations of `Model`, made on the first request for the container. O(1) after.
+  ///
+  /// - Throws: ``PersistenceError/Code/unknownModel`` when `Model` is not in the container.
+  func operations<Model: PersistentModel>(for type: Model.Type) throws -> Entity<Model> {
+    let key = ObjectIdentifier(type)
+    // Only this method stores under a model type's identifier, always that model's entity.
+    if let known = operations.withLock({ $0[key] }) {
+      return unsafeDowncast(known as AnyObject, to: Entity<Model>.self)
+    }
+    _ = try entity(for: type)
+    let made = Entity<Model>()
+    let kept = operations.withLock { table in
+      if let raced = table[key] { return raced }
+      table[key] = made
+      return made
+    }
+    return unsafeDowncast(kept as AnyObject, to: Entity<Model>.self)
   }
 
   /// Checks the store with its engine's own check (SQLite's `PRAGMA integrity_check`) and
