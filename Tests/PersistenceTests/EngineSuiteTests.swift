@@ -454,14 +454,15 @@ struct EngineSuiteTests {
         - expected.count)
   }
 
-  /// `fetchCount` of a predicate whose shape was counted before binds the new values to the
-  /// statement the context kept for that shape (`ModelContext.keptCounts`); whether a value is
-  /// nil changes the SQL (`IS NULL`), and a narrowed, windowed or combined count takes the
-  /// general path. Every count must still be Swift's.
+  /// `fetchCount` and `fetch` of a predicate whose shape (and, for a fetch, order and window)
+  /// ran before bind the new values to the statement the context kept for it
+  /// (`ModelContext.keptQueries`); whether a value is nil changes the SQL (`IS NULL`), and a
+  /// narrowed, combined or localized query takes the general path. Every count and every
+  /// fetch, in order, must still be Swift's.
   @Test(
-    "counts of a predicate shape counted before reuse its statement with their own values",
+    "counts and fetches of a predicate shape run before reuse its statement with their own values",
     arguments: TestEngine.allCases)
-  func keptCounts(engine: TestEngine) throws {
+  func keptQueries(engine: TestEngine) throws {
     let container = try engineContainer(engine, NoteV2.self)
     let context = ModelContext(container)
     let tags: [String?] = [nil, "a", "b", "a", nil, "c", "Zürich"]
@@ -475,24 +476,37 @@ struct EngineSuiteTests {
       context.insert(note)
     }
     try context.save()
-    let all = try context.fetch(FetchDescriptor<NoteV2>())
+    let all = try context.fetch(FetchDescriptor<NoteV2>())  // in insertion (key) order
+    let orders: [[SortDescriptor<NoteV2>]] = [
+      [], [SortDescriptor(\.priority, order: .reverse), SortDescriptor(\.key)],
+      [SortDescriptor(\.key, order: .reverse)], [SortDescriptor(\.text)],
+    ]
     func check(
       _ predicate: Predicate<NoteV2>, _ change: (inout FetchDescriptor<NoteV2>) -> Void = { _ in }
-    )
-      throws
-    {
-      var descriptor = FetchDescriptor(predicate: predicate)
-      change(&descriptor)
-      let matching = try all.filter { try predicate.evaluate($0) }
-      let expected =
-        descriptor.conditions.isEmpty
-        ? matching
-        : try matching.filter { note in
-          try descriptor.conditions.allSatisfy { try $0.evaluate(note) }
+    ) throws {
+      for (index, order) in orders.enumerated() {
+        var descriptor = FetchDescriptor(predicate: predicate, sortBy: order)
+        change(&descriptor)
+        if index == 3 { descriptor.localizedStandardSorts = [\.text] }
+        let matching = try all.enumerated().filter { try descriptor.matches($0.element) }
+        let sorted = matching.sorted { a, b in
+          for sort in descriptor.sortBy {
+            if index == 3 {
+              let result = a.element.text.localizedStandardCompare(b.element.text)
+              if result != .orderedSame { return result == .orderedAscending }
+              continue
+            }
+            let result = sort.compare(a.element, b.element)
+            if result != .orderedSame { return result == .orderedAscending }
+          }
+          return a.offset < b.offset
         }
-      let windowed = expected.dropFirst(descriptor.fetchOffset ?? 0).prefix(
-        descriptor.fetchLimit ?? .max)
-      #expect(try context.fetchCount(descriptor) == windowed.count)
+        let expected = sorted.dropFirst(descriptor.fetchOffset ?? 0).prefix(
+          descriptor.fetchLimit ?? .max
+        ).map(\.element.key)
+        #expect(try context.fetchCount(descriptor) == expected.count)
+        #expect(try context.fetch(descriptor).map(\.key) == Array(expected))
+      }
     }
     for round in 0..<3 {
       for group in ["g0", "g1", "g3", "none", "g\(round)"] {
@@ -510,16 +524,25 @@ struct EngineSuiteTests {
         try check(#Predicate { $0.text.localizedStandardContains(word) })
       }
       let group = "g\(round)"
-      try check(#Predicate { $0.group != group }) { $0.fetchLimit = 7 }
-      try check(#Predicate { $0.group != group }) { $0.fetchOffset = 25 }
+      try check(#Predicate { $0.group != group }) { $0.fetchLimit = 7 - round }
+      try check(#Predicate { $0.group != group }) { $0.fetchOffset = 25 + round }
+      try check(#Predicate { $0.group != group }) { descriptor in
+        descriptor.fetchLimit = 3
+        descriptor.fetchOffset = round
+      }
       try check(#Predicate { $0.group != group }) { descriptor in
         descriptor.conditions = [#Predicate { $0.priority < 3 }]
       }
     }
-    // The shapes counted through a kept statement: group ==, priority && group, tag == (once
-    // a value that is not nil came first), group != (the first count of each translates).
-    #expect(context.keptCounts.count >= 3)
-    #expect(context.keptCounts.count <= ModelContext.keptCountCapacity)
+    // A shape run again with other values reuses what it kept: the count and the fetches in
+    // the three orders that are kept (the localized one is built each time) add nothing.
+    func byGroup(_ group: String) -> Predicate<NoteV2> { #Predicate { $0.group == group } }
+    context.keptQueries = [:]
+    try check(byGroup("g1"))
+    #expect(context.keptQueries.count == 4)
+    for group in ["g2", "g3", "none"] { try check(byGroup(group)) }
+    #expect(context.keptQueries.count == 4)
+    #expect(context.keptQueries.count <= ModelContext.keptQueryCapacity)
   }
 }
 

@@ -16,15 +16,20 @@ extension ModelContext {
   public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
   {
     try autosaveIfNeeded()
-    // One translation serves both the check for Swift's functions and the rows.
     let entity = try entity(for: Model.self)
-    let query = try Query(descriptor, schema: entity.schema, database: try connection())
-    if let finished = try finishedInSwift(descriptor, query: query) {
-      return finished.map(\.model)
-    }
+    let database = try connection()
     // Collected as objects: appending to an array of the generic `Model` looked up the array's
     // type metadata on every append (about 400 instructions a row, measured with callgrind).
     var results: [AnyObject] = []
+    if let kept = try keptRows(descriptor, entity: entity, database: database) {
+      try forEachRow(descriptor, prepared: kept) { model, _ in results.append(model) }
+      return models(results, as: Model.self)
+    }
+    // One translation serves both the check for Swift's functions and the rows.
+    let query = try Query(descriptor, schema: entity.schema, database: database)
+    if let finished = try finishedInSwift(descriptor, query: query) {
+      return finished.map(\.model)
+    }
     try forEachRow(descriptor, query: query) { model, _ in results.append(model) }
     return models(results, as: Model.self)
   }
@@ -146,9 +151,18 @@ extension ModelContext {
     if !windowed, descriptor.conditions.isEmpty, let predicate = descriptor.predicate,
       let (template, values) = try PredicateTranslator.kept(
         predicate, narrowing: !database.evaluatesSwiftFunctions),
-      !template.isNarrowed
+      !template.isNarrowed,
+      // The SQL the general path builds for this count (`Query`), so that both share one
+      // prepared statement. The schema is read only then: copying the generic struct cost
+      // about 700 instructions.
+      let statement = try keptStatement(
+        KeptQueryKey(template: ObjectIdentifier(template), purpose: .count, order: []),
+        template: template, keyPaths: [],
+        make: {
+          try database.cachedStatement(
+            "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \(template.sql)")
+        })
     {
-      let statement = try keptCountStatement(template, entity: entity, database: database)
       statement.bindValues(values)
       defer { statement.reset() }  // ends the read transaction
       _ = try statement.step()
@@ -168,20 +182,61 @@ extension ModelContext {
     return Int(statement.int64(at: 0))
   }
 
-  /// The statement of a count of the rows matching `template`'s condition, kept by the
-  /// template: the SQL the general path builds for it (``Query``), so that both share one
-  /// prepared statement of the connection. O(1) once kept.
-  private func keptCountStatement<Model: PersistentModel>(
-    _ template: PredicateTemplate, entity: Entity<Model>, database: any StoreConnection
-  ) throws -> any StoreStatement {
-    let key = ObjectIdentifier(template)
-    if let kept = keptCounts[key] { return kept.statement }
-    // The schema read only here: copying the generic struct cost about 700 instructions.
-    let statement = try database.cachedStatement(
-      "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \(template.sql)")
-    if keptCounts.count >= Self.keptCountCapacity { keptCounts.removeAll(keepingCapacity: true) }
-    keptCounts[key] = KeptCount(template: template, statement: statement)
+  /// The statement kept for `key`, or the one `make` makes, kept now. O(1) once kept.
+  private func keptStatement(
+    _ key: KeptQueryKey, template: PredicateTemplate, keyPaths: [AnyKeyPath],
+    make: () throws -> (any StoreStatement)?
+  ) rethrows -> (any StoreStatement)? {
+    if let kept = keptQueries[key] { return kept.statement }
+    guard let statement = try make() else { return nil }
+    if keptQueries.count >= Self.keptQueryCapacity {
+      keptQueries.removeAll(keepingCapacity: true)
+    }
+    keptQueries[key] = KeptQuery(template: template, keyPaths: keyPaths, statement: statement)
     return statement
+  }
+
+  /// The statement and bindings of `descriptor`'s rows when a query of its predicate's shape,
+  /// order and window was run before by this context: its predicate is walked for its values,
+  /// and no SQL text is built or looked up. Nil for a descriptor the general path must run:
+  /// no predicate, extra conditions, a sort with a string comparator or a localized one (their
+  /// SQL depends on the engine's collations), a predicate not translated before or narrowed,
+  /// or values `NULL` where the kept translation's were not.
+  ///
+  /// Cost: O(size of the predicate + sorts); a miss on a kept shape builds the query once.
+  private func keptRows<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>, database: any StoreConnection
+  ) throws -> (statement: any StoreStatement, bindings: [SQLValue])? {
+    guard descriptor.conditions.isEmpty, let predicate = descriptor.predicate else { return nil }
+    var order: [Int] = []
+    var keyPaths: [AnyKeyPath] = []
+    for sort in descriptor.sortBy {
+      guard let keyPath = sort.keyPath, sort.stringComparator == nil,
+        descriptor.localizedStandardKeyPath(sort) == nil
+      else { return nil }
+      order.append(Int(bitPattern: ObjectIdentifier(keyPath)))
+      order.append(sort.order == .forward ? 0 : 1)
+      keyPaths.append(keyPath)
+    }
+    guard
+      let (template, values) = try PredicateTranslator.kept(
+        predicate, narrowing: !database.evaluatesSwiftFunctions),
+      !template.isNarrowed
+    else { return nil }
+    let window = Query.window(descriptor)
+    let key = KeptQueryKey(
+      template: ObjectIdentifier(template), purpose: .fetch(windowed: !window.isEmpty),
+      order: order)
+    let kept = try keptStatement(key, template: template, keyPaths: keyPaths) {
+      // Built once, around the template's condition, as the general path builds it.
+      let query = try Query(
+        descriptor, schema: entity.schema, condition: template.condition(values: values),
+        database: database)
+      guard !query.finishesInSwift else { return nil }
+      return try database.cachedStatement(query.sql)
+    }
+    guard let kept else { return nil }
+    return (kept, window.isEmpty ? values : values + window)
   }
 
   /// The values of two attributes of the models matching `descriptor`, in its order, read
@@ -470,16 +525,25 @@ extension ModelContext {
   /// section column) and calls `body` with each model not deleted.
   private func forEachRow<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil, query made: Query? = nil,
+    prepared: (statement: any StoreStatement, bindings: [SQLValue])? = nil,
     _ body: (Model, any StoreRow) -> Void
   ) throws {
     let entity = try entity(for: Model.self)
-    let database = try connection()
-    let query =
-      try made
-      ?? Query(descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
-    let statement = try database.cachedStatement(query.sql)
-    statement.returnsTableColumns()
-    statement.bindValues(query.bindings)
+    let statement: any StoreStatement
+    if let prepared {
+      statement = prepared.statement
+      statement.returnsTableColumns()
+      statement.bindValues(prepared.bindings)
+    } else {
+      let database = try connection()
+      let query =
+        try made
+        ?? Query(
+          descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
+      statement = try database.cachedStatement(query.sql)
+      statement.returnsTableColumns()
+      statement.bindValues(query.bindings)
+    }
     defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()

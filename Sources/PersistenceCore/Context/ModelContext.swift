@@ -200,18 +200,31 @@ public final class ModelContext {
   var entities: [ObjectIdentifier: any EntityOperations] = [:]
   private var database: (any StoreConnection)?
 
-  /// A count's statement kept by the template of its predicate's shape (see ``fetchCount(_:)``).
-  struct KeptCount {
-    /// Held, so that no other template takes its identity while the statement is kept.
+  /// What a kept query is kept by: its predicate's template (see ``PredicateTemplate``), what
+  /// the query is, and for a fetch its order (each sort's key path, by identity, and
+  /// direction) and whether it has a window (`LIMIT ? OFFSET ?`).
+  struct KeptQueryKey: Hashable {
+    enum Purpose: Hashable {
+      case count
+      case fetch(windowed: Bool)
+    }
+    let template: ObjectIdentifier
+    let purpose: Purpose
+    let order: [Int]
+  }
+  /// A query's statement kept by its key (see ``fetchCount(_:)`` and ``fetch(_:)``).
+  struct KeptQuery {
+    /// Held, so that no other template or key path takes their identity while it is kept.
     let template: PredicateTemplate
+    let keyPaths: [AnyKeyPath]
     let statement: any StoreStatement
   }
-  /// The kept counts, by template. A kept statement stays prepared (the connection's cache
-  /// never drops a statement someone holds), so there are at most ``keptCountCapacity``;
-  /// emptied when full (the shapes come from a program's `#Predicate`s, not from values).
-  var keptCounts: [ObjectIdentifier: KeptCount] = [:]
-  /// The most counts a context keeps.
-  static let keptCountCapacity = 32
+  /// The kept queries. A kept statement stays prepared (the connection's cache never drops a
+  /// statement someone holds), so there are at most ``keptQueryCapacity``; emptied when full
+  /// (the keys come from a program's `#Predicate`s and sorts, not from values).
+  var keptQueries: [KeptQueryKey: KeptQuery] = [:]
+  /// The most queries a context keeps.
+  static let keptQueryCapacity = 64
 
   /// Creates a context for the container's store.
   public init(_ container: ModelContainer) {
@@ -223,7 +236,7 @@ public final class ModelContext {
       do { try save() } catch { autosaveErrorHandler?(error) }
     }
     // Its statements let go first: the connection is another context's once given back.
-    keptCounts = [:]
+    keptQueries = [:]
     if let database { container.giveBack(database) }
   }
 

@@ -21,7 +21,19 @@ struct Query {
     sectionColumn: String? = nil, database: any StoreConnection, ordered: Bool = true
   ) throws {
     let narrowing = !database.evaluatesSwiftFunctions
-    let condition = try descriptor.whereClause(schema: schema, narrowing: narrowing)
+    try self.init(
+      descriptor, schema: schema,
+      condition: try descriptor.whereClause(schema: schema, narrowing: narrowing),
+      select: columns, sectionColumn: sectionColumn, database: database, ordered: ordered)
+  }
+
+  /// Builds the query for `descriptor` around `condition`, its predicate's translation.
+  init<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>, condition: SQLFragment?,
+    select columns: String? = nil, sectionColumn: String? = nil, database: any StoreConnection,
+    ordered: Bool = true
+  ) throws {
+    let narrowing = !database.evaluatesSwiftFunctions
     // Appended in place into one buffer of the right size: interpolations and joined arrays
     // cost about 5k instructions a query, as much as a cached predicate's translation.
     let select = columns ?? schema.selectList
@@ -64,14 +76,21 @@ struct Query {
     }
     if !finishesInSwift && (descriptor.fetchLimit != nil || descriptor.fetchOffset != nil) {
       sql += " LIMIT ? OFFSET ?"
-      // No limit (nil or negative) is the largest one: SQLite reads -1 as none, PostgreSQL
-      // refuses a negative limit.
-      bindings.append(
-        .integer(descriptor.fetchLimit.flatMap { $0 >= 0 ? Int64($0) : nil } ?? Int64.max))
-      bindings.append(.integer(Int64(max(descriptor.fetchOffset ?? 0, 0))))
+      bindings += Self.window(descriptor)
     }
     self.sql = sql
     self.bindings = bindings
+  }
+
+  /// The values of `LIMIT ? OFFSET ?` for `descriptor`, or none when it has no window. No
+  /// limit (nil or negative) is the largest one: SQLite reads -1 as none, PostgreSQL refuses a
+  /// negative limit.
+  static func window<Model>(_ descriptor: FetchDescriptor<Model>) -> [SQLValue] {
+    guard descriptor.fetchLimit != nil || descriptor.fetchOffset != nil else { return [] }
+    return [
+      .integer(descriptor.fetchLimit.flatMap { $0 >= 0 ? Int64($0) : nil } ?? Int64.max),
+      .integer(Int64(max(descriptor.fetchOffset ?? 0, 0))),
+    ]
   }
 
   /// One `ORDER BY` term. Strings with a comparator sort with a collation that calls that very

@@ -194,6 +194,11 @@ final class PredicateTemplate: Sendable {
   /// translated.
   func fragment(leaves leafValues: [Any]) throws -> SQLFragment? {
     guard let bound = try values(leaves: leafValues) else { return nil }
+    return condition(values: bound)
+  }
+
+  /// The condition with `bound`, values from ``values(leaves:)``.
+  func condition(values bound: [SQLValue]) -> SQLFragment {
     var fragment = SQLFragment(
       sql, FragmentBindings(bound, leaves: leaves), isCondition: isCondition,
       canBeNull: canBeNull)
