@@ -9,7 +9,9 @@ extension ModelContext {
   /// models marked for deletion are left out.
   ///
   /// Cost: the SQL query (an index serves equality, ranges and sorts on indexed attributes),
-  /// then O(rows × attributes) to load.
+  /// then O(rows × attributes) to load. A fetch whose predicate shape, sorts and window this
+  /// context ran before walks the predicate for its values and binds them to the statement
+  /// it kept: no SQL text is built or looked up.
   ///
   /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` for a
   ///   predicate or sort that has no SQL translation.
