@@ -531,21 +531,25 @@ extension ModelContext {
     _ body: (Model, any StoreRow) -> Void
   ) throws {
     let entity = try entity(for: Model.self)
-    let statement: any StoreStatement
     if let prepared {
-      statement = prepared.statement
-      statement.returnsTableColumns()
-      statement.bindValues(prepared.bindings)
-    } else {
-      let database = try connection()
-      let query =
-        try made
-        ?? Query(
-          descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
-      statement = try database.cachedStatement(query.sql)
-      statement.returnsTableColumns()
-      statement.bindValues(query.bindings)
+      try forEachRow(of: prepared.statement, bindings: prepared.bindings, entity: entity, body)
+      return
     }
+    let database = try connection()
+    let query =
+      try made
+      ?? Query(descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
+    try forEachRow(
+      of: try database.cachedStatement(query.sql), bindings: query.bindings, entity: entity, body)
+  }
+
+  /// Runs `statement` with `bindings` and calls `body` with each row's registered model.
+  private func forEachRow<Model: PersistentModel>(
+    of statement: any StoreStatement, bindings: [SQLValue], entity: Entity<Model>,
+    _ body: (Model, any StoreRow) -> Void
+  ) throws {
+    statement.returnsTableColumns()
+    statement.bindValues(bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     let deleted = pendingRowDeletes[entity.name]
     let cache = LoadCache()
