@@ -220,6 +220,8 @@ extension ModelContext {
       order.append(sort.order == .forward ? 0 : 1)
       keyPaths.append(keyPath)
     }
+    // The same test as `fetchCount`'s, written out: a shared generic helper cost about 2k
+    // instructions a fetch in this unspecialized code (callgrind, 3,000 fetches).
     guard
       let (template, values) = try PredicateTranslator.kept(
         predicate, narrowing: !database.evaluatesSwiftFunctions),
