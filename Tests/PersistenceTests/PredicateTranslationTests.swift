@@ -184,6 +184,49 @@ struct PredicateSQLTests {
     }
   }
 
+  /// The walk that finds a predicate's shape follows its expression type's `ShapePlan` after
+  /// the first walk; values whose type has no column form, and types whose walk fails, still
+  /// translate with each predicate's own values.
+  @Test("a walk follows its expression type's plan, and keeps each predicate's values")
+  func followsShapePlans() throws {
+    struct Limits: Codable, Sendable { var low: Int }
+    func above(_ low: Int) -> Predicate<Sample> {
+      let limits = Limits(low: low)
+      return #Predicate { $0.small > limits.low }
+    }
+    func among(_ names: [String]) -> Predicate<Sample> {
+      #Predicate { names.contains($0.name) }
+    }
+    func named(_ name: String?) -> Predicate<Sample> {
+      #Predicate { $0.note == name }
+    }
+    for round in 0..<3 {
+      // A captured struct: its leaf has no column form; the key path on it is folded.
+      let folded = try #require(try sql(above(round * 7)))
+      #expect(folded.0 == "(\"small\" > ?)" && folded.1 == [.integer(Int64(round * 7))])
+      // An `IN` list: its walk fails, by its type; translated each time.
+      let names = (0...round).map { "n\($0)" }
+      let list = try #require(try sql(among(names)))
+      // (Padded to a power of two with the last value: a few statements serve every length.)
+      #expect(Array(list.1.prefix(names.count)) == names.map { SQLValue.text($0) })
+      #expect(list.1.dropFirst(names.count).allSatisfy { $0 == .text(names[round]) })
+      // An optional leaf, nil in one round.
+      let value = round == 1 ? nil : "x\(round)"
+      let optional = try #require(try sql(named(value)))
+      #expect(optional.1 == (value.map { [SQLValue.text($0)] } ?? []))
+    }
+    let listPlan = try #require(
+      ShapePlan.plan(for: ObjectIdentifier(type(of: among([]).expression))))
+    #expect(listPlan.fails)
+    let foldedPlan = try #require(
+      ShapePlan.plan(for: ObjectIdentifier(type(of: above(0).expression))))
+    #expect(!foldedPlan.fails && foldedPlan.leaves.count == 1 && foldedPlan.nodes.count == 5)
+    #expect(foldedPlan.leaves[0].facts.persistable == nil)
+    let optionalPlan = try #require(
+      ShapePlan.plan(for: ObjectIdentifier(type(of: named(nil).expression))))
+    #expect(optionalPlan.leaves[0].facts.optional != nil)
+  }
+
   @Test("throws for a sort without a stored key path")
   func refusesComputedSort() throws {
     let context = ModelContext(try ModelContainer(for: Sample.self))

@@ -151,7 +151,7 @@ extension ModelContext {
     // otherwise the count itself is selected, and no second SQL text is built.
     let windowed = descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
     if !windowed, descriptor.conditions.isEmpty, let predicate = descriptor.predicate,
-      let (template, values) = try PredicateTranslator.kept(
+      let (template, values) = PredicateTranslator.kept(
         predicate, narrowing: !database.evaluatesSwiftFunctions),
       !template.isNarrowed,
       // The SQL the general path builds for this count (`Query`), so that both share one
@@ -223,7 +223,7 @@ extension ModelContext {
     // The same test as `fetchCount`'s, written out: a shared generic helper cost about 2k
     // instructions a fetch in this unspecialized code (callgrind, 3,000 fetches).
     guard
-      let (template, values) = try PredicateTranslator.kept(
+      let (template, values) = PredicateTranslator.kept(
         predicate, narrowing: !database.evaluatesSwiftFunctions),
       !template.isNarrowed
     else { return nil }

@@ -72,8 +72,8 @@ struct PredicateTranslator {
   ) throws -> SQLFragment? {
     var walker = PredicateShapeWalker(variable: predicate.variable.key)
     let shape = walker.shape(of: predicate.expression, narrowing: narrowing)
-    if let shape, let template = PredicateTemplate.cached(for: shape),
-      let fragment = try template.fragment(leaves: walker.leaves)
+    if let shape, walker.leavesConvertible, let template = walker.template(for: shape),
+      let fragment = template.fragment(leaves: walker.leaves)
     {
       return fragment
     }
@@ -94,12 +94,14 @@ struct PredicateTranslator {
         canBeNull: false)
       condition.isNarrowed = true
     }
-    if let shape, translator.reusable, translator.leafCount == walker.leaves.count {
+    if let shape, translator.reusable, walker.leavesConvertible,
+      translator.leafCount == walker.leaves.count
+    {
       // Walked again for the key path objects the template keeps: once per shape.
       var keeper = PredicateShapeWalker(
         variable: predicate.variable.key, collectingKeyPaths: true)
       _ = keeper.shape(of: predicate.expression, narrowing: narrowing)
-      PredicateTemplate.keep(
+      walker.keep(
         PredicateTemplate(
           condition, boundLeaves: translator.boundLeaves, keyPaths: keeper.keyPaths),
         for: shape)
@@ -112,15 +114,15 @@ struct PredicateTranslator {
   /// its leaves are `NULL` where that one's were not (or the reverse). Then
   /// ``whereClause(_:schema:narrowing:)`` translates it (and keeps a template when it can).
   ///
-  /// Cost: a walk of the predicate's tree, a lock and a hash of its shape, and a conversion
-  /// per parameter; no SQL text is built.
+  /// Cost: a walk of the predicate's tree (``PredicateShapeWalker``), a lock and a hash of its
+  /// shape, and a copy of the template's values; no SQL text is built.
   static func kept<Model: PersistentModel>(_ predicate: Predicate<Model>, narrowing: Bool)
-    throws -> (template: PredicateTemplate, values: [SQLValue])?
+    -> (template: PredicateTemplate, values: [SQLValue])?
   {
     var walker = PredicateShapeWalker(variable: predicate.variable.key)
     guard let shape = walker.shape(of: predicate.expression, narrowing: narrowing),
-      let template = PredicateTemplate.cached(for: shape),
-      let values = try template.values(leaves: walker.leaves)
+      walker.leavesConvertible, let template = walker.template(for: shape),
+      let values = template.values(leaves: walker.leaves)
     else { return nil }
     return (template, values)
   }

@@ -59,6 +59,15 @@ extension SQLTranslatable {
 }
 
 extension OptionalValue {
+  /// Whether `value`, a value of this very type (`Value == Self`, which the caller checked by
+  /// looking up `Value`'s facts), is `nil`: no box and no dynamic cast.
+  static func isNone<Value>(unchecked value: Value) -> Bool {
+    assert(Value.self == Self.self)
+    return withUnsafePointer(to: value) { pointer in
+      UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.isNone
+    }
+  }
+
   /// Whether `value`, a value of this very type in an `Any`, is `nil`.
   static func isNone(opening value: Any) -> Bool {
     (value as! Self).isNone
@@ -66,6 +75,15 @@ extension OptionalValue {
 }
 
 extension PersistableValue {
+  /// The column form of `value`, a value of this very type (`Value == Self`, which the caller
+  /// checked by looking up `Value`'s facts): no box and no dynamic cast.
+  static func sqlValue<Value>(unchecked value: Value) -> SQLValue {
+    assert(Value.self == Self.self)
+    return withUnsafePointer(to: value) { pointer in
+      UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.sqlValue
+    }
+  }
+
   /// The column form of `value`, a value of this very type in an `Any`.
   static func sqlValue(opening value: Any) -> SQLValue {
     (value as! Self).sqlValue

@@ -86,6 +86,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
 
   func shape(_ walker: inout PredicateShapeWalker) {
     walker.visit(root)
-    walker.keyPath(keyPath)
+    // By its address: converting it to `AnyKeyPath` looks up its generic class's metadata
+    // (about 340 instructions), which only a template's keeper needs.
+    walker.keyPath(ObjectIdentifier(keyPath), object: keyPath)
   }
 }
