@@ -8,7 +8,9 @@ import Synchronization
 /// The connection is this object's alone: made in `init`, finished once in `deinit`
 /// (`PQfinish`); each result (`PGresult`) belongs to the statement that ran it. Not
 /// thread-safe: each owner (a `ModelContext`, an observer) uses its own connection from one
-/// thread at a time, as with SQLite.
+/// thread at a time, as with SQLite. For that reason the properties every statement run
+/// touches skip Swift's dynamic exclusivity checks (`@exclusivity(unchecked)`, as
+/// ``Statement``'s do).
 final class Connection: StoreConnection {
   let handle: OpaquePointer
   /// Where it connected, without a password, for messages.
@@ -19,15 +21,15 @@ final class Connection: StoreConnection {
   /// The statements `cachedStatement(_:)` and `cachedInsert(_:keyColumn:)` keep (at most
   /// ``StatementCache/defaultCapacity``); a dropped one's server-side statements are
   /// deallocated (``deallocateDropped()``).
-  private var cache = StatementCache<Statement>()
+  @exclusivity(unchecked) private var cache = StatementCache<Statement>()
   /// Server-side statements of dropped cached statements, with the session they belong to,
   /// deallocated when no transaction is open.
   private var droppedStatements: [(session: Int, name: String)] = []
   /// The key of the last `INSERT`'s row, read on demand (`lastval()`).
-  private var insertedKeyIsStale = false
-  private var insertedKey: Int64 = 0
+  @exclusivity(unchecked) private var insertedKeyIsStale = false
+  @exclusivity(unchecked) private var insertedKey: Int64 = 0
   /// Rows the last statement changed (`PQcmdTuples`).
-  var changedRowCount = 0
+  @exclusivity(unchecked) var changedRowCount = 0
 
   /// The session's settings, made on connecting and again after reconnecting.
   private let sessionSQL: String
@@ -36,10 +38,10 @@ final class Connection: StoreConnection {
   /// Whether this connection listens on ``channel`` (again after reconnecting).
   private var listening = false
   /// Whether the open transaction writes (`beginWriting()`): its commit notifies listeners.
-  private var writing = false
+  @exclusivity(unchecked) private var writing = false
   /// Whether this connection's transaction is open (`BEGIN` ran, `COMMIT` or `ROLLBACK` not
   /// yet): a lost connection then loses the transaction, and the caller must hear of it.
-  private var transactionOpen = false
+  @exclusivity(unchecked) private var transactionOpen = false
   /// Set when the session could not be set up: `deinit` (which runs for an initializer that
   /// throws once every property is set) finishes it rather than pooling it.
   private var isBroken = false
@@ -115,7 +117,7 @@ final class Connection: StoreConnection {
 
   /// Runs one or more statements that take no parameters, through the simple query protocol.
   func execute(_ sql: String) throws {
-    let result = try send(sql) { PQexec(handle, sql) }
+    let result = try send(sql, verb: TransactionVerb(sql)) { PQexec(handle, sql) }
     defer { PQclear(result) }
     let status = PQresultStatus(result)
     guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
@@ -133,9 +135,11 @@ final class Connection: StoreConnection {
   ///   error saying so, and so does every command but `ROLLBACK` until the caller rolls back,
   ///   which reconnects (nothing of the transaction can reach the store).
   ///
-  /// The result is the caller's to clear.
-  func send(_ sql: String, _ send: () -> OpaquePointer?) throws -> OpaquePointer {
-    let verb = TransactionVerb(sql)
+  /// The result is the caller's to clear. `verb` is `TransactionVerb(sql)`, which a statement
+  /// reads once.
+  func send(_ sql: String, verb: TransactionVerb, _ send: () -> OpaquePointer?) throws
+    -> OpaquePointer
+  {
     let ends = verb == .commit || verb == .rollback
     if PQstatus(handle) == CONNECTION_BAD {
       if transactionOpen && verb != .rollback {
@@ -275,8 +279,8 @@ final class Connection: StoreConnection {
 
   /// Counts the sessions of this connection (each reconnect is a new one, which has none of
   /// the old one's prepared statements).
-  private(set) var session = 0
-  private var statementCount = 0
+  @exclusivity(unchecked) private(set) var session = 0
+  @exclusivity(unchecked) private var statementCount = 0
 
   /// A name for a new server-side prepared statement of this session.
   func makeStatementName() -> String {
@@ -502,7 +506,8 @@ final class ConnectionPool: Sendable {
   }
 }
 
-/// The transaction command a statement starts with, if any: what ``Connection/send(_:_:)``
+/// The transaction command a statement starts with, if any: what
+/// ``Connection/send(_:verb:_:)``
 /// needs to know of each command, read from its first bytes without copying the SQL.
 enum TransactionVerb: Equatable {
   case begin, commit, rollback, other

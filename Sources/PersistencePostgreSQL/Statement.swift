@@ -8,11 +8,16 @@ import PersistenceCore
 ///
 /// The result (`PGresult`) is this object's alone: cleared once, when the statement is reset,
 /// rewound, runs again or goes away.
+///
+/// Its mutable properties skip Swift's dynamic exclusivity checks (`@exclusivity(unchecked)`:
+/// about 75 instructions each, eight to fourteen a run): a statement is used by its
+/// connection's one owner, on one thread at a time, and no access to a property overlaps
+/// another access to it (the test suite runs with the checks on everywhere else).
 final class Statement: StoreStatement {
   unowned let connection: Connection
   /// The SQL with `$N` parameters.
   let sql: String
-  private var parameters: [Parameter]
+  @exclusivity(unchecked) private var parameters: [Parameter]
   /// The current result and the position in it, behind a pointer this statement owns
   /// (allocated in `init`, freed in `deinit`): read for every value, and a class's stored
   /// properties would cost a dynamic exclusivity check (about 75 instructions) at each read.
@@ -30,12 +35,12 @@ final class Statement: StoreStatement {
     set { cursor.pointee.row = newValue }
   }
   /// A problem found while binding (bind functions cannot throw), reported by ``step()``.
-  private var bindingError: PersistenceError?
+  @exclusivity(unchecked) private var bindingError: PersistenceError?
   /// Per column, a buffer the decoded bytes of its `bytea` values are written into: grown as
   /// needed, reused from row to row, freed when the statement goes (no allocation per row).
-  private var scratch: [UnsafeMutableRawBufferPointer] = []
+  @exclusivity(unchecked) private var scratch: [UnsafeMutableRawBufferPointer] = []
   /// Per column, the row whose bytes ``scratch`` holds and how many (row -1: none).
-  private var scratchRow: [(row: Int32, count: Int)] = []
+  @exclusivity(unchecked) private var scratchRow: [(row: Int32, count: Int)] = []
 
   enum Parameter {
     case null
@@ -51,16 +56,20 @@ final class Statement: StoreStatement {
   private let isCached: Bool
   /// The server-side names of this statement, by the types of its parameters, and the
   /// connection's session they were prepared in (a reconnect loses them).
-  private var prepared: [[Oid]: (name: String, binaryResults: Bool)] = [:]
-  private(set) var preparedSession = -1
+  @exclusivity(unchecked) private var prepared: [[Oid]: (name: String, binaryResults: Bool)] = [:]
+  @exclusivity(unchecked) private(set) var preparedSession = -1
   /// The entry of ``prepared`` used last.
-  private var lastPrepared: (types: [Oid], statement: (name: String, binaryResults: Bool))?
+  @exclusivity(unchecked) private var lastPrepared:
+    (types: [Oid], statement: (name: String, binaryResults: Bool))?
   /// The server-side names of this statement in ``preparedSession``.
   var preparedNames: [String] { prepared.values.map(\.name) }
   /// Whether the SQL is an `INSERT` that returns the new row's key (`RETURNING`, added here
   /// for ``Connection/cachedInsert(_:keyColumn:)``); its one row is read as
   /// ``Connection/lastInsertedKey`` and not shown to the caller, who expects none.
   private let returnsKey: Bool
+  /// The transaction command the SQL is, if any (``Connection/send(_:verb:_:)``): read once,
+  /// not on every run (about 350 instructions).
+  private let verb: TransactionVerb
 
   /// A statement for `sql`; with `keyColumn`, an `INSERT` that returns that column of its new
   /// row.
@@ -72,6 +81,7 @@ final class Statement: StoreStatement {
     returnsKey = keyColumn != nil
     isCached = cached
     self.sql = rewritten
+    verb = TransactionVerb(rewritten)
     self.connection = connection
     parameters = Array(repeating: .null, count: count)
     cursor = .allocate(capacity: 1)
@@ -186,14 +196,14 @@ final class Statement: StoreStatement {
 
   /// Sends the statement with its parameters and keeps the result.
   /// How many times the statement ran.
-  private var runs = 0
+  @exclusivity(unchecked) private var runs = 0
   /// Whether the statement returns only the layer's own columns (see
   /// ``returnsTableColumns()``): its first run, before it is prepared, asks for binary rows.
-  private var tableColumns = false
+  @exclusivity(unchecked) private var tableColumns = false
 
   /// The arrays of the last run's parameters, kept for the next: once a statement has run,
   /// running it again allocates nothing for its parameters.
-  private var arguments = Arguments()
+  @exclusivity(unchecked) private var arguments = Arguments()
 
   /// The parameters as libpq takes them, by index.
   private struct Arguments {
@@ -261,7 +271,7 @@ final class Statement: StoreStatement {
         arguments.buffer.append(contentsOf: value)
       }
     }
-    let made = try connection.send(sql) {
+    let made = try connection.send(sql, verb: verb) {
       // Pointers into the buffer, valid while this closure runs (made again if `send` calls
       // it again); the array of them moved out and back, so that it is not copied.
       let buffer = arguments.buffer

@@ -150,10 +150,8 @@ extension ModelContext {
     // A window (limit, offset) applies to the rows before they are counted: a subquery then;
     // otherwise the count itself is selected, and no second SQL text is built.
     let windowed = descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
-    if !windowed, descriptor.conditions.isEmpty, let predicate = descriptor.predicate,
-      let (template, values) = PredicateTranslator.kept(
-        predicate, narrowing: !database.evaluatesSwiftFunctions),
-      !template.isNarrowed,
+    if !windowed, !descriptor.hasConditions, let parts = descriptor.predicateParts,
+      let (template, values) = keptCondition(parts, database),
       // The SQL the general path builds for this count (`Query`), so that both share one
       // prepared statement. The schema is read only then: copying the generic struct cost
       // about 700 instructions.
@@ -198,6 +196,19 @@ extension ModelContext {
     return statement
   }
 
+  /// The kept template of a predicate's shape and its values
+  /// (``PredicateTranslator/kept(_:narrowing:)``), when its condition runs as it is on
+  /// `database` (not narrowed to rows checked in Swift). Not generic: O(size of the predicate).
+  private func keptCondition(_ parts: PredicateParts, _ database: any StoreConnection)
+    -> (template: PredicateTemplate, values: [SQLValue])?
+  {
+    guard
+      let kept = PredicateTranslator.kept(parts, narrowing: !database.evaluatesSwiftFunctions),
+      !kept.template.isNarrowed
+    else { return nil }
+    return kept
+  }
+
   /// The statement and bindings of `descriptor`'s rows when a query of its predicate's shape,
   /// order and window was run before by this context: its predicate is walked for its values,
   /// and no SQL text is built or looked up. Nil for a descriptor the general path must run:
@@ -209,7 +220,7 @@ extension ModelContext {
   private func keptRows<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>, database: any StoreConnection
   ) throws -> (statement: any StoreStatement, bindings: [SQLValue])? {
-    guard descriptor.conditions.isEmpty, let predicate = descriptor.predicate else { return nil }
+    guard !descriptor.hasConditions, let parts = descriptor.predicateParts else { return nil }
     var order: [Int] = []
     var keyPaths: [AnyKeyPath] = []
     for sort in descriptor.sortBy {
@@ -220,13 +231,7 @@ extension ModelContext {
       order.append(sort.order == .forward ? 0 : 1)
       keyPaths.append(keyPath)
     }
-    // The same test as `fetchCount`'s, written out: a shared generic helper cost about 2k
-    // instructions a fetch in this unspecialized code (callgrind, 3,000 fetches).
-    guard
-      let (template, values) = PredicateTranslator.kept(
-        predicate, narrowing: !database.evaluatesSwiftFunctions),
-      !template.isNarrowed
-    else { return nil }
+    guard let (template, values) = keptCondition(parts, database) else { return nil }
     let window = Query.window(descriptor)
     let key = KeptQueryKey(
       template: ObjectIdentifier(template), purpose: .fetch(windowed: !window.isEmpty),

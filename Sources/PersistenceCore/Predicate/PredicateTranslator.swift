@@ -15,6 +15,20 @@ protocol SQLTranslatable: SendableMetatype {
   func shape(_ walker: inout PredicateShapeWalker)
 }
 
+/// A `Predicate`'s expression tree and the variable it binds to the model, without its
+/// generic type (see ``FetchDescriptor/predicateParts``).
+@usableFromInline
+struct PredicateParts: Sendable {
+  @usableFromInline let expression: any StandardPredicateExpression<Bool>
+  @usableFromInline let variable: PredicateExpressions.VariableID
+
+  @inlinable
+  init<Model>(_ predicate: Predicate<Model>) {
+    expression = predicate.expression
+    variable = predicate.variable.key
+  }
+}
+
 /// Translates a Foundation `Predicate` into a SQL `WHERE` clause with bound parameters.
 ///
 /// Cost: O(size of the predicate) to translate; the query it yields runs in SQLite (an index
@@ -109,18 +123,20 @@ struct PredicateTranslator {
     return condition
   }
 
-  /// The template kept for `predicate`'s shape, and its parameters' values for `predicate`:
-  /// nil when no predicate of its shape was translated into a reusable condition yet, or when
-  /// its leaves are `NULL` where that one's were not (or the reverse). Then
-  /// ``whereClause(_:schema:narrowing:)`` translates it (and keeps a template when it can).
+  /// The template kept for the shape of a predicate (its `parts`), and its parameters' values
+  /// for that predicate: nil when no predicate of its shape was translated into a reusable
+  /// condition yet, or when its leaves are `NULL` where that one's were not (or the reverse).
+  /// Then ``whereClause(_:schema:narrowing:)`` translates it (and keeps a template when it
+  /// can).
   ///
-  /// Cost: a walk of the predicate's tree (``PredicateShapeWalker``), a lock and a hash of its
-  /// shape, and a copy of the template's values; no SQL text is built.
-  static func kept<Model: PersistentModel>(_ predicate: Predicate<Model>, narrowing: Bool)
+  /// Not generic: the tree is opened once, by the walk. Cost: a walk of the predicate's tree
+  /// (``PredicateShapeWalker``), an equality test of its shape (or a lock and a hash), and a
+  /// copy of the template's values; no SQL text is built.
+  static func kept(_ parts: PredicateParts, narrowing: Bool)
     -> (template: PredicateTemplate, values: [SQLValue])?
   {
-    var walker = PredicateShapeWalker(variable: predicate.variable.key)
-    guard let shape = walker.shape(of: predicate.expression, narrowing: narrowing),
+    var walker = PredicateShapeWalker(variable: parts.variable)
+    guard let shape = walker.shape(of: parts.expression, narrowing: narrowing),
       walker.leavesConvertible, let template = walker.template(for: shape),
       let values = template.values(leaves: walker.leaves)
     else { return nil }
