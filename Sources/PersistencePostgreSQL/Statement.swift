@@ -235,6 +235,17 @@ final class Statement: StoreStatement {
       buffer.append(0)
       values.removeAll(keepingCapacity: true)
     }
+
+    /// Sets parameter `index` to the 8 bytes of `value`, big-endian, in binary format. (A
+    /// method, not a local function of `run()`: a local function capturing the arguments
+    /// made every access to them a dynamic exclusivity check.)
+    mutating func append(_ value: UInt64, type: Oid, at index: Int) {
+      types[index] = type
+      formats[index] = 1
+      lengths[index] = 8
+      offsets[index] = buffer.count
+      withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
+    }
   }
 
   private func run() throws {
@@ -245,18 +256,11 @@ final class Statement: StoreStatement {
     swap(&arguments, &self.arguments)
     defer { swap(&arguments, &self.arguments) }
     arguments.reset(count: count)
-    func append(_ value: UInt64, type: Oid, at index: Int) {
-      arguments.types[index] = type
-      arguments.formats[index] = 1
-      arguments.lengths[index] = 8
-      arguments.offsets[index] = arguments.buffer.count
-      withUnsafeBytes(of: value.bigEndian) { arguments.buffer.append(contentsOf: $0) }
-    }
     for (index, parameter) in parameters.enumerated() {
       switch parameter {
       case .null: break
-      case .integer(let value): append(UInt64(bitPattern: value), type: 20, at: index)
-      case .real(let value): append(value.bitPattern, type: 701, at: index)
+      case .integer(let value): arguments.append(UInt64(bitPattern: value), type: 20, at: index)
+      case .real(let value): arguments.append(value.bitPattern, type: 701, at: index)
       case .text(let value):
         // Type left to the server (as a literal would be), text format, NUL-terminated.
         arguments.offsets[index] = arguments.buffer.count
