@@ -70,7 +70,15 @@ final class BoundsStreams: Sendable {
     }
     let stream = HTTPStream(settings: settings)
     let id = ObjectIdentifier(stream)
-    feed.clients.withLock { $0[id] = stream }
+    // The retry line, the last report and the registration under the clients' lock, which
+    // `publish` holds while it sets the last report and picks its clients: a report published
+    // while this client joins reaches it once, after the retry line (sent outside the lock, a
+    // first report published meanwhile came before the retry line and again after it).
+    feed.clients.withLock { clients in
+      stream.send("retry: 2000\n\n")
+      if let event = feed.lastEvent.withLock({ $0 }) { stream.send(event) }
+      clients[id] = stream
+    }
     stream.onFinish.withLock {
       $0 = { [weak self, weak feed] in
         guard let feed else { return }
@@ -81,8 +89,6 @@ final class BoundsStreams: Sendable {
         if empty { self?.release(key, feed) }
       }
     }
-    stream.send("retry: 2000\n\n")
-    if let event = feed.lastEvent.withLock({ $0 }) { stream.send(event) }
     return stream
   }
 
@@ -102,13 +108,17 @@ final class BoundsStreams: Sendable {
     let document = FeaturesAPI.boundsDocument(report, feed.parameters.value)
     let event =
       "id: \(token?.description ?? "")\nevent: bounds\ndata: \(document.rendered(pretty: false))\n\n"
-    let changed = feed.lastEvent.withLock { last -> Bool in
-      guard last != event else { return false }
-      last = event
-      return true
+    // Set and its clients picked under the clients' lock (see `open(key:parameters:)`): a client joining
+    // now gets this report either from there or from here, never both.
+    let clients = feed.clients.withLock { clients -> [HTTPStream]? in
+      let changed = feed.lastEvent.withLock { last -> Bool in
+        guard last != event else { return false }
+        last = event
+        return true
+      }
+      return changed ? Array(clients.values) : nil
     }
-    guard changed else { return }
-    for client in feed.clients.withLock({ Array($0.values) }) { client.send(event) }
+    for client in clients ?? [] { client.send(event) }
   }
 
   /// Ends every stream (the service is stopping).
