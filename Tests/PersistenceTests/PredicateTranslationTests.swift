@@ -227,6 +227,36 @@ struct PredicateSQLTests {
     #expect(optionalPlan.leaves[0].facts.optional != nil)
   }
 
+  /// `FetchDescriptor` keeps its predicate's tree beside it (`predicateParts`) for the counts
+  /// and fetches that reuse a kept statement: a predicate or conditions set after the
+  /// descriptor was made must be the ones that run.
+  @Test("a predicate or conditions set on a descriptor after it was made are the ones that run")
+  func descriptorChangedAfterInit() throws {
+    let context = ModelContext(try ModelContainer(for: Sample.self))
+    for (name, small) in [("a", 1), ("b", 2), ("b", 3), ("c", 4)] {
+      let sample = Sample()
+      sample.name = name
+      sample.small = small
+      context.insert(sample)
+    }
+    try context.save()
+    func named(_ name: String) -> Predicate<Sample> { #Predicate { $0.name == name } }
+    var descriptor = FetchDescriptor<Sample>(predicate: named("a"))
+    for _ in 0..<2 { #expect(try context.fetchCount(descriptor) == 1) }  // kept the second time
+    descriptor.predicate = named("b")
+    #expect(try context.fetchCount(descriptor) == 2)
+    #expect(try context.fetch(descriptor).map(\.small).sorted() == [2, 3])
+    descriptor.conditions = [#Predicate { $0.small > 2 }]
+    #expect(try context.fetchCount(descriptor) == 1)
+    #expect(try context.fetch(descriptor).map(\.small) == [3])
+    descriptor.conditions = []
+    descriptor.predicate = nil
+    #expect(try context.fetchCount(descriptor) == 4)
+    var empty = FetchDescriptor<Sample>()
+    empty.predicate = named("c")
+    #expect(try context.fetchCount(empty) == 1)
+  }
+
   @Test("throws for a sort without a stored key path")
   func refusesComputedSort() throws {
     let context = ModelContext(try ModelContainer(for: Sample.self))
