@@ -507,8 +507,8 @@ final class ConnectionPool: Sendable {
 }
 
 /// The transaction command a statement starts with, if any: what
-/// ``Connection/send(_:verb:_:)``
-/// needs to know of each command, read from its first bytes without copying the SQL.
+/// ``Connection/send(_:verb:_:)`` needs to know of each command, read from its first bytes
+/// without copying the SQL.
 enum TransactionVerb: Equatable {
   case begin, commit, rollback, other
 

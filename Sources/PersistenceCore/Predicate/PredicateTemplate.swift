@@ -177,7 +177,7 @@ struct PredicateShapeWalker {
   }
 
   /// A leaf's value: a parameter of the shape, converted as the attribute would store it
-  /// (``PredicateTranslator/sqlValue(of:)``, without its `Any` box and casts).
+  /// (``TypeConformances/Facts/sqlValue(unchecked:)``, as the translator converts constants).
   mutating func leaf<Value>(_ value: Value) {
     let type = ObjectIdentifier(Value.self)
     let facts: TypeConformances.Facts
@@ -189,10 +189,8 @@ struct PredicateShapeWalker {
       learning?.leaves.append(ShapePlan.Leaf(type: type, facts: facts))
     }
     leafPosition += 1
-    if let optional = facts.optional, optional.isNone(unchecked: value) {
-      leaves.append(.null)
-    } else if let persistable = facts.persistable {
-      leaves.append(persistable.sqlValue(unchecked: value))
+    if let converted = facts.sqlValue(unchecked: value) {
+      leaves.append(converted)
     } else {
       leavesConvertible = false
       leaves.append(.null)

@@ -211,9 +211,11 @@ struct PredicateTranslator {
 
   /// Converts a Swift constant to a bound value, the way the attribute would store it.
   static func sqlValue(of value: Any) throws -> SQLValue {
-    let facts = TypeConformances.facts(for: type(of: value))
-    if let optional = facts.optional, optional.isNone(opening: value) { return .null }
-    if let persistable = facts.persistable { return persistable.sqlValue(opening: value) }
+    // `value` opened: `Value` is its dynamic type.
+    func converted<Value>(_ value: Value) -> SQLValue? {
+      TypeConformances.facts(for: Value.self).sqlValue(unchecked: value)
+    }
+    if let converted = converted(value) { return converted }
     throw PersistenceError(
       code: .unsupportedPredicate,
       message:

@@ -9,9 +9,9 @@ import Synchronization
 /// The answers are looked up once per type and kept for the life of the process: a type's
 /// conformances never change while it runs. The table holds one entry per type ever
 /// translated, which is bounded by the program's predicate and constant types, not by the
-/// number of predicates. Cost: a lock and a hash of the type's address per question; a value is
-/// then opened with a cast to its concrete type (a comparison of metadata), not to an
-/// existential.
+/// number of predicates. Cost: a lock and a hash of the type's address per question; a value of
+/// the type is then read through its conformance as that very type (`unchecked`: the caller
+/// passes it as the type it asked about), with no cast.
 enum TypeConformances {
   /// What is known of one type.
   struct Facts: Sendable {
@@ -21,6 +21,14 @@ enum TypeConformances {
     var optional: (any OptionalValue.Type)?
     /// The type as a value with a column form, if it is one.
     var persistable: (any PersistableValue.Type)?
+
+    /// The column form of `value`, a value of this very type, as the attribute would store
+    /// it: `NULL` for `nil`, nil when the type has no column form. The one rule for the
+    /// translator's constants and the shape walk's leaves; no box and no dynamic cast.
+    func sqlValue<Value>(unchecked value: Value) -> SQLValue? {
+      if let optional, optional.isNone(unchecked: value) { return .null }
+      return persistable?.sqlValue(unchecked: value)
+    }
   }
 
   private static let table = Mutex<[ObjectIdentifier: Facts]>([:])
@@ -67,11 +75,6 @@ extension OptionalValue {
       UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.isNone
     }
   }
-
-  /// Whether `value`, a value of this very type in an `Any`, is `nil`.
-  static func isNone(opening value: Any) -> Bool {
-    (value as! Self).isNone
-  }
 }
 
 extension PersistableValue {
@@ -82,10 +85,5 @@ extension PersistableValue {
     return withUnsafePointer(to: value) { pointer in
       UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.sqlValue
     }
-  }
-
-  /// The column form of `value`, a value of this very type in an `Any`.
-  static func sqlValue(opening value: Any) -> SQLValue {
-    (value as! Self).sqlValue
   }
 }
