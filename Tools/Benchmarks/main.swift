@@ -32,6 +32,8 @@ struct Phase {
   var seconds: Double
   var baselineSeconds: Double?
   var unit = "s"
+  /// The 99th percentile, for a phase whose `seconds` is a median of latencies.
+  var p99: Double?
   var note = ""
   var ratio: Double? { baselineSeconds.map { seconds / $0 } }
 }
@@ -889,8 +891,9 @@ writeJSON()
   for phase in phases {
     let baseline = phase.baselineSeconds.map { String($0) } ?? "null"
     let ratio = phase.ratio.map { String($0) } ?? "null"
+    let p99 = phase.p99.map { ", \"p99Seconds\": \($0)" } ?? ""
     entries.append(
-      "{\"phase\": \"\(phase.phase)\", \"n\": \(phase.n), \"seconds\": \(phase.seconds), \"baselineSeconds\": \(baseline), \"ratio\": \(ratio), \"unit\": \"\(phase.unit)\"}"
+      "{\"phase\": \"\(phase.phase)\", \"n\": \(phase.n), \"seconds\": \(phase.seconds), \"baselineSeconds\": \(baseline), \"ratio\": \(ratio), \"unit\": \"\(phase.unit)\"\(p99)}"
     )
   }
   let text = "{\"phases\": [\n  " + entries.joined(separator: ",\n  ") + "\n]}\n"
