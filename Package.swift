@@ -133,7 +133,7 @@ let package = Package(
       name: "PersistenceTests",
       dependencies: [
         "Persistence", "PersistenceCore", "PersistenceSQLite", "PersistencePostgreSQL",
-        "TestSupport",
+        "TestSupport", "CLibPQ",
       ],
       swiftSettings: swiftSettings
     ),

@@ -383,6 +383,101 @@ final class Connection: StoreConnection {
   /// functions and finishes them in Swift (see `StoreFunctions`).
   var evaluatesSwiftFunctions: Bool { false }
 
+  /// Rows a save sends in one batch (``runBatch(_:count:answer:binding:)``): one round trip
+  /// for up to this many. The answers to a batch of inserts or lookups (a key each, about
+  /// 100 bytes with their messages) stay far below what the socket's buffers hold, so the
+  /// server never waits for this client to read while this client is still sending, whatever
+  /// the rows' size.
+  var batchLimit: Int { 128 }
+
+  /// Runs `statement` `count` times in libpq's pipeline mode: every run is sent (prepared in
+  /// the same pipeline when it was not in this session), then one sync, then the answers are
+  /// read in order. One round trip for the batch, against one a run; O(`count` × parameters)
+  /// here.
+  ///
+  /// After an error the server skips the rest of the pipeline; every answer is still read,
+  /// pipeline mode is left, and the first error is thrown (the transaction is then failed, and
+  /// the caller rolls it back). A connection lost meanwhile throws as a lost transaction does
+  /// (the rollback reconnects).
+  func runBatch(
+    _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
+    binding: (Int) throws -> Void
+  ) throws -> [Int64?] {
+    // Every statement of this connection is one of ours.
+    let statement = unsafeDowncast(statement as AnyObject, to: Statement.self)
+    guard count > 0 else { return [] }
+    guard PQstatus(handle) == CONNECTION_OK else {
+      throw transactionOpen ? lostTransaction(sql: statement.sql) : lostError(sql: statement.sql)
+    }
+    guard PQenterPipelineMode(handle) == 1 else { throw lostError(sql: statement.sql) }
+    // Per answer expected, in order: whether it is a run's (true) or a prepare's (false).
+    var expected: [Bool] = []
+    expected.reserveCapacity(count + 1)
+    var preparedNow: [[Oid]] = []
+    var failure: Error?
+    for index in 0..<count {
+      do {
+        try binding(index)
+        if let types = try statement.send() {
+          preparedNow.append(types)
+          expected.append(false)
+        }
+        expected.append(true)
+      } catch {
+        failure = error
+        break
+      }
+    }
+    var answers: [Int64?] = []
+    answers.reserveCapacity(count)
+    var serverFailure: PersistenceError?
+    var lost = PQpipelineSync(handle) != 1
+    var position = 0
+    var ends = 0
+    while !lost {
+      guard let result = PQgetResult(handle) else {
+        // The end of one command's answer; more of them than commands: the connection failed.
+        ends += 1
+        if PQstatus(handle) == CONNECTION_BAD || ends > expected.count + 1 { lost = true }
+        continue
+      }
+      let status = PQresultStatus(result)
+      if status == PGRES_PIPELINE_SYNC {
+        PQclear(result)
+        break
+      }
+      let isRun = position < expected.count ? expected[position] : true
+      position += 1
+      switch status {
+      case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+        if isRun { answers.append(answer == .none ? nil : Statement.firstInteger(result)) }
+      case PGRES_PIPELINE_ABORTED:
+        break
+      default:
+        if serverFailure == nil { serverFailure = error(result, sql: statement.sql) }
+      }
+      PQclear(result)
+    }
+    if !lost, PQexitPipelineMode(handle) != 1 { lost = true }
+    if lost || serverFailure != nil || failure != nil { statement.forgetPrepared(preparedNow) }
+    if lost {
+      // A session left in the middle of a pipeline is of no further use: replaced now (a
+      // broken one is replaced when the transaction is rolled back), its transaction gone.
+      if PQstatus(handle) == CONNECTION_OK { try? reconnect(sql: statement.sql) }
+      throw lostTransaction(sql: statement.sql)
+    }
+    // A server's error comes from a run before the one whose binding failed, if both did.
+    if let serverFailure { throw serverFailure }
+    if let failure { throw failure }
+    guard answers.count == count else {
+      throw Connection.error(
+        sqlState: "",
+        message: "the server answered \(answers.count) of \(count) statements of a batch",
+        sql: statement.sql)
+    }
+    return answers
+  }
+
   /// The newest committed history token this connection can see.
   func externalChangeCounter() throws -> Int64 {
     try scalarInt("SELECT coalesce(max(token), 0) FROM \"_history_transactions\"") ?? 0

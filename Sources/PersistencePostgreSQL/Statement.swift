@@ -248,14 +248,10 @@ final class Statement: StoreStatement {
     }
   }
 
-  private func run() throws {
-    runs += 1
-    if let bindingError { throw bindingError }
-    let count = parameters.count
-    var arguments = Arguments()
-    swap(&arguments, &self.arguments)
-    defer { swap(&arguments, &self.arguments) }
-    arguments.reset(count: count)
+  /// Fills `arguments` from the bound parameters: libpq's arrays and one buffer of values.
+  /// O(parameters + bytes).
+  private func fill(_ arguments: inout Arguments) {
+    arguments.reset(count: parameters.count)
     for (index, parameter) in parameters.enumerated() {
       switch parameter {
       case .null: break
@@ -275,6 +271,96 @@ final class Statement: StoreStatement {
         arguments.buffer.append(contentsOf: value)
       }
     }
+  }
+
+  /// Sends this statement with its bound parameters into the connection's pipeline, without
+  /// waiting for the answer (``Connection/runBatch(_:count:answer:binding:)`` reads it): libpq
+  /// copies the values into its output buffer, so the parameters can be bound again at once.
+  /// Prepared in the same pipeline when it was not in this session (with its answers in text:
+  /// describing it would cost a round trip); returns the parameter types it was prepared for
+  /// then, whose answer comes first. O(parameters + bytes).
+  ///
+  /// - Throws: a binding's error, or the connection's when libpq cannot queue the message.
+  func send() throws -> [Oid]? {
+    runs += 1
+    if let bindingError { throw bindingError }
+    clearResult()
+    var arguments = Arguments()
+    swap(&arguments, &self.arguments)
+    defer { swap(&arguments, &self.arguments) }
+    fill(&arguments)
+    if preparedSession != connection.session {
+      prepared.removeAll()
+      lastPrepared = nil
+      preparedSession = connection.session
+    }
+    var preparedNow: [Oid]?
+    let statement: (name: String, binaryResults: Bool)
+    if let last = lastPrepared, last.types == arguments.types {
+      statement = last.statement
+    } else if let known = prepared[arguments.types] {
+      statement = known
+      lastPrepared = (arguments.types, known)
+    } else {
+      statement = (connection.makeStatementName(), false)
+      guard
+        PQsendPrepare(
+          connection.handle, statement.name, sql, Int32(arguments.types.count), arguments.types)
+          == 1
+      else { throw connection.lostError(sql: sql) }
+      prepared[arguments.types] = statement
+      lastPrepared = (arguments.types, statement)
+      preparedNow = arguments.types
+    }
+    let count = Int32(parameters.count)
+    // As in `run()`: pointers into the buffer, the array of them moved out and back.
+    let buffer = arguments.buffer
+    var values = arguments.values
+    arguments.values = []
+    defer { arguments.values = values }
+    values.removeAll(keepingCapacity: true)
+    let sent = buffer.withUnsafeBufferPointer { storage in
+      let base = UnsafeRawPointer(storage.baseAddress!)
+      for offset in arguments.offsets {
+        values.append(offset < 0 ? nil : (base + offset).assumingMemoryBound(to: CChar.self))
+      }
+      return statement.name.withCString { name in
+        PQsendQueryPrepared(
+          connection.handle, name, count, values, arguments.lengths, arguments.formats,
+          statement.binaryResults ? 1 : 0)
+      }
+    }
+    guard sent == 1 else {
+      if let preparedNow { forgetPrepared([preparedNow]) }
+      throw connection.lostError(sql: sql)
+    }
+    return preparedNow
+  }
+
+  /// Forgets the server-side statements prepared for `types` (in a batch that failed, where
+  /// the server may not have made them): the next run prepares them again, under new names.
+  func forgetPrepared(_ types: [[Oid]]) {
+    for forgotten in types { prepared[forgotten] = nil }
+    lastPrepared = nil
+  }
+
+  /// The first column of `result`'s first row as an integer (text or binary), or nil.
+  static func firstInteger(_ result: OpaquePointer) -> Int64? {
+    guard PQntuples(result) > 0, PQnfields(result) > 0, PQgetisnull(result, 0, 0) == 0,
+      let value = PQgetvalue(result, 0, 0)
+    else { return nil }
+    guard PQfformat(result, 0) == 1 else { return integer(value) }
+    return binaryInteger(value, Int(PQgetlength(result, 0, 0)), type: PQftype(result, 0))
+  }
+
+  private func run() throws {
+    runs += 1
+    if let bindingError { throw bindingError }
+    let count = parameters.count
+    var arguments = Arguments()
+    swap(&arguments, &self.arguments)
+    defer { swap(&arguments, &self.arguments) }
+    fill(&arguments)
     let made = try connection.send(sql, verb: verb) {
       // Pointers into the buffer, valid while this closure runs (made again if `send` calls
       // it again); the array of them moved out and back, so that it is not copied.

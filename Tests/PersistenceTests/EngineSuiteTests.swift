@@ -214,6 +214,51 @@ struct EngineSuiteTests {
   }
 
   @Test(
+    "hundreds of new rows in one save, an upsert and a repeated unique value among them, mean what they mean one row at a time",
+    arguments: TestEngine.allCases)
+  func manyRowsInOneSave(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    defer { withExtendedLifetime(store) {} }
+    let container = try store.container(Note.self)
+    let context = ModelContext(container)
+    context.author = "tester"
+    context.insert(Note(key: "k1100", text: "stored"))
+    try context.save()
+    // More rows than two of PostgreSQL's batches (128): k1100 is stored already (an upsert),
+    // and "twice" comes at 150 and 170 (the second merges into the row of the first); the
+    // rows from 256 on are all new.
+    var notes: [Note] = []
+    for index in 0..<300 {
+      let key: String = index == 150 || index == 170 ? "twice" : "k\(1000 + index)"
+      notes.append(Note(key: key, text: "t\(index)"))
+    }
+    for note in notes { context.insert(note) }
+    try context.save()
+    let other = ModelContext(container)
+    var stored = Dictionary(
+      uniqueKeysWithValues: try other.fetch(FetchDescriptor<Note>()).map { ($0.key, $0.text) })
+    #expect(stored.count == 299)
+    #expect(stored["k1100"] == "t100")
+    #expect(stored["twice"] == "t170")
+    #expect(stored["k1299"] == "t299" && stored["k1000"] == "t0")
+    let changes = try #require(try other.fetchHistory().last).changes
+    #expect(
+      changes.map(\.kind)
+        == (0..<300).map { $0 == 100 || $0 == 170 ? HistoryChange.Kind.update : .insert })
+    // Each model knows its row: a change to every one reaches the row it was saved to.
+    for (index, note) in notes.enumerated() where index != 150 {
+      note.text = "u\(index)"
+    }
+    try context.save()
+    stored = Dictionary(
+      uniqueKeysWithValues: try other.fetch(FetchDescriptor<Note>()).map { ($0.key, $0.text) })
+    for (index, note) in notes.enumerated() where index != 150 {
+      let text: String? = stored[note.key]
+      #expect(text == "u\(index)", Comment(rawValue: note.key))
+    }
+  }
+
+  @Test(
     "rolls back, and a transaction block that throws leaves nothing", arguments: TestEngine.allCases
   )
   func rollback(engine: TestEngine) throws {

@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import Observation
 import Persistence
@@ -414,6 +415,107 @@ struct PostgreSQLLostConnectionTests {
     try connection.rollback()
     #expect(!connection.isInTransaction)
     #expect(try connection.scalarInt("SELECT count(*) FROM t") == 0)
+  }
+
+  /// Runs `body` with libpq's trace of `connection` on (every message sent and received), and
+  /// returns how many times it waited for the server: the messages that end a request (`Sync`
+  /// of the extended protocol, `Query` of the simple one).
+  func roundTrips(of connection: any StoreConnection, _ body: () throws -> Void) throws -> Int {
+    let handle = try #require(connection as? Connection).handle
+    let directory = TemporaryDirectory()
+    let path = directory.file("trace").path
+    let file = try #require(fopen(path, "w"))
+    PQtrace(handle, file)
+    PQsetTraceFlags(handle, PQTRACE_SUPPRESS_TIMESTAMPS)
+    defer {
+      PQuntrace(handle)
+      fclose(file)
+    }
+    try body()
+    fflush(file)
+    let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+    return lines.filter { line in
+      let fields = line.split(separator: "\t")
+      return fields.count >= 3 && fields[0] == "F" && (fields[2] == "Sync" || fields[2] == "Query")
+    }.count
+  }
+
+  @Test(
+    "a save's new rows go in batches: a round trip for up to 128 rows' lookups, inserts, history"
+  )
+  func batchedInserts() throws {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase("batches")
+    let container = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(url: try #require(URL(string: url))),
+      engine: PostgreSQLEngine())
+    let context = ModelContext(container)
+    context.insert(Note(key: "first", text: ""))
+    try context.save()
+    for index in 0..<300 { context.insert(Note(key: "n\(index)", text: "\(index)")) }
+    let trips = try roundTrips(of: try context.connection()) { try context.save() }
+    // Three batches (128, 128, 44) of three steps each; then BEGIN, the write lock, the
+    // history transaction, NOTIFY and COMMIT: 14. One row at a time it was 3 a row, over 900.
+    // The history transaction's statement is prepared on this, its second use (the prepare and
+    // its description: 2 more); the batches' were prepared inside the first save's batches.
+    #expect(trips == 16, "\(trips) round trips")
+    let other = ModelContext(container)
+    #expect(try other.fetchCount(FetchDescriptor<Note>()) == 301)
+    #expect(try other.fetchHistory().last?.changes.count == 300)
+    // The statements prepared inside the batches are known to the session and reused.
+    for index in 0..<300 { context.insert(Note(key: "m\(index)", text: "")) }
+    #expect(try roundTrips(of: try context.connection()) { try context.save() } == 14)
+  }
+
+  /// A container on a new database whose notes table refuses a row whose text is `refused`
+  /// (a trigger raises an error), or terminates its own session on it (`terminate`).
+  func refusingStore(_ name: String, terminate: Bool = false) throws -> ModelContainer {
+    let url = try PostgreSQLCluster.shared.get().makeDatabase(name)
+    let container = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(url: try #require(URL(string: url))),
+      engine: PostgreSQLEngine())
+    let action =
+      terminate
+      ? "PERFORM pg_terminate_backend(pg_backend_pid());" : "RAISE EXCEPTION 'refused row';"
+    try Connection(conninfo: url, location: url).execute(
+      """
+      CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.text = 'refused' THEN \(action) END IF; RETURN NEW; END $$;
+      CREATE TRIGGER refuse BEFORE INSERT ON notes FOR EACH ROW EXECUTE FUNCTION refuse();
+      """)
+    return container
+  }
+
+  @Test(
+    "a row refused in the middle of a batch (by the server, by a NUL, by a lost session) fails the save whole; the retry saves every row",
+    arguments: ["server", "nul", "terminated"])
+  func failedBatch(cause: String) throws {
+    let container = try refusingStore("refused" + cause, terminate: cause == "terminated")
+    let context = ModelContext(container)
+    context.insert(Note(key: "first", text: ""))
+    try context.save()
+    let notes = (0..<200).map { Note(key: "n\($0)", text: "\($0)") }
+    for note in notes { context.insert(note) }
+    // In the second batch, after rows the server has taken in this transaction.
+    notes[150].text = cause == "nul" ? "a\u{0}b" : "refused"
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    switch cause {
+    case "server": #expect(error.message.contains("refused row"), "\(error)")
+    case "nul": #expect(error.code == .invalidValue, "\(error)")
+    default: #expect(error.message.contains("lost inside a transaction"), "\(error)")
+    }
+    let other = ModelContext(container)
+    #expect(try other.fetchCount(FetchDescriptor<Note>()) == 1)
+    #expect(try other.fetchHistory().count == 1)
+    // The context is as before the save, its connection usable: fixed, the save goes through.
+    notes[150].text = "150"
+    try context.save()
+    #expect(try other.fetchCount(FetchDescriptor<Note>()) == 201)
+    #expect(try other.fetchHistory().map(\.changes.count) == [1, 200])
+    notes[199].text = "changed"
+    try context.save()
+    #expect(
+      try other.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "n199" })).first?
+        .text == "changed")
   }
 
   @Test("a context whose connection is terminated goes on: the next fetch and save work")

@@ -17,7 +17,9 @@ extension ModelContext {
   /// the call, so the save can be retried.
   ///
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
-  /// row (prepared once per connection).
+  /// row (prepared once per connection). On an engine across a network (PostgreSQL) new rows
+  /// go in batches: one round trip for up to 128 rows' unique lookups, one for their inserts,
+  /// one for their history rows, where one row at a time costs three round trips a row.
   public func save() throws {
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
@@ -71,10 +73,17 @@ extension ModelContext {
         applied.updated.append((registration, key, changed))
       }
       var insertStatements: [PreparedKey: any StoreStatement] = [:]
-      for registration in inserts {
-        let (key, changed) = try insertRow(
-          registration, database: database, writer: writer, insertStatements: &insertStatements)
-        applied.inserted.append((registration, key, changed))
+      let limit = database.batchLimit
+      if limit > 1 {
+        try insertInBatches(
+          inserts, limit: limit, database: database, writer: writer,
+          statements: &insertStatements, applied: &applied)
+      } else {
+        for registration in inserts {
+          let (key, changed) = try insertRow(
+            registration, database: database, writer: writer, insertStatements: &insertStatements)
+          applied.inserted.append((registration, key, changed))
+        }
       }
       if writer.changeCount == 0 {
         try database.rollback()
@@ -222,6 +231,88 @@ extension ModelContext {
     return statement
   }
 
+  /// Inserts `inserts` on an engine that runs statements in batches (``StoreConnection/batchLimit``
+  /// above 1: one round trip a batch): in runs of one entity, at most `limit` rows a batch, each
+  /// batch's unique lookups, then its inserts, then its history rows, a
+  /// ``StoreConnection/runBatch(_:count:answer:binding:)`` each. A batch with a row to merge
+  /// (its unique value already stored, or repeated within the batch) goes row by row
+  /// (``insertRow(_:database:writer:insertStatements:)``), so an upsert means the same as one
+  /// row at a time, history rows in the same order.
+  ///
+  /// Cost: O(rows × attributes); round trips O(rows / `limit` × (unique attributes + 2)) where
+  /// rows are new, against (unique attributes + 2) a row one at a time.
+  private func insertInBatches(
+    _ inserts: [Registration], limit: Int, database: any StoreConnection, writer: HistoryWriter,
+    statements: inout [PreparedKey: any StoreStatement], applied: inout AppliedChanges
+  ) throws {
+    var start = 0
+    while start < inserts.count {
+      let entity = inserts[start].entity
+      var end = start + 1
+      while end < inserts.count, end - start < limit, inserts[end].entity === entity { end += 1 }
+      let batch = inserts[start..<end]
+      start = end
+      guard
+        try allNew(batch, entity: entity, database: database, statements: &statements)
+      else {
+        for registration in batch {
+          let (key, changed) = try insertRow(
+            registration, database: database, writer: writer, insertStatements: &statements)
+          applied.inserted.append((registration, key, changed))
+        }
+        continue
+      }
+      let insert = try prepared(
+        PreparedKey(entity: ObjectIdentifier(entity), lookup: nil), entity.statements.insert,
+        in: &statements, database: database, insertKey: "\"_pk\"")
+      let first = batch.startIndex
+      let keys = try database.runBatch(insert, count: batch.count, answer: .insertedKey) {
+        try entity.bindAll(batch[first + $0].model, to: insert)
+      }
+      var made: [Int64] = []
+      made.reserveCapacity(keys.count)
+      for key in keys {
+        guard let key else {
+          throw PersistenceError(
+            code: .engine,
+            message: "The store gave no key for a new \(entity.name) row. Nothing was saved.")
+        }
+        made.append(key)
+      }
+      try writer.recordInserts(entity: entity.name, keys: made)
+      for (offset, registration) in batch.enumerated() {
+        applied.inserted.append((registration, made[offset], nil))
+      }
+    }
+  }
+
+  /// Whether every row of `batch` is new: none of its unique values is stored (one batch of
+  /// lookups per unique attribute) or repeated within the batch (`NULL`s never match).
+  /// O(rows × unique attributes).
+  private func allNew(
+    _ batch: ArraySlice<Registration>, entity: any EntityOperations,
+    database: any StoreConnection, statements: inout [PreparedKey: any StoreStatement]
+  ) throws -> Bool {
+    let first = batch.startIndex
+    for unique in entity.uniqueIndexes {
+      if batch.count > 1 {
+        var seen = Set<SQLValue>(minimumCapacity: batch.count)
+        for registration in batch {
+          let value = try entity.value(registration.model, attribute: unique)
+          if value != .null, !seen.insert(value).inserted { return false }
+        }
+      }
+      let lookup = try prepared(
+        PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
+        entity.statements.lookup[unique] ?? "", in: &statements, database: database)
+      let found = try database.runBatch(lookup, count: batch.count, answer: .firstColumn) {
+        try entity.bind(batch[first + $0].model, attribute: unique, to: lookup, at: 1)
+      }
+      if found.contains(where: { $0 != nil }) { return false }
+    }
+    return true
+  }
+
   /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
   /// (upsert). Returns the key and, for an upsert, the attributes it changed.
   private func insertRow(
@@ -311,13 +402,10 @@ final class HistoryWriter {
     token = database.lastInsertedKey
   }
 
-  func record(
-    _ kind: ModelContext.ChangeKind, entity: String, key: Int64, attributes: [String] = [],
-    tombstone: [(String, SQLValue)] = []
-  ) throws {
-    guard let token else { return }
+  /// The statement that writes a change row (the one that returns the row's key when
+  /// `needsKey`), rewound, with this transaction's token and `entity` bound.
+  private func changeStatement(needsKey: Bool, entity: String) throws -> any StoreStatement {
     let statement: any StoreStatement
-    let needsKey = !tombstone.isEmpty
     if let prepared = needsKey ? keyedChangeStatement : changeStatement {
       statement = prepared
       statement.rewind()
@@ -334,6 +422,7 @@ final class HistoryWriter {
       // Reset by the cache: whatever it had bound is gone.
       bound.removeAll { $0.statement == ObjectIdentifier(statement) }
     }
+    let token = token ?? 0
     let identity = ObjectIdentifier(statement)
     if let index = bound.firstIndex(where: { $0.statement == identity }) {
       if bound[index].token != token {
@@ -349,6 +438,28 @@ final class HistoryWriter {
       statement.bindText(entity, at: 2)
       bound.append((identity, token, entity))
     }
+    return statement
+  }
+
+  /// Records the insert of each of `keys`, rows of `entity`, in one
+  /// ``StoreConnection/runBatch(_:count:answer:binding:)``. O(`keys`).
+  func recordInserts(entity: String, keys: [Int64]) throws {
+    guard token != nil, !keys.isEmpty else { return }
+    let statement = try changeStatement(needsKey: false, entity: entity)
+    _ = try database.runBatch(statement, count: keys.count, answer: .none) {
+      statement.bindInt64(keys[$0], at: 3)
+      statement.bindInt64(ModelContext.ChangeKind.insert.rawValue, at: 4)
+      statement.bindNull(5)
+    }
+    changeCount += keys.count
+  }
+
+  func record(
+    _ kind: ModelContext.ChangeKind, entity: String, key: Int64, attributes: [String] = [],
+    tombstone: [(String, SQLValue)] = []
+  ) throws {
+    guard token != nil else { return }
+    let statement = try changeStatement(needsKey: !tombstone.isEmpty, entity: entity)
     statement.bindInt64(key, at: 3)
     statement.bindInt64(kind.rawValue, at: 4)
     if kind == .update {

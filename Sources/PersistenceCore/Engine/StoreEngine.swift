@@ -114,6 +114,34 @@ public protocol StoreConnection: AnyObject {
   /// `timeout` for it (the counter is read after every wait, so a lost notice is made up for
   /// by the next one); the default sleeps for `timeout` (polling).
   func waitForExternalChange(timeout: Duration)
+  /// How many runs of one statement a save hands ``runBatch(_:count:answer:binding:)`` at
+  /// once: 1 (the default) for an engine in the process, where a run costs no round trip;
+  /// more for an engine across a network.
+  var batchLimit: Int { get }
+  /// Runs `statement` `count` times, each after `binding(i)` has bound run `i`'s parameters
+  /// (parameters a run leaves unbound keep the values bound before), and returns each run's
+  /// `answer`.
+  ///
+  /// An engine across a network sends every run before it reads any answer: one round trip
+  /// for the batch. The default runs them one after another. If a run fails, or `binding`
+  /// throws, the first error is thrown once every answer sent for was read; the runs after a
+  /// failed one do not happen, and those before it are undone with the transaction, which the
+  /// caller rolls back.
+  func runBatch(
+    _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
+    binding: (Int) throws -> Void
+  ) throws -> [Int64?]
+}
+
+/// What ``StoreConnection/runBatch(_:count:answer:binding:)`` reads of each run.
+public enum BatchAnswer: Sendable {
+  /// Nothing: every run's answer is nil.
+  case none
+  /// The first column of the run's first row as an integer; nil when it returns no row.
+  case firstColumn
+  /// The key of the row the run inserted (``StoreConnection/lastInsertedKey``), for a statement
+  /// from ``StoreConnection/cachedInsert(_:keyColumn:)``.
+  case insertedKey
 }
 
 extension StoreConnection {
@@ -136,6 +164,34 @@ extension StoreConnection {
   public func waitForExternalChange(timeout: Duration) {
     let (seconds, attoseconds) = timeout.components
     Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+  }
+
+  /// One run at a time: nothing is gained by sending ahead to an engine in the process.
+  public var batchLimit: Int { 1 }
+
+  /// Runs `statement` once per run, one after another: O(`count`) runs, no round trip saved.
+  public func runBatch(
+    _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
+    binding: (Int) throws -> Void
+  ) throws -> [Int64?] {
+    var answers: [Int64?] = []
+    answers.reserveCapacity(count)
+    defer { statement.rewind() }
+    for index in 0..<count {
+      statement.rewind()
+      try binding(index)
+      switch answer {
+      case .none:
+        try statement.run()
+        answers.append(nil)
+      case .firstColumn:
+        answers.append(try statement.step() ? statement.int64(at: 0) : nil)
+      case .insertedKey:
+        try statement.run()
+        answers.append(lastInsertedKey)
+      }
+    }
+    return answers
   }
 
   /// The first column of the first row of `sql` as an integer, or nil.
