@@ -95,7 +95,8 @@ check_log "trips serve" "$work/serve.err" \
 # root): a store made and filled, read back in binary (list, sections, bounds, history), the
 # ways a connection fails (nothing listening, an unknown database, an unknown service name, a
 # URL libpq refuses), and a watch whose session the server terminates (pg_terminate_backend):
-# it reconnects and reports the trip added meanwhile. Every PGconn and PGresult has one owner
+# it reconnects and reports the trip added meanwhile; imports whose batch of rows fails in the
+# middle. Every PGconn and PGresult has one owner
 # that frees it once; any invalid read, write or free fails the run.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$pgbin" ]; then
@@ -134,6 +135,41 @@ PGSERVICEFILE=/dev/null run "an unknown service name (PostgreSQL)" "$bin/trips" 
   --store "postgresql:///?service=nosuch"
 run "a URL libpq refuses (PostgreSQL)" "$bin/trips" list \
   --store "postgresql://postgres@127.0.0.1:$port/postgres?nosuchoption=1"
+# A save sends its rows in batches (libpq's pipeline mode): a row the server refuses in the
+# middle of one, and a session terminated in the middle of one, fail the import whole, with
+# the pipeline's results read and freed, and the next import goes through.
+"$bin/trips-generate" --count 201 --output "$work/batch.csv" 2>/dev/null
+head -2 "$work/batch.csv" >"$work/first.csv"
+{
+  head -1 "$work/batch.csv"
+  tail -n +3 "$work/batch.csv" | awk -F, 'NR == 150 {
+    print $1 ",refused,Refusal,2027-01-01,2027-01-02,0,0,"; next } { print }'
+} >"$work/refused.csv"
+refusals=0
+for action in "RAISE EXCEPTION 'refused row';" "PERFORM pg_terminate_backend(pg_backend_pid());"; do
+  database="refusals$((++refusals))"
+  case $action in
+    RAISE*) what="a row the server refuses" ;;
+    *) what="its session terminated" ;;
+  esac
+  as_postgres "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres \
+    -c "CREATE DATABASE $database" >/dev/null
+  store="postgresql://postgres@127.0.0.1:$port/$database"
+  "$bin/trips" import "$work/first.csv" --store "$store" >/dev/null
+  as_postgres "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d "$database" -c "
+    CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \$\$
+    BEGIN IF NEW.name = 'refused' THEN $action END IF; RETURN NEW; END \$\$;
+    CREATE TRIGGER refuse BEFORE INSERT ON trips FOR EACH ROW EXECUTE FUNCTION refuse();" >/dev/null
+  run "trips import, a batch failing at its 22nd row ($what) (PostgreSQL)" \
+    "$bin/trips" import "$work/refused.csv" --store "$store"
+  if [ "$status" = 0 ]; then
+    echo "FAIL  the import with a refused row succeeded" >&2
+    failed=1
+  fi
+  run "trips import, the same file with nothing refused (PostgreSQL)" \
+    "$bin/trips" import "$work/batch.csv" --store "$store"
+done
+
 # The watch's session is terminated by the server; it reconnects, catches up from its token,
 # and reports the trip added meanwhile (its second report), then exits.
 "$bin/trips-generate" --count 1 --output "$work/one.csv" 2>/dev/null

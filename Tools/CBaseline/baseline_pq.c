@@ -62,6 +62,42 @@ static PGresult *run(PGconn *db, const char *name, int count, const char *const 
   return result;
 }
 
+/* Rows a save sends in one pipeline, as the Swift engine's (`Connection.batchLimit`). */
+#define TB_BATCH 128
+
+/* Sends a sync and reads a pipeline's answers up to it: `count` statements'. With `keys`, each
+   one's first column as an integer (text form); with `found`, whether any returned a row.
+   0 when every statement succeeded. */
+static int pipeline_answers(PGconn *db, size_t count, uint64_t *keys, int *found) {
+  if (!PQpipelineSync(db)) return 1;
+  int ok = 1;
+  size_t answered = 0;
+  for (;;) {
+    PGresult *result = PQgetResult(db);
+    if (!result) {
+      if (PQstatus(db) == CONNECTION_BAD) return 1;
+      continue; /* the end of one statement's answer */
+    }
+    ExecStatusType status = PQresultStatus(result);
+    if (status == PGRES_PIPELINE_SYNC) {
+      PQclear(result);
+      break;
+    }
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+      int rows = PQntuples(result);
+      if (found && rows > 0) *found = 1;
+      if (keys && answered < count)
+        keys[answered] = rows > 0 ? (uint64_t)strtoll(PQgetvalue(result, 0, 0), NULL, 10) : 0;
+    } else {
+      if (ok) fprintf(stderr, "tbpq: %s", PQresultErrorMessage(result));
+      ok = 0;
+    }
+    answered++;
+    PQclear(result);
+  }
+  return ok && answered == count ? 0 : 1;
+}
+
 static int prepare(PGconn *db, const char *name, const char *sql, int count, const Oid *types) {
   PGresult *result = PQprepare(db, name, sql, count, types);
   int ok = PQresultStatus(result) == PGRES_COMMAND_OK;
@@ -83,7 +119,7 @@ int tbpq_insert(void *handle, const tb_trip *trips, size_t count, const char *au
               "INSERT INTO \"trips\" (\"id\", \"name\", \"destination\", \"start_date\", \"end_date\", "
               "\"latitude\", \"longitude\", \"place_id\") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \"_pk\"",
               8, insert_types) ||
-      prepare(db, "c", "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+      prepare(db, "c", "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES ($1, $2, $3, $4, $5)",
               5, change_types))
     return 1;
   if (tbpq_exec(db, "BEGIN ISOLATION LEVEL READ COMMITTED") ||
@@ -99,42 +135,69 @@ int tbpq_insert(void *handle, const tb_trip *trips, size_t count, const char *au
   if (!result) goto fail;
   uint64_t token = big_endian((uint64_t)strtoll(PQgetvalue(result, 0, 0), NULL, 10));
   PQclear(result);
-  char place[256];
-  for (size_t i = 0; i < count; i++) {
-    const tb_trip *trip = &trips[i];
-    const char *lookup_values[] = {(const char *)trip->id};
-    const int lookup_lengths[] = {16}, binary[] = {1};
-    if (!(result = run(db, "l", 1, lookup_values, lookup_lengths, binary))) goto fail;
-    int found = PQntuples(result) > 0;
-    PQclear(result);
-    if (found) goto fail; /* upserts are not benchmarked */
-    uint64_t doubles[4];
-    double source[4] = {trip->start_date, trip->end_date, trip->latitude, trip->longitude};
-    for (int d = 0; d < 4; d++) {
-      memcpy(&doubles[d], &source[d], 8);
-      doubles[d] = big_endian(doubles[d]);
+  /* In batches, as the Swift engine saves: each batch's lookups, then its inserts, then its
+     history rows, each sent whole in libpq's pipeline mode and answered in one round trip. */
+  static char places[TB_BATCH][256];
+  uint64_t keys[TB_BATCH], doubles[TB_BATCH][4];
+  const int lookup_lengths[] = {16}, binary[] = {1};
+  const int insert_formats[] = {1, 0, 0, 1, 1, 1, 1, 1};
+  const int change_lengths[] = {8, 0, 8, 8, 0}, change_formats[] = {1, 0, 1, 1, 0};
+  const uint64_t kind = 0;
+  for (size_t start = 0; start < count; start += TB_BATCH) {
+    size_t n = count - start < TB_BATCH ? count - start : TB_BATCH;
+    if (PQenterPipelineMode(db) != 1) goto fail;
+    for (size_t i = 0; i < n; i++) {
+      const char *lookup_values[] = {(const char *)trips[start + i].id};
+      if (!PQsendQueryPrepared(db, "l", 1, lookup_values, lookup_lengths, binary, 0)) goto fail;
     }
-    int place_length = 0;
-    if (trip->place_id) place_length = snprintf(place, sizeof place, "{\"rawValue\":\"%s\"}", trip->place_id);
-    const char *insert_values[] = {(const char *)trip->id, trip->name, trip->destination,
-                                   (const char *)&doubles[0], (const char *)&doubles[1],
-                                   (const char *)&doubles[2], (const char *)&doubles[3],
-                                   trip->place_id ? place : NULL};
-    const int insert_lengths[] = {16, 0, 0, 8, 8, 8, 8, place_length};
-    const int insert_formats[] = {1, 0, 0, 1, 1, 1, 1, 1};
-    if (!(result = run(db, "i", 8, insert_values, insert_lengths, insert_formats))) goto fail;
-    uint64_t pk = big_endian((uint64_t)strtoll(PQgetvalue(result, 0, 0), NULL, 10));
-    PQclear(result);
-    uint64_t kind = 0;
-    const char *change_values[] = {(const char *)&token, "trips", (const char *)&pk,
-                                   (const char *)&kind, NULL};
-    const int change_lengths[] = {8, 0, 8, 8, 0}, change_formats[] = {1, 0, 1, 1, 0};
-    if (!(result = run(db, "c", 5, change_values, change_lengths, change_formats))) goto fail;
-    PQclear(result);
+    int found = 0;
+    if (pipeline_answers(db, n, NULL, &found) || found) goto fail; /* upserts are not benchmarked */
+    for (size_t i = 0; i < n; i++) {
+      const tb_trip *trip = &trips[start + i];
+      double source[4] = {trip->start_date, trip->end_date, trip->latitude, trip->longitude};
+      for (int d = 0; d < 4; d++) {
+        memcpy(&doubles[i][d], &source[d], 8);
+        doubles[i][d] = big_endian(doubles[i][d]);
+      }
+      int place_length = 0;
+      if (trip->place_id)
+        place_length = snprintf(places[i], sizeof places[i], "{\"rawValue\":\"%s\"}", trip->place_id);
+      const char *insert_values[] = {(const char *)trip->id, trip->name, trip->destination,
+                                     (const char *)&doubles[i][0], (const char *)&doubles[i][1],
+                                     (const char *)&doubles[i][2], (const char *)&doubles[i][3],
+                                     trip->place_id ? places[i] : NULL};
+      const int insert_lengths[] = {16, 0, 0, 8, 8, 8, 8, place_length};
+      if (!PQsendQueryPrepared(db, "i", 8, insert_values, insert_lengths, insert_formats, 0)) goto fail;
+    }
+    if (pipeline_answers(db, n, keys, NULL)) goto fail;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t pk = big_endian(keys[i]);
+      const char *change_values[] = {(const char *)&token, "trips", (const char *)&pk,
+                                     (const char *)&kind, NULL};
+      if (!PQsendQueryPrepared(db, "c", 5, change_values, change_lengths, change_formats, 0)) goto fail;
+    }
+    if (pipeline_answers(db, n, NULL, NULL)) goto fail;
+    if (PQexitPipelineMode(db) != 1) goto fail;
   }
   if (tbpq_exec(db, "NOTIFY \"_persistence_changes\"") || tbpq_exec(db, "COMMIT")) goto fail;
   return 0;
 fail:
+  if (PQpipelineStatus(db) != PQ_PIPELINE_OFF) {
+    /* What is left of the pipeline, read up to a sync of its own, then out of it. */
+    if (PQpipelineSync(db)) {
+      for (;;) {
+        PGresult *left = PQgetResult(db);
+        if (!left) {
+          if (PQstatus(db) == CONNECTION_BAD) break;
+          continue;
+        }
+        int synced = PQresultStatus(left) == PGRES_PIPELINE_SYNC;
+        PQclear(left);
+        if (synced) break;
+      }
+    }
+    PQexitPipelineMode(db);
+  }
   tbpq_exec(db, "ROLLBACK");
   return 1;
 }
