@@ -256,6 +256,24 @@ struct EngineSuiteTests {
       let text: String? = stored[note.key]
       #expect(text == "u\(index)", Comment(rawValue: note.key))
     }
+    // Changes of different attributes, interleaved: each row gets its own, history too.
+    for (index, note) in notes.enumerated() where index != 150 {
+      if index % 3 == 0 { note.group = "g\(index)" } else { note.text = "v\(index)" }
+    }
+    try context.save()
+    let rows = try other.fetch(FetchDescriptor<Note>())
+    let byKey = Dictionary(uniqueKeysWithValues: rows.map { ($0.key, ($0.text, $0.group)) })
+    for (index, note) in notes.enumerated() where index != 150 {
+      let row = byKey[note.key]
+      let expected = index % 3 == 0 ? ("u\(index)", "g\(index)") : ("v\(index)", "")
+      #expect(row?.0 == expected.0 && row?.1 == expected.1, Comment(rawValue: note.key))
+    }
+    let updates = try #require(try other.fetchHistory().last).changes
+    #expect(updates.count == 299)
+    // (A save's changed rows come in the context's order, not the order they were changed.)
+    let regrouped = notes.indices.filter { $0 != 150 && $0 % 3 == 0 }.count
+    #expect(updates.filter { $0.updatedAttributes == ["grp"] }.count == regrouped)
+    #expect(updates.filter { $0.updatedAttributes == ["text"] }.count == 299 - regrouped)
   }
 
   @Test(

@@ -462,8 +462,15 @@ struct PostgreSQLLostConnectionTests {
     #expect(try other.fetchCount(FetchDescriptor<Note>()) == 301)
     #expect(try other.fetchHistory().last?.changes.count == 300)
     // The statements prepared inside the batches are known to the session and reused.
-    for index in 0..<300 { context.insert(Note(key: "m\(index)", text: "")) }
+    let notes = (0..<300).map { Note(key: "m\($0)", text: "") }
+    for note in notes { context.insert(note) }
     #expect(try roundTrips(of: try context.connection()) { try context.save() } == 14)
+    // Changed rows too: three batches of updates, three of their history rows, and the five.
+    for note in notes { note.text = "changed" }
+    #expect(try roundTrips(of: try context.connection()) { try context.save() } == 11)
+    #expect(
+      try other.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" }))
+        == 300)
   }
 
   /// A container on a new database whose notes table refuses a row whose text is `refused`
