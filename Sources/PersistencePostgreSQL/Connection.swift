@@ -393,7 +393,7 @@ final class Connection: StoreConnection {
   /// Runs `statement` `count` times in libpq's pipeline mode: every run is sent (prepared in
   /// the same pipeline when it was not in this session), then one sync, then the answers are
   /// read in order. One round trip for the batch, against one a run; O(`count` × parameters)
-  /// here.
+  /// here. A batch of one runs as any statement does.
   ///
   /// After an error the server skips the rest of the pipeline; every answer is still read,
   /// pipeline mode is left, and the first error is thrown (the transaction is then failed, and
@@ -405,7 +405,24 @@ final class Connection: StoreConnection {
   ) throws -> [Int64?] {
     // Every statement of this connection is one of ours.
     let statement = unsafeDowncast(statement as AnyObject, to: Statement.self)
-    guard count > 0 else { return [] }
+    guard count > 1 else {
+      // One run gains nothing from a pipeline: it runs as any statement does.
+      guard count == 1 else { return [] }
+      statement.rewind()
+      try binding(0)
+      switch answer {
+      case .none:
+        try statement.run()
+        return [nil]
+      case .firstColumn:
+        let answered = try statement.step() ? statement.int64(at: 0) : nil
+        statement.rewind()
+        return [answered]
+      case .insertedKey:
+        try statement.run()
+        return [lastInsertedKey]
+      }
+    }
     guard PQstatus(handle) == CONNECTION_OK else {
       throw transactionOpen ? lostTransaction(sql: statement.sql) : lostError(sql: statement.sql)
     }
