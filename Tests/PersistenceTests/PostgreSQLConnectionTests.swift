@@ -473,8 +473,9 @@ struct PostgreSQLLostConnectionTests {
         == 300)
   }
 
-  /// A container on a new database whose notes table refuses a row whose text is `refused`
-  /// (a trigger raises an error), or terminates its own session on it (`terminate`).
+  /// A container on a new database whose notes table refuses a row inserted or updated with the
+  /// text `refused` (a trigger raises an error), or terminates its own session on it
+  /// (`terminate`).
   func refusingStore(_ name: String, terminate: Bool = false) throws -> ModelContainer {
     let url = try PostgreSQLCluster.shared.get().makeDatabase(name)
     let container = try ModelContainer(
@@ -487,7 +488,8 @@ struct PostgreSQLLostConnectionTests {
       """
       CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.text = 'refused' THEN \(action) END IF; RETURN NEW; END $$;
-      CREATE TRIGGER refuse BEFORE INSERT ON notes FOR EACH ROW EXECUTE FUNCTION refuse();
+      CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON notes FOR EACH ROW
+        EXECUTE FUNCTION refuse();
       """)
     return container
   }
@@ -523,6 +525,33 @@ struct PostgreSQLLostConnectionTests {
     #expect(
       try other.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "n199" })).first?
         .text == "changed")
+  }
+
+  @Test(
+    "a changed row refused in the middle of a batch of updates fails the save whole; the retry saves every change",
+    arguments: [false, true])
+  func failedUpdateBatch(terminate: Bool) throws {
+    let container = try refusingStore(terminate ? "updkill" : "updrefused", terminate: terminate)
+    let context = ModelContext(container)
+    let notes = (0..<200).map { Note(key: "n\($0)", text: "\($0)") }
+    for note in notes { context.insert(note) }
+    try context.save()
+    for note in notes { note.text = "changed" }
+    notes[150].text = "refused"
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(
+      error.message.contains(terminate ? "lost inside a transaction" : "refused row"), "\(error)")
+    let other = ModelContext(container)
+    #expect(
+      try other.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" }))
+        == 0)
+    #expect(try other.fetchHistory().count == 1)
+    notes[150].text = "changed"
+    try context.save()
+    #expect(
+      try other.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.text == "changed" }))
+        == 200)
+    #expect(try other.fetchHistory().map(\.changes.count) == [200, 200])
   }
 
   @Test("a context whose connection is terminated goes on: the next fetch and save work")
