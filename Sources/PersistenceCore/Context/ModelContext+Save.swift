@@ -18,7 +18,8 @@ extension ModelContext {
   ///
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
   /// row (prepared once per connection). On an engine across a network (PostgreSQL) new rows
-  /// go in batches: one round trip for up to 128 rows' unique lookups, one for their inserts,
+  /// go in batches: one round trip for up to 128 rows' unique lookups (whose answers rows to
+  /// merge keep), one for their inserts,
   /// one for their history rows, where one row at a time costs three round trips a row; and so
   /// do changed rows (their updates, then their history rows), where they change the same
   /// attributes.
@@ -287,11 +288,14 @@ extension ModelContext {
   /// batch's unique lookups, then its inserts, then its history rows, a
   /// ``StoreConnection/runBatch(_:count:answer:binding:)`` each. A batch with a row to merge
   /// (its unique value already stored, or repeated within the batch) goes row by row
-  /// (``insertRow(_:database:writer:insertStatements:)``), so an upsert means the same as one
-  /// row at a time, history rows in the same order.
+  /// (``insertRow(_:database:writer:insertStatements:found:)``), so an upsert means the same as
+  /// one row at a time, history rows in the same order; each row keeps its answers from the
+  /// batch's lookups unless a value repeated.
   ///
   /// Cost: O(rows × attributes); round trips O(rows / `limit` × (unique attributes + 2)) where
-  /// rows are new, against (unique attributes + 2) a row one at a time.
+  /// rows are new, against (unique attributes + 2) a row one at a time; where rows are stored
+  /// already, unique attributes / `limit` + 1 a row (the stored values read to compare), plus 2
+  /// for each row that changes.
   private func insertInBatches(
     _ inserts: [Registration], limit: Int, database: any StoreConnection, writer: HistoryWriter,
     statements: inout [PreparedKey: any StoreStatement], applied: inout AppliedChanges
@@ -303,12 +307,14 @@ extension ModelContext {
       while end < inserts.count, end - start < limit, inserts[end].entity === entity { end += 1 }
       let batch = inserts[start..<end]
       start = end
-      guard
-        try allNew(batch, entity: entity, database: database, statements: &statements)
-      else {
-        for registration in batch {
+      let found = try lookUp(batch, entity: entity, database: database, statements: &statements)
+      guard let found, found.allSatisfy({ $0.allSatisfy { $0 == nil } }) else {
+        // Rows to merge: one at a time, each with its lookups' answers when the batch's hold
+        // (no unique value repeats in it, so no row of the batch can match another).
+        for (offset, registration) in batch.enumerated() {
           let (key, changed) = try insertRow(
-            registration, database: database, writer: writer, insertStatements: &statements)
+            registration, database: database, writer: writer, insertStatements: &statements,
+            found: found?.map { $0[offset] })
           applied.inserted.append((registration, key, changed))
         }
         continue
@@ -337,60 +343,69 @@ extension ModelContext {
     }
   }
 
-  /// Whether every row of `batch` is new: none of its unique values is stored (one batch of
-  /// lookups per unique attribute) or repeated within the batch (`NULL`s never match).
-  /// O(rows × unique attributes).
-  private func allNew(
+  /// The stored row each of `batch`'s unique values names, per unique attribute (one batch of
+  /// lookups each), or nil when a unique value repeats within the batch (`NULL`s never
+  /// match), where a row of the batch may match another once inserted. O(rows × unique
+  /// attributes).
+  private func lookUp(
     _ batch: ArraySlice<Registration>, entity: any EntityOperations,
     database: any StoreConnection, statements: inout [PreparedKey: any StoreStatement]
-  ) throws -> Bool {
+  ) throws -> [[Int64?]]? {
     let first = batch.startIndex
-    for unique in entity.uniqueIndexes {
-      if batch.count > 1 {
+    if batch.count > 1 {
+      for unique in entity.uniqueIndexes {
         var seen = Set<SQLValue>(minimumCapacity: batch.count)
         for registration in batch {
           let value = try entity.value(registration.model, attribute: unique)
-          if value != .null, !seen.insert(value).inserted { return false }
+          if value != .null, !seen.insert(value).inserted { return nil }
         }
       }
+    }
+    var found: [[Int64?]] = []
+    for unique in entity.uniqueIndexes {
       let lookup = try prepared(
         PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
         entity.statements.lookup[unique] ?? "", in: &statements, database: database)
-      let found = try database.runBatch(lookup, count: batch.count, answer: .firstColumn) {
-        try entity.bind(batch[first + $0].model, attribute: unique, to: lookup, at: 1)
-      }
-      if found.contains(where: { $0 != nil }) { return false }
+      found.append(
+        try database.runBatch(lookup, count: batch.count, answer: .firstColumn) {
+          try entity.bind(batch[first + $0].model, attribute: unique, to: lookup, at: 1)
+        })
     }
-    return true
+    return found
   }
 
   /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
-  /// (upsert). Returns the key and, for an upsert, the attributes it changed.
+  /// (upsert). Returns the key and, for an upsert, the attributes it changed. `found`, when
+  /// given, holds the row each unique attribute's lookup found (in ``EntityOperations/uniqueIndexes``
+  /// order), looked up already in this transaction.
   private func insertRow(
     _ registration: Registration, database: any StoreConnection, writer: HistoryWriter,
-    insertStatements: inout [PreparedKey: any StoreStatement]
+    insertStatements: inout [PreparedKey: any StoreStatement], found: [Int64?]? = nil
   ) throws -> (Int64, [Int]?) {
     let entity = registration.entity
     let model = registration.model
     var existing: Int64?
-    for unique in entity.uniqueIndexes {
-      let statement = try prepared(
-        PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
-        entity.statements.lookup[unique] ?? "", in: &insertStatements, database: database)
-      try entity.bind(model, attribute: unique, to: statement, at: 1)
-      if try statement.step() {
-        let key = statement.int64(at: 0)
-        if let other = existing, other != key {
-          statement.reset()
-          throw PersistenceError(
-            code: .uniqueConstraint,
-            message:
-              "The new \(entity.name) row matches two existing rows by different unique attributes; it cannot be merged into either. Nothing was saved."
-          )
-        }
-        existing = key
+    for (position, unique) in entity.uniqueIndexes.enumerated() {
+      let match: Int64?
+      if let found {
+        match = found[position]
+      } else {
+        let statement = try prepared(
+          PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
+          entity.statements.lookup[unique] ?? "", in: &insertStatements, database: database)
+        try entity.bind(model, attribute: unique, to: statement, at: 1)
+        match = try statement.step() ? statement.int64(at: 0) : nil
+        statement.reset()
       }
-      statement.reset()
+      guard let key = match else { continue }
+      if let other = existing, other != key {
+        throw PersistenceError(
+          code: .uniqueConstraint,
+          message:
+            "The new \(entity.name) row matches two existing rows by different unique attributes; it cannot be merged into either. Nothing was saved."
+        )
+      }
+      existing = key
     }
     if let key = existing {
       let select = try database.cachedStatement(entity.statements.selectByKey)
