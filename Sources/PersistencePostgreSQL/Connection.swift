@@ -405,23 +405,9 @@ final class Connection: StoreConnection {
   ) throws -> [Int64?] {
     // Every statement of this connection is one of ours.
     let statement = unsafeDowncast(statement as AnyObject, to: Statement.self)
+    // One run gains nothing from a pipeline: it runs as any statement does.
     guard count > 1 else {
-      // One run gains nothing from a pipeline: it runs as any statement does.
-      guard count == 1 else { return [] }
-      statement.rewind()
-      try binding(0)
-      switch answer {
-      case .none:
-        try statement.run()
-        return [nil]
-      case .firstColumn:
-        let answered = try statement.step() ? statement.int64(at: 0) : nil
-        statement.rewind()
-        return [answered]
-      case .insertedKey:
-        try statement.run()
-        return [lastInsertedKey]
-      }
+      return try runInTurn(statement, count: count, answer: answer, binding: binding)
     }
     guard PQstatus(handle) == CONNECTION_OK else {
       throw transactionOpen ? lostTransaction(sql: statement.sql) : lostError(sql: statement.sql)

@@ -19,10 +19,9 @@ extension ModelContext {
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
   /// row (prepared once per connection). On an engine across a network (PostgreSQL) new rows
   /// go in batches: one round trip for up to 128 rows' unique lookups (whose answers rows to
-  /// merge keep), one for their inserts,
-  /// one for their history rows, where one row at a time costs three round trips a row; and so
-  /// do changed rows (their updates, then their history rows), where they change the same
-  /// attributes.
+  /// merge keep), one for their inserts, one for their history rows, where one row at a time
+  /// costs three round trips a row; and so do changed rows (their updates, then their history
+  /// rows), where they change the same attributes.
   public func save() throws {
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []

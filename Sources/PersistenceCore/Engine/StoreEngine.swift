@@ -174,6 +174,15 @@ extension StoreConnection {
     _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
     binding: (Int) throws -> Void
   ) throws -> [Int64?] {
+    try runInTurn(statement, count: count, answer: answer, binding: binding)
+  }
+
+  /// ``runBatch(_:count:answer:binding:)`` one run after another, as the default does: for an
+  /// engine's own batches too small to send ahead. O(`count`) runs.
+  public func runInTurn(
+    _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
+    binding: (Int) throws -> Void
+  ) throws -> [Int64?] {
     var answers: [Int64?] = []
     answers.reserveCapacity(count)
     defer { statement.rewind() }
