@@ -8,6 +8,9 @@ public struct GeoError: Error, Sendable, CustomStringConvertible {
     public static let invalidCoordinate = Code("invalidCoordinate")
     /// PROJ does not know the coordinate reference system.
     public static let unknownCRS = Code("unknownCRS")
+    /// A CRS from an untrusted source is of a form that could make PROJ open files (a PROJ
+    /// string with `+init=` or a grid, WKT, PROJJSON); see ``Projection/init(reference:)``.
+    public static let refusedCRS = Code("refusedCRS")
     /// PROJ failed to transform.
     public static let projectionFailed = Code("projectionFailed")
     /// The viewport is not a positive size.

@@ -312,16 +312,24 @@ public final class TripStore {
   }
 
   /// Changes a trip: `change` edits it, then the result is validated and saved (or nothing is).
+  ///
+  /// The trip is read and written in one transaction that holds the store's write lock
+  /// (`ModelContext.performExclusively(_:)`): `change` sees the latest committed values, and
+  /// no other writer (thread, process or server) commits in between, so two updates of
+  /// different fields never revert each other. `change` may throw to refuse (a version that
+  /// does not match, say): nothing is written.
   @discardableResult
   public func update(_ id: String, _ change: (inout TripRecord) throws -> Void) throws -> Trip {
-    let trip = try trip(matching: id)
-    var record = trip.record
-    try change(&record)
-    record.id = trip.id
-    try record.validate()
-    trip.apply(record)
-    try save()
-    return trip
+    try exclusively {
+      let trip = try trip(matching: id)
+      var record = trip.record
+      try change(&record)
+      record.id = trip.id
+      try record.validate()
+      trip.apply(record)
+      try save()
+      return trip
+    }
   }
 
   /// Changes the trip with this id, as the `String` form does.
@@ -349,13 +357,23 @@ public final class TripStore {
 
   /// Deletes the trips with these ids (or unique prefixes), all or none. Returns the trips,
   /// each once (an id given twice, or a prefix and the whole id, names one trip).
+  ///
+  /// The trips are looked up and deleted in one transaction that holds the store's write lock,
+  /// so of two deletes of one trip at once, one deletes it and the other finds no trip
+  /// (``TripPlannerError/Code/notFound``). `check` sees each trip before anything is deleted
+  /// and may throw to refuse (nothing is deleted).
   @discardableResult
-  public func delete(_ ids: [String]) throws -> [Trip] {
-    var seen = Set<UUID>()
-    let trips = try ids.map { try trip(matching: $0) }.filter { seen.insert($0.id).inserted }
-    for trip in trips { context.delete(trip) }
-    try save()
-    return trips
+  public func delete(_ ids: [String], checking check: (Trip) throws -> Void = { _ in }) throws
+    -> [Trip]
+  {
+    try exclusively {
+      var seen = Set<UUID>()
+      let trips = try ids.map { try trip(matching: $0) }.filter { seen.insert($0.id).inserted }
+      for trip in trips { try check(trip) }
+      for trip in trips { context.delete(trip) }
+      try save()
+      return trips
+    }
   }
 
   /// Imports records in one transaction: all of them or, if any is invalid, none; every bad
@@ -450,6 +468,11 @@ public final class TripStore {
       context.rollback()
       throw Self.wrap(error)
     }
+  }
+
+  /// `body` in `ModelContext.performExclusively(_:)`, store errors wrapped.
+  private func exclusively<T>(_ body: () throws -> T) throws -> T {
+    do { return try context.performExclusively(body) } catch { throw Self.wrap(error) }
   }
 
   private func run<T>(_ body: () throws -> T) throws -> T {

@@ -56,7 +56,8 @@ extension FeaturesAPI {
     let crs = request.queryValues("crs").last ?? "EPSG:3857"
     let projection: Projection
     do {
-      projection = try Projection(to: crs)
+      // A client's CRS never makes PROJ open a file (a FIFO there would hold the thread).
+      projection = try Projection(reference: crs)
     } catch let error as GeoError {
       throw ServiceError.request(400, "Invalid value for 'crs': \(error.message)")
     }

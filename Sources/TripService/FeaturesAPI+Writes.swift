@@ -43,8 +43,15 @@ extension FeaturesAPI {
       }
     }
     let links = Links(base: baseURL(request))
+    let condition = try Precondition(request)
     switch (route, request.method) {
     case (.items, "POST"):
+      if condition != nil {
+        throw ServiceError.request(
+          412,
+          "If-Match cannot be honoured on the collection: send it with PUT, PATCH or DELETE of one item."
+        )
+      }
       var record = try Self.decodeFeature(request.body)
       if let id = record.id, try exists(id) {
         throw ServiceError.request(
@@ -63,26 +70,95 @@ extension FeaturesAPI {
         throw ServiceError.request(400, "The feature's id does not match the id in the path.")
       }
       record.id = uuid
+      // Read, checked and written under the store's write lock: nothing commits in between.
       let saved = try pool.withStore(author: author) { store -> TripRecord in
-        _ = try store.trip(matching: uuid.uuidString)
-        return try store.update(uuid.uuidString) { $0 = record }.record
+        try store.update(uuid.uuidString) { current in
+          try condition?.check(current)
+          current = record
+        }.record
       }
       return Self.feature(saved, links: links)
     case (.item(let id), "PATCH"):
       let uuid = try Self.uuid(id)
       let saved = try pool.withStore(author: author) { store -> TripRecord in
-        let current = try store.trip(matching: uuid.uuidString).record
-        let merged = try Self.merge(request.body, into: current)
-        return try store.update(uuid.uuidString) { $0 = merged }.record
+        try store.update(uuid.uuidString) { current in
+          try condition?.check(current)
+          current = try Self.merge(request.body, into: current)
+        }.record
       }
       return Self.feature(saved, links: links)
     case (.item(let id), "DELETE"):
       let uuid = try Self.uuid(id)
-      try pool.withStore(author: author) { _ = try $0.delete([uuid.uuidString]) }
+      try pool.withStore(author: author) {
+        _ = try $0.delete([uuid.uuidString]) { try condition?.check($0.record) }
+      }
       return HTTPResponse(status: 204)
     default:
       throw ServiceError.request(405, "\(request.method) is not allowed here.")
     }
+  }
+
+  /// `If-Match` on a write (OGC API – Features Part 4's optimistic locking, RFC 9110 §13.1.1):
+  /// `*` or a list of entity tags; the write goes ahead only if the trip's current ``etag(_:)``
+  /// is one of them (strong comparison: a weak tag never matches), else 412 and nothing is
+  /// written. The check runs under the store's write lock, in the transaction of the write.
+  /// `If-None-Match` and `If-Unmodified-Since` are refused on writes with 412 rather than
+  /// ignored.
+  struct Precondition {
+    var tags: [String]?
+
+    init?(_ request: HTTPRequest) throws {
+      if request.header("If-None-Match") != nil || request.header("If-Unmodified-Since") != nil {
+        throw ServiceError.request(
+          412,
+          "Only If-Match is honoured on writes (with an ETag from a GET of the item); If-None-Match and If-Unmodified-Since are not."
+        )
+      }
+      guard let header = request.header("If-Match") else { return nil }
+      let items = header.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+      guard !items.isEmpty, items.allSatisfy({ !$0.isEmpty }) else {
+        throw ServiceError.request(
+          400, "Invalid If-Match: give * or entity tags such as \"3f2a…\", separated by commas.")
+      }
+      if items == ["*"] {
+        tags = nil
+      } else {
+        for item in items
+        where !(item.hasPrefix("W/\"") || item.hasPrefix("\"")) || !item.hasSuffix("\"")
+          || item.count < 2
+        {
+          throw ServiceError.request(
+            400,
+            "Invalid If-Match value '\(HTTPServer.loggable(item))': an entity tag is quoted, such as \"3f2a…\"."
+          )
+        }
+        tags = items
+      }
+    }
+
+    /// Throws 412 unless `current` has one of the tags (`*`: any trip that exists).
+    func check(_ current: TripRecord) throws {
+      guard let tags else { return }
+      let tag = FeaturesAPI.etag(current)
+      guard tags.contains(tag) else {
+        throw ServiceError.request(
+          412,
+          "The trip changed since that version (If-Match \(tags.joined(separator: ", ")); it is now \(tag). GET it again, then retry."
+        )
+      }
+    }
+  }
+
+  /// The trip's entity tag: a strong validator of its stored values (FNV-1a, 64 bits, over
+  /// its canonical GeoJSON without links), quoted. The same values give the same tag on every
+  /// server of one store; any change of any member gives another. O(size of the trip).
+  static func etag(_ record: TripRecord) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in TripGeoJSON.feature(record).utf8() {
+      hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+    }
+    let hex = String(hash, radix: 16)
+    return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
   }
 
   func exists(_ id: UUID) throws -> Bool {

@@ -81,6 +81,7 @@ struct FeaturesAPI: Sendable {
     }
     if let origin = configuration.corsOrigin {
       response.headers.append(("Access-Control-Allow-Origin", origin))
+      response.headers.append(("Access-Control-Expose-Headers", "ETag, Location"))
       response.headers.append(("Vary", "Origin"))
     }
     return response
@@ -153,7 +154,7 @@ struct FeaturesAPI: Sendable {
       return try items(request, links: links)
     case .item(let id):
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
-      return try item(id, links: links)
+      return try item(id, links: links, ifNoneMatch: request.header("If-None-Match"))
     case .bounds:
       return try bounds(request)
     case .sections:
@@ -305,7 +306,7 @@ struct FeaturesAPI: Sendable {
   }
 
   /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id.
-  func item(_ id: String, links: Links) throws -> HTTPResponse {
+  func item(_ id: String, links: Links, ifNoneMatch: String? = nil) throws -> HTTPResponse {
     guard let uuid = UUID(uuidString: id) else {
       throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
     }
@@ -315,6 +316,14 @@ struct FeaturesAPI: Sendable {
     }
     guard let record else {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")
+    }
+    // If-None-Match (RFC 9110 §13.1.2, weak comparison): 304 when the client's copy is current.
+    let tag = Self.etag(record)
+    if let given = ifNoneMatch,
+      given.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(
+        where: { $0 == "*" || $0 == tag || $0 == "W/" + tag })
+    {
+      return HTTPResponse(status: 304, headers: [("ETag", tag)])
     }
     return Self.feature(record, links: links)
   }
@@ -332,7 +341,9 @@ struct FeaturesAPI: Sendable {
         ))
       feature = .object(members)
     }
-    return document(feature, type: geoJSON, status: status)
+    var response = document(feature, type: geoJSON, status: status)
+    response.headers.append(("ETag", etag(record)))
+    return response
   }
 
   static func document(_ value: JSONValue, type: String, status: Int = 200) -> HTTPResponse {
@@ -438,7 +449,10 @@ struct FeaturesAPI: Sendable {
     if configuration.corsOrigin != nil {
       headers += [
         ("Access-Control-Allow-Methods", route.methods.joined(separator: ", ")),
-        ("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID"),
+        (
+          "Access-Control-Allow-Headers",
+          "Authorization, Content-Type, Last-Event-ID, If-Match, If-None-Match"
+        ),
         ("Access-Control-Max-Age", "600"),
       ]
     }

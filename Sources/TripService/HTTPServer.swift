@@ -105,6 +105,9 @@ final class HTTPServer: Sendable {
   /// The running daemon; nil once stopped.
   private let daemon = Mutex<DaemonHandle?>(nil)
   private let boundPort = Atomic<UInt16>(0)
+  /// Requests whose headers have arrived and whose response is not finished yet (an idle
+  /// keep-alive connection is not one).
+  let requestsInFlight = Atomic<Int>(0)
   /// The port the server listens on.
   var port: UInt16 { boundPort.load(ordering: .relaxed) }
 
@@ -187,10 +190,11 @@ final class HTTPServer: Sendable {
     else { return }
     let listener = MHD_quiesce_daemon(running)
     if listener >= 0 { close(listener) }
-    // Streams end (a suspended connection is resumed to finish), then requests drain.
+    // Streams end (a suspended connection is resumed to finish), then requests drain; idle
+    // keep-alive connections hold nothing up (stopping the daemon closes them).
     for stream in streams.withLock({ Array($0.values) }) { stream.close() }
     let deadline = Date().addingTimeInterval(drainSeconds)
-    while trips_mhd_connections(running) > 0 && Date() < deadline {
+    while requestsInFlight.load(ordering: .acquiring) > 0 && Date() < deadline {
       Thread.sleep(forTimeInterval: 0.01)
     }
     MHD_stop_daemon(running)
@@ -230,6 +234,7 @@ final class HTTPServer: Sendable {
     guard let pointer = requestContext.pointee else {
       // The headers have arrived; the body (if any) follows in later calls.
       let state = RequestState()
+      requestsInFlight.add(1, ordering: .relaxed)
       requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
       if let length = Self.value(connection, .HEADER_KIND, "Content-Length"),
         let bytes = Int(length), bytes > limits.maximumBodyBytes
@@ -368,10 +373,14 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { context in
   stream.finished()
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
   guard let requestContext, let pointer = requestContext.pointee else { return }
   Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).release()
   requestContext.pointee = nil
+  if let context {
+    Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().requestsInFlight.subtract(
+      1, ordering: .releasing)
+  }
 }
 
 /// An IPv4 or IPv6 address to listen on.

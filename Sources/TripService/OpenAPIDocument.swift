@@ -15,6 +15,23 @@ enum OpenAPIDocument {
 
   static let string: JSONValue = .object([("type", .string("string"))])
 
+  /// `If-Match`: the write goes ahead only if the trip's ETag is one of these (or `*`).
+  static let ifMatch: JSONValue = .object([
+    ("name", .string("If-Match")), ("in", .string("header")), ("required", .bool(false)),
+    (
+      "description",
+      .string(
+        "The trip's ETag from a GET (or *): the write is done only if the trip is still that version, else 412."
+      )
+    ), ("schema", string),
+  ])
+
+  /// The answers of a conditional write of one trip.
+  static let conditionalWrite: [(String, JSONValue)] = [
+    ("401", response("A valid bearer token is needed.", FeaturesAPI.json)),
+    ("412", response("The trip changed since the version in If-Match.", FeaturesAPI.json)),
+  ]
+
   static let filters: [JSONValue] = [
     parameter(
       "bbox",
@@ -203,30 +220,35 @@ enum OpenAPIDocument {
             "get",
             operation(
               "One trip", "getFeature", parameters: [idParameter],
-              ok: ("200", response("The trip as a Feature.", geo)))
+              ok: ("200", response("The trip as a Feature, with its ETag.", geo)),
+              extra: [
+                (
+                  "304",
+                  .object([("description", .string("If-None-Match names the current ETag."))])
+                )
+              ])
           ),
           (
             "put",
             operation(
-              "Replace a trip", "replaceFeature", parameters: [idParameter],
-              ok: ("200", response("The trip.", geo)),
-              extra: [("401", response("A valid bearer token is needed.", json))], body: true,
-              secured: true)
+              "Replace a trip", "replaceFeature", parameters: [idParameter, ifMatch],
+              ok: ("200", response("The trip, with its new ETag.", geo)),
+              extra: conditionalWrite, body: true, secured: true)
           ),
           (
             "patch",
             operation(
               "Change some of a trip's properties or its geometry", "updateFeature",
-              parameters: [idParameter], ok: ("200", response("The trip.", geo)),
-              extra: [("401", response("A valid bearer token is needed.", json))], body: true,
-              secured: true)
+              parameters: [idParameter, ifMatch],
+              ok: ("200", response("The trip, with its new ETag.", geo)),
+              extra: conditionalWrite, body: true, secured: true)
           ),
           (
             "delete",
             operation(
-              "Delete a trip", "deleteFeature", parameters: [idParameter],
+              "Delete a trip", "deleteFeature", parameters: [idParameter, ifMatch],
               ok: ("204", .object([("description", .string("Deleted."))])),
-              extra: [("401", response("A valid bearer token is needed.", json))], secured: true)
+              extra: conditionalWrite, secured: true)
           ),
         ])
       ),

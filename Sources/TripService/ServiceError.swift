@@ -70,9 +70,11 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     case 406: "NotAcceptable"
     case 409: "Conflict"
     case 410: "Gone"
+    case 412: "PreconditionFailed"
     case 413: "PayloadTooLarge"
     case 415: "UnsupportedMediaType"
     case 422: "InvalidTrip"
+    case 428: "PreconditionRequired"
     case 503: "ServiceUnavailable"
     default: "ServerError"
     }

@@ -110,6 +110,16 @@ enum ServeCommand: Subcommand {
       let done = DispatchSemaphore(value: 0)
       let sources = onStopSignals { done.signal() }
       done.wait()
+      // The drain is bounded: a request that does not finish in time (a worker stuck in a
+      // call that never returns) does not keep the process alive.
+      let limit = configuration.drainSeconds + 2
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: limit)
+        TripService.standardErrorLog(
+          "Error: requests were still running \(Int(limit)) s after the stop signal; exiting without them."
+        )
+        _exit(1)
+      }
       service.stop()
       for source in sources { source.cancel() }
       withExtendedLifetime(store) {}

@@ -59,7 +59,13 @@ extension ModelContext {
     let database = try connection()
     let writer = HistoryWriter(database: database)
     var applied = AppliedChanges()
-    try database.beginWriting()
+    // Inside performExclusively the transaction, and the write lock, are open already; this
+    // save commits or rolls them back.
+    if holdsWriteLock {
+      holdsWriteLock = false
+    } else {
+      try database.beginWriting()
+    }
     do {
       try writer.begin(author: author)
       for delete in deletes.sorted(by: { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }) {

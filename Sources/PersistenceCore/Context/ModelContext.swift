@@ -38,6 +38,9 @@ public final class ModelContext {
   public var autosaveEnabled = false
   /// Receives errors from saving at deinit when ``autosaveEnabled`` is true.
   public var autosaveErrorHandler: (@Sendable (any Error) -> Void)?
+  /// Whether ``performExclusively(_:)`` holds the store's write lock in an open transaction
+  /// that the next ``save()`` commits.
+  var holdsWriteLock = false
 
   /// The fields of a ``Registration``, kept in the header of its buffer.
   struct RegistrationState {
@@ -363,6 +366,52 @@ public final class ModelContext {
       throw error
     }
     try save()
+  }
+
+  /// Runs `body` holding the store's write lock, then saves what it changed, all in one
+  /// transaction: what `body` fetches is the latest committed state, and no other connection,
+  /// process or server can commit between those reads and the save. The first ``save()`` in
+  /// `body` (or the one after it) commits; a later save in `body` is a transaction of its
+  /// own. If `body` throws, its unsaved changes are rolled back and nothing is written.
+  ///
+  /// This is the read-check-write of a conditional update (compare a version, then change
+  /// only what the caller named) or a delete that must know whether the row was still there.
+  /// Other writers wait for the lock meanwhile (SQLite's busy timeout, PostgreSQL's advisory
+  /// lock), so keep `body` short. Cost: a `BEGIN` that takes the write lock, `body`, and the
+  /// save. Nested calls run `body` in the outer one's transaction.
+  ///
+  /// - Throws: ``PersistenceError/Code/readOnly`` on a container that does not allow saving;
+  ///   ``PersistenceError/Code/busy`` inside ``withSnapshot(_:)``; what `body` or the save
+  ///   throws.
+  public func performExclusively<Result>(_ body: () throws -> Result) throws -> Result {
+    if holdsWriteLock { return try body() }
+    guard container.configuration.allowsSave else {
+      throw PersistenceError(
+        code: .readOnly,
+        message: "The container was opened with allowsSave: false; nothing was saved.")
+    }
+    let database = try connection()
+    guard !database.isInTransaction else {
+      throw PersistenceError(
+        code: .busy,
+        message: "performExclusively cannot start inside a read transaction (withSnapshot).")
+    }
+    try database.beginWriting()
+    holdsWriteLock = true
+    defer {
+      if holdsWriteLock {
+        holdsWriteLock = false
+        if database.isInTransaction { try? database.rollback() }
+      }
+    }
+    do {
+      let result = try body()
+      try save()
+      return result
+    } catch {
+      rollback()
+      throw error
+    }
   }
 
   /// Whether `model` is inserted or changed in this context and not yet saved.

@@ -1,0 +1,212 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The classes of defects a hostile client found in `trips serve`, each tested as a class:
+/// client input that reaches the file system, writes that lose each other, and the rest.
+@Suite("Hardening: the service against hostile clients", .serialized)
+struct ServiceHardeningTests {
+  static let token = String(repeating: "h0stile-", count: 3)
+
+  /// The engines a write test runs on: a SQLite file and a PostgreSQL database.
+  static let engines = ["sqlite", "postgresql"]
+
+  /// A store of the engine's kind, with one trip; its URL for `--store` and the trip's id.
+  static func storeWithTrip(_ engine: String, in scratch: Scratch) throws -> (URL, String) {
+    let store =
+      engine == "sqlite"
+      ? scratch.store : URL(string: try PostgreSQLCluster.shared.get().makeDatabase("hard"))!
+    let location = store.isFileURL ? store.path : store.absoluteString
+    let added = try trips(
+      [
+        "add", "--name", "n0", "--destination", "Suva", "--start", "2027-05-01", "--end",
+        "2027-05-09", "--latitude", "-18.1", "--longitude", "178.4", "--store", location,
+      ])
+    #expect(added.status == 0, "\(added.stderr)")
+    return (store, added.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+  }
+
+  // MARK: Client input never reaches the file system
+
+  @Test(
+    "a crs naming a file, a FIFO or a device is refused with 400 at once; codes, URIs and plain PROJ strings still work"
+  )
+  func crsNeverOpensFiles() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let fifo = scratch.file("fifo")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { #expect(server.stop() == 0) }
+    func bounds(_ crs: String) throws -> HTTPReply {
+      let encoded = crs.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+      return try server.request("/collections/trips/bounds?crs=\(encoded)")
+    }
+    let refused = [
+      "+init=\(fifo.path):x", "+init=/dev/stdin:x", "+init=/proc/self/fd/0:x",
+      "+proj=longlat +ellps=WGS84 +nadgrids=\(fifo.path)", "+proj=longlat +nadgrids=fifo",
+      "+proj=longlat +geoidgrids=\(fifo.path)", "+init=epsg:3857",
+      "+proj=merc +type=crs +grids=x", "+proj=tinshift +file=\(fifo.path)",
+      "+proj=merc +lon_0=\(fifo.path)",
+      #"PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["m",METHOD["Popular Visualisation Pseudo Mercator"]],CS[Cartesian,2],AXIS["x",east],AXIS["y",north],LENGTHUNIT["metre",1]]"#,
+      #"{"type":"GeographicCRS","name":"x"}"#, "/dev/stdin", fifo.path, "EPSG:3857\t",
+    ]
+    // Three at a time, more than the server's threads: a request that blocked would hang
+    // the rest.
+    for crs in refused {
+      let started = Date()
+      let reply = try bounds(crs)
+      #expect(reply.status == 400, "\(crs): \(reply.text)")
+      #expect(Date().timeIntervalSince(started) < 5, "\(crs) took too long")
+    }
+    for crs in [
+      "EPSG:3857", "EPSG:32633", "ESRI:54030", "urn:ogc:def:crs:EPSG::3857",
+      "http://www.opengis.net/def/crs/EPSG/0/3857", "+proj=merc +lon_0=150",
+      "+proj=utm +zone=33 +datum=WGS84",
+    ] {
+      let reply = try bounds(crs)
+      #expect(reply.status == 200, "\(crs): \(reply.text)")
+    }
+    #expect(try server.request("/conformance").status == 200)
+  }
+
+  // MARK: Concurrent writes lose nothing
+
+  @Test(
+    "concurrent PATCHes of different members of one trip all land, on both engines",
+    arguments: engines)
+  func concurrentPatchesOfDifferentMembers(engine: String) throws {
+    let scratch = Scratch()
+    let (store, id) = try Self.storeWithTrip(engine, in: scratch)
+    let tokens = try tokenFile(in: scratch, "alice:\(Self.token)")
+    let server = try ServerProcess(store: store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let rounds = 15
+    let result = try shell(
+      """
+      url=$1; id=$2; token=$3; rounds=$4
+      patch() { curl -s -o /dev/null -w '%{http_code}\\n' -X PATCH -H "Authorization: Bearer $token" \\
+        -H 'Content-Type: application/merge-patch+json' --data "$1" "$url/collections/trips/items/$id"; }
+      for k in $(seq 1 "$rounds"); do
+        patch "{\\"properties\\":{\\"name\\":\\"n$k\\"}}" &
+        patch "{\\"properties\\":{\\"placeIdentifier\\":\\"p$k\\"}}" &
+        patch "{\\"properties\\":{\\"destination\\":\\"d$k\\"}}" &
+        patch "{\\"geometry\\":{\\"type\\":\\"Point\\",\\"coordinates\\":[$k,$k]}}" &
+        wait
+        curl -s "$url/collections/trips/items/$id" | jq -c '[.properties.name, .properties.placeIdentifier, .properties.destination, .geometry.coordinates[0]]'
+      done
+      """, arguments: [server.url, id, Self.token, "\(rounds)"])
+    let lines = result.stdout.split(separator: "\n").map(String.init)
+    let statuses = lines.filter { !$0.hasPrefix("[") }
+    #expect(statuses.count == 4 * rounds && statuses.allSatisfy { $0 == "200" }, "\(statuses)")
+    let states = lines.filter { $0.hasPrefix("[") }
+    #expect(states.count == rounds)
+    for (index, state) in states.enumerated() {
+      let k = index + 1
+      #expect(state == "[\"n\(k)\",\"p\(k)\",\"d\(k)\",\(k)]", "round \(k) lost a change: \(state)")
+    }
+  }
+
+  @Test(
+    "writers incrementing one counter with If-Match never lose an increment, on both engines; a stale or weak tag is 412",
+    arguments: engines)
+  func optimisticLocking(engine: String) throws {
+    let scratch = Scratch()
+    let (store, id) = try Self.storeWithTrip(engine, in: scratch)
+    let tokens = try tokenFile(in: scratch, "alice:\(Self.token)")
+    let server = try ServerProcess(store: store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let auth = [
+      "Authorization: Bearer \(Self.token)", "Content-Type: application/merge-patch+json",
+    ]
+    let path = "/collections/trips/items/\(id)"
+    let first = try server.request(path)
+    let tag = try #require(first.headers["etag"])
+    #expect(tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count == 18, "\(tag)")
+    #expect(try server.request(path, headers: ["If-None-Match: \(tag)"]).status == 304)
+    let rename = Data(#"{"properties":{"name":"renamed"}}"#.utf8)
+    for bad in ["W/\(tag)", "\"0000000000000000\"", "\"\(tag)", ",", "a, b"] {
+      let reply = try server.request(
+        "PATCH", path, headers: auth + ["If-Match: \(bad)"], body: rename)
+      #expect([400, 412].contains(reply.status), "If-Match \(bad): \(reply.status)")
+    }
+    #expect(
+      try server.request("POST", "/collections/trips/items", headers: auth + ["If-Match: *"])
+        .status == 412)
+    #expect(
+      (try server.request(path).json()["properties"] as? [String: Any])?["name"] as? String == "n0")
+    let renamed = try server.request(
+      "PATCH", path, headers: auth + ["If-Match: \(tag)"], body: rename)
+    #expect(renamed.status == 200, "\(renamed.text)")
+    let newTag = try #require(renamed.headers["etag"])
+    #expect(newTag != tag)
+    #expect(try server.request(path).headers["etag"] == newTag)
+    #expect(
+      try server.request("PATCH", path, headers: auth + ["If-Match: \(tag)"], body: rename).status
+        == 412)
+    #expect(
+      try server.request("DELETE", path, headers: auth + ["If-Match: \(tag)"]).status == 412)
+    // Four writers, each adding 1 to the number in the name eight times: read, then PATCH with
+    // If-Match, again on 412. Every increment must be there at the end.
+    let counter = Data(#"{"properties":{"name":"0"}}"#.utf8)
+    #expect(try server.request("PATCH", path, headers: auth, body: counter).status == 200)
+    let writers = 4
+    let increments = 8
+    let result = try shell(
+      """
+      url=$1; id=$2; token=$3; writers=$4; increments=$5
+      writer() {
+        local done=0 tries=0
+        while [ "$done" -lt "$increments" ] && [ "$tries" -lt 400 ]; do
+          tries=$((tries + 1))
+          local body; body=$(mktemp)
+          local tag; tag=$(curl -s -D - -o "$body" "$url/collections/trips/items/$id" | tr -d '\\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
+          local n; n=$(jq -r .properties.name "$body"); rm -f "$body"
+          local code; code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H "If-Match: $tag" \\
+            -H "Authorization: Bearer $token" -H 'Content-Type: application/merge-patch+json' \\
+            --data "{\\"properties\\":{\\"name\\":\\"$((n + 1))\\"}}" "$url/collections/trips/items/$id")
+          case $code in 200) done=$((done + 1));; 412) ;; *) echo "status $code"; return 1;; esac
+        done
+        echo "writer $done"
+      }
+      for w in $(seq 1 "$writers"); do writer & done
+      wait
+      """, arguments: [server.url, id, Self.token, "\(writers)", "\(increments)"])
+    #expect(
+      result.stdout.split(separator: "\n").sorted()
+        == Array(repeating: "writer \(increments)", count: writers), "\(result.stdout)")
+    let final = try server.request(path).json()
+    #expect(
+      (final["properties"] as? [String: Any])?["name"] as? String == "\(writers * increments)")
+  }
+
+  @Test(
+    "of concurrent DELETEs of one trip, exactly one answers 204 and the rest 404, on both engines",
+    arguments: engines)
+  func concurrentDeletes(engine: String) throws {
+    let scratch = Scratch()
+    let (store, _) = try Self.storeWithTrip(engine, in: scratch)
+    let tokens = try tokenFile(in: scratch, "alice:\(Self.token)")
+    let server = try ServerProcess(store: store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let auth = ["Authorization: Bearer \(Self.token)", "Content-Type: application/geo+json"]
+    for round in 1...8 {
+      let created = try server.request(
+        "POST", "/collections/trips/items", headers: auth, body: featureBody(name: "r\(round)"))
+      let location = try #require(created.headers["location"])
+      let result = try shell(
+        """
+        for i in 1 2 3 4; do
+          curl -s -o /dev/null -w '%{http_code}\\n' -X DELETE -H "Authorization: Bearer $2" "$1" &
+        done
+        wait
+        """, arguments: [location, Self.token])
+      let codes = result.stdout.split(separator: "\n").sorted()
+      #expect(codes == ["204", "404", "404", "404"], "round \(round): \(codes)")
+    }
+  }
+}
