@@ -23,6 +23,42 @@ extension FeaturesAPI {
     return name
   }
 
+  /// Decides from the request line and headers, before any byte of a body is read (and
+  /// before `100 Continue`): a write is refused here for an unknown path (404), a method the
+  /// path does not allow (405, with `Allow`), a read-only service (405), a missing or wrong
+  /// token (401), or a content type that is not taken (415). Only the body of a write that
+  /// passes all of these is read; any other request's body is discarded unread. O(headers).
+  func admit(_ request: HTTPRequest) -> HTTPServer.Admission {
+    guard Self.writeMethods.contains(request.method) else { return .ignoreBody }
+    guard let route = Route(path: request.path) else { return .refuse(respond(to: request)) }
+    guard methods(route).contains(request.method) else { return .refuse(respond(to: request)) }
+    do {
+      _ = try writer(request)
+      if case .changes = route {
+      } else {
+        try Self.checkContentType(request)
+      }
+    } catch {
+      return .refuse(respond(to: request))
+    }
+    return .readBody
+  }
+
+  static let writeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
+
+  /// 415 unless a body's type is one a write takes (GeoJSON, JSON, JSON merge patch).
+  static func checkContentType(_ request: HTTPRequest) throws {
+    guard request.method != "DELETE",
+      let type = request.header("Content-Type")?.split(separator: ";").first?
+        .trimmingCharacters(in: .whitespaces).lowercased()
+    else { return }
+    if !["application/geo+json", "application/json", "application/merge-patch+json"].contains(type)
+    {
+      throw ServiceError.request(
+        415, "Send the trip as application/geo+json (a GeoJSON Feature), not \(type).")
+    }
+  }
+
   /// POST, PUT, PATCH and DELETE on items: validated exactly as the CLI validates (every problem
   /// listed, nothing written), saved in one transaction recorded under the token's name.
   func write(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
@@ -32,16 +68,7 @@ extension FeaturesAPI {
       throw ServiceError.request(405, "Only items can be written.")
     }
     let author = try writer(request)
-    if request.method != "DELETE" {
-      if let type = request.header("Content-Type")?.split(separator: ";").first?
-        .trimmingCharacters(in: .whitespaces).lowercased(),
-        !["application/geo+json", "application/json", "application/merge-patch+json"].contains(
-          type)
-      {
-        throw ServiceError.request(
-          415, "Send the trip as application/geo+json (a GeoJSON Feature), not \(type).")
-      }
-    }
+    try Self.checkContentType(request)
     let links = Links(base: baseURL(request))
     let condition = try Precondition(request)
     switch (route, request.method) {

@@ -69,6 +69,13 @@ struct FeaturesAPI: Sendable {
     }
   }
 
+  /// The methods `route` allows on this service: without the writes when it is read-only
+  /// (what `Allow` and OPTIONS say).
+  func methods(_ route: Route) -> [String] {
+    configuration.readOnly
+      ? route.methods.filter { !Self.writeMethods.contains($0) } : route.methods
+  }
+
   func respond(to request: HTTPRequest) -> HTTPResponse {
     var response: HTTPResponse
     do {
@@ -115,13 +122,17 @@ struct FeaturesAPI: Sendable {
       throw ServiceError.request(
         404, "There is nothing at \(HTTPServer.loggable(request.path)). Start at / for the links.")
     }
-    guard route.methods.contains(request.method) else {
+    let allowed = methods(route)
+    guard allowed.contains(request.method) else {
+      let readOnly =
+        configuration.readOnly && route.methods.contains(request.method)
+        ? "This service is read-only (--read-only): it takes no writes. " : ""
       var response = ServiceError.response(
         status: 405,
         description:
-          "\(HTTPServer.loggable(request.method)) is not allowed here; allowed: \(route.methods.joined(separator: ", "))."
+          "\(readOnly)\(HTTPServer.loggable(request.method)) is not allowed here; allowed: \(allowed.joined(separator: ", "))."
       )
-      response.headers.append(("Allow", route.methods.joined(separator: ", ")))
+      response.headers.append(("Allow", allowed.joined(separator: ", ")))
       return response
     }
     if request.method == "OPTIONS" { return preflight(route) }
@@ -444,11 +455,11 @@ struct FeaturesAPI: Sendable {
 
   func preflight(_ route: Route) -> HTTPResponse {
     var headers: [(name: String, value: String)] = [
-      ("Allow", route.methods.joined(separator: ", "))
+      ("Allow", methods(route).joined(separator: ", "))
     ]
     if configuration.corsOrigin != nil {
       headers += [
-        ("Access-Control-Allow-Methods", route.methods.joined(separator: ", ")),
+        ("Access-Control-Allow-Methods", methods(route).joined(separator: ", ")),
         (
           "Access-Control-Allow-Headers",
           "Authorization, Content-Type, Last-Event-ID, If-Match, If-None-Match"

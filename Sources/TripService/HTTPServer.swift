@@ -70,6 +70,11 @@ public struct HTTPLimits: Sendable {
   /// The largest request body read; a larger one is answered 413 without being read (when its
   /// `Content-Length` says so) or as soon as it passes the limit.
   public var maximumBodyBytes = 16 * 1024 * 1024
+  /// The most memory all request bodies being read at once may take: a request whose body
+  /// would pass it is answered 503 with `Retry-After` (before it is read when its
+  /// `Content-Length` says so). Bodies are read only for requests that were authorized from
+  /// their headers, so only writers with a token spend it.
+  public var maximumBodyBytesInFlight = 128 * 1024 * 1024
   /// Connections open at once; more are refused by the kernel's backlog, not served slowly.
   public var maximumConnections: UInt32 = 4096
   /// Connections open at once from one address (0: no limit of its own).
@@ -98,8 +103,23 @@ public struct HTTPLimits: Sendable {
 /// completion callback.
 final class HTTPServer: Sendable {
   typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+  /// Decides from the request line and headers alone (the request's body is empty) whether a
+  /// request is refused before any byte of its body is read (and before `100 Continue`):
+  /// the refusal, or nil to read the body (``Admission/readBody``) or ignore it.
+  typealias Admit = @Sendable (HTTPRequest) -> Admission
+
+  /// What ``Admit`` decided.
+  enum Admission {
+    /// Refused with this response; the body is never read.
+    case refuse(HTTPResponse)
+    /// Read the body: the handler acts on it.
+    case readBody
+    /// The handler does not look at a body: any that comes is discarded unread.
+    case ignoreBody
+  }
 
   let handler: Handler
+  let admit: Admit
   let limits: HTTPLimits
   let log: @Sendable (String) -> Void
   /// The running daemon; nil once stopped.
@@ -108,6 +128,8 @@ final class HTTPServer: Sendable {
   /// Requests whose headers have arrived and whose response is not finished yet (an idle
   /// keep-alive connection is not one).
   let requestsInFlight = Atomic<Int>(0)
+  /// Bytes of request bodies reserved by the requests being read now.
+  let bodyBytesInFlight = Atomic<Int>(0)
   /// The port the server listens on.
   var port: UInt16 { boundPort.load(ordering: .relaxed) }
 
@@ -128,9 +150,11 @@ final class HTTPServer: Sendable {
   /// Starts listening on `host:port` (port 0 picks a free one).
   init(
     host: String, port: UInt16, limits: HTTPLimits, tls: (key: String, certificate: String)?,
-    log: @escaping @Sendable (String) -> Void, handler: @escaping Handler
+    log: @escaping @Sendable (String) -> Void, admit: @escaping Admit = { _ in .readBody },
+    handler: @escaping Handler
   ) throws(ServiceError) {
     self.handler = handler
+    self.admit = admit
     self.limits = limits
     self.log = log
     Self.raiseDescriptorLimit()
@@ -222,8 +246,18 @@ final class HTTPServer: Sendable {
   /// pointer from the first call of the access handler until the completion callback.
   final class RequestState {
     let started = DispatchTime.now().uptimeNanoseconds
+    /// The request line, headers and query (the body is added when it has all arrived).
+    var request: HTTPRequest
     var body = Data()
     var tooLarge = false
+    /// Over the server's memory for bodies in flight.
+    var overBudget = false
+    /// Whether the body is kept (else discarded as it arrives).
+    var keepsBody = true
+    /// Bytes of ``HTTPServer/bodyBytesInFlight`` this request holds, given back at completion.
+    var reserved = 0
+
+    init(request: HTTPRequest) { self.request = request }
   }
 
   func handle(
@@ -232,33 +266,59 @@ final class HTTPServer: Sendable {
     requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
   ) -> MHD_Result {
     guard let pointer = requestContext.pointee else {
-      // The headers have arrived; the body (if any) follows in later calls.
-      let state = RequestState()
+      // The headers have arrived; the body (if any) follows in later calls. Whatever refuses
+      // the request from its headers does so now, before a byte of the body is read.
+      var request = HTTPRequest(method: method, path: url)
+      request.headers = Self.values(connection, .HEADER_KIND).reduce(into: [:]) {
+        $0[$1.name.lowercased()] = $1.value
+      }
+      request.query = Self.values(connection, .GET_ARGUMENT_KIND)
+      let state = RequestState(request: request)
       requestsInFlight.add(1, ordering: .relaxed)
       requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+      switch admit(request) {
+      case .refuse(let response):
+        return respond(connection, method: method, path: url, state: state, response: response)
+      case .ignoreBody:
+        state.keepsBody = false
+        return .YES
+      case .readBody:
+        break
+      }
       if let length = Self.value(connection, .HEADER_KIND, "Content-Length"),
-        let bytes = Int(length), bytes > limits.maximumBodyBytes
+        let bytes = Int(length)
       {
-        // Refused before it is read.
-        return respond(
-          connection, method: method, path: url, state: state,
-          response: ServiceError.response(
-            status: 413,
-            description:
-              "The request body is \(bytes) bytes; at most \(limits.maximumBodyBytes) are accepted."
-          ))
+        if bytes > limits.maximumBodyBytes {
+          // Refused before it is read.
+          return respond(
+            connection, method: method, path: url, state: state,
+            response: ServiceError.response(
+              status: 413,
+              description:
+                "The request body is \(bytes) bytes; at most \(limits.maximumBodyBytes) are accepted."
+            ))
+        }
+        if !reserve(bytes, for: state) {
+          return respond(connection, method: method, path: url, state: state, response: busy())
+        }
       }
       return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
     if uploadSize.pointee > 0 {
-      if !state.tooLarge, let upload {
-        if state.body.count + uploadSize.pointee > limits.maximumBodyBytes {
+      let size = uploadSize.pointee
+      if state.keepsBody, !state.tooLarge, !state.overBudget, let upload {
+        if state.body.count + size > limits.maximumBodyBytes {
           state.tooLarge = true
           state.body = Data()
+        } else if state.body.count + size > state.reserved
+          && !reserve(state.body.count + size - state.reserved, for: state)
+        {
+          state.overBudget = true
+          state.body = Data()
         } else {
-          upload.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
-            state.body.append($0, count: uploadSize.pointee)
+          upload.withMemoryRebound(to: UInt8.self, capacity: size) {
+            state.body.append($0, count: size)
           }
         }
       }
@@ -272,13 +332,37 @@ final class HTTPServer: Sendable {
           status: 413,
           description: "The request body is larger than \(limits.maximumBodyBytes) bytes."))
     }
-    var request = HTTPRequest(method: method, path: url, body: state.body)
-    request.headers = Self.values(connection, .HEADER_KIND).reduce(into: [:]) {
-      $0[$1.name.lowercased()] = $1.value
+    if state.overBudget {
+      return respond(connection, method: method, path: url, state: state, response: busy())
     }
-    request.query = Self.values(connection, .GET_ARGUMENT_KIND)
+    var request = state.request
+    request.body = state.body
+    state.body = Data()
     return respond(
       connection, method: method, path: url, state: state, response: handler(request))
+  }
+
+  /// Reserves `bytes` of the memory for bodies in flight for `state`; false when that would
+  /// pass ``HTTPLimits/maximumBodyBytesInFlight``. O(1), lock-free.
+  private func reserve(_ bytes: Int, for state: RequestState) -> Bool {
+    guard bytes > 0 else { return true }
+    let total = bodyBytesInFlight.add(bytes, ordering: .relaxed).newValue
+    guard total <= limits.maximumBodyBytesInFlight else {
+      bodyBytesInFlight.subtract(bytes, ordering: .relaxed)
+      return false
+    }
+    state.reserved += bytes
+    return true
+  }
+
+  /// 503: the memory for bodies in flight is taken.
+  private func busy() -> HTTPResponse {
+    var response = ServiceError.response(
+      status: 503,
+      description:
+        "The server is reading as many request bodies as it has memory for; retry in a moment.")
+    response.headers.append(("Retry-After", "1"))
+    return response
   }
 
   private func respond(
@@ -375,11 +459,12 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { context in
 
 private let requestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
   guard let requestContext, let pointer = requestContext.pointee else { return }
-  Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).release()
+  let state = Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).takeRetainedValue()
   requestContext.pointee = nil
   if let context {
-    Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().requestsInFlight.subtract(
-      1, ordering: .releasing)
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    if state.reserved > 0 { server.bodyBytesInFlight.subtract(state.reserved, ordering: .relaxed) }
+    server.requestsInFlight.subtract(1, ordering: .releasing)
   }
 }
 

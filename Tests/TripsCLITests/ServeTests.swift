@@ -1032,7 +1032,10 @@ struct ServeTests {
       done
       curl -s -o /dev/null -w '%{http_code} ' -X POST -H "Authorization: Bearer $4" \
         -H 'Content-Type: application/geo+json' --data-binary @"$5" "$url/collections/trips/items"
+      head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code} ' -X POST \
+        --data-binary @- "$url/collections/trips/items"
       head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $4" -H 'Content-Type: application/geo+json' \
         --data-binary @- "$url/collections/trips/items"
       curl -s -N --max-time 3 -o /dev/null "$url/collections/trips/bounds/stream"
       curl -s -N --max-time 20 -o /dev/null "$url/collections/trips/bounds/stream" &
@@ -1045,7 +1048,7 @@ struct ServeTests {
         scratch.store.path, tokens.path, log.path, token,
         try scratch.write("feature.json", String(decoding: featureBody(), as: UTF8.self)).path,
       ])
-    #expect(run.stdout == "200 200 400 404 200 201 413 exit=0\n", "\(run.stdout) \(run.stderr)")
+    #expect(run.stdout == "200 200 400 404 200 201 401 413 exit=0\n", "\(run.stdout) \(run.stderr)")
     let report = try String(contentsOf: log, encoding: .utf8)
     for error in ["Invalid read", "Invalid write", "Invalid free", "freed", "Mismatched free"] {
       #expect(!report.contains(error), "\(report.prefix(3000))")

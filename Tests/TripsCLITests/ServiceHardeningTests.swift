@@ -210,3 +210,176 @@ struct ServiceHardeningTests {
     }
   }
 }
+
+/// A raw TCP client of a server on loopback: what curl will not send (a body announced and
+/// never sent, a body a server refused).
+final class RawClient {
+  let socket: Int32
+
+  init(url: String) throws {
+    let port = UInt16(url.split(separator: ":").last!)!
+    socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+    var timeout = timeval(tv_sec: 2, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  /// Sends `text`; false once the server no longer takes bytes.
+  @discardableResult
+  func send(_ text: String) -> Bool {
+    Array(text.utf8).withUnsafeBytes {
+      Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+    } > 0
+  }
+
+  /// Sends up to `count` bytes of body, 64 KiB at a time, until the server stops taking them.
+  /// Returns how many were sent.
+  @discardableResult
+  func sendBody(_ count: Int) -> Int {
+    let chunk = [UInt8](repeating: 0x7B, count: 65_536)
+    var sent = 0
+    while sent < count {
+      let result = chunk.withUnsafeBytes {
+        Glibc.send(socket, $0.baseAddress, min($0.count, count - sent), Int32(MSG_NOSIGNAL))
+      }
+      if result <= 0 { break }
+      sent += result
+    }
+    return sent
+  }
+
+  /// What the server sent within `seconds` (until it closed or went quiet that long).
+  func receive(seconds: Double) -> String {
+    var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var received = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      let count = recv(socket, &buffer, buffer.count, 0)
+      if count > 0 {
+        received += buffer[..<count]
+        if String(decoding: received, as: UTF8.self).contains("\r\n\r\n") { break }
+      } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+        break
+      }
+    }
+    return String(decoding: received, as: UTF8.self)
+  }
+
+  deinit { close(socket) }
+}
+
+/// The resident memory of a process, in MiB (from `/proc`).
+func residentMiB(_ pid: Int32) -> Int {
+  let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+  let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+  return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+}
+
+@Suite("Hardening: writes are authorized before their bodies are read", .serialized)
+struct AuthorizeBeforeReadingTests {
+  static let token = String(repeating: "b0dy-", count: 5)
+
+  @Test(
+    "a write refused by its headers (read-only, no token file, no token, a wrong type) is answered at once, without 100 Continue or reading the announced body"
+  )
+  func refusedFromHeaders() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let tokens = try tokenFile(in: scratch, "alice:\(Self.token)")
+    let cases: [(arguments: [String], headers: String, status: String)] = [
+      (["--read-only"], "", "405"),
+      ([], "Authorization: Bearer \(Self.token)\r\n", "401"),
+      (["--token-file", tokens.path], "", "401"),
+      (["--token-file", tokens.path], "Authorization: Bearer wrong-\(Self.token)\r\n", "401"),
+      (
+        ["--token-file", tokens.path],
+        "Authorization: Bearer \(Self.token)\r\nContent-Type: text/plain\r\n", "415"
+      ),
+    ]
+    for (arguments, headers, status) in cases {
+      let server = try ServerProcess(store: scratch.store, arguments)
+      for path in ["/collections/trips/items", "/changes"]
+      where !(status == "415" && path == "/changes") {
+        let client = try RawClient(url: server.url)
+        client.send(
+          "POST \(path) HTTP/1.1\r\nHost: x\r\n\(headers)Content-Length: 16000000\r\nExpect: 100-continue\r\n\r\n"
+        )
+        let reply = client.receive(seconds: 3)
+        #expect(
+          reply.hasPrefix("HTTP/1.1 \(status) "),
+          "\(arguments) \(path): \(reply.prefix(200).debugDescription)")
+        if status == "405" { #expect(reply.lowercased().contains("\r\nallow: ")) }
+      }
+      #expect(server.stop() == 0)
+    }
+  }
+
+  @Test("forty clients uploading to a read-only server leave its memory where it was")
+  func refusedBodiesTakeNoMemory() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store, ["--read-only"])
+    defer { #expect(server.stop() == 0) }
+    let before = residentMiB(server.process.processIdentifier)
+    let clients = try (0..<40).map { _ in try RawClient(url: server.url) }
+    for client in clients {
+      client.send(
+        "POST /collections/trips/items HTTP/1.1\r\nHost: x\r\nContent-Length: 16776000\r\n\r\n")
+      client.sendBody(8 * 1024 * 1024)
+    }
+    let during = residentMiB(server.process.processIdentifier)
+    #expect(during - before < 64, "resident memory \(before) MiB -> \(during) MiB")
+    #expect(try server.request("/conformance").status == 200)
+  }
+
+  @Test(
+    "authorized bodies in flight are bounded: past the server's memory for them a write is 503 with Retry-After, and the memory comes back"
+  )
+  func bodiesInFlightAreBounded() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let tokens = try tokenFile(in: scratch, "alice:\(Self.token)")
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    // 16,000,000 bytes each: eight fit in the 128 MiB for bodies in flight, the ninth does not.
+    var clients: [RawClient] = []
+    var replies: [String] = []
+    for _ in 0..<10 {
+      let client = try RawClient(url: server.url)
+      client.send(
+        "POST /collections/trips/items HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.token)\r\nContent-Type: application/geo+json\r\nContent-Length: 16000000\r\n\r\n"
+      )
+      replies.append(client.receive(seconds: 0.5))
+      clients.append(client)
+    }
+    let waiting = replies.prefix(8).allSatisfy { $0.isEmpty }
+    #expect(waiting, "\(replies.map { $0.prefix(40) })")
+    #expect(
+      replies.suffix(2).allSatisfy {
+        $0.hasPrefix("HTTP/1.1 503 ") && $0.contains("Retry-After: 1")
+      },
+      "\(replies.map { $0.prefix(60) })")
+    clients.removeAll()
+    let auth = ["Authorization: Bearer \(Self.token)", "Content-Type: application/geo+json"]
+    var status = 0
+    for _ in 0..<50 where status != 201 {
+      status = try server.request(
+        "POST", "/collections/trips/items", headers: auth, body: featureBody()
+      )
+      .status
+      if status != 201 { Thread.sleep(forTimeInterval: 0.1) }
+    }
+    #expect(status == 201)
+  }
+}
