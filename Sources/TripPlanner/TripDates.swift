@@ -85,6 +85,9 @@ public enum TripDates {
       text = String(decoding: bytes[0..<16] + Array(":00".utf8) + bytes[16...], as: UTF8.self)
       if bytes.count == 16 { return nil }
     }
+    // Foundation's parser rolls impossible fields over (February 30 becomes March 2, hour 99
+    // four days later): every field is checked first.
+    guard fieldsAreValid(Array(text.utf8)) else { return nil }
     if let date = try? Date(text, strategy: .iso8601) { return date }
     if let date = try? Date(
       text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
@@ -92,6 +95,50 @@ public enum TripDates {
       return date
     }
     return nil
+  }
+
+  /// Whether `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM)` names a real day and time: a
+  /// day that exists in its month, hours 0–23, minutes and seconds 0–59, a zone within ±23:59.
+  /// O(length).
+  static func fieldsAreValid(_ bytes: [UInt8]) -> Bool {
+    func number(_ range: Range<Int>) -> Int? {
+      guard range.upperBound <= bytes.count else { return nil }
+      var value = 0
+      for index in range {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { return nil }
+        value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+      }
+      return value
+    }
+    guard bytes.count >= 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+      bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+      bytes[16] == UInt8(ascii: ":"),
+      parseDay(String(decoding: bytes[0..<10], as: UTF8.self)) != nil,
+      let hour = number(11..<13), hour <= 23, let minute = number(14..<16), minute <= 59,
+      let second = number(17..<19), second <= 59
+    else { return false }
+    var index = 19
+    if bytes[index] == UInt8(ascii: ".") {
+      index += 1
+      let digits = index
+      while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+        index += 1
+      }
+      guard index > digits else { return false }
+    }
+    guard index < bytes.count else { return false }
+    if bytes[index] == UInt8(ascii: "Z") { return index + 1 == bytes.count }
+    guard bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"),
+      let zoneHours = number(index + 1..<index + 3), zoneHours <= 23
+    else { return false }
+    let rest = bytes.count - (index + 3)
+    if rest == 3, bytes[index + 3] == UInt8(ascii: ":"),
+      let zoneMinutes = number(index + 4..<index + 6)
+    {
+      return zoneMinutes <= 59
+    }
+    if rest == 2, let zoneMinutes = number(index + 3..<index + 5) { return zoneMinutes <= 59 }
+    return false
   }
 
   private static func parseDay(_ text: String) -> Date? {

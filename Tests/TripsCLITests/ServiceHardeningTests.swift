@@ -383,3 +383,75 @@ struct AuthorizeBeforeReadingTests {
     #expect(status == 201)
   }
 }
+
+@Suite("Hardening: impossible dates and times are refused on every path, never rolled over")
+struct ImpossibleTimesTests {
+  static let impossible = [
+    "2027-02-29T10:00:00Z", "2027-02-30T00:00:00Z", "2027-03-01T99:00:00Z",
+    "2027-01-01T00:60:00Z", "2027-01-01T00:00:60Z", "2027-13-01T00:00:00Z",
+    "2027-04-31T12:00Z", "2027-01-01T24:00:00Z", "2027-01-01T00:00:00+24:00",
+    "2027-01-01T00:00:00+05:60", "2027-01-01T00:00:00.Z", "2027-00-10T00:00:00Z",
+  ]
+
+  @Test(
+    "the CLI's add and update, CSV and JSON imports refuse each with exit 65", arguments: impossible
+  )
+  func cli(time: String) throws {
+    let scratch = Scratch()
+    let add = try trips(
+      [
+        "add", "--name", "x", "--destination", "y", "--start", time, "--end", "2028-01-01",
+        "--latitude", "1", "--longitude", "1",
+      ], store: scratch.store)
+    // A flag's bad value is a usage error (64), as for an impossible day alone.
+    #expect(
+      add.status == 64 && add.stderr.contains("for '--start'"), "add \(time): \(add.stderr)")
+    let csv = try scratch.write(
+      "t.csv",
+      "name,destination,start_date,end_date,latitude,longitude\nx,y,\(time),2028-01-01,1,1\n")
+    let json = try scratch.write(
+      "t.json",
+      #"[{"name":"x","destination":"y","startDate":"\#(time)","endDate":"2028-01-01","latitude":1,"longitude":1}]"#
+    )
+    for file in [csv, json] {
+      let run = try trips(["import", file.path], store: scratch.store)
+      #expect(run.status == 65, "\(file.lastPathComponent) \(time): \(run.stderr)")
+    }
+    let list = try trips(["list", "--json"], store: scratch.store)
+    #expect(
+      list.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]" || list.stdout.isEmpty)
+  }
+
+  @Test("the service's POST, PATCH and datetime= refuse each with 400")
+  func service() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let token = String(repeating: "d4te-", count: 5)
+    let tokens = try tokenFile(in: scratch, "alice:\(token)")
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { #expect(server.stop() == 0) }
+    let auth = ["Authorization: Bearer \(token)", "Content-Type: application/geo+json"]
+    let created = try server.request(
+      "POST", "/collections/trips/items", headers: auth, body: featureBody())
+    let location = try #require(created.headers["location"])
+    let path = String(location.dropFirst(server.url.count))
+    for time in Self.impossible {
+      let body = String(decoding: featureBody(), as: UTF8.self).replacingOccurrences(
+        of: "\"startDate\":\"2027-05-01\"", with: "\"startDate\":\"\(time)\"")
+      let post = try server.request(
+        "POST", "/collections/trips/items", headers: auth, body: Data(body.utf8))
+      #expect(post.status == 400, "POST \(time): \(post.text)")
+      let patch = try server.request(
+        "PATCH", path, headers: auth,
+        body: Data(#"{"properties":{"endDate":"\#(time)"}}"#.utf8))
+      #expect(patch.status == 400, "PATCH \(time): \(patch.text)")
+      let encoded = time.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+      let query = try server.request("/collections/trips/items?datetime=\(encoded)")
+      #expect(query.status == 400, "datetime=\(time): \(query.text)")
+    }
+    for time in ["2027-02-28T23:59:59Z", "2028-02-29T10:00:00Z", "2027-05-01T22:00-05:00"] {
+      let encoded = time.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+      #expect(try server.request("/collections/trips/items?datetime=\(encoded)").status == 200)
+    }
+  }
+}
