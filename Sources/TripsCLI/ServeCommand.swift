@@ -101,14 +101,27 @@ enum ServeCommand: Subcommand {
         throw CLIError.usage("--tls-cert and --tls-key go together.")
       }
       let url = try CommonOptions.storeURL(arguments, io)
+      // Only a server that takes writes may create its store; one that cannot write would
+      // serve an empty stand-in for a mistyped path.
+      let writes = !configuration.readOnly && configuration.tokens != nil
+      if !writes {
+        try CommonOptions.requireExistingStore(
+          url,
+          "a server that takes no writes (--read-only, or no --token-file) serves a store that exists."
+        )
+      } else {
+        CommonOptions.noteCreation(
+          url, io, "it is created, empty, for the writes this server takes.")
+      }
       let store =
-        configuration.readOnly && CommonOptions.storeExists(url)
+        configuration.readOnly
         ? try CommonOptions.openForReading(arguments, io)
         : try CommonOptions.openForWriting(arguments, io)
       let service = try TripService(container: store.container, configuration: configuration)
-      try io.out("Listening on \(service.url)\n")
+      // The signals are caught before the line that tells a supervisor it may send them.
       let done = DispatchSemaphore(value: 0)
       let sources = onStopSignals { done.signal() }
+      try io.out("Listening on \(service.url)\n")
       done.wait()
       // The drain is bounded: a request that does not finish in time (a worker stuck in a
       // call that never returns) does not keep the process alive.

@@ -50,6 +50,11 @@ enum ServerSyncCommand {
       )
     }
     let local = try CommonOptions.storeURL(arguments, io)
+    // Pulling writes the store (creating it, as any write does); pushing alone only reads it.
+    if !directions.contains(.pull) {
+      try CommonOptions.requireExistingStore(
+        local, "sync watch --to pushes the changes of a store that exists.")
+    }
     let loop = SyncWatchLoop(io: io)
     let sync: ServerSync
     do {

@@ -147,6 +147,28 @@ enum CommonOptions {
     url.isFileURL ? url.path : PostgreSQLEngine.displayName(of: url)
   }
 
+  /// Throws exit 66 when the store at `url` (a file) does not exist or is empty: for commands
+  /// that only read a store they follow or serve, where an empty stand-in would hide a
+  /// mistyped `--store`. `why` says what the command needs it for.
+  static func requireExistingStore(_ url: URL, _ why: String) throws {
+    guard url.isFileURL else { return }
+    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+    guard FileManager.default.fileExists(atPath: url.path), size > 0 else {
+      throw CLIError(
+        kind: .noInput,
+        message:
+          "The store \(terminalSafe(url.path)) does not exist\(FileManager.default.fileExists(atPath: url.path) ? " (it is an empty file)" : ""): \(why) Check --store, or create it with trips add or trips import."
+      )
+    }
+  }
+
+  /// Prints a note when the store at `url` (a file) does not exist yet and is about to be
+  /// created by a command that writes to it.
+  static func noteCreation(_ url: URL, _ io: TerminalIO, _ why: String) {
+    guard url.isFileURL, !FileManager.default.fileExists(atPath: url.path) else { return }
+    io.err("Note: the store \(terminalSafe(url.path)) does not exist yet; \(why)\n")
+  }
+
   /// Opens the store for writing (creating it and its folders if needed).
   static func openForWriting(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
     try TripStore(url: try storeURL(arguments, io), author: try arguments[author] ?? "cli")

@@ -181,6 +181,8 @@ enum SyncWatchCommand: Subcommand {
     guard source.standardizedFileURL != target.standardizedFileURL else {
       throw CLIError.usage("--to names the store itself; give another store.")
     }
+    try CommonOptions.requireExistingStore(
+      source, "sync watch pushes the changes of a store that exists.")
     let loop = SyncWatchLoop(io: io)
     let sync = try StoreSync(
       from: source, to: target, author: try arguments[author] ?? "sync",

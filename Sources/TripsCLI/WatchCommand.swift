@@ -26,18 +26,50 @@ enum WatchCommand: Subcommand {
   /// How long a failure to follow the store may last before `watch` gives up (exit 1).
   static let failureGracePeriod: Duration = .seconds(5)
 
+  /// What `watch` printed so far, and how following the store goes.
+  struct Printed {
+    var count = 0
+    var last: BoundsReport?
+    var outputError: (any Error)?
+    var failure: String?
+    var failingSince: ContinuousClock.Instant?
+  }
+
+  /// Whether a store file exists and is not empty (SQLite takes an empty file for a new one).
+  static func existsWithContent(_ url: URL) -> Bool {
+    ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0) > 0
+  }
+
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let query = try CommonOptions.query(arguments, io)
     let limit = try arguments[count]
     if limit == 0 { return }
     let (projection, viewport) = try BoundsCommand.options(arguments)
-    // Read like `list` (a read-only store works); a store that does not exist yet is created,
-    // so that the trips added to it later are seen.
+    // Read like `list` (a read-only store works). A store that does not exist yet is reported
+    // as empty, never created: `watch` waits for a writer to create it, then follows it.
     let url = try CommonOptions.storeURL(arguments, io)
-    let store =
-      CommonOptions.storeExists(url)
-      ? try CommonOptions.openForReading(arguments, io)
-      : try CommonOptions.openForWriting(arguments, io)
+    let done = DispatchSemaphore(value: 0)
+    let stopSignals = onStopSignals { done.signal() }
+    defer { for source in stopSignals { source.cancel() } }
+    var first = Printed()
+    if url.isFileURL, !existsWithContent(url) {
+      io.err(
+        "Note: the store \(terminalSafe(url.path)) does not exist yet; reporting it as empty until a writer creates it.\n"
+      )
+      let empty = try TripStore(inMemoryWithAuthor: "cli")
+      let report = try BoundsController(
+        container: empty.container, query: query, crs: projection.crs, viewport: viewport
+      ).report
+      try io.out(report.json.rendered() + "\n")
+      first.count = 1
+      first.last = report
+      if limit == 1 { return }
+      // Until it exists, or a stop signal.
+      while !existsWithContent(url) {
+        if done.wait(timeout: .now() + .milliseconds(250)) == .success { return }
+      }
+    }
+    let store = try CommonOptions.openForReading(arguments, io)
     let controller = try BoundsController(
       container: store.container, query: query, crs: projection.crs, viewport: viewport)
     if store.container.isImmutable {
@@ -46,17 +78,7 @@ enum WatchCommand: Subcommand {
       )
     }
 
-    let done = DispatchSemaphore(value: 0)
-    let stopSignals = onStopSignals { done.signal() }
-
-    struct Printed {
-      var count = 0
-      var last: BoundsReport?
-      var outputError: (any Error)?
-      var failure: String?
-      var failingSince: ContinuousClock.Instant?
-    }
-    let printed = Mutex(Printed())
+    let printed = Mutex(first)
     let immutable = store.container.isImmutable
     let token = withContinuousObservation {
       let report = controller.report
@@ -94,7 +116,6 @@ enum WatchCommand: Subcommand {
     withExtendedLifetime(controller) { done.wait() }
     token.cancel()
     poll.cancel()
-    for source in stopSignals { source.cancel() }
     let final = printed.withLock { ($0.outputError, $0.failure, $0.failingSince) }
     if let outputError = final.0 { throw outputError }
     if let failure = final.1, let since = final.2, ContinuousClock.now - since > failureGracePeriod

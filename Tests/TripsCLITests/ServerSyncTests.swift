@@ -145,6 +145,7 @@ struct ServerSyncTests {
   func quietStream() throws {
     let scratch = Scratch()
     let (a, s) = (scratch.file("a.sqlite"), scratch.file("s.sqlite"))
+    try makeEmptyStore(s)
     let server = try ServerProcess(store: s)
     defer { _ = server.stop() }
     let watcher = try WatcherProcess(

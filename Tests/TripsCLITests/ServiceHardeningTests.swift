@@ -455,3 +455,74 @@ struct ImpossibleTimesTests {
     }
   }
 }
+
+@Suite("Hardening: readers never create stores")
+struct ReadersNeverCreateTests {
+  @Test(
+    "serve without writes, sync watch from a missing store and watch leave a missing store missing; a writing server says it creates one"
+  )
+  func readersLeaveMissingStores() throws {
+    let scratch = Scratch()
+    let missing = scratch.file("typo.sqlite")
+    func leftAlone() -> Bool {
+      let names = (try? FileManager.default.contentsOfDirectory(atPath: scratch.url.path)) ?? []
+      return !names.contains { $0.hasPrefix("typo.sqlite") || $0.hasPrefix("other.sqlite") }
+    }
+    for extra in [["--read-only"], []] {
+      let run = try trips(["serve", "--port", "0"] + extra, store: missing)
+      #expect(run.status == 66, "serve \(extra): \(run.stderr)")
+      #expect(run.stderr.contains("does not exist"), "\(run.stderr)")
+      #expect(leftAlone())
+    }
+    let sync = try trips(
+      ["sync", "watch", "--once", "--to", scratch.file("other.sqlite").path], store: missing)
+    #expect(sync.status == 66, "\(sync.stderr)")
+    let push = try trips(
+      ["sync", "watch", "--once", "--to", "http://127.0.0.1:1", "--token-file", "/dev/null"],
+      store: missing)
+    #expect(push.status != 0 && leftAlone(), "\(push.stderr)")
+    let watch = try trips(["watch", "--count", "1"], store: missing)
+    #expect(watch.status == 0, "\(watch.stderr)")
+    #expect(watch.stderr.contains("does not exist yet"))
+    #expect(watch.stdout.hasPrefix("{\"count\":0"), "\(watch.stdout)")
+    #expect(leftAlone())
+    // A writing server creates its store, and says so.
+    let tokens = try tokenFile(in: scratch, "alice:\(String(repeating: "w", count: 20))")
+    let server = try ServerProcess(store: missing, ["--token-file", tokens.path])
+    #expect(server.stop() == 0)
+    #expect(server.log.contains("Note: the store \(missing.path) does not exist yet"))
+    #expect(FileManager.default.fileExists(atPath: missing.path))
+  }
+
+  @Test(
+    "watch on a store that does not exist yet reports it empty, then follows it once a writer creates it"
+  )
+  func watchWaitsForTheStore() throws {
+    let scratch = Scratch()
+    let output = scratch.file("watch.out")
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+    let process = Process()
+    process.executableURL = tripsExecutable
+    process.arguments = ["watch", "--count", "2", "--store", scratch.store.path]
+    process.environment = childEnvironment(["PATH": "/usr/bin:/bin"])
+    process.standardOutput = try FileHandle(forWritingTo: output)
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    Thread.sleep(forTimeInterval: 1)
+    #expect(!FileManager.default.fileExists(atPath: scratch.store.path))
+    let added = try trips(
+      [
+        "add", "--name", "x", "--destination", "y", "--start", "2027-01-01", "--end", "2027-01-02",
+        "--latitude", "10", "--longitude", "20",
+      ], store: scratch.store)
+    #expect(added.status == 0)
+    let deadline = Date().addingTimeInterval(20)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    let lines = (try String(contentsOf: output, encoding: .utf8)).split(separator: "\n")
+    #expect(lines.count == 2, "\(lines)")
+    #expect(lines.first?.hasPrefix("{\"count\":0") == true)
+    #expect(lines.last?.hasPrefix("{\"count\":1") == true)
+  }
+}

@@ -80,6 +80,7 @@ struct StreamTests {
   )
   func slowClientDropped() throws {
     let scratch = Scratch()
+    try makeEmptyStore(scratch.store)
     let server = try ServerProcess(store: scratch.store, ["--keep-alive", "1"])
     defer { _ = server.stop() }
     let path = "/collections/trips/items/stream"

@@ -130,3 +130,12 @@ func childEnvironment(_ base: [String: String]) -> [String: String] {
   }
   return environment
 }
+
+/// Creates an empty store at `url` (an import of no trips), for a server that takes no writes
+/// (which never creates its store).
+func makeEmptyStore(_ url: URL) throws {
+  let run = try trips(
+    ["import", "-", "--format", "csv"], store: url,
+    stdin: Data("name,destination,start_date,end_date,latitude,longitude\n".utf8))
+  guard run.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+}
