@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, if any is missing.
+# Installs the Debian packages the build needs, if any is missing; with --tests, also those the
+# tests need. README's first command (Tools/run-sample.sh) installs the build's; its test
+# command passes --tests.
+#
+# The build (and `trips` at run time):
 #   libsqlite3-dev  SQLite headers and library (the store)
 #   libproj-dev     PROJ headers and library (projections)
-#   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
 #   pkg-config      lets SwiftPM find both libraries
 #   libmicrohttpd-dev  the HTTP server library of `trips serve`
 #   libpq-dev       PostgreSQL's client library (libpq), for PostgreSQL stores
+#   libjs-leaflet   Leaflet, which `trips serve` serves to the map page (/map) from its
+#                   installed path (/usr/share/javascript/leaflet)
+# The tests (--tests):
+#   proj-bin        PROJ's command-line tools (cs2cs, the tests' independent oracle)
 #   postgresql      the server the tests start a throwaway cluster of (initdb and pg_ctl under
 #                   /usr/lib/postgresql/*/bin, run as the `postgres` user when the tests run as
 #                   root: PostgreSQL refuses to run as root); its own service is not used
@@ -13,15 +20,22 @@
 #   curl, gdal-bin  the tests' HTTP clients (gdal-bin: ogrinfo and ogr2ogr's OAPIF driver)
 #   openssl         the tests make a throwaway TLS certificate for `trips serve --tls-cert`
 #   zsh             the tests' syntax check of `trips completion zsh`
-#   libjs-leaflet   Leaflet, which `trips serve` serves to the map page (/map) from its
-#                   installed path (/usr/share/javascript/leaflet)
 #   chromium        the tests' real browser: headless, it loads /map and takes a screenshot
 #   fonts-dejavu-core  text for that screenshot and for the SVG pictures
 #   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public
 #                   symbols); README's service examples, run by the tests, pick answers with it
 set -euo pipefail
-packages=(libsqlite3-dev libproj-dev proj-bin pkg-config libmicrohttpd-dev libpq-dev postgresql valgrind zsh curl gdal-bin
-  openssl libjs-leaflet chromium fonts-dejavu-core jq)
+packages=(libsqlite3-dev libproj-dev pkg-config libmicrohttpd-dev libpq-dev libjs-leaflet)
+case "${1:-}" in
+  "") ;;
+  --tests)
+    packages+=(proj-bin postgresql valgrind zsh curl gdal-bin openssl chromium fonts-dejavu-core jq)
+    ;;
+  *)
+    echo "usage: $0 [--tests]" >&2
+    exit 64
+    ;;
+esac
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

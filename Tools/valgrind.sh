@@ -16,7 +16,7 @@
 # here is that every PROJ object is freed once, in order, on every path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null || { echo "valgrind is missing: Tools/install-dependencies.sh" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "valgrind is missing: Tools/install-dependencies.sh --tests" >&2; exit 1; }
 swift build >/dev/null
 bin=.build/debug
 work=$(mktemp -d)
@@ -100,7 +100,7 @@ check_log "trips serve" "$work/serve.err" \
 # that frees it once; any invalid read, write or free fails the run.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$pgbin" ]; then
-  echo "skip  libpq: no PostgreSQL server here (Tools/install-dependencies.sh installs it)"
+  echo "skip  libpq: no PostgreSQL server here (Tools/install-dependencies.sh --tests installs it)"
   exit "$failed"
 fi
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }

@@ -56,7 +56,7 @@ public final class PostgreSQLCluster: Sendable {
     guard let binaries = PostgreSQLCluster.findBinaries() else {
       throw ClusterError(
         message:
-          "No PostgreSQL server found under /usr/lib/postgresql/*/bin: Tools/install-dependencies.sh installs Debian's postgresql."
+          "No PostgreSQL server found under /usr/lib/postgresql/*/bin: Tools/install-dependencies.sh --tests installs Debian's postgresql."
       )
     }
     self.binaries = binaries

@@ -14,7 +14,7 @@ struct MapPageTests {
     "headless Chromium: one point per trip, no console error, the box follows a trip added across 180° within 2 s"
   )
   func liveMap() throws {
-    _ = try #require(Chromium.executable, "Tools/install-dependencies.sh installs chromium")
+    _ = try #require(Chromium.executable, "Tools/install-dependencies.sh --tests installs chromium")
     let scratch = Scratch()
     let places: [(String, Double, Double)] = [
       ("Suva", -18.14, 178.44), ("Nadi", -17.8, 177.42), ("Port Vila", -17.73, 168.32),

@@ -30,11 +30,11 @@ cd "$(dirname "$0")/../.."
 out=${1:-Tools/Benchmarks}
 runs=${2:-1}
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive whole number; got $runs" >&2; exit 64; }
-command -v jq >/dev/null || { echo "no jq (Tools/install-dependencies.sh)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "no jq (Tools/install-dependencies.sh --tests)" >&2; exit 1; }
 bench=.build/release/trips-bench
 [ -x "$bench" ] || { echo "no $bench: swift build -c release --product trips-bench" >&2; exit 1; }
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -n "$pgbin" ] || { echo "no PostgreSQL server (Tools/install-dependencies.sh)" >&2; exit 1; }
+[ -n "$pgbin" ] || { echo "no PostgreSQL server (Tools/install-dependencies.sh --tests)" >&2; exit 1; }
 
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pgdir=$(mktemp -d)
