@@ -22,8 +22,14 @@ public struct ServerSyncError: Error, CustomStringConvertible, Sendable {
 ///
 /// - Push (local → server): after every local transaction (a `HistoryObserver`, as
 ///   ``StoreSync``), the changes after the last pushed token, less those this sync applied
-///   here, are sent as one feed with `POST /changes` and the writer's token; the server records
-///   them under the token's name.
+///   here, are sent with `POST /changes` and the writer's token, in batches of at most
+///   ``pushBatchBytes`` (well under the server's body limit): each batch is applied on the
+///   server in a transaction of its own and the pushed token advances after it, so a push of any
+///   size goes through and one cut short resumes at its last batch (a batch that ends inside a
+///   transaction resumes at that transaction's start, which applies again as a no-op). The
+///   server records the changes under the token's name. A push that fails (the server not
+///   reachable yet, down, or busy) is tried again with back-off (0.25 s doubling to 5 s) until
+///   it succeeds; a refusal (4xx) is reported and tried again on the next change.
 /// - Pull (server → local): the server's changes after the last pulled token, less those
 ///   recorded under this writer's name (its own pushes), are read with `GET /changes` and
 ///   applied here in one transaction under ``localAuthor``. It pulls when it connects and after
@@ -36,7 +42,8 @@ public struct ServerSyncError: Error, CustomStringConvertible, Sendable {
 /// A connection that drops is made again with back-off (0.25 s doubling to 5 s); failures are
 /// reported to `onEvent` meanwhile.
 ///
-/// Cost per push or pull: O(changes since the last one), one HTTP request.
+/// Cost per push: O(changes since the last one), one HTTP request per ``pushBatchBytes`` of
+/// feed. Per pull: O(changes since the last one), one HTTP request.
 public final class ServerSync: Sendable {
   /// Which ways changes go.
   public struct Directions: OptionSet, Sendable {
@@ -68,6 +75,9 @@ public final class ServerSync: Sendable {
   public let stateURL: URL
   /// Which ways.
   public let directions: Directions
+  /// The most bytes of feed one `POST /changes` carries (4 MiB by default; a change larger than
+  /// this goes alone).
+  public let pushBatchBytes: Int
 
   private let store: Mutex<TripStoreBox>
   private let history: HistoryObserver
@@ -75,6 +85,20 @@ public final class ServerSync: Sendable {
   private let observation = Mutex<ObservationTrackingToken?>(nil)
   private let stream = Mutex<(any EventStreamFollower)?>(nil)
   private let stateLock = Mutex(())
+  private let retry = Mutex(Retry())
+  private let retryTimer = Mutex<RetryTimer?>(nil)
+
+  /// When a failed push is tried again.
+  private struct Retry {
+    var pending = false
+    var delay = 0.25
+    var next = ContinuousClock.now
+  }
+
+  /// Dispatch sources are safe to use from any thread.
+  private struct RetryTimer: @unchecked Sendable {
+    let source: any DispatchSourceTimer
+  }
 
   private struct TripStoreBox: @unchecked Sendable {
     // Used only inside its mutex, one push or pull at a time.
@@ -92,12 +116,13 @@ public final class ServerSync: Sendable {
   ///   - localAuthor: The author of pulled changes here.
   ///   - state: The state file; default `<local>.sync-state.json` (for a database, a file in
   ///     the user's data folder).
+  ///   - pushBatchBytes: The most bytes of feed one push request carries.
   ///   - onEvent: Called after each push or pull that moved something, and on failures.
   /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
   ///   that is not `http` or `https`, or a push without a writer.
   public init(
     local: URL, server: URL, directions: Directions, writer: (name: String, token: String)?,
-    localAuthor: String = "sync", state: URL? = nil,
+    localAuthor: String = "sync", state: URL? = nil, pushBatchBytes: Int = 4 << 20,
     onEvent: @escaping @Sendable (Event) -> Void = { _ in }
   ) throws {
     guard ["http", "https"].contains(server.scheme?.lowercased() ?? ""), server.host != nil
@@ -115,6 +140,7 @@ public final class ServerSync: Sendable {
     self.writer = writer
     self.localAuthor = localAuthor
     self.directions = directions
+    self.pushBatchBytes = max(1, pushBatchBytes)
     stateURL = state ?? SyncState.defaultURL(for: local)
     let store = try TripStore(url: local, author: localAuthor)
     history = try HistoryObserver(
@@ -125,7 +151,10 @@ public final class ServerSync: Sendable {
 
   var pullKey: String { "pull " + server.absoluteString }
 
-  /// Sends the local changes since the last push, once.
+  /// Sends the local changes since the last push, once, in batches of at most
+  /// ``pushBatchBytes``; the pushed token is recorded after each batch the server applied.
+  ///
+  /// - Throws: ``ServerSyncError`` when a batch fails; the batches before it stay pushed.
   @discardableResult
   public func pushOnce() throws -> SyncResult {
     guard let writer else { return SyncResult() }
@@ -136,22 +165,61 @@ public final class ServerSync: Sendable {
       }
       let feed = try box.store.changeFeed(after: after, excludingAuthor: localAuthor)
       var result = SyncResult()
-      if !feed.changes.isEmpty {
+      for batch in Self.batches(of: feed, after: after, maximumBytes: pushBatchBytes) {
         var request = URLRequest(url: server.appendingPathComponent("changes"))
         request.httpMethod = "POST"
         request.setValue("Bearer \(writer.token)", forHTTPHeaderField: "Authorization")
         request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(feed.jsonLines.utf8)
+        request.httpBody = Data(batch.body.utf8)
         let reply = try Self.send(request)
         guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
           throw ServerSyncError(status: 200, message: "The server's answer to a push is not JSON.")
         }
-        result.applied = object["applied"] as? Int ?? 0
-        result.skipped = object["skipped"] as? Int ?? 0
+        result.applied += object["applied"] as? Int ?? 0
+        result.skipped += object["skipped"] as? Int ?? 0
+        if let resume = batch.resume { try record(key, resume) }
       }
       try record(key, feed.resumeToken)
       return result
     }
+  }
+
+  /// A feed cut into request bodies of at most `maximumBytes` (a single larger change goes
+  /// alone), each with the token to record once the server applied it: the feed's resume token
+  /// after the last batch; after a batch that ends between two transactions, the last one's
+  /// token; after one that ends inside a transaction, the token before that transaction (nil
+  /// when none was recorded), so that a push cut short there sends the transaction whole again.
+  static func batches(of feed: SyncFeed, after: HistoryToken?, maximumBytes: Int)
+    -> [(body: String, resume: HistoryToken?)]
+  {
+    let changes = feed.changes
+    var batches: [(body: String, resume: HistoryToken?)] = []
+    var start = 0
+    while start < changes.count {
+      var body = ""
+      var end = start
+      while end < changes.count {
+        let line = SyncFeed.line(for: changes[end])
+        if end > start, body.utf8.count + line.utf8.count > maximumBytes { break }
+        body += line
+        end += 1
+      }
+      let resume: HistoryToken?
+      if end == changes.count {
+        resume = feed.resumeToken
+      } else if changes[end].token != changes[end - 1].token {
+        resume = changes[end - 1].token
+      } else {
+        var first = end
+        while first > 0, changes[first - 1].token == changes[end].token { first -= 1 }
+        resume = first > 0 ? changes[first - 1].token : after
+      }
+      // The line the server's parser requires; the server does not use its value.
+      body += SyncFeed(changes: [], resumeToken: resume ?? feed.resumeToken).jsonLines
+      batches.append((body, end == changes.count ? nil : resume))
+      start = end
+    }
+    return batches
   }
 
   /// Applies the server's changes since the last pull, once.
@@ -192,15 +260,18 @@ public final class ServerSync: Sendable {
       let history = self.history
       let started = withContinuousObservation { [weak self] in
         _ = history.eventCounter
-        guard let self else { return }
-        do {
-          let result = try self.pushOnce()
-          if result.applied + result.skipped > 0 { self.onEvent(.pushed(result)) }
-        } catch {
-          self.onEvent(.failed(error))
-        }
+        self?.attemptPush()
       }
       observation.withLock { $0 = started }
+      let source = DispatchSource.makeTimerSource(queue: .global())
+      source.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+      source.setEventHandler { [weak self] in
+        guard let self else { return }
+        let due = self.retry.withLock { $0.pending && ContinuousClock.now >= $0.next }
+        if due { self.attemptPush() }
+      }
+      source.resume()
+      retryTimer.withLock { $0 = RetryTimer(source: source) }
     }
     if directions.contains(.pull) {
       let url = server.appendingPathComponent("collections/trips/items/stream")
@@ -229,8 +300,28 @@ public final class ServerSync: Sendable {
     }
   }
 
+  /// Pushes; after a failure, schedules the next attempt (back-off 0.25 s doubling to 5 s).
+  private func attemptPush() {
+    do {
+      let result = try pushOnce()
+      retry.withLock { $0 = Retry() }
+      if result.applied + result.skipped > 0 { onEvent(.pushed(result)) }
+    } catch {
+      retry.withLock {
+        $0.next = .now + .milliseconds(Int($0.delay * 1000))
+        $0.delay = $0.pending ? min($0.delay * 2, 5) : 0.5
+        $0.pending = true
+      }
+      onEvent(.failed(error))
+    }
+  }
+
   /// Stops following both sides.
   public func stop() {
+    retryTimer.withLock {
+      $0?.source.cancel()
+      $0 = nil
+    }
     observation.withLock {
       $0?.cancel()
       $0 = nil

@@ -38,22 +38,24 @@ public struct SyncFeed: Sendable {
   /// The feed as JSON lines.
   public var jsonLines: String {
     var text = ""
-    for change in changes {
-      let value = JSONValue.object([
-        ("token", .string(change.token.description)),
-        ("author", change.author.map(JSONValue.string) ?? .null),
-        (
-          "time",
-          .string(change.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-        ),
-        ("kind", .string(change.kind.rawValue)),
-        ("tripId", .string(change.tripID.lowercasedString)),
-        ("trip", change.trip.map(TripJSON.object) ?? .null),
-      ])
-      text += value.rendered() + "\n"
-    }
+    for change in changes { text += Self.line(for: change) }
     text += JSONValue.object([("resumeToken", .string(resumeToken.description))]).rendered() + "\n"
     return text
+  }
+
+  /// One change's JSON line, with its line end.
+  static func line(for change: FeedChange) -> String {
+    JSONValue.object([
+      ("token", .string(change.token.description)),
+      ("author", change.author.map(JSONValue.string) ?? .null),
+      (
+        "time",
+        .string(change.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+      ),
+      ("kind", .string(change.kind.rawValue)),
+      ("tripId", .string(change.tripID.lowercasedString)),
+      ("trip", change.trip.map(TripJSON.object) ?? .null),
+    ]).rendered() + "\n"
   }
 
   /// Reads JSON lines; throws ``TripPlannerError/Code/invalidInput`` listing every bad line.

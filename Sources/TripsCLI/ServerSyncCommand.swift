@@ -71,9 +71,13 @@ enum ServerSyncCommand {
           loop.succeeded()
           loop.say(SyncWatchLoop.describe("Pulled", result))
         case .failed(let error):
-          // A server that answered no (a bad token, an expired history token) will not
-          // change its mind: that ends the watch. An unreachable one is waited for.
-          loop.failed(error, lasting: (error as? ServerSyncError)?.status != nil)
+          // A server that answered no (a bad token, an expired history token: a 4xx) will
+          // not change its mind: that ends the watch. An unreachable or busy one (no answer,
+          // 408, 429, 5xx) is waited for, and the push tried again.
+          let status = (error as? ServerSyncError)?.status
+          loop.failed(
+            error,
+            lasting: status.map { (400..<500).contains($0) && $0 != 408 && $0 != 429 } ?? false)
         }
       }
     } catch let error as TripPlannerError {
