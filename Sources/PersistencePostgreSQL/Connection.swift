@@ -382,6 +382,8 @@ final class Connection: StoreConnection {
   /// False: the server cannot call Swift, so the core narrows queries that need Swift's string
   /// functions and finishes them in Swift (see `StoreFunctions`).
   var evaluatesSwiftFunctions: Bool { false }
+  /// Tombstone values are text: a bound value is cast as the insert's assignment cast it.
+  var tombstoneValueParameter: String { "CAST(? AS text)" }
 
   /// Rows a save sends in one batch (``runBatch(_:count:answer:binding:)``): one round trip
   /// for up to this many. The answers to a batch of inserts or lookups (a key each, about

@@ -191,6 +191,7 @@ enum StoreSchema {
       CREATE TABLE IF NOT EXISTS _history_tombstones (
         change bigint NOT NULL, attribute text COLLATE "C" NOT NULL, value text,
         PRIMARY KEY (change, attribute));
+      CREATE INDEX IF NOT EXISTS _history_tombstones_value ON _history_tombstones (attribute, value);
       CREATE OR REPLACE FUNCTION instr(text, text) RETURNS integer
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS 'SELECT strpos($1, $2)';
       INSERT INTO \(metaTable) (key, value) VALUES ('history_floor', '0')

@@ -73,6 +73,9 @@ final class CollationBox {
 extension Database {
   /// The name of a collation that orders text exactly as `comparator` does, registering it on
   /// this connection the first time.
+  /// Tombstone values keep their storage class: compared as bound.
+  var tombstoneValueParameter: String { "?" }
+
   func collation(for comparator: String.StandardComparator) throws -> String {
     if let name = collations[comparator] { return name }
     let name = "swift_collation_\(collations.count)"

@@ -111,6 +111,7 @@ enum StoreFile {
         CREATE TABLE IF NOT EXISTS _history_tombstones (
           change INTEGER NOT NULL, attribute TEXT NOT NULL, value,
           PRIMARY KEY (change, attribute)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS _history_tombstones_value ON _history_tombstones (attribute, value);
         INSERT OR IGNORE INTO \(metaTable) (key, value) VALUES ('history_floor', 0);
         """)
       let insertID = try database.prepare(

@@ -18,6 +18,30 @@ public struct FeedChange: Hashable, Sendable {
   public var trip: TripRecord?
 }
 
+extension FeedChange {
+  /// A time to the millisecond, as feeds carry it and as conflicts compare it (a time read
+  /// back from a feed is within a rounding error of a whole millisecond).
+  public static func milliseconds(_ date: Date) -> Int64 {
+    Int64((date.timeIntervalSince1970 * 1000).rounded())
+  }
+
+  /// The time of `milliseconds` since 1970.
+  static func date(milliseconds: Int64) -> Date {
+    Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+  }
+
+  /// `2027-01-01T10:00:00.123Z`: ISO 8601 to the millisecond, rounded as
+  /// ``milliseconds(_:)`` rounds (the same time on every machine and every pass through a feed).
+  static func text(of date: Date) -> String {
+    let total = milliseconds(date)
+    let fraction = ((total % 1000) + 1000) % 1000
+    let whole = Date(timeIntervalSince1970: Double((total - fraction) / 1000))
+    let digits = String(fraction)
+    return String(whole.formatted(.iso8601).dropLast())
+      + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+  }
+}
+
 /// The changes of a store after a token, and the token to resume from.
 ///
 /// As JSON lines: one object per change,
@@ -48,10 +72,7 @@ public struct SyncFeed: Sendable {
     JSONValue.object([
       ("token", .string(change.token.description)),
       ("author", change.author.map(JSONValue.string) ?? .null),
-      (
-        "time",
-        .string(change.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-      ),
+      ("time", .string(FeedChange.text(of: change.time))),
       ("kind", .string(change.kind.rawValue)),
       ("tripId", .string(change.tripID.lowercasedString)),
       ("trip", change.trip.map(TripJSON.object) ?? .null),
@@ -120,14 +141,20 @@ public struct SyncFeed: Sendable {
 public struct SyncResult: Hashable, Sendable {
   /// Changes applied.
   public var applied = 0
-  /// Changes skipped because the local trip changed later (last writer wins) or because
+  /// Changes skipped because the local trip changed later (the last change wins) or because
   /// nothing was left to do.
   public var skipped = 0
 }
 
 extension TripStore {
   /// The changes to trips after `token` (all kept history when nil), leaving out those by
-  /// `excludedAuthor`, with the trips' current values (read afresh, in a context of its own).
+  /// `excludedAuthor`: each trip's last change, with the trip's current values, at the time of
+  /// that change (read afresh, in a context of its own, in one read transaction, so values and
+  /// times agree). Earlier changes of a trip in the same span are left out: its current values
+  /// stand for them, and carrying them under their older times would give a receiving store
+  /// the newest values under an old time.
+  ///
+  /// Cost: O(changes after `token`) history rows, and one read by key per trip changed.
   ///
   /// - Throws: ``TripPlannerError`` wrapping `historyTokenExpired` when the store no longer
   ///   keeps the history after `token`: do a full export instead.
@@ -140,96 +167,97 @@ extension TripStore {
       // A context of its own: the store's long-lived context may hold instances registered by
       // an earlier feed, whose values would be those of that time, not the current ones.
       let context = ModelContext(container)
-      // The store's token before reading the history: every transaction up to it is in what the
-      // history read returns (or left out by author or model type), so resuming from it skips
-      // nothing. Read after, it could include a transaction committed after the history read.
-      let currentBefore = try context.currentHistoryToken()
-      let transactions = try context.fetchHistory(descriptor)
-      var changes: [FeedChange] = []
-      for transaction in transactions {
-        for change in transaction.changes {
-          var id: UUID?
-          var record: TripRecord?
-          if change.kind == .delete {
-            id = change.tombstone?[\Trip.id]
-          } else if let trip = try context.model(for: change.changedIdentifier, as: Trip.self) {
-            id = trip.id
-            record = try context.record(of: trip)
-          } else {
-            continue  // deleted since; the delete follows in the feed (or in a later one)
+      return try context.withSnapshot {
+        // The store's token before reading the history: every transaction up to it is in what
+        // the history read returns (or left out by author or model type), so resuming from it
+        // skips nothing. In one read transaction with the history and the trips.
+        let currentBefore = try context.currentHistoryToken()
+        let transactions = try context.fetchHistory(descriptor)
+        // Each row's last change only (a row is a trip between its insert and its delete).
+        var last: [PersistentIdentifier: (Int, Int)] = [:]
+        for (t, transaction) in transactions.enumerated() {
+          for (c, change) in transaction.changes.enumerated() {
+            last[change.changedIdentifier] = (t, c)
           }
-          guard let id else { continue }
-          changes.append(
-            FeedChange(
-              token: transaction.token, author: transaction.author, time: transaction.timestamp,
-              kind: change.kind, tripID: id, trip: record))
         }
+        var changes: [FeedChange?] = []
+        var byTrip: [UUID: Int] = [:]
+        for (t, transaction) in transactions.enumerated() {
+          for (c, change) in transaction.changes.enumerated()
+          where last[change.changedIdentifier]! == (t, c) {
+            var id: UUID?
+            var record: TripRecord?
+            if change.kind == .delete {
+              id = change.tombstone?[\Trip.id]
+            } else if let trip = try context.model(for: change.changedIdentifier, as: Trip.self) {
+              id = trip.id
+              record = try context.record(of: trip)
+            } else {
+              continue  // deleted since, outside the history read: the next feed has it
+            }
+            guard let id else { continue }
+            // A trip deleted and inserted again (another row, the same id): its last change.
+            if let earlier = byTrip[id] { changes[earlier] = nil }
+            byTrip[id] = changes.count
+            changes.append(
+              FeedChange(
+                token: transaction.token, author: transaction.author,
+                time: transaction.timestamp, kind: change.kind, tripID: id, trip: record))
+          }
+        }
+        // Resume after what was read, and after left-out transactions up to `currentBefore`.
+        let read = transactions.last?.token ?? token ?? currentBefore
+        return SyncFeed(changes: changes.compactMap { $0 }, resumeToken: max(read, currentBefore))
       }
-      // Resume after what was read, and after left-out transactions up to `currentBefore`.
-      let read = transactions.last?.token ?? token ?? currentBefore
-      return SyncFeed(changes: changes, resumeToken: max(read, currentBefore))
     } catch let error as PersistenceError {
       throw TripPlannerError(code: .store, message: error.message, cause: error)
     }
   }
 
-  /// Applies a feed in one transaction, idempotently, recording this store's author (so that a
-  /// feed exported with `excludingAuthor` does not send the changes back).
+  /// Applies a feed, idempotently, recording this store's author (so that a feed exported with
+  /// `excludingAuthor` does not send the changes back) and the time each change was made at its
+  /// source (``ModelContext/historyTimestamp``), so that this store's history, and the feeds it
+  /// gives others, say when a change was made, not when it arrived.
   ///
-  /// Conflicts: last writer wins per trip, by time. A change is applied unless this store's
-  /// history shows the trip changed here, by another author than this store's (the author
-  /// syncs record), at a later time than the change. Changes applied by sync do not count: their
-  /// history time is when they arrived, not when they were made, so counting them would refuse
-  /// an update made while its insert was still on the way. A trip this store no longer has
-  /// history for accepts the change. With several sources changing one trip, the feed applied
-  /// last wins.
+  /// Conflicts: **the last change wins, by the time it was made, deletes included**, on every
+  /// store: a change is applied when it was made after the trip's last change here (its
+  /// history's newest time, whoever made it, local or synced) or, for a trip this store no
+  /// longer has, after its deletion here (the tombstone's time). Times compare to the
+  /// millisecond; at the same millisecond a delete wins, and between two versions of a trip
+  /// the one whose JSON sorts last, so that every store picks the same. A trip this store has
+  /// no history for accepts the change. Every store that has seen the same changes holds the
+  /// same trips, in whatever order the changes came. Two limits: a change equal to the trip
+  /// here is skipped and leaves the trip's time as it was (two stores that made the same edit
+  /// independently); and times are the machines' clocks, so a clock that runs ahead wins
+  /// conflicts it should lose.
+  ///
+  /// All records are validated first (nothing is written when one is invalid); then each run
+  /// of changes from one source transaction is applied in one transaction, under the store's
+  /// write lock (a writer in between, such as a PATCH on a server, cannot be overwritten by an
+  /// older change read before it). A feed cut short by a crash applies again from the start:
+  /// what it had applied is skipped.
+  ///
+  /// Cost: O(changes), each one lookup by id and one by history (or tombstone) index.
   @discardableResult
   public func apply(_ feed: SyncFeed) throws -> SyncResult {
     var result = SyncResult()
-    var touched: [UUID: Trip] = [:]
     do {
-      for change in feed.changes {
-        let tripID = change.tripID
-        let local =
-          try touched[tripID]
-          ?? context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == tripID })).first
-        if let local, let identifier = context.persistentIdentifier(for: local),
-          let localTime = try context.lastChangeDate(
-            for: identifier, excludingAuthor: context.author),
-          localTime > change.time,
-          !context.insertedOrChanged(local)
-        {
-          result.skipped += 1
-          continue
+      for change in feed.changes { try change.trip?.validate() }
+      let changes = feed.changes
+      var start = 0
+      while start < changes.count {
+        var end = start + 1
+        while end < changes.count, changes[end].token == changes[start].token { end += 1 }
+        let run = changes[start..<end]
+        try context.performExclusively {
+          defer { context.historyTimestamp = nil }
+          for change in run { try apply(change, to: &result) }
+          context.historyTimestamp = FeedChange.date(
+            milliseconds: FeedChange.milliseconds(run.first!.time))
+          try context.save()
         }
-        switch change.kind {
-        case .insert, .update:
-          guard let record = change.trip else { continue }
-          try record.validate()
-          if let local {
-            if local.record == record {
-              result.skipped += 1
-              continue
-            }
-            local.apply(record)
-            touched[tripID] = local
-          } else {
-            let trip = Trip(record)
-            context.insert(trip)
-            touched[tripID] = trip
-          }
-          result.applied += 1
-        case .delete:
-          guard let local else {
-            result.skipped += 1
-            continue
-          }
-          context.delete(local)
-          touched[tripID] = nil
-          result.applied += 1
-        }
+        start = end
       }
-      try context.save()
     } catch {
       context.rollback()
       if let error = error as? PersistenceError {
@@ -238,5 +266,56 @@ extension TripStore {
       throw error
     }
     return result
+  }
+
+  /// One change of ``apply(_:)``, unsaved.
+  private func apply(_ change: FeedChange, to result: inout SyncResult) throws {
+    let tripID = change.tripID
+    let local = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == tripID }))
+      .first
+    let here: Date?
+    if let local {
+      here = try context.persistentIdentifier(for: local).flatMap {
+        try context.lastChangeDate(for: $0)
+      }
+    } else {
+      here = try context.lastDeletionDate(of: Trip.self, where: \.id, equals: tripID)
+    }
+    if let here, !Self.wins(change, over: local, changedAt: FeedChange.milliseconds(here)) {
+      result.skipped += 1
+      return
+    }
+    switch change.kind {
+    case .insert, .update:
+      guard let record = change.trip else { return }
+      if let local {
+        if local.record == record {
+          result.skipped += 1
+          return
+        }
+        local.apply(record)
+      } else {
+        context.insert(Trip(record))
+      }
+      result.applied += 1
+    case .delete:
+      guard let local else {
+        result.skipped += 1
+        return
+      }
+      context.delete(local)
+      result.applied += 1
+    }
+  }
+
+  /// Whether `change` beats this store's version of its trip (`local`, nil when deleted here),
+  /// last changed at `localTime` (milliseconds): later wins; at the same millisecond a delete,
+  /// then the version whose JSON sorts last.
+  static func wins(_ change: FeedChange, over local: Trip?, changedAt localTime: Int64) -> Bool {
+    let time = FeedChange.milliseconds(change.time)
+    if time != localTime { return time > localTime }
+    guard let local else { return false }  // deleted here at the same time: the delete stays
+    guard let record = change.trip else { return true }  // a delete wins a tie
+    return TripJSON.object(record).rendered() > TripJSON.object(local.record).rendered()
   }
 }

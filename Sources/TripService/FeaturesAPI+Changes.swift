@@ -7,8 +7,8 @@ extension FeaturesAPI {
 
   /// `GET /changes?after=TOKEN&exclude-author=NAME`: the sync feed (`trips sync export`'s
   /// JSON lines: one line per change after the token, then the token to resume from).
-  /// `POST /changes`: applies such a feed with the rules of `trips sync apply` (one
-  /// transaction, idempotent, last writer wins), recorded under the bearer token's name, so a
+  /// `POST /changes`: applies such a feed with the rules of `trips sync apply` (a transaction
+  /// per source transaction, idempotent, the last change wins), recorded under the bearer token's name, so a
   /// peer that exports with `exclude-author` set to that name gets no echo.
   ///
   /// Cost: GET reads the history after the token (indexed, O(changes)) and each changed trip;

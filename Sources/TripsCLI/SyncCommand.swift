@@ -15,7 +15,7 @@ enum SyncCommand: Subcommand {
     CommandSpec(
       name: "sync", abstract: "Exchanges changes with another store through persistent history.",
       discussion:
-        "Conflicts: last writer wins per trip, by the time of the change. Changes applied with --author NAME are left out of feeds exported with --exclude-author NAME, so nothing is echoed back.",
+        "Conflicts: the last change of a trip wins, by the time it was made, deletes included; every store ends the same. Changes applied with --author NAME are left out of feeds exported with --exclude-author NAME, so nothing is echoed back.",
       subcommands: subcommands.map { $0.spec })
   }
 

@@ -22,7 +22,7 @@ private func exampleREADME1() async throws {
   let records = try TripFileFormat.csv.decode(data, file: "trips.csv")  // every bad row at once
   try store.importRecords(records)  // all or nothing
   let feed = try store.changeFeed(after: lastToken, excludingAuthor: "sync")
-  try other.apply(feed)  // one transaction, idempotent
+  try other.apply(feed)  // idempotent; the last change of each trip wins
   _ = store
   _ = trip
   _ = kyoto

@@ -74,6 +74,7 @@ final class CountingConnection: StoreConnection {
     try inner.collation(for: comparator)
   }
   func lastIssuedHistoryToken() throws -> Int64 { try inner.lastIssuedHistoryToken() }
+  var tombstoneValueParameter: String { inner.tombstoneValueParameter }
   func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String] {
     try inner.queryPlan(sql, bindings: bindings)
   }

@@ -52,6 +52,39 @@ struct HistoryTests {
   }
 
   @Test(
+    "a save records the time it is given (historyTimestamp, then now again); a deleted row's last deletion time is found by its preserved value",
+    arguments: TestEngine.allCases)
+  func recordedTimes(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
+    let context = ModelContext(container)
+    let made = Date(timeIntervalSince1970: 1_700_000_000.125)  // before the deletion below
+    let note = Note(key: "k", text: "x", group: "g")
+    context.insert(note)
+    context.historyTimestamp = made
+    try context.save()
+    #expect(context.historyTimestamp == nil, "reset by the save that wrote")
+    let identifier = try #require(context.persistentIdentifier(for: note))
+    #expect(try context.lastChangeDate(for: identifier) == made)
+    #expect(try context.lastDeletionDate(of: Note.self, where: \.key, equals: "k") == nil)
+    let before = Date()
+    context.delete(note)
+    try context.save()
+    let deleted = try #require(
+      try context.lastDeletionDate(of: Note.self, where: \.key, equals: "k"))
+    #expect(deleted >= before.addingTimeInterval(-1) && deleted <= Date().addingTimeInterval(1))
+    // Inserted again and deleted with an earlier recorded time: the latest deletion counts.
+    context.insert(Note(key: "k", text: "y", group: "g"))
+    try context.save()
+    let again = try #require(
+      try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.key == "k" })).first)
+    context.delete(again)
+    context.historyTimestamp = made
+    try context.save()
+    #expect(try context.lastDeletionDate(of: Note.self, where: \.key, equals: "k") == deleted)
+    #expect(try context.lastDeletionDate(of: Note.self, where: \.key, equals: "other") == nil)
+  }
+
+  @Test(
     "one save of two entities' inserts, updates and tombstoned deletes records each change once",
     arguments: TestEngine.allCases)
   func mixedSave(engine: TestEngine) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -33,7 +34,7 @@ struct SyncHardeningTests {
   }
 
   func count(_ store: URL) throws -> Int {
-    let run = try trips(["check"], store: store)
+    let run = try trips(["check", "--store", store.path])
     #expect(run.status == 0, "\(run.stderr)")
     let words = run.stdout.split(separator: " ")
     return words.count > 1 ? Int(words[1]) ?? -1 : -1
@@ -122,5 +123,141 @@ struct SyncHardeningTests {
       ], store: laptop)
     #expect(later.status == 0)
     #expect(try eventually(15) { try count(shared) == 2 }, "\(watcher.errors)")
+  }
+
+  // MARK: Convergence
+
+  /// Each trip of a store: id → name.
+  func names(_ store: URL) throws -> [String: String] {
+    let run = try trips([
+      "export", "--format", "json", "--store", store.isFileURL ? store.path : store.absoluteString,
+    ])
+    #expect(run.status == 0, "\(run.stderr)")
+    var names: [String: String] = [:]
+    for trip in try jsonArray(run.stdout) {
+      names[trip["id"] as? String ?? ""] = trip["name"] as? String ?? ""
+    }
+    return names
+  }
+
+  func push(_ from: URL, _ to: URL) throws {
+    let run = try trips([
+      "sync", "watch", "--once", "--store", from.path, "--to", to.path, "--author",
+      "from-" + from.deletingPathExtension().lastPathComponent,
+    ])
+    #expect(run.status == 0, "\(run.stderr)")
+  }
+
+  @Test("a later delete beats an older edit, store to store, in both orders of sync: the stores end equal")
+  func laterDeleteWins() throws {
+    let scratch = Scratch()
+    let (a, b) = (scratch.file("a.sqlite"), scratch.file("b.sqlite"))
+    let added = try trips(
+      [
+        "add", "--name", "Orig", "--destination", "D", "--start", "2027-01-01", "--end",
+        "2027-01-05", "--latitude", "1", "--longitude", "1",
+      ], store: a)
+    let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    try push(a, b)
+    #expect(try trips(["update", id, "--name", "Edited on A"], store: a).status == 0)
+    usleep(20_000)
+    #expect(try trips(["delete", id], store: b).status == 0)
+    try push(a, b)  // the older edit arrives at B after B's delete: it stays deleted
+    try push(b, a)  // the newer delete reaches A
+    try push(a, b)
+    try push(b, a)
+    #expect(try names(a).isEmpty)
+    #expect(try names(b).isEmpty)
+  }
+
+  @Test(
+    "random edits, deletes and adds on three stores, synced at random through a server (on SQLite, on PostgreSQL) and store to store: every store ends with the last change of each trip",
+    arguments: ["sqlite", "postgresql"])
+  func randomInterleavingConverges(serverEngine: String) throws {
+    let scratch = Scratch()
+    let writers = ["a:" + String(repeating: "aa-", count: 6), "b:" + String(repeating: "bb-", count: 6)]
+    let serverTokens = try tokenFile(in: scratch, writers.joined(separator: "\n"))
+    var tokenFiles: [URL] = []
+    for (index, line) in writers.enumerated() {
+      let file = try scratch.write("writer\(index).token", line + "\n")
+      try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+      tokenFiles.append(file)
+    }
+    let stores = ["a", "b", "c"].map { scratch.file("\($0).sqlite") }
+    let shared =
+      serverEngine == "sqlite"
+      ? scratch.file("shared.sqlite")
+      : URL(string: try PostgreSQLCluster.shared.get().makeDatabase("converge"))!
+    let server = try ServerProcess(store: shared, ["--token-file", serverTokens.path])
+    defer { _ = server.stop() }
+    // A and B sync through the server (both ways), C with A store to store (both ways).
+    func syncWithServer(_ index: Int) throws {
+      let run = try trips([
+        "sync", "watch", "--once", "--store", stores[index].path, "--to", server.url, "--from",
+        server.url, "--token-file", tokenFiles[index].path, "--author", "from-server",
+      ])
+      #expect(run.status == 0, "\(run.stderr)")
+    }
+    let syncs: [() throws -> Void] = [
+      { try syncWithServer(0) }, { try syncWithServer(1) },
+      { try self.push(stores[0], stores[2]) }, { try self.push(stores[2], stores[0]) },
+    ]
+    var random = SeededGenerator(seed: 7)
+    // The oracle: the last change of each trip, in the order the test made them (each later
+    // than the one before): its name, or nil when it was deleted.
+    var expected: [String: String?] = [:]
+    var counter = 0
+    func add(on store: Int) throws {
+      counter += 1
+      let name = "add \(counter)"
+      let run = try trips(
+        [
+          "add", "--name", name, "--destination", "D", "--start", "2027-01-01", "--end",
+          "2027-01-05", "--latitude", "1", "--longitude", "1",
+        ], store: stores[store])
+      #expect(run.status == 0, "\(run.stderr)")
+      expected[run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)] = .some(name)
+    }
+    // Trips every store has, so that the stores' changes meet.
+    for _ in 0..<8 { try add(on: 0) }
+    for _ in 0..<2 {
+      for sync in syncs { try sync() }
+    }
+    // Rounds of changes made apart, then some of the syncs in a random order.
+    for _ in 0..<12 {
+      for _ in 0..<Int.random(in: 2...5, using: &random) {
+        let store = Int.random(in: 0..<3, using: &random)
+        let present = try names(stores[store]).keys.sorted()
+        counter += 1
+        switch Int.random(in: 0..<10, using: &random) {
+        case 0..<2:
+          try add(on: store)
+        case 2..<7 where !present.isEmpty:
+          let id = present.randomElement(using: &random)!
+          let name = "edit \(counter) on \(store)"
+          #expect(try trips(["update", id, "--name", name], store: stores[store]).status == 0)
+          expected[id] = .some(name)
+        case 7..<10 where !present.isEmpty:
+          let id = present.randomElement(using: &random)!
+          #expect(try trips(["delete", id], store: stores[store]).status == 0)
+          expected[id] = .some(nil)
+        default:
+          try add(on: store)
+        }
+        usleep(5_000)
+      }
+      for sync in syncs.shuffled(using: &random).prefix(Int.random(in: 1...4, using: &random)) {
+        try sync()
+      }
+    }
+    // Everything reaches everyone: rounds until nothing moves.
+    for _ in 0..<3 {
+      for sync in syncs { try sync() }
+    }
+    let oracle = expected.compactMapValues { $0 }
+    #expect(try names(stores[0]) == oracle)
+    #expect(try names(stores[1]) == oracle)
+    #expect(try names(stores[2]) == oracle)
+    #expect(try names(shared) == oracle)
   }
 }

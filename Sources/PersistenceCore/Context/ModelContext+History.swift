@@ -123,18 +123,44 @@ extension ModelContext {
     for identifier: PersistentIdentifier, excludingAuthor excludedAuthor: String? = nil
   ) throws -> Date? {
     let database = try connection()
-    let statement = try database.cachedStatement(
-      """
+    // Two statements rather than `?3 IS NULL OR …`: PostgreSQL cannot type a parameter that
+    // only `IS NULL` would see when it is NULL.
+    let select = """
       SELECT max(t.timestamp) FROM _history_changes c JOIN _history_transactions t ON t.token = c.token
-      WHERE c.entity = ? AND c.pk = ? AND (?3 IS NULL OR t.author IS NULL OR t.author <> ?3)
-      """)
+      WHERE c.entity = ? AND c.pk = ?
+      """
+    let statement = try database.cachedStatement(
+      excludedAuthor == nil ? select : select + " AND (t.author IS NULL OR t.author <> ?)")
     statement.bindText(identifier.entityName, at: 1)
     statement.bindInt64(identifier.primaryKey, at: 2)
-    if let excludedAuthor {
-      statement.bindText(excludedAuthor, at: 3)
-    } else {
-      statement.bindNull(3)
-    }
+    if let excludedAuthor { statement.bindText(excludedAuthor, at: 3) }
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+    return Date(timeIntervalSinceReferenceDate: statement.double(at: 0))
+  }
+
+  /// When a row of `Model` whose preserved attribute at `keyPath` held `value` was last
+  /// deleted, by the history still kept (its tombstones); nil when history has no such
+  /// deletion. The attribute must be `.preserveValueOnDeletion` (a row that is gone has no
+  /// identifier to ask ``lastChangeDate(for:excludingAuthor:)`` with; its preserved values are
+  /// what is left of it). Cost: an index lookup of the tombstones with that value, then their
+  /// changes and transactions.
+  public func lastDeletionDate<Model: PersistentModel, Value: PersistableValue>(
+    of type: Model.Type, where keyPath: KeyPath<Model, Value>, equals value: Value
+  ) throws -> Date? {
+    guard let attribute = Model.schema.attribute(for: keyPath),
+      let entity = container.entities[ObjectIdentifier(Model.self)]
+    else { return nil }
+    let database = try connection()
+    let statement = try database.cachedStatement(
+      """
+      SELECT max(t.timestamp) FROM _history_tombstones s
+      JOIN _history_changes c ON c.id = s.change JOIN _history_transactions t ON t.token = c.token
+      WHERE s.attribute = ? AND s.value = \(database.tombstoneValueParameter) AND c.entity = ?
+      """)
+    statement.bindText(attribute.name, at: 1)
+    statement.bindValue(value.sqlValue, at: 2)
+    statement.bindText(entity.name, at: 3)
     defer { statement.reset() }
     guard try statement.step(), !statement.isNull(at: 0) else { return nil }
     return Date(timeIntervalSinceReferenceDate: statement.double(at: 0))

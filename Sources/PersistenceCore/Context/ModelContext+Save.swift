@@ -67,7 +67,7 @@ extension ModelContext {
       try database.beginWriting()
     }
     do {
-      try writer.begin(author: author)
+      try writer.begin(author: author, timestamp: historyTimestamp ?? Date())
       for delete in deletes.sorted(by: { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }) {
         try deleteRow(delete.entity, key: delete.key, database: database, writer: writer)
         applied.deleted.append(delete)
@@ -100,6 +100,7 @@ extension ModelContext {
       if writer.changeCount == 0 {
         try database.rollback()
       } else {
+        historyTimestamp = nil
         // Noted before the commit: a store monitor that sees the commit before `finish`
         // posts it must not post it again as another process's.
         if let token = writer.token { container.broadcaster.noteAnnounced(token) }
@@ -464,11 +465,11 @@ final class HistoryWriter {
 
   init(database: any StoreConnection) { self.database = database }
 
-  func begin(author: String?) throws {
+  func begin(author: String?, timestamp: Date) throws {
     let statement = try database.cachedInsert(
       "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)", keyColumn: "token")
     if let author { statement.bindText(author, at: 1) } else { statement.bindNull(1) }
-    statement.bindDouble(Date().timeIntervalSinceReferenceDate, at: 2)
+    statement.bindDouble(timestamp.timeIntervalSinceReferenceDate, at: 2)
     try statement.run()
     token = database.lastInsertedKey
   }

@@ -34,6 +34,11 @@ public final class ModelContext {
   public let container: ModelContainer
   /// Recorded as the author of the history transactions this context's saves make.
   public var author: String?
+  /// The time the next save records for its history transaction; nil (the default) records
+  /// the time of the save. Each save that writes a transaction resets it to nil. A sync that
+  /// copies changes from another store sets it to when they were made there, so that history
+  /// everywhere says when a change was made, not when it arrived.
+  public var historyTimestamp: Date?
   /// Whether pending changes are saved before each fetch and at deinit (see the type's docs).
   public var autosaveEnabled = false
   /// Receives errors from saving at deinit when ``autosaveEnabled`` is true.

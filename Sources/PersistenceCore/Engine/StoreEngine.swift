@@ -40,7 +40,8 @@ public protocol OpenStore: Sendable {
 ///   increase and are never reused, even after deletion.
 /// - `_history_changes (id INTEGER PRIMARY KEY, token, entity TEXT, pk INTEGER, kind INTEGER,
 ///   attributes TEXT)`, indexed by `token` and by `(entity, pk)`.
-/// - `_history_tombstones (change, attribute TEXT, value)`, keyed by `(change, attribute)`.
+/// - `_history_tombstones (change, attribute TEXT, value)`, keyed by `(change, attribute)`,
+///   indexed by `(attribute, value)` (when was the row with this preserved value deleted).
 ///
 /// Each entity's table has `"_pk" INTEGER PRIMARY KEY` (never reused) and one column per
 /// attribute, named as the attribute.
@@ -52,7 +53,9 @@ public enum StoreLayout {
     "_history_transactions", "_history_changes", "_history_tombstones",
   ]
   /// The indexes of the history tables.
-  public static let historyIndexes = ["_history_changes_token", "_history_changes_row"]
+  public static let historyIndexes = [
+    "_history_changes_token", "_history_changes_row", "_history_tombstones_value",
+  ]
 }
 
 /// One connection to a store, used by one owner (a ``ModelContext``, an observer) on one
@@ -96,6 +99,10 @@ public protocol StoreConnection: AnyObject {
   func collation(for comparator: String.StandardComparator) throws -> String
   /// The newest history token the store ever issued, deleted or not (0 for none).
   func lastIssuedHistoryToken() throws -> Int64
+  /// The SQL of a parameter compared with a tombstone's value, as the tombstone table stores
+  /// values: `?` where it keeps each value's own storage class (SQLite), a cast to the one
+  /// type where it keeps them all as one (PostgreSQL's text).
+  var tombstoneValueParameter: String { get }
   /// How the engine would run `sql`, one line per step (for tests and tools that check that a
   /// query uses an index). Runs nothing.
   func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String]
