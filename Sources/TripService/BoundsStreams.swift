@@ -5,44 +5,139 @@ import Persistence
 import Synchronization
 import TripPlanner
 
-/// The live bounds streams (`GET /collections/trips/bounds/stream`): one ``BoundsController``
-/// per distinct query, shared by every client of that query, so the cost of a change grows with
-/// the number of distinct queries, not of clients (the report is rendered once per change and
-/// its bytes queued for each client: O(clients) copies of one event).
+/// The live bounds streams (`GET /collections/trips/bounds/stream`): one feed per distinct
+/// query (its filters and CRS; the viewport and padding only frame the camera and are not part
+/// of it), shared by every client of that query, so the cost of a change grows with the number
+/// of distinct queries, not of clients. At most ``StreamSettings/maximumFeeds`` queries are
+/// followed at once; a new one past that is 503 with `Retry-After`.
+///
+/// A feed keeps what a `BoundsController` keeps, without its models: each matching trip's
+/// coordinate by row key (about 60 bytes a trip) in a `CoordinateCover` (and, outside Web
+/// Mercator, a `ProjectedPointCover`). It is told of each transaction by the service's one
+/// ``LiveFollower`` (one observation of the store for every feed): a changed trip costs
+/// O(log n) plus the query's evaluation in Swift, with no rescan. Within a feed, clients that
+/// ask for the same viewport and padding share one rendering of each report: one rendering
+/// (and one camera fit) per distinct viewport per change, queued for each of its clients.
 ///
 /// Each event is `id: <history token>`, `event: bounds`, `data: <the bounds document>`; a
 /// comment every 15 s keeps idle connections (and proxies) alive and finds clients that left.
 /// A feed is released with its last client.
 final class BoundsStreams: Sendable {
-  /// One distinct query and its clients.
-  final class Feed: Sendable {
-    let controller: BoundsController
-    let parameters: FeaturesAPI.BoundsParametersBox
-    let clients = Mutex<[ObjectIdentifier: HTTPStream]>([:])
-    let lastEvent = Mutex<String?>(nil)
-    let token = Mutex<ObservationTrackingToken?>(nil)
+  /// One distinct query and its clients, by the viewport they frame it in.
+  final class Feed: LiveFeed {
+    let descriptor: FetchDescriptor<Trip>
+    let projection: Projection
+    /// The clients of one viewport and padding, with the parameters they render with and
+    /// their last event.
+    struct View {
+      var parameters: FeaturesAPI.BoundsParametersBox
+      var clients: [ObjectIdentifier: HTTPStream] = [:]
+      var lastEvent: String?
+    }
+    struct State {
+      var coordinates: [Int64: Coordinate]
+      var cover: CoordinateCover
+      var points: ProjectedPointCover?
+      var last: HistoryToken
+      var report: BoundsReport
+      var views: [String: View] = [:]
+    }
+    let state: Mutex<State>
+    /// Called when the follower fails: the owner forgets the feed.
+    let onFailure = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(controller: BoundsController, parameters: FeaturesAPI.BoundsParametersBox) {
-      self.controller = controller
-      self.parameters = parameters
+    /// The feed of `descriptor`'s trips as they are in `store` at `token`: O(n) to read them.
+    init(
+      descriptor: FetchDescriptor<Trip>, projection: Projection, store: TripStore,
+      token: HistoryToken
+    ) throws {
+      self.descriptor = descriptor
+      self.projection = projection
+      var coordinates: [Int64: Coordinate] = [:]
+      for trip in try store.context.fetch(descriptor) {
+        guard let key = store.context.persistentIdentifier(for: trip)?.primaryKey else {
+          continue
+        }
+        coordinates[key] = Coordinate(latitude: trip.latitude, longitude: trip.longitude)
+      }
+      var cover = CoordinateCover(coordinates.values)
+      let points = projection.isWebMercator ? nil : projection.pointCover(coordinates.values)
+      let report = try BoundsReport(
+        count: cover.count, box: cover.box, projection: projection, points: points)
+      state = Mutex(
+        State(
+          coordinates: coordinates, cover: cover, points: points, last: token, report: report))
+    }
+
+    var clients: [HTTPStream] {
+      state.withLock { $0.views.values.flatMap { $0.clients.values } }
+    }
+
+    /// Moves each changed trip in or out of the cover, then, if the report changed, renders it
+    /// once per viewport and queues it for that viewport's clients.
+    func process(
+      _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
+    ) {
+      state.withLock { state in
+        guard transaction.token > state.last else { return }
+        state.last = transaction.token
+        for change in changes {
+          if let old = state.coordinates.removeValue(forKey: change.key) {
+            state.cover.remove(old)
+            state.points?.remove(projection.projectIfPossible(old))
+          }
+          guard let trip = change.trip, (try? descriptor.matches(trip)) == true else { continue }
+          let coordinate = Coordinate(latitude: trip.latitude, longitude: trip.longitude)
+          state.coordinates[change.key] = coordinate
+          state.cover.insert(coordinate)
+          state.points?.insert(projection.projectIfPossible(coordinate))
+        }
+        // A box PROJ cannot project keeps the last report (as a BoundsController does).
+        guard
+          let report = try? BoundsReport(
+            count: state.cover.count, box: state.cover.box, projection: projection,
+            points: state.points),
+          report != state.report
+        else { return }
+        state.report = report
+        for (viewID, var view) in state.views {
+          let event = Self.render(report, view.parameters.value, token: transaction.token)
+          guard event != view.lastEvent else { continue }
+          view.lastEvent = event
+          state.views[viewID] = view
+          for client in view.clients.values { client.send(event) }
+        }
+      }
+    }
+
+    func followerFailed() {
+      onFailure.withLock { $0 }?()
+      for client in clients { client.close() }
+    }
+
+    /// One event of `report` for clients of `parameters`, with `token` as its id.
+    static func render(
+      _ report: BoundsReport, _ parameters: FeaturesAPI.BoundsParameters, token: HistoryToken
+    ) -> String {
+      let document = FeaturesAPI.boundsDocument(report, parameters)
+      return
+        "id: \(token.description)\nevent: bounds\ndata: \(document.rendered(pretty: false))\n\n"
     }
   }
 
   private let feeds = Mutex<[String: Feed]>([:])
-  private let pool: StorePool
+  private let follower: LiveFollower
   private let keepAlive = Mutex<StreamKeepAlive?>(nil)
 
   private let settings: StreamSettings
 
-  init(pool: StorePool, settings: StreamSettings) {
-    self.pool = pool
+  init(follower: LiveFollower, settings: StreamSettings) {
+    self.follower = follower
     self.settings = settings
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
         guard let self else { return [] }
-        return self.feeds.withLock { Array($0.values) }.flatMap { feed in
-          feed.clients.withLock { Array($0.values) }
-        }
+        return self.feeds.withLock { Array($0.values) }.flatMap(\.clients)
       }
     }
   }
@@ -50,41 +145,65 @@ final class BoundsStreams: Sendable {
   /// How many distinct queries are followed now.
   var feedCount: Int { feeds.withLock { $0.count } }
 
-  /// A stream for `key`'s query: the current report now, then one event per change of it.
-  func open(key: String, parameters: FeaturesAPI.BoundsParametersBox) throws -> HTTPStream {
+  /// The parameters that frame the camera, not the query: left out of a feed's identity.
+  static let viewNames: Set<String> = ["viewport", "padding"]
+
+  /// A stream for the request's query: the current report now, then one event per change of
+  /// it. Throws 503 when the query is new and ``StreamSettings/maximumFeeds`` are followed.
+  func open(request: HTTPRequest, parameters: FeaturesAPI.BoundsParametersBox) throws
+    -> HTTPStream
+  {
+    let items = request.query.map { "\($0.name)=\($0.value)" }
+    let key = items.filter { !Self.viewNames.contains(String($0.prefix { $0 != "=" })) }
+      .sorted().joined(separator: "&")
+    let viewID =
+      parameters.value.viewport.map { "\($0.width)x\($0.height)+\(parameters.value.padding)" }
+      ?? ""
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
-      let value = parameters.value
-      let controller = try BoundsController(
-        container: pool.container, query: value.parsed.unpaged, crs: value.crs,
-        viewport: value.fitted)
-      let feed = Feed(controller: controller, parameters: parameters)
-      feeds[key] = feed
-      let started = withContinuousObservation { [weak self, weak feed] in
-        guard let feed else { return }
-        let report = feed.controller.report
-        self?.publish(report, to: feed)
+      guard feeds.count < settings.maximumFeeds else {
+        throw ServiceError.request(
+          503,
+          "This server follows \(settings.maximumFeeds) distinct live bounds queries, its maximum; join one of them (the same filters and crs), or try again later."
+        )
       }
-      feed.token.withLock { $0 = started }
+      var descriptor = parameters.value.parsed.unpaged.fetchDescriptor
+      descriptor.sortBy = []
+      let projection = parameters.value.projection
+      let feed = try follower.subscribe { store, token in
+        try Feed(descriptor: descriptor, projection: projection, store: store, token: token)
+      }
+      feed.onFailure.withLock {
+        $0 = { [weak self, weak feed] in
+          guard let self, let feed else { return }
+          self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
+        }
+      }
+      feeds[key] = feed
       return feed
     }
     let stream = HTTPStream(settings: settings)
     let id = ObjectIdentifier(stream)
-    // The retry line, the last report and the registration under the clients' lock, which
-    // `publish` holds while it sets the last report and picks its clients: a report published
-    // while this client joins reaches it once, after the retry line (sent outside the lock, a
-    // first report published meanwhile came before the retry line and again after it).
-    feed.clients.withLock { clients in
+    // The retry line, the current report and the registration under the feed's lock, which
+    // `process` holds while it renders and picks its clients: each report reaches the client
+    // once, after the retry line.
+    feed.state.withLock { state in
       stream.send("retry: 2000\n\n")
-      if let event = feed.lastEvent.withLock({ $0 }) { stream.send(event) }
-      clients[id] = stream
+      var view = state.views[viewID] ?? Feed.View(parameters: parameters)
+      if view.lastEvent == nil {
+        view.lastEvent = Feed.render(state.report, view.parameters.value, token: state.last)
+      }
+      if let event = view.lastEvent { stream.send(event) }
+      view.clients[id] = stream
+      state.views[viewID] = view
     }
     stream.onFinish.withLock {
       $0 = { [weak self, weak feed] in
         guard let feed else { return }
-        let empty = feed.clients.withLock { clients -> Bool in
-          clients[id] = nil
-          return clients.isEmpty
+        let empty = feed.state.withLock { state -> Bool in
+          state.views[viewID]?.clients[id] = nil
+          if state.views[viewID]?.clients.isEmpty == true { state.views[viewID] = nil }
+          return state.views.isEmpty
         }
         if empty { self?.release(key, feed) }
       }
@@ -94,31 +213,11 @@ final class BoundsStreams: Sendable {
 
   private func release(_ key: String, _ feed: Feed) {
     let removed = feeds.withLock { feeds -> Bool in
-      guard feeds[key] === feed, feed.clients.withLock({ $0.isEmpty }) else { return false }
+      guard feeds[key] === feed, feed.state.withLock({ $0.views.isEmpty }) else { return false }
       feeds[key] = nil
       return true
     }
-    if removed { feed.token.withLock { $0?.cancel() } }
-  }
-
-  /// Renders the report once, with the store's current history token as its id, and queues it
-  /// for every client of the feed.
-  private func publish(_ report: BoundsReport, to feed: Feed) {
-    let token = (try? pool.withStore(author: "service") { try $0.context.currentHistoryToken() })
-    let document = FeaturesAPI.boundsDocument(report, feed.parameters.value)
-    let event =
-      "id: \(token?.description ?? "")\nevent: bounds\ndata: \(document.rendered(pretty: false))\n\n"
-    // Set and its clients picked under the clients' lock (see `open(key:parameters:)`): a client joining
-    // now gets this report either from there or from here, never both.
-    let clients = feed.clients.withLock { clients -> [HTTPStream]? in
-      let changed = feed.lastEvent.withLock { last -> Bool in
-        guard last != event else { return false }
-        last = event
-        return true
-      }
-      return changed ? Array(clients.values) : nil
-    }
-    for client in clients ?? [] { client.send(event) }
+    if removed { follower.unsubscribe(feed) }
   }
 
   /// Ends every stream (the service is stopping).
@@ -128,8 +227,8 @@ final class BoundsStreams: Sendable {
       return Array(feeds.values)
     }
     for feed in all {
-      feed.token.withLock { $0?.cancel() }
-      for client in feed.clients.withLock({ Array($0.values) }) { client.close() }
+      follower.unsubscribe(feed)
+      for client in feed.clients { client.close() }
     }
   }
 }

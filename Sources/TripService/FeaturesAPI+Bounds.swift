@@ -70,6 +70,12 @@ extension FeaturesAPI {
   static func boundsDocument(_ report: BoundsReport, _ parameters: BoundsParameters) -> JSONValue {
     var report = report
     report.viewport = parameters.viewport
+    // The camera for this client's viewport (a shared stream's report is made without one).
+    if let fitted = parameters.fitted, let box = report.geographic {
+      report.camera = try? CameraFit(box: box, width: fitted.width, height: fitted.height)
+    } else {
+      report.camera = nil
+    }
     guard case .object(var members) = report.json else { return report.json }
     members.append(("boxes", dialects(report.geographic)))
     if parameters.viewport != nil {
@@ -90,8 +96,7 @@ extension FeaturesAPI {
   func boundsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parameters = try boundsParameters(request)
     if request.method == "HEAD" { return Self.streamResponse(nil) }
-    let stream = try streams.open(
-      key: Self.streamKey(request), parameters: BoundsParametersBox(parameters))
+    let stream = try streams.open(request: request, parameters: BoundsParametersBox(parameters))
     return Self.streamResponse(stream)
   }
 

@@ -83,6 +83,7 @@ struct FeaturesAPI: Sendable {
     } catch let error as ServiceError {
       response = ServiceError.response(status: error.status, description: error.message)
       if error.status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
+      if error.status == 503 { response.headers.append(("Retry-After", "30")) }
     } catch {
       response = Self.failure(error)
     }

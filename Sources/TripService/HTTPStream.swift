@@ -175,8 +175,16 @@ public struct StreamSettings: Sendable {
   public var hardLimit = 32 * 1024 * 1024
   /// Time between keep-alive comments (which also check stalled clients).
   public var keepAlive: Duration = .seconds(15)
+  /// Distinct live queries followed at once, of each kind (bounds streams, items streams):
+  /// each holds what its query matches (a bounds feed each matching trip's coordinate, about
+  /// 60 bytes a trip; an items feed the set of matching keys, about 40 bytes a trip, and the
+  /// events of its last 1,024 transactions). All feeds share one follower of the store (on
+  /// PostgreSQL one database session). A stream of another query past it is answered 503
+  /// with `Retry-After`; clients of a query already followed always join it (a client costs
+  /// its connection and its queue, about 40 KiB idle).
+  public var maximumFeeds = 16
 
-  /// The defaults: 256 KiB and 5 s, 32 MiB, a comment every 15 s.
+  /// The defaults: 256 KiB and 5 s, 32 MiB, a comment every 15 s, 16 feeds of each kind.
   public init() {}
 }
 

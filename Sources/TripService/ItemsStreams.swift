@@ -9,10 +9,13 @@ import TripPlanner
 /// moved into the filter), `update` (a matching trip changed) and `delete` (`{"id"}`: deleted,
 /// or moved out of the filter), each with `id:` the history token of its transaction.
 ///
-/// One feed per distinct query follows the store's history (from any process) and keeps the
-/// set of matching trips, so that moves into and out of the filter are told apart: O(changes)
-/// per transaction plus one lookup per changed trip, whatever the number of clients; each
-/// event is rendered once and queued for every client.
+/// One feed per distinct query (at most ``StreamSettings/maximumFeeds``, counting those in
+/// their grace period; a new query past it is 503 with `Retry-After`) keeps the set of
+/// matching trips (about 40 bytes a trip), so that moves into and out of the filter are told
+/// apart. Every feed, items and bounds, is told by the service's one ``LiveFollower`` of the
+/// store's history (from any process): per transaction, one lookup per changed trip for all
+/// feeds, then O(changes) per feed whatever the number of clients; each feature is rendered
+/// once for all feeds and each event queued for every client of its feed.
 ///
 /// A client that comes back with `Last-Event-ID` first gets the events it missed, then the
 /// live ones, with nothing missed or repeated in between. A feed keeps the events of its last
@@ -20,10 +23,11 @@ import TripPlanner
 /// so a client that reconnects (browsers retry after 2 s) gets exactly the events the others
 /// got. Older tokens are replayed from history as well as can be known now (a trip that no
 /// longer matches is sent as `delete`, one that matches as `insert` or `update` by what the
-/// change was); a token whose history was pruned gets one `reset` event with every matching
+/// change was); a token whose history was pruned, of another store, or newer than the store's
+/// history (a store restored from an older backup) gets one `reset` event with every matching
 /// trip.
 final class ItemsStreams: Sendable {
-  final class Feed: Sendable {
+  final class Feed: LiveFeed {
     let descriptor: FetchDescriptor<Trip>
     struct State {
       var matching: Set<Int64> = []
@@ -37,16 +41,61 @@ final class ItemsStreams: Sendable {
       var droppedThrough: HistoryToken?
     }
     let state: Mutex<State>
-    let follower = Mutex<Task<Void, Never>?>(nil)
+    /// Called when the follower fails: the owner forgets the feed.
+    let onFailure = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(descriptor: FetchDescriptor<Trip>, matching: Set<Int64>, last: HistoryToken) {
       self.descriptor = descriptor
       state = Mutex(State(matching: matching, start: last, last: last))
     }
+
+    /// Classifies each change with the feed's set of matching trips, then queues the events
+    /// for every client. O(changes) plus the query's evaluation on each changed trip.
+    func process(
+      _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
+    ) {
+      state.withLock { state in
+        guard transaction.token > state.last else { return }
+        var events = ""
+        for change in changes {
+          let key = change.key
+          if change.kind == .delete {
+            if state.matching.remove(key) != nil, let id = change.deletedID {
+              events += ItemsStreams.event(transaction.token, "delete", deleted(id))
+            }
+            continue
+          }
+          guard let trip = change.trip else { continue }
+          let matches = (try? descriptor.matches(trip)) ?? false
+          let was = state.matching.contains(key)
+          if matches, let feature = try? change.feature(store) {
+            state.matching.insert(key)
+            events += ItemsStreams.event(
+              transaction.token, was ? "update" : "insert", text: feature)
+          } else if was {
+            state.matching.remove(key)
+            events += ItemsStreams.event(transaction.token, "delete", deleted(trip.id))
+          }
+        }
+        state.last = transaction.token
+        guard !events.isEmpty else { return }
+        state.log.append((transaction.token, events))
+        if state.log.count > logCapacity {
+          state.droppedThrough = state.log.removeFirst().token
+        }
+        for client in state.clients.values { client.send(events) }
+      }
+    }
+
+    func followerFailed() {
+      onFailure.withLock { $0 }?()
+      for client in state.withLock({ Array($0.clients.values) }) { client.close() }
+    }
   }
 
   private let feeds = Mutex<[String: Feed]>([:])
   private let pool: StorePool
+  private let follower: LiveFollower
   /// Transactions whose events a feed keeps for clients that reconnect.
   static let logCapacity = 1_024
   /// Seconds a feed outlives its last client.
@@ -56,8 +105,9 @@ final class ItemsStreams: Sendable {
 
   private let settings: StreamSettings
 
-  init(pool: StorePool, settings: StreamSettings) {
+  init(pool: StorePool, follower: LiveFollower, settings: StreamSettings) {
     self.pool = pool
+    self.follower = follower
     self.settings = settings
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
@@ -79,28 +129,23 @@ final class ItemsStreams: Sendable {
     descriptor.fetchOffset = nil
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
-      let (keys, token) = try pool.withStore(author: "service") { store in
-        let token = try store.context.currentHistoryToken()
-        return (Set(try store.context.fetchIdentifiers(descriptor).map(\.primaryKey)), token)
+      guard feeds.count < settings.maximumFeeds else {
+        throw ServiceError.request(
+          503,
+          "This server follows \(settings.maximumFeeds) distinct live item queries, its maximum; join one of them (the same filters), or try again later."
+        )
       }
-      let feed = Feed(descriptor: descriptor, matching: keys, last: token)
-      feeds[key] = feed
-      let updates = pool.container.historyUpdates(
-        HistoryDescriptor(after: token, modelTypes: [Trip.self]))
-      let pool = self.pool
-      let task = Task { [weak feed] in
-        do {
-          for try await transaction in updates {
-            guard let feed else { return }
-            try Self.process(transaction, feed: feed, pool: pool)
-          }
-        } catch {
-          // The store can no longer be followed: end the streams, clients reconnect.
-          guard let feed else { return }
-          for client in feed.state.withLock({ Array($0.clients.values) }) { client.close() }
+      let feed = try follower.subscribe { store, token in
+        let keys = Set(try store.context.fetchIdentifiers(descriptor).map(\.primaryKey))
+        return Feed(descriptor: descriptor, matching: keys, last: token)
+      }
+      feed.onFailure.withLock {
+        $0 = { [weak self, weak feed] in
+          guard let self, let feed else { return }
+          self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
         }
       }
-      feed.follower.withLock { $0 = task }
+      feeds[key] = feed
       return feed
     }
     let stream = HTTPStream(settings: settings)
@@ -115,7 +160,10 @@ final class ItemsStreams: Sendable {
             "Invalid Last-Event-ID '\(HTTPServer.loggable(lastEventID))': expected a history token."
           )
         }
-        if token >= state.start, state.droppedThrough.map({ token >= $0 }) ?? true,
+        // A token newer than the feed's is replayed from history, which refuses one newer
+        // than the store's (a store restored from an older backup): the client gets `reset`.
+        if token >= state.start, token <= state.last,
+          state.droppedThrough.map({ token >= $0 }) ?? true,
           token.storeIdentifier == state.last.storeIdentifier
         {
           // Exactly what the clients that stayed got.
@@ -150,7 +198,7 @@ final class ItemsStreams: Sendable {
       feeds[key] = nil
       return true
     }
-    if removed { feed.follower.withLock { $0?.cancel() } }
+    if removed { follower.unsubscribe(feed) }
   }
 
   func closeAll() {
@@ -159,54 +207,19 @@ final class ItemsStreams: Sendable {
       return Array(feeds.values)
     }
     for feed in all {
-      feed.follower.withLock { $0?.cancel() }
+      follower.unsubscribe(feed)
       for client in feed.state.withLock({ Array($0.clients.values) }) { client.close() }
     }
   }
 
   /// One event.
   static func event(_ token: HistoryToken, _ kind: String, _ data: JSONValue) -> String {
-    "id: \(token.description)\nevent: \(kind)\ndata: \(data.rendered(pretty: false))\n\n"
+    event(token, kind, text: data.rendered(pretty: false))
   }
 
-  /// The live path: classifies each change with the feed's set of matching trips, then queues
-  /// the events for every client.
-  static func process(_ transaction: HistoryTransaction, feed: Feed, pool: StorePool) throws {
-    try feed.state.withLock { state in
-      var events = ""
-      try pool.withStore(author: "service") { store in
-        for change in transaction.changes {
-          let key = change.changedIdentifier.primaryKey
-          if change.kind == .delete {
-            if state.matching.remove(key) != nil, let id = change.tombstone?[\Trip.id] {
-              events += event(transaction.token, "delete", deleted(id))
-            }
-            continue
-          }
-          guard
-            let trip = try store.context.model(for: change.changedIdentifier, as: Trip.self)
-          else { continue }
-          let matches = try feed.descriptor.matches(trip)
-          let was = state.matching.contains(key)
-          if matches {
-            state.matching.insert(key)
-            events += event(
-              transaction.token, was ? "update" : "insert",
-              TripGeoJSON.feature(try store.context.record(of: trip)))
-          } else if was {
-            state.matching.remove(key)
-            events += event(transaction.token, "delete", deleted(trip.id))
-          }
-        }
-      }
-      state.last = transaction.token
-      guard !events.isEmpty else { return }
-      state.log.append((transaction.token, events))
-      if state.log.count > logCapacity {
-        state.droppedThrough = state.log.removeFirst().token
-      }
-      for client in state.clients.values { client.send(events) }
-    }
+  /// One event whose data is rendered already.
+  static func event(_ token: HistoryToken, _ kind: String, text: String) -> String {
+    "id: \(token.description)\nevent: \(kind)\ndata: \(text)\n\n"
   }
 
   static func deleted(_ id: UUID) -> JSONValue {

@@ -328,7 +328,8 @@ enum OpenAPIDocument {
           (
             "post",
             operation(
-              "Apply a change feed (idempotent; the last change of a trip wins, by when it was made)", "applyChanges",
+              "Apply a change feed (idempotent; the last change of a trip wins, by when it was made)",
+              "applyChanges",
               ok: ("200", response("How many changes were applied and skipped.", json)),
               extra: [("401", response("A valid bearer token is needed.", json))], body: true,
               secured: true)

@@ -74,6 +74,7 @@ public final class TripService: Sendable {
   let extent: CollectionExtent
   let streams: BoundsStreams
   let itemStreams: ItemsStreams
+  let follower: LiveFollower
   let api: FeaturesAPI
   private let server = Mutex<HTTPServer?>(nil)
 
@@ -114,8 +115,9 @@ public final class TripService: Sendable {
       log(
         "bbox pages are answered by the store: the trips could not be indexed in memory: \(reason)")
     }
-    streams = BoundsStreams(pool: pool, settings: configuration.streams)
-    itemStreams = ItemsStreams(pool: pool, settings: configuration.streams)
+    follower = LiveFollower(pool: pool)
+    streams = BoundsStreams(follower: follower, settings: configuration.streams)
+    itemStreams = ItemsStreams(pool: pool, follower: follower, settings: configuration.streams)
     api = FeaturesAPI(
       configuration: configuration, pool: pool, extent: extent, boxIndex: boxIndex,
       streams: streams,
@@ -139,10 +141,11 @@ public final class TripService: Sendable {
     }
     streams.closeAll()
     itemStreams.closeAll()
+    follower.stop()
     running?.stop(drainSeconds: configuration.drainSeconds)
   }
 
-  /// How many distinct bounds-stream queries are followed now (one shared controller each).
+  /// How many distinct bounds-stream queries are followed now (one shared feed each).
   public var streamFeedCount: Int { streams.feedCount }
 
   /// Answers one request without a socket (what the server does for each request).

@@ -51,6 +51,13 @@ enum ServeCommand: Subcommand {
       try CommonOptions.wholeNumber($0, option: "keep-alive", in: 1...3600, unit: "seconds")
     })
 
+  static let liveQueries = Option<Int>(
+    name: "live-queries", valueName: "n",
+    help:
+      "Distinct live queries followed at once, of each kind (bounds streams, items streams); a new one past it gets 503. Each costs about 60 bytes a matching trip.",
+    defaultDescription: "16",
+    parse: { try CommonOptions.wholeNumber($0, option: "live-queries", in: 1...10_000) })
+
   static let threads = Option<UInt32>(
     name: "threads", valueName: "n",
     help:
@@ -65,8 +72,8 @@ enum ServeCommand: Subcommand {
       discussion:
         "Prints 'Listening on URL' when ready and one line per request on standard error. SIGINT or SIGTERM stops accepting, finishes the requests in flight, and exits 0.",
       options: [
-        host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive, threads,
-        noBoxIndex, CommonOptions.store,
+        host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive,
+        liveQueries, threads, noBoxIndex, CommonOptions.store,
       ])
   }
 
@@ -77,6 +84,7 @@ enum ServeCommand: Subcommand {
     if let seconds = try arguments[keepAlive] {
       configuration.streams.keepAlive = .seconds(seconds)
     }
+    if let count = try arguments[liveQueries] { configuration.streams.maximumFeeds = count }
     if let count = try arguments[threads] { configuration.limits.threads = count }
     configuration.readOnly = arguments[readOnly]
     configuration.indexesBoxesInMemory = !arguments[noBoxIndex]

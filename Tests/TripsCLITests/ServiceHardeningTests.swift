@@ -394,6 +394,46 @@ struct ImpossibleTimesTests {
   ]
 
   @Test(
+    "an items stream resumed with a Last-Event-ID newer than the store's history (a store restored from an older backup) gets a reset with every trip, as /changes refuses the token"
+  )
+  func futureLastEventID() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let history = try jsonArray(try trips(["history", "--json"], store: scratch.store).stdout)
+    let newest = try #require(history.last?["token"] as? String)
+    let parts = newest.split(separator: ":")
+    let future = "\(parts[0]):\(Int(parts[1])! + 1000)"
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let changes = try server.request("GET", "/changes?after=" + future)
+    #expect(changes.status == 400, "\(changes.text)")
+    let capture = scratch.file("future.txt")
+    let listener = Process()
+    listener.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    listener.arguments = [
+      "-s", "-N", "--max-time", "3", "-H", "Last-Event-ID: " + future, "-o", capture.path,
+      server.url + "/collections/trips/items/stream",
+    ]
+    try listener.run()
+    listener.waitUntilExit()
+    let text = try String(contentsOf: capture, encoding: .utf8)
+    #expect(text.contains("event: reset"), "\(text.prefix(300))")
+    let data = try #require(
+      text.components(separatedBy: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6))
+    let reset = try #require(
+      try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+    #expect((reset["features"] as? [Any])?.count == 240)
+    // The token the store did give is resumed from its log, with no reset.
+    listener.arguments![5] = "Last-Event-ID: " + newest
+    let again = Process()
+    again.executableURL = listener.executableURL
+    again.arguments = listener.arguments
+    try again.run()
+    again.waitUntilExit()
+    #expect(!(try String(contentsOf: capture, encoding: .utf8)).contains("event: reset"))
+  }
+
+  @Test(
     "the CLI's add and update, CSV and JSON imports refuse each with exit 65", arguments: impossible
   )
   func cli(time: String) throws {
@@ -524,5 +564,147 @@ struct ReadersNeverCreateTests {
     #expect(lines.count == 2, "\(lines)")
     #expect(lines.first?.hasPrefix("{\"count\":0") == true)
     #expect(lines.last?.hasPrefix("{\"count\":1") == true)
+  }
+}
+
+@Suite("Hardening: the cost of live streams is bounded per query, not per client", .serialized)
+struct BoundedStreamsTests {
+  /// A stream read by curl into a file (status line and headers included) for `seconds`.
+  final class Listener {
+    let process = Process()
+    let file: URL
+
+    init(_ url: String, in scratch: Scratch, seconds: Int = 20) throws {
+      file = scratch.file("stream-\(UUID().uuidString).txt")
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments = [
+        "-s", "-i", "-N", "--max-time", String(seconds), "-H", "Accept: text/event-stream", "-o",
+        file.path, url,
+      ]
+      try process.run()
+    }
+
+    var text: String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    /// The data of the first event, once it came.
+    var firstData: String? {
+      text.components(separatedBy: "\n").first { $0.hasPrefix("data: ") }.map {
+        String($0.dropFirst(6))
+      }
+    }
+    var status: Int? {
+      text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
+    }
+
+    func stop() {
+      if process.isRunning { process.terminate() }
+      process.waitUntilExit()
+    }
+
+    deinit { stop() }
+  }
+
+  /// JSON text with sorted keys, for comparing documents.
+  func canonical(_ text: String) throws -> String {
+    let object = try JSONSerialization.jsonObject(with: Data(text.utf8))
+    return String(
+      decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+      as: UTF8.self)
+  }
+
+  @Test(
+    "forty viewports of one bounds query share one feed, each with its own camera (as GET /bounds gives it); distinct queries past the maximum get 503 with Retry-After, and clients of followed queries still join"
+  )
+  func boundsFeedsShareAndCap() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store, ["--keep-alive", "1"])
+    defer { _ = server.stop() }
+    let base = server.url + "/collections/trips/bounds"
+    var listeners: [(Listener, String)] = []
+    for index in 0..<40 {
+      let query = "?viewport=\(600 + index * 7)x\(400 + index * 3)&padding=\(index % 5)"
+      listeners.append((try Listener(base + "/stream" + query, in: scratch), query))
+    }
+    #expect(eventually(20) { listeners.allSatisfy { $0.0.firstData != nil } })
+    for (listener, query) in listeners {
+      let expected = try server.request("GET", "/collections/trips/bounds" + query)
+      #expect(expected.status == 200)
+      #expect(
+        try canonical(listener.firstData ?? "{}") == canonical(expected.text),
+        "the stream's document for \(query) is the one GET /bounds gives")
+    }
+    // 15 more distinct queries make 16 feeds; the 17th is refused, as a whole response.
+    let destinations = try jsonArray(
+      try trips(["destinations", "--json"], store: scratch.store).stdout
+    )
+    .compactMap { $0["destination"] as? String }
+    #expect(destinations.count > 20)
+    var distinct: [Listener] = []
+    for destination in destinations.prefix(15) {
+      let encoded = destination.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+      distinct.append(try Listener(base + "/stream?destination=" + encoded, in: scratch))
+    }
+    #expect(eventually(20) { distinct.allSatisfy { $0.firstData != nil } })
+    let encoded = destinations[15].addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    let refused = try curl("GET", base + "/stream?destination=" + encoded)
+    #expect(refused.status == 503, "\(refused.text)")
+    #expect(refused.headers["retry-after"] == "30", "\(refused.headers)")
+    #expect(refused.text.contains("distinct live bounds queries"), "\(refused.text)")
+    // Another viewport of a followed query still joins it.
+    let joined = try Listener(base + "/stream?viewport=333x222", in: scratch)
+    #expect(eventually(10) { joined.firstData != nil }, "\(joined.text)")
+    // When the clients leave, the feeds go (the server notices at its next keep-alive), and a
+    // new query is followed again.
+    for (listener, _) in listeners { listener.stop() }
+    for listener in distinct { listener.stop() }
+    joined.stop()
+    #expect(
+      eventually(40) {
+        (try? Listener(base + "/stream?destination=" + encoded, in: scratch, seconds: 2)).map {
+          $0.process.waitUntilExit()
+          return $0.status == 200 && $0.firstData != nil
+        } ?? false
+      })
+  }
+
+  @Test(
+    "on PostgreSQL, distinct item and bounds streams past the maximum get 503 and the database keeps sessions for everyone else"
+  )
+  func postgreSQLSessionsBounded() throws {
+    let cluster = try PostgreSQLCluster.shared.get()
+    let database = try cluster.makeDatabase("streams")
+    let store = URL(string: database)!
+    let scratch = Scratch()
+    let imported = try trips(["import", sampleTrips.path, "--store", database])
+    #expect(imported.status == 0, "\(imported.stderr)")
+    let server = try ServerProcess(store: store)
+    defer { _ = server.stop() }
+    func sessions() throws -> Int {
+      let run = try shell(
+        "psql -q -X -A -t -d \"$1\" -c 'SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()'",
+        arguments: [database])
+      return Int(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+    let before = try sessions()
+    var listeners: [Listener] = []
+    for index in 0..<40 {
+      let box = "-180,-90,\(170 + Double(index) / 10),90"
+      listeners.append(
+        try Listener(server.url + "/collections/trips/items/stream?bbox=" + box, in: scratch))
+      listeners.append(
+        try Listener(server.url + "/collections/trips/bounds/stream?bbox=" + box, in: scratch))
+    }
+    #expect(
+      eventually(30) {
+        listeners.allSatisfy { $0.status != nil }
+          && listeners.filter { $0.status == 200 }.count == 32
+      }, "\(listeners.map(\.status))")
+    #expect(listeners.filter { $0.status == 503 }.count == 48)
+    let during = try sessions()
+    // One follower of the store for every feed, and the request threads' sessions.
+    #expect(during - before <= 5, "sessions: \(before) before, \(during) with the streams")
+    let list = try trips(["list", "--store", database])
+    #expect(list.status == 0, "\(list.stderr)")
+    for listener in listeners { listener.stop() }
   }
 }

@@ -148,7 +148,9 @@ struct SyncHardeningTests {
     #expect(run.status == 0, "\(run.stderr)")
   }
 
-  @Test("a later delete beats an older edit, store to store, in both orders of sync: the stores end equal")
+  @Test(
+    "a later delete beats an older edit, store to store, in both orders of sync: the stores end equal"
+  )
   func laterDeleteWins() throws {
     let scratch = Scratch()
     let (a, b) = (scratch.file("a.sqlite"), scratch.file("b.sqlite"))
@@ -175,7 +177,9 @@ struct SyncHardeningTests {
     arguments: ["sqlite", "postgresql"])
   func randomInterleavingConverges(serverEngine: String) throws {
     let scratch = Scratch()
-    let writers = ["a:" + String(repeating: "aa-", count: 6), "b:" + String(repeating: "bb-", count: 6)]
+    let writers = [
+      "a:" + String(repeating: "aa-", count: 6), "b:" + String(repeating: "bb-", count: 6),
+    ]
     let serverTokens = try tokenFile(in: scratch, writers.joined(separator: "\n"))
     var tokenFiles: [URL] = []
     for (index, line) in writers.enumerated() {

@@ -1,0 +1,155 @@
+import Foundation
+import Persistence
+import Synchronization
+import TripPlanner
+
+/// A live feed of the service (a distinct items or bounds stream query): told of each
+/// committed transaction with its changed trips, read once for every feed.
+protocol LiveFeed: AnyObject, Sendable {
+  /// Applies a transaction; called on the follower's task, one transaction at a time, in
+  /// order. `store` is the store the changed trips were read with (valid during the call).
+  func process(
+    _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore)
+  /// The store can no longer be followed: end the feed's streams (their clients reconnect).
+  func followerFailed()
+}
+
+/// The one follower of the store's history behind every live stream of the service: one
+/// history query per commit (from any process writing the store) and, on PostgreSQL, one
+/// database session, however many feeds follow it. Each transaction's changed trips are read
+/// once and handed to every feed, which evaluates its query against them in memory.
+///
+/// Cost per transaction: O(changes) history rows and one read by key per changed trip, then
+/// O(changes) per feed (its query evaluated in Swift on each changed trip) and the feed's own
+/// work (a set update; for bounds, O(log n) per changed trip in its cover).
+final class LiveFollower: Sendable {
+  /// A changed trip as the feeds see it.
+  final class Change {
+    /// The trip's row key.
+    let key: Int64
+    /// Insert, update or delete.
+    let kind: HistoryChange.Kind
+    /// The trip now, for an insert or update (nil when it was deleted since).
+    let trip: Trip?
+    /// For a delete, the trip's id (its tombstone's).
+    let deletedID: UUID?
+    private var rendered: String?
+
+    init(key: Int64, kind: HistoryChange.Kind, trip: Trip?, deletedID: UUID?) {
+      self.key = key
+      self.kind = kind
+      self.trip = trip
+      self.deletedID = deletedID
+    }
+
+    /// The trip as a GeoJSON feature, rendered once for all feeds.
+    func feature(_ store: TripStore) throws -> String {
+      if let rendered { return rendered }
+      guard let trip else { return "null" }
+      let text = TripGeoJSON.feature(try store.context.record(of: trip)).rendered(pretty: false)
+      rendered = text
+      return text
+    }
+  }
+
+  private struct State {
+    var feeds: [ObjectIdentifier: any LiveFeed] = [:]
+    var task: Task<Void, Never>?
+  }
+  private let state = Mutex(State())
+  private let pool: StorePool
+
+  init(pool: StorePool) { self.pool = pool }
+
+  /// How many feeds follow now.
+  var feedCount: Int { state.withLock { $0.feeds.count } }
+
+  /// Makes a feed from the store as it is at a token (`make` reads the feed's initial state in
+  /// one read transaction with the token) and follows it from there: nothing committed after
+  /// the token is missed, nothing before it is delivered. Starts following the store with the
+  /// first feed.
+  func subscribe<Feed: LiveFeed>(_ make: (TripStore, HistoryToken) throws -> Feed) throws -> Feed {
+    // Under the lock that `deliver` takes to pick its feeds: a transaction read before the
+    // feed is made is older than its token (skipped by the feed), one read after reaches it.
+    try state.withLock { state in
+      let (feed, token) = try pool.withStore(author: "service") { store in
+        try store.context.withSnapshot {
+          let token = try store.context.currentHistoryToken()
+          return (try make(store, token), token)
+        }
+      }
+      state.feeds[ObjectIdentifier(feed)] = feed
+      if state.task == nil { state.task = start(after: token) }
+      return feed
+    }
+  }
+
+  /// Stops telling `feed`; the last feed stops the following.
+  func unsubscribe(_ feed: any LiveFeed) {
+    let task = state.withLock { state -> Task<Void, Never>? in
+      state.feeds[ObjectIdentifier(feed)] = nil
+      guard state.feeds.isEmpty else { return nil }
+      defer { state.task = nil }
+      return state.task
+    }
+    task?.cancel()
+  }
+
+  /// Stops following and forgets every feed.
+  func stop() {
+    let task = state.withLock { state -> Task<Void, Never>? in
+      state.feeds = [:]
+      defer { state.task = nil }
+      return state.task
+    }
+    task?.cancel()
+  }
+
+  private func start(after token: HistoryToken) -> Task<Void, Never> {
+    let updates = pool.container.historyUpdates(
+      HistoryDescriptor(after: token, modelTypes: [Trip.self]))
+    return Task { [weak self] in
+      do {
+        for try await transaction in updates {
+          guard let self, !Task.isCancelled else { return }
+          try self.deliver(transaction)
+        }
+      } catch {
+        self?.fail()
+      }
+    }
+  }
+
+  private func deliver(_ transaction: HistoryTransaction) throws {
+    let feeds = state.withLock { Array($0.feeds.values) }
+    guard !feeds.isEmpty else { return }
+    try pool.withStore(author: "service") { store in
+      var changes: [Change] = []
+      changes.reserveCapacity(transaction.changes.count)
+      for change in transaction.changes {
+        let key = change.changedIdentifier.primaryKey
+        if change.kind == .delete {
+          changes.append(
+            Change(key: key, kind: .delete, trip: nil, deletedID: change.tombstone?[\Trip.id]))
+        } else {
+          let trip = try store.context.model(for: change.changedIdentifier, as: Trip.self)
+          changes.append(Change(key: key, kind: change.kind, trip: trip, deletedID: nil))
+        }
+      }
+      for feed in feeds { feed.process(transaction, changes, store: store) }
+    }
+  }
+
+  /// The store cannot be followed: every feed ends its streams and is forgotten; the next
+  /// stream starts a new follower.
+  private func fail() {
+    let feeds = state.withLock { state -> [any LiveFeed] in
+      defer {
+        state.feeds = [:]
+        state.task = nil
+      }
+      return Array(state.feeds.values)
+    }
+    for feed in feeds { feed.followerFailed() }
+  }
+}
