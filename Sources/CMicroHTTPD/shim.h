@@ -29,7 +29,7 @@ struct trips_mhd_settings {
 static inline struct MHD_Daemon *trips_mhd_start(
     const struct trips_mhd_settings *settings, MHD_AccessHandlerCallback handler,
     void *handler_context) {
-  struct MHD_OptionItem options[12];
+  struct MHD_OptionItem options[16];
   int count = 0;
   if (settings->address)
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)settings->address};
@@ -57,6 +57,9 @@ static inline struct MHD_Daemon *trips_mhd_start(
   if (settings->completed)
     options[count++] = (struct MHD_OptionItem){
         MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)settings->completed, settings->completed_context};
+  // Strict parsing (RFC 9112): an HTTP/1.1 request without Host, and spaces where the grammar
+  // has none, are refused, not guessed at.
+  options[count++] = (struct MHD_OptionItem){MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL};
   options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   return MHD_start_daemon(settings->flags, settings->port, NULL, NULL, handler, handler_context,
                           MHD_OPTION_ARRAY, options, MHD_OPTION_END);

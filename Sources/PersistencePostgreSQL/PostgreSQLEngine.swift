@@ -36,11 +36,17 @@ public struct PostgreSQLEngine: StoreEngine {
       )
     }
     let location = Self.displayName(of: url)
-    let connection = try Connection(conninfo: url.absoluteString, location: location)
+    // A URL's scheme is case-insensitive; libpq knows the lowercase ones only (it would read
+    // `POSTGRESQL://…` as key=value settings).
+    var conninfo = url.absoluteString
+    if let colon = conninfo.firstIndex(of: ":") {
+      conninfo = conninfo[..<colon].lowercased() + conninfo[colon...]
+    }
+    let connection = try Connection(conninfo: conninfo, location: location)
     let identifier = try StoreSchema.open(
       connection, entities: entities, allowsSave: configuration.allowsSave)
     return PostgreSQLStore(
-      conninfo: url.absoluteString, location: location, identifier: identifier,
+      conninfo: conninfo, location: location, identifier: identifier,
       allowsSave: configuration.allowsSave)
   }
 

@@ -84,8 +84,11 @@ public struct SyncFeed: Sendable {
     var problems = ProblemList(file: file)
     var changes: [FeedChange] = []
     var resume: HistoryToken?
-    let lines = String(decoding: data, as: UTF8.self).split(
-      separator: "\n", omittingEmptySubsequences: false)
+    // A line ends at LF or CRLF (`\r\n` is one Character in Swift, so splitting at "\n" alone
+    // kept a CRLF feed as one line).
+    let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false) {
+      $0 == "\n" || $0 == "\r\n"
+    }
     for (offset, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
       let number = offset + 1
       guard let value = try? JSONValue.parse(Data(line.utf8)), case .object = value else {

@@ -33,6 +33,9 @@ extension FeaturesAPI {
         ]), type: Self.json)
     }
     try ItemsQuery.refuseUnknown(request, allowed: ["after", "exclude-author", "f"])
+    for name in ["after", "exclude-author"] where request.queryValues(name).count > 1 {
+      throw ServiceError.request(400, "The parameter '\(name)' is given more than once.")
+    }
     var after: HistoryToken?
     if let text = request.queryValues("after").last {
       guard let token = HistoryToken(text) else {

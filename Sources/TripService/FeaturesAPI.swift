@@ -39,6 +39,11 @@ struct FeaturesAPI: Sendable {
 
     init?(path: String) {
       var path = path
+      // `/map/` is not `/map`: the page's relative links would resolve under it.
+      if path == "/map/" {
+        self = .map("")
+        return
+      }
       if path.count > 1, path.hasSuffix("/") { path.removeLast() }
       switch path {
       case "/", "": self = .landing
@@ -419,19 +424,12 @@ struct FeaturesAPI: Sendable {
       // Streams are Server-Sent Events: a browser's EventSource asks for text/event-stream.
       let offered =
         isStream
-        ? ["*/*", "text/*", "text/event-stream"]
+        ? ["text/event-stream"]
         : [
-          "*/*", "application/*", "application/json", "application/geo+json",
-          "application/vnd.oai.openapi+json", "application/problem+json",
+          "application/json", "application/geo+json", "application/vnd.oai.openapi+json",
+          "application/problem+json",
         ]
-      let acceptable = accept.split(separator: ",").contains { item in
-        let type =
-          item.split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-          } ?? ""
-        return offered.contains(type)
-      }
-      guard acceptable else {
+      guard Self.accepts(accept, anyOf: offered) else {
         throw ServiceError.request(
           406,
           isStream
@@ -439,6 +437,31 @@ struct FeaturesAPI: Sendable {
             : "This service answers with JSON (application/json, application/geo+json); the request accepts only \(HTTPServer.loggable(accept))."
         )
       }
+    }
+  }
+
+  /// Whether an `Accept` header gives one of `offered` a weight above 0 (RFC 9110 §12.5.1):
+  /// each type takes the `q` of the most specific range that matches it (`type/subtype`, then
+  /// `type/*`, then `*/*`; default 1), so `application/json;q=0` refuses JSON even beside
+  /// `*/*`. A weight that is not a number from 0 to 1 counts as 1. Cost: O(ranges × offered).
+  static func accepts(_ accept: String, anyOf offered: [String]) -> Bool {
+    let ranges = accept.split(separator: ",").map { item -> (type: String, q: Double) in
+      let parts = item.split(separator: ";").map {
+        $0.trimmingCharacters(in: .whitespaces).lowercased()
+      }
+      var q = 1.0
+      for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+        if let value = Double(parameter.dropFirst(2)), (0...1).contains(value) { q = value }
+      }
+      return (parts.first ?? "", q)
+    }
+    return offered.contains { type in
+      let group = String(type.prefix { $0 != "/" }) + "/*"
+      for candidate in [type, group, "*/*"] {
+        let weights = ranges.filter { $0.type == candidate }.map(\.q)
+        if !weights.isEmpty { return weights.max()! > 0 }
+      }
+      return false
     }
   }
 

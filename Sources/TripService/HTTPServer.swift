@@ -189,7 +189,28 @@ final class HTTPServer: Sendable {
       }
     }
     guard let started else {
-      let reason = errno == EADDRINUSE ? "the address is in use" : String(cString: strerror(errno))
+      let failure = errno
+      // A daemon that starts without TLS on the same address says the TLS material was at
+      // fault (libmicrohttpd reports a refused certificate or key only as a failed start).
+      if tls != nil {
+        let plain: OpaquePointer? = address.withSockaddr { sockaddr in
+          var settings = trips_mhd_settings()
+          settings.flags = flags & ~UInt32(MHD_USE_TLS.rawValue)
+          settings.port = port
+          settings.address = sockaddr
+          return trips_mhd_start(&settings, accessHandler, context)
+        }
+        if let plain {
+          MHD_stop_daemon(plain)
+          throw ServiceError(
+            code: .badTLS,
+            message:
+              "The TLS certificate or key was refused: give a PEM certificate (--tls-cert) and the PEM private key that belongs to it (--tls-key)."
+          )
+        }
+      }
+      let reason =
+        failure == EADDRINUSE ? "the address is in use" : String(cString: strerror(failure))
       throw ServiceError(
         code: .cannotListen,
         message:
@@ -261,21 +282,28 @@ final class HTTPServer: Sendable {
   }
 
   func handle(
-    _ connection: OpaquePointer, url: String, method: String,
+    _ connection: OpaquePointer, url: String, method: String, version: String,
     upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
     requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
   ) -> MHD_Result {
     guard let pointer = requestContext.pointee else {
       // The headers have arrived; the body (if any) follows in later calls. Whatever refuses
       // the request from its headers does so now, before a byte of the body is read.
-      var request = HTTPRequest(method: method, path: url)
-      request.headers = Self.values(connection, .HEADER_KIND).reduce(into: [:]) {
-        $0[$1.name.lowercased()] = $1.value
-      }
+      let path = Self.originForm(url)
+      var request = HTTPRequest(method: method, path: path)
+      let headers = Self.values(connection, .HEADER_KIND)
+      request.headers = headers.reduce(into: [:]) { $0[$1.name.lowercased()] = $1.value }
       request.query = Self.values(connection, .GET_ARGUMENT_KIND)
       let state = RequestState(request: request)
       requestsInFlight.add(1, ordering: .relaxed)
       requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+      if let problem = Self.framingProblem(version: version, headers: headers, query: request.query)
+      {
+        // The connection is closed after it: what follows it cannot be trusted to be framed.
+        var response = ServiceError.response(status: 400, description: problem)
+        response.headers.append(("Connection", "close"))
+        return respond(connection, method: method, path: path, state: state, response: response)
+      }
       switch admit(request) {
       case .refuse(let response):
         return respond(connection, method: method, path: url, state: state, response: response)
@@ -369,7 +397,8 @@ final class HTTPServer: Sendable {
     _ connection: OpaquePointer, method: String, path: String, state: RequestState,
     response: HTTPResponse
   ) -> MHD_Result {
-    let body = method == "HEAD" ? Data() : response.body
+    // HEAD: the GET's body goes to libmicrohttpd, which sends its length and not its bytes.
+    let body = response.body
     var made: OpaquePointer?
     if let stream = response.stream, method != "HEAD" {
       if !body.isEmpty { stream.send(String(decoding: body, as: UTF8.self)) }
@@ -413,35 +442,97 @@ final class HTTPServer: Sendable {
     MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
   }
 
-  /// Every (name, value) of one kind, in order.
+  /// Every (name, value) of one kind, in order, each whole: a NUL inside one (`%00` in a
+  /// query value) is kept, for ``framingProblem(version:headers:query:)`` to refuse, not cut.
   static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(
     name: String, value: String
   )] {
     final class Collected { var pairs: [(name: String, value: String)] = [] }
     let collected = Collected()
     withExtendedLifetime(collected) {
-      _ = MHD_get_connection_values(
+      _ = MHD_get_connection_values_n(
         connection, kind,
-        { context, _, key, value in
+        { context, _, key, keySize, value, valueSize in
           guard let context, let key else { return .YES }
           let box = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-          box.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+          func text(_ pointer: UnsafePointer<CChar>, _ count: Int) -> String {
+            pointer.withMemoryRebound(to: UInt8.self, capacity: count) {
+              String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+            }
+          }
+          box.pairs.append((text(key, keySize), value.map { text($0, valueSize) } ?? ""))
           return .YES
         }, Unmanaged.passUnretained(collected).toOpaque())
     }
     return collected.pairs
+  }
+
+  /// Why a request's framing or fields cannot be trusted (RFC 9110 and 9112), or nil: an
+  /// HTTP/1.1 request without `Host` or with two; two different `Content-Length` values, or
+  /// one beside `Transfer-Encoding`; a transfer coding that does not end in `chunked`; a NUL
+  /// in a field or a query value. Each is a request-smuggling risk behind a proxy, or a value
+  /// that would be read cut short. Cost: O(fields).
+  static func framingProblem(
+    version: String, headers: [(name: String, value: String)],
+    query: [(name: String, value: String)]
+  ) -> String? {
+    if let field = headers.first(where: { $0.name.contains("\0") || $0.value.contains("\0") }) {
+      return "The header \(loggable(field.name)) holds a NUL character."
+    }
+    if let item = query.first(where: { $0.name.contains("\0") || $0.value.contains("\0") }) {
+      return
+        "The query parameter '\(loggable(item.name))' holds a NUL character (%00); remove it."
+    }
+    let hosts = headers.filter { $0.name.lowercased() == "host" }
+    if version == "HTTP/1.1", hosts.isEmpty {
+      return "An HTTP/1.1 request needs a Host header."
+    }
+    if hosts.count > 1 { return "The request has \(hosts.count) Host headers; send one." }
+    let lengths = Set(
+      headers.filter { $0.name.lowercased() == "content-length" }.flatMap {
+        $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+      })
+    if lengths.count > 1 {
+      return
+        "The request has different Content-Length values (\(lengths.sorted().joined(separator: ", ")))."
+    }
+    let codings = headers.filter { $0.name.lowercased() == "transfer-encoding" }.flatMap {
+      $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+    if !codings.isEmpty {
+      if codings.last != "chunked" {
+        return
+          "Transfer-Encoding \(loggable(codings.joined(separator: ", "))) does not end in chunked: the body's length cannot be known."
+      }
+      if !lengths.isEmpty {
+        return "The request has both Content-Length and Transfer-Encoding; send one."
+      }
+    }
+    return nil
+  }
+
+  /// The origin form (`/path`) of a request target, which may come in absolute form
+  /// (`http://host/path`, RFC 9112 §3.2.2: servers must accept it).
+  static func originForm(_ target: String) -> String {
+    let lowered = target.prefix(8).lowercased()
+    guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else { return target }
+    let afterScheme = target[
+      target.index(target.startIndex, offsetBy: lowered.hasPrefix("http://") ? 7 : 8)...]
+    guard let slash = afterScheme.firstIndex(of: "/") else { return "/" }
+    return String(afterScheme[slash...])
   }
 }
 
 // libmicrohttpd calls these from its threads; the server is reached through the context
 // pointer, which stays valid while the daemon runs (the server stops the daemon before it goes).
 private let accessHandler: MHD_AccessHandlerCallback = {
-  context, connection, url, method, _, upload, uploadSize, requestContext in
+  context, connection, url, method, version, upload, uploadSize, requestContext in
   guard let context, let connection, let url, let method, let uploadSize, let requestContext
   else { return .NO }
   let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
   return server.handle(
-    connection, url: String(cString: url), method: String(cString: method), upload: upload,
+    connection, url: String(cString: url), method: String(cString: method),
+    version: version.map { String(cString: $0) } ?? "", upload: upload,
     uploadSize: uploadSize, requestContext: requestContext)
 }
 

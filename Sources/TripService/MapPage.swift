@@ -40,6 +40,12 @@ enum MapPage {
         headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
         body: Data(html.utf8))
     }
+    // `/map/`: the page's links are relative to `/map`, so it is sent there (308).
+    if asset.isEmpty {
+      return HTTPResponse(
+        status: 308, headers: [("Location", "/map"), ("Content-Type", "text/plain")],
+        body: Data("The map page is at /map.\n".utf8))
+    }
     guard let (type, source) = assets[asset] else {
       throw ServiceError.request(
         404,

@@ -42,8 +42,11 @@ public struct TokenFile: Sendable {
     }
     var entries: [Entry] = []
     var seen = Set<String>()
-    for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = raw.trimmingCharacters(in: .whitespaces)
+    // `\r\n` is one Character in Swift: lines end at either form.
+    let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+    for (index, raw) in lines.enumerated() {
+      // A file saved with CRLF line ends keeps a `\r` on each line: it is not part of a token.
+      let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
       if line.isEmpty || line.hasPrefix("#") { continue }
       guard let colon = line.firstIndex(of: ":") else {
         throw ServiceError(

@@ -31,6 +31,7 @@ enum CheckCommand: Subcommand {
       throw CLIError(
         kind: .data, message: "The store is damaged:\n" + problems.joined(separator: "\n"))
     }
-    try io.out("ok: \(try store.count()) trips\n")
+    let count = try store.count()
+    try io.out("ok: \(count) trip\(count == 1 ? "" : "s")\n")
   }
 }

@@ -79,7 +79,12 @@ enum ServeCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     var configuration = ServiceConfiguration()
-    if let host = try arguments[host] { configuration.host = host }
+    if let host = try arguments[host] {
+      // `[::1]`, as in a URL, is the address `::1` (printed once bracketed).
+      configuration.host =
+        host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2
+        ? String(host.dropFirst().dropLast()) : host
+    }
     if let port = try arguments[port] { configuration.port = port }
     if let seconds = try arguments[keepAlive] {
       configuration.streams.keepAlive = .seconds(seconds)
@@ -92,6 +97,7 @@ enum ServeCommand: Subcommand {
     configuration.corsOrigin = try arguments[cors]
     do {
       if let path = try arguments[tokenFile] {
+        try CommonOptions.requireInputFile(path, "--token-file")
         configuration.tokens = try TokenFile(path: path)
       }
       switch (try arguments[tlsCert], try arguments[tlsKey]) {
@@ -102,6 +108,15 @@ enum ServeCommand: Subcommand {
           throw CLIError(
             kind: .noInput,
             message: "Cannot read the TLS certificate or key (\(certificate), \(key)).")
+        }
+        guard certificateText.contains("-----BEGIN CERTIFICATE-----") else {
+          throw CLIError(
+            kind: .data,
+            message: "\(certificate) is not a PEM certificate (no BEGIN CERTIFICATE line).")
+        }
+        guard keyText.contains("PRIVATE KEY-----") else {
+          throw CLIError(
+            kind: .data, message: "\(key) is not a PEM private key (no BEGIN … PRIVATE KEY line).")
         }
         configuration.tls = (certificateText, keyText)
       case (nil, nil): break

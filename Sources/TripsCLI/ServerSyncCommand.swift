@@ -34,6 +34,7 @@ enum ServerSyncCommand {
     if fromServer != nil { directions.insert(.pull) }
     var writer: (name: String, token: String)?
     if let path = try arguments[SyncWatchCommand.tokenFile] {
+      try CommonOptions.requireInputFile(path, "--token-file")
       let tokens: TokenFile
       do {
         tokens = try TokenFile(path: path)

@@ -112,6 +112,12 @@ enum CommonOptions {
   /// (it is never taken for a folder named `https:`). `file://` URLs name files.
   static func storeURL(_ value: String, option: String) throws -> URL {
     guard !value.isEmpty else { throw CLIError.usage("\(option) needs a store path.") }
+    for scheme in ["postgresql:", "postgres:"]
+    where value.lowercased().hasPrefix(scheme) && !value.contains("://") {
+      throw CLIError.usage(
+        "\(option) '\(terminalSafe(value))' looks like a PostgreSQL store but is not a URL: write postgresql://user@host:5432/trips (or ./\(terminalSafe(value)) for a file of that name)."
+      )
+    }
     if let colon = value.range(of: "://") {
       let scheme = value[..<colon.lowerBound]
       let isScheme =
@@ -159,6 +165,15 @@ enum CommonOptions {
         message:
           "The store \(terminalSafe(url.path)) does not exist\(FileManager.default.fileExists(atPath: url.path) ? " (it is an empty file)" : ""): \(why) Check --store, or create it with trips add or trips import."
       )
+    }
+  }
+
+  /// Throws exit 66 (a missing input, as sysexits says) when the file an option names does
+  /// not exist.
+  static func requireInputFile(_ path: String, _ option: String) throws {
+    guard FileManager.default.fileExists(atPath: path) else {
+      throw CLIError(
+        kind: .noInput, message: "The file \(terminalSafe(path)) (\(option)) does not exist.")
     }
   }
 

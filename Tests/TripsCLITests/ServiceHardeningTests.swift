@@ -708,3 +708,270 @@ struct BoundedStreamsTests {
     for listener in listeners { listener.stop() }
   }
 }
+
+@Suite("Hardening: HTTP as RFC 9110 and 9112 say")
+struct HTTPRulesTests {
+  /// The status of a raw request, answered within 3 s (0 when none came).
+  func status(_ server: ServerProcess, _ request: String) throws -> (Int, String) {
+    let client = try RawClient(url: server.url)
+    client.send(request)
+    let answer = client.receive(seconds: 3)
+    let status = answer.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
+    return (status ?? 0, answer)
+  }
+
+  @Test(
+    "requests a proxy and the server could frame differently are refused with 400 at once: no Host, two Hosts, a space before the colon, two Content-Lengths, a coding not ending in chunked, Content-Length beside Transfer-Encoding"
+  )
+  func framing() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let refused = [
+      "GET /conformance HTTP/1.1\r\n\r\n",
+      "GET /conformance HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+      "GET /conformance HTTP/1.1\r\nHost : a\r\n\r\n",
+      "POST /changes HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+      "POST /changes HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+      "POST /changes HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ]
+    for request in refused {
+      let started = Date()
+      let (code, answer) = try status(server, request)
+      #expect(code == 400, "\(request.debugDescription): \(answer.prefix(200))")
+      #expect(
+        Date().timeIntervalSince(started) < 2.5, "answered at once: \(request.debugDescription)")
+    }
+    // What is well framed still works: HTTP/1.0 without Host, and one Host.
+    #expect(try status(server, "GET /conformance HTTP/1.0\r\n\r\n").0 == 200)
+    #expect(try status(server, "GET /conformance HTTP/1.1\r\nHost: a\r\n\r\n").0 == 200)
+    #expect(try server.request("GET", "/conformance").status == 200)
+  }
+
+  @Test(
+    "an absolute-form target is served as its path; %00 in a query value is refused, not cut; HEAD has the GET's length and no body"
+  )
+  func targetsAndHEAD() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let (code, answer) = try status(
+      server, "GET \(server.url)/collections/trips/items?limit=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(code == 200, "\(answer.prefix(300))")
+    for query in ["q=Accra%00zzz", "bbox=-180,-90,180,90%00junk", "limit=5%00abc"] {
+      let reply = try server.request("GET", "/collections/trips/items?" + query)
+      #expect(reply.status == 400, "\(query): \(reply.text)")
+      #expect(reply.text.contains("NUL"), "\(query): \(reply.text)")
+    }
+    for path in ["/collections", "/collections/trips/items?limit=3", "/api", "/map"] {
+      let get = try server.request("GET", path)
+      let head = try server.request("HEAD", path)
+      #expect(head.status == 200)
+      // (curl -I writes the headers where a body would go: the GET's bytes must not follow.)
+      #expect(!head.text.contains(String(get.text.prefix(40))), "\(path): HEAD sent a body")
+      #expect(head.headers["content-length"] == String(get.body.count), "\(path): \(head.headers)")
+      #expect(head.headers["content-type"] == get.headers["content-type"])
+    }
+  }
+
+  @Test(
+    "Accept with q=0 is honoured (406), the most specific range deciding; /map/ is sent to /map; --host [::1] prints its URL once bracketed"
+  )
+  func negotiationAndPaths() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let cases: [(String, String, Int)] = [
+      ("/collections", "application/json;q=0", 406),
+      ("/collections", "application/xml;q=1, application/json;q=0", 406),
+      ("/collections", "application/*;q=0, */*", 406),
+      ("/collections", "*/*;q=0", 406),
+      ("/collections", "application/json;q=0.5", 200),
+      ("/collections", "application/geo+json;q=0, application/json", 200),
+      ("/collections", "application/*;q=0.1", 200),
+      ("/collections/trips/items/stream", "text/event-stream;q=0", 406),
+    ]
+    for (path, accept, expected) in cases {
+      let reply = try server.request(
+        "GET", path, headers: ["Accept: " + accept, "Connection: close"])
+      #expect(reply.status == expected, "\(path) with Accept \(accept): \(reply.status)")
+    }
+    let slash = try server.request("GET", "/map/")
+    #expect(slash.status == 308)
+    #expect(slash.headers["location"] == "/map")
+    let served = try ServerProcess(store: scratch.store, ["--host", "[::1]"])
+    defer { _ = served.stop() }
+    #expect(served.url.hasPrefix("http://[::1]:") && !served.url.contains("[["), "\(served.url)")
+  }
+}
+
+@Suite("Hardening: messages name the real cause")
+struct MessagesNameTheCauseTests {
+  static let writer = "w:" + String(repeating: "crlf-", count: 4)
+
+  @Test(
+    "invalid UTF-8 and half a surrogate pair in JSON are named as such, in a file and in a POST body, not as a number out of range"
+  )
+  func invalidUTF8() throws {
+    let scratch = Scratch()
+    let bodies: [Data] = [
+      Data(#"[{"name":""#.utf8) + Data([0xFF, 0xFE]) + Data(#"","destination":"D"}]"#.utf8),
+      Data(#"[{"name":"\ud800","destination":"D"}]"#.utf8),
+      Data(#"[{"name":""#.utf8) + Data([0xC0, 0x80]) + Data(#""}]"#.utf8),
+    ]
+    for body in bodies {
+      let file = scratch.file("bad-\(UUID().uuidString).json")
+      try body.write(to: file)
+      let run = try trips(["import", file.path], store: scratch.store)
+      #expect(run.status == 65)
+      #expect(run.stderr.contains("not valid UTF-8"), "\(run.stderr)")
+      #expect(!run.stderr.contains("out of range"), "\(run.stderr)")
+    }
+    let number = scratch.file("number.json")
+    try Data(#"[{"name":"x","latitude":1e999}]"#.utf8).write(to: number)
+    #expect(
+      try trips(["import", number.path], store: scratch.store).stderr.contains("out of range"))
+    let tokens = try tokenFile(in: scratch, Self.writer)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { _ = server.stop() }
+    let token = String(Self.writer.split(separator: ":")[1])
+    let posted = try server.request(
+      "POST", "/collections/trips/items",
+      headers: ["Authorization: Bearer " + token, "Content-Type: application/geo+json"],
+      body: Data(#"{"type":"Feature","properties":{"name":""#.utf8) + Data([0xFF])
+        + Data(#""},"geometry":{"type":"Point","coordinates":[1,1]}}"#.utf8))
+    #expect(posted.status == 400)
+    #expect(posted.text.contains("not valid UTF-8"), "\(posted.text)")
+  }
+
+  @Test(
+    "TLS material that is not PEM, or a key that is not the certificate's, is named as such (exit 65), not as a port to change"
+  )
+  func tlsMessages() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let files = (0..<2).map { (scratch.file("key\($0).pem"), scratch.file("cert\($0).pem")) }
+    for (key, certificate) in files {
+      let made = try shell(
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout \"$1\" -out \"$2\" -days 1 -subj /CN=localhost 2>/dev/null",
+        arguments: [key.path, certificate.path])
+      #expect(made.status == 0)
+    }
+    let mismatched = try trips(
+      [
+        "serve", "--port", "0", "--tls-cert", files[0].1.path, "--tls-key", files[1].0.path,
+      ], store: scratch.store)
+    #expect(mismatched.status != 0)
+    #expect(
+      mismatched.stderr.contains("TLS certificate or key was refused"), "\(mismatched.stderr)")
+    #expect(!mismatched.stderr.contains("--port"), "\(mismatched.stderr)")
+    let notPEM = try trips(
+      ["serve", "--port", "0", "--tls-cert", "/etc/passwd", "--tls-key", files[0].0.path],
+      store: scratch.store)
+    #expect(notPEM.status == 65)
+    #expect(notPEM.stderr.contains("/etc/passwd is not a PEM certificate"), "\(notPEM.stderr)")
+    let keyNotPEM = try trips(
+      ["serve", "--port", "0", "--tls-cert", files[0].1.path, "--tls-key", "/etc/hostname"],
+      store: scratch.store)
+    #expect(keyNotPEM.status == 65)
+    #expect(keyNotPEM.stderr.contains("is not a PEM private key"), "\(keyNotPEM.stderr)")
+  }
+
+  @Test(
+    "token files with CRLF line ends work for serve and sync watch; a missing one is exit 66 for both"
+  )
+  func tokenFiles() throws {
+    let scratch = Scratch()
+    let server =
+      "a:" + String(repeating: "crlf-", count: 4) + "\r\nb:"
+      + String(
+        repeating: "bbbb-", count: 4) + "\r\n"
+    let tokens = try scratch.write("tokens", server)
+    let own = try scratch.write("own.token", "a:" + String(repeating: "crlf-", count: 4) + "\r\n")
+    for file in [tokens, own] {
+      try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+    }
+    let laptop = scratch.file("laptop.sqlite")
+    let added = try trips(
+      [
+        "add", "--name", "CRLF", "--destination", "D", "--start", "2027-01-01", "--end",
+        "2027-01-02", "--latitude", "1", "--longitude", "1",
+      ], store: laptop)
+    #expect(added.status == 0)
+    let shared = scratch.file("shared.sqlite")
+    let process = try ServerProcess(store: shared, ["--token-file", tokens.path])
+    defer { _ = process.stop() }
+    let pushed = try trips([
+      "sync", "watch", "--once", "--store", laptop.path, "--to", process.url, "--token-file",
+      own.path,
+    ])
+    #expect(pushed.status == 0, "\(pushed.stderr)")
+    #expect(pushed.stdout == "Pushed 1 change, skipped 0.\n")
+    let missing = scratch.file("no-such.tokens").path
+    let serve = try trips(["serve", "--port", "0", "--token-file", missing], store: shared)
+    #expect(serve.status == 66, "\(serve.stderr)")
+    #expect(
+      serve.stderr.contains("no-such.tokens (--token-file) does not exist"), "\(serve.stderr)")
+    let sync = try trips([
+      "sync", "watch", "--once", "--store", laptop.path, "--to", process.url, "--token-file",
+      missing,
+    ])
+    #expect(sync.status == 66, "\(sync.stderr)")
+  }
+
+  @Test(
+    "a CRLF feed is read by sync apply and POST /changes; /changes?after twice is 'given more than once'"
+  )
+  func crlfFeeds() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let feed = try trips(["sync", "export"], store: scratch.store)
+    #expect(feed.status == 0)
+    let crlf = feed.stdout.replacingOccurrences(of: "\n", with: "\r\n")
+    let file = try scratch.write("feed-crlf.jsonl", crlf)
+    let other = scratch.file("other.sqlite")
+    let applied = try trips(["sync", "apply", file.path], store: other)
+    #expect(applied.status == 0, "\(applied.stderr)")
+    #expect(applied.stdout.hasPrefix("Applied 240 changes"), "\(applied.stdout)")
+    let tokens = try tokenFile(in: scratch, Self.writer)
+    let target = scratch.file("target.sqlite")
+    let server = try ServerProcess(store: target, ["--token-file", tokens.path])
+    defer { _ = server.stop() }
+    let posted = try server.request(
+      "POST", "/changes",
+      headers: [
+        "Authorization: Bearer " + String(Self.writer.split(separator: ":")[1]),
+        "Content-Type: application/x-ndjson",
+      ], body: Data(crlf.utf8))
+    #expect(posted.status == 200, "\(posted.text)")
+    #expect(try posted.json()["applied"] as? Int == 240)
+    let twice = try server.request("GET", "/changes?after=a&after=b")
+    #expect(twice.status == 400)
+    #expect(twice.text.contains("'after' is given more than once"), "\(twice.text)")
+  }
+
+  @Test(
+    "POSTGRESQL:// in capitals opens the database; postgresql: without slashes is a usage error, not a file; check says '1 trip'"
+  )
+  func storeNamesAndWording() throws {
+    let database = try PostgreSQLCluster.shared.get().makeDatabase("caps")
+    let capitals = "POSTGRESQL" + database.dropFirst("postgresql".count)
+    let added = try trips([
+      "add", "--name", "Caps", "--destination", "D", "--start", "2027-01-01", "--end",
+      "2027-01-02", "--latitude", "1", "--longitude", "1", "--store", capitals,
+    ])
+    #expect(added.status == 0, "\(added.stderr)")
+    let checked = try trips(["check", "--store", database])
+    #expect(checked.stdout == "ok: 1 trip\n", "\(checked.stdout) \(checked.stderr)")
+    let scratch = Scratch()
+    for value in ["postgresql:", "postgres:trips", "PostgreSQL:x"] {
+      let run = try trips(["list", "--store", value], cwd: scratch.url)
+      #expect(run.status == 64, "\(value): \(run.stderr)")
+      #expect(run.stderr.contains("is not a URL"), "\(value): \(run.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: scratch.file(value).path))
+    }
+  }
+}

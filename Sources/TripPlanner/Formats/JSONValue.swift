@@ -39,9 +39,18 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     } else if let string = try? single.decode(String.self) {
       self = .string(string)
     } else {
-      // The only JSON scalar left is a number too large for a Double (`1e999`).
+      // What is left: a string that cannot be text (its decode says why), or a number too
+      // large for a Double (`1e999`, which a string decode calls a type mismatch).
+      var message = "a number out of range (beyond ±1.8e308, such as 1e999)"
+      do {
+        _ = try single.decode(String.self)
+      } catch DecodingError.typeMismatch {
+      } catch {
+        message =
+          "a string that is not valid UTF-8 (a byte sequence that is not UTF-8, or a \\u escape of half a surrogate pair such as \\ud800)"
+      }
       throw JSONValue.ParseError(
-        message: "a number out of range (beyond ±1.8e308, such as 1e999)",
+        message: message,
         path: decoder.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue })
     }
   }
