@@ -25,12 +25,37 @@ struct trips_mhd_settings {
   void *completed_context;
 };
 
+/// The per-request pointer `trips_mhd_raw_target` gives a request whose raw target holds an
+/// encoded NUL (`%00`), which libmicrohttpd would decode and cut the path or value at: address
+/// 1, which no object has (the server's own per-request pointers are aligned objects).
+#define TRIPS_MHD_NUL_TARGET ((void *)(uintptr_t)1)
+
+/// libmicrohttpd's URI log callback: sees the request target before it is decoded. Returns
+/// the marker for a target holding `%00`, else NULL (the per-request pointer starts empty).
+static inline void *trips_mhd_raw_target(void *context, const char *uri,
+                                        struct MHD_Connection *connection) {
+  (void)context;
+  (void)connection;
+  for (const char *p = uri; p && p[0] && p[1] && p[2]; p++) {
+    if (p[0] == '%' && p[1] == '0' && p[2] == '0') return TRIPS_MHD_NUL_TARGET;
+  }
+  return NULL;
+}
+
+/// Whether a per-request pointer is the marker of a target with `%00`.
+static inline int trips_mhd_is_nul_target(const void *pointer) {
+  return pointer == TRIPS_MHD_NUL_TARGET;
+}
+
 /// Starts a daemon with `settings`; NULL on failure (errno tells why, when it can).
 static inline struct MHD_Daemon *trips_mhd_start(
     const struct trips_mhd_settings *settings, MHD_AccessHandlerCallback handler,
     void *handler_context) {
   struct MHD_OptionItem options[16];
   int count = 0;
+  // Every daemon checks raw targets for `%00` (see trips_mhd_raw_target).
+  options[count++] =
+      (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)trips_mhd_raw_target, NULL};
   if (settings->address)
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)settings->address};
   if (settings->connection_limit)

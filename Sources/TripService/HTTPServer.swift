@@ -286,6 +286,10 @@ final class HTTPServer: Sendable {
     upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
     requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
   ) -> MHD_Result {
+    // A target with `%00` (marked before it was decoded) is treated as a first call that is
+    // refused: its path or values would be cut at the NUL.
+    let nulTarget = trips_mhd_is_nul_target(requestContext.pointee) != 0
+    if nulTarget { requestContext.pointee = nil }
     guard let pointer = requestContext.pointee else {
       // The headers have arrived; the body (if any) follows in later calls. Whatever refuses
       // the request from its headers does so now, before a byte of the body is read.
@@ -297,7 +301,10 @@ final class HTTPServer: Sendable {
       let state = RequestState(request: request)
       requestsInFlight.add(1, ordering: .relaxed)
       requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
-      if let problem = Self.framingProblem(version: version, headers: headers, query: request.query)
+      if let problem =
+        nulTarget
+        ? "The request target holds a NUL character (%00); remove it."
+        : Self.framingProblem(version: version, headers: headers, query: request.query)
       {
         // The connection is closed after it: what follows it cannot be trusted to be framed.
         var response = ServiceError.response(status: 400, description: problem)
@@ -549,7 +556,9 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { context in
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
-  guard let requestContext, let pointer = requestContext.pointee else { return }
+  guard let requestContext, let pointer = requestContext.pointee,
+    trips_mhd_is_nul_target(pointer) == 0
+  else { return }
   let state = Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).takeRetainedValue()
   requestContext.pointee = nil
   if let context {

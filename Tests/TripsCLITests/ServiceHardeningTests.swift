@@ -760,8 +760,13 @@ struct HTTPRulesTests {
     let (code, answer) = try status(
       server, "GET \(server.url)/collections/trips/items?limit=1 HTTP/1.1\r\nHost: a\r\n\r\n")
     #expect(code == 200, "\(answer.prefix(300))")
-    for query in ["q=Accra%00zzz", "bbox=-180,-90,180,90%00junk", "limit=5%00abc"] {
-      let reply = try server.request("GET", "/collections/trips/items?" + query)
+    for target in [
+      "/collections/trips/items?q=Accra%00zzz",
+      "/collections/trips/items?bbox=-180,-90,180,90%00junk",
+      "/collections/trips/items?limit=5%00abc", "/collections%00/trips", "/map%00",
+    ] {
+      let reply = try server.request("GET", target)
+      let query = target
       #expect(reply.status == 400, "\(query): \(reply.text)")
       #expect(reply.text.contains("NUL"), "\(query): \(reply.text)")
     }
