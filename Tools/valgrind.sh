@@ -67,8 +67,16 @@ feature='{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"prop
 codes=""
 for path in / /api "/collections/trips" "/collections/trips/items?bbox=170,-30,-170,0&limit=5" \
   "/collections/trips/items?limit=x" /nothing "/collections/trips/bounds?crs=EPSG:3035" \
-  "/collections/trips/sections"; do
+  "/collections/trips/sections" "/collections%00/trips" "/collections/trips/items?q=a%00b"; do
   codes+="$(curl -s -o /dev/null -w '%{http_code}' "$url$path") "
+done
+# Requests refused for their framing before the body (two Content-Lengths, a coding that does
+# not end in chunked): 400 and the connection closed.
+for framing in 'Content-Length: 3\r\nContent-Length: 5' 'Transfer-Encoding: gzip'; do
+  exec 4<>"/dev/tcp/127.0.0.1/${url##*:}"
+  printf "POST /changes HTTP/1.1\r\nHost: x\r\n$framing\r\n\r\nabcde" >&4
+  codes+="$(timeout 5 head -c 12 <&4 | cut -c10-12) "
+  exec 4<&-
 done
 codes+="$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
   -H 'Content-Type: application/geo+json' --data "$feature" "$url/collections/trips/items") "
@@ -80,6 +88,8 @@ codes+="$(head -c 17000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X
 "$bin/trips-generate" --count 20000 --output "$work/burst.csv" 2>/dev/null
 exec 3<>"/dev/tcp/127.0.0.1/${url##*:}"
 printf 'GET /collections/trips/items/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n' >&3
+# The stream's feed is made before the import commits (valgrind is slow to answer).
+sleep 10
 "$bin/trips" import "$work/burst.csv" --store "$work/trips.sqlite" >/dev/null
 # It is given time (valgrind is slow), then read: a reset connection fails at once.
 sleep 60
@@ -89,6 +99,17 @@ kill -TERM "$server"
 wait "$server" || true
 check_log "trips serve" "$work/serve.err" \
   ": statuses $codes, a stalled stream client ($dropped: 1 is a reset, 124 still open), SIGTERM"
+
+# libmicrohttpd with TLS material it refuses: a certificate and a key that is not its own. The
+# daemon that fails to start, and the plain one started to tell why, are both freed.
+if command -v openssl >/dev/null; then
+  for n in 1 2; do
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key$n.pem" -out "$work/cert$n.pem" \
+      -days 1 -subj /CN=localhost 2>/dev/null
+  done
+  run "trips serve with a key that is not the certificate's" "$bin/trips" serve --port 0 \
+    --tls-cert "$work/cert1.pem" --tls-key "$work/key2.pem" --store "$work/trips.sqlite"
+fi
 
 # libpq: the PostgreSQL engine under memcheck, against a throwaway cluster (initdb and pg_ctl
 # from Debian's postgresql, as the postgres user when run as root, since the server refuses

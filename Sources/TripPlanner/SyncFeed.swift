@@ -219,7 +219,7 @@ extension TripStore {
 
   /// Applies a feed, idempotently, recording this store's author (so that a feed exported with
   /// `excludingAuthor` does not send the changes back) and the time each change was made at its
-  /// source (``ModelContext/historyTimestamp``), so that this store's history, and the feeds it
+  /// source (`ModelContext.historyTimestamp`), so that this store's history, and the feeds it
   /// gives others, say when a change was made, not when it arrived.
   ///
   /// Conflicts: **the last change wins, by the time it was made, deletes included**, on every

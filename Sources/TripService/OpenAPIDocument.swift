@@ -281,7 +281,15 @@ enum OpenAPIDocument {
                 response(
                   "text/event-stream: events insert and update (a Feature), delete ({id}), reset (every matching trip), with id = the history token.",
                   "text/event-stream")
-              ))
+              ),
+              extra: [
+                (
+                  "503",
+                  response(
+                    "The server follows its maximum of distinct live queries (--live-queries); join a followed one or retry after Retry-After.",
+                    "application/json")
+                )
+              ])
           )
         ])
       ),
@@ -298,7 +306,15 @@ enum OpenAPIDocument {
                 response(
                   "text/event-stream: events 'bounds' with id = the history token, data = the bounds document; a comment every 15 s.",
                   "text/event-stream")
-              ))
+              ),
+              extra: [
+                (
+                  "503",
+                  response(
+                    "The server follows its maximum of distinct live queries (--live-queries); join a followed one or retry after Retry-After.",
+                    "application/json")
+                )
+              ])
           )
         ])
       ),
