@@ -31,12 +31,14 @@ struct trips_mhd_settings {
 #define TRIPS_MHD_NUL_TARGET ((void *)(uintptr_t)1)
 
 /// libmicrohttpd's URI log callback: sees the request target before it is decoded. Returns
-/// the marker for a target holding `%00`, else NULL (the per-request pointer starts empty).
+/// the marker for a target whose path holds `%00`, else NULL (the per-request pointer starts
+/// empty). Query values keep their NUL when decoded (their lengths are known), and are
+/// refused by name.
 static inline void *trips_mhd_raw_target(void *context, const char *uri,
                                         struct MHD_Connection *connection) {
   (void)context;
   (void)connection;
-  for (const char *p = uri; p && p[0] && p[1] && p[2]; p++) {
+  for (const char *p = uri; p && p[0] && p[0] != '?' && p[1] && p[2]; p++) {
     if (p[0] == '%' && p[1] == '0' && p[2] == '0') return TRIPS_MHD_NUL_TARGET;
   }
   return NULL;

@@ -46,7 +46,8 @@ final class BoundsStreams: Sendable {
     /// Called when the follower fails: the owner forgets the feed.
     let onFailure = Mutex<(@Sendable () -> Void)?>(nil)
 
-    /// The feed of `descriptor`'s trips as they are in `store` at `token`: O(n) to read them.
+    /// The feed of `descriptor`'s trips as they are in `store` at `token`: O(n) to read their
+    /// keys and coordinates as values, no models (models only for a query SQL cannot finish).
     init(
       descriptor: FetchDescriptor<Trip>, projection: Projection, store: TripStore,
       token: HistoryToken
@@ -54,11 +55,20 @@ final class BoundsStreams: Sendable {
       self.descriptor = descriptor
       self.projection = projection
       var coordinates: [Int64: Coordinate] = [:]
-      for trip in try store.context.fetch(descriptor) {
-        guard let key = store.context.persistentIdentifier(for: trip)?.primaryKey else {
-          continue
+      do {
+        try store.context.enumerateValues(descriptor, [\Trip.latitude, \Trip.longitude]) { row in
+          coordinates[row.identifier.primaryKey] = Coordinate(
+            latitude: try row.value(Double.self, at: 0),
+            longitude: try row.value(Double.self, at: 1))
         }
-        coordinates[key] = Coordinate(latitude: trip.latitude, longitude: trip.longitude)
+      } catch let error as PersistenceError where error.code == .unsupportedPredicate {
+        coordinates = [:]
+        for trip in try store.context.fetch(descriptor) {
+          guard let key = store.context.persistentIdentifier(for: trip)?.primaryKey else {
+            continue
+          }
+          coordinates[key] = Coordinate(latitude: trip.latitude, longitude: trip.longitude)
+        }
       }
       var cover = CoordinateCover(coordinates.values)
       let points = projection.isWebMercator ? nil : projection.pointCover(coordinates.values)

@@ -303,7 +303,7 @@ final class HTTPServer: Sendable {
       requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
       if let problem =
         nulTarget
-        ? "The request target holds a NUL character (%00); remove it."
+        ? "The request path holds a NUL character (%00); remove it."
         : Self.framingProblem(version: version, headers: headers, query: request.query)
       {
         // The connection is closed after it: what follows it cannot be trusted to be framed.
