@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Turns every ```swift block of README.md and of the DocC articles into a file of the
+# Turns every ```swift block of README.md, of Documentation/*.md and of the DocC articles into a file of the
 # ExamplesTests target, so that `swift test` compiles every example and none can drift.
 #
 #   Tools/examples.sh           write Tests/ExamplesTests/Example*.swift
@@ -19,7 +19,7 @@ output=$target
 if [ "${1:-}" = "--check" ]; then output=$(mktemp -d); fi
 mkdir -p "$output"
 rm -f "$output"/Example*.swift
-pages=(README.md $(find Sources -path '*.docc/*.md' | LC_ALL=C sort))
+pages=(README.md $(find Documentation -name '*.md' | LC_ALL=C sort) $(find Sources -path '*.docc/*.md' | LC_ALL=C sort))
 count=0
 for page in "${pages[@]}"; do
   name=$(basename "$page" .md | tr -cd 'A-Za-z0-9')

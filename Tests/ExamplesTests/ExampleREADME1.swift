@@ -2,31 +2,53 @@
 // then run Tools/examples.sh.
 
 import Foundation
+import Observation
 import Persistence
-import TripPlanner
+
+@Observable final private class Trip: PersistentModel {
+  var id = UUID()
+  var name = ""
+  var destination = ""
+  var startDate = Date()
+  init() {}
+  static let schema = ModelSchema<Trip>(
+    "trips",
+    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
+    .attribute(\.name, "name"),
+    .attribute(\.destination, "destination", .indexed),
+    .attribute(\.startDate, "start_date", .indexed))
+}
 
 private func exampleREADME1() async throws {
-  let data = Data()
-  let lastToken: HistoryToken? = nil
-  let other = try TripStore(inMemoryWithAuthor: "sync")
 
-  let store = try TripStore(url: TripStore.defaultURL(), author: "my-service")
-  let trip = try store.add(
-    TripRecord(
-      name: "Cherry blossoms", destination: "Kyoto", startDate: TripDates.parse("2027-04-01")!,
-      endDate: TripDates.parse("2027-04-07")!, latitude: 35.0116, longitude: 135.7681,
-      placeIdentifier: "geonames:1857910"))
-  let kyoto = try store.trips(TripQuery(destination: "Kyoto"))
-  let sections = try store.sections(TripQuery(search: "zurich"))  // grouped by destination
-  try store.update(trip.id.uuidString) { $0.name = "Hanami" }
-  let records = try TripFileFormat.csv.decode(data, file: "trips.csv")  // every bad row at once
-  try store.importRecords(records)  // all or nothing
-  let feed = try store.changeFeed(after: lastToken, excludingAuthor: "sync")
-  try other.apply(feed)  // idempotent; the last change of each trip wins
-  _ = store
+  // 1. Declare a model: an @Observable final class with a schema of key paths.
+
+  // 2. Open a store and a context.
+  let container = try ModelContainer(
+    for: Trip.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "trips.sqlite")))
+  let context = ModelContext(container)
+  context.author = "planner"
+
+  // 3. Insert and save: one SQLite transaction, recorded in history.
+  let trip = Trip()
+  trip.name = "Cherry blossoms"
+  trip.destination = "Kyoto"
+  context.insert(trip)
+  try context.save()
+
+  // 4. Fetch with a predicate and sorts (run in SQL), grouped by destination, and read history.
+  let text = "blossom"
+  let sections = try context.fetch(
+    FetchDescriptor<Trip>(
+      predicate: #Predicate { $0.name.localizedStandardContains(text) },
+      sortBy: [SortDescriptor(\.startDate)]),
+    sectionBy: \.destination)
+  for section in sections { print(section.id, section.count) }
+  let changes = try context.fetchHistory(HistoryDescriptor(authors: ["planner"]))
+  _ = container
+  _ = context
   _ = trip
-  _ = kyoto
+  _ = text
   _ = sections
-  _ = records
-  _ = feed
+  _ = changes
 }

@@ -25,9 +25,13 @@ struct ReadmeExamplesTests {
   }
 
   /// The marked blocks of README, as steps.
+  /// README and the documents it points to for the whole of each part.
+  static let pages = ["README.md", "Documentation/CLI.md", "Documentation/Service.md"]
+
   static func blocks() throws -> [[Step]] {
-    let text = try String(
-      contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    let text = try pages.map {
+      try String(contentsOf: repositoryRoot.appendingPathComponent($0), encoding: .utf8)
+    }.joined(separator: "\n")
     var blocks: [[Step]] = []
     var marked = false
     var current: [Step]?
