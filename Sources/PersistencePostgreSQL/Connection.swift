@@ -405,8 +405,11 @@ final class Connection: StoreConnection {
     _ statement: any StoreStatement, count: Int, answer: BatchAnswer,
     binding: (Int) throws -> Void
   ) throws -> [Int64?] {
-    // Every statement of this connection is one of ours.
-    let statement = unsafeDowncast(statement as AnyObject, to: Statement.self)
+    // Every statement of this connection is one of ours (it made them); a foreign one is a
+    // programming error, caught here in every build rather than read as ours.
+    guard let statement = statement as? Statement else {
+      preconditionFailure("runBatch was given a statement this PostgreSQL connection did not make")
+    }
     // One run gains nothing from a pipeline: it runs as any statement does.
     guard count > 1 else {
       return try runInTurn(statement, count: count, answer: answer, binding: binding)

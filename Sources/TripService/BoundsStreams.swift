@@ -30,7 +30,7 @@ final class BoundsStreams: Sendable {
     /// The clients of one viewport and padding, with the parameters they render with and
     /// their last event.
     struct View {
-      var parameters: FeaturesAPI.BoundsParametersBox
+      var parameters: FeaturesAPI.BoundsParameters
       var clients: [ObjectIdentifier: HTTPStream] = [:]
       var lastEvent: String?
     }
@@ -111,7 +111,7 @@ final class BoundsStreams: Sendable {
         else { return }
         state.report = report
         for (viewID, var view) in state.views {
-          let event = Self.render(report, view.parameters.value, token: transaction.token)
+          let event = Self.render(report, view.parameters, token: transaction.token)
           guard event != view.lastEvent else { continue }
           view.lastEvent = event
           state.views[viewID] = view
@@ -160,14 +160,14 @@ final class BoundsStreams: Sendable {
 
   /// A stream for the request's query: the current report now, then one event per change of
   /// it. Throws 503 when the query is new and ``StreamSettings/maximumFeeds`` are followed.
-  func open(request: HTTPRequest, parameters: FeaturesAPI.BoundsParametersBox) throws
+  func open(request: HTTPRequest, parameters: FeaturesAPI.BoundsParameters) throws
     -> HTTPStream
   {
     let items = request.query.map { "\($0.name)=\($0.value)" }
     let key = items.filter { !Self.viewNames.contains(String($0.prefix { $0 != "=" })) }
       .sorted().joined(separator: "&")
     let viewID =
-      parameters.value.viewport.map { "\($0.width)x\($0.height)+\(parameters.value.padding)" }
+      parameters.viewport.map { "\($0.width)x\($0.height)+\(parameters.padding)" }
       ?? ""
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
@@ -177,9 +177,9 @@ final class BoundsStreams: Sendable {
           "This server follows \(settings.maximumFeeds) distinct live bounds queries, its maximum; join one of them (the same filters and crs), or try again later."
         )
       }
-      var descriptor = parameters.value.parsed.unpaged.fetchDescriptor
+      var descriptor = parameters.parsed.unpaged.fetchDescriptor
       descriptor.sortBy = []
-      let projection = parameters.value.projection
+      let projection = parameters.projection
       let feed = try follower.subscribe { store, token in
         try Feed(descriptor: descriptor, projection: projection, store: store, token: token)
       }
@@ -201,7 +201,7 @@ final class BoundsStreams: Sendable {
       stream.send("retry: 2000\n\n")
       var view = state.views[viewID] ?? Feed.View(parameters: parameters)
       if view.lastEvent == nil {
-        view.lastEvent = Feed.render(state.report, view.parameters.value, token: state.last)
+        view.lastEvent = Feed.render(state.report, view.parameters, token: state.last)
       }
       if let event = view.lastEvent { stream.send(event) }
       view.clients[id] = stream

@@ -84,19 +84,13 @@ extension FeaturesAPI {
     return .object(members)
   }
 
-  /// The parameters, shareable across threads (a Projection is Sendable; the rest are values).
-  final class BoundsParametersBox: @unchecked Sendable {
-    let value: BoundsParameters
-    init(_ value: BoundsParameters) { self.value = value }
-  }
-
   /// `GET /collections/trips/bounds/stream`: the bounds document now and after every change
   /// that alters it, as Server-Sent Events (see ``BoundsStreams``). Same parameters as
   /// `bounds`.
   func boundsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parameters = try boundsParameters(request)
     if request.method == "HEAD" { return Self.streamResponse(nil) }
-    let stream = try streams.open(request: request, parameters: BoundsParametersBox(parameters))
+    let stream = try streams.open(request: request, parameters: parameters)
     return Self.streamResponse(stream)
   }
 

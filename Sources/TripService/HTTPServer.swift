@@ -612,6 +612,7 @@ struct SocketAddress: CustomStringConvertible {
   }
 }
 
-// The daemon pointer is only touched under the mutex; the server's other stored properties are
-// immutable and Sendable.
+// SAFETY: a request's state is reached only from libmicrohttpd's calls for its connection
+// (the access handler's calls and the completion callback), which libmicrohttpd makes on one
+// thread at a time for a connection; nothing else keeps a reference to it.
 extension HTTPServer.RequestState: @unchecked Sendable {}

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The predicate and sort descriptors are translated to SQL (see ``ModelContext/fetch(_:)``);
 /// anything that cannot be translated throws rather than filtering in memory.
-public struct FetchDescriptor<Model: PersistentModel>: @unchecked Sendable {
+public struct FetchDescriptor<Model: PersistentModel>: Sendable {
   /// Which models to fetch; nil for all.
   public var predicate: Predicate<Model>? {
     didSet { predicateParts = predicate.map(PredicateParts.init) }

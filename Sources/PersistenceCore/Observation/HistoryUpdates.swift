@@ -60,11 +60,10 @@ extension ModelContainer {
           return
         }
       }
-      let held = UncheckedSendable((subscription, lease))
-      continuation.onTermination = { _ in
+      continuation.onTermination = { [lease] _ in
         finished.store(true, ordering: .relaxed)
-        held.value.0.cancel()
-        held.value.1?.cancel()
+        subscription.cancel()
+        lease?.cancel()
       }
       drain()
     }

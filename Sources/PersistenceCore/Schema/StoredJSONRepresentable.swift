@@ -206,7 +206,8 @@ enum StoredJSONDirect {
     var buffer: [UInt8] = []
     buffer.reserveCapacity(64)
     var writer = StoredJSONObjectWriter(into: buffer)
-    // Value is Direct: the metatype cast above succeeded for this very type.
+    // SAFETY: Value is Direct: the metatype cast above succeeded for this very type.
+    assert(Value.self == Direct.self)
     unsafeBitCast(value, to: Direct.self).writeStoredJSON(to: &writer)
     guard let bytes = writer.finish() else { return false }
     bytes.withUnsafeBytes(body)
@@ -228,6 +229,8 @@ enum StoredJSONDirect {
   ) -> Value? {
     guard let value = try? Direct(storedJSON: StoredJSONObjectReader(text: text, start: start))
     else { return nil }
-    return unsafeBitCast(value, to: Value.self)  // Direct is Value
+    // SAFETY: Direct is Value (the metatype cast in `read(_:_:at:)` succeeded for it).
+    assert(Value.self == Direct.self)
+    return unsafeBitCast(value, to: Value.self)
   }
 }
