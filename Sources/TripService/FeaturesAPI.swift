@@ -103,6 +103,20 @@ struct FeaturesAPI: Sendable {
   /// An error from below (the store, validation) as a response: invalid data is the client's
   /// (400), a store failure is the server's (500, with the reason but no internals).
   static func failure(_ error: any Error) -> HTTPResponse {
+    // A store that is busy (another writer held it past the busy timeout) or full is not a
+    // fault of the server's: 503 with Retry-After, and 507.
+    let persistence =
+      error as? PersistenceError ?? (error as? TripPlannerError)?.cause as? PersistenceError
+    if let persistence, persistence.code == .busy {
+      var response = ServiceError.response(
+        status: 503, description: "The store is busy: \(persistence.message) Try again shortly.")
+      response.headers.append(("Retry-After", "1"))
+      return response
+    }
+    if let persistence, persistence.code == .storeFull {
+      return ServiceError.response(
+        status: 507, description: "The store is full: \(persistence.message)")
+    }
     if let error = error as? TripPlannerError {
       switch error.code {
       case .invalidTrip, .invalidInput:

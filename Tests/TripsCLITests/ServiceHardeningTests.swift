@@ -980,3 +980,47 @@ struct MessagesNameTheCauseTests {
     }
   }
 }
+
+@Suite("Hardening: a busy store is 503, not a server fault")
+struct BusyStoreTests {
+  @Test(
+    "a write while another process holds the store's write lock past the busy timeout gets 503 with Retry-After, and goes through once the lock is let go"
+  )
+  func busyIs503() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let writer = "w:" + String(repeating: "busy-", count: 4)
+    let tokens = try tokenFile(in: scratch, writer)
+    let server = try ServerProcess(store: scratch.store, ["--token-file", tokens.path])
+    defer { _ = server.stop() }
+    // Another program takes the write lock and keeps it for 8 s (the busy timeout is 5 s).
+    let holder = Process()
+    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    holder.arguments = [
+      "-c",
+      "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(8); c.execute('ROLLBACK')",
+      scratch.store.path,
+    ]
+    let out = Pipe()
+    holder.standardOutput = out
+    try holder.run()
+    defer { holder.waitUntilExit() }
+    let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+    try #require(line.hasPrefix("locked"), "\(line)")
+    let headers = [
+      "Authorization: Bearer " + String(writer.split(separator: ":")[1]),
+      "Content-Type: application/geo+json",
+    ]
+    let busy = try server.request(
+      "POST", "/collections/trips/items", headers: headers, body: featureBody())
+    #expect(busy.status == 503, "\(busy.status) \(busy.text)")
+    #expect(busy.headers["retry-after"] == "1")
+    #expect(busy.text.contains("busy"), "\(busy.text)")
+    // Reads go on meanwhile (WAL), and the write goes through after the lock is let go.
+    #expect(try server.request("GET", "/collections/trips/items?limit=1").status == 200)
+    holder.waitUntilExit()
+    let done = try server.request(
+      "POST", "/collections/trips/items", headers: headers, body: featureBody())
+    #expect(done.status == 201, "\(done.text)")
+  }
+}
