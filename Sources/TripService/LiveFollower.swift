@@ -68,6 +68,11 @@ final class LiveFollower: Sendable {
   /// one read transaction with the token) and follows it from there: nothing committed after
   /// the token is missed, nothing before it is delivered. Starts following the store with the
   /// first feed.
+  ///
+  /// The follower's lock is held while `make` reads (O(trips its query matches), values, not
+  /// models), so deliveries to the other feeds wait that long: the price of a start that can
+  /// neither miss nor repeat a transaction. Lock order: a streams object's feeds, then this
+  /// follower, then a feed's own state; never the other way.
   func subscribe<Feed: LiveFeed>(_ make: (TripStore, HistoryToken) throws -> Feed) throws -> Feed {
     // Under the lock that `deliver` takes to pick its feeds: a transaction read before the
     // feed is made is older than its token (skipped by the feed), one read after reaches it.
