@@ -15,9 +15,11 @@ import TripPlanner
 /// coordinate by row key (about 60 bytes a trip) in a `CoordinateCover` (and, outside Web
 /// Mercator, a `ProjectedPointCover`). It is told of each transaction by the service's one
 /// ``LiveFollower`` (one observation of the store for every feed): a changed trip costs
-/// O(log n) plus the query's evaluation in Swift, with no rescan. Within a feed, clients that
-/// ask for the same viewport and padding share one rendering of each report: one rendering
-/// (and one camera fit) per distinct viewport per change, queued for each of its clients.
+/// O(log n) plus the query's evaluation in Swift, with no rescan. The report is made and sent
+/// on the feed's own queue, for the latest state when transactions come faster than that (as
+/// a results observer coalesces them). Within a feed, clients that ask for the same viewport
+/// and padding share one rendering of each report: one rendering (and one camera fit) per
+/// distinct viewport per publication, queued for each of its clients.
 ///
 /// Each event is `id: <history token>`, `event: bounds`, `data: <the bounds document>`; a
 /// comment every 15 s keeps idle connections (and proxies) alive and finds clients that left.
@@ -41,8 +43,15 @@ final class BoundsStreams: Sendable {
       var last: HistoryToken
       var report: BoundsReport
       var views: [String: View] = [:]
+      /// Whether a publication of the report is queued (changes before it runs share it).
+      var publishing = false
     }
     let state: Mutex<State>
+    /// Where the report is made and sent, off the follower's thread: the follower only moves
+    /// trips in the cover, so one feed's clients never hold up the other feeds' events, and a
+    /// burst of transactions is published as its latest report, as a results observer's
+    /// changes coalesce.
+    private let publisher = DispatchQueue(label: "trips.bounds-feed")
     /// Called when the follower fails: the owner forgets the feed.
     let onFailure = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -83,8 +92,8 @@ final class BoundsStreams: Sendable {
       state.withLock { $0.views.values.flatMap { $0.clients.values } }
     }
 
-    /// Moves each changed trip in or out of the cover, then, if the report changed, renders it
-    /// once per viewport and queues it for that viewport's clients.
+    /// Moves each changed trip in or out of the cover (O(log n) each), and queues a publication
+    /// of the report unless one is queued already.
     func process(
       _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
@@ -102,6 +111,17 @@ final class BoundsStreams: Sendable {
           state.cover.insert(coordinate)
           state.points?.insert(projection.projectIfPossible(coordinate))
         }
+        guard !state.publishing else { return }
+        state.publishing = true
+        publisher.async { [weak self] in self?.publish() }
+      }
+    }
+
+    /// Makes the report of the cover as it is now and, if it changed, renders it once per
+    /// viewport and queues it for that viewport's clients, with the last token as its id.
+    private func publish() {
+      state.withLock { state in
+        state.publishing = false
         // A box PROJ cannot project keeps the last report (as a BoundsController does).
         guard
           let report = try? BoundsReport(
@@ -111,7 +131,7 @@ final class BoundsStreams: Sendable {
         else { return }
         state.report = report
         for (viewID, var view) in state.views {
-          let event = Self.render(report, view.parameters, token: transaction.token)
+          let event = Self.render(report, view.parameters, token: state.last)
           guard event != view.lastEvent else { continue }
           view.lastEvent = event
           state.views[viewID] = view
