@@ -308,9 +308,9 @@ public final class ServerSync: Sendable {
       if result.applied + result.skipped > 0 { onEvent(.pushed(result)) }
     } catch {
       retry.withLock {
-        $0.next = .now + .milliseconds(Int($0.delay * 1000))
-        $0.delay = $0.pending ? min($0.delay * 2, 5) : 0.5
         $0.pending = true
+        $0.next = .now + .milliseconds(Int($0.delay * 1000))
+        $0.delay = min($0.delay * 2, 5)
       }
       onEvent(.failed(error))
     }

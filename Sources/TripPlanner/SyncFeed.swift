@@ -21,7 +21,7 @@ public struct FeedChange: Hashable, Sendable {
 extension FeedChange {
   /// A time to the millisecond, as feeds carry it and as conflicts compare it (a time read
   /// back from a feed is within a rounding error of a whole millisecond).
-  public static func milliseconds(_ date: Date) -> Int64 {
+  static func milliseconds(_ date: Date) -> Int64 {
     Int64((date.timeIntervalSince1970 * 1000).rounded())
   }
 
