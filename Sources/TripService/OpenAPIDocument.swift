@@ -69,6 +69,17 @@ enum OpenAPIDocument {
     ("406", response("Only JSON can be returned.", "application/json")),
   ]
 
+  /// The answers every write may get besides its own: the store busy or full.
+  static let writeErrors: [(String, JSONValue)] = [
+    (
+      "503",
+      response(
+        "The store is busy (another writer held it past its timeout), or the bodies being read take the server's memory for them; retry after Retry-After.",
+        "application/json")
+    ),
+    ("507", response("The store is full; nothing was written.", "application/json")),
+  ]
+
   static func operation(
     _ summary: String, _ id: String, parameters: [JSONValue] = [], ok: (String, JSONValue),
     extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false
@@ -76,7 +87,7 @@ enum OpenAPIDocument {
     var members: [(String, JSONValue)] = [
       ("summary", .string(summary)), ("operationId", .string(id)),
       ("parameters", .array(parameters)),
-      ("responses", .object([ok] + extra + errors)),
+      ("responses", .object([ok] + extra + errors + (secured ? writeErrors : []))),
     ]
     if body {
       members.append(
