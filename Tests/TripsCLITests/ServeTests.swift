@@ -645,29 +645,22 @@ struct ServeTests {
     #expect(clear.stderr.contains("--insecure-http"), "\(clear.stderr)")
     let badPort = try trips(["serve", "--port", "70000"], store: scratch.store)
     #expect(badPort.status == 64)
-    for value in ["0", "3601", "1.5", "x"] {
-      let keepAlive = try trips(["serve", "--keep-alive", value], store: scratch.store)
-      #expect(keepAlive.status == 64)
-      #expect(
-        keepAlive.stderr.hasPrefix(
-          "Error: Invalid value '\(value)' for '--keep-alive': expected whole seconds from 1 to 3600."
-        ), "\(keepAlive.stderr)")
-    }
-    for value in ["0", "10001", "-3", "1e3", "lots", ""] {
-      let live = try trips(["serve", "--live-queries", value], store: scratch.store)
-      #expect(live.status == 64)
-      #expect(
-        live.stderr.hasPrefix(
-          "Error: Invalid value '\(value)' for '--live-queries': expected a whole number from 1 to 10000."
-        ), "\(live.stderr)")
-    }
-    for value in ["0", "257", "-1", "2.5", "many", ""] {
-      let threads = try trips(["serve", "--threads", value], store: scratch.store)
-      #expect(threads.status == 64)
-      #expect(
-        threads.stderr.hasPrefix(
-          "Error: Invalid value '\(value)' for '--threads': expected a whole number from 1 to 256."
-        ), "\(threads.stderr)")
+    let numbers: [(option: String, values: [String], expected: String)] = [
+      ("--keep-alive", ["0", "3601", "1.5", "x"], "whole seconds from 1 to 3600"),
+      (
+        "--live-queries", ["0", "10001", "-3", "1e3", "lots", ""], "a whole number from 1 to 10000"
+      ),
+      ("--threads", ["0", "257", "-1", "2.5", "many", ""], "a whole number from 1 to 256"),
+    ]
+    for (option, values, expected) in numbers {
+      for value in values {
+        let run = try trips(["serve", option, value], store: scratch.store)
+        #expect(run.status == 64)
+        #expect(
+          run.stderr.hasPrefix(
+            "Error: Invalid value '\(value)' for '\(option)': expected \(expected)."),
+          "\(run.stderr)")
+      }
     }
   }
 

@@ -6,8 +6,8 @@ import Testing
   import Glibc
 #endif
 
-/// The classes of defects a hostile user found in sync: a push too big for one request, a
-/// push that failed once and was never tried again, and stores that stopped converging.
+/// Sync under hostile and careless use, by class: a push too big for one request, a push
+/// that fails before its server is up, and stores that must converge whatever the order.
 @Suite("Hardening: sync moves any amount, retries, and converges", .serialized)
 struct SyncHardeningTests {
   static let writer = "w:" + String(repeating: "sync-", count: 4)
