@@ -119,7 +119,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       })
     rowLayout = EntityLayout(
       layout: snapshotLayout, keyPaths: schema.attributes.map(\.keyPath),
-      coders: schema.attributes.map(\.coder))
+      coders: schema.attributes.map(\.coder), modelName: "\(Model.self)")
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {

@@ -57,8 +57,8 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
     throws -> Value
   {
     // The key path only for the debug check: in release builds it is never made.
-    assert(entity.isAttribute(count, keyPath))
-    let slot = self.slot(Value.self)
+    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    let slot = try self.slot(Value.self)
     let column = firstColumn + Int32(count)
     let value = try Value.read(from: row, at: column)
     slot?.store(copy value)
@@ -75,8 +75,8 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   public mutating func fault<Value: Codable & SendableMetatype>(
     _ keyPath: KeyPath<Model, Value?>
   ) throws -> CodableFault<Value> {
-    assert(entity.isAttribute(count, keyPath))
-    let slot = self.slot(CodableFault<Value>.self)
+    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    let slot = try self.slot(CodableFault<Value>.self)
     let coder = slots[count].coder(as: CodableColumn<Value>.self)
     let column = firstColumn + Int32(count)
     let loaded = try coder.fault(row, column, cache)
@@ -86,11 +86,12 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   }
 
   /// The next attribute's slot (nil without a snapshot), after checking that there is a next
-  /// attribute and that it holds `Value`, in every build.
+  /// attribute and that it holds `Value`, in every build (a trap, or the container's check's
+  /// error, see ``EntityLayout/misread(_:at:)``).
   @inlinable @inline(__always)
-  func slot<Value>(_: Value.Type) -> SnapshotSlot? {
+  func slot<Value>(_: Value.Type) throws -> SnapshotSlot? {
     guard count < slots.count, slots[count].type == ObjectIdentifier(Value.self) else {
-      entity.misread(Value.self, at: count)
+      try entity.misread(Value.self, at: count)
     }
     guard let snapshot else { return nil }
     return SnapshotSlot(
@@ -140,8 +141,8 @@ public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
     _ keyPath: KeyPath<Model, Value>, _ value: Value
   ) throws {
     // The key path only for the debug check: in release builds it is never made.
-    assert(entity.isAttribute(count, keyPath))
-    check(Value.self)
+    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    try check(Value.self)
     if let statement {
       try value.bind(to: statement, at: Int32(count + 1))
     } else {
@@ -158,8 +159,8 @@ public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
   public mutating func bind<Value: Codable & SendableMetatype>(
     _ keyPath: KeyPath<Model, Value?>, fault: CodableFault<Value>
   ) throws {
-    assert(entity.isAttribute(count, keyPath))
-    check(CodableFault<Value>.self)
+    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    try check(CodableFault<Value>.self)
     if let statement {
       let coder = slots[count].coder(as: CodableColumn<Value>.self)
       try coder.bind(fault, statement, Int32(count + 1))
@@ -177,11 +178,12 @@ public struct ModelRowBinder<Model: PersistentModel>: ~Copyable {
       type: slots[count].type)
   }
 
-  /// Checks, in every build, that there is a next attribute and that it holds `Value`.
+  /// Checks, in every build, that there is a next attribute and that it holds `Value` (a trap,
+  /// or the container's check's error, see ``EntityLayout/misbound(_:at:)``).
   @inlinable @inline(__always)
-  func check<Value>(_: Value.Type) {
+  func check<Value>(_: Value.Type) throws {
     guard count < slots.count, slots[count].type == ObjectIdentifier(Value.self) else {
-      entity.misbound(Value.self, at: count)
+      try entity.misbound(Value.self, at: count)
     }
   }
 }
@@ -210,8 +212,18 @@ final class EntityLayout: Sendable {
   nonisolated(unsafe) let keyPaths: [AnyKeyPath]
   /// Keeps the coders alive (the slots hold them unretained).
   let coders: [(AnyObject & Sendable)?]
+  /// The model type's name, for messages.
+  let modelName: String
+  /// Whether this layout serves the container's check of the row code
+  /// (``Entity/checkRowCode()``): a misread or misbind then throws instead of trapping.
+  @usableFromInline let isProbe: Bool
 
-  init(layout: SnapshotLayout, keyPaths: [AnyKeyPath], coders: [(AnyObject & Sendable)?]) {
+  init(
+    layout: SnapshotLayout, keyPaths: [AnyKeyPath], coders: [(AnyObject & Sendable)?],
+    modelName: String, isProbe: Bool = false
+  ) {
+    self.modelName = modelName
+    self.isProbe = isProbe
     let slots = UnsafeMutableBufferPointer<Slot>.allocate(capacity: keyPaths.count)
     for index in keyPaths.indices {
       slots.initializeElement(
@@ -227,25 +239,36 @@ final class EntityLayout: Sendable {
 
   deinit { UnsafeMutableBufferPointer(mutating: slots).deallocate() }
 
-  /// Whether attribute `index` is declared with `keyPath` (asserted in debug builds).
+  /// Whether attribute `index` is declared with `keyPath` (asserted in debug builds, except on
+  /// a probe layout, whose check compares the values read).
   @usableFromInline
   func isAttribute(_ index: Int, _ keyPath: AnyKeyPath) -> Bool {
     index < keyPaths.count && keyPaths[index] == keyPath
   }
 
-  /// Traps: a row binder bound attribute `index` as `Value`, which the schema does not declare.
+  /// A row binder bound attribute `index` as `Value`, which the schema does not declare: traps,
+  /// or throws on a probe layout (the container's check, which runs before any row is read).
   @usableFromInline
-  func misbound<Value>(_: Value.Type, at index: Int) -> Never {
-    preconditionFailure(
-      "A row binder bound \(Value.self) as attribute \(index) of \(slots.count), which the schema does not declare so; bind the attributes in the schema's order, once each."
+  func misbound<Value>(_: Value.Type, at index: Int) throws -> Never {
+    try refuse(
+      "its row binder binds \(Value.self) as attribute \(index + 1) of \(slots.count), which the schema does not declare so; bind the attributes in the schema's order, once each"
     )
   }
 
-  /// Traps: a row loader read attribute `index` as `Value`, which the schema does not declare.
+  /// A row loader read attribute `index` as `Value`, which the schema does not declare: traps,
+  /// or throws on a probe layout.
   @usableFromInline
-  func misread<Value>(_: Value.Type, at index: Int) -> Never {
-    preconditionFailure(
-      "A row loader read \(Value.self) as attribute \(index) of \(slots.count), which the schema does not declare so; read the attributes in the schema's order, once each."
+  func misread<Value>(_: Value.Type, at index: Int) throws -> Never {
+    try refuse(
+      "its row loader reads \(Value.self) as attribute \(index + 1) of \(slots.count), which the schema does not declare so; read the attributes in the schema's order, once each"
     )
+  }
+
+  /// Throws the schema error `why` on a probe layout; traps on any other (a fetch or save past
+  /// the container's check met code the check did not run: a programming error).
+  func refuse(_ why: String) throws -> Never {
+    let message = "The schema of \(modelName) is invalid: \(why)."
+    guard isProbe else { preconditionFailure(message) }
+    throw PersistenceError(code: .invalidValue, message: message)
   }
 }

@@ -79,8 +79,10 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// 387M instructions (callgrind). Registered models refreshed by a later fetch, and
   /// `ModelContext.rollback()`, still go through the key paths, so observers are told.
   ///
-  /// `make` must read each attribute exactly once, in order (a read out of order traps; a
-  /// missing read traps when `make` returns), and must not keep the row.
+  /// `make` must read each attribute exactly once, in order, and must not keep the row. The
+  /// container checks it when it opens (it loads probe rows whose columns tell each other
+  /// apart): a read out of order, of another type, missing or extra is a
+  /// ``PersistenceError/Code/invalidValue`` naming the attribute, before any row is read.
   @inlinable
   public func loading(_ make: @escaping @Sendable (inout ModelRow<Model>) throws -> Model)
     -> ModelSchema
@@ -105,11 +107,11 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// the model's snapshot. Updates, which bind only the changed attributes, still go through
   /// the declarations.
   ///
-  /// `bind` must bind each attribute exactly once, in order, with the attribute's value. A bind
-  /// of another type than the next attribute's traps in every build, and so does a missing one
-  /// when `bind` returns; a bind out of order between two attributes of one type traps in
-  /// debug builds (its key path is checked there). A failure to bind (a NaN) throws, naming
-  /// the attribute.
+  /// `bind` must bind each attribute exactly once, in order, with the attribute's value. The
+  /// container checks it when it opens, binding a model whose attributes tell each other
+  /// apart: a bind out of order, of another type, missing, extra or of another value is a
+  /// ``PersistenceError/Code/invalidValue`` naming the attribute. A failure to bind (a NaN)
+  /// throws, naming the attribute.
   ///
   /// ```swift
   /// .saving { trip, row in

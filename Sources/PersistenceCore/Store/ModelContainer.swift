@@ -54,9 +54,17 @@ public final class ModelContainer: Sendable {
   ) throws {
     self.configuration = configuration
     var entities: [ObjectIdentifier: EntityDescription] = [:]
+    var made: [ObjectIdentifier: any EntityOperations] = [:]
     var names = Set<String>()
-    for type in types {
+    func describe<Model: PersistentModel>(_ type: Model.Type) throws -> EntityDescription {
       let entity = try EntityDescription(type)
+      let operations = Entity<Model>()
+      try operations.checkRowCode()
+      made[ObjectIdentifier(type)] = operations
+      return entity
+    }
+    for type in types {
+      let entity = try describe(type)
       guard names.insert(entity.name.lowercased()).inserted else {
         throw PersistenceError(
           code: .invalidValue, message: "Two model types use the table name '\(entity.name)'.")
@@ -67,6 +75,7 @@ public final class ModelContainer: Sendable {
     store = try engine.openStore(
       configuration, entities: entities.values.sorted { $0.name < $1.name })
     storeIdentifier = store.identifier
+    operations.withLock { $0 = made }
   }
 
   /// A new connection to the store; `cacheSizeKiB` overrides the configuration's page cache
