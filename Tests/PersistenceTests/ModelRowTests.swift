@@ -197,6 +197,25 @@ import Testing
   }
 }
 
+/// A loader that swaps the first and third of three strings: their columns hold the same
+/// probe value in the first round (bit 0 of 1 and of 3), and differ only in the second.
+@Observable final class FarSwappedNote: PersistentModel {
+  var a = ""
+  var b = ""
+  var c = ""
+  init() {}
+  static let schema = ModelSchema<FarSwappedNote>(
+    "notes", .attribute(\.a, "a"), .attribute(\.b, "b"), .attribute(\.c, "c")
+  )
+  .loading { row in
+    let note = FarSwappedNote()
+    note.c = try row.next(\.a)
+    note.b = try row.next(\.b)
+    note.a = try row.next(\.c)
+    return note
+  }
+}
+
 /// A binder that binds one attribute's value as another of the same type.
 @Observable final class CrossBoundNote: PersistentModel {
   var key = ""
@@ -409,6 +428,10 @@ struct ModelRowTests {
     #expect(
       refusal(SwappedNote.self)
         == "The schema of SwappedNote is invalid: its row loader does not fill the attribute 'key' from its own column; read the attributes in the schema's order, once each."
+    )
+    #expect(
+      refusal(FarSwappedNote.self)
+        == "The schema of FarSwappedNote is invalid: its row loader does not fill the attribute 'a' from its own column; read the attributes in the schema's order, once each."
     )
     #expect(
       refusal(MisorderedNote.self)

@@ -269,6 +269,6 @@ final class EntityLayout: Sendable {
   func refuse(_ why: String) throws -> Never {
     let message = "The schema of \(modelName) is invalid: \(why)."
     guard isProbe else { preconditionFailure(message) }
-    throw PersistenceError(code: .invalidValue, message: message)
+    throw RowCodeRefusal(error: PersistenceError(code: .invalidValue, message: message))
   }
 }

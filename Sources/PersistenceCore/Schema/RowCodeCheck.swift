@@ -20,22 +20,30 @@ extension Entity {
   ///
   /// Cost: a few loads and binds of one row per model type, once per container.
   ///
+  /// - Parameter defaultValues: Each attribute's value in a new model, as
+  ///   ``EntityDescription`` found them.
   /// - Throws: ``PersistenceError/Code/invalidValue`` naming the model and the attribute.
-  func checkRowCode() throws {
+  func checkRowCode(defaultValues: [SQLValue]) throws {
     guard schema.loader != nil || schema.binder != nil else { return }
+    do {
+      try probeRowCode(defaultValues: defaultValues)
+    } catch let refusal as RowCodeRefusal {
+      throw refusal.error
+    }
+  }
+
+  private func probeRowCode(defaultValues: [SQLValue]) throws {
     let attributes = schema.attributes
     let probeLayout = EntityLayout(
       layout: snapshotLayout, keyPaths: attributes.map(\.keyPath),
       coders: attributes.map(\.coder), modelName: "\(Model.self)", isProbe: true)
-    let defaults = Model()
-    let defaultValues = try attributes.map { try $0.value(defaults) }
     var rounds = 1
     while (1 << rounds) <= attributes.count { rounds += 1 }
     for round in 0..<rounds {
       let expected = attributes.indices.map { index in
         attributes[index].isCodable
           ? defaultValues[index]
-          : Self.probe(attributes[index].storageType, bit: (index + 1) >> round & 1 == 1)
+          : Self.probe(attributes[index].storageType, bit: ((index + 1) >> round) & 1 == 1)
       }
       let row = ProbeStatement(expected)
       var model: Model
@@ -43,10 +51,8 @@ extension Entity {
         var count = 0
         do {
           model = try loader(row, LoadCache(), 0, nil, probeLayout, &count)
-        } catch let error as PersistenceError
-          where error.message.hasPrefix("The schema of \(Model.self) is invalid")
-        {
-          throw error
+        } catch let refusal as RowCodeRefusal {
+          throw refusal
         } catch {
           continue
         }
@@ -96,6 +102,12 @@ extension Entity {
     case .blob: .blob(Data(repeating: bit ? 1 : 0, count: 16))
     }
   }
+}
+
+/// What a probe layout's ``EntityLayout/refuse(_:)`` throws: told from the errors a loader's
+/// own initializer throws, which do not refuse the schema.
+struct RowCodeRefusal: Error {
+  let error: PersistenceError
 }
 
 /// One row of values for ``Entity/checkRowCode()`` to load, and the parameters a binder binds

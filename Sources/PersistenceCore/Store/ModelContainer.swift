@@ -59,7 +59,7 @@ public final class ModelContainer: Sendable {
     func describe<Model: PersistentModel>(_ type: Model.Type) throws -> EntityDescription {
       let entity = try EntityDescription(type)
       let operations = Entity<Model>()
-      try operations.checkRowCode()
+      try operations.checkRowCode(defaultValues: entity.columns.map(\.defaultValue))
       made[ObjectIdentifier(type)] = operations
       return entity
     }
