@@ -29,6 +29,10 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let invalidValue = Code("invalidValue")
     /// A `.unique` attribute would be violated in a way an upsert cannot resolve.
     public static let uniqueConstraint = Code("uniqueConstraint")
+    /// A relationship would be broken: a ``DeleteRule/deny`` rule refused a delete, a row
+    /// would point to a row that does not exist (deleted in the same save, or by another
+    /// writer), or a related model belongs to another context.
+    public static let relationshipConstraint = Code("relationshipConstraint")
     /// The store is busy (locked by another writer) for longer than the busy timeout.
     public static let busy = Code("busy")
     /// A history token is older than the history the store keeps.

@@ -385,6 +385,15 @@ final class Connection: StoreConnection {
   /// Tombstone values are text: a bound value is cast as the insert's assignment cast it.
   var tombstoneValueParameter: String { "CAST(? AS text)" }
 
+  /// The keys as an array literal, cast to `bigint[]`.
+  func keyListCondition(_ column: String) -> String {
+    "\(column) = ANY(CAST(? AS bigint[]))"
+  }
+
+  func keyListText(_ keys: [Int64]) -> String {
+    "{" + keys.map(String.init).joined(separator: ",") + "}"
+  }
+
   /// Rows a save sends in one batch (``runBatch(_:count:answer:binding:)``): one round trip
   /// for up to this many. The answers to a batch of inserts or lookups (a key each, about
   /// 100 bytes with their messages) stay far below what the socket's buffers hold, so the
@@ -531,6 +540,7 @@ final class Connection: StoreConnection {
     let code: PersistenceError.Code
     switch sqlState {
     case "23505": code = .uniqueConstraint
+    case "23503": code = .relationshipConstraint
     case "40001", "40P01", "55P03": code = .busy
     case "25006": code = .readOnly
     case "53100": code = .storeFull

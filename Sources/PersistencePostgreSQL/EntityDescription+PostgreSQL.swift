@@ -25,12 +25,17 @@ extension EntityDescription {
 extension EntityDescription.Column {
   /// The column definition. Text compares by code point (`COLLATE "C"`: Swift's order of NFC
   /// text). A non-optional column gets the model's default value, so a column added later fills
-  /// existing rows with it.
+  /// existing rows with it; a to-one's key is a foreign key whose `ON DELETE` is the related
+  /// side's rule.
   var postgreSQLDefinition: String {
     var text = "\(quoted(name)) \(storageType.postgreSQLType)"
     if storageType == .text { text += " COLLATE \"C\"" }
     if !isOptional {
       text += " NOT NULL DEFAULT \(defaultValue.postgreSQLLiteral)"
+    }
+    if let reference {
+      text +=
+        " REFERENCES \(quoted(reference.table)) (\"_pk\") ON DELETE \(reference.onDelete.onDelete)"
     }
     return text
   }

@@ -162,6 +162,12 @@ final class Database: StoreConnection {
         message:
           "The store at \(path) is read-only. Check the permissions of the file and its folder.",
         cause: cause)
+    case SQLITE_CONSTRAINT where result == 787:  // SQLITE_CONSTRAINT_FOREIGNKEY
+      return PersistenceError(
+        code: .relationshipConstraint,
+        message:
+          "A relationship's foreign key failed: a row would point to a row that does not exist (deleted by another writer, or never saved), or a deleted row still has related rows. Nothing was saved.",
+        cause: cause)
     case SQLITE_CONSTRAINT:
       return PersistenceError(
         code: .uniqueConstraint, message: "A constraint failed: \(text).", cause: cause)

@@ -19,11 +19,16 @@ extension EntityDescription {
 
 extension EntityDescription.Column {
   /// The column definition. A non-optional column gets the model's default value, so a column
-  /// added later fills existing rows with it.
+  /// added later fills existing rows with it; a to-one's key is a foreign key whose `ON DELETE`
+  /// is the related side's rule (SQLite adds it to existing tables too, its default `NULL`).
   var definition: String {
     var text = "\(quoted(name)) \(storageType.rawValue)"
     if !isOptional {
       text += " NOT NULL DEFAULT \(defaultValue.sqlLiteral)"
+    }
+    if let reference {
+      text +=
+        " REFERENCES \(quoted(reference.table)) (\"_pk\") ON DELETE \(reference.onDelete.onDelete)"
     }
     return text
   }

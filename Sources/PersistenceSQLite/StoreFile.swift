@@ -163,14 +163,16 @@ enum StoreFile {
     return try Catalog(database: database).hasEverything(entities)
   }
 
-  /// Sets up a connection: busy timeout, cache, synchronous mode, and the SQL functions and
-  /// collations predicates use.
+  /// Sets up a connection: busy timeout, cache, synchronous mode, foreign keys enforced (so
+  /// relationships hold whichever connection writes), and the SQL functions and collations
+  /// predicates use.
   static func configure(_ database: Database, configuration: ModelConfiguration) throws {
     let timeout = configuration.busyTimeout.components
     let milliseconds = timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000
     sqlite3_busy_timeout(database.handle, Int32(clamping: milliseconds))
     try database.execute(
-      "PRAGMA cache_size = -\(max(configuration.cacheSizeKiB, 64)); PRAGMA synchronous = NORMAL")
+      "PRAGMA cache_size = -\(max(configuration.cacheSizeKiB, 64)); PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"
+    )
     if let pages = configuration.maximumPageCount {
       _ = try database.scalarInt("PRAGMA max_page_count = \(max(pages, 1))")
     }

@@ -75,6 +75,8 @@ final class CountingConnection: StoreConnection {
   }
   func lastIssuedHistoryToken() throws -> Int64 { try inner.lastIssuedHistoryToken() }
   var tombstoneValueParameter: String { inner.tombstoneValueParameter }
+  func keyListCondition(_ column: String) -> String { inner.keyListCondition(column) }
+  func keyListText(_ keys: [Int64]) -> String { inner.keyListText(keys) }
   func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String] {
     try inner.queryPlan(sql, bindings: bindings)
   }

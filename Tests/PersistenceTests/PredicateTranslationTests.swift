@@ -71,7 +71,7 @@ struct PredicateSQLTests {
       try sql(#Predicate { $0.blob.contains(where: { $0 == 1 }) })
     }
     #expect(error.code == .unsupportedPredicate)
-    #expect(error.message.contains("SequenceContainsWhere"))
+    #expect(error.message.contains("contains(where:) on a sequence that is not a to-many"))
   }
 
   /// The translator learns each node and constant type's conformances once and keeps them

@@ -40,6 +40,27 @@ protocol EntityOperations: AnyObject, Sendable {
   /// Decodes every value loaded lazily now (see ``CodableFault``), throwing the first failure,
   /// with its column.
   func resolve(_ model: AnyObject) throws
+  /// The model's relationships, as declared (empty for most models).
+  var relationships: [RelationshipInfo] { get }
+  /// Whether the model declares relationships.
+  var hasRelationships: Bool { get }
+}
+
+extension EntityOperations {
+  /// Gives each of `model`'s links the context it is registered in. O(relationships).
+  func attach(_ model: AnyObject, to context: ModelContext?) {
+    for relationship in relationships { relationship.link(model).context = context }
+  }
+
+  /// Attaches a model just loaded from the store: its to-ones whose inverse stores the key
+  /// become faults. O(relationships).
+  func attachLoaded(_ model: AnyObject, to context: ModelContext) {
+    for relationship in relationships {
+      let link = relationship.link(model)
+      link.context = context
+      link.faultFromStore(relationship)
+    }
+  }
 }
 
 /// The SQL a context runs for one entity, built once per entity rather than once per row.
@@ -98,28 +119,37 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let snapshotLayout: SnapshotLayout
   /// What a ``ModelRow`` reads through.
   let rowLayout: EntityLayout
+  /// How many columns the schema's loader and binder handle (the attributes); the keys of
+  /// to-ones that follow them are loaded and bound through their declarations.
+  let declaredCount: Int
+  let relationships: [RelationshipInfo]
+  let hasRelationships: Bool
 
   init() {
     let schema = Model.schema
     self.schema = schema
     name = schema.name
-    columnNames = schema.attributes.map(\.name)
-    uniqueIndexes = schema.attributes.indices.filter { schema.attributes[$0].isUnique }
-    preservedIndexes = schema.attributes.indices.filter {
-      schema.attributes[$0].preservesValueOnDeletion
+    let stored = schema.storedAttributes
+    declaredCount = schema.attributes.count
+    relationships = schema.relationships
+    hasRelationships = !schema.relationships.isEmpty
+    columnNames = stored.map(\.name)
+    uniqueIndexes = stored.indices.filter { stored[$0].isUnique }
+    preservedIndexes = stored.indices.filter {
+      stored[$0].preservesValueOnDeletion
     }
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
-    accesses = schema.attributes.map(\.access)
+    accesses = stored.map(\.access)
     snapshotLayout = SnapshotLayout(
-      schema.attributes.map {
+      stored.map {
         SnapshotLayout.Slot(
           size: $0.slotSize, alignment: $0.slotAlignment, type: $0.slotType,
           destroy: $0.destroySlot)
       })
     rowLayout = EntityLayout(
-      layout: snapshotLayout, keyPaths: schema.attributes.map(\.keyPath),
-      coders: schema.attributes.map(\.coder), modelName: "\(Model.self)")
+      layout: snapshotLayout, keyPaths: stored.map(\.keyPath),
+      coders: stored.map(\.coder), modelName: "\(Model.self)")
   }
 
   @inline(__always) private func cast(_ model: AnyObject) -> Model {
@@ -166,8 +196,13 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       throw error
     }
     precondition(
-      count == accesses.count,
-      "The row loader of \(Model.self) read \(count) of its \(accesses.count) attributes.")
+      count == declaredCount,
+      "The row loader of \(Model.self) read \(count) of its \(declaredCount) attributes.")
+    if declaredCount < accesses.count {
+      try loadKeys(
+        model, from: statement, firstColumn: firstColumn, cache: cache, snapshot: snapshot,
+        isInitialized: false)
+    }
     registration?.hasSnapshot = true
     return model
   }
@@ -186,8 +221,12 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
         throw error
       }
       precondition(
-        count == accesses.count,
-        "The row binder of \(Model.self) bound \(count) of its \(accesses.count) attributes.")
+        count == declaredCount,
+        "The row binder of \(Model.self) bound \(count) of its \(declaredCount) attributes.")
+      for index in declaredCount..<accesses.count {
+        _ = try accesses[index](
+          model, .record(snapshotLayout.slot(index, of: snapshot, isInitialized: existing != nil)))
+      }
       registration.hasSnapshot = true
       return
     }
@@ -281,8 +320,28 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       throw failure
     }
     precondition(
-      count == accesses.count,
-      "The row binder of \(Model.self) bound \(count) of its \(accesses.count) attributes.")
+      count == declaredCount,
+      "The row binder of \(Model.self) bound \(count) of its \(declaredCount) attributes.")
+    for index in declaredCount..<accesses.count {
+      try bind(model, attribute: index, to: statement, at: Int32(index + 1))
+    }
+  }
+
+  /// Loads the keys of the to-ones that store them, after the loader made `model` from the
+  /// attributes (into the snapshot too, when given).
+  private func loadKeys(
+    _ model: Model, from statement: any StoreRow, firstColumn: Int32, cache: LoadCache,
+    snapshot: UnsafeMutableRawPointer?, isInitialized: Bool
+  ) throws {
+    let row = BorrowedRow(statement)
+    let borrowedCache = BorrowedCache(cache)
+    for index in declaredCount..<accesses.count {
+      let slot = snapshot.map {
+        snapshotLayout.slot(index, of: $0, isInitialized: isInitialized)
+      }
+      _ = try accesses[index](
+        model, .load(row, firstColumn + Int32(index), borrowedCache, slot, true))
+    }
   }
 
   func value(_ model: AnyObject, attribute: Int) throws -> SQLValue {

@@ -25,14 +25,23 @@ extension ModelContext {
     var results: [AnyObject] = []
     if let kept = try keptRows(descriptor, entity: entity, database: database) {
       try forEachRow(descriptor, prepared: kept) { model, _ in results.append(model) }
+      if !descriptor.prefetching.keyPaths.isEmpty {
+        try prefetch(descriptor, of: results, entity: entity)
+      }
       return models(results, as: Model.self)
     }
     // One translation serves both the check for Swift's functions and the rows.
     let query = try Query(descriptor, schema: entity.schema, database: database)
     if let finished = try finishedInSwift(descriptor, query: query) {
+      if !descriptor.prefetching.keyPaths.isEmpty {
+        try prefetch(descriptor, of: finished.map(\.model), entity: entity)
+      }
       return finished.map(\.model)
     }
     try forEachRow(descriptor, query: query) { model, _ in results.append(model) }
+    if !descriptor.prefetching.keyPaths.isEmpty {
+      try prefetch(descriptor, of: results, entity: entity)
+    }
     return models(results, as: Model.self)
   }
 
@@ -551,7 +560,7 @@ extension ModelContext {
   }
 
   /// Runs `statement` with `bindings` and calls `body` with each row's registered model.
-  private func forEachRow<Model: PersistentModel>(
+  func forEachRow<Model: PersistentModel>(
     of statement: any StoreStatement, bindings: [SQLValue], entity: Entity<Model>,
     _ body: (Model, any StoreRow) -> Void
   ) throws {
@@ -624,6 +633,7 @@ extension ModelContext {
     }
     registration.primaryKey = primaryKey
     registration.isFresh = true
+    if entity.hasRelationships { entity.attachLoaded(registration.model, to: self) }
     index(registration)
     if allNew {
       table.appendUnindexed(registration)

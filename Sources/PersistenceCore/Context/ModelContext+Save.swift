@@ -23,6 +23,9 @@ extension ModelContext {
   /// costs three round trips a row; and so do changed rows (their updates, then their history
   /// rows), where they change the same attributes.
   public func save() throws {
+    let relates = container.hasRelationships
+    if relates { try prepareRelationships() }
+    defer { if relates { savingKeys = [:] } }
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
     for registration in savedRegistrations {
@@ -40,6 +43,15 @@ extension ModelContext {
     }
     let inserts = pendingInserts
     guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else { return }
+    // Rows that point to a model this save inserts are updated after the inserts.
+    var lateUpdates: [(Registration, [Int])] = []
+    if relates {
+      updates.removeAll { update in
+        guard waitsForInserts(update.0, changed: update.1) else { return false }
+        lateUpdates.append(update)
+        return true
+      }
+    }
     for registration in inserts
     where !container.entities.values.contains(where: { $0.name == registration.entity.name }) {
       throw PersistenceError(
@@ -68,7 +80,13 @@ extension ModelContext {
     }
     do {
       try writer.begin(author: author, timestamp: historyTimestamp ?? Date())
-      for delete in deletes.sorted(by: { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }) {
+      if relates {
+        deletes = try applyDeleteRules(
+          deletes, database: database, writer: writer, applied: &applied)
+      } else {
+        deletes.sort { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }
+      }
+      for delete in deletes {
         try deleteRow(delete.entity, key: delete.key, database: database, writer: writer)
         applied.deleted.append(delete)
       }
@@ -86,16 +104,35 @@ extension ModelContext {
       }
       var insertStatements: [PreparedKey: any StoreStatement] = [:]
       let limit = database.batchLimit
-      if limit > 1 {
-        try insertInBatches(
-          inserts, limit: limit, database: database, writer: writer,
-          statements: &insertStatements, applied: &applied)
-      } else {
-        for registration in inserts {
-          let (key, changed) = try insertRow(
-            registration, database: database, writer: writer, insertStatements: &insertStatements)
-          applied.inserted.append((registration, key, changed))
+      // Models after those they point to, each group's keys known to the next.
+      for group in relates ? orderedByRank(inserts) : [inserts] {
+        let first = applied.inserted.count
+        if limit > 1 {
+          try insertInBatches(
+            group, limit: limit, database: database, writer: writer,
+            statements: &insertStatements, applied: &applied)
+        } else {
+          for registration in group {
+            let (key, changed) = try insertRow(
+              registration, database: database, writer: writer,
+              insertStatements: &insertStatements)
+            applied.inserted.append((registration, key, changed))
+          }
         }
+        if relates {
+          for (registration, key, _) in applied.inserted[first...] {
+            savingKeys[ObjectIdentifier(registration.model)] = key
+          }
+        }
+      }
+      for (registration, _) in lateUpdates {
+        let key = registration.primaryKey!
+        let changed = registration.entity.changedIndexes(registration)
+        try updateRow(registration, key: key, attributes: changed, database: database)
+        try writer.record(
+          .update, entity: registration.entity.name, key: key,
+          attributes: changed.map { registration.entity.columnNames[$0] })
+        applied.updated.append((registration, key, changed))
       }
       if writer.changeCount == 0 {
         try database.rollback()
@@ -123,12 +160,24 @@ extension ModelContext {
     var updated: [(Registration, Int64, [Int])] = []
     /// Inserted rows, with the changed attributes when the insert updated an existing row.
     var inserted: [(Registration, Int64, [Int]?)] = []
+    /// Rows whose key column a delete rule set to `NULL` (``DeleteRule/nullify``).
+    var nullified:
+      [(entity: any EntityOperations, key: Int64, attribute: Int, registration: Registration?)] =
+        []
   }
 
   /// Bookkeeping after a successful commit: new snapshots, keys, unregistered deletes, and the
   /// notification to observers.
   private func finish(_ applied: AppliedChanges, writer: HistoryWriter) throws {
     var changes: [String: StoreChange.EntityChanges] = [:]
+    if container.hasRelationships {
+      try settleRelationships(applied)
+      for nullified in applied.nullified {
+        changes[nullified.entity.name, default: .init()].updated[nullified.key] = [
+          nullified.entity.columnNames[nullified.attribute]
+        ]
+      }
+    }
     for delete in applied.deleted {
       if let registration = delete.registration { unregister(registration) }
       changes[delete.entity.name, default: .init()].deleted.insert(delete.key)

@@ -207,6 +207,11 @@ public final class ModelContext {
   var pendingRowDeletes: [String: Set<Int64>] = [:]
   var entities: [ObjectIdentifier: any EntityOperations] = [:]
   private var database: (any StoreConnection)?
+  /// The keys rows inserted by the running save got, by model, until it finishes: what a
+  /// related model's ``ToOne`` binds before the commit gives the keys to the registrations.
+  var savingKeys: [ObjectIdentifier: Int64] = [:]
+  /// How many queries relationships ran to load faults (for tests of the query counts).
+  var relationshipQueryCount = 0
 
   /// What a kept query is kept by: its predicate's template (see ``PredicateTemplate``), what
   /// the query is, and for a fetch its order (each sort's key path, by identity, and
@@ -284,6 +289,7 @@ public final class ModelContext {
     let registration = Registration.make(model: model, entity: operations)
     index(registration)
     pendingInserts.append(registration)
+    if operations.hasRelationships { operations.attach(model, to: self) }
   }
 
   /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
@@ -346,6 +352,7 @@ public final class ModelContext {
       registration.isDeleted = false
       registration.entity.restore(registration)
     }
+    refaultRelationships()
   }
 
   /// Forgets every model: unsaved work is discarded (as by ``rollback()``) and the registered
@@ -355,6 +362,11 @@ public final class ModelContext {
   /// not grow with every row ever read. O(registered models).
   public func reset() {
     rollback()
+    if container.hasRelationships {
+      for registration in savedRegistrations where registration.entity.hasRelationships {
+        registration.entity.attach(registration.model, to: nil)
+      }
+    }
     rowTables = [:]
     objectIndex = nil
     pendingInserts = []

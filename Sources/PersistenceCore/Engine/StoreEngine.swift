@@ -103,6 +103,12 @@ public protocol StoreConnection: AnyObject {
   /// values: `?` where it keeps each value's own storage class (SQLite), a cast to the one
   /// type where it keeps them all as one (PostgreSQL's text).
   var tombstoneValueParameter: String { get }
+  /// A condition that the SQL `column` is one of a list of keys bound as one text parameter
+  /// (``keyListText(_:)``): what a prefetch binds any number of keys to, in one query, whatever
+  /// the engine's limit on parameters. By default SQLite's: a JSON array read by `json_each`.
+  func keyListCondition(_ column: String) -> String
+  /// The text the parameter of ``keyListCondition(_:)`` holds for `keys`.
+  func keyListText(_ keys: [Int64]) -> String
   /// How the engine would run `sql`, one line per step (for tests and tools that check that a
   /// query uses an index). Runs nothing.
   func queryPlan(_ sql: String, bindings: [SQLValue]) throws -> [String]
@@ -152,6 +158,16 @@ public enum BatchAnswer: Sendable {
 }
 
 extension StoreConnection {
+  /// `column IN (SELECT value FROM json_each(?))`.
+  public func keyListCondition(_ column: String) -> String {
+    "\(column) IN (SELECT value FROM json_each(?))"
+  }
+
+  /// The keys as a JSON array.
+  public func keyListText(_ keys: [Int64]) -> String {
+    "[" + keys.map(String.init).joined(separator: ",") + "]"
+  }
+
   /// Whether the engine runs the functions and the collation of ``StoreFunctions`` with Swift's
   /// exact answers (SQLite calls Swift itself). When it does not, queries that need them are
   /// narrowed in SQL and finished in Swift (see ``StoreFunctions``). True unless an engine says

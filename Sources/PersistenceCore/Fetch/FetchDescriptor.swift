@@ -35,6 +35,17 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
   public var fetchLimit: Int?
   /// Skip this many models first.
   public var fetchOffset: Int?
+  /// Relationships to load with the models, as SwiftData's: each in one query whatever the
+  /// number of models (their keys bound as one parameter), instead of one query per model
+  /// when each is first read. Key paths of relationships only (others throw
+  /// ``PersistenceError/Code/unsupportedPredicate``). Empty by default.
+  public var relationshipKeyPathsForPrefetching: [PartialKeyPath<Model>] {
+    get { prefetching.keyPaths.map { unsafeDowncast($0, to: PartialKeyPath<Model>.self) } }
+    set { prefetching.keyPaths = newValue }
+  }
+  /// The key paths of ``relationshipKeyPathsForPrefetching``, kept without the model's type:
+  /// a fetch asks whether there are any without the generic array's metadata.
+  @usableFromInline var prefetching: KeyPathList
 
   /// Creates a descriptor.
   ///
@@ -45,6 +56,7 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
   public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
     self.predicate = predicate
     self.sortBy = sortBy
+    prefetching = KeyPathList()
     if let predicate { predicateParts = PredicateParts(predicate) }
   }
 
@@ -180,4 +192,11 @@ public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessColle
 
   /// Appends `model`.
   mutating func append(_ model: Model) { models.append(model) }
+}
+
+/// Key paths, immutable values, shared between threads as they are.
+@usableFromInline
+struct KeyPathList: Sendable {
+  nonisolated(unsafe) var keyPaths: [AnyKeyPath] = []
+  @usableFromInline init() {}
 }

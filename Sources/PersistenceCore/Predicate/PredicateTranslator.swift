@@ -59,10 +59,111 @@ struct PredicateTranslator {
   /// that (`IS NULL` has no parameter), so a reuse checks it (``PredicateTemplate``).
   private(set) var boundLeaves: [(leaf: Int32, isNull: Bool)] = []
 
+  /// The model's relationships, which key paths may follow into other tables.
+  let relationships: [RelationshipInfo]
+  /// How many subqueries enclose what is being translated: inside one, the model's own
+  /// columns are named with its table (a subquery's table could have a column of that name).
+  var depth = 0
+  /// How many subquery names were made (`_r1`, `_r2` …), in translation order: the same for
+  /// every predicate of one shape.
+  var aliasCount = 0
+
   init<Model: PersistentModel>(schema: ModelSchema<Model>) {
     modelType = Model.self
     attributeIndexes = schema.attributeIndexes
     columns = schema.predicateColumns
+    relationships = schema.relationships
+    rootTable = schema.quotedName
+  }
+
+  /// The model's table, quoted.
+  let rootTable: String
+
+  /// A new name for a subquery's table.
+  mutating func nextAlias() -> String {
+    aliasCount += 1
+    return "\"_r\(aliasCount)\""
+  }
+
+  /// What following `relationship` from a row reaches. The row is the model's (`from` nil:
+  /// its table's columns, qualified) or a related one. A to-one that stores the key reaches
+  /// the row of that key; one whose inverse stores it, the row whose key column holds this
+  /// row's key; a to-many, the rows whose key column does.
+  ///
+  /// Cost: each step through a to-one is a subquery over a primary key or a unique index.
+  mutating func follow(_ relationship: RelationshipInfo, from row: RelatedRow?) throws
+    -> TranslatedExpression
+  {
+    let ownKey = row?.key ?? "\(rootTable).\"_pk\""
+    let table = relationship.predicateTable()
+    if relationship.storesKey {
+      let column = quoted(relationship.name)
+      let key: String
+      if let row {
+        if let alias = row.alias {
+          key = "\(alias).\(column)"
+        } else {
+          let alias = nextAlias()
+          key =
+            "(SELECT \(alias).\(column) FROM \(row.table.quotedName) AS \(alias) WHERE \(alias).\"_pk\" = \(row.key))"
+        }
+      } else {
+        key = "\(rootTable).\(column)"
+      }
+      return .related(RelatedRow(table: table, key: key, alias: nil))
+    }
+    guard let inverseColumn = relationship.keyColumn().map(quoted) else {
+      throw unsupported("the relationship '\(relationship.name)', whose inverse is not declared")
+    }
+    if relationship.kind == .toMany {
+      return .relatedMany(RelatedRows(table: table, column: inverseColumn, ownerKey: ownKey))
+    }
+    let alias = nextAlias()
+    let key =
+      "(SELECT \(alias).\"_pk\" FROM \(table.quotedName) AS \(alias) WHERE \(alias).\(inverseColumn) = \(ownKey))"
+    return .related(RelatedRow(table: table, key: key, alias: nil))
+  }
+
+  /// The attribute at `keyPath` of a related row: its column in the subquery's row, or a
+  /// subquery by the row's key (`NULL` when there is none).
+  mutating func attribute(_ keyPath: AnyKeyPath, of row: RelatedRow) throws
+    -> TranslatedExpression
+  {
+    if let relationship = row.table.relationship(keyPath) {
+      return try follow(relationship, from: row)
+    }
+    guard let column = row.table.column(keyPath) else {
+      throw unsupported(
+        "the key path \(keyPath) of \(row.table.modelName), which is not a stored attribute or relationship"
+      )
+    }
+    guard !column.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "The .codable attribute '\(column.name)' of \(row.table.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
+      )
+    }
+    if let alias = row.alias {
+      return .sql(SQLFragment("\(alias).\(column.quotedName)", canBeNull: column.isOptional))
+    }
+    let alias = nextAlias()
+    return .sql(
+      SQLFragment(
+        "(SELECT \(alias).\(column.quotedName) FROM \(row.table.quotedName) AS \(alias) WHERE \(alias).\"_pk\" = \(row.key))"
+      ))
+  }
+
+  /// `EXISTS` (or, `negated`, `NOT EXISTS`) over a to-many's rows matching `condition` (SQL
+  /// over `alias`), or all of them.
+  func exists(_ rows: RelatedRows, alias: String, condition: SQLFragment?, negated: Bool = false)
+    -> SQLFragment
+  {
+    var sql =
+      "\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(rows.table.quotedName) AS \(alias) WHERE \(alias).\(rows.column) = \(rows.ownerKey)"
+    if let condition { sql += " AND \(condition.sql)" }
+    sql += ")"
+    return SQLFragment(sql, condition?.bindings ?? [], isCondition: true, canBeNull: false)
   }
 
   /// The stored attribute at `keyPath`, if it is one: O(1).
@@ -195,6 +296,12 @@ struct PredicateTranslator {
         "(CASE WHEN \(fragment.sql) THEN 1 WHEN NOT \(fragment.sql) THEN 0 END)",
         fragment.bindings + fragment.bindings, canBeNull: fragment.canBeNull)
     case .row: throw unsupported("a comparison of whole models (compare an attribute instead)")
+    case .related(let row):
+      // Its key: compared with nil, whether there is a related row.
+      return SQLFragment(row.key, canBeNull: true)
+    case .relatedMany:
+      throw unsupported(
+        "a to-many relationship as a value (use contains(where:), isEmpty or count)")
     }
   }
 
@@ -227,7 +334,7 @@ struct PredicateTranslator {
     PersistenceError(
       code: .unsupportedPredicate,
       message:
-        "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty."
+        "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty; through relationships, key paths of to-ones and contains(where:), allSatisfy, count and isEmpty of to-manys."
     )
   }
 

@@ -107,4 +107,53 @@ enum TranslatedExpression {
   case row
   /// SQL computed per row. SQL `NULL` stands for Swift's `nil`; stored booleans are 0 and 1.
   case sql(SQLFragment)
+  /// Another model's row, reached through a relationship (see ``RelatedRow``).
+  case related(RelatedRow)
+  /// The rows of a to-many relationship (see ``RelatedRows``).
+  case relatedMany(RelatedRows)
+}
+
+/// What a predicate can read of one model type: its table, attributes and relationships.
+struct PredicateTable {
+  /// The table's name, quoted.
+  let quotedName: String
+  /// The model type's name, for errors.
+  let modelName: String
+  let attributeIndexes: [AnyKeyPath: Int]
+  let columns: [PredicateColumn]
+  let relationships: [RelationshipInfo]
+
+  init<Model: PersistentModel>(_ schema: ModelSchema<Model>) {
+    quotedName = schema.quotedName
+    modelName = "\(Model.self)"
+    attributeIndexes = schema.attributeIndexes
+    columns = schema.predicateColumns
+    relationships = schema.relationships
+  }
+
+  func column(_ keyPath: AnyKeyPath) -> PredicateColumn? {
+    attributeIndexes[keyPath].map { columns[$0] }
+  }
+
+  func relationship(_ keyPath: AnyKeyPath) -> RelationshipInfo? {
+    relationships.first { $0.keyPath == keyPath }
+  }
+}
+
+/// A row of another model that a predicate reaches: through a to-one (its primary key is the
+/// SQL `key`, `NULL` for none), or as the element a to-many's `contains(where:)` tests (a row
+/// of a subquery, named `alias`).
+struct RelatedRow {
+  let table: PredicateTable
+  /// SQL of the row's primary key, usable at any depth of the query.
+  let key: String
+  /// The subquery's name for the row, when it is one of a subquery's rows.
+  let alias: String?
+}
+
+/// The rows of a to-many: those of `table` whose `column` (quoted) holds `ownerKey`.
+struct RelatedRows {
+  let table: PredicateTable
+  let column: String
+  let ownerKey: String
 }

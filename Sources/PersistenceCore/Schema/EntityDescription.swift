@@ -17,6 +17,15 @@ public struct EntityDescription: Sendable {
     public var indexCompanions: [String]
     /// The model's default value: what rows get when the column is added to a table.
     public var defaultValue: SQLValue
+    /// The table whose primary key the column holds (a to-one's key), if it is a foreign key.
+    public var reference: Reference?
+  }
+  /// The row a foreign key column points to.
+  public struct Reference: Sendable {
+    /// The table of the related model, whose `"_pk"` the column holds.
+    public var table: String
+    /// What deleting the related row does to this one (the related side's ``DeleteRule``).
+    public var onDelete: DeleteRule
   }
   /// The table name.
   public var name: String
@@ -31,12 +40,23 @@ public struct EntityDescription: Sendable {
     let defaults = Model()
     name = schema.name
     modelType = ObjectIdentifier(Model.self)
-    columns = try schema.attributes.map { attribute in
-      Column(
-        name: attribute.name, storageType: attribute.storageType, isOptional: attribute.isOptional,
-        isUnique: attribute.isUnique, isIndexed: attribute.isIndexed,
-        indexCompanions: attribute.indexCompanions,
-        defaultValue: try attribute.value(defaults))
+    columns = try schema.storedAttributes.map { attribute in
+      guard let relationship = attribute.relationship else {
+        return Column(
+          name: attribute.name, storageType: attribute.storageType,
+          isOptional: attribute.isOptional, isUnique: attribute.isUnique,
+          isIndexed: attribute.isIndexed, indexCompanions: attribute.indexCompanions,
+          defaultValue: try attribute.value(defaults))
+      }
+      // A to-one's key: indexed (a one-to-one's uniquely), for the inverse's loads and the
+      // delete rules' lookups.
+      let inverse = relationship.inverseInfo()
+      return Column(
+        name: attribute.name, storageType: .integer, isOptional: true,
+        isUnique: inverse?.kind == .toOne, isIndexed: true, indexCompanions: [],
+        defaultValue: .null,
+        reference: Reference(
+          table: relationship.targetTable(), onDelete: inverse?.deleteRule ?? .nullify))
     }
   }
 }

@@ -57,6 +57,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   @usableFromInline nonisolated(unsafe) let keyPath: AnyKeyPath
   /// The ``CodableColumn`` of a `.codable` attribute (for ``ModelRow``), nil for a native one.
   @usableFromInline let coder: (AnyObject & Sendable)?
+  /// The relationship this entry declares (``toOne(_:_:link:inverse:)`` and the others), nil
+  /// for an attribute.
+  @usableFromInline var relationship: RelationshipInfo?
 
   /// An attribute whose snapshot slot holds a `Slot`.
   @inlinable
@@ -82,6 +85,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       self.destroySlot = SlotKind<Slot>.self
     }
     self.access = access
+    self.relationship = nil
   }
 
   /// The model's value as stored.

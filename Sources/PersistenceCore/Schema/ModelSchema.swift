@@ -25,8 +25,15 @@ struct PredicateColumn: Sendable {
 public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// The table name.
   public let name: String
-  /// The attributes, in column order.
+  /// The attributes, in column order (relationships not included).
   public let attributes: [ModelAttribute<Model>]
+  /// Every entry of the declaration, attributes and relationships, as declared.
+  @usableFromInline let declarations: [ModelAttribute<Model>]
+  /// The relationships, as declared.
+  let relationships: [RelationshipInfo]
+  /// Every column after the primary key: the attributes, then the key of each to-one that
+  /// stores it (``ModelAttribute/toOne(_:_:link:inverse:)``), in declaration order.
+  let storedAttributes: [ModelAttribute<Model>]
   /// Makes a new model from a row, when the declaration gives one (see ``loading(_:)``).
   @usableFromInline let loader: RowLoader?
   /// Binds a model's attributes for an insert, when the declaration gives a binder (see
@@ -88,7 +95,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     -> ModelSchema
   {
     ModelSchema(
-      name: name, attributes: attributes,
+      name: name, attributes: declarations,
       loader: { statement, cache, firstColumn, snapshot, layout, count in
         var row = ModelRow<Model>(
           statement, cache: cache, firstColumn: firstColumn, snapshot: snapshot, entity: layout)
@@ -125,7 +132,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     _ bind: @escaping @Sendable (Model, inout ModelRowBinder<Model>) throws -> Void
   ) -> ModelSchema {
     ModelSchema(
-      name: name, attributes: attributes, loader: loader,
+      name: name, attributes: declarations, loader: loader,
       binder: { model, statement, snapshot, isInitialized, layout, count in
         var row = ModelRowBinder<Model>(
           statement, snapshot: snapshot, isInitialized: isInitialized, entity: layout)
@@ -139,15 +146,20 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     name: String, attributes: [ModelAttribute<Model>], loader: RowLoader?, binder: RowBinder?
   ) {
     self.name = name
-    self.attributes = attributes
+    declarations = attributes
+    let plain = attributes.filter { $0.relationship == nil }
+    self.attributes = plain
+    relationships = attributes.compactMap(\.relationship)
+    let stored = plain + attributes.filter { $0.relationship?.storesKey == true }
+    storedAttributes = stored
     self.loader = loader
     self.binder = binder
     var indexes: [AnyKeyPath: Int] = [:]
-    for (index, attribute) in attributes.enumerated() where indexes[attribute.keyPath] == nil {
+    for (index, attribute) in stored.enumerated() where indexes[attribute.keyPath] == nil {
       indexes[attribute.keyPath] = index
     }
     attributeIndexes = indexes
-    predicateColumns = attributes.map {
+    predicateColumns = stored.map {
       PredicateColumn(
         quotedName: quoted($0.name), name: $0.name, isCodable: $0.isCodable,
         isOptional: $0.isOptional)
@@ -165,7 +177,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
 
   /// The attribute stored at `keyPath`, if any.
   public func attribute(for keyPath: AnyKeyPath) -> ModelAttribute<Model>? {
-    attributeIndex(for: keyPath).map { attributes[$0] }
+    attributeIndex(for: keyPath).map { storedAttributes[$0] }
   }
 
   func validate() throws {
@@ -179,14 +191,15 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       )
     }
     var seen = Set<String>()
-    for attribute in attributes {
+    for attribute in declarations {
       guard isIdentifier(attribute.name) else {
         throw bad(
           "the column name '\(attribute.name)' must be letters, digits and underscores, not starting with '_' or a digit"
         )
       }
       guard seen.insert(attribute.name.lowercased()).inserted else {
-        throw bad("the column name '\(attribute.name)' is used twice")
+        throw bad(
+          "the name '\(attribute.name)' is used twice (attributes and relationships share names)")
       }
       if attribute.isCodable && (attribute.isUnique || attribute.isIndexed) {
         throw bad(
@@ -204,7 +217,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
         )
       }
     }
-    let keyPaths = attributes.map(\.keyPath)
+    let keyPaths = declarations.map(\.keyPath)
     if Set(keyPaths).count != keyPaths.count {
       throw bad("a key path is declared twice")
     }

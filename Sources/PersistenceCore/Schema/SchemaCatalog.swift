@@ -26,8 +26,9 @@ package protocol SchemaCatalog {
 }
 
 extension SchemaCatalog {
-  /// Compares each entity's table with its declaration, in table-name order; with `migrate`,
-  /// creates missing tables and adds missing columns and indexes.
+  /// Compares each entity's table with its declaration, in table-name order with the tables a
+  /// foreign key points to before it (``EntityDescription/referenceOrder(_:)``); with
+  /// `migrate`, creates missing tables and adds missing columns and indexes.
   ///
   /// Cost: one query for the tables, one per entity for its columns, and the statements that
   /// add what is missing.
@@ -38,7 +39,7 @@ extension SchemaCatalog {
   ///   does not declare. Nothing is changed before the check of an entity has passed.
   package func reconcile(_ entities: [EntityDescription], migrate: Bool) throws {
     let tables = try tableNames()
-    for entity in entities.sorted(by: { $0.name < $1.name }) {
+    for entity in EntityDescription.referenceOrder(entities) {
       guard tables.contains(entity.name) else {
         guard migrate else {
           throw PersistenceError(
@@ -79,5 +80,29 @@ extension SchemaCatalog {
     let indexes = try indexNames()
     return (StoreLayout.historyIndexes + entities.flatMap(\.indexNames)).allSatisfy(
       indexes.contains)
+  }
+}
+
+extension EntityDescription {
+  /// `entities` in table-name order, except that each comes after the tables its foreign keys
+  /// point to (the container refuses cycles), so that a table is created after those it
+  /// references. O(entities²), a few models.
+  package static func referenceOrder(_ entities: [EntityDescription]) -> [EntityDescription] {
+    var remaining = entities.sorted { $0.name < $1.name }
+    var placed = Set<String>()
+    var ordered: [EntityDescription] = []
+    while !remaining.isEmpty {
+      let index =
+        remaining.firstIndex { entity in
+          entity.columns.allSatisfy { column in
+            guard let table = column.reference?.table, table != entity.name else { return true }
+            return placed.contains(table) || !remaining.contains { $0.name == table }
+          }
+        } ?? 0
+      let next = remaining.remove(at: index)
+      placed.insert(next.name)
+      ordered.append(next)
+    }
+    return ordered
   }
 }

@@ -20,6 +20,12 @@ public final class ModelContainer: Sendable {
   /// The identity of the store, kept in it; history tokens carry it.
   public let storeIdentifier: UUID
   let entities: [ObjectIdentifier: EntityDescription]
+  /// Each table's rank: 0 for a model whose table has no foreign key, else one more than the
+  /// highest rank of the tables it points to. A save inserts rows in rank order, so that no
+  /// row is written before the rows it points to, and deletes in the reverse.
+  let ranks: [String: Int]
+  /// Whether any model declares a relationship (else saves skip the relationships' work).
+  let hasRelationships: Bool
   /// The store the engine opened (it keeps an in-memory store alive while the container lives).
   let store: any OpenStore
   let broadcaster = ChangeBroadcaster()
@@ -71,11 +77,50 @@ public final class ModelContainer: Sendable {
       }
       entities[entity.modelType] = entity
     }
+    let identifiers = types.map { ObjectIdentifier($0) }
+    var relates = false
+    func validate<Model: PersistentModel>(_: Model.Type) throws {
+      try Model.schema.validateRelationships(in: identifiers)
+      if !Model.schema.relationships.isEmpty { relates = true }
+    }
+    for type in types { try validate(type) }
+    ranks = try Self.ranks(Array(entities.values))
+    hasRelationships = relates
     self.entities = entities
     store = try engine.openStore(
       configuration, entities: entities.values.sorted { $0.name < $1.name })
     storeIdentifier = store.identifier
     operations.withLock { $0 = made }
+  }
+
+  /// The rank of each table (see ``ranks``).
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when foreign keys form a cycle (a model
+  ///   that points to itself, or A → B → A), naming it: a save could not order its rows, and a
+  ///   cascade could come back to where it started.
+  static func ranks(_ entities: [EntityDescription]) throws -> [String: Int] {
+    let byName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
+    var ranks: [String: Int] = [:]
+    func rank(_ name: String, path: [String]) throws -> Int {
+      if let known = ranks[name] { return known }
+      guard !path.contains(name) else {
+        throw PersistenceError(
+          code: .invalidValue,
+          message:
+            "The relationships form a cycle of keys (\((path.drop { $0 != name } + [name]).joined(separator: " → "))): a model cannot point to itself, directly or through others. Make one side of the cycle a model of its own."
+        )
+      }
+      var result = 0
+      for column in byName[name]?.columns ?? [] {
+        if let table = column.reference?.table {
+          result = max(result, try rank(table, path: path + [name]) + 1)
+        }
+      }
+      ranks[name] = result
+      return result
+    }
+    for entity in entities.sorted(by: { $0.name < $1.name }) { _ = try rank(entity.name, path: []) }
+    return ranks
   }
 
   /// A new connection to the store; `cacheSizeKiB` overrides the configuration's page cache
@@ -147,6 +192,40 @@ public final class ModelContainer: Sendable {
         "SELECT count(*) FROM _history_changes WHERE token NOT IN (SELECT token FROM _history_transactions)"
       ) ?? 0
     if orphans > 0 { problems.append("\(orphans) history changes have no transaction") }
+    problems += try danglingReferences(connection)
+    return problems
+  }
+
+  /// A problem for each row whose relationship key points to no row (a store changed with its
+  /// foreign keys off, or damaged), by row: at most ten per column, then how many more.
+  ///
+  /// Cost: one anti-join per foreign key column over its table.
+  private func danglingReferences(_ connection: any StoreConnection) throws -> [String] {
+    var problems: [String] = []
+    for entity in entities.values.sorted(by: { $0.name < $1.name }) {
+      for column in entity.columns {
+        guard let reference = column.reference else { continue }
+        let key = quoted(column.name)
+        let statement = try connection.cachedStatement(
+          "SELECT c.\"_pk\", c.\(key) FROM \(quoted(entity.name)) AS c WHERE c.\(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(quoted(reference.table)) AS p WHERE p.\"_pk\" = c.\(key)) ORDER BY c.\"_pk\""
+        )
+        defer { statement.reset() }
+        var count = 0
+        while try statement.step() {
+          count += 1
+          if count <= 10 {
+            problems.append(
+              "\(entity.name) row \(statement.int64(at: 0)): \(column.name) points to \(reference.table) row \(statement.int64(at: 1)), which does not exist"
+            )
+          }
+        }
+        if count > 10 {
+          problems.append(
+            "\(entity.name): \(count - 10) more rows whose \(column.name) points to no \(reference.table) row"
+          )
+        }
+      }
+    }
     return problems
   }
 

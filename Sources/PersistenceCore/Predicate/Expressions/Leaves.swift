@@ -37,7 +37,11 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
     switch try translator.translate(root) {
     case .row:
       guard let column = translator.column(keyPath) else {
-        throw translator.unsupported("the key path \(keyPath), which is not a stored attribute")
+        if let relationship = translator.relationships.first(where: { $0.keyPath == keyPath }) {
+          return try translator.follow(relationship, from: nil)
+        }
+        throw translator.unsupported(
+          "the key path \(keyPath), which is not a stored attribute or relationship")
       }
       guard !column.isCodable else {
         throw PersistenceError(
@@ -46,7 +50,29 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
         )
       }
-      return .sql(SQLFragment(column.quotedName, canBeNull: column.isOptional))
+      // Inside a subquery, named with the table: the subquery's could have such a column.
+      let name =
+        translator.depth > 0 ? "\(translator.rootTable).\(column.quotedName)" : column.quotedName
+      return .sql(SQLFragment(name, canBeNull: column.isOptional))
+    case .related(let row):
+      return try translator.attribute(keyPath, of: row)
+    case .relatedMany(let rows):
+      guard let collection = Root.Output.self as? any ToManyCollection.Type else {
+        throw translator.unsupported("the key path \(keyPath) on a to-many relationship")
+      }
+      let alias = translator.nextAlias()
+      if keyPath == collection.isEmptyKeyPath {
+        return .sql(translator.exists(rows, alias: alias, condition: nil, negated: true))
+      }
+      if keyPath == collection.countKeyPath {
+        return .sql(
+          SQLFragment(
+            "(SELECT count(*) FROM \(rows.table.quotedName) AS \(alias) WHERE \(alias).\(rows.column) = \(rows.ownerKey))",
+            canBeNull: false))
+      }
+      throw translator.unsupported(
+        "the key path \(keyPath) on a to-many relationship (use contains(where:), isEmpty or count)"
+      )
     case .constant(let value, _):
       translator.reusable = false
       guard let root = value as? Root.Output else {
@@ -90,4 +116,15 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
     // (about 340 instructions), which only a template's keeper needs.
     walker.keyPath(ObjectIdentifier(keyPath), object: keyPath)
   }
+}
+
+/// A to-many's array, whose `count` and `isEmpty` a predicate may read.
+protocol ToManyCollection {
+  static var countKeyPath: AnyKeyPath { get }
+  static var isEmptyKeyPath: AnyKeyPath { get }
+}
+
+extension Array: ToManyCollection where Element: PersistentModel {
+  static var countKeyPath: AnyKeyPath { \[Element].count }
+  static var isEmptyKeyPath: AnyKeyPath { \[Element].isEmpty }
 }

@@ -33,10 +33,22 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
     }
     if base.isUnknown { return .sql(.unknown(isCondition: false)) }
     let fragment = try translator.operand(base)
-    translator.variables[variable.key] = .sql(fragment)
+    // A related row stays one, for the closure's key paths to read; `fragment` is its key.
+    if case .related = base {
+      translator.variables[variable.key] = base
+    } else {
+      translator.variables[variable.key] = .sql(fragment)
+    }
     let translated = try translator.translate(transform)
     translator.variables[variable.key] = nil
     if translated.isUnknown { return .sql(.unknown(isCondition: false)) }
+    switch translated {
+    case .related, .relatedMany:
+      // Another step through a relationship: its key is `NULL` (no rows) where this one's
+      // is, as the optional's `nil`.
+      return translated
+    default: break
+    }
     // A condition stays one (its `NULL` is unknown, as the optional's `nil`).
     let body: SQLFragment
     if case .sql(let inner) = translated, inner.isCondition {

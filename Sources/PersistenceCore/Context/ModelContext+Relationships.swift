@@ -1,0 +1,357 @@
+import Foundation
+
+// How a context loads related models for ``ToOne`` and ``ToMany`` faults, and what a save does
+// for relationships: the related models it must insert too, the order of inserts (a row after
+// the rows it points to), and the delete rules.
+extension ModelContext {
+  /// The primary key of a registered model, or the one the running save gave it. O(1) after
+  /// the first lookup that indexes the registered models.
+  func savedKey(of object: AnyObject) -> Int64? {
+    if let key = registration(for: object)?.primaryKey { return key }
+    return savingKeys.isEmpty ? nil : savingKeys[ObjectIdentifier(object)]
+  }
+
+  /// The model registered for `key`, without a query.
+  func registeredModel<Model: PersistentModel>(forKey key: Int64, as _: Model.Type) -> Model? {
+    guard let entity = try? entity(for: Model.self),
+      let model = rowTables[entity.name]?[key]?.model
+    else { return nil }
+    return unsafeDowncast(model, to: Model.self)
+  }
+
+  /// A to-one's target: the registered model of `key`, or one query by primary key.
+  func relatedModel<Model: PersistentModel>(_ type: Model.Type, key: Int64) throws -> Model? {
+    if let registered = registeredModel(forKey: key, as: type) { return registered }
+    let entity = try entity(for: type)
+    relationshipQueryCount += 1
+    return try model(
+      for: PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: key),
+      as: type)
+  }
+
+  /// A to-many's rows: the related models whose key column holds `key`, in the relationship's
+  /// order (then by primary key). One query over the index on the key column, O(rows).
+  func relatedModels(_ relationship: RelationshipInfo, key: Int64) throws -> [AnyObject] {
+    guard let column = relationship.keyColumn() else { return [] }
+    let order = relationship.orderColumn()
+    func load<Target: PersistentModel>(_ type: Target.Type) throws -> [AnyObject] {
+      let entity = try entity(for: type)
+      let schema = entity.schema
+      let sorting = (order.map { [quoted($0)] } ?? []) + ["\"_pk\""]
+      let sql =
+        "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(quoted(column)) = ? ORDER BY \(sorting.joined(separator: ", "))"
+      let database = try connection()
+      relationshipQueryCount += 1
+      var results: [AnyObject] = []
+      try forEachRow(
+        of: try database.cachedStatement(sql), bindings: [.integer(key)], entity: entity
+      ) { model, _ in results.append(model) }
+      return results
+    }
+    return try load(relationship.target)
+  }
+
+  /// Loads the relationships `descriptor` asks to prefetch for `owners` (its results): one
+  /// query per relationship whatever the number of owners, their keys bound as one parameter
+  /// (``StoreConnection/keyListCondition(_:)``). A to-one that stores the key loads the
+  /// targets not registered yet by primary key (its owners then find them in the identity
+  /// map); a to-many, or a to-one whose inverse stores the key, loads the related rows by
+  /// their key column, ordered, and fills each owner's link that is still a fault.
+  ///
+  /// Cost: per relationship, one query over an index (the primary key, or the key column),
+  /// O(owners + related rows) to bind, load and group.
+  ///
+  /// - Throws: ``PersistenceError/Code/unsupportedPredicate`` for a key path that is not a
+  ///   relationship of the model; what the queries throw.
+  func prefetch<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, of owners: [AnyObject], entity: Entity<Model>
+  ) throws {
+    guard !owners.isEmpty else { return }
+    for keyPath in descriptor.prefetching.keyPaths {
+      guard let relationship = entity.schema.relationship(for: keyPath) else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "The key path \(keyPath) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
+        )
+      }
+      try prefetch(relationship, of: owners, entity: entity)
+    }
+  }
+
+  private func prefetch(
+    _ relationship: RelationshipInfo, of owners: [AnyObject], entity: any EntityOperations
+  ) throws {
+    let database = try connection()
+    func load<Target: PersistentModel>(_ type: Target.Type) throws {
+      let target = try self.entity(for: type)
+      let schema = target.schema
+      if relationship.storesKey {
+        guard let attribute = entity.columnNames.firstIndex(of: relationship.name) else { return }
+        var keys = Set<Int64>()
+        let table = rowTable(target.name)
+        for owner in owners {
+          guard case .integer(let key) = try entity.value(owner, attribute: attribute),
+            key != Int64(unsavedKey), table[key] == nil
+          else { continue }
+          keys.insert(key)
+        }
+        guard !keys.isEmpty else { return }
+        relationshipQueryCount += 1
+        let statement = try database.cachedStatement(
+          "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(database.keyListCondition("\"_pk\""))"
+        )
+        try forEachRow(
+          of: statement, bindings: [.text(database.keyListText(keys.sorted()))], entity: target
+        ) { _, _ in }
+        return
+      }
+      guard let column = relationship.keyColumn(),
+        let attribute = target.columnNames.firstIndex(of: column)
+      else { return }
+      var keys: [Int64] = []
+      keys.reserveCapacity(owners.count)
+      for owner in owners {
+        if let key = registration(for: owner)?.primaryKey { keys.append(key) }
+      }
+      guard !keys.isEmpty else { return }
+      let sorting =
+        [quoted(column)] + (relationship.orderColumn().map { [quoted($0)] } ?? []) + ["\"_pk\""]
+      relationshipQueryCount += 1
+      let statement = try database.cachedStatement(
+        "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(database.keyListCondition(quoted(column))) ORDER BY \(sorting.joined(separator: ", "))"
+      )
+      var groups: [Int64: [AnyObject]] = [:]
+      try forEachRow(
+        of: statement, bindings: [.text(database.keyListText(keys))], entity: target
+      ) { model, row in
+        groups[row.int64(at: Int32(attribute + 1)), default: []].append(model)
+      }
+      for owner in owners {
+        guard let key = registration(for: owner)?.primaryKey else { continue }
+        relationship.link(owner).fill(groups[key] ?? [], owner: owner, relationship: relationship)
+      }
+    }
+    try load(relationship.target)
+  }
+
+  /// Deletes a model whatever its type (a to-many's cascade on a removed element).
+  func deleteObject(_ object: AnyObject) {
+    guard let registration = registration(for: object) else { return }
+    if registration.primaryKey == nil {
+      unregister(registration)
+    } else {
+      registration.isDeleted = true
+    }
+  }
+
+  // MARK: Saving
+
+  /// Before a save: inserts every model that a registered model reaches through a loaded
+  /// relationship and that no context holds (as SwiftData does), and refuses what would break
+  /// a relationship. O(registered models with relationships × their loaded related models).
+  ///
+  /// - Throws: ``PersistenceError/Code/relationshipConstraint`` for a model that points to one
+  ///   deleted in this context, or to one registered in another context.
+  func prepareRelationships() throws {
+    var work = pendingInserts.filter { $0.entity.hasRelationships }
+    for registration in savedRegistrations
+    where registration.entity.hasRelationships && !registration.isDeleted {
+      work.append(registration)
+    }
+    var index = 0
+    while index < work.count {
+      let registration = work[index]
+      index += 1
+      for relationship in registration.entity.relationships {
+        for related in relationship.link(registration.model).loadedModels {
+          if let other = self.registration(for: related) {
+            // A new or changed key that points to a deleted model (an unchanged one is the
+            // delete rule's to apply).
+            if other.isDeleted, relationship.storesKey,
+              registration.primaryKey == nil
+                || registration.entity.changedIndexes(registration).contains(where: {
+                  registration.entity.columnNames[$0] == relationship.name
+                })
+            {
+              throw PersistenceError(
+                code: .relationshipConstraint,
+                message:
+                  "\(describeModel(registration.model, entity: registration.entity)) points through '\(relationship.name)' to \(describeModel(related, entity: other.entity)), which is deleted in the same save. Set the relationship to another model or nil; nothing was saved."
+              )
+            }
+            continue
+          }
+          if let inverse = relationship.inverseInfo(),
+            let owner = inverse.link(related).context, owner !== self
+          {
+            throw PersistenceError(
+              code: .relationshipConstraint,
+              message:
+                "\(describeModel(registration.model, entity: registration.entity)) points through '\(relationship.name)' to a \(relationship.targetName) of another context. Fetch it in this context (model(for:)) and set that one; nothing was saved."
+            )
+          }
+          func insertRelated<Target: PersistentModel>(_: Target.Type) {
+            insert(unsafeDowncast(related, to: Target.self))
+          }
+          insertRelated(relationship.target)
+          if let inserted = self.registration(for: related) { work.append(inserted) }
+        }
+      }
+    }
+  }
+
+  /// Whether a changed row binds a related model's key that the save has not made yet (the
+  /// related model is inserted by the same save): its update then waits for the inserts.
+  func waitsForInserts(_ registration: Registration, changed: [Int]) -> Bool {
+    let entity = registration.entity
+    return changed.contains { index in
+      (try? entity.value(registration.model, attribute: index)) == .integer(Int64(unsavedKey))
+    }
+  }
+
+  /// `inserts` with each model after those it points to (stable: insertion order within a
+  /// rank, see ``ModelContainer/ranks``).
+  func orderedByRank(_ inserts: [Registration]) -> [[Registration]] {
+    var groups: [Int: [Registration]] = [:]
+    for registration in inserts {
+      groups[container.ranks[registration.entity.name] ?? 0, default: []].append(registration)
+    }
+    return groups.keys.sorted().map { groups[$0]! }
+  }
+
+  /// Applies the delete rules of the relationships of the rows `deletes` removes, inside the
+  /// save's transaction, and returns every row to delete (cascades added, children before
+  /// the rows they point to). Nullified rows are updated here, each recorded in history.
+  ///
+  /// Cost: one indexed query per deleted row and relationship whose inverse stores the key,
+  /// plus a statement per cascaded or nullified row.
+  ///
+  /// - Throws: ``PersistenceError/Code/relationshipConstraint`` when a ``DeleteRule/deny``
+  ///   relationship still has a row that is not deleted too, naming both.
+  func applyDeleteRules(
+    _ deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)],
+    database: any StoreConnection, writer: HistoryWriter, applied: inout AppliedChanges
+  ) throws -> [(entity: any EntityOperations, key: Int64, registration: Registration?)] {
+    var all = deletes
+    var deleting: [String: Set<Int64>] = [:]
+    for delete in deletes { deleting[delete.entity.name, default: []].insert(delete.key) }
+    var nullified: [(entity: any EntityOperations, key: Int64, attribute: Int)] = []
+    var denied: [(parent: String, key: Int64, relationship: String, child: String, row: Int64)] =
+      []
+    var index = 0
+    while index < all.count {
+      let (entity, key, _) = all[index]
+      index += 1
+      for relationship in entity.relationships where !relationship.storesKey {
+        guard let column = relationship.keyColumn() else { continue }
+        let child = try operations(for: relationship.target)
+        guard let attribute = child.columnNames.firstIndex(of: column) else { continue }
+        let statement = try database.cachedStatement(
+          "SELECT \"_pk\" FROM \(quoted(child.name)) WHERE \(quoted(column)) = ?")
+        statement.bindInt64(key, at: 1)
+        var keys: [Int64] = []
+        while try statement.step() { keys.append(statement.int64(at: 0)) }
+        statement.reset()
+        for childKey in keys {
+          guard deleting[child.name]?.contains(childKey) != true else { continue }
+          let registration = rowTable(child.name)[childKey]
+          // A row moved to another model in memory keeps its new owner: its key is cleared
+          // now and written by its update later in this save (which history records).
+          if let registration,
+            (try? child.value(registration.model, attribute: attribute)) != .integer(key)
+          {
+            let clear = try database.cachedStatement(
+              "UPDATE \(quoted(child.name)) SET \(quoted(column)) = NULL WHERE \"_pk\" = ?")
+            clear.bindInt64(childKey, at: 1)
+            try clear.run()
+            continue
+          }
+          switch relationship.deleteRule {
+          case .cascade:
+            deleting[child.name, default: []].insert(childKey)
+            all.append((child, childKey, registration))
+          case .nullify:
+            nullified.append((child, childKey, attribute))
+          case .deny:
+            denied.append((entity.name, key, relationship.name, child.name, childKey))
+          case .noAction:
+            break
+          }
+        }
+      }
+    }
+    if let refusal = denied.first(where: { deleting[$0.child]?.contains($0.row) != true }) {
+      throw PersistenceError(
+        code: .relationshipConstraint,
+        message:
+          "Deleting \(refusal.parent) row \(refusal.key) is denied by its relationship '\(refusal.relationship)': \(refusal.child) row \(refusal.row) still points to it. Delete it or point it elsewhere first; nothing was saved."
+      )
+    }
+    for (child, key, attribute) in nullified where deleting[child.name]?.contains(key) != true {
+      let column = child.columnNames[attribute]
+      let update = try database.cachedStatement(
+        "UPDATE \(quoted(child.name)) SET \(quoted(column)) = NULL WHERE \"_pk\" = ?")
+      update.bindInt64(key, at: 1)
+      try update.run()
+      try writer.record(.update, entity: child.name, key: key, attributes: [column])
+      applied.nullified.append((child, key, attribute, rowTable(child.name)[key]))
+    }
+    let ranks = container.ranks
+    return all.sorted {
+      let (a, b) = (ranks[$0.entity.name] ?? 0, ranks[$1.entity.name] ?? 0)
+      if a != b { return a > b }
+      return ($0.entity.name, $0.key) < ($1.entity.name, $1.key)
+    }
+  }
+
+  /// After a commit: related models in memory follow what the save did. A deleted model
+  /// leaves its owners' arrays and its links; a nullified one points to nothing.
+  /// O(deleted + nullified rows × relationships).
+  func settleRelationships(_ applied: AppliedChanges) throws {
+    for delete in applied.deleted {
+      guard let registration = delete.registration, delete.entity.hasRelationships else {
+        continue
+      }
+      let model = registration.model
+      for relationship in delete.entity.relationships {
+        let link = relationship.link(model)
+        for related in link.loadedModels { relationship.updateInverse(model, related, false) }
+        link.context = nil
+      }
+    }
+    for (entity, _, attribute, registration) in applied.nullified {
+      guard let registration, !registration.isDeleted else { continue }
+      let column = entity.columnNames[attribute]
+      if let relationship = entity.relationships.first(where: { $0.storesKey && $0.name == column })
+      {
+        let link = relationship.link(registration.model)
+        for related in link.loadedModels {
+          relationship.updateInverse(registration.model, related, false)
+        }
+        link.clearSaved()
+      }
+      try entity.recordSnapshot(registration)
+    }
+  }
+
+  /// The operations of a model type known only as a metatype.
+  func operations(for type: any PersistentModel.Type) throws -> any EntityOperations {
+    func open<Model: PersistentModel>(_ type: Model.Type) throws -> any EntityOperations {
+      try entity(for: type)
+    }
+    return try open(type)
+  }
+
+  /// Every registered model's relationships read from the store again on next access (after
+  /// a rollback, which may have put keys back). O(registered models with relationships).
+  func refaultRelationships() {
+    guard container.hasRelationships else { return }
+    for registration in savedRegistrations where registration.entity.hasRelationships {
+      for relationship in registration.entity.relationships {
+        relationship.link(registration.model).refault(relationship)
+      }
+    }
+  }
+}

@@ -1,0 +1,299 @@
+/// What happens to related rows when a model is deleted: declared on the side that does not
+/// store the key (a to-many, or the to-one of a one-to-one whose inverse stores it), as
+/// SwiftData's `@Relationship(deleteRule:)`.
+///
+/// The store enforces each rule with its foreign key's `ON DELETE` (so a row written by
+/// another process or server cannot dangle either), and a save applies it itself first, so that
+/// every row the rule touches is in the save's history transaction.
+public enum DeleteRule: String, Sendable, CaseIterable {
+  /// The related rows stay; their key is set to `NULL` (`ON DELETE SET NULL`). The default.
+  case nullify
+  /// The related rows are deleted with the model, and theirs with them (`ON DELETE CASCADE`).
+  case cascade
+  /// The save is refused while a related row exists, with a
+  /// ``PersistenceError/Code/relationshipConstraint`` error naming the model, its row and the
+  /// relationship; nothing is saved (`ON DELETE RESTRICT`).
+  case deny
+  /// The save does nothing to related rows: deleting a model that still has some is refused by
+  /// the store (`ON DELETE NO ACTION`), as a ``PersistenceError/Code/relationshipConstraint``
+  /// error. Delete or move the related rows yourself, in the same save or before it.
+  case noAction
+
+  /// The `ON DELETE` action of the foreign key that enforces the rule.
+  package var onDelete: String {
+    switch self {
+    case .nullify: "SET NULL"
+    case .cascade: "CASCADE"
+    case .deny: "RESTRICT"
+    case .noAction: "NO ACTION"
+    }
+  }
+}
+
+/// One relationship of a model, type-erased: what the container checks when it opens and what
+/// a context needs to load, save and delete related rows.
+@usableFromInline
+struct RelationshipInfo: Sendable {
+  enum Kind: Sendable {
+    case toOne
+    case toMany
+  }
+  /// The relationship's name, for messages; for a to-one that stores the key, its column.
+  let name: String
+  let kind: Kind
+  /// Whether this side keeps the related row's key in a column of its own table (a to-one
+  /// whose inverse is a to-many, or the dependent side of a one-to-one).
+  let storesKey: Bool
+  let deleteRule: DeleteRule
+  /// The model type on the other side.
+  let target: any PersistentModel.Type
+  /// The property as users read it (predicates and sorts go through it), and the inverse's on
+  /// the target. Key paths are immutable values.
+  nonisolated(unsafe) let keyPath: AnyKeyPath
+  nonisolated(unsafe) let inverse: AnyKeyPath
+  /// For a to-many, the child's attribute it is ordered by, if declared.
+  nonisolated(unsafe) let order: AnyKeyPath?
+  /// The owner's link object (``ToOne`` or ``ToMany``).
+  let link: @Sendable (AnyObject) -> any RelationshipLink
+  /// The inverse relationship, looked up in the target's schema (nil when it declares none).
+  let inverseInfo: @Sendable () -> RelationshipInfo?
+  /// Whether `inverse` names a relationship whose own inverse is this one's key path.
+  let inversePointsBack: @Sendable () -> Bool
+  /// The target's table name.
+  let targetTable: @Sendable () -> String
+  /// What a predicate reads of the target.
+  let predicateTable: @Sendable () -> PredicateTable
+  /// Links `object` (an owner) to `related` on the inverse side only (the caller changed this
+  /// side), or unlinks it when `linked` is false.
+  let updateInverse: @Sendable (_ owner: AnyObject, _ related: AnyObject, _ linked: Bool) -> Void
+
+  var targetName: String { "\(target)" }
+}
+
+extension ModelAttribute {
+  /// A to-one relationship whose inverse is a to-many: this model's table keeps the related
+  /// row's key in the column `name` (a foreign key, indexed). Deleting this model takes it out
+  /// of the inverse's array; the inverse's ``DeleteRule`` says what deleting the related model
+  /// does to this one.
+  ///
+  /// ```swift
+  /// @Observable final class BucketListItem: PersistentModel {
+  ///   var title = ""
+  ///   let tripLink = ToOne<Trip>()
+  ///   var trip: Trip? {
+  ///     get { tripLink.value(of: self) }
+  ///     set { tripLink.set(newValue, of: self) }
+  ///   }
+  ///   static let schema = ModelSchema<BucketListItem>(
+  ///     "bucket_list_items",
+  ///     .attribute(\.title, "title"),
+  ///     .toOne(\.trip, "trip", link: \.tripLink, inverse: \.bucketList))
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - keyPath: The property users read and write (through the link).
+  ///   - name: The column of the related row's key: letters, digits and underscores.
+  ///   - link: The model's ``ToOne`` that holds the relationship.
+  ///   - inverse: The related model's to-many that lists this model.
+  public static func toOne<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String, link: KeyPath<Model, ToOne<Target>>,
+    inverse: KeyPath<Target, [Model]>
+  ) -> ModelAttribute {
+    relationship(
+      keyPath, name, link: link, kind: .toOne, storesKey: true, deleteRule: .nullify,
+      inverse: inverse, order: nil)
+  }
+
+  /// A to-one relationship whose inverse is a to-one (a one-to-one). Exactly one side stores
+  /// the key (`storesKey`, true by default): the dependent one, whose rule must be
+  /// ``DeleteRule/nullify``; the other side declares `storesKey: false` and the rule that
+  /// deleting it applies to the dependent row.
+  ///
+  /// - Parameters:
+  ///   - keyPath: The property users read and write (through the link).
+  ///   - name: The column of the related row's key when this side stores it (a foreign key
+  ///     with a unique index); else the relationship's name in messages.
+  ///   - link: The model's ``ToOne`` that holds the relationship.
+  ///   - inverse: The related model's to-one that points back.
+  ///   - deleteRule: What deleting this model does to the related one (only on the side that
+  ///     does not store the key).
+  ///   - storesKey: Whether this model's table keeps the key.
+  public static func toOne<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String, link: KeyPath<Model, ToOne<Target>>,
+    inverse: KeyPath<Target, Model?>, deleteRule: DeleteRule = .nullify, storesKey: Bool = true
+  ) -> ModelAttribute {
+    relationship(
+      keyPath, name, link: link, kind: .toOne, storesKey: storesKey, deleteRule: deleteRule,
+      inverse: inverse, order: nil)
+  }
+
+  /// A to-many relationship: the related model's table keeps this model's key (its inverse
+  /// to-one stores it). Read, the array is in the order of `orderBy` (an attribute of the
+  /// related model, such as a position or a date; equal values, and arrays without `orderBy`,
+  /// in the order the related rows were first saved); changed in memory, it is as you set it
+  /// until it is read again from the store.
+  ///
+  /// ```swift
+  /// let bucketListLink = ToMany<BucketListItem>()
+  /// var bucketList: [BucketListItem] {
+  ///   get { bucketListLink.value(of: self) }
+  ///   set { bucketListLink.set(newValue, of: self) }
+  /// }
+  /// // in the schema:
+  /// .toMany(\.bucketList, "bucket_list", link: \.bucketListLink, inverse: \.trip,
+  ///         deleteRule: .cascade, orderBy: \.position)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - keyPath: The property users read and write (through the link).
+  ///   - name: The relationship's name in messages.
+  ///   - link: The model's ``ToMany`` that holds the relationship.
+  ///   - inverse: The related model's to-one that points back (and stores the key).
+  ///   - deleteRule: What deleting this model does to the related rows. Removing a model from
+  ///     the array deletes it under ``DeleteRule/cascade`` (it cannot live without its owner)
+  ///     and sets its inverse to nil under every other rule.
+  ///   - orderBy: The related model's attribute the array is sorted by when read.
+  public static func toMany<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String, link: KeyPath<Model, ToMany<Target>>,
+    inverse: KeyPath<Target, Model?>, deleteRule: DeleteRule = .nullify,
+    orderBy: PartialKeyPath<Target>? = nil
+  ) -> ModelAttribute {
+    relationship(
+      keyPath, name, link: link, kind: .toMany, storesKey: false, deleteRule: deleteRule,
+      inverse: inverse, order: orderBy)
+  }
+
+  /// The entry of a relationship in the schema's list: for a side that stores the key, the
+  /// `Int?` attribute of its column (the link's ``ToOne/key``); else an entry with no column.
+  private static func relationship<Target: PersistentModel, Value, Link: RelationshipLink>(
+    _ keyPath: KeyPath<Model, Value>, _ name: String, link: KeyPath<Model, Link>,
+    kind: RelationshipInfo.Kind,
+    storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
+    order: PartialKeyPath<Target>?
+  ) -> ModelAttribute {
+    nonisolated(unsafe) let link = link
+    nonisolated(unsafe) let inversePath = inverse
+    nonisolated(unsafe) let userPath = keyPath
+    let info = RelationshipInfo(
+      name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: Target.self,
+      keyPath: keyPath, inverse: inverse, order: order,
+      link: { unsafeDowncast($0, to: Model.self)[keyPath: link] },
+      inverseInfo: { Target.schema.relationship(for: inversePath) },
+      inversePointsBack: {
+        guard let back = Target.schema.relationship(for: inversePath) else { return false }
+        return ObjectIdentifier(back.target) == ObjectIdentifier(Model.self)
+          && back.inverse == userPath
+      },
+      targetTable: { Target.schema.name },
+      predicateTable: { PredicateTable(Target.schema) },
+      updateInverse: { owner, related, linked in
+        guard let back = Target.schema.relationship(for: inversePath) else { return }
+        back.link(related).linkInverse(of: related, to: owner, linked: linked, info: back)
+      })
+    var entry: ModelAttribute
+    if storesKey, let toOne = link as? KeyPath<Model, ToOne<Target>> {
+      let column = toOne.appending(path: \ToOne<Target>.key)
+      entry = attribute(column, name)
+    } else {
+      entry = ModelAttribute(
+        name: name, options: [], storageType: .integer, isOptional: true, isCodable: false,
+        valueTypeName: "\(Value.self)", slot: Int?.self, keyPath: keyPath
+      ) { _, _ in .done }
+    }
+    entry.relationship = info
+    return entry
+  }
+}
+
+extension ModelSchema {
+  /// The relationship whose user-facing property is `keyPath`, if any. O(relationships).
+  func relationship(for keyPath: AnyKeyPath) -> RelationshipInfo? {
+    relationships.first { $0.keyPath == keyPath }
+  }
+
+  /// Checks the relationships against the other models of a container (`types`), when it
+  /// opens: each related type is in the container, each inverse points back, exactly one side
+  /// of each pair stores the key, rules are declared where they apply, orders are attributes.
+  func validateRelationships(in types: [ObjectIdentifier]) throws {
+    func bad(_ relationship: RelationshipInfo, _ why: String) -> PersistenceError {
+      PersistenceError(
+        code: .invalidValue,
+        message:
+          "The relationship '\(relationship.name)' of \(Model.self) is invalid: \(why).")
+    }
+    for relationship in relationships {
+      guard types.contains(ObjectIdentifier(relationship.target)) else {
+        throw bad(
+          relationship,
+          "it points to \(relationship.targetName), which is not part of this container; pass it to ModelContainer(for:) too"
+        )
+      }
+      if let order = relationship.order, relationship.orderColumn() == nil {
+        throw bad(
+          relationship,
+          "it is ordered by \(order), which is not a stored attribute of \(relationship.targetName) (nor .codable)"
+        )
+      }
+      guard let inverse = relationship.inverseInfo() else {
+        throw bad(
+          relationship,
+          "its inverse is not declared in the schema of \(relationship.targetName); declare it there with .toOne or .toMany"
+        )
+      }
+      guard relationship.inversePointsBack() else {
+        throw bad(
+          relationship,
+          "its inverse '\(inverse.name)' of \(relationship.targetName) does not name it as its own inverse"
+        )
+      }
+      switch (relationship.kind, inverse.kind) {
+      case (.toMany, .toMany):
+        throw bad(
+          relationship,
+          "a many-to-many relationship is not supported; declare a model for the pairs, with a to-one to each side"
+        )
+      case (.toOne, .toOne):
+        guard relationship.storesKey != inverse.storesKey else {
+          throw bad(
+            relationship,
+            relationship.storesKey
+              ? "both sides of the one-to-one with '\(inverse.name)' of \(relationship.targetName) store the key; declare storesKey: false on one"
+              : "neither side of the one-to-one with '\(inverse.name)' of \(relationship.targetName) stores the key; declare storesKey: true on one"
+          )
+        }
+      default: break
+      }
+      if relationship.storesKey, relationship.deleteRule != .nullify {
+        throw bad(
+          relationship,
+          "the side that stores the key cannot have the delete rule .\(relationship.deleteRule.rawValue) (deleting a dependent row never deletes or blocks what it points to); declare the rule on '\(inverse.name)' of \(relationship.targetName)"
+        )
+      }
+    }
+  }
+}
+
+extension RelationshipInfo {
+  /// The target's column the order key path is stored in, if it is a native attribute.
+  func orderColumn() -> String? {
+    guard let order else { return nil }
+    return target.columnName(of: order)
+  }
+
+  /// The column of the key the inverse stores in the target's table (for a side that does not
+  /// store it), or this side's own column.
+  func keyColumn() -> String? {
+    storesKey ? name : inverseInfo()?.name
+  }
+}
+
+extension PersistentModel {
+  /// The column of a native (not `.codable`) attribute stored at `keyPath`.
+  static func columnName(of keyPath: AnyKeyPath) -> String? {
+    guard let attribute = schema.attribute(for: keyPath), !attribute.isCodable,
+      attribute.relationship == nil
+    else { return nil }
+    return attribute.name
+  }
+}

@@ -1,0 +1,328 @@
+import Observation
+
+/// What a context needs of a ``ToOne`` or ``ToMany`` whatever its types.
+protocol RelationshipLink: AnyObject, SendableMetatype {
+  /// The context the owner is registered in; links fault related rows in through it.
+  var context: ModelContext? { get set }
+  /// Changes this side only, because the other side changed: `other` now points to `owner`
+  /// (`linked`) or no longer does. `info` is this side's relationship.
+  func linkInverse(of owner: AnyObject, to other: AnyObject, linked: Bool, info: RelationshipInfo)
+  /// Whether this to-one points to `object`, or nil while it is a fault.
+  func points(to object: AnyObject) -> Bool?
+  /// The related models held in memory (the target, the array), none while a fault.
+  var loadedModels: [AnyObject] { get }
+  /// Forgets what was loaded or set, so that the next read comes from the store
+  /// (`relationship` is this link's).
+  func refault(_ relationship: RelationshipInfo)
+  /// Points to nothing, as the store does after a nullify (a to-one; a to-many does nothing).
+  func clearSaved()
+  /// The owner was just loaded from the store: a to-one whose inverse stores the key is to be
+  /// looked up there on first read (a to-many is a fault already).
+  func faultFromStore(_ relationship: RelationshipInfo)
+  /// Takes the related models a prefetch loaded for `owner` (a to-many's rows, a to-one's by
+  /// its inverse's key), when still a fault; `relationship` is this link's.
+  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo)
+}
+
+/// The value ``ToOne`` binds for a related model the store has not given a key yet: no row has
+/// it, so a save that wrote it would be refused by the foreign key.
+let unsavedKey = Int.min
+
+/// The storage of a to-one relationship: the related model, loaded from the store on first
+/// read (a fault until then).
+///
+/// A model keeps one as a `let` and exposes the relationship as a computed property that goes
+/// through it (see ``ModelAttribute/toOne(_:_:link:inverse:)``). Setting it updates the inverse
+/// on the related model at once (a to-many array gains the model and its former owner's loses
+/// it), before any save. Observable: reading the property in an observation-tracking block
+/// tracks the relationship.
+///
+/// Cost: the first read of a fault is one query by primary key (none when the row is
+/// registered in the context already); later reads are O(1). A read outside a context (the
+/// model not inserted, or its context gone) answers only what was set in memory.
+public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink {
+  private let registrar = ObservationRegistrar()
+  weak var context: ModelContext?
+  /// The key the stored row holds, while ``isFault``.
+  private var loadedKey: Int?
+  /// Whether the target is still to be loaded (from `loadedKey`).
+  private var isFault = false
+  /// Whether the target is still to be looked up by its key column (a to-one whose inverse
+  /// stores the key, of an owner loaded from the store).
+  private var isInverseFault = false
+  private var target: Target?
+  /// The index of this link's relationship in its owner's schema, found on first use.
+  private var relationshipIndex: Int?
+
+  /// A link holding no model.
+  public init() {}
+
+  /// The related model, loaded on first read. `owner` is the model that holds this link.
+  public func value<Owner: PersistentModel>(of owner: Owner) -> Target? {
+    registrar.access(self, keyPath: \.observedTarget)
+    if isFault { resolve() }
+    if isInverseFault { resolveInverse(owner, info: relationship(of: owner)) }
+    return target
+  }
+
+  /// Sets the related model, and updates the inverse on the former and the new one.
+  public func set<Owner: PersistentModel>(_ newValue: Target?, of owner: Owner) {
+    let info = relationship(of: owner)
+    if isInverseFault { resolveInverse(owner, info: info) }
+    let old = isFault ? registeredTarget() : target
+    guard isFault || old !== newValue else { return }
+    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      target = newValue
+      isFault = false
+    }
+    if let old, old !== newValue { info.updateInverse(owner, old, false) }
+    if let newValue { info.updateInverse(owner, newValue, true) }
+  }
+
+  private var observedTarget: Target? { target }
+
+  /// The relationship of `owner`'s schema this link holds. O(relationships) once.
+  private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
+    let relationships = Owner.schema.relationships
+    if let relationshipIndex { return relationships[relationshipIndex] }
+    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
+      preconditionFailure(
+        "This ToOne<\(Target.self)> is not declared in the schema of \(Owner.self).")
+    }
+    relationshipIndex = index
+    return relationships[index]
+  }
+
+  /// The stored column's value: the related row's key, ``unsavedKey`` for a related model not
+  /// saved yet, nil for none. Loading a row sets it, which makes the target a fault unless it
+  /// is the registered model of that key.
+  var key: Int? {
+    get {
+      if isFault { return loadedKey }
+      guard let target else { return nil }
+      return context?.savedKey(of: target).map { Int($0) } ?? unsavedKey
+    }
+    set {
+      if !isFault {
+        if let target, let saved = context?.savedKey(of: target), Int(saved) == newValue { return }
+        if target == nil, newValue == nil { return }
+      } else if loadedKey == newValue {
+        return
+      }
+      loadedKey = newValue
+      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+        target = nil
+        isFault = newValue != nil
+      }
+    }
+  }
+
+  /// The registered model of the loaded key, without a query.
+  private func registeredTarget() -> Target? {
+    guard let loadedKey, let context else { return nil }
+    return context.registeredModel(forKey: Int64(loadedKey), as: Target.self)
+  }
+
+  /// Loads the target of the stored key (from the context's identity map, or one query). A
+  /// row that cannot be read stays a fault and reads as nil.
+  private func resolve() {
+    guard let loadedKey, let context else { return }
+    guard let model = try? context.relatedModel(Target.self, key: Int64(loadedKey)) else {
+      return
+    }
+    target = model
+    isFault = false
+  }
+
+  /// Looks the target up by the inverse's key column: one query (the first row, the column
+  /// has a unique index). A query that fails leaves the fault.
+  private func resolveInverse(_ owner: AnyObject, info: RelationshipInfo) {
+    guard let context else {
+      isInverseFault = false
+      return
+    }
+    guard let key = context.savedKey(of: owner) else {
+      isInverseFault = false
+      return
+    }
+    guard let found = try? context.relatedModels(info, key: key) else { return }
+    isInverseFault = false
+    target = found.first.map { unsafeDowncast($0, to: Target.self) }
+  }
+
+  func faultFromStore(_ relationship: RelationshipInfo) {
+    if !relationship.storesKey { isInverseFault = true }
+  }
+
+  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo) {
+    guard isInverseFault else { return }
+    isInverseFault = false
+    target = models.first.map { unsafeDowncast($0, to: Target.self) }
+  }
+
+  func linkInverse(of owner: AnyObject, to other: AnyObject, linked: Bool, info: RelationshipInfo) {
+    if isInverseFault { resolveInverse(owner, info: info) }
+    if linked {
+      let previous = isFault ? registeredTarget() : target
+      guard isFault || previous !== other else { return }
+      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+        target = unsafeDowncast(other, to: Target.self)
+        isFault = false
+      }
+      // A one-to-one: the model this one pointed to no longer points back.
+      if let previous, previous !== other { info.updateInverse(owner, previous, false) }
+    } else if isFault ? registeredTarget() === other : target === other {
+      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+        target = nil
+        isFault = false
+      }
+    }
+  }
+
+  func points(to object: AnyObject) -> Bool? {
+    isFault || isInverseFault ? nil : target === object
+  }
+
+  var loadedModels: [AnyObject] { isFault || isInverseFault ? [] : target.map { [$0] } ?? [] }
+
+  func refault(_ relationship: RelationshipInfo) {
+    guard !isFault, !isInverseFault else { return }
+    guard relationship.storesKey else {
+      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+        target = nil
+        isInverseFault = true
+      }
+      return
+    }
+    let current = key
+    loadedKey = current == unsavedKey ? nil : current
+    guard target != nil else { return }
+    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      target = nil
+      isFault = loadedKey != nil
+    }
+  }
+
+  /// Sets the target to nil after the store did (a nullify, or the target's delete), as what
+  /// was saved.
+  func clearSaved() {
+    loadedKey = nil
+    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      target = nil
+      isFault = false
+    }
+  }
+}
+
+/// The storage of a to-many relationship: the related models, loaded from the store on first
+/// read (a fault until then), in the declared order.
+///
+/// A model keeps one as a `let` and exposes the relationship as a computed array property
+/// that goes through it (see ``ModelAttribute/toMany(_:_:link:inverse:deleteRule:orderBy:)``).
+/// Setting the array updates the inverse of every model it gains or loses, before any save.
+/// Observable, as ``ToOne``.
+///
+/// Cost: the first read is one query over the related table's index on its key column,
+/// O(related rows); later reads are O(1). Setting is O(old + new elements).
+public final class ToMany<Element: PersistentModel>: Observable, RelationshipLink {
+  private let registrar = ObservationRegistrar()
+  weak var context: ModelContext?
+  /// The related models, nil while a fault.
+  private var elements: [Element]?
+  private var relationshipIndex: Int?
+
+  /// A link holding no models.
+  public init() {}
+
+  /// The related models, loaded on first read. `owner` is the model that holds this link.
+  public func value<Owner: PersistentModel>(of owner: Owner) -> [Element] {
+    registrar.access(self, keyPath: \.observedElements)
+    if elements == nil { load(owner, info: relationship(of: owner)) }
+    return elements ?? []
+  }
+
+  /// Sets the related models: those added point back to `owner` (leaving their former
+  /// owner's array), those removed are deleted under ``DeleteRule/cascade`` and else point to
+  /// nothing.
+  public func set<Owner: PersistentModel>(_ newValue: [Element], of owner: Owner) {
+    let info = relationship(of: owner)
+    let old = value(of: owner)
+    registrar.withMutation(of: self, keyPath: \.observedElements) { elements = newValue }
+    let before = Set(old.map(ObjectIdentifier.init))
+    let after = Set(newValue.map(ObjectIdentifier.init))
+    for element in newValue where !before.contains(ObjectIdentifier(element)) {
+      info.updateInverse(owner, element, true)
+    }
+    for element in old where !after.contains(ObjectIdentifier(element)) {
+      info.updateInverse(owner, element, false)
+      if info.deleteRule == .cascade { context?.deleteObject(element) }
+    }
+  }
+
+  private var observedElements: [Element] { elements ?? [] }
+
+  private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
+    let relationships = Owner.schema.relationships
+    if let relationshipIndex { return relationships[relationshipIndex] }
+    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
+      preconditionFailure(
+        "This ToMany<\(Element.self)> is not declared in the schema of \(Owner.self).")
+    }
+    relationshipIndex = index
+    return relationships[index]
+  }
+
+  /// Loads the related rows of `owner`'s key (none for an owner not saved), leaving out those
+  /// whose inverse was set to another model in memory. A query that fails leaves the fault,
+  /// and reads as empty.
+  private func load(_ owner: AnyObject, info: RelationshipInfo) {
+    guard let context, let key = context.savedKey(of: owner) else {
+      elements = []
+      return
+    }
+    guard let loaded = try? context.relatedModels(info, key: key) else { return }
+    take(loaded, owner: owner, info: info)
+  }
+
+  /// The loaded rows as the elements, but those whose inverse was set to another model in
+  /// memory.
+  private func take(_ loaded: [AnyObject], owner: AnyObject, info: RelationshipInfo) {
+    let inverse = info.inverseInfo()
+    elements = loaded.compactMap { object in
+      if let inverse, inverse.link(object).points(to: owner) == false { return nil }
+      return unsafeDowncast(object, to: Element.self)
+    }
+  }
+
+  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo) {
+    guard elements == nil else { return }
+    take(models, owner: owner, info: relationship)
+  }
+
+  func linkInverse(of owner: AnyObject, to other: AnyObject, linked: Bool, info: RelationshipInfo) {
+    if linked {
+      if elements == nil { load(owner, info: info) }
+      guard elements?.contains(where: { $0 === other }) == false else { return }
+      registrar.withMutation(of: self, keyPath: \.observedElements) {
+        elements?.append(unsafeDowncast(other, to: Element.self))
+      }
+    } else if let index = elements?.firstIndex(where: { $0 === other }) {
+      _ = registrar.withMutation(of: self, keyPath: \.observedElements) {
+        elements?.remove(at: index)
+      }
+    }
+  }
+
+  func points(to object: AnyObject) -> Bool? { nil }
+
+  var loadedModels: [AnyObject] { elements ?? [] }
+
+  func refault(_ relationship: RelationshipInfo) {
+    guard elements != nil else { return }
+    registrar.withMutation(of: self, keyPath: \.observedElements) { elements = nil }
+  }
+
+  func clearSaved() {}
+
+  func faultFromStore(_ relationship: RelationshipInfo) {}
+}
