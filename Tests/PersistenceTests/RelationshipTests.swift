@@ -306,6 +306,7 @@ struct RelationshipTests {
       #Predicate { $0.hotel?.name != nil && $0.number > 2 },
       #Predicate { ($0.hotel?.name ?? "none") != "Annex" },
       #Predicate { $0.hotel?.manager?.name == "Aiko" },
+      #Predicate { $0.hotel?.name != "Annex" },
       #Predicate { $0.hotel?.rooms.contains { $0.number == 8 } == true },
     ]
     let allRooms = try context.fetch(FetchDescriptor<Room>())
@@ -343,6 +344,39 @@ struct RelationshipTests {
     #expect(
       try context.fetch(FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == annex }))
         .count == 2)
+  }
+
+  @Test(
+    "a results observer whose predicate reads a relationship follows changes to the related rows",
+    arguments: TestEngine.allCases)
+  func observer(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.hotels()
+    let context = try seed(container)
+    let observer = try ResultsObserver(
+      FetchDescriptor<Room>(
+        predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }, sortBy: [SortDescriptor(\.number)]),
+      modelContext: ModelContext(container))
+    #expect(observer.results.map(\.number) == [1, 2, 3])
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    hotel.name = "Kyoto Annex"
+    try context.save()
+    #expect(eventually { observer.results.isEmpty })
+    hotel.name = "Kyoto Inn"
+    hotel.rooms.removeAll { $0.number == 2 }
+    try context.save()
+    #expect(eventually { observer.results.map(\.number) == [1, 3] })
+  }
+
+  @Test("SQLite: an equality through a to-one is served by the related table's index and the key's")
+  func equalityUsesIndexes() throws {
+    let store = try TestEngine.sqlite.makeStore()
+    let context = ModelContext(try store.hotels())
+    let plan = try context.explainQueryPlan(
+      FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }))
+    #expect(plan.contains { $0.contains("rooms_hotel_index") }, "\(plan)")
+    #expect(plan.contains { $0.contains("hotels_name_unique") }, "\(plan)")
+    #expect(!plan.contains { $0.hasPrefix("SCAN rooms") }, "\(plan)")
   }
 
   @Test("a predicate through a relationship to a .codable attribute is an error naming it")

@@ -20,10 +20,15 @@ import Synchronization
 /// (a window cannot be patched from the changed rows alone) or when history it needed was
 /// deleted: then it refetches, O(n).
 ///
+/// A predicate that reads through a relationship (`$0.trip?.destination == "Kyoto"`) makes the
+/// observer depend on the related tables too: a commit that changes one of them refetches, O(n),
+/// since any model's match may have changed.
+///
 /// ## Models
 /// The observer's models are its own snapshots, loaded by a connection of its own and never
 /// changed afterwards: a changed row arrives as a new instance. Treat them as read-only values;
-/// to edit one, fetch it into your context with ``identifier(for:)``.
+/// to edit one, fetch it into your context with ``identifier(for:)``. They belong to no
+/// context, so their relationships read as empty: fetch a model into a context to follow them.
 ///
 /// Updates are applied on a serial queue of the observer's, shortly after the commit; use
 /// ``waitForPendingUpdates()`` to wait for them.
@@ -212,6 +217,12 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func apply(_ change: StoreChange) {
+    let followed = loader.value.followedTables
+    if !followed.isEmpty, change.entities.keys.contains(where: followed.contains) {
+      // A related row changed: which models match may have changed anywhere.
+      do { try reload(publish: true) } catch { setLastError(error) }
+      return
+    }
     if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
       if change.requiresRefetch || change.entities[Model.schema.name] != nil {
         do { try reload(publish: true) } catch { setLastError(error) }
@@ -440,6 +451,9 @@ final class Loader {
   var isNarrowed: Bool { condition?.isNarrowed ?? false }
   private let table: String
   private let columns: String
+  /// The tables the predicate reads through relationships (see
+  /// `PredicateTranslator.followedTables`).
+  let followedTables: Set<String>
 
   init<Model: PersistentModel>(
     container: ModelContainer, descriptor: FetchDescriptor<Model>,
@@ -466,6 +480,7 @@ final class Loader {
       schema: schema, narrowing: !database.evaluatesSwiftFunctions)
     table = schema.quotedName
     columns = schema.selectList
+    followedTables = try PredicateTranslator.followedTables(descriptor, schema: schema)
     let cache = LoadCache()
     loadRow = { statement in
       do {

@@ -78,6 +78,25 @@ struct PredicateTranslator {
 
   /// The model's table, quoted.
   let rootTable: String
+  /// The tables the translation reads through relationships (their names).
+  var followedTables = Set<String>()
+
+  /// The tables `descriptor`'s predicates read through relationships: a change to one of them
+  /// can change which models match (``ResultsObserver`` then refetches). Empty for a model
+  /// without relationships, without translating. Cost: a translation of each predicate.
+  static func followedTables<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>
+  ) throws -> Set<String> {
+    guard !schema.relationships.isEmpty else { return [] }
+    var tables = Set<String>()
+    for predicate in [descriptor.predicate].compactMap({ $0 }) + descriptor.conditions {
+      var translator = PredicateTranslator(schema: schema)
+      translator.variables[predicate.variable.key] = .row
+      _ = try translator.translate(predicate.expression)
+      tables.formUnion(translator.followedTables)
+    }
+    return tables
+  }
 
   /// A new name for a subquery's table.
   mutating func nextAlias() -> String {
@@ -96,6 +115,7 @@ struct PredicateTranslator {
   {
     let ownKey = row?.key ?? "\(rootTable).\"_pk\""
     let table = relationship.predicateTable()
+    followedTables.insert(relationship.targetTable())
     if relationship.storesKey {
       let column = quoted(relationship.name)
       let key: String
@@ -148,10 +168,12 @@ struct PredicateTranslator {
       return .sql(SQLFragment("\(alias).\(column.quotedName)", canBeNull: column.isOptional))
     }
     let alias = nextAlias()
-    return .sql(
-      SQLFragment(
-        "(SELECT \(alias).\(column.quotedName) FROM \(row.table.quotedName) AS \(alias) WHERE \(alias).\"_pk\" = \(row.key))"
-      ))
+    var fragment = SQLFragment(
+      "(SELECT \(alias).\(column.quotedName) FROM \(row.table.quotedName) AS \(alias) WHERE \(alias).\"_pk\" = \(row.key))"
+    )
+    fragment.relatedColumn = RelatedColumn(
+      key: row.key, table: row.table.quotedName, alias: alias, column: column.quotedName)
+    return .sql(fragment)
   }
 
   /// `EXISTS` (or, `negated`, `NOT EXISTS`) over a to-many's rows matching `condition` (SQL

@@ -20,6 +20,10 @@ struct SQLFragment {
   /// Whether this `WHERE` condition was narrowed (it keeps every row whose answer depended on
   /// an unknown): Swift must then evaluate the predicate on the rows it selects.
   var isNarrowed = false
+  /// When the fragment is an attribute of a related row read by its key (a subquery), what it
+  /// reads: an equality with a value then becomes a test of the key against the rows that
+  /// hold the value, which indexes serve (see ``equality(_:_:equal:)``).
+  var relatedColumn: RelatedColumn?
 
   init(
     _ sql: String, _ bindings: FragmentBindings = [], isCondition: Bool = false,
@@ -156,4 +160,13 @@ struct RelatedRows {
   let table: PredicateTable
   let column: String
   let ownerKey: String
+}
+
+/// An attribute of a related row read by its key: `(SELECT alias.column FROM table AS alias
+/// WHERE alias._pk = key)`.
+struct RelatedColumn {
+  let key: String
+  let table: String
+  let alias: String
+  let column: String
 }

@@ -76,6 +76,11 @@ func equality(_ left: SQLFragment, _ right: SQLFragment, equal: Bool) -> SQLFrag
   }
   if isNil(right) { return nullTest(left) }
   if isNil(left) { return nullTest(right) }
+  if let test = relatedEquality(left, right, equal: equal)
+    ?? relatedEquality(right, left, equal: equal)
+  {
+    return test
+  }
   let symbol =
     left.canBeNull || right.canBeNull
     ? (equal ? "IS NOT DISTINCT FROM" : "IS DISTINCT FROM") : (equal ? "=" : "<>")
@@ -83,6 +88,23 @@ func equality(_ left: SQLFragment, _ right: SQLFragment, equal: Bool) -> SQLFrag
   fragment.isCondition = true
   fragment.canBeNull = false
   return fragment
+}
+
+/// A related row's attribute (`$0.trip?.destination`) equal to a value that is not `nil`, as
+/// a test of the row's key against the keys of the rows holding the value: `(key IS NOT NULL
+/// AND key IN (SELECT _pk FROM table WHERE column = ?))`, which the related table's index and
+/// the key column's serve, where comparing the subquery's answer row by row scans. Never
+/// `NULL`, as Swift's `nil == value` is `false`. Nil for other comparisons.
+private func relatedEquality(_ side: SQLFragment, _ value: SQLFragment, equal: Bool)
+  -> SQLFragment?
+{
+  guard let related = side.relatedColumn, side.bindings.isEmpty, value.sql == "?",
+    value.bindings.count == 1, value.bindings[0] != .null
+  else { return nil }
+  let test =
+    "(\(related.key) IS NOT NULL AND \(related.key) IN (SELECT \(related.alias).\"_pk\" FROM \(related.table) AS \(related.alias) WHERE \(related.alias).\(related.column) = ?))"
+  return SQLFragment(
+    equal ? test : "(NOT \(test))", value.bindings, isCondition: true, canBeNull: false)
 }
 
 extension PredicateExpressions.Comparison: SQLTranslatable {

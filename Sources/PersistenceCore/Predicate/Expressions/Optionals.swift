@@ -47,6 +47,9 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
       // Another step through a relationship: its key is `NULL` (no rows) where this one's
       // is, as the optional's `nil`.
       return translated
+    case .sql(let inner) where inner.relatedColumn != nil:
+      // An attribute of the related row, read by its key: `NULL` where the key is.
+      return translated
     default: break
     }
     // A condition stays one (its `NULL` is unknown, as the optional's `nil`).
