@@ -882,6 +882,10 @@ if options.wants("memory") {
       note: "the same, then each trip's name read (C's trips need no reading)"))
 }
 
+// MARK: Relationships
+
+if options.wants("relationships") { try relationshipsPhase() }
+
 writeJSON()
 
 /// Writes `phases` to `--json`'s file, when given.

@@ -52,13 +52,14 @@ extension EntityOperations {
     for relationship in relationships { relationship.link(model).context = context }
   }
 
-  /// Attaches a model just loaded from the store: its to-ones whose inverse stores the key
-  /// become faults. O(relationships).
-  func attachLoaded(_ model: AnyObject, to context: ModelContext) {
+  /// Attaches a model just loaded from the row `key`: its links know the row (their faults
+  /// need no lookup of the model), and its to-ones whose inverse stores the key become faults.
+  /// O(relationships).
+  func attachLoaded(_ model: AnyObject, key: Int64, to context: ModelContext) {
     for relationship in relationships {
       let link = relationship.link(model)
       link.context = context
-      link.faultFromStore(relationship)
+      link.faultFromStore(relationship, ownerKey: key)
     }
   }
 }

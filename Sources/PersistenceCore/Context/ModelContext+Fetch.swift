@@ -23,25 +23,31 @@ extension ModelContext {
     // Collected as objects: appending to an array of the generic `Model` looked up the array's
     // type metadata on every append (about 400 instructions a row, measured with callgrind).
     var results: [AnyObject] = []
+    // The rows' keys, when relationships are to be prefetched for them.
+    let prefetches = !descriptor.prefetching.keyPaths.isEmpty
+    var keys: [Int64] = []
     if let kept = try keptRows(descriptor, entity: entity, database: database) {
-      try forEachRow(descriptor, prepared: kept) { model, _ in results.append(model) }
-      if !descriptor.prefetching.keyPaths.isEmpty {
-        try prefetch(descriptor, of: results, entity: entity)
+      try forEachRow(descriptor, prepared: kept) { model, row in
+        results.append(model)
+        if prefetches { keys.append(row.int64(at: 0)) }
       }
+      if prefetches { try prefetch(descriptor, of: results, keys: keys, entity: entity) }
       return models(results, as: Model.self)
     }
     // One translation serves both the check for Swift's functions and the rows.
     let query = try Query(descriptor, schema: entity.schema, database: database)
     if let finished = try finishedInSwift(descriptor, query: query) {
-      if !descriptor.prefetching.keyPaths.isEmpty {
-        try prefetch(descriptor, of: finished.map(\.model), entity: entity)
+      if prefetches {
+        try prefetch(
+          descriptor, of: finished.map(\.model), keys: finished.map(\.key), entity: entity)
       }
       return finished.map(\.model)
     }
-    try forEachRow(descriptor, query: query) { model, _ in results.append(model) }
-    if !descriptor.prefetching.keyPaths.isEmpty {
-      try prefetch(descriptor, of: results, entity: entity)
+    try forEachRow(descriptor, query: query) { model, row in
+      results.append(model)
+      if prefetches { keys.append(row.int64(at: 0)) }
     }
+    if prefetches { try prefetch(descriptor, of: results, keys: keys, entity: entity) }
     return models(results, as: Model.self)
   }
 
@@ -633,7 +639,9 @@ extension ModelContext {
     }
     registration.primaryKey = primaryKey
     registration.isFresh = true
-    if entity.hasRelationships { entity.attachLoaded(registration.model, to: self) }
+    if entity.hasRelationships {
+      entity.attachLoaded(registration.model, key: primaryKey, to: self)
+    }
     index(registration)
     if allNew {
       table.appendUnindexed(registration)

@@ -65,7 +65,8 @@ extension ModelContext {
   /// - Throws: ``PersistenceError/Code/unsupportedPredicate`` for a key path that is not a
   ///   relationship of the model; what the queries throw.
   func prefetch<Model: PersistentModel>(
-    _ descriptor: FetchDescriptor<Model>, of owners: [AnyObject], entity: Entity<Model>
+    _ descriptor: FetchDescriptor<Model>, of owners: [AnyObject], keys: [Int64],
+    entity: Entity<Model>
   ) throws {
     guard !owners.isEmpty else { return }
     for keyPath in descriptor.prefetching.keyPaths {
@@ -76,12 +77,14 @@ extension ModelContext {
             "The key path \(keyPath) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
         )
       }
-      try prefetch(relationship, of: owners, entity: entity)
+      try prefetch(relationship, of: owners, keys: keys, entity: entity)
     }
   }
 
+  /// Prefetches one relationship for `owners`, the rows `ownerKeys` (in the same order).
   private func prefetch(
-    _ relationship: RelationshipInfo, of owners: [AnyObject], entity: any EntityOperations
+    _ relationship: RelationshipInfo, of owners: [AnyObject], keys ownerKeys: [Int64],
+    entity: any EntityOperations
   ) throws {
     let database = try connection()
     func load<Target: PersistentModel>(_ type: Target.Type) throws {
@@ -110,12 +113,7 @@ extension ModelContext {
       guard let column = relationship.keyColumn(),
         let attribute = target.columnNames.firstIndex(of: column)
       else { return }
-      var keys: [Int64] = []
-      keys.reserveCapacity(owners.count)
-      for owner in owners {
-        if let key = registration(for: owner)?.primaryKey { keys.append(key) }
-      }
-      guard !keys.isEmpty else { return }
+      let keys = ownerKeys
       let sorting =
         [quoted(column)] + (relationship.orderColumn().map { [quoted($0)] } ?? []) + ["\"_pk\""]
       relationshipQueryCount += 1
@@ -128,9 +126,10 @@ extension ModelContext {
       ) { model, row in
         groups[row.int64(at: Int32(attribute + 1)), default: []].append(model)
       }
-      for owner in owners {
-        guard let key = registration(for: owner)?.primaryKey else { continue }
-        relationship.link(owner).fill(groups[key] ?? [], owner: owner, relationship: relationship)
+      let inverse = relationship.inverseInfo()
+      for (owner, key) in zip(owners, ownerKeys) {
+        relationship.link(owner).fill(
+          groups[key] ?? [], owner: owner, relationship: relationship, inverse: inverse)
       }
     }
     try load(relationship.target)

@@ -16,12 +16,45 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func refault(_ relationship: RelationshipInfo)
   /// Points to nothing, as the store does after a nullify (a to-one; a to-many does nothing).
   func clearSaved()
-  /// The owner was just loaded from the store: a to-one whose inverse stores the key is to be
-  /// looked up there on first read (a to-many is a fault already).
-  func faultFromStore(_ relationship: RelationshipInfo)
+  /// The owner was just loaded from the store, from the row `key`: a to-one whose inverse
+  /// stores the key is to be looked up there on first read (a to-many is a fault already).
+  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64)
   /// Takes the related models a prefetch loaded for `owner` (a to-many's rows, a to-one's by
-  /// its inverse's key), when still a fault; `relationship` is this link's.
-  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo)
+  /// its inverse's key), when still a fault; `relationship` is this link's, `inverse` its
+  /// inverse.
+  func fill(
+    _ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo,
+    inverse: RelationshipInfo?)
+}
+
+/// What ``ToOne`` and ``ToMany`` share: their observation. An observation-tracking block that
+/// reads a relationship depends on its link, and is told when the link changes.
+///
+/// Not generic, so that the key path observation goes through is one constant: a key path
+/// into a generic class is made anew, with metadata lookups, every time it is written (about
+/// 1 µs, on every read of a relationship).
+///
+/// The registrar is made on the first read: a link nobody has read has no observer to tell,
+/// so the links of the rows a fetch loads cost no registrar each.
+public class RelationshipObservation: Observable {
+  private var registrar: ObservationRegistrar?
+  /// Stands for the relationship's value in observation.
+  var relationshipValue: Void { () }
+
+  init() {}
+
+  /// Records a read of the relationship.
+  final func accessed() {
+    if registrar == nil { registrar = ObservationRegistrar() }
+    registrar?.access(self, keyPath: \RelationshipObservation.relationshipValue)
+  }
+
+  /// Changes the relationship, telling observers (none, if it was never read).
+  final func mutating<Result>(_ change: () throws -> Result) rethrows -> Result {
+    guard let registrar else { return try change() }
+    return try registrar.withMutation(
+      of: self, keyPath: \RelationshipObservation.relationshipValue, change)
+  }
 }
 
 /// The value ``ToOne`` binds for a related model the store has not given a key yet: no row has
@@ -40,8 +73,7 @@ let unsavedKey = Int.min
 /// Cost: the first read of a fault is one query by primary key (none when the row is
 /// registered in the context already); later reads are O(1). A read outside a context (the
 /// model not inserted, or its context gone) answers only what was set in memory.
-public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink {
-  private let registrar = ObservationRegistrar()
+public final class ToOne<Target: PersistentModel>: RelationshipObservation, RelationshipLink {
   weak var context: ModelContext?
   /// The key the stored row holds, while ``isFault``.
   private var loadedKey: Int?
@@ -53,13 +85,15 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
   private var target: Target?
   /// The index of this link's relationship in its owner's schema, found on first use.
   private var relationshipIndex: Int?
+  /// The owner's row, when it was loaded from the store (else the context knows it).
+  private var ownerKey: Int64?
 
   /// A link holding no model.
-  public init() {}
+  public override init() {}
 
   /// The related model, loaded on first read. `owner` is the model that holds this link.
   public func value<Owner: PersistentModel>(of owner: Owner) -> Target? {
-    registrar.access(self, keyPath: \.observedTarget)
+    accessed()
     if isFault { resolve() }
     if isInverseFault { resolveInverse(owner, info: relationship(of: owner)) }
     return target
@@ -71,15 +105,13 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
     if isInverseFault { resolveInverse(owner, info: info) }
     let old = isFault ? registeredTarget() : target
     guard isFault || old !== newValue else { return }
-    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+    mutating {
       target = newValue
       isFault = false
     }
     if let old, old !== newValue { info.updateInverse(owner, old, false) }
     if let newValue { info.updateInverse(owner, newValue, true) }
   }
-
-  private var observedTarget: Target? { target }
 
   /// The relationship of `owner`'s schema this link holds. O(relationships) once.
   private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
@@ -110,11 +142,19 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
         return
       }
       loadedKey = newValue
-      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      mutating {
         target = nil
         isFault = newValue != nil
       }
     }
+  }
+
+  /// Sets the key a row holds into a link nobody can observe yet (its model was just made for
+  /// the row): no notification.
+  func loadKey(_ value: Int?) {
+    loadedKey = value
+    target = nil
+    isFault = value != nil
   }
 
   /// The registered model of the loaded key, without a query.
@@ -141,7 +181,7 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
       isInverseFault = false
       return
     }
-    guard let key = context.savedKey(of: owner) else {
+    guard let key = ownerKey ?? context.savedKey(of: owner) else {
       isInverseFault = false
       return
     }
@@ -150,11 +190,15 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
     target = found.first.map { unsafeDowncast($0, to: Target.self) }
   }
 
-  func faultFromStore(_ relationship: RelationshipInfo) {
+  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64) {
+    ownerKey = key
     if !relationship.storesKey { isInverseFault = true }
   }
 
-  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo) {
+  func fill(
+    _ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo,
+    inverse: RelationshipInfo?
+  ) {
     guard isInverseFault else { return }
     isInverseFault = false
     target = models.first.map { unsafeDowncast($0, to: Target.self) }
@@ -165,14 +209,14 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
     if linked {
       let previous = isFault ? registeredTarget() : target
       guard isFault || previous !== other else { return }
-      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      mutating {
         target = unsafeDowncast(other, to: Target.self)
         isFault = false
       }
       // A one-to-one: the model this one pointed to no longer points back.
       if let previous, previous !== other { info.updateInverse(owner, previous, false) }
     } else if isFault ? registeredTarget() === other : target === other {
-      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      mutating {
         target = nil
         isFault = false
       }
@@ -188,7 +232,7 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
   func refault(_ relationship: RelationshipInfo) {
     guard !isFault, !isInverseFault else { return }
     guard relationship.storesKey else {
-      registrar.withMutation(of: self, keyPath: \.observedTarget) {
+      mutating {
         target = nil
         isInverseFault = true
       }
@@ -197,7 +241,7 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
     let current = key
     loadedKey = current == unsavedKey ? nil : current
     guard target != nil else { return }
-    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+    mutating {
       target = nil
       isFault = loadedKey != nil
     }
@@ -207,7 +251,7 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
   /// was saved.
   func clearSaved() {
     loadedKey = nil
-    registrar.withMutation(of: self, keyPath: \.observedTarget) {
+    mutating {
       target = nil
       isFault = false
     }
@@ -224,19 +268,20 @@ public final class ToOne<Target: PersistentModel>: Observable, RelationshipLink 
 ///
 /// Cost: the first read is one query over the related table's index on its key column,
 /// O(related rows); later reads are O(1). Setting is O(old + new elements).
-public final class ToMany<Element: PersistentModel>: Observable, RelationshipLink {
-  private let registrar = ObservationRegistrar()
+public final class ToMany<Element: PersistentModel>: RelationshipObservation, RelationshipLink {
   weak var context: ModelContext?
   /// The related models, nil while a fault.
   private var elements: [Element]?
   private var relationshipIndex: Int?
+  /// The owner's row, when it was loaded from the store (else the context knows it).
+  private var ownerKey: Int64?
 
   /// A link holding no models.
-  public init() {}
+  public override init() {}
 
   /// The related models, loaded on first read. `owner` is the model that holds this link.
   public func value<Owner: PersistentModel>(of owner: Owner) -> [Element] {
-    registrar.access(self, keyPath: \.observedElements)
+    accessed()
     if elements == nil { load(owner, info: relationship(of: owner)) }
     return elements ?? []
   }
@@ -247,7 +292,7 @@ public final class ToMany<Element: PersistentModel>: Observable, RelationshipLin
   public func set<Owner: PersistentModel>(_ newValue: [Element], of owner: Owner) {
     let info = relationship(of: owner)
     let old = value(of: owner)
-    registrar.withMutation(of: self, keyPath: \.observedElements) { elements = newValue }
+    mutating { elements = newValue }
     let before = Set(old.map(ObjectIdentifier.init))
     let after = Set(newValue.map(ObjectIdentifier.init))
     for element in newValue where !before.contains(ObjectIdentifier(element)) {
@@ -258,8 +303,6 @@ public final class ToMany<Element: PersistentModel>: Observable, RelationshipLin
       if info.deleteRule == .cascade { context?.deleteObject(element) }
     }
   }
-
-  private var observedElements: [Element] { elements ?? [] }
 
   private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
     let relationships = Owner.schema.relationships
@@ -276,38 +319,43 @@ public final class ToMany<Element: PersistentModel>: Observable, RelationshipLin
   /// whose inverse was set to another model in memory. A query that fails leaves the fault,
   /// and reads as empty.
   private func load(_ owner: AnyObject, info: RelationshipInfo) {
-    guard let context, let key = context.savedKey(of: owner) else {
+    guard let context, let key = ownerKey ?? context.savedKey(of: owner) else {
       elements = []
       return
     }
     guard let loaded = try? context.relatedModels(info, key: key) else { return }
-    take(loaded, owner: owner, info: info)
+    take(loaded, owner: owner, inverse: info.inverseInfo())
   }
 
   /// The loaded rows as the elements, but those whose inverse was set to another model in
   /// memory.
-  private func take(_ loaded: [AnyObject], owner: AnyObject, info: RelationshipInfo) {
-    let inverse = info.inverseInfo()
-    elements = loaded.compactMap { object in
-      if let inverse, inverse.link(object).points(to: owner) == false { return nil }
-      return unsafeDowncast(object, to: Element.self)
+  private func take(_ loaded: [AnyObject], owner: AnyObject, inverse: RelationshipInfo?) {
+    var taken: [Element] = []
+    taken.reserveCapacity(loaded.count)
+    for object in loaded {
+      if let inverse, inverse.link(object).points(to: owner) == false { continue }
+      taken.append(unsafeDowncast(object, to: Element.self))
     }
+    elements = taken
   }
 
-  func fill(_ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo) {
+  func fill(
+    _ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo,
+    inverse: RelationshipInfo?
+  ) {
     guard elements == nil else { return }
-    take(models, owner: owner, info: relationship)
+    take(models, owner: owner, inverse: inverse)
   }
 
   func linkInverse(of owner: AnyObject, to other: AnyObject, linked: Bool, info: RelationshipInfo) {
     if linked {
       if elements == nil { load(owner, info: info) }
       guard elements?.contains(where: { $0 === other }) == false else { return }
-      registrar.withMutation(of: self, keyPath: \.observedElements) {
+      mutating {
         elements?.append(unsafeDowncast(other, to: Element.self))
       }
     } else if let index = elements?.firstIndex(where: { $0 === other }) {
-      _ = registrar.withMutation(of: self, keyPath: \.observedElements) {
+      _ = mutating {
         elements?.remove(at: index)
       }
     }
@@ -319,10 +367,10 @@ public final class ToMany<Element: PersistentModel>: Observable, RelationshipLin
 
   func refault(_ relationship: RelationshipInfo) {
     guard elements != nil else { return }
-    registrar.withMutation(of: self, keyPath: \.observedElements) { elements = nil }
+    mutating { elements = nil }
   }
 
   func clearSaved() {}
 
-  func faultFromStore(_ relationship: RelationshipInfo) {}
+  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64) { ownerKey = key }
 }

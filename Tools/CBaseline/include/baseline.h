@@ -58,6 +58,21 @@ const char *sqlite3_libversion_shim(void);
 /// Bytes SQLite has allocated in this process now (page caches included).
 long long tb_sqlite_memory_used(void);
 
+/// The relationship baseline (baseline_relations.c), on a store the Swift layer made with
+/// owners, their items (owner, position) and their stays (owner). Fetches every owner with
+/// its items (ordered by position) and, when `prefetch`, its stay: each relationship in one
+/// query for all the owners (their keys as one JSON parameter), or, without `prefetch`, the
+/// items one query per owner. Every row is read into memory; `checksum` folds each owner's
+/// ordinal times its item count, its items' positions in order and its stay. 0 on success.
+int tb_rel_fetch(void *db, int prefetch, unsigned long long *checksum);
+/// Deletes an owner with its items and stay as ModelContext.save() applies a cascade: one
+/// IMMEDIATE transaction, a history transaction row, the related keys selected, then each
+/// related row deleted with its history change row, then the owner. 0 on success.
+int tb_rel_cascade(void *db, long long owner, const char *author);
+/// The items whose owner has `name`, through a join, read into memory; adds each one's
+/// position + 1 to `checksum`. Returns how many, -1 on failure.
+long tb_rel_items_of_owner_named(void *db, const char *name, unsigned long long *checksum);
+
 /// The libpq baseline (baseline_pq.c): the same work against a PostgreSQL store the Swift
 /// layer created. `tbpq_open` takes a libpq connection string; NULL on failure.
 void *tbpq_open(const char *conninfo);
