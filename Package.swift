@@ -120,7 +120,7 @@ let package = Package(
         "results-1m.json", "results-1m.txt", "results-100k.json", "results-100k.txt",
         "results-10k.json", "results-10k.txt", "results-serve-1m.txt", "results-pg-10k.txt",
         "results-pg-100k.txt", "results-pg-10k-one-core.txt", "results-pg-10k-two-cores.txt",
-        "results-pg-summary.txt", "results-streams-1m.txt", "postgresql.sh", "README.md",
+        "results-pg-summary.txt", "results-streams-1m.txt", "results-relationships-100k.txt", "postgresql.sh", "README.md",
       ],
       swiftSettings: swiftSettings
     ),
