@@ -32,6 +32,11 @@ import Testing
     get { reviewsLink.value(of: self) }
     set { reviewsLink.set(newValue, of: self) }
   }
+  let memosLink = ToMany<Memo>()
+  var memos: [Memo] {
+    get { memosLink.value(of: self) }
+    set { memosLink.set(newValue, of: self) }
+  }
 
   init() {}
   init(_ name: String) { self.name = name }
@@ -46,7 +51,25 @@ import Testing
       \.manager, "manager", link: \.managerLink, inverse: \.hotel, deleteRule: .cascade,
       storesKey: false),
     .toMany(\.bookings, "bookings", link: \.bookingsLink, inverse: \.hotel, deleteRule: .deny),
-    .toMany(\.reviews, "reviews", link: \.reviewsLink, inverse: \.hotel))
+    .toMany(\.reviews, "reviews", link: \.reviewsLink, inverse: \.hotel),
+    .toMany(\.memos, "memos", link: \.memosLink, inverse: \.hotel, deleteRule: .noAction))
+}
+
+@Observable final class Memo: PersistentModel {
+  var text = ""
+  let hotelLink = ToOne<Hotel>()
+  var hotel: Hotel? {
+    get { hotelLink.value(of: self) }
+    set { hotelLink.set(newValue, of: self) }
+  }
+
+  init() {}
+  init(_ text: String) { self.text = text }
+
+  static let schema = ModelSchema<Memo>(
+    "memos",
+    .attribute(\.text, "text"),
+    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.memos))
 }
 
 @Observable final class Room: PersistentModel {
@@ -133,7 +156,7 @@ struct Badge: Codable, Hashable, Sendable {
 }
 
 let hotelModels: [any PersistentModel.Type] = [
-  Hotel.self, Room.self, Manager.self, Booking.self, Review.self,
+  Hotel.self, Room.self, Manager.self, Booking.self, Review.self, Memo.self,
 ]
 
 extension TestStore {
@@ -477,6 +500,30 @@ struct RelationshipTests {
     context.delete(booking)
     try context.save()
     #expect(try rowCounts(fresh)["hotels"] == 0)
+  }
+
+  @Test(
+    "under noAction the store refuses to delete a hotel that still has memos; moving them first lets it go",
+    arguments: TestEngine.allCases)
+  func noAction(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let context = try seed(try store.hotels())
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    let memo = Memo("call back")
+    hotel.memos.append(memo)
+    try context.save()
+    context.delete(hotel)
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .relationshipConstraint)
+    let fresh = ModelContext(try store.hotels())
+    #expect(try rowCounts(fresh)["hotels"] == 1)
+    #expect(try fresh.fetchCount(FetchDescriptor<Memo>()) == 1)
+    context.rollback()
+    memo.hotel = nil
+    context.delete(hotel)
+    try context.save()
+    #expect(try rowCounts(fresh)["hotels"] == 0)
+    #expect(try fresh.fetch(FetchDescriptor<Memo>()).first?.hotel == nil)
   }
 
   @Test(
