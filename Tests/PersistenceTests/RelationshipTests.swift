@@ -4,6 +4,7 @@ import Persistence
 import Testing
 
 @testable import PersistenceCore
+@testable import PersistencePostgreSQL
 @testable import PersistenceSQLite
 
 // A service's own related models: a hotel, its rooms (cascade, ordered by number), its manager
@@ -608,26 +609,35 @@ struct RelationshipTests {
     #expect(try container.checkIntegrity().isEmpty)
   }
 
-  @Test("SQLite: a key damaged by hand (foreign keys off) is reported by the store check, by row")
-  func damaged() throws {
-    let directory = TemporaryDirectory()
-    let url = directory.file("store.sqlite")
-    do {
-      let context = try seed(
-        try ModelContainer(for: hotelModels, configuration: ModelConfiguration(url: url)))
-      _ = context
-    }
-    do {
-      let database = try Database(path: url.path, flags: 2)  // SQLITE_OPEN_READWRITE
+  @Test(
+    "a key damaged by hand (foreign keys off) is reported by the store check, by row",
+    arguments: TestEngine.allCases)
+  func damaged(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    _ = try seed(try store.hotels())
+    let damage = [
+      "UPDATE rooms SET hotel = 99 WHERE number = 2",
+      "UPDATE rooms SET hotel = 98 WHERE number = 3",
+    ]
+    switch engine {
+    case .sqlite:
+      let database = try Database(path: store.url.path, flags: 2)  // SQLITE_OPEN_READWRITE
       try database.execute("PRAGMA foreign_keys = OFF")
-      try database.execute("UPDATE rooms SET hotel = 99 WHERE number = 2")
+      for sql in damage { try database.execute(sql) }
+    case .postgreSQL:
+      // The test cluster's user is a superuser, who may switch the foreign keys' triggers off.
+      let url = store.url.absoluteString
+      let connection = try Connection(conninfo: url, location: url)
+      try connection.execute("ALTER TABLE rooms DISABLE TRIGGER ALL")
+      for sql in damage { try connection.execute(sql) }
+      try connection.execute("ALTER TABLE rooms ENABLE TRIGGER ALL")
     }
-    let container = try ModelContainer(
-      for: hotelModels, configuration: ModelConfiguration(url: url))
-    let problems = try container.checkIntegrity()
-    #expect(problems.count == 1)
-    #expect(problems.first?.contains("rooms row") == true)
-    #expect(problems.first?.contains("hotels row 99") == true)
+    let problems = try store.hotels().checkIntegrity()
+    #expect(problems.count == 2, "\(problems)")
+    #expect(
+      problems.allSatisfy { $0.hasPrefix("rooms row ") && $0.contains("which does not exist") })
+    #expect(problems.contains { $0.contains("hotel points to hotels row 99") })
+    #expect(problems.contains { $0.contains("hotel points to hotels row 98") })
   }
 }
 
