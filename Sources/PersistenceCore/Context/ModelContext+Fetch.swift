@@ -578,10 +578,16 @@ extension ModelContext {
     let table = rowTable(entity.name)
     // Into an empty table every row is new (a query returns each row once).
     let allNew = table.isEmpty
+    // Erased and read once. (With `materializeRow` inlined here, the optimizer saw the
+    // concrete entity through the existential and made a new existential per row, looking
+    // `Entity<Model>`'s metadata up each time: about 330 instructions a row, by callgrind.)
+    let operations: any EntityOperations = entity
+    let relates = entity.hasRelationships
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
       let registration = try materializeRow(
-        statement, entity: entity, cache: cache, table: table, allNew: allNew)
+        statement, entity: operations, cache: cache, table: table, allNew: allNew,
+        relates: relates)
       if registration.isDeleted { continue }
       body(unsafeDowncast(registration.model, to: Model.self), statement)
     }
@@ -611,10 +617,12 @@ extension ModelContext {
   /// query started: rows are then appended without a lookup (see `RowTable`).
   ///
   /// Cost: one lookup by key (none when `allNew`); a new row adds one table entry and two
-  /// allocations (the model and its registration, which holds the snapshot).
+  /// allocations (the model and its registration, which holds the snapshot). Never inlined:
+  /// see `forEachRow(of:bindings:entity:_:)`.
+  @inline(never)
   func materializeRow(
     _ statement: any StoreRow, entity: any EntityOperations, cache: LoadCache, table: RowTable,
-    allNew: Bool = false
+    allNew: Bool = false, relates: Bool? = nil
   ) throws -> Registration {
     let primaryKey = statement.int64(at: 0)
     if !allNew, let registration = table[primaryKey] {
@@ -639,7 +647,7 @@ extension ModelContext {
     }
     registration.primaryKey = primaryKey
     registration.isFresh = true
-    if entity.hasRelationships {
+    if relates ?? entity.hasRelationships {
       entity.attachLoaded(registration.model, key: primaryKey, to: self)
     }
     index(registration)
