@@ -135,7 +135,8 @@ extension ModelContext {
     try load(relationship.target)
   }
 
-  /// Deletes a model whatever its type (a to-many's cascade on a removed element).
+  /// Deletes a model whatever its type (`delete(_:)`, and a to-many's cascade on an element
+  /// removed from its array).
   func deleteObject(_ object: AnyObject) {
     guard let registration = registration(for: object) else { return }
     if registration.primaryKey == nil {

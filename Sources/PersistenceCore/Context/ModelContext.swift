@@ -295,12 +295,7 @@ public final class ModelContext {
   /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
   /// not saved simply forgets it.
   public func delete<Model: PersistentModel>(_ model: Model) {
-    guard let registration = registration(for: model) else { return }
-    if registration.primaryKey == nil {
-      unregister(registration)
-    } else {
-      registration.isDeleted = true
-    }
+    deleteObject(model)
   }
 
   /// Marks every model matching `predicate` (all of them when nil) for deletion at the next

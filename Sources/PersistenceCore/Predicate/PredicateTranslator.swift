@@ -176,6 +176,27 @@ struct PredicateTranslator {
     return .sql(fragment)
   }
 
+  /// The to-many `sequence` translates to, and `test` translated with `variable` standing for
+  /// one of its rows, a row of a subquery named `alias` (inside which the model's own columns
+  /// are named with its table). `construct` names the call in the error for a sequence that is
+  /// not a to-many.
+  mutating func relatedTest(
+    _ sequence: Any, variable: PredicateExpressions.VariableID, test: Any, construct: String
+  ) throws -> (rows: RelatedRows, alias: String, test: TranslatedExpression) {
+    guard case .relatedMany(let rows) = try translate(sequence) else {
+      throw unsupported("\(construct) on a sequence that is not a to-many relationship")
+    }
+    let alias = nextAlias()
+    variables[variable] = .related(
+      RelatedRow(table: rows.table, key: "\(alias).\"_pk\"", alias: alias))
+    depth += 1
+    defer {
+      depth -= 1
+      variables[variable] = nil
+    }
+    return (rows, alias, try translate(test))
+  }
+
   /// `EXISTS` (or, `negated`, `NOT EXISTS`) over a to-many's rows matching `condition` (SQL
   /// over `alias`), or all of them.
   func exists(_ rows: RelatedRows, alias: String, condition: SQLFragment?, negated: Bool = false)

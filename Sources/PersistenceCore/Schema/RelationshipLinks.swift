@@ -38,6 +38,8 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
 /// so the links of the rows a fetch loads cost no registrar each.
 public class RelationshipObservation: Observable {
   private var registrar: ObservationRegistrar?
+  /// The index of this link's relationship in its owner's schema, found on first use.
+  private var relationshipIndex: Int?
   /// Stands for the relationship's value in observation.
   var relationshipValue: Void { () }
 
@@ -47,6 +49,17 @@ public class RelationshipObservation: Observable {
   final func accessed() {
     if registrar == nil { registrar = ObservationRegistrar() }
     registrar?.access(self, keyPath: \RelationshipObservation.relationshipValue)
+  }
+
+  /// The relationship of `owner`'s schema this link holds. O(relationships) once, then O(1).
+  final func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
+    let relationships = Owner.schema.relationships
+    if let relationshipIndex { return relationships[relationshipIndex] }
+    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
+      preconditionFailure("This \(type(of: self)) is not declared in the schema of \(Owner.self).")
+    }
+    relationshipIndex = index
+    return relationships[index]
   }
 
   /// Changes the relationship, telling observers (none, if it was never read).
@@ -83,8 +96,6 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
   /// stores the key, of an owner loaded from the store).
   private var isInverseFault = false
   private var target: Target?
-  /// The index of this link's relationship in its owner's schema, found on first use.
-  private var relationshipIndex: Int?
   /// The owner's row, when it was loaded from the store (else the context knows it).
   private var ownerKey: Int64?
 
@@ -111,18 +122,6 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
     }
     if let old, old !== newValue { info.updateInverse(owner, old, false) }
     if let newValue { info.updateInverse(owner, newValue, true) }
-  }
-
-  /// The relationship of `owner`'s schema this link holds. O(relationships) once.
-  private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
-    let relationships = Owner.schema.relationships
-    if let relationshipIndex { return relationships[relationshipIndex] }
-    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
-      preconditionFailure(
-        "This ToOne<\(Target.self)> is not declared in the schema of \(Owner.self).")
-    }
-    relationshipIndex = index
-    return relationships[index]
   }
 
   /// The stored column's value: the related row's key, ``unsavedKey`` for a related model not
@@ -272,7 +271,6 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   weak var context: ModelContext?
   /// The related models, nil while a fault.
   private var elements: [Element]?
-  private var relationshipIndex: Int?
   /// The owner's row, when it was loaded from the store (else the context knows it).
   private var ownerKey: Int64?
 
@@ -302,17 +300,6 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
       info.updateInverse(owner, element, false)
       if info.deleteRule == .cascade { context?.deleteObject(element) }
     }
-  }
-
-  private func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
-    let relationships = Owner.schema.relationships
-    if let relationshipIndex { return relationships[relationshipIndex] }
-    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
-      preconditionFailure(
-        "This ToMany<\(Element.self)> is not declared in the schema of \(Owner.self).")
-    }
-    relationshipIndex = index
-    return relationships[index]
   }
 
   /// Loads the related rows of `owner`'s key (none for an owner not saved), leaving out those

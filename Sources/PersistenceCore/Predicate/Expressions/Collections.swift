@@ -93,19 +93,8 @@ extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
   /// WHERE _rN.trip = trips._pk AND test)`, the closure's variable standing for `_rN`'s row.
   /// Cost: the subquery runs per candidate row, over the index on the key column.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    guard case .relatedMany(let rows) = try translator.translate(sequence) else {
-      throw translator.unsupported(
-        "contains(where:) on a sequence that is not a to-many relationship")
-    }
-    let alias = translator.nextAlias()
-    translator.variables[variable.key] = .related(
-      RelatedRow(table: rows.table, key: "\(alias).\"_pk\"", alias: alias))
-    translator.depth += 1
-    defer {
-      translator.depth -= 1
-      translator.variables[variable.key] = nil
-    }
-    let translated = try translator.translate(test)
+    let (rows, alias, translated) = try translator.relatedTest(
+      sequence, variable: variable.key, test: test, construct: "contains(where:)")
     if let constant = translator.constantBool(translated) {
       return constant
         ? .sql(translator.exists(rows, alias: alias, condition: nil)) : .constant(false)
@@ -126,18 +115,8 @@ extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
   /// `$0.bucketList.allSatisfy { test }` over a to-many as `NOT EXISTS` of a row whose test
   /// is not true. Cost: as `contains(where:)`.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    guard case .relatedMany(let rows) = try translator.translate(sequence) else {
-      throw translator.unsupported("allSatisfy on a sequence that is not a to-many relationship")
-    }
-    let alias = translator.nextAlias()
-    translator.variables[variable.key] = .related(
-      RelatedRow(table: rows.table, key: "\(alias).\"_pk\"", alias: alias))
-    translator.depth += 1
-    defer {
-      translator.depth -= 1
-      translator.variables[variable.key] = nil
-    }
-    let translated = try translator.translate(test)
+    let (rows, alias, translated) = try translator.relatedTest(
+      sequence, variable: variable.key, test: test, construct: "allSatisfy")
     if translated.isUnknown { return .sql(.unknown(isCondition: true)) }
     let condition = try translator.condition(translated)
     var failing = condition
