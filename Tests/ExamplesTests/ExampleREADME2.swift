@@ -64,6 +64,8 @@ private func exampleREADME2() async throws {
   try context.save()
   let inKyoto = try context.fetch(
     FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }))
+  let byHotel = try context.fetch(
+    FetchDescriptor<Room>(sortBy: [SortDescriptor(\.number)]), sectionBy: \Room.hotel?.name)
   var withRooms = FetchDescriptor<Hotel>()
   withRooms.relationshipKeyPathsForPrefetching = [\.rooms]  // one query for all the hotels' rooms
   let hotels = try context.fetch(withRooms)
@@ -74,5 +76,6 @@ private func exampleREADME2() async throws {
   _ = hotel
   _ = room
   _ = inKyoto
+  _ = byHotel
   _ = hotels
 }

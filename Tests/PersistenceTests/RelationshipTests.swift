@@ -392,6 +392,80 @@ struct RelationshipTests {
     #expect(eventually { observer.results.map(\.number) == [1, 3] })
   }
 
+  @Test(
+    "sorts and sections through to-ones (one step, two, a one-to-one keyed on the other side; nil first) order in SQL as Swift's sort does, windowed and paged too; an observer sorted so follows renames",
+    arguments: TestEngine.allCases)
+  func relatedSorts(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.hotels()
+    do {
+      let context = try seed(container)
+      let annex = Hotel("Annex")
+      context.insert(annex)
+      annex.rooms = [Room(7), Room(8)]
+      annex.manager = Manager("Ren")
+      context.insert(Hotel("Empty"))
+      context.insert(Room(9))
+      try context.save()
+    }
+    let context = ModelContext(container)
+    let allRooms = try context.fetch(FetchDescriptor<Room>())
+    let orders: [[SortDescriptor<Room>]] = [
+      [SortDescriptor(\.hotel?.name), SortDescriptor(\.number)],
+      [SortDescriptor(\.hotel?.name, order: .reverse), SortDescriptor(\.number, order: .reverse)],
+      [SortDescriptor(\.hotel?.manager?.name, order: .reverse), SortDescriptor(\.number)],
+      [SortDescriptor(\.hotel?.name)],
+    ]
+    for order in orders {
+      let expected = allRooms.sorted(using: order).map(\.number)
+      #expect(try context.fetch(FetchDescriptor(sortBy: order)).map(\.number) == expected)
+      var window = FetchDescriptor(sortBy: order)
+      window.fetchLimit = 3
+      window.fetchOffset = 1
+      #expect(try context.fetch(window).map(\.number) == Array(expected.dropFirst(1).prefix(3)))
+      let page = try context.fetchPage(window)
+      #expect(
+        try context.models(for: page.identifiers, as: Room.self).map(\.number)
+          == Array(expected.dropFirst(1).prefix(3)))
+      #expect(page.matched == expected.count)
+    }
+    #expect(
+      try context.fetch(FetchDescriptor(sortBy: [SortDescriptor(\Room.number)])).map(\.number)
+        == [1, 2, 3, 7, 8, 9])
+    let hotels = try context.fetch(
+      FetchDescriptor(sortBy: [SortDescriptor(\Hotel.manager?.name)]))
+    #expect(hotels.map(\.name) == ["Empty", "Kyoto Inn", "Annex"])
+
+    let sections = try context.fetch(
+      FetchDescriptor(sortBy: [SortDescriptor(\Room.number, order: .reverse)]),
+      sectionBy: \Room.hotel?.name)
+    #expect(sections.map(\.id) == [nil, "Annex", "Kyoto Inn"])
+    #expect(sections.map { $0.map(\.number) } == [[9], [8, 7], [3, 2, 1]])
+    let managed = try context.fetch(FetchDescriptor<Room>(), sectionBy: \Room.hotel?.manager?.name)
+    #expect(managed.map(\.id) == [nil, "Aiko", "Ren"])
+
+    let unsupported = #expect(throws: PersistenceError.self) {
+      try context.fetch(FetchDescriptor(sortBy: [SortDescriptor(\Hotel.rooms.count)]))
+    }
+    #expect(unsupported?.code == .unsupportedPredicate)
+    #expect(
+      unsupported?.message.contains("nor one reached through to-one relationships") == true,
+      "\(String(describing: unsupported))")
+
+    let observer = try ResultsObserver(
+      FetchDescriptor<Room>(sortBy: [SortDescriptor(\.hotel?.name), SortDescriptor(\.number)]),
+      modelContext: ModelContext(container))
+    #expect(observer.results.map(\.number) == [9, 7, 8, 1, 2, 3])
+    let annex = try #require(hotels.last)
+    annex.name = "Zen"
+    try context.save()
+    #expect(eventually { observer.results.map(\.number) == [9, 1, 2, 3, 7, 8] })
+    let room = try #require(allRooms.first { $0.number == 9 })
+    room.hotel = annex
+    try context.save()
+    #expect(eventually { observer.results.map(\.number) == [1, 2, 3, 7, 8, 9] })
+  }
+
   @Test("SQLite: an equality through a to-one is served by the related table's index and the key's")
   func equalityUsesIndexes() throws {
     let store = try TestEngine.sqlite.makeStore()

@@ -66,7 +66,13 @@ extension ModelContext {
     try sectioned(descriptor, keyPath) { $0.text(at: $1) }
   }
 
-  /// Fetches sections keyed by an optional string; the `nil` section comes first.
+  /// Fetches sections keyed by an optional string; the `nil` section comes first. The key may
+  /// be read through to-one relationships (`\Room.hotel?.name`, see
+  /// <doc:DeclaringRelationships>): a model whose relationship points to no row is in the `nil`
+  /// section.
+  ///
+  /// Cost: as the other `sectionBy`, plus, for a key through relationships, one lookup by key
+  /// per relationship and row in SQL.
   public func fetch<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionBy keyPath: KeyPath<Model, String?> & Sendable
   ) throws -> [ResultsSection<String?, Model>] {
@@ -100,15 +106,28 @@ extension ModelContext {
       if let open = current { sections.append(ResultsSection(id: open.key, elements: open.models)) }
       return sections
     }
-    guard let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
+    let column: Int32
+    var query: Query?
+    if let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
       let index = entity.columnNames.firstIndex(of: attribute.name)
-    else {
+    {
+      column = Int32(index + 1)  // after the primary key
+    } else if entity.schema.attribute(for: keyPath) == nil, entity.hasRelationships,
+      let related = RelatedKeyPath.resolve(keyPath, in: PredicateTable(entity.schema))
+    {
+      // Through to-ones (`\Room.hotel?.name`): the value selected after the row's columns.
+      let expression = try related.sql(schema: entity.schema).sql
+      column = Int32(entity.columnNames.count + 1)
+      query = try Query(
+        descriptor, schema: entity.schema, select: entity.schema.selectList + ", " + expression,
+        sectionExpression: expression, database: try connection())
+    } else {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "sectionBy needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+          "sectionBy needs a stored String attribute of \(Model.self), or one reached through to-one relationships; \(keyPath) is not one."
+      )
     }
-    let column = Int32(index + 1)  // after the primary key
     // Per row only plain state (no generic tuple or optional, whose every copy goes through
     // the runtime's value witnesses in this unspecialized function): the models in order, and
     // where each section starts with its key, read once per section.
@@ -117,7 +136,8 @@ extension ModelContext {
     var keys: [Key] = []
     var last: [UInt8] = []
     var lastIsNull = false
-    try forEachRow(descriptor, sectionColumn: attribute.name) { model, statement in
+    let sectionColumn = query == nil ? entity.columnNames[Int(column) - 1] : nil
+    try forEachRow(descriptor, sectionColumn: sectionColumn, query: query) { model, statement in
       let isNull = statement.isNull(at: column)
       let bytes = statement.bytes(at: column)
       if !starts.isEmpty, lastIsNull == isNull, last.count == bytes.count,

@@ -83,11 +83,9 @@ extension ModelContext {
     var columns = ["\"_pk\""]
     var descending: [Bool] = []
     for sort in descriptor.sortBy {
-      // Checks the sort as the SQL path does (stored, not .codable), with the same errors.
-      _ = try Query.orderTerm(sort, schema: entity.schema, database: database)
-      guard let keyPath = sort.keyPath, let attribute = entity.schema.attribute(for: keyPath)
-      else { continue }
-      columns.append(quoted(attribute.name))
+      // What the SQL path orders by (a column, or a value through relationships), with the
+      // same errors.
+      columns.append(try Query.sortExpression(sort, schema: entity.schema).sql)
       descending.append(sort.order == .reverse)
     }
     var unordered = descriptor

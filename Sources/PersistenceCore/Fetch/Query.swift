@@ -15,23 +15,27 @@ struct Query {
   /// - Parameters:
   ///   - columns: What to select; nil selects the primary key and every attribute, in order.
   ///   - sectionColumn: A column to order by first (sectioned fetches).
+  ///   - sectionExpression: Instead, SQL to order by first, `NULL` first: a value read through
+  ///     relationships (see ``RelatedKeyPath``).
   ///   - database: Where string comparators become collations.
   init<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>, select columns: String? = nil,
-    sectionColumn: String? = nil, database: any StoreConnection, ordered: Bool = true
+    sectionColumn: String? = nil, sectionExpression: String? = nil,
+    database: any StoreConnection, ordered: Bool = true
   ) throws {
     let narrowing = !database.evaluatesSwiftFunctions
     try self.init(
       descriptor, schema: schema,
       condition: try descriptor.whereClause(schema: schema, narrowing: narrowing),
-      select: columns, sectionColumn: sectionColumn, database: database, ordered: ordered)
+      select: columns, sectionColumn: sectionColumn, sectionExpression: sectionExpression,
+      database: database, ordered: ordered)
   }
 
   /// Builds the query for `descriptor` around `condition`, its predicate's translation.
   init<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>, condition: SQLFragment?,
-    select columns: String? = nil, sectionColumn: String? = nil, database: any StoreConnection,
-    ordered: Bool = true
+    select columns: String? = nil, sectionColumn: String? = nil, sectionExpression: String? = nil,
+    database: any StoreConnection, ordered: Bool = true
   ) throws {
     let narrowing = !database.evaluatesSwiftFunctions
     // Appended in place into one buffer of the right size: interpolations and joined arrays
@@ -40,7 +44,7 @@ struct Query {
     var sql = ""
     sql.reserveCapacity(
       select.utf8.count + schema.quotedName.utf8.count + (condition?.sql.utf8.count ?? 0)
-        + 48 * (descriptor.sortBy.count + 1) + 64)
+        + 48 * (descriptor.sortBy.count + 1) + (sectionExpression?.utf8.count ?? 0) + 64)
     sql += "SELECT "
     sql += select
     sql += " FROM "
@@ -60,6 +64,9 @@ struct Query {
         sql += quoted(sectionColumn)
         if isOptional { sql += " NULLS FIRST" }
         sql += ", "
+      } else if let sectionExpression {
+        sql += sectionExpression
+        sql += " NULLS FIRST, "
       }
       for sort in descriptor.sortBy {
         let localized = descriptor.localizedStandardKeyPath(sort) != nil
@@ -99,27 +106,8 @@ struct Query {
     _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>, database: any StoreConnection,
     localizedStandard: Bool = false, plain: Bool = false
   ) throws -> String {
-    guard let keyPath = sort.keyPath else {
-      throw PersistenceError(
-        code: .unsupportedPredicate,
-        message:
-          "A SortDescriptor on \(Model.self) has no key path (it sorts with a custom comparator), so it cannot be translated to SQL. Sort by a stored attribute."
-      )
-    }
-    guard let attribute = schema.attribute(for: keyPath) else {
-      throw PersistenceError(
-        code: .unsupportedPredicate,
-        message:
-          "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute.")
-    }
-    guard !attribute.isCodable else {
-      throw PersistenceError(
-        code: .unsupportedPredicate,
-        message:
-          "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData."
-      )
-    }
-    var term = quoted(attribute.name)
+    let sorted = try sortExpression(sort, schema: schema)
+    var term = sorted.sql
     if plain {
       // Ordered by code point; the caller sorts in Swift.
     } else if localizedStandard {
@@ -129,7 +117,46 @@ struct Query {
     }
     if sort.order == .reverse { term += " DESC" }
     // Swift puts nil before any value; SQLite does too, PostgreSQL the other way round.
-    if attribute.isOptional { term += sort.order == .reverse ? " NULLS LAST" : " NULLS FIRST" }
+    if sorted.isOptional { term += sort.order == .reverse ? " NULLS LAST" : " NULLS FIRST" }
     return term
+  }
+
+  /// What `sort` orders by, as SQL, and whether it can be `NULL`: a stored attribute's column,
+  /// or an attribute reached through to-one relationships (`\Room.hotel?.name`, see
+  /// ``RelatedKeyPath``): a subquery by key per relationship, `NULL` (first, as Swift's `nil`)
+  /// where one points to no row.
+  ///
+  /// Cost in the query: a column costs nothing more; each relationship on the path one lookup
+  /// of a primary key (or of the unique key column of a one-to-one) per row sorted.
+  static func sortExpression<Model: PersistentModel>(
+    _ sort: SortDescriptor<Model>, schema: ModelSchema<Model>
+  ) throws -> (sql: String, isOptional: Bool) {
+    guard let keyPath = sort.keyPath else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "A SortDescriptor on \(Model.self) has no key path (it sorts with a custom comparator), so it cannot be translated to SQL. Sort by a stored attribute."
+      )
+    }
+    guard let attribute = schema.attribute(for: keyPath) else {
+      if !schema.relationships.isEmpty,
+        let related = RelatedKeyPath.resolve(keyPath, in: PredicateTable(schema))
+      {
+        return (try related.sql(schema: schema).sql, true)
+      }
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute nor one reached through to-one relationships."
+      )
+    }
+    guard !attribute.isCodable else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData."
+      )
+    }
+    return (quoted(attribute.name), attribute.isOptional)
   }
 }

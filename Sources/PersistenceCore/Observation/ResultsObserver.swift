@@ -20,9 +20,11 @@ import Synchronization
 /// (a window cannot be patched from the changed rows alone) or when history it needed was
 /// deleted: then it refetches, O(n).
 ///
-/// A predicate that reads through a relationship (`$0.trip?.destination == "Kyoto"`) makes the
-/// observer depend on the related tables too: a commit that changes one of them refetches, O(n),
-/// since any model's match may have changed.
+/// A predicate or a sort that reads through a relationship (`$0.trip?.destination == "Kyoto"`,
+/// `SortDescriptor(\.trip?.name)`) makes the observer depend on the related tables too: a
+/// commit that changes one of them refetches, O(n), since any model's match or place may have
+/// changed. A sort through a relationship refetches on every commit to the model's table too
+/// (the observer's models, in no context, cannot follow it to place a changed row).
 ///
 /// ## Models
 /// The observer's models are its own snapshots, loaded by a connection of its own and never
@@ -223,7 +225,9 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       do { try reload(publish: true) } catch { setLastError(error) }
       return
     }
-    if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil {
+    if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
+      || loader.value.sortsThroughRelationships
+    {
       if change.requiresRefetch || change.entities[Model.schema.name] != nil {
         do { try reload(publish: true) } catch { setLastError(error) }
       }
@@ -454,6 +458,9 @@ final class Loader {
   /// The tables the predicate reads through relationships (see
   /// `PredicateTranslator.followedTables`).
   let followedTables: Set<String>
+  /// Whether a sort reads through a relationship: the observer's models, in no context,
+  /// cannot follow it to place a changed row, so every change refetches.
+  let sortsThroughRelationships: Bool
 
   init<Model: PersistentModel>(
     container: ModelContainer, descriptor: FetchDescriptor<Model>,
@@ -481,6 +488,9 @@ final class Loader {
     table = schema.quotedName
     columns = schema.selectList
     followedTables = try PredicateTranslator.followedTables(descriptor, schema: schema)
+    sortsThroughRelationships = !PredicateTranslator.relatedSorts(
+      descriptor, schema: schema
+    ).isEmpty
     let cache = LoadCache()
     loadRow = { statement in
       do {

@@ -81,9 +81,10 @@ struct PredicateTranslator {
   /// The tables the translation reads through relationships (their names).
   var followedTables = Set<String>()
 
-  /// The tables `descriptor`'s predicates read through relationships: a change to one of them
-  /// can change which models match (``ResultsObserver`` then refetches). Empty for a model
-  /// without relationships, without translating. Cost: a translation of each predicate.
+  /// The tables `descriptor`'s predicates and sorts read through relationships: a change to
+  /// one of them can change which models match, or their order (``ResultsObserver`` then
+  /// refetches). Empty for a model without relationships, without translating. Cost: a
+  /// translation of each predicate.
   static func followedTables<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>
   ) throws -> Set<String> {
@@ -95,7 +96,20 @@ struct PredicateTranslator {
       _ = try translator.translate(predicate.expression)
       tables.formUnion(translator.followedTables)
     }
+    for path in relatedSorts(descriptor, schema: schema) { tables.formUnion(path.tables) }
     return tables
+  }
+
+  /// The sorts of `descriptor` that read through relationships (see ``RelatedKeyPath``).
+  static func relatedSorts<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, schema: ModelSchema<Model>
+  ) -> [RelatedKeyPath] {
+    guard !schema.relationships.isEmpty, !descriptor.sortBy.isEmpty else { return [] }
+    let table = PredicateTable(schema)
+    return descriptor.sortBy.compactMap { sort in
+      guard let keyPath = sort.keyPath, schema.attribute(for: keyPath) == nil else { return nil }
+      return RelatedKeyPath.resolve(keyPath, in: table)
+    }
   }
 
   /// A new name for a subquery's table.

@@ -126,10 +126,14 @@ struct PredicateTable {
   let attributeIndexes: [AnyKeyPath: Int]
   let columns: [PredicateColumn]
   let relationships: [RelationshipInfo]
+  /// The model's identity key path (`\Room.self`), whose description every description of
+  /// the model's key paths begins with (see ``RelatedKeyPath``).
+  nonisolated(unsafe) let identityKeyPath: AnyKeyPath
 
   init<Model: PersistentModel>(_ schema: ModelSchema<Model>) {
     quotedName = schema.quotedName
     modelName = "\(Model.self)"
+    identityKeyPath = \Model.self
     attributeIndexes = schema.attributeIndexes
     columns = schema.predicateColumns
     relationships = schema.relationships
