@@ -126,12 +126,12 @@ extension ModelAttribute {
   ///   - link: The model's ``ToOne`` that holds the relationship.
   ///   - inverse: The related model's to-many that lists this model.
   public static func toOne<Target: PersistentModel>(
-    _ keyPath: KeyPath<Model, Target?>, _ name: String, link: KeyPath<Model, ToOne<Target>>,
-    inverse: KeyPath<Target, [Model]>
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToOne<Target>, inverse: KeyPath<Target, [Model]>
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toOne, storesKey: true, deleteRule: .nullify,
-      inverse: inverse, order: nil)
+      inverse: inverse, order: nil, keyColumn: keyColumn(name, link: link))
   }
 
   /// A to-one relationship whose inverse is a to-one (a one-to-one). Exactly one side stores
@@ -149,12 +149,13 @@ extension ModelAttribute {
   ///     does not store the key).
   ///   - storesKey: Whether this model's table keeps the key.
   public static func toOne<Target: PersistentModel>(
-    _ keyPath: KeyPath<Model, Target?>, _ name: String, link: KeyPath<Model, ToOne<Target>>,
-    inverse: KeyPath<Target, Model?>, deleteRule: DeleteRule = .nullify, storesKey: Bool = true
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToOne<Target>, inverse: KeyPath<Target, Model?>,
+    deleteRule: DeleteRule = .nullify, storesKey: Bool = true
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toOne, storesKey: storesKey, deleteRule: deleteRule,
-      inverse: inverse, order: nil)
+      inverse: inverse, order: nil, keyColumn: storesKey ? keyColumn(name, link: link) : nil)
   }
 
   /// A to-many relationship: the related model's table keeps this model's key (its inverse
@@ -184,30 +185,35 @@ extension ModelAttribute {
   ///     and sets its inverse to nil under every other rule.
   ///   - orderBy: The related model's attribute the array is sorted by when read.
   public static func toMany<Target: PersistentModel>(
-    _ keyPath: KeyPath<Model, [Target]>, _ name: String, link: KeyPath<Model, ToMany<Target>>,
-    inverse: KeyPath<Target, Model?>, deleteRule: DeleteRule = .nullify,
-    orderBy: PartialKeyPath<Target>? = nil
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToMany<Target>, inverse: KeyPath<Target, Model?>,
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>? = nil
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toMany, storesKey: false, deleteRule: deleteRule,
-      inverse: inverse, order: orderBy)
+      inverse: inverse, order: orderBy, keyColumn: nil)
   }
 
   /// The entry of a relationship in the schema's list: for a side that stores the key, the
-  /// `Int?` attribute of its column (the link's ``ToOne/key``); else an entry with no column.
+  /// `Int?` attribute of its column (`keyColumn`, the link's ``ToOne/key``); else an entry
+  /// with no column.
+  ///
+  /// The link is read through a function (a key path literal at the declaration converts to
+  /// one, made where the model's type is known): a key path applied here, in code generic over
+  /// the model, cost about 1,000 instructions a read (callgrind), and a fetch reads each
+  /// loaded model's links.
   private static func relationship<Target: PersistentModel, Value, Link: RelationshipLink>(
-    _ keyPath: KeyPath<Model, Value>, _ name: String, link: KeyPath<Model, Link>,
-    kind: RelationshipInfo.Kind,
+    _ keyPath: KeyPath<Model, Value>, _ name: String,
+    link: @escaping @Sendable (Model) -> Link, kind: RelationshipInfo.Kind,
     storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
-    order: PartialKeyPath<Target>?
+    order: PartialKeyPath<Target>?, keyColumn: ModelAttribute?
   ) -> ModelAttribute {
-    nonisolated(unsafe) let link = link
     nonisolated(unsafe) let inversePath = inverse
     nonisolated(unsafe) let userPath = keyPath
     let info = RelationshipInfo(
       name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: Target.self,
       keyPath: keyPath, inverse: inverse, order: order,
-      link: { unsafeDowncast($0, to: Model.self)[keyPath: link] },
+      link: { link(unsafeDowncast($0, to: Model.self)) },
       inverseInfo: { Target.schema.relationship(for: inversePath) },
       inversePointsBack: {
         guard let back = Target.schema.relationship(for: inversePath) else { return false }
@@ -221,8 +227,8 @@ extension ModelAttribute {
         back.link(related).linkInverse(of: related, to: owner, linked: linked, info: back)
       })
     var entry: ModelAttribute
-    if storesKey, let toOne = link as? KeyPath<Model, ToOne<Target>> {
-      entry = keyColumn(name, link: toOne)
+    if let keyColumn {
+      entry = keyColumn
     } else {
       entry = ModelAttribute(
         name: name, options: [], storageType: .integer, isOptional: true, isCodable: false,
@@ -237,18 +243,16 @@ extension ModelAttribute {
 extension ModelAttribute {
   /// The `Int?` column of a to-one's key, read and written through its ``ToOne`` (its
   /// ``ToOne/key``): a row loaded into a new model sets the key without telling observers
-  /// (nobody can observe the model yet), as attributes with backing storage load. The key path
-  /// of the column (link, then key) serves lookups only: applied per row, a compound key path
-  /// and the observation of each load cost about 5 µs a row.
+  /// (nobody can observe the model yet), as attributes with backing storage load. Its key path
+  /// (``KeyColumnPath``) serves the schema's lookups only.
   fileprivate static func keyColumn<Target: PersistentModel>(
-    _ name: String, link: KeyPath<Model, ToOne<Target>>
+    _ name: String, link: @escaping @Sendable (Model) -> ToOne<Target>
   ) -> ModelAttribute {
-    nonisolated(unsafe) let link = link
-    return ModelAttribute(
+    ModelAttribute(
       name: name, options: [], storageType: .integer, isOptional: true, isCodable: false,
-      valueTypeName: "Int?", slot: Int?.self, keyPath: link.appending(path: \ToOne<Target>.key)
+      valueTypeName: "Int?", slot: Int?.self, keyPath: \KeyColumnPath.[column: name]
     ) { object, operation in
-      let toOne = unsafeDowncast(object, to: Model.self)[keyPath: link]
+      let toOne = link(unsafeDowncast(object, to: Model.self))
       switch operation {
       case .load(let row, let index, _, let slot, let isNew):
         let value = try Int?.read(from: row.object, at: index)
@@ -265,6 +269,12 @@ extension ModelAttribute {
       return .done
     }
   }
+}
+
+/// Where the key paths of key columns are rooted: `\KeyColumnPath.[column: "trip"]` names the
+/// column `trip` in its schema's lookups, and no model's key path can equal it.
+struct KeyColumnPath {
+  subscript(column column: String) -> Int? { nil }
 }
 
 extension ModelSchema {
