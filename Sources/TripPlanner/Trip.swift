@@ -52,6 +52,24 @@ public final class Trip: PersistentModel, Observable {
   // 80 instructions a row).
   @ObservationIgnored private var _placeFault: CodableFault<PlaceIdentifier>
 
+  // MARK: Relationships
+
+  let bucketListLink = ToMany<BucketListItem>()
+  /// Things to do there, in ``BucketListItem/position`` order; deleted with the trip. Read
+  /// from the store on first access (one query), or with the trips that a fetch prefetches it
+  /// for.
+  public var bucketList: [BucketListItem] {
+    get { bucketListLink.value(of: self) }
+    set { bucketListLink.set(newValue, of: self) }
+  }
+
+  let livingAccommodationLink = ToOne<LivingAccommodation>()
+  /// Where one stays, if decided; deleted with the trip.
+  public var livingAccommodation: LivingAccommodation? {
+    get { livingAccommodationLink.value(of: self) }
+    set { livingAccommodationLink.set(newValue, of: self) }
+  }
+
   // MARK: Observation, with a registrar made on first use
 
   /// The registrar, in an object of its own.
@@ -203,7 +221,13 @@ public final class Trip: PersistentModel, Observable {
     .attribute(
       \.longitude, "longitude", .indexed(with: "latitude", "start_date", "name"),
       storage: \._longitude),
-    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault)
+    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault),
+    .toMany(
+      \.bucketList, "bucket_list", link: \.bucketListLink, inverse: \.trip, deleteRule: .cascade,
+      orderBy: \.position),
+    .toOne(
+      \.livingAccommodation, "living_accommodation", link: \.livingAccommodationLink,
+      inverse: \.trip, deleteRule: .cascade, storesKey: false)
   )
   .loading { row in
     try Trip(
@@ -224,6 +248,12 @@ public final class Trip: PersistentModel, Observable {
     try row.bind(\.longitude, trip._longitude)
     try row.bind(\.placeIdentifier, fault: trip._placeFault)
   }
+
+  /// The models of a trip store: trips, their bucket-list items and their stays. A container
+  /// for trips is made with all three.
+  public static let modelTypes: [any PersistentModel.Type] = [
+    Trip.self, BucketListItem.self, LivingAccommodation.self,
+  ]
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {
@@ -352,23 +382,24 @@ public struct TripRecord: Hashable, Sendable {
     return true
   }
 
-  /// The text's length in scalars when it is over the maximum, else nil.
-  static func tooLong(_ text: String) -> Int? {
-    guard text.utf8.count > maximumTextLength else { return nil }
+  /// The text's length in scalars when it is over `maximum`, else nil.
+  static func tooLong(_ text: String, maximum: Int = maximumTextLength) -> Int? {
+    guard text.utf8.count > maximum else { return nil }
     let count = text.unicodeScalars.count
-    return count > maximumTextLength ? count : nil
+    return count > maximum ? count : nil
   }
 
   static func isControl(_ scalar: Unicode.Scalar) -> Bool {
     scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
   }
 
-  /// The problems of one text field: too long, control characters.
-  static func textViolations(_ text: String, field: String, label: String) -> [(String, String)] {
+  /// The problems of one text field: too long (over `maximum` scalars), control characters.
+  static func textViolations(
+    _ text: String, field: String, label: String, maximum: Int = maximumTextLength
+  ) -> [(String, String)] {
     var found: [(String, String)] = []
-    if let count = tooLong(text) {
-      found.append(
-        (field, "\(label) is \(count) characters long; at most \(maximumTextLength) are allowed"))
+    if let count = tooLong(text, maximum: maximum) {
+      found.append((field, "\(label) is \(count) characters long; at most \(maximum) are allowed"))
     }
     if let control = text.unicodeScalars.first(where: isControl) {
       let code = String(control.value, radix: 16, uppercase: true)

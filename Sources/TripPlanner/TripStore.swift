@@ -21,7 +21,7 @@ public final class TripStore {
   public init(url: URL, author: String = "cli", readOnly: Bool = false) throws {
     do {
       container = try ModelContainer(
-        for: [Trip.self], configuration: ModelConfiguration(url: url, allowsSave: !readOnly))
+        for: Trip.modelTypes, configuration: ModelConfiguration(url: url, allowsSave: !readOnly))
     } catch {
       throw Self.wrap(error)
     }
@@ -39,7 +39,7 @@ public final class TripStore {
 
   /// Opens an in-memory store (for tests and tools).
   public init(inMemoryWithAuthor author: String = "cli") throws {
-    container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration())
+    container = try ModelContainer(for: Trip.modelTypes, configuration: ModelConfiguration())
     context = ModelContext(container)
     context.author = author
   }
@@ -475,7 +475,7 @@ public final class TripStore {
     do { return try context.performExclusively(body) } catch { throw Self.wrap(error) }
   }
 
-  private func run<T>(_ body: () throws -> T) throws -> T {
+  func run<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch { throw Self.wrap(error) }
   }
 

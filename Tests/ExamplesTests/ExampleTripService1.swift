@@ -9,7 +9,8 @@ import TripService
 private func exampleTripService1() async throws {
 
   let url = URL(fileURLWithPath: "trips.sqlite")
-  let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+  let container = try ModelContainer(
+    for: Trip.modelTypes, configuration: ModelConfiguration(url: url))
   var configuration = ServiceConfiguration()
   configuration.port = 8080
   let service = try TripService(container: container, configuration: configuration) { line in

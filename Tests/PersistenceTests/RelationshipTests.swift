@@ -466,6 +466,23 @@ struct RelationshipTests {
     #expect(eventually { observer.results.map(\.number) == [1, 2, 3, 7, 8, 9] })
   }
 
+  @Test(
+    "deleting the side of a one-to-one that keeps the key, reached from the other side, leaves the other side pointing to nothing",
+    arguments: TestEngine.allCases)
+  func deleteDependentOneToOne(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.hotels()
+    _ = try seed(container)
+    let context = ModelContext(container)
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    let manager = try #require(hotel.manager)
+    context.delete(manager)
+    try context.save()
+    #expect(hotel.manager == nil)
+    #expect(try ModelContext(container).fetch(FetchDescriptor<Hotel>()).first?.manager == nil)
+    #expect(try context.fetchCount(FetchDescriptor<Manager>()) == 0)
+  }
+
   @Test("SQLite: an equality through a to-one is served by the related table's index and the key's")
   func equalityUsesIndexes() throws {
     let store = try TestEngine.sqlite.makeStore()

@@ -64,10 +64,10 @@ import TripsBaseline
     let ours = database("ours_\(round)")
     let base = database("base_\(round)")
     // The C side writes into a store the Swift layer created: the same schema and indexes.
-    _ = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: base))
+    _ = try ModelContainer(for: Trip.modelTypes, configuration: ModelConfiguration(url: base))
     func runOurs() throws {
       let container = try ModelContainer(
-        for: [Trip.self], configuration: ModelConfiguration(url: ours))
+        for: Trip.modelTypes, configuration: ModelConfiguration(url: ours))
       let context = ModelContext(container)
       context.author = "bench"
       oursInsert.append(
@@ -94,7 +94,7 @@ import TripsBaseline
   let store = filled!
   _ = tbpq_exec(admin, "SELECT 1")
   let container = try ModelContainer(
-    for: [Trip.self], configuration: ModelConfiguration(url: store))
+    for: Trip.modelTypes, configuration: ModelConfiguration(url: store))
   nonisolated(unsafe) let db = tbpq_open(store.absoluteString)
   defer { tbpq_close(db) }
   _ = tbpq_exec(db, "VACUUM ANALYZE")
@@ -205,7 +205,7 @@ import TripsBaseline
   if options.wants("update") {
     // Another container: its own connections, told of commits by NOTIFY as another process is.
     let watcher = try ModelContainer(
-      for: [Trip.self], configuration: ModelConfiguration(url: store))
+      for: Trip.modelTypes, configuration: ModelConfiguration(url: store))
     let controller = try BoundsController(container: watcher)
     // A hundred trips or more, each added, moved and deleted: at least 300 latencies, so that
     // the p99 is the third slowest or further in, not the slowest one.

@@ -141,10 +141,10 @@ for round in 0..<insertRounds {
   removeStore(ours)
   removeStore(base)
   // The C side writes into a store the Swift layer created: the same schema and indexes.
-  _ = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: base))
+  _ = try ModelContainer(for: Trip.modelTypes, configuration: ModelConfiguration(url: base))
   func runOurs() throws {
     let container = try ModelContainer(
-      for: [Trip.self], configuration: ModelConfiguration(url: ours))
+      for: Trip.modelTypes, configuration: ModelConfiguration(url: ours))
     let context = ModelContext(container)
     context.author = "bench"
     oursInsert.append(
@@ -173,7 +173,8 @@ if options.wants("insert") {
 }
 
 let store = storeURL("insert-ours-0.sqlite")
-let container = try ModelContainer(for: [Trip.self], configuration: ModelConfiguration(url: store))
+let container = try ModelContainer(
+  for: Trip.modelTypes, configuration: ModelConfiguration(url: store))
 let db = tb_open(store.path, Int32(cacheKiB))
 defer { tb_close(db) }
 
@@ -441,7 +442,7 @@ if options.wants("observers") {
   let directory = storeURL("observers.sqlite")
   removeStore(directory)
   let observed = try ModelContainer(
-    for: [Trip.self], configuration: ModelConfiguration(url: directory))
+    for: Trip.modelTypes, configuration: ModelConfiguration(url: directory))
   let writer = ModelContext(observed)
   writer.author = "bench"
   for record in records.prefix(1000) { writer.insert(Trip(record)) }
@@ -928,7 +929,7 @@ func runChild(_ arguments: [String]) {
   } else {
     do {
       let container = try ModelContainer(
-        for: [Trip.self], configuration: ModelConfiguration(url: URL(fileURLWithPath: path)))
+        for: Trip.modelTypes, configuration: ModelConfiguration(url: URL(fileURLWithPath: path)))
       let trips = try ModelContext(container).fetch(
         FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
       if trips.isEmpty { exit(2) }

@@ -317,7 +317,9 @@ extension ModelContext {
       let model = registration.model
       for relationship in delete.entity.relationships {
         let link = relationship.link(model)
-        for related in link.loadedModels { relationship.updateInverse(model, related, false) }
+        // A to-one still a fault of its key included: the registered model it points to
+        // must stop pointing back (a one-to-one's other side would still hold the deleted).
+        for related in link.registeredModels { relationship.updateInverse(model, related, false) }
         link.context = nil
       }
     }

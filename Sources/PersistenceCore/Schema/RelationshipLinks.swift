@@ -11,6 +11,9 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func points(to object: AnyObject) -> Bool?
   /// The related models held in memory (the target, the array), none while a fault.
   var loadedModels: [AnyObject] { get }
+  /// ``loadedModels``, and for a to-one that is a fault of a stored key, the model of that key
+  /// when the context has it registered (no query): what must hear of the owner's deletion.
+  var registeredModels: [AnyObject] { get }
   /// Forgets what was loaded or set, so that the next read comes from the store
   /// (`relationship` is this link's).
   func refault(_ relationship: RelationshipInfo)
@@ -228,6 +231,11 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 
   var loadedModels: [AnyObject] { isFault || isInverseFault ? [] : target.map { [$0] } ?? [] }
 
+  var registeredModels: [AnyObject] {
+    if isFault { return registeredTarget().map { [$0] } ?? [] }
+    return loadedModels
+  }
+
   func refault(_ relationship: RelationshipInfo) {
     guard !isFault, !isInverseFault else { return }
     guard relationship.storesKey else {
@@ -351,6 +359,8 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   func points(to object: AnyObject) -> Bool? { nil }
 
   var loadedModels: [AnyObject] { elements ?? [] }
+
+  var registeredModels: [AnyObject] { loadedModels }
 
   func refault(_ relationship: RelationshipInfo) {
     guard elements != nil else { return }

@@ -1,0 +1,157 @@
+import Foundation
+import Observation
+import Persistence
+
+/// Where one stays on a trip: SampleTrips' living accommodation. A trip has at most one
+/// (``Trip/livingAccommodation``), deleted with it; its position can be far from the trip's
+/// destination coordinates.
+///
+/// Validation (``LivingAccommodationRecord/validate()``) runs on every save, with a trip's rules
+/// and messages: a name that is not blank, a name, an address and a place identifier free of
+/// control characters and at most ``TripRecord/maximumTextLength`` Unicode scalars long, a
+/// finite latitude in [-90, 90] and longitude in [-180, 180], and a trip.
+@Observable public final class LivingAccommodation: PersistentModel {
+  /// The stay's identity, unique in a store.
+  public var id: UUID
+  /// What the place is called.
+  public var name: String
+  /// Its address; may be empty.
+  public var address: String
+  /// Degrees north.
+  public var latitude: Double
+  /// Degrees east.
+  public var longitude: Double
+  /// The place in an outside gazetteer, stored opaquely (as a trip's).
+  public var placeIdentifier: PlaceIdentifier?
+
+  @ObservationIgnored let tripLink = ToOne<Trip>()
+  /// The trip it is the stay of; nil only for a stay not yet given one (which cannot be saved).
+  public var trip: Trip? {
+    get { tripLink.value(of: self) }
+    set { tripLink.set(newValue, of: self) }
+  }
+
+  /// An empty stay with a new random id.
+  public init() {
+    id = UUID()
+    name = ""
+    address = ""
+    latitude = 0
+    longitude = 0
+  }
+
+  private init(loading: Void) {
+    id = LivingAccommodation.placeholderID
+    name = ""
+    address = ""
+    latitude = 0
+    longitude = 0
+  }
+
+  private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+  /// An instance to load a row into, without generating a random id.
+  public static func makeForLoading() -> LivingAccommodation { LivingAccommodation(loading: ()) }
+
+  /// Creates a stay from a record (a new random id when the record has none), of no trip.
+  public convenience init(_ record: LivingAccommodationRecord) {
+    self.init()
+    apply(record)
+  }
+
+  /// Copies every field of `record` except an absent id.
+  public func apply(_ record: LivingAccommodationRecord) {
+    if let id = record.id { self.id = id }
+    name = record.name
+    address = record.address
+    latitude = record.latitude
+    longitude = record.longitude
+    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
+  }
+
+  /// The stay's values as a record.
+  public var record: LivingAccommodationRecord {
+    LivingAccommodationRecord(
+      id: id, name: name, address: address, latitude: latitude, longitude: longitude,
+      placeIdentifier: placeIdentifier?.rawValue)
+  }
+
+  /// The table `living_accommodations`: the trip's key in `trip`, unique (one stay a trip),
+  /// deleted with the trip.
+  public static let schema = ModelSchema<LivingAccommodation>(
+    "living_accommodations",
+    .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
+    .attribute(\.name, "name", storage: \._name),
+    .attribute(\.address, "address", storage: \._address),
+    .attribute(\.latitude, "latitude", storage: \._latitude),
+    .attribute(\.longitude, "longitude", storage: \._longitude),
+    .codable(\.placeIdentifier, "place_id"),
+    .toOne(\.trip, "trip", link: \.tripLink, inverse: \.livingAccommodation))
+
+  /// Checks the stay's rules (see the type's docs).
+  public func validateForSave() throws {
+    try record.validate()
+    guard trip != nil else {
+      throw TripPlannerError(
+        code: .invalidTrip,
+        message: "stay \(id.lowercasedString) belongs to no trip; set it as a trip's stay",
+        field: "trip")
+    }
+  }
+}
+
+/// A stay's values, without identity in a store: what files and requests carry.
+public struct LivingAccommodationRecord: Hashable, Sendable, Codable {
+  /// The id, or nil to make a new one.
+  public var id: UUID?
+  /// What the place is called.
+  public var name: String
+  /// Its address.
+  public var address: String
+  /// Degrees north.
+  public var latitude: Double
+  /// Degrees east.
+  public var longitude: Double
+  /// The place identifier's raw value.
+  public var placeIdentifier: String?
+
+  /// Creates a record.
+  public init(
+    id: UUID? = nil, name: String, address: String = "", latitude: Double, longitude: Double,
+    placeIdentifier: String? = nil
+  ) {
+    self.id = id
+    self.name = name
+    self.address = address
+    self.latitude = latitude
+    self.longitude = longitude
+    self.placeIdentifier = placeIdentifier
+  }
+
+  /// Every rule the record breaks, as (field, reason); empty when valid.
+  public var violations: [(field: String, reason: String)] {
+    var found: [(String, String)] = []
+    if TripRecord.isBlank(name) { found.append(("name", "name must not be empty")) }
+    found += TripRecord.textViolations(name, field: "name", label: "name")
+    found += TripRecord.textViolations(address, field: "address", label: "address")
+    if let placeIdentifier {
+      found += TripRecord.textViolations(
+        placeIdentifier, field: "placeIdentifier", label: "place id")
+    }
+    if !latitude.isFinite || !(-90...90).contains(latitude) {
+      found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))
+    }
+    if !longitude.isFinite || !(-180...180).contains(longitude) {
+      found.append(("longitude", "longitude \(longitude) is not a number between -180 and 180"))
+    }
+    return found
+  }
+
+  /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
+  public func validate() throws {
+    guard let first = violations.first else { return }
+    throw TripPlannerError(
+      code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
+      field: first.field)
+  }
+}

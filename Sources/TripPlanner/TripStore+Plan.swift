@@ -1,0 +1,206 @@
+import Foundation
+import Persistence
+
+// A trip's plan: its bucket list and its stay. Each call finds the trip as
+// `trip(matching:)` does (a whole id or an unambiguous prefix of 4 or more characters), then
+// reads or writes in one transaction that holds the store's write lock: nothing is written
+// when a call throws.
+
+extension TripStore {
+  /// The bucket list of the trip `tripID` names, in order.
+  ///
+  /// Cost: the trip's lookup, then one query over the items' index on their trip.
+  public func bucketList(ofTrip tripID: String) throws -> [BucketListItem] {
+    try run { try trip(matching: tripID).bucketList }
+  }
+
+  /// Adds an item to the bucket list of the trip `tripID` names, at `position` (0 is first; the
+  /// items from there on move down one), or at the end. Returns the item.
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidTrip`` for an item that breaks a rule, a
+  ///   position past the end (naming the list's length), or an id another item has;
+  ///   ``TripPlannerError/Code/notFound`` when no trip matches.
+  ///
+  /// Cost: the trip's lookup and its bucket list (one query), O(items of the trip) to renumber
+  /// them, and the save of the changed items.
+  @discardableResult
+  public func addBucketListItem(
+    _ record: BucketListItemRecord, toTrip tripID: String, at position: Int? = nil
+  ) throws -> BucketListItem {
+    try record.validate()
+    return try changingPlan {
+      let trip = try trip(matching: tripID)
+      if let id = record.id, try item(id) != nil {
+        throw TripPlannerError(
+          code: .invalidTrip,
+          message: "A bucket-list item with the id \(id.lowercasedString) exists already.",
+          field: "id")
+      }
+      var list = trip.bucketList
+      let index = try Self.insertionIndex(position, count: list.count)
+      let item = BucketListItem(record)
+      list.insert(item, at: index)
+      Self.renumber(list)
+      trip.bucketList = list
+      return item
+    }
+  }
+
+  /// Changes the bucket-list item with this id: `change` edits its values (its id and
+  /// position stay), then the result is validated and saved, or nothing is.
+  ///
+  /// Cost: a lookup by the item's unique id, then the save of one row.
+  @discardableResult
+  public func updateBucketListItem(
+    _ id: UUID, _ change: (inout BucketListItemRecord) throws -> Void
+  ) throws -> BucketListItem {
+    try changingPlan {
+      let item = try existingItem(id)
+      var record = item.record
+      try change(&record)
+      record.id = item.id
+      record.position = item.position
+      try record.validate()
+      item.apply(record)
+      return item
+    }
+  }
+
+  /// Moves the bucket-list item with this id to `position` in its trip's list (0 is first),
+  /// the others closing up around it.
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidTrip`` for a position past the end (naming the
+  ///   list's length).
+  ///
+  /// Cost: the item's lookup and its trip's list, O(items of the trip) renumbered and saved.
+  @discardableResult
+  public func moveBucketListItem(_ id: UUID, to position: Int) throws -> BucketListItem {
+    try changingPlan {
+      let item = try existingItem(id)
+      guard let trip = item.trip else { throw Self.orphan(id) }
+      var list = trip.bucketList
+      list.removeAll { $0 === item }
+      let index = try Self.insertionIndex(position, count: list.count)
+      list.insert(item, at: index)
+      Self.renumber(list)
+      trip.bucketList = list
+      return item
+    }
+  }
+
+  /// Removes the bucket-list item with this id (its trip's list closes up). Returns its values.
+  ///
+  /// Cost: the item's lookup and its trip's list, O(items of the trip) renumbered and saved.
+  @discardableResult
+  public func removeBucketListItem(_ id: UUID) throws -> BucketListItemRecord {
+    try changingPlan {
+      let item = try existingItem(id)
+      let record = item.record
+      if let trip = item.trip {
+        var list = trip.bucketList
+        list.removeAll { $0 === item }
+        Self.renumber(list)
+      }
+      context.delete(item)
+      return record
+    }
+  }
+
+  /// Sets the stay of the trip `tripID` names: the trip's stay takes `record`'s values (a
+  /// trip has one stay; one it had is changed in place, keeping its id unless `record` names
+  /// another). Returns the stay.
+  ///
+  /// Cost: the trip's lookup, one query for its stay (the unique index on its trip), the save
+  /// of one row.
+  @discardableResult
+  public func setStay(_ record: LivingAccommodationRecord, forTrip tripID: String) throws
+    -> LivingAccommodation
+  {
+    try record.validate()
+    return try changingPlan {
+      let trip = try trip(matching: tripID)
+      if let stay = trip.livingAccommodation {
+        var values = record
+        values.id = record.id ?? stay.id
+        stay.apply(values)
+        return stay
+      }
+      let stay = LivingAccommodation(record)
+      trip.livingAccommodation = stay
+      return stay
+    }
+  }
+
+  /// Clears the stay of the trip `tripID` names (deleting it). Returns its values, or nil
+  /// when the trip had none.
+  ///
+  /// Cost: the trip's lookup, one query for its stay, the delete of one row.
+  @discardableResult
+  public func clearStay(ofTrip tripID: String) throws -> LivingAccommodationRecord? {
+    try changingPlan {
+      let trip = try trip(matching: tripID)
+      guard let stay = trip.livingAccommodation else { return nil }
+      let record = stay.record
+      context.delete(stay)
+      return record
+    }
+  }
+
+  // MARK: Helpers
+
+  /// `body`, then a save, in one exclusive transaction; on any error nothing is saved and the
+  /// context is rolled back.
+  private func changingPlan<T>(_ body: () throws -> T) throws -> T {
+    do {
+      return try context.performExclusively {
+        let result = try body()
+        try context.save()
+        return result
+      }
+    } catch {
+      context.rollback()
+      throw Self.wrap(error)
+    }
+  }
+
+  /// The item with this id, if the store has one. Cost: one lookup in the unique index.
+  private func item(_ id: UUID) throws -> BucketListItem? {
+    try context.fetch(FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id }))
+      .first
+  }
+
+  private func existingItem(_ id: UUID) throws -> BucketListItem {
+    guard let item = try item(id) else {
+      throw TripPlannerError(
+        code: .notFound, message: "No bucket-list item has the id \(id.lowercasedString).")
+    }
+    return item
+  }
+
+  private static func orphan(_ id: UUID) -> TripPlannerError {
+    TripPlannerError(
+      code: .invalidTrip,
+      message: "bucket-list item \(id.lowercasedString) belongs to no trip; add it to a trip",
+      field: "trip")
+  }
+
+  /// Where `position` inserts into a list of `count` items: at the end when nil.
+  private static func insertionIndex(_ position: Int?, count: Int) throws -> Int {
+    guard let position else { return count }
+    guard (0...count).contains(position) else {
+      throw TripPlannerError(
+        code: .invalidTrip,
+        message:
+          "position \(position) is past the end of a bucket list of \(count) item\(count == 1 ? "" : "s"); positions go from 0 to \(count)",
+        field: "position")
+    }
+    return position
+  }
+
+  /// Numbers `list` 0, 1, 2 … in its order, changing only the items whose position moves.
+  private static func renumber(_ list: [BucketListItem]) {
+    for (index, item) in list.enumerated() where item.position != index {
+      item.position = index
+    }
+  }
+}
