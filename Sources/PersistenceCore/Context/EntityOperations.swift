@@ -56,10 +56,10 @@ extension EntityOperations {
   /// need no lookup of the model), and its to-ones whose inverse stores the key become faults.
   /// O(relationships).
   func attachLoaded(_ model: AnyObject, key: Int64, to context: ModelContext) {
+    let reference = context.linkReference
     for relationship in relationships {
-      let link = relationship.link(model)
-      link.context = context
-      link.faultFromStore(relationship, ownerKey: key)
+      relationship.observation(model).attachLoaded(
+        reference, ownerKey: key, inverseFault: relationship.isInverseFaultOnLoad)
     }
   }
 }

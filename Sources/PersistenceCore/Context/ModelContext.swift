@@ -212,6 +212,8 @@ public final class ModelContext {
   var savingKeys: [ObjectIdentifier: Int64] = [:]
   /// How many queries relationships ran to load faults (for tests of the query counts).
   var relationshipQueryCount = 0
+  /// This context as the links of its models reach it (see ``ContextReference``).
+  private(set) lazy var linkReference = ContextReference(self)
 
   /// What a kept query is kept by: its predicate's template (see ``PredicateTemplate``), what
   /// the query is, and for a fetch its order (each sort's key path, by identity, and
@@ -501,4 +503,13 @@ public final class ModelContext {
       pendingInserts.removeAll { $0 === registration }
     }
   }
+}
+
+/// A context as links reach it: one weak reference a context, made once, that the links of
+/// its models hold strongly (see ``RelationshipObservation/contextReference``). It reads as nil
+/// once the context is gone, as a weak reference of each link's would.
+final class ContextReference {
+  weak var context: ModelContext?
+
+  init(_ context: ModelContext) { self.context = context }
 }

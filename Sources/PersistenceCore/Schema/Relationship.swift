@@ -58,6 +58,12 @@ final class RelationshipInfo: Sendable {
   nonisolated(unsafe) let order: AnyKeyPath?
   /// The owner's link object (``ToOne`` or ``ToMany``).
   let link: @Sendable (AnyObject) -> any RelationshipLink
+  /// The same object as its base class: what attaching a loaded model needs, without an
+  /// existential.
+  let observation: @Sendable (AnyObject) -> RelationshipObservation
+  /// Whether a loaded owner's link starts as a fault to look up by the inverse's key column
+  /// (a to-one whose inverse stores the key).
+  let isInverseFaultOnLoad: Bool
   /// The inverse relationship, looked up in the target's schema (nil when it declares none).
   let inverseInfo: @Sendable () -> RelationshipInfo?
   /// Whether `inverse` names a relationship whose own inverse is this one's key path.
@@ -74,6 +80,7 @@ final class RelationshipInfo: Sendable {
     name: String, kind: Kind, storesKey: Bool, deleteRule: DeleteRule,
     target: any PersistentModel.Type, keyPath: AnyKeyPath, inverse: AnyKeyPath,
     order: AnyKeyPath?, link: @escaping @Sendable (AnyObject) -> any RelationshipLink,
+    observation: @escaping @Sendable (AnyObject) -> RelationshipObservation,
     inverseInfo: @escaping @Sendable () -> RelationshipInfo?,
     inversePointsBack: @escaping @Sendable () -> Bool,
     targetTable: @escaping @Sendable () -> String,
@@ -89,6 +96,8 @@ final class RelationshipInfo: Sendable {
     self.inverse = inverse
     self.order = order
     self.link = link
+    self.observation = observation
+    isInverseFaultOnLoad = kind == .toOne && !storesKey
     self.inverseInfo = inverseInfo
     self.inversePointsBack = inversePointsBack
     self.targetTable = targetTable
@@ -202,7 +211,9 @@ extension ModelAttribute {
   /// one, made where the model's type is known): a key path applied here, in code generic over
   /// the model, cost about 1,000 instructions a read (callgrind), and a fetch reads each
   /// loaded model's links.
-  private static func relationship<Target: PersistentModel, Value, Link: RelationshipLink>(
+  private static func relationship<
+    Target: PersistentModel, Value, Link: RelationshipObservation & RelationshipLink
+  >(
     _ keyPath: KeyPath<Model, Value>, _ name: String,
     link: @escaping @Sendable (Model) -> Link, kind: RelationshipInfo.Kind,
     storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
@@ -214,6 +225,7 @@ extension ModelAttribute {
       name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: Target.self,
       keyPath: keyPath, inverse: inverse, order: order,
       link: { link(unsafeDowncast($0, to: Model.self)) },
+      observation: { link(unsafeDowncast($0, to: Model.self)) },
       inverseInfo: { Target.schema.relationship(for: inversePath) },
       inversePointsBack: {
         guard let back = Target.schema.relationship(for: inversePath) else { return false }

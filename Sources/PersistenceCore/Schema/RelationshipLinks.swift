@@ -2,7 +2,7 @@ import Observation
 
 /// What a context needs of a ``ToOne`` or ``ToMany`` whatever its types.
 protocol RelationshipLink: AnyObject, SendableMetatype {
-  /// The context the owner is registered in; links fault related rows in through it.
+  /// The context the owner is registered in (``RelationshipObservation/context``).
   var context: ModelContext? { get set }
   /// Changes this side only, because the other side changed: `other` now points to `owner`
   /// (`linked`) or no longer does. `info` is this side's relationship.
@@ -19,9 +19,6 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func refault(_ relationship: RelationshipInfo)
   /// Points to nothing, as the store does after a nullify (a to-one; a to-many does nothing).
   func clearSaved()
-  /// The owner was just loaded from the store, from the row `key`: a to-one whose inverse
-  /// stores the key is to be looked up there on first read (a to-many is a fault already).
-  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64)
   /// Takes the related models a prefetch loaded for `owner` (a to-many's rows, a to-one's by
   /// its inverse's key), when still a fault; `relationship` is this link's, `inverse` its
   /// inverse.
@@ -46,7 +43,33 @@ public class RelationshipObservation: Observable {
   /// Stands for the relationship's value in observation.
   var relationshipValue: Void { () }
 
+  /// The owner's context, through the context's one shared weak reference
+  /// (``ContextReference``), which the link holds strongly: attaching a loaded model's links
+  /// then costs a retain each, where a weak reference each cost about 180 instructions
+  /// (callgrind).
+  final var contextReference: ContextReference?
+  /// The owner's row, when it was loaded from the store (else the context knows it).
+  final var ownerKey: Int64?
+  /// For a ``ToOne`` whose inverse stores the key, of an owner loaded from the store: whether
+  /// the target is still to be looked up by that key column.
+  final var isInverseFault = false
+
   init() {}
+
+  /// The context the owner is registered in; links fault related rows in through it.
+  final var context: ModelContext? {
+    get { contextReference?.context }
+    set { contextReference = newValue?.linkReference }
+  }
+
+  /// The owner was just loaded from the store, from the row `key`, into the context of
+  /// `reference`; `inverseFault` for a to-one whose inverse stores the key (looked up there on
+  /// first read; a to-many is a fault already). O(1).
+  final func attachLoaded(_ reference: ContextReference, ownerKey key: Int64, inverseFault: Bool) {
+    contextReference = reference
+    ownerKey = key
+    if inverseFault { isInverseFault = true }
+  }
 
   /// Records a read of the relationship.
   final func accessed() {
@@ -90,17 +113,11 @@ let unsavedKey = Int.min
 /// registered in the context already); later reads are O(1). A read outside a context (the
 /// model not inserted, or its context gone) answers only what was set in memory.
 public final class ToOne<Target: PersistentModel>: RelationshipObservation, RelationshipLink {
-  weak var context: ModelContext?
   /// The key the stored row holds, while ``isFault``.
   private var loadedKey: Int?
   /// Whether the target is still to be loaded (from `loadedKey`).
   private var isFault = false
-  /// Whether the target is still to be looked up by its key column (a to-one whose inverse
-  /// stores the key, of an owner loaded from the store).
-  private var isInverseFault = false
   private var target: Target?
-  /// The owner's row, when it was loaded from the store (else the context knows it).
-  private var ownerKey: Int64?
 
   /// A link holding no model.
   public override init() {}
@@ -192,11 +209,6 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
     target = found.first.map { unsafeDowncast($0, to: Target.self) }
   }
 
-  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64) {
-    ownerKey = key
-    if !relationship.storesKey { isInverseFault = true }
-  }
-
   func fill(
     _ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo,
     inverse: RelationshipInfo?
@@ -276,11 +288,8 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 /// Cost: the first read is one query over the related table's index on its key column,
 /// O(related rows); later reads are O(1). Setting is O(old + new elements).
 public final class ToMany<Element: PersistentModel>: RelationshipObservation, RelationshipLink {
-  weak var context: ModelContext?
   /// The related models, nil while a fault.
   private var elements: [Element]?
-  /// The owner's row, when it was loaded from the store (else the context knows it).
-  private var ownerKey: Int64?
 
   /// A link holding no models.
   public override init() {}
@@ -368,6 +377,4 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   }
 
   func clearSaved() {}
-
-  func faultFromStore(_ relationship: RelationshipInfo, ownerKey key: Int64) { ownerKey = key }
 }
