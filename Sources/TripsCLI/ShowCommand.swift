@@ -20,7 +20,14 @@ enum ShowCommand: Subcommand {
     let store = try CommonOptions.openForReading(arguments, io)
     let trip = try store.trip(matching: arguments.positionals[0])
     if json {
-      try io.out(TripJSON.object(trip.record).rendered(pretty: true) + "\n")
+      guard case .object(var members) = TripJSON.object(trip.record) else { return }
+      members.append(("bucketList", .array(trip.bucketList.map { TripJSON.object($0.record) })))
+      members.append(
+        (
+          "livingAccommodation",
+          trip.livingAccommodation.map { TripJSON.object($0.record) } ?? .null
+        ))
+      try io.out(JSONValue.object(members).rendered(pretty: true) + "\n")
     } else {
       try io.out(describe(trip, io: io))
     }
@@ -37,8 +44,12 @@ enum ShowCommand: Subcommand {
       ["latitude:", "\(trip.latitude)"],
       ["longitude:", "\(trip.longitude)"],
       ["place id:", trip.placeIdentifier?.rawValue ?? "none"],
+      ["stay:", StayCommand.describe(trip.livingAccommodation)],
     ])
     // Cells are escaped by the table (no control character from data reaches the terminal).
-    return table.render()
+    var text = table.render()
+    let list = trip.bucketList
+    if !list.isEmpty { text += "bucket list:\n" + BucketCommand.describe(list) }
+    return text
   }
 }

@@ -21,6 +21,7 @@ public enum TripsCommand {
 
   static let subcommands: [any Subcommand.Type] = [
     AddCommand.self, ListCommand.self, ShowCommand.self, UpdateCommand.self, DeleteCommand.self,
+    BucketCommand.self, StayCommand.self,
     ImportCommand.self, ExportCommand.self, BoundsCommand.self, WatchCommand.self,
     DestinationsCommand.self, HistoryCommand.self, SyncCommand.self, CheckCommand.self,
     CompletionCommand.self, ServeCommand.self,

@@ -76,7 +76,8 @@ let outputCommands: [[String]] = [
   ["bounds", "--format", "geojson"], ["bounds", "--format", "svg"], ["sync", "export"],
   ["sync", "export", "--output", "-"],
   ["destinations"], ["destinations", "--json"], ["check"], ["watch", "--count", "1"],
-  ["show", "0378f603"], ["completion", "bash"], ["--help"], ["--version"],
+  ["show", "0378f603"], ["show", "0378f603", "--json"], ["bucket", "list", "0378f603"],
+  ["bucket", "list", "0378f603", "--json"], ["completion", "bash"], ["--help"], ["--version"],
 ]
 
 @Suite("Hardening: output that cannot be written", .serialized)

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+
+@Suite("trips bucket and trips stay: a trip's plan from the terminal")
+struct PlanCLITests {
+  let scratch = Scratch()
+  let suva = "0378f603"
+
+  init() throws {
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+  }
+
+  @Test("add, update, move and remove items, set and clear the stay; show and --json show them")
+  func plan() throws {
+    var run = try trips(
+      ["bucket", "add", suva, "--title", "Snorkel at the reef", "--in-plan"], store: scratch.store)
+    #expect(run.status == 0)
+    #expect(run.stdout == "1. Snorkel at the reef [in plan]\n")
+    run = try trips(
+      [
+        "bucket", "add", suva, "--title", "Kava ceremony", "--details", "Bring a sulu",
+        "--reservation", "--at", "1",
+      ], store: scratch.store)
+    #expect(
+      run.stdout
+        == "1. Kava ceremony [reservation]: Bring a sulu\n2. Snorkel at the reef [in plan]\n")
+    run = try trips(["bucket", "update", suva, "2", "--not-in-plan"], store: scratch.store)
+    #expect(run.stdout.hasSuffix("2. Snorkel at the reef\n"))
+    run = try trips(["bucket", "move", suva, "2", "--to", "1"], store: scratch.store)
+    #expect(
+      run.stdout == "1. Snorkel at the reef\n2. Kava ceremony [reservation]: Bring a sulu\n")
+    run = try trips(
+      [
+        "stay", "set", suva, "--name", "Grand Pacific Hotel", "--address", "Victoria Parade",
+        "--latitude", "-18.1416", "--longitude", "178.4233",
+      ], store: scratch.store)
+    #expect(run.status == 0)
+    #expect(
+      run.stdout.contains("stay:         Grand Pacific Hotel, Victoria Parade (-18.1416, 178.4233)")
+    )
+    #expect(
+      run.stdout.hasSuffix(
+        "bucket list:\n1. Snorkel at the reef\n2. Kava ceremony [reservation]: Bring a sulu\n"))
+
+    let json = try trips(["show", suva, "--json"], store: scratch.store)
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+    let list = try #require(object["bucketList"] as? [[String: Any]])
+    #expect(list.map { $0["title"] as? String } == ["Snorkel at the reef", "Kava ceremony"])
+    #expect(list.map { $0["position"] as? Int } == [0, 1])
+    #expect(list.map { $0["hasReservation"] as? Bool } == [false, true])
+    let stay = try #require(object["livingAccommodation"] as? [String: Any])
+    #expect(stay["name"] as? String == "Grand Pacific Hotel")
+    #expect(stay["latitude"] as? Double == -18.1416)
+
+    let items = try trips(["bucket", "list", suva, "--json"], store: scratch.store)
+    let ids = try #require(
+      try JSONSerialization.jsonObject(with: Data(items.stdout.utf8)) as? [[String: Any]]
+    ).compactMap { $0["id"] as? String }
+    #expect(ids.count == 2)
+    run = try trips(["bucket", "remove", suva, String(ids[1].prefix(6))], store: scratch.store)
+    #expect(run.stdout == "1. Snorkel at the reef\n")
+    run = try trips(["stay", "clear", suva], store: scratch.store)
+    #expect(run.stdout.contains("stay:         none"))
+    run = try trips(["bucket", "remove", suva, "1"], store: scratch.store)
+    #expect(run.stdout == "(no bucket-list items)\n")
+  }
+
+  @Test("bad plan input is one clear error line, a non-zero exit, and nothing written")
+  func badInput() throws {
+    #expect(
+      try trips(["bucket", "add", suva, "--title", "Kava"], store: scratch.store).status == 0)
+    let long = String(repeating: "x", count: 257)
+    let cases: [([String], Int32, String)] = [
+      (["bucket", "add", suva, "--title", ""], 65, "Error: title must not be empty\n"),
+      (
+        ["bucket", "add", suva, "--title", long], 65,
+        "Error: title is 257 characters long; at most 256 are allowed\n"
+      ),
+      (
+        ["bucket", "add", suva, "--title", "a\u{1B}[31m"], 65,
+        "Error: title contains the control character U+001B; line breaks, tabs and escape sequences are not allowed\n"
+      ),
+      (
+        ["bucket", "add", suva, "--title", "x", "--at", "3"], 65,
+        "Error: --at 3 is past the end of a bucket list of 1 item; give 1 to 2.\n"
+      ),
+      (
+        ["bucket", "move", suva, "1", "--to", "2"], 65,
+        "Error: --to 2 is past the end of a bucket list of 1 item.\n"
+      ),
+      (
+        ["bucket", "update", suva, "4", "--in-plan"], 1,
+        "Error: The bucket list has 1 item; there is no item 4.\n"
+      ),
+      (
+        ["bucket", "add", "ffffffff", "--title", "x"], 1,
+        "Error: No trip id starts with ffffffff.\n"
+      ),
+      (
+        ["stay", "set", suva, "--name", "Inn", "--latitude", "91", "--longitude", "0"], 65,
+        "Error: latitude 91.0 is not a number between -90 and 90\n"
+      ),
+      (["stay", "clear", suva], 1, "Error: The trip has no stay to clear.\n"),
+    ]
+    for (arguments, status, message) in cases {
+      let run = try trips(arguments, store: scratch.store)
+      #expect(run.status == status, "\(arguments): \(run.stderr)")
+      #expect(run.stderr == message, "\(arguments)")
+      #expect(run.stdout.isEmpty, "\(arguments)")
+    }
+    let usage: [[String]] = [
+      ["bucket"], ["bucket", "add", suva], ["bucket", "move", suva, "1"],
+      ["bucket", "move", suva, "1", "--to", "0"],
+      ["bucket", "add", suva, "--title", "x", "--at", "x"],
+      ["bucket", "update", suva, "1"],
+      ["bucket", "update", suva, "1", "--in-plan", "--not-in-plan"],
+      ["stay"], ["stay", "set", suva, "--name", "Inn"],
+    ]
+    for arguments in usage {
+      let run = try trips(arguments, store: scratch.store)
+      #expect(run.status == 64, "\(arguments): \(run.stderr)")
+      #expect(run.stderr.hasPrefix("Error: "), "\(arguments)")
+    }
+    let list = try trips(["bucket", "list", suva], store: scratch.store)
+    #expect(list.stdout == "1. Kava\n")
+    #expect(try trips(["show", suva], store: scratch.store).stdout.contains("stay:         none"))
+  }
+}
