@@ -17,9 +17,18 @@ public struct TripQuery: Sendable, Hashable {
     case destination
   }
 
-  /// Trips whose name or destination contains this text, ignoring case and diacritics
-  /// (`localizedStandardContains`).
+  /// Trips whose name or destination, or the title of an item of whose bucket list, contains
+  /// this text, ignoring case and diacritics (`localizedStandardContains`), as SampleTrips'
+  /// search. Cost: a scan of the trips, and for a trip whose name and destination do not match,
+  /// its items by the index on their trip.
   public var search: String?
+  /// Trips whose bucket list has an item whose title or details contain this text, ignoring
+  /// case and diacritics. Cost: as ``search``'s.
+  public var bucketListMentions: String?
+  /// Only trips with a bucket-list item that needs a reservation.
+  public var hasReservation = false
+  /// Only trips with a bucket-list item that is not in the plan yet.
+  public var hasItemNotInPlan = false
   /// Trips to this destination, matched as a person types it: ignoring case and accents
   /// (`zurich` finds `Zürich`), canonically equal strings alike, but the whole destination
   /// (`zur` does not find `Zürich`: use ``search`` for parts). Cost: a scan of the trips'
@@ -70,13 +79,36 @@ public struct TripQuery: Sendable, Hashable {
     let to = self.to ?? Date.distantFuture
     return #Predicate<Trip> { trip in
       (search.isEmpty || trip.name.localizedStandardContains(search)
-        || trip.destination.localizedStandardContains(search))
+        || trip.destination.localizedStandardContains(search)
+        || trip.bucketList.contains { $0.title.localizedStandardContains(search) })
         && (destination.isEmpty
           || (trip.destination.localizedStandardContains(destination)
             && trip.destination.count == destinationLength))
         && (!hasFrom || trip.endDate >= from)
         && (!hasTo || trip.startDate <= to)
     }
+  }
+
+  /// The bucket-list filters (``bucketListMentions``, ``hasReservation``,
+  /// ``hasItemNotInPlan``) as predicates, one each that is set: `EXISTS` subqueries over the
+  /// items' index on their trip.
+  public var planPredicates: [Predicate<Trip>] {
+    var predicates: [Predicate<Trip>] = []
+    if let text = bucketListMentions, !text.isEmpty {
+      predicates.append(
+        #Predicate<Trip> { trip in
+          trip.bucketList.contains {
+            $0.title.localizedStandardContains(text) || $0.details.localizedStandardContains(text)
+          }
+        })
+    }
+    if hasReservation {
+      predicates.append(#Predicate<Trip> { trip in trip.bucketList.contains { $0.hasReservation } })
+    }
+    if hasItemNotInPlan {
+      predicates.append(#Predicate<Trip> { trip in trip.bucketList.contains { !$0.isInPlan } })
+    }
+    return predicates
   }
 
   /// The sort descriptors: the chosen key, then a tie-breaker.
@@ -124,12 +156,13 @@ public struct TripQuery: Sendable, Hashable {
   var isPagedBox: Bool {
     bbox != nil && limit != nil && sort == .start && (search ?? "").isEmpty
       && (destination ?? "").isEmpty && from == nil && to == nil
+      && (bucketListMentions ?? "").isEmpty && !hasReservation && !hasItemNotInPlan
   }
 
   /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate`` as a condition.
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)
-    descriptor.conditions = boxPredicate.map { [$0] } ?? []
+    descriptor.conditions = (boxPredicate.map { [$0] } ?? []) + planPredicates
     switch sort {
     case .name: descriptor.localizedStandardSorts = [\.name]
     case .destination: descriptor.localizedStandardSorts = [\.destination]

@@ -86,7 +86,16 @@ enum CommonOptions {
 
   static let search = Option<String>(
     name: "search", valueName: "text",
-    help: "Only trips whose name or destination contains the text, ignoring case and accents.")
+    help:
+      "Only trips whose name, destination or a bucket-list title contains the text, ignoring case and accents."
+  )
+  static let bucketList = Option<String>(
+    name: "bucket-list", valueName: "text",
+    help: "Only trips with a bucket-list item whose title or details contain the text.")
+  static let hasReservation = Flag(
+    name: "has-reservation", help: "Only trips with a bucket-list item that needs a reservation.")
+  static let notInPlan = Flag(
+    name: "not-in-plan", help: "Only trips with a bucket-list item not in the plan yet.")
   static let destination = Option<String>(
     name: "destination", valueName: "destination", help: "Only trips to this destination.")
   static let from = Option<String>(
@@ -98,7 +107,9 @@ enum CommonOptions {
   ).completing(["today"])
 
   /// The filters of `list`, `bounds` and `destinations`.
-  static let filters: [any OptionDescriptor] = [search, destination, from, to, timeZone]
+  static let filters: [any OptionDescriptor] = [
+    search, destination, from, to, bucketList, hasReservation, notInPlan, timeZone,
+  ]
 
   static func storeURL(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> URL {
     if let path = try arguments[store] { return try storeURL(path, option: "--store") }
@@ -222,6 +233,9 @@ enum CommonOptions {
     var query = TripQuery()
     query.search = try arguments[search]
     query.destination = try arguments[destination]
+    query.bucketListMentions = try arguments[bucketList]
+    query.hasReservation = arguments[hasReservation]
+    query.hasItemNotInPlan = arguments[notInPlan]
     let fromText = try arguments[from]
     let toText = try arguments[to]
     query.from = try fromText.map { try day($0, option: "from", zone: zone).start }

@@ -200,3 +200,57 @@ struct TripPlanTests {
     #expect(found.map(\.title) == ["Tea ceremony", "Green tea ice cream"])
   }
 }
+
+@Suite("Trip queries over the plan, on every engine")
+struct TripPlanQueryTests {
+  @Test(
+    "search finds bucket-list titles; the plan filters (mentions, reservation, not in plan) select what Swift selects",
+    arguments: TripPlanTests.Engine.allCases)
+  func filters(engine: TripPlanTests.Engine) throws {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "planquery"))
+    let kyoto = try store.add(TripPlanTests.kyoto)
+    var record = TripPlanTests.kyoto
+    record.name = "Food tour"
+    record.destination = "Osaka"
+    let osaka = try store.add(record)
+    record.name = "Quiet week"
+    record.destination = "Nara"
+    _ = try store.add(record)
+    try store.addBucketListItem(
+      BucketListItemRecord(title: "Tea ceremony", details: "matcha", hasReservation: true),
+      toTrip: kyoto.id.uuidString)
+    try store.addBucketListItem(
+      BucketListItemRecord(title: "Dōtonbori", isInPlan: true), toTrip: osaka.id.uuidString)
+    try store.addBucketListItem(
+      BucketListItemRecord(title: "Kuromon market"), toTrip: osaka.id.uuidString)
+    func names(_ change: (inout TripQuery) -> Void) throws -> [String] {
+      var query = TripQuery(sort: .name)
+      change(&query)
+      return try store.trips(query).map(\.name)
+    }
+    #expect(try names { $0.search = "ceremony" } == ["Cherry blossoms"])
+    #expect(try names { $0.search = "dotonbori" } == ["Food tour"])
+    #expect(try names { $0.search = "osaka" } == ["Food tour"])
+    #expect(try names { $0.bucketListMentions = "MATCHA" } == ["Cherry blossoms"])
+    #expect(try names { $0.bucketListMentions = "market" } == ["Food tour"])
+    #expect(try names { $0.hasReservation = true } == ["Cherry blossoms"])
+    #expect(try names { $0.hasItemNotInPlan = true } == ["Cherry blossoms", "Food tour"])
+    #expect(
+      try names {
+        $0.hasItemNotInPlan = true
+        $0.search = "tour"
+      } == ["Food tour"])
+    var counted = TripQuery()
+    counted.hasReservation = true
+    #expect(try store.count(counted) == 1)
+    // The paths that read values, counts and sections, without models, filter alike.
+    var mentions = TripQuery()
+    mentions.bucketListMentions = "market"
+    #expect(try store.destinations(mentions).map(\.destination) == ["Osaka"])
+    #expect(try store.coordinates(mentions).count == 1)
+    #expect(try store.sections(mentions).map(\.id) == ["Osaka"])
+    #expect(try store.count(mentions) == 1)
+    mentions.search = "food"
+    #expect(try store.destinations(mentions).map(\.count) == [1])
+  }
+}

@@ -66,6 +66,38 @@ struct PlanCLITests {
     #expect(run.stdout == "(no bucket-list items)\n")
   }
 
+  @Test(
+    "list, bounds and destinations filter by the plan: --bucket-list, --has-reservation, --not-in-plan; --search reads bucket-list titles"
+  )
+  func filters() throws {
+    let weekend = "241b01ce"
+    #expect(
+      try trips(
+        ["bucket", "add", suva, "--title", "Kava ceremony", "--reservation"], store: scratch.store
+      )
+      .status == 0)
+    #expect(
+      try trips(
+        ["bucket", "add", weekend, "--title", "Snorkel", "--in-plan"], store: scratch.store
+      )
+      .status == 0)
+    func ids(_ arguments: [String]) throws -> [String] {
+      let run = try trips(arguments, store: scratch.store)
+      #expect(run.status == 0, "\(arguments): \(run.stderr)")
+      return run.stdout.split(separator: "\n").dropFirst().map { String($0.suffix(8)) }
+    }
+    #expect(try ids(["list", "--has-reservation"]) == [suva])
+    #expect(try ids(["list", "--not-in-plan"]) == [suva])
+    #expect(try ids(["list", "--bucket-list", "SNORK"]) == [weekend])
+    #expect(try ids(["list", "--search", "kava"]) == [suva])
+    #expect(try ids(["list", "--bucket-list", "nothing like it"]).isEmpty)
+    let bounds = try trips(["bounds", "--has-reservation"], store: scratch.store)
+    #expect(bounds.stdout.hasPrefix("Trips:      1\n"))
+    let destinations = try trips(
+      ["destinations", "--bucket-list", "snorkel"], store: scratch.store)
+    #expect(destinations.stdout == "DESTINATION  TRIPS\nSuva         1\n")
+  }
+
   @Test("bad plan input is one clear error line, a non-zero exit, and nothing written")
   func badInput() throws {
     #expect(

@@ -211,6 +211,18 @@ struct PredicateTranslator {
     return (rows, alias, try translate(test))
   }
 
+  /// A to-many's test (`relatedTest`), and whether translating it made an unknown (a
+  /// Swift-only function the engine cannot run), which the caller's SQL must keep rows for.
+  mutating func narrowingTest(
+    _ test: (inout PredicateTranslator) throws -> (RelatedRows, String, TranslatedExpression)
+  ) rethrows -> (RelatedRows, String, TranslatedExpression, Bool) {
+    let before = narrowed
+    narrowed = false
+    defer { narrowed = narrowed || before }
+    let (rows, alias, translated) = try test(&self)
+    return (rows, alias, translated, narrowed)
+  }
+
   /// `EXISTS` (or, `negated`, `NOT EXISTS`) over a to-many's rows matching `condition` (SQL
   /// over `alias`), or all of them.
   func exists(_ rows: RelatedRows, alias: String, condition: SQLFragment?, negated: Bool = false)

@@ -92,15 +92,22 @@ extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
   /// `$0.bucketList.contains { test }` over a to-many as `EXISTS (SELECT 1 FROM items AS _rN
   /// WHERE _rN.trip = trips._pk AND test)`, the closure's variable standing for `_rN`'s row.
   /// Cost: the subquery runs per candidate row, over the index on the key column.
+  ///
+  /// A test that calls a Swift-only function the engine cannot run (narrowing) keeps each row
+  /// whose answer depended on it (`IS NOT FALSE`): the `EXISTS` is then true for a superset,
+  /// which Swift finishes.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let (rows, alias, translated) = try translator.relatedTest(
-      sequence, variable: variable.key, test: test, construct: "contains(where:)")
+    let (rows, alias, translated, narrowed) = try translator.narrowingTest {
+      try $0.relatedTest(
+        sequence, variable: variable.key, test: test, construct: "contains(where:)")
+    }
     if let constant = translator.constantBool(translated) {
       return constant
         ? .sql(translator.exists(rows, alias: alias, condition: nil)) : .constant(false)
     }
     if translated.isUnknown { return .sql(.unknown(isCondition: true)) }
-    let condition = try translator.condition(translated)
+    var condition = try translator.condition(translated)
+    if narrowed { condition.sql = "(\(condition.sql)) IS NOT FALSE" }
     return .sql(translator.exists(rows, alias: alias, condition: condition))
   }
 
@@ -114,13 +121,17 @@ extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
 extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
   /// `$0.bucketList.allSatisfy { test }` over a to-many as `NOT EXISTS` of a row whose test
   /// is not true. Cost: as `contains(where:)`.
+  ///
+  /// Narrowed (as `contains(where:)`), only a row whose test is surely false fails
+  /// (`IS FALSE`): a superset again, which Swift finishes.
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
-    let (rows, alias, translated) = try translator.relatedTest(
-      sequence, variable: variable.key, test: test, construct: "allSatisfy")
+    let (rows, alias, translated, narrowed) = try translator.narrowingTest {
+      try $0.relatedTest(sequence, variable: variable.key, test: test, construct: "allSatisfy")
+    }
     if translated.isUnknown { return .sql(.unknown(isCondition: true)) }
     let condition = try translator.condition(translated)
     var failing = condition
-    failing.sql = "(\(condition.sql)) IS NOT TRUE"
+    failing.sql = "(\(condition.sql)) \(narrowed ? "IS FALSE" : "IS NOT TRUE")"
     return .sql(translator.exists(rows, alias: alias, condition: failing, negated: true))
   }
 
