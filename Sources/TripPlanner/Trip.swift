@@ -288,6 +288,10 @@ public struct TripRecord: Hashable, Sendable {
   public var longitude: Double
   /// The place identifier's raw value.
   public var placeIdentifier: String?
+  /// The trip's bucket list and stay, when the record carries them (a JSON or GeoJSON file, a
+  /// request); nil when it does not (CSV, a record of the trip alone): importing it then
+  /// leaves the trip's plan as it is.
+  public var plan: TripPlan?
 
   /// Creates a record.
   public init(
@@ -447,6 +451,16 @@ public struct TripRecord: Hashable, Sendable {
           "end date \(TripDates.format(endDate)) is before start date \(TripDates.format(startDate))"
         ))
     }
+    if let plan {
+      for (index, item) in plan.bucketList.enumerated() {
+        found += item.violations.map {
+          ("bucketList", "bucket-list item \(index + 1): \($0.reason)")
+        }
+      }
+      if let stay = plan.livingAccommodation {
+        found += stay.violations.map { ("livingAccommodation", "stay: \($0.reason)") }
+      }
+    }
     return found
   }
 
@@ -466,5 +480,29 @@ extension ModelContext {
   public func record(of trip: Trip) throws -> TripRecord {
     try resolveFaults(CollectionOfOne(trip))
     return trip.record
+  }
+}
+
+/// A trip's bucket list and stay, as files and requests carry them with the trip.
+public struct TripPlan: Hashable, Sendable {
+  /// The bucket list, in order (each item's `position` is its place here when imported).
+  public var bucketList: [BucketListItemRecord]
+  /// The stay, or nil for none.
+  public var livingAccommodation: LivingAccommodationRecord?
+
+  /// Creates a plan.
+  public init(
+    bucketList: [BucketListItemRecord] = [], livingAccommodation: LivingAccommodationRecord? = nil
+  ) {
+    self.bucketList = bucketList
+    self.livingAccommodation = livingAccommodation
+  }
+}
+
+extension Trip {
+  /// The trip's bucket list and stay as a plan (reading them: a query each unless loaded).
+  public var plan: TripPlan {
+    TripPlan(
+      bucketList: bucketList.map(\.record), livingAccommodation: livingAccommodation?.record)
   }
 }

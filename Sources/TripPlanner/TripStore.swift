@@ -399,11 +399,20 @@ public final class TripStore {
       throw TripPlannerError(
         code: .invalidInput, message: "\(file): nothing was imported.", problems: problems)
     }
-    for (index, item) in records.enumerated() {
-      context.insert(Trip(item.record))
-      if let progress, index % 10_000 == 0 { progress(index) }
+    guard records.contains(where: { $0.record.plan != nil }) else {
+      for (index, item) in records.enumerated() {
+        context.insert(Trip(item.record))
+        if let progress, index % 10_000 == 0 { progress(index) }
+      }
+      try save()
+      progress?(records.count)
+      return records.count
     }
-    try save()
+    // Records with a plan replace the plan of the trip they name: one exclusive transaction.
+    try exclusively {
+      try importWithPlans(records, file: file, progress: progress)
+      try save()
+    }
     progress?(records.count)
     return records.count
   }
@@ -450,12 +459,22 @@ public final class TripStore {
     return problems
   }
 
-  /// Every trip as records, in `query`'s order.
-  public func exportRecords(_ query: TripQuery = TripQuery()) throws -> [TripRecord] {
+  /// Every trip as records, in `query`'s order; with `plans`, each carries its bucket list
+  /// and stay (``TripRecord/plan``), read with each batch of 10,000 trips in one query per
+  /// relationship. Cost: O(trips + items), a batch in memory at a time besides the records.
+  public func exportRecords(_ query: TripQuery = TripQuery(), plans: Bool = false) throws
+    -> [TripRecord]
+  {
     var records: [TripRecord] = []
+    var descriptor = query.fetchDescriptor
+    if plans {
+      descriptor.relationshipKeyPathsForPrefetching = [\.bucketList, \.livingAccommodation]
+    }
     try run {
-      try context.enumerate(query.fetchDescriptor, batchSize: 10_000) {
-        records.append(try context.record(of: $0))
+      try context.enumerate(descriptor, batchSize: 10_000) { trip in
+        var record = try context.record(of: trip)
+        if plans { record.plan = trip.plan }
+        records.append(record)
       }
     }
     return records
@@ -471,7 +490,7 @@ public final class TripStore {
   }
 
   /// `body` in `ModelContext.performExclusively(_:)`, store errors wrapped.
-  private func exclusively<T>(_ body: () throws -> T) throws -> T {
+  func exclusively<T>(_ body: () throws -> T) throws -> T {
     do { return try context.performExclusively(body) } catch { throw Self.wrap(error) }
   }
 

@@ -28,7 +28,8 @@ enum ExportCommand: Subcommand {
     let output = try arguments[output]
     let format = fileFormat(try arguments[format], path: output == "-" ? nil : output)
     let store = try CommonOptions.openForReading(arguments, io)
-    let data = format.encode(try store.exportRecords())
+    // JSON and GeoJSON carry each trip's plan; CSV stays one row a trip.
+    let data = format.encode(try store.exportRecords(plans: format != .csv))
     try OutputFile.write(data, to: output ?? "-", io: io)
   }
 }

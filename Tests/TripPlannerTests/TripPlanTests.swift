@@ -254,3 +254,141 @@ struct TripPlanQueryTests {
     #expect(try store.destinations(mentions).map(\.count) == [1])
   }
 }
+
+@Suite("Files carry a trip's plan, on every engine")
+struct TripPlanFileTests {
+  /// A store with three trips: one with a bucket list and a stay, one with a stay only, one
+  /// with nothing planned.
+  static func planned(_ engine: TripPlanTests.Engine, _ name: String) throws -> TripStore {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, name))
+    let kyoto = try store.add(TripPlanTests.kyoto).id.uuidString
+    var record = TripPlanTests.kyoto
+    record.name = "Food tour"
+    record.destination = "Osaka"
+    let osaka = try store.add(record).id.uuidString
+    record.name = "Quiet week"
+    _ = try store.add(record)
+    try store.addBucketListItem(
+      BucketListItemRecord(
+        title: "Tea ceremony", details: "matcha, \"usucha\"", hasReservation: true),
+      toTrip: kyoto)
+    try store.addBucketListItem(
+      BucketListItemRecord(title: "Fushimi Inari", isInPlan: true), toTrip: kyoto)
+    try store.setStay(
+      LivingAccommodationRecord(
+        name: "Ryokan", address: "Nanzenji", latitude: 35.01, longitude: 135.79,
+        placeIdentifier: "geonames:1857910"), forTrip: kyoto)
+    try store.setStay(
+      LivingAccommodationRecord(name: "Hostel", latitude: 34.67, longitude: 135.5), forTrip: osaka)
+    return store
+  }
+
+  @Test(
+    "JSON and GeoJSON exports carry bucket lists and stays, and importing them into an empty store gives the same export (lossless); CSV stays one row a trip",
+    arguments: TripPlanTests.Engine.allCases)
+  func roundTrip(engine: TripPlanTests.Engine) throws {
+    let source = try Self.planned(engine, "planfiles")
+    let records = try source.exportRecords(plans: true)
+    #expect(records.compactMap(\.plan).map(\.bucketList.count).sorted() == [0, 0, 2])
+    for format in [TripFileFormat.json, .geojson] {
+      let data = format.encode(records)
+      let target = try TripStore(url: try TripPlanTests.storeURL(engine, "planfiles\(format)"))
+      try target.importRecords(try format.decode(data, file: "plans.\(format)"), file: "plans")
+      let again = try target.exportRecords(plans: true)
+      #expect(again == records, "\(format)")
+      #expect(format.encode(again) == data, "\(format)")
+      #expect(try TripPlanTests.counts(target) == [3, 2, 2])
+    }
+    let csv = TripFileFormat.csv.encode(try source.exportRecords())
+    #expect(
+      try TripFileFormat.csv.decode(csv, file: "trips.csv").allSatisfy { $0.record.plan == nil })
+  }
+
+  @Test(
+    "importing a plan replaces the trip's: items matched by id keep their identity and take the file's order, the others go; a stay given none goes; a trip without plan keys keeps its plan",
+    arguments: TripPlanTests.Engine.allCases)
+  func replace(engine: TripPlanTests.Engine) throws {
+    let store = try Self.planned(engine, "planreplace")
+    var records = try store.exportRecords(plans: true)
+    let kyotoIndex = try #require(records.firstIndex { $0.name == "Cherry blossoms" })
+    var plan = try #require(records[kyotoIndex].plan)
+    let kept = plan.bucketList[1]
+    plan.bucketList = [kept, BucketListItemRecord(title: "Kaiseki dinner")]
+    plan.livingAccommodation = nil
+    records[kyotoIndex].plan = plan
+    let osakaIndex = try #require(records.firstIndex { $0.name == "Food tour" })
+    records[osakaIndex].plan = nil  // CSV-like: the plan is left alone
+    let file = TripFileFormat.json.encode(records)
+    try store.importRecords(try TripFileFormat.json.decode(file, file: "plans.json"), file: "plans")
+    let kyoto = try store.trip(matching: records[kyotoIndex].id!.uuidString)
+    #expect(kyoto.bucketList.map(\.title) == ["Fushimi Inari", "Kaiseki dinner"])
+    #expect(kyoto.bucketList.first?.id == kept.id)
+    #expect(kyoto.livingAccommodation == nil)
+    let osaka = try store.trip(matching: records[osakaIndex].id!.uuidString)
+    #expect(osaka.livingAccommodation?.name == "Hostel")
+    #expect(try TripPlanTests.counts(store) == [3, 2, 1])
+  }
+
+  @Test(
+    "a plan in a file with a duplicate or foreign id, a blank title, a stay at latitude 91 or a malformed member is an error naming the line, and nothing is imported",
+    arguments: TripPlanTests.Engine.allCases)
+  func badFiles(engine: TripPlanTests.Engine) throws {
+    let store = try Self.planned(engine, "planbadfiles")
+    let records = try store.exportRecords(plans: true)
+    let kyoto = try #require(records.first { $0.name == "Cherry blossoms" })
+    let item = try #require(kyoto.plan?.bucketList.first)
+    func attempt(_ change: (inout [TripRecord]) -> Void) throws -> [String] {
+      var changed = records
+      change(&changed)
+      let data = TripFileFormat.json.encode(changed)
+      do {
+        try store.importRecords(
+          try TripFileFormat.json.decode(data, file: "f.json"), file: "f.json")
+      } catch let error as TripPlannerError {
+        #expect(error.code == .invalidInput)
+        return error.problems.map(\.description)
+      }
+      return []
+    }
+    // The same item id under a second trip (and so a foreign id for that trip too).
+    let duplicate = try attempt { records in
+      let index = records.firstIndex { $0.name == "Quiet week" }!
+      records[index].plan = TripPlan(bucketList: [item])
+    }
+    #expect(duplicate.contains { $0.contains("is also on line") }, "\(duplicate)")
+    // An item of one trip moved under another in the file, removed from the first.
+    let foreign = try attempt { records in
+      let first = records.firstIndex { $0.name == "Cherry blossoms" }!
+      records[first].plan?.bucketList.removeAll { $0.id == item.id }
+      let index = records.firstIndex { $0.name == "Quiet week" }!
+      records[index].plan = TripPlan(bucketList: [item])
+    }
+    #expect(foreign.contains { $0.contains("belongs to trip") }, "\(foreign)")
+    let blank = try attempt { records in
+      let index = records.firstIndex { $0.name == "Quiet week" }!
+      records[index].plan = TripPlan(bucketList: [BucketListItemRecord(title: " ")])
+    }
+    #expect(
+      blank.contains { $0.hasSuffix("bucket-list item 1: title must not be empty") }, "\(blank)")
+    let far = try attempt { records in
+      let index = records.firstIndex { $0.name == "Quiet week" }!
+      records[index].plan = TripPlan(
+        livingAccommodation: LivingAccommodationRecord(name: "Pole", latitude: 91, longitude: 0))
+    }
+    #expect(
+      far.contains { $0.contains("stay: latitude 91.0 is not a number between -90 and 90") },
+      "\(far)")
+    #expect(try TripPlanTests.counts(store) == [3, 2, 2])
+
+    let malformed = Data(
+      #"[{"name":"x","destination":"y","startDate":"2027-01-01","endDate":"2027-01-02","latitude":1,"longitude":2,"bucketList":[{"title":1},{"title":"ok","extra":true}],"livingAccommodation":"inn"}]"#
+        .utf8)
+    let error = #expect(throws: TripPlannerError.self) {
+      try TripFileFormat.json.decode(malformed, file: "m.json")
+    }
+    let reasons = error?.problems.map(\.reason) ?? []
+    #expect(reasons.contains("bucket-list item 1: title must be a string"), "\(reasons)")
+    #expect(reasons.contains("bucket-list item 2: unknown member 'extra'"), "\(reasons)")
+    #expect(reasons.contains("livingAccommodation must be an object or null"), "\(reasons)")
+  }
+}

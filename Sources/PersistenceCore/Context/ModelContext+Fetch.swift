@@ -423,7 +423,9 @@ extension ModelContext {
   /// after each batch; changed ones stay registered for the next ``save()``.
   ///
   /// One query runs from start to end (its own statement, so the block may fetch too), and every
-  /// batch comes from the same snapshot of the store.
+  /// batch comes from the same snapshot of the store. The descriptor's
+  /// ``FetchDescriptor/relationshipKeyPathsForPrefetching`` are loaded for each batch before
+  /// the block sees it: one query per relationship and batch.
   ///
   /// Cost: O(rows) time, O(batchSize) memory (plus changed models).
   public func enumerate<Model: PersistentModel>(
@@ -446,7 +448,13 @@ extension ModelContext {
     let table = rowTable(entity.name)
     var batch: [(Model, Registration, Bool)] = []
     batch.reserveCapacity(batchSize)
+    let prefetches = !descriptor.prefetching.keyPaths.isEmpty
     func deliver() throws {
+      if prefetches, !batch.isEmpty {
+        try prefetch(
+          descriptor, of: batch.map { $0.0 }, keys: batch.map { $0.1.primaryKey ?? 0 },
+          entity: entity)
+      }
       for (model, _, _) in batch { try block(model) }
       for (_, registration, wasFresh) in batch where wasFresh {
         if !registration.isDeleted, registration.entity.changedIndexes(registration).isEmpty {

@@ -88,6 +88,14 @@ public enum TripGeoJSON {
     } else {
       raw("null")
     }
+    if let plan = record.plan {
+      for (key, value) in TripJSON.planMembers(plan) {
+        output.append(UInt8(ascii: ","))
+        string(key)
+        output.append(UInt8(ascii: ":"))
+        output.append(contentsOf: value.utf8())
+      }
+    }
     raw("}}")
   }
 

@@ -7,11 +7,12 @@ import Foundation
 public enum TripJSON {
   static let keys: Set<String> = [
     "id", "name", "destination", "startDate", "endDate", "latitude", "longitude", "placeIdentifier",
+    "bucketList", "livingAccommodation",
   ]
 
   /// One trip as a JSON object.
   public static func object(_ record: TripRecord) -> JSONValue {
-    .object([
+    var members: [(String, JSONValue)] = [
       ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
       ("name", .string(record.name)),
       ("destination", .string(record.destination)),
@@ -20,7 +21,17 @@ public enum TripJSON {
       ("latitude", .number(record.latitude)),
       ("longitude", .number(record.longitude)),
       ("placeIdentifier", record.placeIdentifier.map(JSONValue.string) ?? .null),
-    ])
+    ]
+    if let plan = record.plan { members += planMembers(plan) }
+    return .object(members)
+  }
+
+  /// `bucketList` (an array of items) and `livingAccommodation` (an object or `null`).
+  static func planMembers(_ plan: TripPlan) -> [(String, JSONValue)] {
+    [
+      ("bucketList", .array(plan.bucketList.map(object))),
+      ("livingAccommodation", plan.livingAccommodation.map(object) ?? .null),
+    ]
   }
 
   /// Writes an array of trips, indented, with a final newline.
@@ -94,12 +105,15 @@ public enum TripJSON {
       id = UUID(uuidString: text)
       if id == nil { problems.add(line, "id '\(text)' is not a UUID") }
     }
-    let record = TripRecord(
+    var record = TripRecord(
       id: id, name: string("name") ?? "", destination: string("destination") ?? "",
       startDate: date("startDate"), endDate: date("endDate"),
       latitude: coordinates?.latitude ?? number("latitude"),
       longitude: coordinates?.longitude ?? number("longitude"),
       placeIdentifier: string("placeIdentifier", required: false))
+    if item["bucketList"] != nil || item["livingAccommodation"] != nil {
+      record.plan = plan(from: item, line: line, problems: &problems)
+    }
     guard problems.problems.count == before else { return nil }
     problems.check(record, line: line)
     return record

@@ -27,3 +27,112 @@ extension TripJSON {
     ])
   }
 }
+
+extension TripJSON {
+  static let itemKeys: Set<String> = [
+    "id", "title", "details", "hasReservation", "isInPlan", "position",
+  ]
+  static let stayKeys: Set<String> = [
+    "id", "name", "address", "latitude", "longitude", "placeIdentifier",
+  ]
+
+  /// Reads a trip object's `bucketList` (an array of items, in order: an item's `position`,
+  /// if given, is ignored for its place in the array) and `livingAccommodation` (an object or
+  /// `null`); problems go to the trip's `line`. Nil when either is malformed.
+  static func plan(from item: JSONValue, line: Int?, problems: inout ProblemList) -> TripPlan? {
+    let before = problems.problems.count
+    var plan = TripPlan()
+    switch item["bucketList"] {
+    case nil, .null?: break
+    case .array(let items)?:
+      for (index, element) in items.enumerated() {
+        let label = "bucket-list item \(index + 1)"
+        guard case .object(let members) = element else {
+          problems.add(line, "\(label) must be an object")
+          continue
+        }
+        for (key, _) in members where !itemKeys.contains(key) {
+          problems.add(line, "\(label): unknown member '\(key)'")
+        }
+        let reader = MemberReader(object: element, label: label, line: line)
+        let record = BucketListItemRecord(
+          id: reader.id(&problems), title: reader.string("title", &problems) ?? "",
+          details: reader.string("details", &problems, required: false) ?? "",
+          hasReservation: reader.bool("hasReservation", &problems),
+          isInPlan: reader.bool("isInPlan", &problems), position: index)
+        switch element["position"] {
+        case nil, .null?, .number?: break
+        default: problems.add(line, "\(label): position must be a number")
+        }
+        plan.bucketList.append(record)
+      }
+    case .some:
+      problems.add(line, "bucketList must be an array of items")
+    }
+    switch item["livingAccommodation"] {
+    case nil, .null?: break
+    case .object(let members)?:
+      let value = item["livingAccommodation"]!
+      for (key, _) in members where !stayKeys.contains(key) {
+        problems.add(line, "stay: unknown member '\(key)'")
+      }
+      let reader = MemberReader(object: value, label: "stay", line: line)
+      plan.livingAccommodation = LivingAccommodationRecord(
+        id: reader.id(&problems), name: reader.string("name", &problems) ?? "",
+        address: reader.string("address", &problems, required: false) ?? "",
+        latitude: reader.number("latitude", &problems),
+        longitude: reader.number("longitude", &problems),
+        placeIdentifier: reader.string("placeIdentifier", &problems, required: false))
+    case .some:
+      problems.add(line, "livingAccommodation must be an object or null")
+    }
+    return problems.problems.count == before ? plan : nil
+  }
+}
+
+/// Reads members of one object of a file, each problem naming the object (`label`).
+private struct MemberReader {
+  let object: JSONValue
+  let label: String
+  let line: Int?
+
+  func string(_ key: String, _ problems: inout ProblemList, required: Bool = true) -> String? {
+    switch object[key] {
+    case .string(let value)?: return value
+    case nil, .null?:
+      if required { problems.add(line, "\(label): \(key) is missing") }
+      return nil
+    default:
+      problems.add(line, "\(label): \(key) must be a string")
+      return nil
+    }
+  }
+
+  func number(_ key: String, _ problems: inout ProblemList) -> Double {
+    switch object[key] {
+    case .number(let value)?: return value
+    case nil, .null?: problems.add(line, "\(label): \(key) is missing")
+    default: problems.add(line, "\(label): \(key) must be a number")
+    }
+    return 0
+  }
+
+  func bool(_ key: String, _ problems: inout ProblemList) -> Bool {
+    switch object[key] {
+    case .bool(let value)?: return value
+    case nil, .null?: return false
+    default:
+      problems.add(line, "\(label): \(key) must be true or false")
+      return false
+    }
+  }
+
+  func id(_ problems: inout ProblemList) -> UUID? {
+    guard let text = string("id", &problems, required: false) else { return nil }
+    guard let id = UUID(uuidString: text) else {
+      problems.add(line, "\(label): id '\(text)' is not a UUID")
+      return nil
+    }
+    return id
+  }
+}
