@@ -146,10 +146,5 @@ public struct BucketListItemRecord: Hashable, Sendable, Codable {
   }
 
   /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
-  public func validate() throws {
-    guard let first = violations.first else { return }
-    throw TripPlannerError(
-      code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
-      field: first.field)
-  }
+  public func validate() throws { try TripRecord.throwIfAny(violations) }
 }

@@ -138,20 +138,10 @@ public struct LivingAccommodationRecord: Hashable, Sendable, Codable {
       found += TripRecord.textViolations(
         placeIdentifier, field: "placeIdentifier", label: "place id")
     }
-    if !latitude.isFinite || !(-90...90).contains(latitude) {
-      found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))
-    }
-    if !longitude.isFinite || !(-180...180).contains(longitude) {
-      found.append(("longitude", "longitude \(longitude) is not a number between -180 and 180"))
-    }
+    found += TripRecord.coordinateViolations(latitude: latitude, longitude: longitude)
     return found
   }
 
   /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
-  public func validate() throws {
-    guard let first = violations.first else { return }
-    throw TripPlannerError(
-      code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
-      field: first.field)
-  }
+  public func validate() throws { try TripRecord.throwIfAny(violations) }
 }

@@ -438,12 +438,7 @@ public struct TripRecord: Hashable, Sendable {
     if let placeIdentifier {
       found += Self.textViolations(placeIdentifier, field: "placeIdentifier", label: "place id")
     }
-    if !latitude.isFinite || !(-90...90).contains(latitude) {
-      found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))
-    }
-    if !longitude.isFinite || !(-180...180).contains(longitude) {
-      found.append(("longitude", "longitude \(longitude) is not a number between -180 and 180"))
-    }
+    found += Self.coordinateViolations(latitude: latitude, longitude: longitude)
     if endDate < startDate {
       found.append(
         (
@@ -465,7 +460,24 @@ public struct TripRecord: Hashable, Sendable {
   }
 
   /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
-  public func validate() throws {
+  public func validate() throws { try Self.throwIfAny(violations) }
+
+  /// The problems of a position: a latitude and a longitude that are not finite numbers in
+  /// [-90, 90] and [-180, 180] (a trip's and a stay's rule).
+  static func coordinateViolations(latitude: Double, longitude: Double) -> [(String, String)] {
+    var found: [(String, String)] = []
+    if !latitude.isFinite || !(-90...90).contains(latitude) {
+      found.append(("latitude", "latitude \(latitude) is not a number between -90 and 90"))
+    }
+    if !longitude.isFinite || !(-180...180).contains(longitude) {
+      found.append(("longitude", "longitude \(longitude) is not a number between -180 and 180"))
+    }
+    return found
+  }
+
+  /// Throws ``TripPlannerError/Code/invalidTrip`` for `violations`, every reason in the
+  /// message and the first's field named; nothing for none.
+  static func throwIfAny(_ violations: [(field: String, reason: String)]) throws {
     guard let first = violations.first else { return }
     throw TripPlannerError(
       code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),

@@ -199,6 +199,19 @@ struct RelationshipTests {
     return context
   }
 
+  /// ``seed(_:)``'s hotel, then an annex with rooms 7 and 8 and a manager, a hotel with
+  /// nothing, and room 9 in no hotel.
+  func seedThreeHotels(_ container: ModelContainer) throws {
+    let context = try seed(container)
+    let annex = Hotel("Annex")
+    context.insert(annex)
+    annex.rooms = [Room(7), Room(8)]
+    annex.manager = Manager("Ren")
+    context.insert(Hotel("Empty"))
+    context.insert(Room(9))
+    try context.save()
+  }
+
   @Test(
     "setting either side updates the other before a save; the save inserts what is reached, parents first; a new context faults each side in with one query, in the declared order, one object per row",
     arguments: TestEngine.allCases)
@@ -312,16 +325,7 @@ struct RelationshipTests {
   func predicates(engine: TestEngine) throws {
     let store = try engine.makeStore()
     let container = try store.hotels()
-    do {
-      let context = try seed(container)
-      let annex = Hotel("Annex")
-      context.insert(annex)
-      annex.rooms = [Room(7), Room(8)]
-      annex.manager = Manager("Ren")
-      context.insert(Hotel("Empty"))
-      context.insert(Room(9))
-      try context.save()
-    }
+    try seedThreeHotels(container)
     let context = ModelContext(container)
     let rooms: [Predicate<Room>] = [
       #Predicate { $0.hotel?.name == "Kyoto Inn" },
@@ -408,16 +412,7 @@ struct RelationshipTests {
   func relatedSorts(engine: TestEngine) throws {
     let store = try engine.makeStore()
     let container = try store.hotels()
-    do {
-      let context = try seed(container)
-      let annex = Hotel("Annex")
-      context.insert(annex)
-      annex.rooms = [Room(7), Room(8)]
-      annex.manager = Manager("Ren")
-      context.insert(Hotel("Empty"))
-      context.insert(Room(9))
-      try context.save()
-    }
+    try seedThreeHotels(container)
     let context = ModelContext(container)
     let allRooms = try context.fetch(FetchDescriptor<Room>())
     let orders: [[SortDescriptor<Room>]] = [
