@@ -92,7 +92,8 @@ import Persistence
   /// Checks the item's rules (see the type's docs).
   public func validateForSave() throws {
     try record.validate()
-    guard trip != nil else {
+    // The link, not the trip: a stored row's key needs no query, nor a context.
+    guard tripLink.hasTarget else {
       throw TripPlannerError(
         code: .invalidTrip,
         message: "bucket-list item \(id.lowercasedString) belongs to no trip; add it to a trip",

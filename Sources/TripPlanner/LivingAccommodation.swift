@@ -91,7 +91,8 @@ import Persistence
   /// Checks the stay's rules (see the type's docs).
   public func validateForSave() throws {
     try record.validate()
-    guard trip != nil else {
+    // The link, not the trip: a stored row's key needs no query, nor a context.
+    guard tripLink.hasTarget else {
       throw TripPlannerError(
         code: .invalidTrip,
         message: "stay \(id.lowercasedString) belongs to no trip; set it as a trip's stay",

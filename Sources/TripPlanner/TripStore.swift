@@ -208,13 +208,18 @@ public final class TripStore {
     try run { try context.fetchCount(query.fetchDescriptor) }
   }
 
-  /// Every stored trip that cannot be read back or breaks a rule, one message each naming the
-  /// trip by id (and row): what `trips check` reports beyond SQLite's own check. Empty when
-  /// every trip reads back and is valid.
+  /// Every stored trip, bucket-list item and stay that cannot be read back or breaks a rule,
+  /// one message each naming it by id (and row): what `trips check` reports beyond SQLite's
+  /// own check. Empty when every one reads back and is valid.
   ///
-  /// Cost: one pass over the trips, O(n), one trip in memory at a time.
+  /// Cost: one pass over each of the three tables, O(rows), one model in memory at a time.
   public func damagedTrips() throws -> [String] {
-    try run { try context.validateStoredRows(of: Trip.self).map(Self.describeDamage) }
+    try run {
+      try
+        (context.validateStoredRows(of: Trip.self)
+        + context.validateStoredRows(of: BucketListItem.self)
+        + context.validateStoredRows(of: LivingAccommodation.self)).map(Self.describeDamage)
+    }
   }
 
   /// A damaged row in words for people: which trip, and what is wrong with it.

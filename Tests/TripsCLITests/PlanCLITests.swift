@@ -98,6 +98,29 @@ struct PlanCLITests {
     #expect(destinations.stdout == "DESTINATION  TRIPS\nSuva         1\n")
   }
 
+  @Test(
+    "trips check reads every bucket-list item and stay back: one written around the library that breaks a rule is reported by id, exit 65"
+  )
+  func damagedPlan() throws {
+    #expect(
+      try trips(["bucket", "add", suva, "--title", "Kava"], store: scratch.store).status == 0)
+    #expect(
+      try trips(
+        ["stay", "set", suva, "--name", "Inn", "--latitude", "1", "--longitude", "2"],
+        store: scratch.store
+      ).status == 0)
+    #expect(try trips(["check"], store: scratch.store).status == 0)
+    try rawSQL(scratch.store, "UPDATE bucket_list_items SET title = '', position = -1")
+    try rawSQL(scratch.store, "UPDATE living_accommodations SET latitude = 95")
+    let check = try trips(["check"], store: scratch.store)
+    #expect(check.status == 65)
+    #expect(check.stderr.contains("bucket_list_items id "), "\(check.stderr)")
+    #expect(check.stderr.contains("title must not be empty"), "\(check.stderr)")
+    #expect(check.stderr.contains("position -1 is negative"), "\(check.stderr)")
+    #expect(check.stderr.contains("living_accommodations id "), "\(check.stderr)")
+    #expect(check.stderr.contains("latitude 95.0 is not a number"), "\(check.stderr)")
+  }
+
   @Test("bad plan input is one clear error line, a non-zero exit, and nothing written")
   func badInput() throws {
     #expect(

@@ -168,6 +168,10 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
     }
   }
 
+  /// Whether the link points to a model: one set in memory, or a stored key (not loaded: no
+  /// query). What a model's `validateForSave()` can check without reading the related row.
+  public var hasTarget: Bool { key != nil }
+
   /// Sets the key a row holds into a link nobody can observe yet (its model was just made for
   /// the row): no notification.
   func loadKey(_ value: Int?) {
