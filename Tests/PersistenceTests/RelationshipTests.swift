@@ -488,6 +488,30 @@ struct RelationshipTests {
     #expect(try context.fetchCount(FetchDescriptor<Manager>()) == 0)
   }
 
+  @Test(
+    "an observer whose predicate calls a Swift-only function through a to-many keeps its matches as their rows change (PostgreSQL finishes it in Swift, through a context)",
+    arguments: TestEngine.allCases)
+  func observerFinishedThroughRelationships(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.hotels()
+    let context = try seed(container)
+    let observer = try ResultsObserver(
+      FetchDescriptor<Hotel>(
+        predicate: #Predicate { $0.reviews.contains { $0.text.localizedStandardContains("QUIET") } }
+      ), modelContext: ModelContext(container))
+    #expect(observer.results.map(\.name) == ["Kyoto Inn"])
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    hotel.name = "Kyoto Inn East"
+    try context.save()
+    #expect(eventually { observer.results.map(\.name) == ["Kyoto Inn East"] })
+    hotel.reviews.first?.text = "loud"
+    try context.save()
+    #expect(eventually { observer.results.isEmpty })
+    hotel.reviews.first?.text = "very quiet"
+    try context.save()
+    #expect(eventually { observer.results.map(\.name) == ["Kyoto Inn East"] })
+  }
+
   @Test("SQLite: an equality through a to-one is served by the related table's index and the key's")
   func equalityUsesIndexes() throws {
     let store = try TestEngine.sqlite.makeStore()

@@ -24,7 +24,10 @@ import Synchronization
 /// `SortDescriptor(\.trip?.name)`) makes the observer depend on the related tables too: a
 /// commit that changes one of them refetches, O(n), since any model's match or place may have
 /// changed. A sort through a relationship refetches on every commit to the model's table too
-/// (the observer's models, in no context, cannot follow it to place a changed row).
+/// (the observer's models, in no context, cannot follow it to place a changed row), and so does
+/// a descriptor that reads relationships and that Swift must finish (PostgreSQL cannot run
+/// `localizedStandardContains`, say): which rows match, and their order, then come from a fetch
+/// in a context of the container, O(n) per commit.
 ///
 /// ## Models
 /// The observer's models are its own snapshots, loaded by a connection of its own and never
@@ -226,7 +229,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
       return
     }
     if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
-      || loader.value.sortsThroughRelationships
+      || loader.value.sortsThroughRelationships || loader.value.finishesThroughRelationships
     {
       if change.requiresRefetch || change.entities[Model.schema.name] != nil {
         do { try reload(publish: true) } catch { setLastError(error) }
@@ -297,8 +300,13 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 
   private func reload(publish shouldPublish: Bool) throws {
-    var (models, keys): ([Model], [Int64]) = try loader.value.loadAll()
-    if loader.value.finishesInSwift { (models, keys) = finishInSwift(models, keys) }
+    var (models, keys): ([Model], [Int64])
+    if loader.value.finishesThroughRelationships {
+      (models, keys) = try loadThroughContext()
+    } else {
+      (models, keys) = try loader.value.loadAll()
+      if loader.value.finishesInSwift { (models, keys) = finishInSwift(models, keys) }
+    }
     if shouldPublish { clearLastError() }
     var next = state.withLock { $0 }
     let removed = next.results.array
@@ -353,6 +361,21 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     let limit = descriptor.fetchLimit.flatMap { $0 >= 0 ? $0 : nil } ?? Int.max
     let page = rows.dropFirst(offset).prefix(limit)
     return (page.map(\.0), page.map(\.1))
+  }
+
+  /// The results of a descriptor that Swift finishes through relationships (see
+  /// `Loader.finishesThroughRelationships`): which rows match, and their order, from a fetch
+  /// in a context of the container (whose models follow their relationships), then those
+  /// rows' snapshots. O(n) plus the related rows the predicate reads.
+  private func loadThroughContext() throws -> ([Model], [Int64]) {
+    let order = try ModelContext(container).fetchIdentifiers(descriptor).map(\.primaryKey)
+    let loaded: [Int64: Model] = try loader.value.load(keys: Set(order))
+    var rows = order.compactMap { key in loaded[key].map { ($0, key) } }
+    if let sectionKeyPath {
+      // Sections first, the fetch's order within each (the sort is stable).
+      rows.sort { $0.0[keyPath: sectionKeyPath] < $1.0[keyPath: sectionKeyPath] }
+    }
+    return (rows.map(\.0), rows.map(\.1))
   }
 
   /// Whether `a` comes before `b`: section key, then the sort descriptors, then the key.
@@ -450,6 +473,13 @@ final class Loader {
   private let condition: SQLFragment?
   /// Whether the rows of ``loadAll()`` need Swift to finish them (see `Query.finishesInSwift`).
   var finishesInSwift: Bool { allQuery.finishesInSwift }
+  /// Whether Swift must finish the query (an engine that cannot run a function of the
+  /// predicate, or a sort) and the descriptor reads relationships: the observer's snapshots,
+  /// in no context, read their relationships as empty, so matching and order come from a
+  /// context's fetch, and every commit refetches.
+  var finishesThroughRelationships: Bool {
+    (finishesInSwift || isNarrowed) && !followedTables.isEmpty
+  }
   /// Whether rows loaded by key need the predicate evaluated in Swift (the engine could not run
   /// all of it).
   var isNarrowed: Bool { condition?.isNarrowed ?? false }
