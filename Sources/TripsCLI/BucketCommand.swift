@@ -49,11 +49,14 @@ enum BucketCommand: Subcommand {
     return number
   }
 
-  /// The item `reference` names in `trip`'s list: a number from 1, or an id or its first 4 or
-  /// more characters. O(items of the trip).
+  /// The item `reference` names in `trip`'s list: a number from 1 (without leading zeros), or
+  /// an id or its first 4 or more characters (an all-digit prefix, such as `120394`, that is
+  /// no place in the list is read as one). O(items of the trip).
   static func item(_ reference: String, in list: [BucketListItem]) throws -> BucketListItem {
-    if let number = Int(reference) {
-      guard (1...max(list.count, 1)).contains(number), number <= list.count else {
+    if let number = Int(reference), !reference.hasPrefix("0"), !reference.hasPrefix("+"),
+      number <= list.count || reference.count < 4
+    {
+      guard number >= 1, number <= list.count else {
         throw TripPlannerError(
           code: .notFound,
           message:

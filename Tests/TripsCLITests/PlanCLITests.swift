@@ -58,7 +58,12 @@ struct PlanCLITests {
       try JSONSerialization.jsonObject(with: Data(items.stdout.utf8)) as? [[String: Any]]
     ).compactMap { $0["id"] as? String }
     #expect(ids.count == 2)
-    run = try trips(["bucket", "remove", suva, String(ids[1].prefix(6))], store: scratch.store)
+    // An id's first characters name it, even when they are all digits (a place past the end).
+    run = try trips(
+      ["bucket", "update", suva, String(ids[1].prefix(8)), "--details", "Kava"],
+      store: scratch.store)
+    #expect(run.stdout.hasSuffix("2. Kava ceremony [reservation]: Kava\n"), "\(run.stderr)")
+    run = try trips(["bucket", "remove", suva, ids[1]], store: scratch.store)
     #expect(run.stdout == "1. Snorkel at the reef\n")
     run = try trips(["stay", "clear", suva], store: scratch.store)
     #expect(run.stdout.contains("stay:         none"))
@@ -164,6 +169,10 @@ struct PlanCLITests {
       #expect(run.stderr == message, "\(arguments)")
       #expect(run.stdout.isEmpty, "\(arguments)")
     }
+    let unknown = try trips(["bucket", "remove", suva, "00000000"], store: scratch.store)
+    #expect(unknown.status == 1)
+    #expect(
+      unknown.stderr == "Error: No item of the bucket list has an id starting with 00000000.\n")
     let usage: [[String]] = [
       ["bucket"], ["bucket", "add", suva], ["bucket", "move", suva, "1"],
       ["bucket", "move", suva, "1", "--to", "0"],
