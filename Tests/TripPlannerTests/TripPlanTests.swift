@@ -391,4 +391,26 @@ struct TripPlanFileTests {
     #expect(reasons.contains("bucket-list item 2: unknown member 'extra'"), "\(reasons)")
     #expect(reasons.contains("livingAccommodation must be an object or null"), "\(reasons)")
   }
+
+  @Test(
+    "a service's Feature body and a sync feed's trip do not take a plan: its members are unknown there, an error rather than dropped"
+  )
+  func planWhereNotWritten() throws {
+    let feature = Data(
+      #"{"type":"Feature","geometry":{"type":"Point","coordinates":[135.7,35.0]},"properties":{"name":"x","destination":"y","startDate":"2027-01-01","endDate":"2027-01-02","bucketList":[]}}"#
+        .utf8)
+    let error = #expect(throws: TripPlannerError.self) {
+      try TripGeoJSON.decodeFeature(feature, file: "body")
+    }
+    #expect(error?.problems.map(\.reason) == ["unknown member 'bucketList'"])
+    let feed = Data(
+      (#"{"token":"0d6b8c1e-5a0e-4b8e-9a63-6f4a2f1d3c21:1","time":"2027-01-01T00:00:00.000Z","kind":"insert","tripId":"71c27976-fe83-4757-aab5-31f72532f909","trip":{"id":"71c27976-fe83-4757-aab5-31f72532f909","name":"x","destination":"y","startDate":"2027-01-01","endDate":"2027-01-02","latitude":1,"longitude":2,"placeIdentifier":null,"livingAccommodation":null}}"#
+        + "\n" + #"{"resumeToken":"0d6b8c1e-5a0e-4b8e-9a63-6f4a2f1d3c21:1"}"#).utf8)
+    let feedError = #expect(throws: TripPlannerError.self) {
+      try SyncFeed.parse(feed, file: "feed")
+    }
+    #expect(
+      feedError?.problems.contains { $0.reason.contains("unknown member 'livingAccommodation'") }
+        == true, "\(String(describing: feedError))")
+  }
 }

@@ -120,7 +120,7 @@ public enum TripGeoJSON {
     var records: [(line: Int?, record: TripRecord)] = []
     for (index, feature) in features.enumerated() {
       let line = index < lines.count ? lines[index] : nil
-      if let record = record(fromFeature: feature, line: line, problems: &problems) {
+      if let record = record(fromFeature: feature, line: line, problems: &problems, plans: true) {
         records.append((line, record))
       }
     }
@@ -141,10 +141,11 @@ public enum TripGeoJSON {
     return record
   }
 
-  /// One feature as a record, or nil with its problems added.
-  static func record(fromFeature feature: JSONValue, line: Int?, problems: inout ProblemList)
-    -> TripRecord?
-  {
+  /// One feature as a record, or nil with its problems added; with `plans`, its properties
+  /// may carry the trip's plan (a file to import), else those members are unknown.
+  static func record(
+    fromFeature feature: JSONValue, line: Int?, problems: inout ProblemList, plans: Bool = false
+  ) -> TripRecord? {
     guard feature["type"] == .string("Feature") else {
       problems.add(line, "expected a Feature")
       return nil
@@ -165,6 +166,8 @@ public enum TripGeoJSON {
     }
     return TripJSON.record(
       from: properties, line: line, problems: &problems, coordinates: (latitude, longitude),
-      allowedKeys: TripJSON.keys.subtracting(["latitude", "longitude"]))
+      allowedKeys: TripJSON.keys.union(plans ? TripJSON.planKeys : []).subtracting([
+        "latitude", "longitude",
+      ]))
   }
 }

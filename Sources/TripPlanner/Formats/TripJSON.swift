@@ -7,8 +7,10 @@ import Foundation
 public enum TripJSON {
   static let keys: Set<String> = [
     "id", "name", "destination", "startDate", "endDate", "latitude", "longitude", "placeIdentifier",
-    "bucketList", "livingAccommodation",
   ]
+  /// The members that carry a trip's plan: read by the file decoders (import), refused as
+  /// unknown where a plan is not written (a service's request body, a sync feed's trip).
+  static let planKeys: Set<String> = ["bucketList", "livingAccommodation"]
 
   /// One trip as a JSON object.
   public static func object(_ record: TripRecord) -> JSONValue {
@@ -53,7 +55,9 @@ public enum TripJSON {
     var records: [(line: Int?, record: TripRecord)] = []
     for (index, item) in items.enumerated() {
       let line = index < lines.count ? lines[index] : nil
-      if let record = record(from: item, line: line, problems: &problems) {
+      if let record = record(
+        from: item, line: line, problems: &problems, allowedKeys: keys.union(planKeys))
+      {
         records.append((line, record))
       }
     }
@@ -111,7 +115,9 @@ public enum TripJSON {
       latitude: coordinates?.latitude ?? number("latitude"),
       longitude: coordinates?.longitude ?? number("longitude"),
       placeIdentifier: string("placeIdentifier", required: false))
-    if item["bucketList"] != nil || item["livingAccommodation"] != nil {
+    if allowedKeys.contains("bucketList"),
+      item["bucketList"] != nil || item["livingAccommodation"] != nil
+    {
       record.plan = plan(from: item, line: line, problems: &problems)
     }
     guard problems.problems.count == before else { return nil }
