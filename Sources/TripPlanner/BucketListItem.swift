@@ -20,8 +20,8 @@ import Persistence
   public var hasReservation: Bool
   /// Whether it is in the plan (SampleTrips' "in plan").
   public var isInPlan: Bool
-  /// Where it is in its trip's bucket list: the list is ordered by it (ties by when the items
-  /// were first saved).
+  /// Where it is in its trip's bucket list: the list is ordered by it, ties by ``id`` (so
+  /// that stores that synced the same items list them alike).
   public var position: Int
 
   @ObservationIgnored let tripLink = ToOne<Trip>()

@@ -144,7 +144,8 @@ public final class ServerSync: Sendable {
     stateURL = state ?? SyncState.defaultURL(for: local)
     let store = try TripStore(url: local, author: localAuthor)
     history = try HistoryObserver(
-      container: store.container, excludedAuthors: [localAuthor], modelTypes: [Trip.self])
+      container: store.container, excludedAuthors: [localAuthor],
+      modelTypes: TripStore.syncedModelTypes)
     self.store = Mutex(TripStoreBox(store: store))
     self.onEvent = onEvent
   }

@@ -57,7 +57,8 @@ public final class StoreSync: Sendable {
     let sourceStore = try TripStore(url: source, author: author)
     let targetStore = try TripStore(url: target, author: author)
     history = try HistoryObserver(
-      container: sourceStore.container, excludedAuthors: [author], modelTypes: [Trip.self])
+      container: sourceStore.container, excludedAuthors: [author],
+      modelTypes: TripStore.syncedModelTypes)
     stores.withLock { $0 = Stores(source: sourceStore, target: targetStore) }
     self.onPush = onPush
   }

@@ -1,8 +1,8 @@
 import Foundation
 import Persistence
 
-/// One change of a trip, as a sync feed carries it: when, by whom, what kind, and the trip's
-/// current values (history keeps only attribute names, as SwiftData's does).
+/// One change of a trip or of its plan, as a sync feed carries it: when, by whom, what kind,
+/// and the row's current values (history keeps only attribute names, as SwiftData's does).
 public struct FeedChange: Hashable, Sendable {
   /// The history token of the change's transaction in the source store.
   public var token: HistoryToken
@@ -12,10 +12,79 @@ public struct FeedChange: Hashable, Sendable {
   public var time: Date
   /// Insert, update or delete.
   public var kind: HistoryChange.Kind
-  /// The trip's id.
-  public var tripID: UUID
-  /// For inserts and updates, the trip's values when the feed was made.
-  public var trip: TripRecord?
+  /// What changed, by id, with its values for an insert or an update.
+  public var subject: Subject
+
+  /// The row a change is about: a trip, a bucket-list item or a stay.
+  public enum Subject: Hashable, Sendable {
+    /// A trip: its id, and its values for an insert or an update (nil for a delete).
+    case trip(id: UUID, TripRecord?)
+    /// A bucket-list item: its id, and for an insert or an update its values and its trip's id
+    /// (a delete carries neither: a deleted row's link is not kept in its tombstone).
+    case bucketListItem(id: UUID, BucketListItemRecord?, tripID: UUID?)
+    /// A stay: its id, and for an insert or an update its values and its trip's id.
+    case livingAccommodation(id: UUID, LivingAccommodationRecord?, tripID: UUID?)
+  }
+
+  /// Creates a change.
+  public init(
+    token: HistoryToken, author: String?, time: Date, kind: HistoryChange.Kind, subject: Subject
+  ) {
+    self.token = token
+    self.author = author
+    self.time = time
+    self.kind = kind
+    self.subject = subject
+  }
+
+  /// Creates a change of a trip.
+  public init(
+    token: HistoryToken, author: String?, time: Date, kind: HistoryChange.Kind, tripID: UUID,
+    trip: TripRecord?
+  ) {
+    self.init(
+      token: token, author: author, time: time, kind: kind, subject: .trip(id: tripID, trip))
+  }
+
+  /// The trip the change is about, or the trip of the item or stay it is about (nil for an
+  /// item's or a stay's delete).
+  public var tripID: UUID? {
+    switch subject {
+    case .trip(let id, _): id
+    case .bucketListItem(_, _, let tripID), .livingAccommodation(_, _, let tripID): tripID
+    }
+  }
+
+  /// A trip change's values; nil for a delete and for changes of a plan.
+  public var trip: TripRecord? {
+    if case .trip(_, let record) = subject { return record }
+    return nil
+  }
+
+  /// The changed row's model and id: a row of a feed is named by both.
+  var row: FeedRow {
+    switch subject {
+    case .trip(let id, _): FeedRow(model: .trip, id: id)
+    case .bucketListItem(let id, _, _): FeedRow(model: .bucketListItem, id: id)
+    case .livingAccommodation(let id, _, _): FeedRow(model: .livingAccommodation, id: id)
+    }
+  }
+
+  /// The change's values as a JSON object, for ties between versions (nil for a delete).
+  var valuesJSON: String? {
+    switch subject {
+    case .trip(_, let record): record.map { TripJSON.object($0).rendered() }
+    case .bucketListItem(_, let record, _): record.map { TripJSON.object($0).rendered() }
+    case .livingAccommodation(_, let record, _): record.map { TripJSON.object($0).rendered() }
+    }
+  }
+}
+
+/// A row a feed names: its model and its id.
+struct FeedRow: Hashable {
+  enum Model: Hashable { case trip, bucketListItem, livingAccommodation }
+  var model: Model
+  var id: UUID
 }
 
 extension FeedChange {
@@ -44,9 +113,20 @@ extension FeedChange {
 
 /// The changes of a store after a token, and the token to resume from.
 ///
-/// As JSON lines: one object per change,
-/// `{"token","author","time","kind","tripId","trip"}` (`trip` as Trip JSON, or `null` for a
-/// delete), then a last line `{"resumeToken": "<token>"}`.
+/// As JSON lines: one object per change, then a last line `{"resumeToken": "<token>"}`. A
+/// trip's change is `{"token","author","time","kind","tripId","trip"}` (`trip` as Trip JSON,
+/// or `null` for a delete); a bucket-list item's is
+/// `{"token","author","time","kind","tripId","bucketListItemId","bucketListItem"}` and a
+/// stay's `{"token","author","time","kind","tripId","livingAccommodationId",
+/// "livingAccommodation"}`, the values as a trip file's plan writes them (an item with its
+/// `position`), `tripId` the trip they belong to, both `null` for a delete.
+///
+/// A feed names every trip before the plan rows that point to it: a plan row whose trip was
+/// inserted or changed later in the same span is carried with its trip's transaction (its own
+/// time kept), so that whatever prefix of a feed a store applies, no row points to a trip the
+/// store has not been given. A trip's insert or update also carries the trip's plan rows the
+/// feed has no change of, as updates at the times of their last changes: a store that deleted
+/// the trip, and takes it back because this change is later, gets its plan back with it.
 public struct SyncFeed: Sendable {
   /// The changes, oldest first.
   public var changes: [FeedChange]
@@ -69,14 +149,24 @@ public struct SyncFeed: Sendable {
 
   /// One change's JSON line, with its line end.
   static func line(for change: FeedChange) -> String {
-    JSONValue.object([
+    var members: [(String, JSONValue)] = [
       ("token", .string(change.token.description)),
       ("author", change.author.map(JSONValue.string) ?? .null),
       ("time", .string(FeedChange.text(of: change.time))),
       ("kind", .string(change.kind.rawValue)),
-      ("tripId", .string(change.tripID.lowercasedString)),
-      ("trip", change.trip.map(TripJSON.object) ?? .null),
-    ]).rendered() + "\n"
+      ("tripId", change.tripID.map { .string($0.lowercasedString) } ?? .null),
+    ]
+    switch change.subject {
+    case .trip(_, let record):
+      members.append(("trip", record.map(TripJSON.object) ?? .null))
+    case .bucketListItem(let id, let record, _):
+      members.append(("bucketListItemId", .string(id.lowercasedString)))
+      members.append(("bucketListItem", record.map(TripJSON.object) ?? .null))
+    case .livingAccommodation(let id, let record, _):
+      members.append(("livingAccommodationId", .string(id.lowercasedString)))
+      members.append(("livingAccommodation", record.map(TripJSON.object) ?? .null))
+    }
+    return JSONValue.object(members).rendered() + "\n"
   }
 
   /// Reads JSON lines; throws ``TripPlannerError/Code/invalidInput`` listing every bad line.
@@ -106,31 +196,18 @@ public struct SyncFeed: Sendable {
       guard case .string(let tokenText)? = value["token"], let token = HistoryToken(tokenText),
         case .string(let timeText)? = value["time"], let time = TripDates.parse(timeText),
         case .string(let kindText)? = value["kind"],
-        let kind = HistoryChange.Kind(rawValue: kindText),
-        case .string(let idText)? = value["tripId"], let tripID = UUID(uuidString: idText)
+        let kind = HistoryChange.Kind(rawValue: kindText)
       else {
-        problems.add(number, "a change needs token, time, kind (insert, update, delete) and tripId")
+        problems.add(number, "a change needs token, time and kind (insert, update, delete)")
         continue
       }
       var author: String?
       if case .string(let name)? = value["author"] { author = name }
-      var record: TripRecord?
-      if kind != .delete {
-        guard let trip = value["trip"] else {
-          problems.add(number, "an \(kind.rawValue) needs the trip's values")
-          continue
-        }
-        let before = problems.problems.count
-        record = TripJSON.record(from: trip, line: number, problems: &problems)
-        if problems.problems.count > before { continue }
-        if record?.id != tripID {
-          problems.add(number, "the trip's id does not match tripId")
-          continue
-        }
-      }
+      let before = problems.problems.count
+      let subject = Self.subject(of: value, kind: kind, line: number, problems: &problems)
+      guard let subject, problems.problems.count == before else { continue }
       changes.append(
-        FeedChange(
-          token: token, author: author, time: time, kind: kind, tripID: tripID, trip: record))
+        FeedChange(token: token, author: author, time: time, kind: kind, subject: subject))
     }
     if resume == nil && problems.problems.isEmpty {
       problems.add(nil, "the feed has no resumeToken line: it may have been cut short")
@@ -138,26 +215,116 @@ public struct SyncFeed: Sendable {
     try problems.throwIfAny()
     return SyncFeed(changes: changes, resumeToken: resume!)  // set: checked just above
   }
+
+  /// What one change line is about, by which id member it has (`bucketListItemId`,
+  /// `livingAccommodationId`, else a trip's `tripId`), with its values for an insert or update.
+  private static func subject(
+    of value: JSONValue, kind: HistoryChange.Kind, line: Int, problems: inout ProblemList
+  ) -> FeedChange.Subject? {
+    func id(_ key: String, required: Bool) -> UUID?? {
+      switch value[key] {
+      case .string(let text)?:
+        guard let id = UUID(uuidString: text) else {
+          problems.add(line, "\(key) '\(text)' is not a UUID")
+          return nil
+        }
+        return .some(id)
+      case nil, .null?:
+        if required { problems.add(line, "a change needs \(key)") }
+        return required ? nil : .some(nil)
+      default:
+        problems.add(line, "\(key) must be a string")
+        return nil
+      }
+    }
+    let isDelete = kind == .delete
+    /// The values member: required for an insert or update, refused on a delete.
+    func values(_ key: String, what: String) -> JSONValue? {
+      switch value[key] {
+      case nil, .null?:
+        if !isDelete { problems.add(line, "an \(kind.rawValue) needs the \(what)'s values") }
+      case let member?:
+        if isDelete { problems.add(line, "a delete carries no values: \(key) must be null") }
+        return member
+      }
+      return nil
+    }
+    if value["bucketListItemId"] != nil {
+      guard case .some(let itemID?) = id("bucketListItemId", required: true),
+        case .some(let tripID) = id("tripId", required: !isDelete)
+      else { return nil }
+      guard let member = values("bucketListItem", what: "item") else {
+        return isDelete ? .bucketListItem(id: itemID, nil, tripID: tripID) : nil
+      }
+      guard
+        let record = TripJSON.bucketListItem(
+          from: member, label: "bucketListItem", line: line, problems: &problems)
+      else { return nil }
+      guard record.id == itemID else {
+        problems.add(line, "the item's id does not match bucketListItemId")
+        return nil
+      }
+      return .bucketListItem(id: itemID, record, tripID: tripID)
+    }
+    if value["livingAccommodationId"] != nil {
+      guard case .some(let stayID?) = id("livingAccommodationId", required: true),
+        case .some(let tripID) = id("tripId", required: !isDelete)
+      else { return nil }
+      guard let member = values("livingAccommodation", what: "stay") else {
+        return isDelete ? .livingAccommodation(id: stayID, nil, tripID: tripID) : nil
+      }
+      guard
+        let record = TripJSON.stay(
+          from: member, label: "livingAccommodation", line: line, problems: &problems)
+      else { return nil }
+      guard record.id == stayID else {
+        problems.add(line, "the stay's id does not match livingAccommodationId")
+        return nil
+      }
+      return .livingAccommodation(id: stayID, record, tripID: tripID)
+    }
+    guard case .some(let tripID?) = id("tripId", required: true) else { return nil }
+    guard let member = values("trip", what: "trip") else {
+      return isDelete ? .trip(id: tripID, nil) : nil
+    }
+    let before = problems.problems.count
+    let record = TripJSON.record(from: member, line: line, problems: &problems)
+    guard let record, problems.problems.count == before else { return nil }
+    guard record.id == tripID else {
+      problems.add(line, "the trip's id does not match tripId")
+      return nil
+    }
+    return .trip(id: tripID, record)
+  }
 }
 
 /// What applying a feed did.
 public struct SyncResult: Hashable, Sendable {
   /// Changes applied.
   public var applied = 0
-  /// Changes skipped because the local trip changed later (the last change wins) or because
-  /// nothing was left to do.
+  /// Changes skipped because the local row changed later (the last change wins), because
+  /// nothing was left to do, or because they change the plan of a trip deleted here.
   public var skipped = 0
 }
 
 extension TripStore {
-  /// The changes to trips after `token` (all kept history when nil), leaving out those by
-  /// `excludedAuthor`: each trip's last change, with the trip's current values, at the time of
-  /// that change (read afresh, in a context of its own, in one read transaction, so values and
-  /// times agree). Earlier changes of a trip in the same span are left out: its current values
-  /// stand for them, and carrying them under their older times would give a receiving store
-  /// the newest values under an old time.
+  /// The model types a sync feed carries: trips and their plans.
+  static let syncedModelTypes: [any PersistentModel.Type] = [
+    Trip.self, BucketListItem.self, LivingAccommodation.self,
+  ]
+
+  /// The changes to trips and their plans after `token` (all kept history when nil), leaving
+  /// out those by `excludedAuthor`: each row's last change, with the row's current values, at
+  /// the time of that change (read afresh, in a context of its own, in one read transaction,
+  /// so values and times agree). Earlier changes of a row in the same span are left out: its
+  /// current values stand for them, and carrying them under their older times would give a
+  /// receiving store the newest values under an old time. A plan row whose trip's change comes
+  /// later in the feed moves into that change's transaction, after it, and a trip's change
+  /// carries its other plan rows (see ``SyncFeed``).
   ///
-  /// Cost: O(changes after `token`) history rows, and one read by key per trip changed.
+  /// Cost: O(changes after `token`) history rows, one read by key per row changed, for each
+  /// plan row one more for its trip (none when it is already loaded), and for each trip
+  /// inserted or changed two queries for its plan and a history lookup per plan row carried.
   ///
   /// - Throws: ``TripPlannerError`` wrapping `historyTokenExpired` when the store no longer
   ///   keeps the history after `token`: do a full export instead.
@@ -165,7 +332,7 @@ extension TripStore {
     throws -> SyncFeed
   {
     do {
-      var descriptor = HistoryDescriptor(after: token, modelTypes: [Trip.self])
+      var descriptor = HistoryDescriptor(after: token, modelTypes: Self.syncedModelTypes)
       if let excludedAuthor { descriptor.excludedAuthors = [excludedAuthor] }
       // A context of its own: the store's long-lived context may hold instances registered by
       // an earlier feed, whose values would be those of that time, not the current ones.
@@ -173,10 +340,10 @@ extension TripStore {
       return try context.withSnapshot {
         // The store's token before reading the history: every transaction up to it is in what
         // the history read returns (or left out by author or model type), so resuming from it
-        // skips nothing. In one read transaction with the history and the trips.
+        // skips nothing. In one read transaction with the history and the rows.
         let currentBefore = try context.currentHistoryToken()
         let transactions = try context.fetchHistory(descriptor)
-        // Each row's last change only (a row is a trip between its insert and its delete).
+        // Each row's last change only (a row between its insert and its delete).
         var last: [PersistentIdentifier: (Int, Int)] = [:]
         for (t, transaction) in transactions.enumerated() {
           for (c, change) in transaction.changes.enumerated() {
@@ -184,37 +351,144 @@ extension TripStore {
           }
         }
         var changes: [FeedChange?] = []
-        var byTrip: [UUID: Int] = [:]
+        var byRow: [FeedRow: Int] = [:]
         for (t, transaction) in transactions.enumerated() {
           for (c, change) in transaction.changes.enumerated()
           where last[change.changedIdentifier]! == (t, c) {
-            var id: UUID?
-            var record: TripRecord?
-            if change.kind == .delete {
-              id = change.tombstone?[\Trip.id]
-            } else if let trip = try context.model(for: change.changedIdentifier, as: Trip.self) {
-              id = trip.id
-              record = try context.record(of: trip)
-            } else {
-              continue  // deleted since, outside the history read: the next feed has it
-            }
-            guard let id else { continue }
-            // A trip deleted and inserted again (another row, the same id): its last change.
-            if let earlier = byTrip[id] { changes[earlier] = nil }
-            byTrip[id] = changes.count
-            changes.append(
-              FeedChange(
-                token: transaction.token, author: transaction.author,
-                time: transaction.timestamp, kind: change.kind, tripID: id, trip: record))
+            guard let subject = try Self.subject(of: change, in: context) else { continue }
+            let feedChange = FeedChange(
+              token: transaction.token, author: transaction.author,
+              time: transaction.timestamp, kind: change.kind, subject: subject)
+            // A row deleted and inserted again (another row, the same id): its last change.
+            if let earlier = byRow[feedChange.row] { changes[earlier] = nil }
+            byRow[feedChange.row] = changes.count
+            changes.append(feedChange)
+          }
+        }
+        // Each trip's change carries the plan rows the feed has no change of, so that a store
+        // that deleted the trip and takes it back from this change gets its plan too.
+        var withPlans: [FeedChange] = []
+        for change in changes {
+          guard let change else { continue }
+          withPlans.append(change)
+          if case .trip(let id, _) = change.subject, change.kind != .delete {
+            withPlans += try Self.plan(
+              ofTrip: id, carriedBy: change, leavingOut: byRow, in: context)
           }
         }
         // Resume after what was read, and after left-out transactions up to `currentBefore`.
         let read = transactions.last?.token ?? token ?? currentBefore
-        return SyncFeed(changes: changes.compactMap { $0 }, resumeToken: max(read, currentBefore))
+        return SyncFeed(
+          changes: Self.tripsFirst(withPlans), resumeToken: max(read, currentBefore))
       }
     } catch let error as PersistenceError {
       throw TripPlannerError(code: .store, message: error.message, cause: error)
     }
+  }
+
+  /// What a history change is about, with the row's current values; nil for a row deleted
+  /// since (outside the history read: the next feed has it) or of another model.
+  private static func subject(of change: HistoryChange, in context: ModelContext) throws
+    -> FeedChange.Subject?
+  {
+    let identifier = change.changedIdentifier
+    switch identifier.entityName {
+    case Trip.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\Trip.id].map { .trip(id: $0, nil) }
+      }
+      guard let trip = try context.model(for: identifier, as: Trip.self) else { return nil }
+      return .trip(id: trip.id, try context.record(of: trip))
+    case BucketListItem.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\BucketListItem.id].map {
+          .bucketListItem(id: $0, nil, tripID: nil)
+        }
+      }
+      guard let item = try context.model(for: identifier, as: BucketListItem.self),
+        let trip = item.trip
+      else { return nil }
+      return .bucketListItem(id: item.id, item.record, tripID: trip.id)
+    case LivingAccommodation.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\LivingAccommodation.id].map {
+          .livingAccommodation(id: $0, nil, tripID: nil)
+        }
+      }
+      guard let stay = try context.model(for: identifier, as: LivingAccommodation.self),
+        let trip = stay.trip
+      else { return nil }
+      try context.resolveFaults(CollectionOfOne(stay))
+      return .livingAccommodation(id: stay.id, stay.record, tripID: trip.id)
+    default:
+      return nil
+    }
+  }
+
+  /// The plan rows of trip `id` that `listed` has no change of, as updates carried by the
+  /// trip's `change` (its token), each at the time of its own last change here (the trip's
+  /// change's time when history no longer has it). Cost: a query for the items and one for the
+  /// stay, and a history lookup per row carried.
+  private static func plan(
+    ofTrip id: UUID, carriedBy change: FeedChange, leavingOut listed: [FeedRow: Int],
+    in context: ModelContext
+  ) throws -> [FeedChange] {
+    guard
+      let trip = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
+        .first
+    else { return [] }
+    func carried(_ model: some PersistentModel, _ subject: FeedChange.Subject) throws
+      -> FeedChange
+    {
+      let time = try context.persistentIdentifier(for: model).flatMap {
+        try context.lastChangeDate(for: $0)
+      }
+      return FeedChange(
+        token: change.token, author: change.author, time: time ?? change.time, kind: .update,
+        subject: subject)
+    }
+    var rows: [FeedChange] = []
+    for item in trip.bucketList where listed[FeedRow(model: .bucketListItem, id: item.id)] == nil {
+      rows.append(try carried(item, .bucketListItem(id: item.id, item.record, tripID: id)))
+    }
+    if let stay = trip.livingAccommodation,
+      listed[FeedRow(model: .livingAccommodation, id: stay.id)] == nil
+    {
+      try context.resolveFaults(CollectionOfOne(stay))
+      rows.append(try carried(stay, .livingAccommodation(id: stay.id, stay.record, tripID: id)))
+    }
+    return rows
+  }
+
+  /// `changes` (oldest first) with every plan row's insert or update that comes before a
+  /// change of its trip moved after that change, into its transaction (its token), its own
+  /// time kept. Cost: O(changes).
+  static func tripsFirst(_ changes: [FeedChange]) -> [FeedChange] {
+    var tripChange: [UUID: Int] = [:]
+    for (index, change) in changes.enumerated() {
+      if case .trip(let id, _) = change.subject, change.kind != .delete { tripChange[id] = index }
+    }
+    var after: [Int: [FeedChange]] = [:]
+    var kept: [FeedChange?] = []
+    for (index, change) in changes.enumerated() {
+      if case .trip = change.subject {
+      } else if let tripID = change.tripID, let parent = tripChange[tripID], parent > index {
+        var moved = change
+        moved.token = changes[parent].token
+        after[parent, default: []].append(moved)
+        kept.append(nil)
+        continue
+      }
+      kept.append(change)
+    }
+    guard !after.isEmpty else { return changes }
+    var ordered: [FeedChange] = []
+    ordered.reserveCapacity(changes.count)
+    for (index, change) in kept.enumerated() {
+      if let change { ordered.append(change) }
+      if let moved = after[index] { ordered += moved }
+    }
+    return ordered
   }
 
   /// Applies a feed, idempotently, recording this store's author (so that a feed exported with
@@ -222,42 +496,71 @@ extension TripStore {
   /// source (`ModelContext.historyTimestamp`), so that this store's history, and the feeds it
   /// gives others, say when a change was made, not when it arrived.
   ///
-  /// Conflicts: **the last change wins, by the time it was made, deletes included**, on every
-  /// store: a change is applied when it was made after the trip's last change here (its
-  /// history's newest time, whoever made it, local or synced) or, for a trip this store no
-  /// longer has, after its deletion here (the tombstone's time). Times compare to the
-  /// millisecond; at the same millisecond a delete wins, and between two versions of a trip
-  /// the one whose JSON sorts last, so that every store picks the same. A trip this store has
-  /// no history for accepts the change. Every store that has seen the same changes holds the
-  /// same trips, in whatever order the changes came. Two limits: a change equal to the trip
-  /// here is skipped and leaves the trip's time as it was (two stores that made the same edit
+  /// Conflicts: **the last change wins, by the time it was made, deletes included, row by
+  /// row** (a trip, a bucket-list item, a stay), on every store: a change is applied when it
+  /// was made after the row's last change here (its history's newest time, whoever made it,
+  /// local or synced) or, for a row this store no longer has, after its deletion here (the
+  /// tombstone's time). Times compare to the millisecond; at the same millisecond a delete
+  /// wins, and between two versions of a row the one whose JSON sorts last, so that every store
+  /// picks the same. A row this store has no history for accepts the change. Every store that
+  /// has seen the same changes holds the same rows, in whatever order the changes came. A
+  /// trip's plan rows are rows of their own: an item changed on one side and another item of
+  /// the same trip on the other side both stay; the same item changed on both sides keeps the
+  /// later change; a trip's own change does not touch its plan. Two rows need more than the
+  /// rule: a stay arriving for a trip that has another stay here replaces it when it is the
+  /// later of the two (a trip has one stay), and a change to the plan of a trip deleted here is
+  /// skipped (the delete took the plan with it). Positions are values like any other: two
+  /// stores that reorder one list at once can leave two items at one position, which every
+  /// store lists by their ids. Two limits: a change equal to the row here is
+  /// skipped and leaves the row's time as it was (two stores that made the same edit
   /// independently); and times are the machines' clocks, so a clock that runs ahead wins
   /// conflicts it should lose.
   ///
-  /// All records are validated first (nothing is written when one is invalid); then each run
-  /// of changes from one source transaction is applied in one transaction, under the store's
-  /// write lock (a writer in between, such as a PATCH on a server, cannot be overwritten by an
-  /// older change read before it). A feed cut short by a crash applies again from the start:
-  /// what it had applied is skipped.
+  /// All records are validated first, and every plan row's trip must be in this store, deleted
+  /// from it, or in the feed before the row: otherwise nothing is written and the error names
+  /// the row and its trip. Then each run of changes from one source transaction is applied in
+  /// one transaction (the plan rows' deletes first, so that a stay replaced in one transaction
+  /// never meets its replacement; plan rows carried with it at times of their own each in a
+  /// transaction at that time, so that this store's history has every row's own time), under
+  /// the store's write lock (a writer in between, such as a
+  /// PATCH on a server, cannot be overwritten by an older change read before it). A feed cut
+  /// short by a crash applies again from the start: what it had applied is skipped.
   ///
-  /// Cost: O(changes), each one lookup by id and one by history (or tombstone) index.
+  /// Cost: O(changes), each one lookup by id and one by history (or tombstone) index; a plan
+  /// row's insert or update one more lookup of its trip.
   @discardableResult
   public func apply(_ feed: SyncFeed) throws -> SyncResult {
     var result = SyncResult()
     do {
-      for change in feed.changes { try change.trip?.validate() }
+      try Self.validate(feed)
+      try checkTrips(of: feed)
       let changes = feed.changes
       var start = 0
       while start < changes.count {
         var end = start + 1
         while end < changes.count, changes[end].token == changes[start].token { end += 1 }
         let run = changes[start..<end]
-        try context.performExclusively {
-          defer { context.historyTimestamp = nil }
-          for change in run { try apply(change, to: &result) }
-          context.historyTimestamp = FeedChange.date(
-            milliseconds: FeedChange.milliseconds(run.first!.time))
-          try context.save()
+        let planDeletes = run.filter { $0.kind == .delete && $0.row.model != .trip }
+        let rest = run.filter { !($0.kind == .delete && $0.row.model != .trip) }
+        let ordered = planDeletes + rest
+        // Rows carried with the transaction at times of their own are saved at those times.
+        var first = 0
+        while first < ordered.count {
+          let time = FeedChange.milliseconds(ordered[first].time)
+          var last = first + 1
+          while last < ordered.count, FeedChange.milliseconds(ordered[last].time) == time {
+            last += 1
+          }
+          try context.performExclusively {
+            defer { context.historyTimestamp = nil }
+            var inserted: [UUID: Trip] = [:]
+            for change in ordered[first..<last] {
+              try apply(change, to: &result, inserted: &inserted)
+            }
+            context.historyTimestamp = FeedChange.date(milliseconds: time)
+            try context.save()
+          }
+          first = last
         }
         start = end
       }
@@ -271,54 +574,231 @@ extension TripStore {
     return result
   }
 
-  /// One change of ``apply(_:)``, unsaved.
-  private func apply(_ change: FeedChange, to result: inout SyncResult) throws {
-    let tripID = change.tripID
-    let local = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == tripID }))
-      .first
+  /// Throws the rules' violations of every record in `feed`, each naming its row.
+  private static func validate(_ feed: SyncFeed) throws {
+    for change in feed.changes {
+      switch change.subject {
+      case .trip(_, let record): try record?.validate()
+      case .bucketListItem(let id, let record, _):
+        try Self.named("bucket-list item \(id.lowercasedString)") { try record?.validate() }
+      case .livingAccommodation(let id, let record, _):
+        try Self.named("stay \(id.lowercasedString)") { try record?.validate() }
+      }
+    }
+  }
+
+  /// `body`, its ``TripPlannerError`` message prefixed with `what`.
+  private static func named(_ what: String, _ body: () throws -> Void) throws {
+    do {
+      try body()
+    } catch var error as TripPlannerError {
+      error.message = "\(what): \(error.message)"
+      throw error
+    }
+  }
+
+  /// Throws, naming the row, when a plan row's insert or update points to a trip that is not
+  /// in this store, was never deleted from it, and is not inserted or changed earlier in the
+  /// feed: applying it would leave a row pointing nowhere. Cost: a lookup by id (and, for a
+  /// trip not here, one of the tombstones) per such row, in one read.
+  private func checkTrips(of feed: SyncFeed) throws {
+    var given: Set<UUID> = []
+    var known: [UUID: Bool] = [:]
+    for change in feed.changes where change.kind != .delete {
+      if case .trip(let id, _) = change.subject {
+        given.insert(id)
+        continue
+      }
+      guard let tripID = change.tripID, !given.contains(tripID) else { continue }
+      if known[tripID] == nil {
+        known[tripID] =
+          try localTrip(tripID) != nil
+          || context.lastDeletionDate(of: Trip.self, where: \.id, equals: tripID) != nil
+      }
+      if known[tripID] == false {
+        let what =
+          change.row.model == .bucketListItem
+          ? "bucket-list item \(change.row.id.lowercasedString)"
+          : "stay \(change.row.id.lowercasedString)"
+        throw TripPlannerError(
+          code: .invalidInput,
+          message:
+            "\(what) belongs to trip \(tripID.lowercasedString), which is neither in this store nor in the feed before it; nothing was applied"
+        )
+      }
+    }
+  }
+
+  private func localTrip(_ id: UUID) throws -> Trip? {
+    try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).first
+  }
+
+  /// One change of ``apply(_:)``, unsaved; `inserted` holds the trips inserted since the last
+  /// save (a fetch does not see them), for the plan rows that follow them.
+  private func apply(
+    _ change: FeedChange, to result: inout SyncResult, inserted: inout [UUID: Trip]
+  ) throws {
+    switch change.subject {
+    case .trip(let id, let record):
+      let local = try localTrip(id)
+      guard try wins(change, over: local, id: id, \Trip.id, json: { TripJSON.object($0.record) })
+      else {
+        result.skipped += 1
+        return
+      }
+      if let record {
+        if let local {
+          if local.record == record {
+            result.skipped += 1
+            return
+          }
+          local.apply(record)
+        } else {
+          let trip = Trip(record)
+          context.insert(trip)
+          inserted[id] = trip
+        }
+        result.applied += 1
+      } else if let local {
+        context.delete(local)
+        result.applied += 1
+      } else {
+        result.skipped += 1
+      }
+    case .bucketListItem(let id, let record, let tripID):
+      let local = try context.fetch(
+        FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
+      ).first
+      guard
+        try wins(
+          change, over: local, id: id, \BucketListItem.id, json: { TripJSON.object($0.record) })
+      else {
+        result.skipped += 1
+        return
+      }
+      guard let record, let tripID else {
+        if let local {
+          context.delete(local)
+          result.applied += 1
+        } else {
+          result.skipped += 1
+        }
+        return
+      }
+      guard let trip = try inserted[tripID] ?? planTrip(tripID, of: change) else {
+        result.skipped += 1
+        return
+      }
+      if let local {
+        if local.record == record, local.trip === trip {
+          result.skipped += 1
+          return
+        }
+        local.apply(record)
+        if local.trip !== trip { local.trip = trip }
+      } else {
+        let item = BucketListItem(record)
+        context.insert(item)
+        item.trip = trip
+      }
+      result.applied += 1
+    case .livingAccommodation(let id, let record, let tripID):
+      let local = try context.fetch(
+        FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+      ).first
+      guard
+        try wins(
+          change, over: local, id: id, \LivingAccommodation.id, json: { TripJSON.object($0.record) }
+        )
+      else {
+        result.skipped += 1
+        return
+      }
+      guard let record, let tripID else {
+        if let local {
+          context.delete(local)
+          result.applied += 1
+        } else {
+          result.skipped += 1
+        }
+        return
+      }
+      guard let trip = try inserted[tripID] ?? planTrip(tripID, of: change) else {
+        result.skipped += 1
+        return
+      }
+      if let local, local.record == record, local.trip === trip {
+        result.skipped += 1
+        return
+      }
+      // A trip has one stay: another one here gives way only to a later change.
+      if let other = trip.livingAccommodation, other !== local {
+        guard
+          try wins(
+            change, over: other, id: other.id, \LivingAccommodation.id,
+            json: { TripJSON.object($0.record) })
+        else {
+          result.skipped += 1
+          return
+        }
+        context.delete(other)
+      }
+      if let local {
+        local.apply(record)
+        if local.trip !== trip { trip.livingAccommodation = local }
+      } else {
+        let stay = LivingAccommodation(record)
+        context.insert(stay)
+        trip.livingAccommodation = stay
+      }
+      result.applied += 1
+    }
+  }
+
+  /// The trip a plan row's change points to; nil when it was deleted here (the change is
+  /// skipped); throws when this store never had it (``checkTrips(of:)`` refuses such a feed
+  /// before writing, so only a writer in between gets here).
+  private func planTrip(_ id: UUID, of change: FeedChange) throws -> Trip? {
+    if let trip = try localTrip(id) { return trip }
+    if try context.lastDeletionDate(of: Trip.self, where: \.id, equals: id) != nil { return nil }
+    throw TripPlannerError(
+      code: .invalidInput,
+      message:
+        "a change of \(change.row.id.lowercasedString) belongs to trip \(id.lowercasedString), which is not in this store"
+    )
+  }
+
+  /// Whether `change` beats this store's version of its row (`local`, nil when it is not
+  /// here), by ``Self/wins(_:overValues:changedAt:)``; true when history knows nothing of the
+  /// row here.
+  private func wins<Model: PersistentModel>(
+    _ change: FeedChange, over local: Model?, id: UUID, _ idPath: KeyPath<Model, UUID>,
+    json: (Model) -> JSONValue
+  ) throws -> Bool {
     let here: Date?
     if let local {
       here = try context.persistentIdentifier(for: local).flatMap {
         try context.lastChangeDate(for: $0)
       }
     } else {
-      here = try context.lastDeletionDate(of: Trip.self, where: \.id, equals: tripID)
+      here = try context.lastDeletionDate(of: Model.self, where: idPath, equals: id)
     }
-    if let here, !Self.wins(change, over: local, changedAt: FeedChange.milliseconds(here)) {
-      result.skipped += 1
-      return
-    }
-    switch change.kind {
-    case .insert, .update:
-      guard let record = change.trip else { return }
-      if let local {
-        if local.record == record {
-          result.skipped += 1
-          return
-        }
-        local.apply(record)
-      } else {
-        context.insert(Trip(record))
-      }
-      result.applied += 1
-    case .delete:
-      guard let local else {
-        result.skipped += 1
-        return
-      }
-      context.delete(local)
-      result.applied += 1
-    }
+    guard let here else { return true }
+    return Self.wins(
+      change, overValues: local.map { json($0).rendered() },
+      changedAt: FeedChange.milliseconds(here))
   }
 
-  /// Whether `change` beats this store's version of its trip (`local`, nil when deleted here),
-  /// last changed at `localTime` (milliseconds): later wins; at the same millisecond a delete,
-  /// then the version whose JSON sorts last.
-  static func wins(_ change: FeedChange, over local: Trip?, changedAt localTime: Int64) -> Bool {
+  /// Whether `change` beats a row here whose values render as `localJSON` (nil when deleted
+  /// here), last changed at `localTime` (milliseconds): later wins; at the same millisecond a
+  /// delete, then the version whose JSON sorts last.
+  static func wins(_ change: FeedChange, overValues localJSON: String?, changedAt localTime: Int64)
+    -> Bool
+  {
     let time = FeedChange.milliseconds(change.time)
     if time != localTime { return time > localTime }
-    guard let local else { return false }  // deleted here at the same time: the delete stays
-    guard let record = change.trip else { return true }  // a delete wins a tie
-    return TripJSON.object(record).rendered() > TripJSON.object(local.record).rendered()
+    guard let localJSON else { return false }  // deleted here at the same time: the delete stays
+    guard let values = change.valuesJSON else { return true }  // a delete wins a tie
+    return values > localJSON
   }
 }

@@ -55,9 +55,9 @@ public final class Trip: PersistentModel, Observable {
   // MARK: Relationships
 
   let bucketListLink = ToMany<BucketListItem>()
-  /// Things to do there, in ``BucketListItem/position`` order; deleted with the trip. Read
-  /// from the store on first access (one query), or with the trips that a fetch prefetches it
-  /// for.
+  /// Things to do there, in ``BucketListItem/position`` order (ties by id); deleted with the
+  /// trip. Read from the store on first access (one query), or with the trips that a fetch
+  /// prefetches it for.
   public var bucketList: [BucketListItem] {
     get { bucketListLink.value(of: self) }
     set { bucketListLink.set(newValue, of: self) }
@@ -224,7 +224,7 @@ public final class Trip: PersistentModel, Observable {
     .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault),
     .toMany(
       \.bucketList, "bucket_list", link: \.bucketListLink, inverse: \.trip, deleteRule: .cascade,
-      orderBy: \.position),
+      orderBy: \.position, \.id),
     .toOne(
       \.livingAccommodation, "living_accommodation", link: \.livingAccommodationLink,
       inverse: \.trip, deleteRule: .cascade, storesKey: false)

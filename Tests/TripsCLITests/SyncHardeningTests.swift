@@ -140,6 +140,24 @@ struct SyncHardeningTests {
     return names
   }
 
+  /// Each trip's plan (its bucket list and stay) as canonical JSON text, by trip id.
+  func plans(_ store: URL) throws -> [String: String] {
+    let run = try trips([
+      "export", "--format", "json", "--store", store.isFileURL ? store.path : store.absoluteString,
+    ])
+    #expect(run.status == 0, "\(run.stderr)")
+    var plans: [String: String] = [:]
+    for trip in try jsonArray(run.stdout) {
+      let plan: [String: Any] = [
+        "bucketList": trip["bucketList"] ?? NSNull(),
+        "livingAccommodation": trip["livingAccommodation"] ?? NSNull(),
+      ]
+      let data = try JSONSerialization.data(withJSONObject: plan, options: [.sortedKeys])
+      plans[trip["id"] as? String ?? ""] = String(decoding: data, as: UTF8.self)
+    }
+    return plans
+  }
+
   func push(_ from: URL, _ to: URL) throws {
     let run = try trips([
       "sync", "watch", "--once", "--store", from.path, "--to", to.path, "--author",
@@ -173,7 +191,7 @@ struct SyncHardeningTests {
   }
 
   @Test(
-    "random edits, deletes and adds on three stores, synced at random through a server (on SQLite, on PostgreSQL) and store to store: every store ends with the last change of each trip",
+    "random edits, deletes and adds of trips and of their bucket lists and stays on three stores, synced at random through a server (on SQLite, on PostgreSQL) and store to store: every store ends with the last change of each trip, and with the same plans",
     arguments: ["sqlite", "postgresql"])
   func randomInterleavingConverges(serverEngine: String) throws {
     let scratch = Scratch()
@@ -222,8 +240,41 @@ struct SyncHardeningTests {
       #expect(run.status == 0, "\(run.stderr)")
       expected[run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)] = .some(name)
     }
-    // Trips every store has, so that the stores' changes meet.
+    // A change to a trip's plan: an item added, changed or removed, or the stay set or cleared.
+    func changePlan(of id: String, on store: Int) throws {
+      let items = try trips(["bucket", "list", id], store: stores[store]).stdout
+        .split(separator: "\n").filter { $0.first?.isNumber == true }.count
+      var arguments: [String]
+      switch Int.random(in: 0..<5, using: &random) {
+      case 0 where items > 0:
+        arguments = ["bucket", "remove", id, String(Int.random(in: 1...items, using: &random))]
+      case 1 where items > 0:
+        arguments = [
+          "bucket", "update", id, String(Int.random(in: 1...items, using: &random)), "--details",
+          "changed \(counter) on \(store)",
+        ]
+      case 2 where items > 1:
+        arguments = ["bucket", "move", id, "1", "--to", String(items)]
+      case 3:
+        arguments = [
+          "stay", "set", id, "--name", "stay \(counter) on \(store)", "--latitude", "1",
+          "--longitude", "2",
+        ]
+      case 4
+      where !(try trips(["show", id], store: stores[store]).stdout.contains("stay:         none")):
+        arguments = ["stay", "clear", id]
+      default:
+        arguments = ["bucket", "add", id, "--title", "item \(counter) on \(store)"]
+      }
+      let run = try trips(arguments, store: stores[store])
+      #expect(run.status == 0, "\(arguments) \(run.stderr)")
+    }
+    // Trips every store has, so that the stores' changes meet; some with a plan.
     for _ in 0..<8 { try add(on: 0) }
+    for id in try names(stores[0]).keys.sorted().prefix(4) {
+      counter += 1
+      try changePlan(of: id, on: 0)
+    }
     for _ in 0..<2 {
       for sync in syncs { try sync() }
     }
@@ -233,7 +284,7 @@ struct SyncHardeningTests {
         let store = Int.random(in: 0..<3, using: &random)
         let present = try names(stores[store]).keys.sorted()
         counter += 1
-        switch Int.random(in: 0..<10, using: &random) {
+        switch Int.random(in: 0..<13, using: &random) {
         case 0..<2:
           try add(on: store)
         case 2..<7 where !present.isEmpty:
@@ -241,10 +292,12 @@ struct SyncHardeningTests {
           let name = "edit \(counter) on \(store)"
           #expect(try trips(["update", id, "--name", name], store: stores[store]).status == 0)
           expected[id] = .some(name)
-        case 7..<10 where !present.isEmpty:
+        case 7..<9 where !present.isEmpty:
           let id = present.randomElement(using: &random)!
           #expect(try trips(["delete", id], store: stores[store]).status == 0)
           expected[id] = .some(nil)
+        case 9..<13 where !present.isEmpty:
+          try changePlan(of: present.randomElement(using: &random)!, on: store)
         default:
           try add(on: store)
         }
@@ -263,5 +316,10 @@ struct SyncHardeningTests {
     #expect(try names(stores[1]) == oracle)
     #expect(try names(stores[2]) == oracle)
     #expect(try names(shared) == oracle)
+    let plans = try plans(stores[0])
+    #expect(plans.values.contains { $0.contains("item") || $0.contains("stay ") })
+    #expect(try self.plans(stores[1]) == plans)
+    #expect(try self.plans(stores[2]) == plans)
+    #expect(try self.plans(shared) == plans)
   }
 }

@@ -34,11 +34,11 @@ extension ModelContext {
   /// order (then by primary key). One query over the index on the key column, O(rows).
   func relatedModels(_ relationship: RelationshipInfo, key: Int64) throws -> [AnyObject] {
     guard let column = relationship.keyColumn() else { return [] }
-    let order = relationship.orderColumn()
+    let order = relationship.orderColumns()
     func load<Target: PersistentModel>(_ type: Target.Type) throws -> [AnyObject] {
       let entity = try entity(for: type)
       let schema = entity.schema
-      let sorting = (order.map { [quoted($0)] } ?? []) + ["\"_pk\""]
+      let sorting = order.map(quoted) + ["\"_pk\""]
       let sql =
         "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(quoted(column)) = ? ORDER BY \(sorting.joined(separator: ", "))"
       let database = try connection()
@@ -115,7 +115,7 @@ extension ModelContext {
       else { return }
       let keys = ownerKeys
       let sorting =
-        [quoted(column)] + (relationship.orderColumn().map { [quoted($0)] } ?? []) + ["\"_pk\""]
+        [quoted(column)] + relationship.orderColumns().map(quoted) + ["\"_pk\""]
       relationshipQueryCount += 1
       let statement = try database.cachedStatement(
         "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(database.keyListCondition(quoted(column))) ORDER BY \(sorting.joined(separator: ", "))"

@@ -54,8 +54,9 @@ final class RelationshipInfo: Sendable {
   /// the target. Key paths are immutable values.
   nonisolated(unsafe) let keyPath: AnyKeyPath
   nonisolated(unsafe) let inverse: AnyKeyPath
-  /// For a to-many, the child's attribute it is ordered by, if declared.
-  nonisolated(unsafe) let order: AnyKeyPath?
+  /// For a to-many, the child's attributes it is ordered by, first to last (empty when none
+  /// is declared).
+  nonisolated(unsafe) let order: [AnyKeyPath]
   /// The owner's link object (``ToOne`` or ``ToMany``).
   let link: @Sendable (AnyObject) -> any RelationshipLink
   /// The same object as its base class: what attaching a loaded model needs, without an
@@ -79,7 +80,7 @@ final class RelationshipInfo: Sendable {
   init(
     name: String, kind: Kind, storesKey: Bool, deleteRule: DeleteRule,
     target: any PersistentModel.Type, keyPath: AnyKeyPath, inverse: AnyKeyPath,
-    order: AnyKeyPath?, link: @escaping @Sendable (AnyObject) -> any RelationshipLink,
+    order: [AnyKeyPath], link: @escaping @Sendable (AnyObject) -> any RelationshipLink,
     observation: @escaping @Sendable (AnyObject) -> RelationshipObservation,
     inverseInfo: @escaping @Sendable () -> RelationshipInfo?,
     inversePointsBack: @escaping @Sendable () -> Bool,
@@ -140,7 +141,7 @@ extension ModelAttribute {
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toOne, storesKey: true, deleteRule: .nullify,
-      inverse: inverse, order: nil, keyColumn: keyColumn(name, link: link))
+      inverse: inverse, order: [], keyColumn: keyColumn(name, link: link))
   }
 
   /// A to-one relationship whose inverse is a to-one (a one-to-one). Exactly one side stores
@@ -164,14 +165,16 @@ extension ModelAttribute {
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toOne, storesKey: storesKey, deleteRule: deleteRule,
-      inverse: inverse, order: nil, keyColumn: storesKey ? keyColumn(name, link: link) : nil)
+      inverse: inverse, order: [], keyColumn: storesKey ? keyColumn(name, link: link) : nil)
   }
 
   /// A to-many relationship: the related model's table keeps this model's key (its inverse
-  /// to-one stores it). Read, the array is in the order of `orderBy` (an attribute of the
-  /// related model, such as a position or a date; equal values, and arrays without `orderBy`,
-  /// in the order the related rows were first saved); changed in memory, it is as you set it
-  /// until it is read again from the store.
+  /// to-one stores it). Read, the array is in the order of `orderBy` (attributes of the
+  /// related model, such as a position or a date, the first first; rows equal in all of them,
+  /// and arrays without `orderBy`, in the order the related rows were first saved, which two
+  /// stores synced row by row need not share: end with a unique attribute, such as an id, for
+  /// an order every store agrees on); changed in memory, it is as you set it until it is read
+  /// again from the store.
   ///
   /// ```swift
   /// let bucketListLink = ToMany<BucketListItem>()
@@ -181,7 +184,7 @@ extension ModelAttribute {
   /// }
   /// // in the schema:
   /// .toMany(\.bucketList, "bucket_list", link: \.bucketListLink, inverse: \.trip,
-  ///         deleteRule: .cascade, orderBy: \.position)
+  ///         deleteRule: .cascade, orderBy: \.position, \.id)
   /// ```
   ///
   /// - Parameters:
@@ -192,11 +195,12 @@ extension ModelAttribute {
   ///   - deleteRule: What deleting this model does to the related rows. Removing a model from
   ///     the array deletes it under ``DeleteRule/cascade`` (it cannot live without its owner)
   ///     and sets its inverse to nil under every other rule.
-  ///   - orderBy: The related model's attribute the array is sorted by when read.
+  ///   - orderBy: The related model's attributes the array is sorted by when read, each one
+  ///     breaking the ties of those before it.
   public static func toMany<Target: PersistentModel>(
     _ keyPath: KeyPath<Model, [Target]>, _ name: String,
     link: @escaping @Sendable (Model) -> ToMany<Target>, inverse: KeyPath<Target, Model?>,
-    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>? = nil
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
   ) -> ModelAttribute {
     relationship(
       keyPath, name, link: link, kind: .toMany, storesKey: false, deleteRule: deleteRule,
@@ -217,7 +221,7 @@ extension ModelAttribute {
     _ keyPath: KeyPath<Model, Value>, _ name: String,
     link: @escaping @Sendable (Model) -> Link, kind: RelationshipInfo.Kind,
     storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
-    order: PartialKeyPath<Target>?, keyColumn: ModelAttribute?
+    order: [PartialKeyPath<Target>], keyColumn: ModelAttribute?
   ) -> ModelAttribute {
     nonisolated(unsafe) let inversePath = inverse
     nonisolated(unsafe) let userPath = keyPath
@@ -312,7 +316,7 @@ extension ModelSchema {
           "it points to \(relationship.targetName), which is not part of this container; pass it to ModelContainer(for:) too"
         )
       }
-      if let order = relationship.order, relationship.orderColumn() == nil {
+      for order in relationship.order where relationship.target.columnName(of: order) == nil {
         throw bad(
           relationship,
           "it is ordered by \(order), which is not a stored attribute of \(relationship.targetName) (nor .codable)"
@@ -358,10 +362,10 @@ extension ModelSchema {
 }
 
 extension RelationshipInfo {
-  /// The target's column the order key path is stored in, if it is a native attribute.
-  func orderColumn() -> String? {
-    guard let order else { return nil }
-    return target.columnName(of: order)
+  /// The target's columns the order key paths are stored in (the container refuses an order
+  /// that is not a native attribute).
+  func orderColumns() -> [String] {
+    order.compactMap { target.columnName(of: $0) }
   }
 
   /// The column of the key the inverse stores in the target's table (for a side that does not

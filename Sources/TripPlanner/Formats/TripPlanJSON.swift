@@ -47,46 +47,70 @@ extension TripJSON {
     case .array(let items)?:
       for (index, element) in items.enumerated() {
         let label = "bucket-list item \(index + 1)"
-        guard case .object(let members) = element else {
-          problems.add(line, "\(label) must be an object")
-          continue
-        }
-        for (key, _) in members where !itemKeys.contains(key) {
-          problems.add(line, "\(label): unknown member '\(key)'")
-        }
-        let reader = MemberReader(object: element, label: label, line: line)
-        let record = BucketListItemRecord(
-          id: reader.id(&problems), title: reader.string("title", &problems) ?? "",
-          details: reader.string("details", &problems, required: false) ?? "",
-          hasReservation: reader.bool("hasReservation", &problems),
-          isInPlan: reader.bool("isInPlan", &problems), position: index)
-        switch element["position"] {
-        case nil, .null?, .number?: break
-        default: problems.add(line, "\(label): position must be a number")
-        }
-        plan.bucketList.append(record)
+        guard
+          let record = bucketListItem(from: element, label: label, line: line, problems: &problems)
+        else { continue }
+        var placed = record
+        placed.position = index
+        plan.bucketList.append(placed)
       }
     case .some:
       problems.add(line, "bucketList must be an array of items")
     }
     switch item["livingAccommodation"] {
     case nil, .null?: break
-    case .object(let members)?:
-      let value = item["livingAccommodation"]!
-      for (key, _) in members where !stayKeys.contains(key) {
-        problems.add(line, "stay: unknown member '\(key)'")
-      }
-      let reader = MemberReader(object: value, label: "stay", line: line)
-      plan.livingAccommodation = LivingAccommodationRecord(
-        id: reader.id(&problems), name: reader.string("name", &problems) ?? "",
-        address: reader.string("address", &problems, required: false) ?? "",
-        latitude: reader.number("latitude", &problems),
-        longitude: reader.number("longitude", &problems),
-        placeIdentifier: reader.string("placeIdentifier", &problems, required: false))
+    case .object?:
+      plan.livingAccommodation = stay(
+        from: item["livingAccommodation"]!, label: "stay", line: line, problems: &problems)
     case .some:
       problems.add(line, "livingAccommodation must be an object or null")
     }
     return problems.problems.count == before ? plan : nil
+  }
+
+  /// Reads one bucket-list item object, its `position` included (0 when absent: a plan's
+  /// reader places items by their order instead); problems go to `line`, named by `label`.
+  /// Nil when it is malformed.
+  static func bucketListItem(
+    from element: JSONValue, label: String, line: Int?, problems: inout ProblemList
+  ) -> BucketListItemRecord? {
+    guard case .object(let members) = element else {
+      problems.add(line, "\(label) must be an object")
+      return nil
+    }
+    let before = problems.problems.count
+    for (key, _) in members where !itemKeys.contains(key) {
+      problems.add(line, "\(label): unknown member '\(key)'")
+    }
+    let reader = MemberReader(object: element, label: label, line: line)
+    let record = BucketListItemRecord(
+      id: reader.id(&problems), title: reader.string("title", &problems) ?? "",
+      details: reader.string("details", &problems, required: false) ?? "",
+      hasReservation: reader.bool("hasReservation", &problems),
+      isInPlan: reader.bool("isInPlan", &problems), position: reader.position(&problems))
+    return problems.problems.count == before ? record : nil
+  }
+
+  /// Reads one stay object; problems go to `line`, named by `label`. Nil when it is malformed.
+  static func stay(
+    from value: JSONValue, label: String, line: Int?, problems: inout ProblemList
+  ) -> LivingAccommodationRecord? {
+    guard case .object(let members) = value else {
+      problems.add(line, "\(label) must be an object")
+      return nil
+    }
+    let before = problems.problems.count
+    for (key, _) in members where !stayKeys.contains(key) {
+      problems.add(line, "\(label): unknown member '\(key)'")
+    }
+    let reader = MemberReader(object: value, label: label, line: line)
+    let record = LivingAccommodationRecord(
+      id: reader.id(&problems), name: reader.string("name", &problems) ?? "",
+      address: reader.string("address", &problems, required: false) ?? "",
+      latitude: reader.number("latitude", &problems),
+      longitude: reader.number("longitude", &problems),
+      placeIdentifier: reader.string("placeIdentifier", &problems, required: false))
+    return problems.problems.count == before ? record : nil
   }
 }
 
@@ -115,6 +139,19 @@ private struct MemberReader {
     default: problems.add(line, "\(label): \(key) must be a number")
     }
     return 0
+  }
+
+  /// `position`: a whole number from 0 to `Int32.max`, or absent (0).
+  func position(_ problems: inout ProblemList) -> Int {
+    switch object["position"] {
+    case nil, .null?: return 0
+    case .number(let value)?
+    where value == value.rounded() && (0...Double(Int32.max)).contains(value):
+      return Int(value)
+    default:
+      problems.add(line, "\(label): position must be a whole number from 0 to \(Int32.max)")
+      return 0
+    }
   }
 
   func bool(_ key: String, _ problems: inout ProblemList) -> Bool {
