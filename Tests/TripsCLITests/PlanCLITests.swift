@@ -190,4 +190,39 @@ struct PlanCLITests {
     #expect(list.stdout == "1. Kava\n")
     #expect(try trips(["show", suva], store: scratch.store).stdout.contains("stay:         none"))
   }
+
+  @Test(
+    "sync export and apply carry the plan to another store; a feed whose item's trip is nowhere is exit 65 naming it, nothing applied"
+  )
+  func syncCarriesThePlan() throws {
+    #expect(
+      try trips(["bucket", "add", suva, "--title", "Kava ceremony"], store: scratch.store).status
+        == 0)
+    #expect(
+      try trips(
+        ["stay", "set", suva, "--name", "Tanoa", "--latitude", "-18.1", "--longitude", "178.4"],
+        store: scratch.store
+      ).status == 0)
+    let feed = try trips(["sync", "export"], store: scratch.store)
+    #expect(feed.status == 0, "\(feed.stderr)")
+    let other = scratch.file("other.sqlite")
+    let applied = try trips(["sync", "apply", "-"], store: other, stdin: Data(feed.stdout.utf8))
+    #expect(applied.status == 0, "\(applied.stderr)")
+    #expect(applied.stdout == "Applied 242 changes, skipped 0.\n")
+    let shown = try trips(["show", suva], store: other).stdout
+    #expect(shown.contains("stay:         Tanoa (-18.1, 178.4)"))
+    #expect(shown.hasSuffix("bucket list:\n1. Kava ceremony\n"))
+
+    // Only the item's line: its trip is in neither the new store nor the feed.
+    let itemLine = try #require(
+      feed.stdout.split(separator: "\n").first { $0.contains("\"bucketListItemId\"") })
+    let resume = try #require(feed.stdout.split(separator: "\n").last)
+    let empty = scratch.file("empty.sqlite")
+    let refused = try trips(
+      ["sync", "apply", "-"], store: empty, stdin: Data((itemLine + "\n" + resume + "\n").utf8))
+    #expect(refused.status == 65)
+    #expect(refused.stderr.contains("belongs to trip 0378f603"))
+    #expect(refused.stderr.contains("nothing was applied"))
+    #expect(try trips(["list"], store: empty).stdout.isEmpty)
+  }
 }
