@@ -146,6 +146,89 @@ extension TripStore {
     }
   }
 
+  // MARK: One trip with its plan
+
+  /// Writes the trip `id` names, its plan included, in one transaction that holds the store's
+  /// write lock: `make` gets the trip's current values with its plan (nil when no trip has the
+  /// id) and returns the values to store, which are validated (the plan's too) and written as
+  /// an import of one record writes them: a trip that does not exist is added; a plan given
+  /// replaces the trip's (items matched by id keep their identity, in the order given, the
+  /// others deleted; the stay given, or none), a plan left nil keeps it. `make` may throw to
+  /// refuse (a version that does not match, a trip that must be new): nothing is written.
+  /// Returns the trip's values with its plan, as stored.
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidTrip`` for a value that breaks a rule,
+  ///   ``TripPlannerError/Code/invalidInput`` for an item or stay id that belongs to another
+  ///   trip or is given twice; what `make` throws.
+  ///
+  /// Cost: the trip's lookup by id, a query for each of its bucket list and stay, the lookup
+  /// of the ids named, and the save of the rows that change.
+  @discardableResult
+  public func write(
+    _ id: UUID, _ make: (_ current: TripRecord?) throws -> TripRecord
+  ) throws -> TripRecord {
+    do {
+      return try context.performExclusively {
+        let trip = try context.fetch(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
+        ).first
+        var current: TripRecord?
+        if let trip {
+          current = try context.record(of: trip)
+          current?.plan = trip.plan
+        }
+        var record = try make(current)
+        record.id = id
+        try record.validate()
+        try importWithPlans([(nil, record)], file: "the trip", progress: nil)
+        try context.save()
+        guard
+          let saved = try context.fetch(
+            FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
+          ).first
+        else {
+          throw TripPlannerError(
+            code: .store, message: "The trip \(id.lowercasedString) was not found after its save.")
+        }
+        var stored = try context.record(of: saved)
+        stored.plan = saved.plan
+        return stored
+      }
+    } catch {
+      context.rollback()
+      throw Self.wrap(error)
+    }
+  }
+
+  /// `records` (trips' values, each with its id) with each one's plan, read for all of them at
+  /// once: one query per 500 trips for each of the bucket lists and the stays. Cost:
+  /// O(records + items).
+  public func withPlans(_ records: [TripRecord]) throws -> [TripRecord] {
+    let ids = records.compactMap(\.id)
+    guard !ids.isEmpty else { return records }
+    do {
+      let trips = try context.withSnapshot {
+        try Self.byID(
+          ids,
+          fetch: { batch in
+            var descriptor = FetchDescriptor<Trip>(
+              predicate: #Predicate { batch.contains($0.id) })
+            descriptor.relationshipKeyPathsForPrefetching = [
+              \.bucketList, \.livingAccommodation,
+            ]
+            return try context.fetch(descriptor)
+          }, id: \.id)
+      }
+      return records.map { record in
+        var record = record
+        if let id = record.id, let trip = trips[id] { record.plan = trip.plan }
+        return record
+      }
+    } catch {
+      throw Self.wrap(error)
+    }
+  }
+
   // MARK: Importing plans
 
   /// Inserts or updates the trips of `records`, and replaces the plan of each record that

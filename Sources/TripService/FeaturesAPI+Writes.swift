@@ -79,45 +79,53 @@ extension FeaturesAPI {
           "If-Match cannot be honoured on the collection: send it with PUT, PATCH or DELETE of one item."
         )
       }
-      var record = try Self.decodeFeature(request.body)
-      if let id = record.id, try exists(id) {
-        throw ServiceError.request(
-          409, "A trip with the id \(id.lowercasedString) exists; PUT it to replace it.")
+      let record = try Self.decodeFeature(request.body)
+      let saved = try pool.withStore(author: author) { store in
+        try store.write(record.id ?? UUID()) { current in
+          if let id = current?.id {
+            throw ServiceError.request(
+              409, "A trip with the id \(id.lowercasedString) exists; PUT it to replace it.")
+          }
+          return record
+        }
       }
-      if record.id == nil { record.id = UUID() }
-      let saved = try pool.withStore(author: author) { try $0.add(record).record }
       var response = Self.feature(saved, links: links, status: 201)
       response.headers.append(
         ("Location", links.base + "/collections/trips/items/" + saved.id!.lowercasedString))
       return response
     case (.item(let id), "PUT"):
       let uuid = try Self.uuid(id)
-      var record = try Self.decodeFeature(request.body)
+      let record = try Self.decodeFeature(request.body)
       if let given = record.id, given != uuid {
         throw ServiceError.request(400, "The feature's id does not match the id in the path.")
       }
-      record.id = uuid
       // Read, checked and written under the store's write lock: nothing commits in between.
-      let saved = try pool.withStore(author: author) { store -> TripRecord in
-        try store.update(uuid.uuidString) { current in
+      let saved = try pool.withStore(author: author) { store in
+        try store.write(uuid) { current in
+          guard let current else { throw Self.noTrip(uuid) }
           try condition?.check(current)
-          current = record
-        }.record
+          return record
+        }
       }
       return Self.feature(saved, links: links)
     case (.item(let id), "PATCH"):
       let uuid = try Self.uuid(id)
-      let saved = try pool.withStore(author: author) { store -> TripRecord in
-        try store.update(uuid.uuidString) { current in
+      let saved = try pool.withStore(author: author) { store in
+        try store.write(uuid) { current in
+          guard let current else { throw Self.noTrip(uuid) }
           try condition?.check(current)
-          current = try Self.merge(request.body, into: current)
-        }.record
+          return try Self.merge(request.body, into: current)
+        }
       }
       return Self.feature(saved, links: links)
     case (.item(let id), "DELETE"):
       let uuid = try Self.uuid(id)
       try pool.withStore(author: author) {
-        _ = try $0.delete([uuid.uuidString]) { try condition?.check($0.record) }
+        _ = try $0.delete([uuid.uuidString]) { trip in
+          var current = trip.record
+          current.plan = trip.plan
+          try condition?.check(current)
+        }
       }
       return HTTPResponse(status: 204)
     default:
@@ -188,10 +196,9 @@ extension FeaturesAPI {
     return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
   }
 
-  func exists(_ id: UUID) throws -> Bool {
-    try pool.withStore(author: "service") { store in
-      try store.context.fetchCount(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })) > 0
-    }
+  /// The 404 of a write to a trip that does not exist.
+  static func noTrip(_ id: UUID) -> ServiceError {
+    ServiceError.request(404, "There is no trip with the id \(id.lowercasedString).")
   }
 
   static func uuid(_ id: String) throws -> UUID {
@@ -207,7 +214,7 @@ extension FeaturesAPI {
       throw ServiceError.request(400, "The request has no body: send a GeoJSON Feature.")
     }
     do {
-      let record = try TripGeoJSON.decodeFeature(body, file: "body")
+      let record = try TripGeoJSON.decodeFeature(body, file: "body", plans: true)
       let problems = record.violations.map(\.reason)
       guard problems.isEmpty else {
         throw ServiceError.request(

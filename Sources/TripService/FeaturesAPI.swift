@@ -298,7 +298,8 @@ struct FeaturesAPI: Sendable {
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      try store.pageRecords(parsed.query, index: boxIndex)
+      let (records, matched) = try store.pageRecords(parsed.query, index: boxIndex)
+      return (try store.withPlans(records), matched)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),
@@ -343,7 +344,11 @@ struct FeaturesAPI: Sendable {
     }
     let record = try pool.withStore(author: "service") { store in
       try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
-        .first.map { try store.context.record(of: $0) }
+        .first.map { trip in
+          var record = try store.context.record(of: trip)
+          record.plan = trip.plan
+          return record
+        }
     }
     guard let record else {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")

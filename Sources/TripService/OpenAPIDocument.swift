@@ -213,7 +213,8 @@ enum OpenAPIDocument {
           (
             "post",
             operation(
-              "Add a trip (a GeoJSON Feature)", "createFeature",
+              "Add a trip (a GeoJSON Feature; its properties may carry its bucketList and livingAccommodation)",
+              "createFeature",
               ok: ("201", response("The trip, with its Location.", geo)),
               extra: [
                 ("401", response("A valid bearer token is needed.", json)),
@@ -242,7 +243,8 @@ enum OpenAPIDocument {
           (
             "put",
             operation(
-              "Replace a trip", "replaceFeature", parameters: [idParameter, ifMatch],
+              "Replace a trip (a plan given replaces its plan, one left out keeps it)",
+              "replaceFeature", parameters: [idParameter, ifMatch],
               ok: ("200", response("The trip, with its new ETag.", geo)),
               extra: conditionalWrite, body: true, secured: true)
           ),

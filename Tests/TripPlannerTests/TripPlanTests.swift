@@ -393,7 +393,7 @@ struct TripPlanFileTests {
   }
 
   @Test(
-    "a service's Feature body and a sync feed's trip do not take a plan: its members are unknown there, an error rather than dropped"
+    "a Feature read without plans (TripGeoJSON.decodeFeature's default) and a sync feed's trip do not take a plan: its members are unknown there, an error rather than dropped"
   )
   func planWhereNotWritten() throws {
     let feature = Data(

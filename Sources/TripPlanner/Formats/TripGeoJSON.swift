@@ -129,11 +129,15 @@ public enum TripGeoJSON {
   }
 
   /// Reads one Feature document (a request body, `"id"` optional); throws every problem at
-  /// once, each as `FILE: error: reason`.
-  public static func decodeFeature(_ data: Data, file: String) throws -> TripRecord {
+  /// once, each as `FILE: error: reason`. With `plans`, its properties may carry the trip's
+  /// `bucketList` and `livingAccommodation` (``TripRecord/plan``); else those members are
+  /// unknown, an error.
+  public static func decodeFeature(_ data: Data, file: String, plans: Bool = false) throws
+    -> TripRecord
+  {
     var problems = ProblemList(file: file)
     let document = try TripJSON.parseDocument(data, problems: &problems)
-    let record = record(fromFeature: document, line: nil, problems: &problems)
+    let record = record(fromFeature: document, line: nil, problems: &problems, plans: plans)
     try problems.throwIfAny()
     guard let record else {
       throw TripPlannerError(code: .invalidInput, message: "\(file): expected a Feature.")
