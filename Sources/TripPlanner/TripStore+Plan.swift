@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import Persistence
 
 // A trip's plan: its bucket list and its stay. Each call finds the trip as
@@ -143,6 +144,102 @@ extension TripStore {
       let record = stay.record
       context.delete(stay)
       return record
+    }
+  }
+
+  // MARK: Plans across trips
+
+  /// A page of stays, with the id of each one's trip, and how many match: those in `box`
+  /// (west > east crosses the antimeridian and selects both sides), of the trip `tripID`
+  /// when given, ordered by name then id (a stable order for paging).
+  ///
+  /// Cost: one query and one count, each a scan of the stays (their coordinates have no
+  /// index: a store has at most one stay a trip); with `tripID`, the unique index on a stay's
+  /// trip instead. O(matching) to sort, O(page) models.
+  public func stays(
+    in box: GeographicBox? = nil, ofTrip tripID: UUID? = nil, offset: Int = 0, limit: Int? = nil
+  ) throws -> (stays: [(record: LivingAccommodationRecord, tripID: UUID)], matched: Int) {
+    let hasBox = box != nil
+    let south = box?.south ?? -90
+    let north = box?.north ?? 90
+    let west = box?.west ?? -180
+    let east = box?.east ?? 180
+    let crosses = box?.crossesAntimeridian ?? false
+    let hasTrip = tripID != nil
+    let trip = tripID ?? UUID()
+    var descriptor = FetchDescriptor<LivingAccommodation>(
+      predicate: #Predicate { stay in
+        (!hasTrip || stay.trip?.id == trip)
+          && (!hasBox
+            || (stay.latitude >= south && stay.latitude <= north
+              && ((!crosses && stay.longitude >= west && stay.longitude <= east)
+                || (crosses && (stay.longitude >= west || stay.longitude <= east)))))
+      },
+      sortBy: [SortDescriptor(\.name), SortDescriptor(\.id)])
+    return try run {
+      try context.withSnapshot {
+        let matched = try context.fetchCount(descriptor)
+        descriptor.fetchOffset = offset
+        descriptor.fetchLimit = limit
+        descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+        let stays = try context.fetch(descriptor)
+        try context.resolveFaults(stays)
+        return (stays.compactMap { stay in stay.trip.map { (stay.record, $0.id) } }, matched)
+      }
+    }
+  }
+
+  /// The stay with this id and its trip's id; nil when there is none. Cost: one lookup in the
+  /// unique index on id, and one by key for the trip.
+  public func stay(_ id: UUID) throws -> (record: LivingAccommodationRecord, tripID: UUID)? {
+    try run {
+      guard
+        let stay = try context.fetch(
+          FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+        ).first, let trip = stay.trip
+      else { return nil }
+      try context.resolveFaults(CollectionOfOne(stay))
+      return (stay.record, trip.id)
+    }
+  }
+
+  /// A page of bucket-list items, with the id of each one's trip, and how many match: of the
+  /// trip `tripID` when given, whose title or details contain `search` (ignoring case and
+  /// diacritics) when given, ordered by position then id (with `tripID`, the trip's order).
+  ///
+  /// Cost: one query and one count over the index on an item's trip with `tripID`, else a scan
+  /// of the items; O(matching) to sort, O(page) models.
+  public func bucketListItems(
+    ofTrip tripID: UUID? = nil, search: String? = nil, offset: Int = 0, limit: Int? = nil
+  ) throws -> (items: [(record: BucketListItemRecord, tripID: UUID)], matched: Int) {
+    let hasTrip = tripID != nil
+    let trip = tripID ?? UUID()
+    let text = search ?? ""
+    var descriptor = FetchDescriptor<BucketListItem>(
+      predicate: #Predicate { item in
+        (!hasTrip || item.trip?.id == trip)
+          && (text.isEmpty || item.title.localizedStandardContains(text)
+            || item.details.localizedStandardContains(text))
+      },
+      sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)])
+    return try run {
+      try context.withSnapshot {
+        let matched = try context.fetchCount(descriptor)
+        descriptor.fetchOffset = offset
+        descriptor.fetchLimit = limit
+        descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+        let items = try context.fetch(descriptor)
+        return (items.compactMap { item in item.trip.map { (item.record, $0.id) } }, matched)
+      }
+    }
+  }
+
+  /// The bucket-list item with this id and its trip's id; nil when there is none. Cost: one
+  /// lookup in the unique index on id, and one by key for the trip.
+  public func bucketListItem(_ id: UUID) throws -> (record: BucketListItemRecord, tripID: UUID)? {
+    try run {
+      guard let item = try item(id), let trip = item.trip else { return nil }
+      return (item.record, trip.id)
     }
   }
 

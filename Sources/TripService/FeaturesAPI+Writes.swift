@@ -62,15 +62,22 @@ extension FeaturesAPI {
   /// POST, PUT, PATCH and DELETE on items: validated exactly as the CLI validates (every problem
   /// listed, nothing written), saved in one transaction recorded under the token's name.
   func write(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
-    if case .item = route {
-    } else if case .items = route {
-    } else {
-      throw ServiceError.request(405, "Only items can be written.")
+    switch route {
+    case .item, .items, .planItem, .planItems: break
+    default: throw ServiceError.request(405, "Only items can be written.")
     }
     let author = try writer(request)
     try Self.checkContentType(request)
     let links = Links(base: baseURL(request))
     let condition = try Precondition(request)
+    switch route {
+    case .planItems(let collection):
+      return try planPost(collection, request, author: author, links: links, condition: condition)
+    case .planItem(let collection, let id):
+      return try planChange(
+        collection, id, request, author: author, links: links, condition: condition)
+    default: break
+    }
     switch (route, request.method) {
     case (.items, "POST"):
       if condition != nil {
@@ -173,12 +180,16 @@ extension FeaturesAPI {
 
     /// Throws 412 unless `current` has one of the tags (`*`: any trip that exists).
     func check(_ current: TripRecord) throws {
+      try check(tag: FeaturesAPI.etag(current), of: "trip")
+    }
+
+    /// Throws 412 unless `tag`, the current tag of a `what`, is one of the tags.
+    func check(tag: String, of what: String) throws {
       guard let tags else { return }
-      let tag = FeaturesAPI.etag(current)
       guard tags.contains(tag) else {
         throw ServiceError.request(
           412,
-          "The trip changed since that version (If-Match \(tags.joined(separator: ", ")); it is now \(tag). GET it again, then retry."
+          "The \(what) changed since that version (If-Match \(tags.joined(separator: ", ")); it is now \(tag). GET it again, then retry."
         )
       }
     }
@@ -188,8 +199,13 @@ extension FeaturesAPI {
   /// its canonical GeoJSON without links), quoted. The same values give the same tag on every
   /// server of one store; any change of any member gives another. O(size of the trip).
   static func etag(_ record: TripRecord) -> String {
+    etag(of: TripGeoJSON.feature(record))
+  }
+
+  /// A feature's entity tag: FNV-1a, 64 bits, over its canonical JSON (without links), quoted.
+  static func etag(of feature: JSONValue) -> String {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in TripGeoJSON.feature(record).utf8() {
+    for byte in feature.utf8() {
       hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
     }
     let hex = String(hash, radix: 16)
@@ -229,11 +245,21 @@ extension FeaturesAPI {
   /// A PATCH body (a partial Feature: `properties` to change, and/or a new `geometry`) merged
   /// into `record`.
   static func merge(_ body: Data, into record: TripRecord) throws -> TripRecord {
+    let feature = try merged(body, into: TripGeoJSON.feature(record))
+    var merged = try decodeFeature(Data(feature.rendered(pretty: false).utf8))
+    merged.id = record.id
+    return merged
+  }
+
+  /// `feature` with a PATCH body's `properties` merged into its own (each member given
+  /// replaces or adds one) and its `geometry` replaced when given; `type` and `id` in the body
+  /// are ignored, anything else is 400.
+  static func merged(_ body: Data, into feature: JSONValue) throws -> JSONValue {
     guard let patch = try? JSONValue.parse(body), case .object(let members) = patch else {
       throw ServiceError.request(
         400, "A PATCH body is a JSON object: {\"properties\": {…}} and/or {\"geometry\": {…}}.")
     }
-    guard case .object(var feature) = TripGeoJSON.feature(record) else { return record }
+    guard case .object(var feature) = feature else { return feature }
     for (key, value) in members {
       switch key {
       case "properties":
@@ -257,9 +283,6 @@ extension FeaturesAPI {
           400, "Unknown member '\(HTTPServer.loggable(key))' in the PATCH body.")
       }
     }
-    let data = Data(JSONValue.object(feature).rendered(pretty: false).utf8)
-    var merged = try decodeFeature(data)
-    merged.id = record.id
-    return merged
+    return .object(feature)
   }
 }

@@ -28,11 +28,16 @@ struct FeaturesAPI: Sendable {
     case bounds, boundsStream, itemsStream, sections, changes
     /// `/map` (nil) or one of the files it loads, `/map/NAME`.
     case map(String?)
+    /// `/collections/{stays|bucket-list-items}`, its items, and one of them.
+    case planCollection(PlanCollection)
+    case planItems(PlanCollection)
+    case planItem(PlanCollection, String)
 
     var methods: [String] {
       switch self {
-      case .items, .changes: ["GET", "HEAD", "POST", "OPTIONS"]
+      case .items, .changes, .planItems: ["GET", "HEAD", "POST", "OPTIONS"]
       case .item: ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
+      case .planItem: ["GET", "HEAD", "PATCH", "DELETE", "OPTIONS"]
       default: ["GET", "HEAD", "OPTIONS"]
       }
     }
@@ -63,6 +68,22 @@ struct FeaturesAPI: Sendable {
           let name = String(path.dropFirst(5))
           guard !name.isEmpty, !name.contains("/") else { return nil }
           self = .map(name)
+          return
+        }
+        for collection in PlanCollection.allCases where path.hasPrefix(collection.path) {
+          let rest = path.dropFirst(collection.path.count)
+          if rest.isEmpty {
+            self = .planCollection(collection)
+            return
+          }
+          if rest == "/items" {
+            self = .planItems(collection)
+            return
+          }
+          guard rest.hasPrefix("/items/") else { return nil }
+          let id = String(rest.dropFirst("/items/".count))
+          guard !id.isEmpty, !id.contains("/") else { return nil }
+          self = .planItem(collection, id)
           return
         }
         let prefix = "/collections/trips/items/"
@@ -176,7 +197,11 @@ struct FeaturesAPI: Sendable {
       return Self.document(
         .object([
           ("links", .array([links.link("/collections", rel: "self", type: Self.json)])),
-          ("collections", .array([try collection(links)])),
+          (
+            "collections",
+            .array(
+              [try collection(links)] + PlanCollection.allCases.map { planCollection($0, links) })
+          ),
         ]), type: Self.json)
     case .collection:
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
@@ -198,6 +223,15 @@ struct FeaturesAPI: Sendable {
       return try itemsStream(request)
     case .map(let asset):
       return try MapPage.respond(asset: asset)
+    case .planCollection(let collection):
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return Self.document(planCollection(collection, links), type: Self.json)
+    case .planItems(let collection):
+      return try planItems(collection, request, links: links)
+    case .planItem(let collection, let id):
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return try planItem(
+        collection, id, links: links, ifNoneMatch: request.header("If-None-Match"))
     }
   }
 

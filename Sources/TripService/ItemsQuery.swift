@@ -211,12 +211,12 @@ struct ItemsQuery {
     return (sort, reverse)
   }
 
-  /// The items path with these parameters at `offset`.
-  func path(offset: Int) -> String {
-    let items = kept + [("offset", String(offset))]
-    let query = items.map { "\(Self.escape($0.name))=\(Self.escape($0.value))" }.joined(
+  /// The items path (`items`, the trips' by default) with these parameters at `offset`.
+  func path(_ items: String = "/collections/trips/items", offset: Int) -> String {
+    let parameters = kept + [("offset", String(offset))]
+    let query = parameters.map { "\(Self.escape($0.name))=\(Self.escape($0.value))" }.joined(
       separator: "&")
-    return "/collections/trips/items?" + query
+    return items + "?" + query
   }
 
   /// `text` percent-encoded for a query: unreserved characters, `,` and `:` kept as they are

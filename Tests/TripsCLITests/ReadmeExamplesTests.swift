@@ -139,14 +139,14 @@ struct ReadmeExamplesTests {
       try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
       try FileManager.default.createSymbolicLink(
         at: bin.appendingPathComponent("trips"), withDestinationURL: tripsExecutable)
+      // The sample store as Tools/run-sample.sh makes it: the trips, then their plans.
       let sample = scratch.file("trips-sample.sqlite")
-      #expect(
-        try trips(
-          [
-            "import", "--store", sample.path,
-            repositoryRoot.appendingPathComponent("Data/sample-trips.csv").path,
-          ]
-        ).status == 0)
+      for file in ["Data/sample-trips.csv", "Data/sample-plans.json"] {
+        #expect(
+          try trips(
+            ["import", "--store", sample.path, repositoryRoot.appendingPathComponent(file).path]
+          ).status == 0)
+      }
       var environment = [
         "PATH": bin.path + ":/usr/bin:/bin", "HOME": scratch.url.path, "TZ": "UTC",
         "TRIPS_STORE": scratch.file("default.sqlite").path,

@@ -152,4 +152,249 @@ struct ServePlanTests {
     #expect(
       try jsonArray(trips(["export", "--format", "json"], store: scratch.store).stdout).count == 1)
   }
+
+  /// The sample's stays, from its plans file: (stay id, trip id, longitude, latitude).
+  static func sampleStays() throws -> [(id: String, trip: String, lon: Double, lat: Double)] {
+    let trips = try #require(
+      try JSONSerialization.jsonObject(with: Data(contentsOf: samplePlans)) as? [[String: Any]])
+    return trips.compactMap { trip in
+      guard let stay = trip["livingAccommodation"] as? [String: Any] else { return nil }
+      return (
+        stay["id"] as! String, trip["id"] as! String, stay["longitude"] as! Double,
+        stay["latitude"] as! Double
+      )
+    }
+  }
+
+  /// Every feature of `path` (a collection's items), page by page through the next links.
+  static func allPages(_ server: ServerProcess, _ path: String) throws -> (
+    ids: [String], matched: [Int]
+  ) {
+    var ids: [String] = []
+    var matched: [Int] = []
+    var next: String? = server.url + path
+    while let url = next {
+      let page = try curl("GET", url).json()
+      ids += (page["features"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+      matched.append(page["numberMatched"] as? Int ?? -1)
+      next =
+        (page["links"] as? [[String: Any]])?.first { $0["rel"] as? String == "next" }?[
+          "href"] as? String
+    }
+    return (ids, matched)
+  }
+
+  @Test(
+    "the stays collection: bbox across the antimeridian and not, paged by next links, numberMatched, by trip, against the sample file; GDAL's OAPIF driver counts them; bucket-list items by trip in their order and by q"
+  )
+  func planCollections() throws {
+    for file in [sampleTrips, samplePlans] {
+      #expect(try trips(["import", file.path], store: scratch.store).status == 0)
+    }
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let stays = try Self.sampleStays()
+    let boxes: [(String, ((lon: Double, lat: Double)) -> Bool)] = [
+      ("170,-30,-170,0", { ($0.lon >= 170 || $0.lon <= -170) && $0.lat >= -30 && $0.lat <= 0 }),
+      ("-10,35,30,60", { $0.lon >= -10 && $0.lon <= 30 && $0.lat >= 35 && $0.lat <= 60 }),
+      ("-180,-90,180,90", { _ in true }),
+    ]
+    for (bbox, inside) in boxes {
+      let (ids, matched) = try Self.allPages(
+        server, "/collections/stays/items?bbox=\(bbox)&limit=7")
+      let expected = Set(stays.filter { inside(($0.lon, $0.lat)) }.map(\.id))
+      #expect(Set(ids) == expected, "\(bbox)")
+      #expect(ids.count == expected.count, "\(bbox): each once")
+      #expect(Set(matched) == [expected.count], "\(bbox)")
+      #expect(!expected.isEmpty, "\(bbox) selects some")
+    }
+    let one = try #require(stays.first)
+    let byTrip = try server.request("/collections/stays/items?trip=\(one.trip)").json()
+    let feature = try #require((byTrip["features"] as? [[String: Any]])?.first)
+    #expect(feature["id"] as? String == one.id && byTrip["numberMatched"] as? Int == 1)
+    #expect(
+      (feature["geometry"] as? [String: Any])?["coordinates"] as? [Double] == [one.lon, one.lat])
+    #expect((feature["properties"] as? [String: Any])?["tripId"] as? String == one.trip)
+
+    let single = try server.request("/collections/stays/items/\(one.id)")
+    #expect(single.status == 200)
+    let tag = try #require(single.headers["etag"])
+    #expect(
+      try server.request("/collections/stays/items/\(one.id)", headers: ["If-None-Match: \(tag)"])
+        .status == 304)
+    #expect(try server.request("/collections/stays/items/\(UUID())").status == 404)
+    #expect(try server.request("/collections/stays/items/not-an-id").status == 404)
+    #expect(try server.request("/collections/stays/items?bbox=1,2,3").status == 400)
+    #expect(try server.request("/collections/stays/items?trip=nope").status == 400)
+    #expect(try server.request("/collections/stays/items?q=x").status == 400)
+
+    let info = try shell("ogrinfo -ro -so \"OAPIF:$1\" stays", arguments: [server.url])
+    #expect(info.stdout.contains("Feature Count: \(stays.count)"), "\(info.stdout) \(info.stderr)")
+
+    // Bucket-list items: a trip's in its order; a search over titles and details.
+    let plans = try #require(
+      try JSONSerialization.jsonObject(with: Data(contentsOf: samplePlans)) as? [[String: Any]])
+    let planned = try #require(plans.first { ($0["bucketList"] as? [Any])?.count ?? 0 >= 3 })
+    let listed = try #require(planned["bucketList"] as? [[String: Any]])
+    let items = try server.request(
+      "/collections/bucket-list-items/items?trip=\(planned["id"] as! String)"
+    ).json()
+    let features = try #require(items["features"] as? [[String: Any]])
+    #expect(features.map { $0["id"] as? String } == listed.map { $0["id"] as? String })
+    #expect(features.allSatisfy { $0["geometry"] is NSNull })
+    let all = try Self.allPages(server, "/collections/bucket-list-items/items?limit=100")
+    #expect(all.ids.count == plans.reduce(0) { $0 + (($1["bucketList"] as? [Any])?.count ?? 0) })
+    let cash = try server.request("/collections/bucket-list-items/items?q=CASH&limit=1000").json()
+    let expectedCash = plans.flatMap { $0["bucketList"] as? [[String: Any]] ?? [] }.filter {
+      ($0["details"] as? String)?.lowercased().contains("cash") == true
+        || ($0["title"] as? String)?.lowercased().contains("cash") == true
+    }
+    #expect(cash["numberMatched"] as? Int == expectedCash.count && !expectedCash.isEmpty)
+  }
+
+  @Test(
+    "writes of items and stays: POST at a position and to a trip with a stay (409), to a deleted trip (400, nothing written); PATCH moves, changes a stay's geometry, refuses another tripId; If-Match; DELETE"
+  )
+  func planWrites() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let trip = try #require(
+      try server.request(
+        "POST", "/collections/trips/items", headers: auth,
+        body: featureBody(plan: #""bucketList":[{"title":"First"},{"title":"Second"}]"#)
+      ).json()["id"] as? String)
+    func item(_ body: String) throws -> HTTPReply {
+      try server.request(
+        "POST", "/collections/bucket-list-items/items", headers: auth, body: Data(body.utf8))
+    }
+    let added = try item(
+      #"{"type":"Feature","geometry":null,"properties":{"tripId":"\#(trip)","title":"Between","position":1,"hasReservation":true}}"#
+    )
+    #expect(added.status == 201, "\(added.text)")
+    let itemID = try #require(try added.json()["id"] as? String)
+    #expect(
+      added.headers["location"]?.hasSuffix("/collections/bucket-list-items/items/\(itemID)") == true
+    )
+    func titles() throws -> [String] {
+      try
+        (server.request("/collections/bucket-list-items/items?trip=\(trip)").json()["features"]
+        as? [[String: Any]] ?? []).compactMap {
+          ($0["properties"] as? [String: Any])?["title"] as? String
+        }
+    }
+    #expect(try titles() == ["First", "Between", "Second"])
+    let moved = try server.request(
+      "PATCH", "/collections/bucket-list-items/items/\(itemID)", headers: auth,
+      body: Data(#"{"properties":{"position":2,"details":"Late"}}"#.utf8))
+    #expect(moved.status == 200, "\(moved.text)")
+    #expect(try titles() == ["First", "Second", "Between"])
+    let tag = try #require(moved.headers["etag"])
+    #expect(
+      try server.request(
+        "PATCH", "/collections/bucket-list-items/items/\(itemID)", headers: auth,
+        body: Data(#"{"properties":{"tripId":"\#(UUID().uuidString)"}}"#.utf8)
+      ).status == 400)
+    #expect(
+      try server.request(
+        "DELETE", "/collections/bucket-list-items/items/\(itemID)",
+        headers: auth + ["If-Match: \"0000000000000000\""]
+      ).status == 412)
+    #expect(
+      try server.request(
+        "DELETE", "/collections/bucket-list-items/items/\(itemID)",
+        headers: auth + ["If-Match: \(tag)"]
+      ).status == 204)
+    #expect(try titles() == ["First", "Second"])
+
+    func stay(_ body: String) throws -> HTTPReply {
+      try server.request("POST", "/collections/stays/items", headers: auth, body: Data(body.utf8))
+    }
+    let stayBody =
+      #"{"type":"Feature","geometry":{"type":"Point","coordinates":[178.42,-18.14]},"properties":{"tripId":"\#(trip)","name":"Tanoa"}}"#
+    let set = try stay(stayBody)
+    #expect(set.status == 201, "\(set.text)")
+    let stayID = try #require(try set.json()["id"] as? String)
+    #expect(try stay(stayBody).status == 409)
+    let patched = try server.request(
+      "PATCH", "/collections/stays/items/\(stayID)", headers: auth,
+      body: Data(#"{"geometry":{"type":"Point","coordinates":[178.5,-18.2]}}"#.utf8))
+    #expect(patched.status == 200, "\(patched.text)")
+    #expect(
+      (try patched.json()["geometry"] as? [String: Any])?["coordinates"] as? [Double] == [
+        178.5, -18.2,
+      ])
+    #expect(try patched.json()["id"] as? String == stayID)
+
+    // A deleted trip takes no item and no stay; nothing is written.
+    #expect(
+      try server.request("DELETE", "/collections/trips/items/\(trip)", headers: auth).status == 204)
+    #expect(try server.request("/collections/stays/items/\(stayID)").status == 404)
+    let orphan = try item(
+      #"{"type":"Feature","geometry":null,"properties":{"tripId":"\#(trip)","title":"Lost"}}"#)
+    #expect(orphan.status == 400)
+    #expect(orphan.text.contains("there is no trip \(trip)"), "\(orphan.text)")
+    #expect(try stay(stayBody).status == 400)
+    #expect(
+      try server.request("/collections/bucket-list-items/items").json()["numberMatched"] as? Int
+        == 0)
+  }
+
+  @Test(
+    "bad item and stay bodies: 400 naming the problem, nothing written",
+    arguments: [
+      (
+        "bucket-list-items",
+        #"{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"tripId":"TRIP","title":"x"}}"#,
+        "a bucket-list item has no geometry"
+      ),
+      (
+        "bucket-list-items", #"{"type":"Feature","properties":{"title":"x"}}"#,
+        "needs properties.tripId"
+      ),
+      (
+        "bucket-list-items", #"{"type":"Feature","properties":{"tripId":"TRIP","title":""}}"#,
+        "title must not be empty"
+      ),
+      (
+        "bucket-list-items",
+        #"{"type":"Feature","properties":{"tripId":"TRIP","title":"x","position":9}}"#,
+        "position 9 is past the end"
+      ),
+      (
+        "bucket-list-items",
+        #"{"type":"Feature","properties":{"tripId":"not-a-trip","title":"x"}}"#,
+        "tripId must be a trip's id"
+      ),
+      (
+        "stays",
+        #"{"type":"Feature","geometry":{"type":"Point","coordinates":[0,91]},"properties":{"tripId":"TRIP","name":"Hut"}}"#,
+        "latitude 91.0 is not a number between -90 and 90"
+      ),
+      (
+        "stays", #"{"type":"Feature","geometry":null,"properties":{"tripId":"TRIP","name":"Hut"}}"#,
+        "the geometry must be a Point"
+      ),
+      (
+        "stays",
+        #"{"type":"Feature","geometry":{"type":"Point","coordinates":[0,1]},"properties":{"tripId":"TRIP","name":"Hut","latitude":1}}"#,
+        "a stay's position is its geometry"
+      ),
+      ("stays", "[]", "expected a Feature"),
+    ])
+  func badPlanBodies(collection: String, body: String, reason: String) throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let trip = try #require(
+      try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+        .json()["id"] as? String)
+    let reply = try server.request(
+      "POST", "/collections/\(collection)/items", headers: auth,
+      body: Data(body.replacingOccurrences(of: "TRIP", with: trip).utf8))
+    #expect(reply.status == 400)
+    #expect(reply.text.contains(reason), "\(reply.text)")
+    let export = try jsonArray(trips(["export", "--format", "json"], store: scratch.store).stdout)
+    #expect(export.count == 1)
+    #expect((export.first?["bucketList"] as? [Any])?.isEmpty == true)
+    #expect(export.first?["livingAccommodation"] is NSNull)
+  }
 }

@@ -145,6 +145,7 @@ struct ServeTests {
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let store = folder.appendingPathComponent("sample.sqlite")
     _ = try? trips(["import", sampleTrips.path], store: store)
+    _ = try? trips(["import", samplePlans.path], store: store)
     return store
   }()
 
@@ -291,17 +292,25 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 13)
+    #expect(paths.count == 19)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
       }?["resumeToken"] as? String)
-    let id = try #require(
-      ((try server.request("/collections/trips/items?limit=1").json()["features"]
-        as? [[String: Any]])?
-        .first?["id"]) as? String)
+    func firstID(_ collection: String) throws -> String {
+      try #require(
+        ((try server.request("/collections/\(collection)/items?limit=1").json()["features"]
+          as? [[String: Any]])?
+          .first?["id"]) as? String)
+    }
+    let id = try firstID("trips")
+    let ids = [
+      "/collections/trips/": id, "/collections/stays/": try firstID("stays"),
+      "/collections/bucket-list-items/": try firstID("bucket-list-items"),
+    ]
     for (path, operations) in paths {
-      let concrete = path.replacingOccurrences(of: "{featureId}", with: id)
+      let concrete = path.replacingOccurrences(
+        of: "{featureId}", with: ids.first { path.hasPrefix($0.key) }?.value ?? id)
       #expect(operations["get"] != nil, "\(path) documents GET")
       // A stream never ends: its headers answer for it (HEAD).
       let isStream = path.hasSuffix("/stream")
@@ -316,7 +325,7 @@ struct ServeTests {
           "bbox": "-10,-10,10,10", "bbox-crs": "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
           "datetime": "2027-01-01/..", "destination": "Suva", "q": "a", "f": "json", "limit": "5",
           "offset": "1", "sortby": "-name", "viewport": "800x600", "padding": "10",
-          "crs": "EPSG:4326", "after": resume, "exclude-author": "sync",
+          "crs": "EPSG:4326", "after": resume, "exclude-author": "sync", "trip": id,
         ]
         let value = try #require(sample[name], "a sample value for \(name)")
         let answered = try server.request(

@@ -80,6 +80,8 @@ let tripsExecutable: URL = {
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
   .deletingLastPathComponent().deletingLastPathComponent()
 let sampleTrips = repositoryRoot.appendingPathComponent("Data/sample-trips.csv")
+/// The plans of a third of the sample trips (JSON import format), imported after them.
+let samplePlans = repositoryRoot.appendingPathComponent("Data/sample-plans.json")
 
 /// A temporary folder removed when the value is released.
 final class Scratch {
