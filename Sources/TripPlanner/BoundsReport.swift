@@ -49,6 +49,9 @@ public struct BoundsReport: Hashable, Sendable {
   public var camera: CameraFit?
   /// The viewport of the camera fit.
   public var viewport: Viewport?
+  /// How many of the ``count`` points are the trips' stays, for a report that covers them
+  /// (nil for one of the trips alone).
+  public var stayCount: Int?
 
   /// Makes the report for `count` trips covered by `box`.
   ///
@@ -89,10 +92,12 @@ public struct BoundsReport: Hashable, Sendable {
     }
   }
 
-  /// The report as JSON: `count`, `geographic`, `bbox`, `center`, `projected`, and `camera`
-  /// when a viewport was given; every member but `count` is `null` when there are no trips.
+  /// The report as JSON: `count`, `stays` (how many of `count` are stays, for a report that
+  /// covers them), `geographic`, `bbox`, `center`, `projected`, and `camera` when a viewport
+  /// was given; every member but `count` is `null` when there are no trips.
   public var json: JSONValue {
     var members: [(String, JSONValue)] = [("count", .number(Double(count)))]
+    if let stayCount { members.append(("stays", .number(Double(stayCount)))) }
     if let box = geographic {
       members.append(
         (
@@ -146,8 +151,9 @@ public struct BoundsReport: Hashable, Sendable {
     }
     func degrees(_ value: Double) -> String { String(format: "%.5f", value) }
     func metres(_ value: Double) -> String { String(format: "%.2f", value) }
-    var lines = [
-      ("Trips:", "\(count)"),
+    var lines = [("Trips:", "\(count - (stayCount ?? 0))")]
+    if let stayCount { lines.append(("Stays:", "\(stayCount)")) }
+    lines += [
       (
         "Box:",
         "west \(degrees(box.west)), south \(degrees(box.south)), east \(degrees(box.east)), north \(degrees(box.north))"

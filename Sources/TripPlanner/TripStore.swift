@@ -182,6 +182,24 @@ public final class TripStore {
     }
   }
 
+  /// The positions of the stays of the trips matching `query`, in its order (trips without a
+  /// stay give none): what a bounds report that covers stays adds to ``coordinates(_:)``, a
+  /// stay being possibly far from its trip's destination. Cost: the matching trips read in
+  /// batches of 10,000, each batch's stays in one query, O(matching) models.
+  public func stayCoordinates(_ query: TripQuery = TripQuery()) throws -> [Coordinate] {
+    var descriptor = query.fetchDescriptor
+    descriptor.relationshipKeyPathsForPrefetching = [\.livingAccommodation]
+    var coordinates: [Coordinate] = []
+    try run {
+      try context.enumerate(descriptor, batchSize: 10_000) { trip in
+        if let stay = trip.livingAccommodation {
+          coordinates.append(Coordinate(latitude: stay.latitude, longitude: stay.longitude))
+        }
+      }
+    }
+    return coordinates
+  }
+
   /// The trips matching `query`, grouped by destination (sections in code-point order).
   public func sections(_ query: TripQuery = TripQuery()) throws -> [ResultsSection<String, Trip>] {
     try run {

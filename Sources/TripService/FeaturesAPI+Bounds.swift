@@ -6,8 +6,10 @@ import TripPlanner
 extension FeaturesAPI {
   /// `GET /collections/trips/bounds`: the bounds report of the matching trips (as
   /// `trips bounds --format json`) with the box in three dialects. Parameters: the items
-  /// filters, `viewport=WxH`, `padding=N` pixels, `crs=`. Cost: two columns of the matching
-  /// trips, O(matching), no models; one PROJ transformation outside Web Mercator per trip.
+  /// filters, `viewport=WxH`, `padding=N` pixels, `crs=`, and `stays=true` to cover the
+  /// trips' stays too (as `--with-stays`). Cost: two columns of the matching trips,
+  /// O(matching), no models (with `stays`, the matching trips as models and their stays in
+  /// a query per 10,000); one PROJ transformation outside Web Mercator per point.
   /// The parameters of `bounds` and `bounds/stream`, checked.
   struct BoundsParameters {
     var parsed: ItemsQuery
@@ -15,6 +17,8 @@ extension FeaturesAPI {
     var padding: Int
     var crs: String
     var projection: Projection
+    /// Whether the stays of the matching trips are covered too (`stays=true`; `bounds` only).
+    var stays = false
     /// The viewport less the padding on every side, which the camera fits the box into.
     var fitted: Viewport? {
       viewport.map {
@@ -23,9 +27,22 @@ extension FeaturesAPI {
     }
   }
 
-  func boundsParameters(_ request: HTTPRequest) throws -> BoundsParameters {
+  func boundsParameters(_ request: HTTPRequest, stays allowsStays: Bool = false) throws
+    -> BoundsParameters
+  {
     let parsed = try ItemsQuery(
-      request, allowed: ItemsQuery.filterNames.union(["viewport", "padding", "crs"]))
+      request,
+      allowed: ItemsQuery.filterNames.union(["viewport", "padding", "crs"]).union(
+        allowsStays ? ["stays"] : []))
+    var stays = false
+    if let text = request.queryValues("stays").last {
+      guard request.queryValues("stays").count == 1, text == "true" || text == "false" else {
+        throw ServiceError.request(
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'stays': expected true or false, once.")
+      }
+      stays = text == "true"
+    }
     var viewport: Viewport?
     if let text = request.queryValues("viewport").last {
       guard let value = Viewport(text) else {
@@ -62,7 +79,8 @@ extension FeaturesAPI {
       throw ServiceError.request(400, "Invalid value for 'crs': \(error.message)")
     }
     return BoundsParameters(
-      parsed: parsed, viewport: viewport, padding: padding, crs: crs, projection: projection)
+      parsed: parsed, viewport: viewport, padding: padding, crs: crs, projection: projection,
+      stays: stays)
   }
 
   /// The bounds document: the report (camera fitted inside the padding), the box in three
@@ -95,14 +113,21 @@ extension FeaturesAPI {
   }
 
   func bounds(_ request: HTTPRequest) throws -> HTTPResponse {
-    let parameters = try boundsParameters(request)
+    let parameters = try boundsParameters(request, stays: true)
     let parsed = parameters.parsed
     let projection = parameters.projection
-    let coordinates = try pool.withStore(author: "service") { try $0.coordinates(parsed.unpaged) }
+    let (trips, stays) = try pool.withStore(author: "service") { store in
+      (
+        try store.coordinates(parsed.unpaged),
+        parameters.stays ? try store.stayCoordinates(parsed.unpaged) : []
+      )
+    }
+    let coordinates = trips + stays
     let box = GeographicBox.enclosing(coordinates)
-    let report = try BoundsReport(
+    var report = try BoundsReport(
       count: coordinates.count, box: box, projection: projection, viewport: parameters.fitted,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
+    if parameters.stays { report.stayCount = stays.count }
     return Self.document(Self.boundsDocument(report, parameters), type: Self.json)
   }
 

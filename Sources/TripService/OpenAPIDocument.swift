@@ -274,7 +274,12 @@ enum OpenAPIDocument {
               "get",
               operation(
                 "The bounds of the matching trips, for map cameras", "getBounds",
-                parameters: filters + boundsParameters,
+                parameters: filters + boundsParameters + [
+                  parameter(
+                    "stays",
+                    "true to cover the trips' stays too (a stay can be far from its trip).",
+                    schema: .object([("type", .string("boolean")), ("default", .bool(false))]))
+                ],
                 ok: (
                   "200",
                   response(

@@ -28,6 +28,12 @@ enum BoundsCommand: Subcommand {
     defaultDescription: "0; 24 with --format svg",
     parse: { try CommonOptions.wholeNumber($0, option: "padding", in: 0...10_000, unit: "pixels") })
 
+  static let withStays = Flag(
+    name: "with-stays",
+    help:
+      "Also cover where one stays on each trip (a stay can be far from the destination); the count then includes the stays."
+  )
+
   static let format = CommonOptions.format(
     [.text, .json, .geojson, .svg], default: .text,
     detail:
@@ -44,7 +50,7 @@ enum BoundsCommand: Subcommand {
       discussion:
         "The box is the smallest on the globe: it crosses the antimeridian (west > east) when that is smaller.",
       options: CommonOptions.filters + [
-        crs, viewport, padding, format, CommonOptions.store,
+        crs, viewport, padding, withStays, format, CommonOptions.store,
       ])
   }
 
@@ -75,6 +81,12 @@ enum BoundsCommand: Subcommand {
       viewport = Viewport(
         width: size.width - Double(2 * padding), height: size.height - Double(2 * padding))
     }
+    let stays = arguments[withStays]
+    if stays && format == .geojson {
+      throw CLIError.usage(
+        "'--with-stays' covers stays in a report (text, json, svg); the GeoJSON format lists trips: use 'trips serve' and /collections/stays for the stays as features."
+      )
+    }
     let store = try CommonOptions.openForReading(arguments, io)
     if format == .geojson {
       let records = try store.trips(query).map(\.record)
@@ -82,19 +94,31 @@ enum BoundsCommand: Subcommand {
       return
     }
     // Only the coordinates are read: no trip is made (about 20 times faster at a million).
-    let coordinates = try store.coordinates(query)
+    var coordinates = try store.coordinates(query)
+    let stayCoordinates = stays ? try store.stayCoordinates(query) : []
+    coordinates += stayCoordinates
     // Outside Web Mercator, the extent also holds every trip's own projection (one PROJ call
     // per trip), which densified box edges can miss.
-    let report = try BoundsReport(
+    var report = try BoundsReport(
       count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
       viewport: viewport,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
+    if stays { report.stayCount = stayCoordinates.count }
     if format == .svg, let size {
       var sample = query
       sample.limit = svgTripLimit
-      let marks = try store.trips(sample).map {
-        BoundsSVG.Mark(
-          coordinate: Coordinate(latitude: $0.latitude, longitude: $0.longitude), label: $0.name)
+      var marks: [BoundsSVG.Mark] = []
+      for trip in try store.trips(sample) {
+        marks.append(
+          BoundsSVG.Mark(
+            coordinate: Coordinate(latitude: trip.latitude, longitude: trip.longitude),
+            label: trip.name))
+        if stays, let stay = trip.livingAccommodation {
+          marks.append(
+            BoundsSVG.Mark(
+              coordinate: Coordinate(latitude: stay.latitude, longitude: stay.longitude),
+              label: stay.name))
+        }
       }
       let picture = try BoundsSVG(
         report: report, marks: marks, world: WorldOutlines.shipped, size: size,

@@ -225,4 +225,54 @@ struct PlanCLITests {
     #expect(refused.stderr.contains("nothing was applied"))
     #expect(try trips(["list"], store: empty).stdout.isEmpty)
   }
+
+  @Test(
+    "bounds --with-stays covers a stay far from its trip (text, json, the service's stays=true); with --format geojson it is a usage error; the stream refuses stays"
+  )
+  func boundsWithStays() throws {
+    let store = scratch.file("stays.sqlite")
+    let added = try trips(
+      [
+        "add", "--name", "Kyoto", "--destination", "Kyoto", "--start", "2027-04-01", "--end",
+        "2027-04-07", "--latitude", "35", "--longitude", "135.75",
+      ], store: store)
+    let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(
+      try trips(
+        [
+          "stay", "set", id, "--name", "Airport hotel", "--latitude", "34.43", "--longitude",
+          "135.23",
+        ],
+        store: store
+      ).status == 0)
+    func report(_ extra: [String]) throws -> [String: Any] {
+      let run = try trips(["bounds", "--format", "json"] + extra, store: store)
+      #expect(run.status == 0, "\(run.stderr)")
+      return try #require(
+        try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+    }
+    let alone = try report([])
+    #expect(alone["count"] as? Int == 1)
+    #expect(alone["bbox"] as? [Double] == [135.75, 35, 135.75, 35])
+    let both = try report(["--with-stays"])
+    #expect(both["count"] as? Int == 2 && both["stays"] as? Int == 1)
+    #expect(alone["stays"] == nil)
+    #expect(both["bbox"] as? [Double] == [135.23, 34.43, 135.75, 35])
+    let text = try trips(["bounds", "--with-stays"], store: store).stdout
+    #expect(
+      text.hasPrefix("Trips:      1\nStays:      1\n") && text.contains("west 135.23000"),
+      "\(text)")
+    let geojson = try trips(["bounds", "--with-stays", "--format", "geojson"], store: store)
+    #expect(geojson.status == 64 && geojson.stderr.contains("--with-stays"))
+
+    let server = try ServerProcess(store: store)
+    defer { _ = server.stop() }
+    let served = try server.request("/collections/trips/bounds?stays=true").json()
+    #expect(served["count"] as? Int == 2 && served["stays"] as? Int == 1)
+    #expect(served["bbox"] as? [Double] == [135.23, 34.43, 135.75, 35])
+    #expect(
+      try server.request("/collections/trips/bounds?stays=false").json()["count"] as? Int == 1)
+    #expect(try server.request("/collections/trips/bounds?stays=yes").status == 400)
+    #expect(try server.request("HEAD", "/collections/trips/bounds/stream?stays=true").status == 400)
+  }
 }

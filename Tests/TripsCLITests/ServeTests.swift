@@ -326,6 +326,7 @@ struct ServeTests {
           "datetime": "2027-01-01/..", "destination": "Suva", "q": "a", "f": "json", "limit": "5",
           "offset": "1", "sortby": "-name", "viewport": "800x600", "padding": "10",
           "crs": "EPSG:4326", "after": resume, "exclude-author": "sync", "trip": id,
+          "stays": "true",
         ]
         let value = try #require(sample[name], "a sample value for \(name)")
         let answered = try server.request(
