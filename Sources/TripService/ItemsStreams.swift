@@ -235,14 +235,14 @@ final class ItemsStreams: Sendable {
       let transactions: [HistoryTransaction]
       do {
         transactions = try store.context.fetchHistory(
-          HistoryDescriptor(after: token, modelTypes: [Trip.self]))
+          HistoryDescriptor(after: token, modelTypes: LiveFollower.followedTypes))
       } catch let error as PersistenceError
         where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
           error.code)
       {
         let trips = try store.context.fetch(descriptor)
         try store.context.resolveFaults(trips)
-        let records = trips.map(\.record)
+        let records = try store.withPlans(trips.map(\.record))
         stream.send(
           Self.event(
             last, "reset",
@@ -255,19 +255,18 @@ final class ItemsStreams: Sendable {
       }
       for transaction in transactions where transaction.token <= last {
         var events = ""
-        for change in transaction.changes {
+        for change in try LiveFollower.tripChanges(transaction, store: store) {
           if change.kind == .delete {
-            if let id = change.tombstone?[\Trip.id] {
+            if let id = change.deletedID {
               events += Self.event(transaction.token, "delete", Self.deleted(id))
             }
             continue
           }
-          guard let trip = try store.context.model(for: change.changedIdentifier, as: Trip.self)
-          else { continue }
+          guard let trip = change.trip else { continue }
           if try descriptor.matches(trip) {
             events += Self.event(
               transaction.token, change.kind == .insert ? "insert" : "update",
-              TripGeoJSON.feature(try store.context.record(of: trip)))
+              text: try change.feature(store))
           } else {
             events += Self.event(transaction.token, "delete", Self.deleted(trip.id))
           }

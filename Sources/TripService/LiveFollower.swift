@@ -42,11 +42,14 @@ final class LiveFollower: Sendable {
       self.deletedID = deletedID
     }
 
-    /// The trip as a GeoJSON feature, rendered once for all feeds.
+    /// The trip as a GeoJSON feature with its plan (as items pages write it), rendered once
+    /// for all feeds.
     func feature(_ store: TripStore) throws -> String {
       if let rendered { return rendered }
       guard let trip else { return "null" }
-      let text = TripGeoJSON.feature(try store.context.record(of: trip)).rendered(pretty: false)
+      var record = try store.context.record(of: trip)
+      record.plan = trip.plan
+      let text = TripGeoJSON.feature(record).rendered(pretty: false)
       rendered = text
       return text
     }
@@ -112,7 +115,7 @@ final class LiveFollower: Sendable {
 
   private func start(after token: HistoryToken) -> Task<Void, Never> {
     let updates = pool.container.historyUpdates(
-      HistoryDescriptor(after: token, modelTypes: [Trip.self]))
+      HistoryDescriptor(after: token, modelTypes: Self.followedTypes))
     return Task { [weak self] in
       do {
         for try await transaction in updates {
@@ -129,20 +132,74 @@ final class LiveFollower: Sendable {
     let feeds = state.withLock { Array($0.feeds.values) }
     guard !feeds.isEmpty else { return }
     try pool.withStore(author: "service") { store in
-      var changes: [Change] = []
-      changes.reserveCapacity(transaction.changes.count)
-      for change in transaction.changes {
-        let key = change.changedIdentifier.primaryKey
+      let changes = try Self.tripChanges(transaction, store: store)
+      for feed in feeds { feed.process(transaction, changes, store: store) }
+    }
+  }
+
+  /// What the streams follow: trips, and their plans (a change to a trip's bucket list or
+  /// stay is an update of the trip, whose feature carries its plan).
+  static let followedTypes: [any PersistentModel.Type] = [
+    Trip.self, BucketListItem.self, LivingAccommodation.self,
+  ]
+
+  /// A transaction's changes as the trips it changed: each trip's own change, then, once
+  /// each, every trip whose plan changed and whose own row did not, as an update (none for a
+  /// trip gone since). Cost: O(changes) reads by key, and for each plan row its trip (by its
+  /// link, or by the key its tombstone kept).
+  static func tripChanges(_ transaction: HistoryTransaction, store: TripStore) throws -> [Change] {
+    let tripEntity = Trip.schema.name
+    let direct = Set(
+      transaction.changes.lazy.filter { $0.changedIdentifier.entityName == tripEntity }
+        .map(\.changedIdentifier.primaryKey))
+    var changes: [Change] = []
+    changes.reserveCapacity(transaction.changes.count)
+    var planTrips: [Int64] = []
+    var listed: Set<Int64> = []
+    for change in transaction.changes {
+      let identifier = change.changedIdentifier
+      let key = identifier.primaryKey
+      switch identifier.entityName {
+      case tripEntity:
         if change.kind == .delete {
           changes.append(
             Change(key: key, kind: .delete, trip: nil, deletedID: change.tombstone?[\Trip.id]))
         } else {
-          let trip = try store.context.model(for: change.changedIdentifier, as: Trip.self)
+          let trip = try store.context.model(for: identifier, as: Trip.self)
           changes.append(Change(key: key, kind: change.kind, trip: trip, deletedID: nil))
         }
+        continue
+      case BucketListItem.schema.name:
+        let tripKey =
+          change.kind == .delete
+          ? change.tombstone?.key(of: \BucketListItem.trip)
+          : try store.context.model(for: identifier, as: BucketListItem.self)?.trip.flatMap {
+            try store.context.persistentIdentifier(for: $0)?.primaryKey
+          }
+        if let tripKey, !direct.contains(tripKey), listed.insert(tripKey).inserted {
+          planTrips.append(tripKey)
+        }
+      case LivingAccommodation.schema.name:
+        let tripKey =
+          change.kind == .delete
+          ? change.tombstone?.key(of: \LivingAccommodation.trip)
+          : try store.context.model(for: identifier, as: LivingAccommodation.self)?.trip.flatMap {
+            try store.context.persistentIdentifier(for: $0)?.primaryKey
+          }
+        if let tripKey, !direct.contains(tripKey), listed.insert(tripKey).inserted {
+          planTrips.append(tripKey)
+        }
+      default:
+        continue
       }
-      for feed in feeds { feed.process(transaction, changes, store: store) }
     }
+    for key in planTrips {
+      let identifier = PersistentIdentifier(
+        storeIdentifier: store.container.storeIdentifier, entityName: tripEntity, primaryKey: key)
+      guard let trip = try store.context.model(for: identifier, as: Trip.self) else { continue }
+      changes.append(Change(key: key, kind: .update, trip: trip, deletedID: nil))
+    }
+    return changes
   }
 
   /// The store cannot be followed: every feed ends its streams and is forgotten; the next

@@ -127,8 +127,8 @@ enum MapPage {
   static let script = #"""
     (function () {
       "use strict";
-      const state = { ready: false, markers: 0, boundsEvents: 0, itemEvents: 0, box: null,
-        drawn: null, changedAt: 0, errors: [] };
+      const state = { ready: false, markers: 0, stays: 0, boundsEvents: 0, itemEvents: 0,
+        box: null, drawn: null, changedAt: 0, errors: [] };
       const stateElement = document.getElementById("state");
       let map = null;
       let box = null;
@@ -185,6 +185,36 @@ enum MapPage {
 
       function place(entry) {
         entry.marker.setLatLng([entry.latitude, unwrap(entry.longitude)]);
+        if (entry.stay) {
+          const longitude = unwrap(entry.stay.longitude);
+          entry.stay.marker.setLatLng([entry.stay.latitude, longitude]);
+          entry.stay.line.setLatLngs([[entry.latitude, unwrap(entry.longitude)],
+            [entry.stay.latitude, longitude]]);
+        }
+      }
+      // A trip's stay (its feature's livingAccommodation): a small orange mark, joined to
+      // the trip by a thin line; removed with the trip or when the stay is cleared.
+      function setStay(entry, stay) {
+        if (!stay) {
+          if (entry.stay) { entry.stay.marker.remove(); entry.stay.line.remove(); entry.stay = null; }
+          return;
+        }
+        if (!entry.stay) {
+          entry.stay = {
+            marker: L.circleMarker([0, 0], { radius: 3.5, color: "#ffffff", weight: 1,
+              fillColor: "#f08c00", fillOpacity: 1 }).addTo(map),
+            line: L.polyline([[0, 0], [0, 0]], { color: "#f08c00", weight: 1, opacity: 0.7,
+              interactive: false }).addTo(map)
+          };
+        }
+        entry.stay.latitude = stay.latitude;
+        entry.stay.longitude = stay.longitude;
+        entry.stay.marker.unbindTooltip().bindTooltip(stay.name);
+      }
+      function countStays() {
+        let count = 0;
+        markers.forEach(function (entry) { if (entry.stay) { count += 1; } });
+        state.stays = count;
       }
       function upsert(feature) {
         const id = feature.id;
@@ -198,13 +228,16 @@ enum MapPage {
         entry.latitude = latitude;
         entry.longitude = longitude;
         entry.marker.unbindTooltip().bindTooltip(feature.properties.name);
+        setStay(entry, feature.properties.livingAccommodation);
         place(entry);
         state.markers = markers.size;
+        countStays();
       }
       function remove(id) {
         const entry = markers.get(id);
-        if (entry) { entry.marker.remove(); markers.delete(id); }
+        if (entry) { setStay(entry, null); entry.marker.remove(); markers.delete(id); }
         state.markers = markers.size;
+        countStays();
       }
 
       // The items stream first, then the trips: a change in between is not lost.

@@ -246,6 +246,35 @@ struct RelationshipTests {
   }
 
   @Test(
+    "a deleted child's tombstone keeps its parent's key (deleted alone, and by a cascade) when the model preserves an attribute; a model that preserves none keeps none",
+    arguments: TestEngine.allCases)
+  func tombstonesNameTheParent(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let context = try seed(try store.hotels())
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    let hotelKey = try #require(try context.persistentIdentifier(for: hotel)?.primaryKey)
+    let before = try context.currentHistoryToken()
+    let room = try #require(hotel.rooms.first)
+    context.delete(room)
+    let review = try #require(hotel.reviews.first)
+    context.delete(review)
+    try context.save()
+    context.delete(hotel)
+    try context.save()
+    let deletes = try context.fetchHistory(HistoryDescriptor(after: before)).flatMap(\.changes)
+      .filter { $0.kind == .delete }
+    let rooms = deletes.filter { $0.changedIdentifier.entityName == "rooms" }
+    #expect(rooms.count == 3)
+    #expect(rooms.allSatisfy { $0.tombstone?.key(of: \Room.hotel) == hotelKey })
+    #expect(rooms.compactMap { $0.tombstone?[\Room.number] }.sorted() == [1, 2, 3])
+    let reviews = deletes.filter { $0.changedIdentifier.entityName == "reviews" }
+    #expect(
+      reviews.count == 1 && reviews.allSatisfy { $0.tombstone?.key(of: \Review.hotel) == nil })
+    let hotels = deletes.filter { $0.changedIdentifier.entityName == "hotels" }
+    #expect(hotels.count == 1 && hotels.first?.tombstone?[\Hotel.name] == "Kyoto Inn")
+  }
+
+  @Test(
     "a prefetch loads each relationship in one query for all the models; without it, touching every to-many costs a query per model",
     arguments: TestEngine.allCases)
   func prefetch(engine: TestEngine) throws {

@@ -11,7 +11,7 @@ struct MapPageTests {
   }
 
   @Test(
-    "headless Chromium: one point per trip, no console error, the box follows a trip added across 180° within 2 s"
+    "headless Chromium: one point per trip, no console error, the box follows a trip added across 180° within 2 s; a stay set and cleared from another process is drawn and removed"
   )
   func liveMap() throws {
     _ = try #require(Chromium.executable, "Tools/install-dependencies.sh --tests installs chromium")
@@ -75,6 +75,23 @@ struct MapPageTests {
       abs(pixels["left"]! - 24) < 2 || abs(pixels["top"]! - 24) < 2,
       "the box touches the padding on one axis: \(pixels)")
 
+    // Stays are drawn beside their trips and follow the store: set, then cleared.
+    let suva = try #require(
+      try jsonArray(trips(["export", "--format", "json"], store: scratch.store).stdout).first {
+        $0["name"] as? String == "Suva"
+      }?["id"] as? String)
+    #expect(state["stays"] as? Int == 0)
+    #expect(
+      try trips(
+        ["stay", "set", suva, "--name", "Tanoa", "--latitude", "-18.12", "--longitude", "178.45"],
+        store: scratch.store
+      ).status == 0)
+    #expect(try eventually(5) { try pageState(browser)["stays"] as? Int == 1 }, "\(state)")
+    let staysShot = try browser.screenshot()
+    #expect(try trips(["stay", "clear", suva], store: scratch.store).status == 0)
+    #expect(try eventually(5) { try pageState(browser)["stays"] as? Int == 0 })
+
+    state = try pageState(browser)
     #expect((state["errors"] as? [Any])?.isEmpty == true, "\(state)")
     #expect(browser.problems.isEmpty, "\(browser.problems)")
     // Kept after the run (the scratch folder is not): the run's artifact.
@@ -85,5 +102,7 @@ struct MapPageTests {
     try browser.screenshot().write(to: shot)
     print("The map page's screenshot: \(shot.path)")
     #expect((try Data(contentsOf: shot)).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    try staysShot.write(
+      to: artifacts.appendingPathComponent("map-stay-\(Int(Date().timeIntervalSince1970)).png"))
   }
 }

@@ -397,4 +397,85 @@ struct ServePlanTests {
     #expect((export.first?["bucketList"] as? [Any])?.isEmpty == true)
     #expect(export.first?["livingAccommodation"] is NSNull)
   }
+
+  @Test(
+    "the trips' items stream tells a change to a trip's plan as an update of the trip with its plan: an item added, a stay set, the stay cleared (its tombstone names the trip); Last-Event-ID replays them alike; the trip's own delete is one delete"
+  )
+  func planChangesStream() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let trip = try #require(
+      try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+        .json()["id"] as? String)
+    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
+      text.components(separatedBy: "\n\n").compactMap { block in
+        var id = ""
+        var kind = ""
+        var data: [String: Any] = [:]
+        for line in block.split(separator: "\n") {
+          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
+          if line.hasPrefix("data: ") {
+            data =
+              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
+              as? [String: Any] ?? [:]
+          }
+        }
+        return kind.isEmpty ? nil : (id, kind, data)
+      }
+    }
+    func listen(lastEventID: String? = nil) throws -> (Process, URL) {
+      let file = scratch.file("stream-\(UUID().uuidString).txt")
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments =
+        ["-s", "-N", "--max-time", "30", "-o", file.path]
+        + (lastEventID.map { ["-H", "Last-Event-ID: \($0)"] } ?? [])
+        + [server.url + "/collections/trips/items/stream"]
+      try process.run()
+      return (process, file)
+    }
+    func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    func plan(_ event: (id: String, kind: String, data: [String: Any])) -> (Int, String?) {
+      let properties = event.data["properties"] as? [String: Any] ?? [:]
+      return (
+        (properties["bucketList"] as? [Any])?.count ?? -1,
+        (properties["livingAccommodation"] as? [String: Any])?["name"] as? String
+      )
+    }
+    let (live, liveFile) = try listen()
+    defer { kill(live.processIdentifier, SIGKILL) }
+    #expect(eventually { text(liveFile).hasPrefix("retry: 2000") })
+    let start = try #require(
+      try trips(["history", "--json"], store: scratch.store).stdout.data(using: .utf8).flatMap {
+        try JSONSerialization.jsonObject(with: $0) as? [[String: Any]]
+      }?.last?["token"] as? String)
+    #expect(
+      try trips(["bucket", "add", trip, "--title", "Kava"], store: scratch.store).status == 0)
+    #expect(
+      try trips(
+        ["stay", "set", trip, "--name", "Tanoa", "--latitude", "-18.1", "--longitude", "178.4"],
+        store: scratch.store
+      ).status == 0)
+    #expect(try trips(["stay", "clear", trip], store: scratch.store).status == 0)
+    #expect(try trips(["delete", trip], store: scratch.store).status == 0)
+    #expect(eventually(20) { events(text(liveFile)).count >= 4 })
+    Thread.sleep(forTimeInterval: 0.3)
+    let seen = events(text(liveFile))
+    #expect(seen.map(\.kind) == ["update", "update", "update", "delete"], "\(seen.map(\.kind))")
+    #expect(seen.prefix(3).map { $0.data["id"] as? String } == [trip, trip, trip])
+    #expect(seen.prefix(3).map { plan($0).0 } == [1, 1, 1])
+    #expect(seen.prefix(3).map { plan($0).1 } == [nil, "Tanoa", nil])
+    #expect(seen.last?.data["id"] as? String == trip)
+
+    let (again, againFile) = try listen(lastEventID: start)
+    defer { kill(again.processIdentifier, SIGKILL) }
+    #expect(eventually(20) { events(text(againFile)).count >= 4 })
+    Thread.sleep(forTimeInterval: 0.3)
+    let replayed = events(text(againFile))
+    #expect(replayed.map(\.kind) == seen.map(\.kind))
+    #expect(replayed.map(\.id) == seen.map(\.id))
+    // Replayed from history now: the trip is gone, so its updates carry what is read now.
+    #expect(replayed.last?.data["id"] as? String == trip)
+  }
 }

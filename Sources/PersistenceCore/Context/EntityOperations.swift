@@ -136,8 +136,12 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     hasRelationships = !schema.relationships.isEmpty
     columnNames = stored.map(\.name)
     uniqueIndexes = stored.indices.filter { stored[$0].isUnique }
+    // A tombstone keeps the `.preserveValueOnDeletion` attributes and, when it keeps any, the
+    // keys of the row's to-ones (the same SELECT, one more column each): what names the
+    // parent of a deleted child. A model that preserves nothing pays no SELECT a delete.
+    let preserves = stored.contains { $0.preservesValueOnDeletion }
     preservedIndexes = stored.indices.filter {
-      stored[$0].preservesValueOnDeletion
+      stored[$0].preservesValueOnDeletion || (preserves && stored[$0].relationship != nil)
     }
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)

@@ -73,7 +73,9 @@ public struct HistoryChange: Sendable {
   }
 }
 
-/// The values a deleted row kept for its `.preserveValueOnDeletion` attributes.
+/// The values a deleted row kept for its `.preserveValueOnDeletion` attributes and, for a
+/// model that preserves any, the keys of its to-ones that store one (``key(of:)``): which
+/// parent a deleted child belonged to.
 public struct HistoryTombstone: Sendable {
   /// Stored values by column name.
   public var values: [String: SQLValue]
@@ -86,5 +88,18 @@ public struct HistoryTombstone: Sendable {
       let stored = values[attribute.name]
     else { return nil }
     return try? Value(sqlValue: stored)
+  }
+
+  /// The primary key of the row that the deleted row's to-one at `keyPath` pointed to, as
+  /// ``PersistentIdentifier/primaryKey`` of the related model's rows; nil when it pointed to
+  /// none, or when the tombstone did not keep it (a model whose attributes are none of them
+  /// `.preserveValueOnDeletion`, or a to-one whose inverse side stores the key).
+  public func key<Model: PersistentModel, Target: PersistentModel>(
+    of keyPath: KeyPath<Model, Target?>
+  ) -> Int64? {
+    guard let relationship = Model.schema.relationship(for: keyPath), relationship.storesKey,
+      case .integer(let key)? = values[relationship.name]
+    else { return nil }
+    return key
   }
 }
