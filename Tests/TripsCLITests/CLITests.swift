@@ -549,6 +549,51 @@ struct GeneratorTests {
     let run = try trips(["import", file.path], store: scratch.store)
     #expect(run.stdout == "Imported 2000 trips.\n")
   }
+
+  @Test(
+    "with --items and --stays, JSON that imports into trips with their plans, the same for the same seed; the trips are those without plans; CSV refuses plans"
+  )
+  func plans() throws {
+    let scratch = Scratch()
+    let file = scratch.file("plans.json")
+    var once = try generate(["--count", "300", "--items", "5", "--stays", "--output", file.path])
+    #expect(once.isEmpty)
+    once = try Data(contentsOf: file)
+    _ = try generate(["--count", "300", "--items", "5", "--stays", "--output", file.path])
+    #expect(try Data(contentsOf: file) == once)
+    let run = try trips(["import", file.path], store: scratch.store)
+    #expect(run.stdout == "Imported 300 trips.\n", "\(run.stderr)")
+    let exported = try jsonArray(
+      trips(["export", "--format", "json"], store: scratch.store).stdout)
+    #expect(exported.count == 300)
+    #expect(exported.allSatisfy { ($0["bucketList"] as? [Any])?.count == 5 })
+    #expect(exported.allSatisfy { $0["livingAccommodation"] is [String: Any] })
+    // The trips are the ones the same seed gives without plans.
+    let csv = scratch.file("plain.csv")
+    try generate(["--count", "300"]).write(to: csv)
+    let plain = scratch.file("plain.sqlite")
+    #expect(try trips(["import", csv.path], store: plain).status == 0)
+    func listed(_ store: URL) throws -> [String] {
+      try jsonArray(trips(["export", "--format", "json"], store: store).stdout)
+        .compactMap { trip in
+          (trip["id"] as? String).map { $0 + " " + (trip["name"] as? String ?? "") }
+        }
+        .sorted()
+    }
+    #expect(try listed(plain) == listed(scratch.store))
+
+    let process = Process()
+    process.executableURL = generator
+    process.arguments = ["--count", "3", "--items", "2"]
+    process.standardOutput = FileHandle.nullDevice
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 64)
+    #expect(message.contains("CSV holds one row a trip"))
+  }
 }
 
 @Suite("trips-bench")
@@ -586,6 +631,31 @@ struct BenchmarkSmokeTests {
       "peak memory of fetch all, read",
     ] {
       #expect(names.contains(expected), "\(names)")
+    }
+  }
+
+  @Test("runs the plans phase at a tiny size, its checks holding")
+  func tinyPlans() throws {
+    let scratch = Scratch()
+    let process = Process()
+    process.executableURL = tripsExecutable.deletingLastPathComponent().appendingPathComponent(
+      "trips-bench")
+    process.arguments = [
+      "--size", "300", "--rounds", "1", "--phases", "plans", "--directory",
+      scratch.file("bench").path, "--cities",
+      repositoryRoot.appendingPathComponent("Data/cities.csv").path,
+    ]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "\(text)")
+    for phase in [
+      "plans: export as JSON", "plans: list every trip", "plans: bbox page of 100, x200",
+    ] {
+      #expect(text.contains(phase), "\(text)")
     }
   }
 }

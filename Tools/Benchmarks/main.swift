@@ -887,6 +887,10 @@ if options.wants("memory") {
 
 if options.wants("relationships") { try relationshipsPhase() }
 
+// MARK: Plans (trips with bucket lists and stays)
+
+if options.wants("plans") { try plansPhase() }
+
 writeJSON()
 
 /// Writes `phases` to `--json`'s file, when given.

@@ -30,16 +30,33 @@ enum GeneratorOptions {
     defaultDescription: "standard output")
   static let store = Option<String>(
     name: "store", valueName: "file", help: "Insert straight into this trip store instead.")
+  static let items = Option<Int>(
+    name: "items", valueName: "n",
+    help:
+      "Give each trip this many bucket-list items (generated from templates, not real places); a plan needs --store or a .json --output.",
+    defaultDescription: "0",
+    parse: { text in
+      guard let value = Int(text), (0...1000).contains(value) else {
+        throw CLIError.usage(
+          "Invalid value '\(terminalSafe(text))' for '--items': expected a whole number from 0 to 1000."
+        )
+      }
+      return value
+    })
+  static let stays = Flag(
+    name: "stays",
+    help: "Give each trip a made-up stay within about 3 km of its destination.")
 
   static let spec = CommandSpec(
     name: "trips-generate",
     abstract: "Generates synthetic trips from Data/cities.csv, deterministically.",
     discussion: "The same --count and --seed always give the same trips.",
-    options: [count, seed, cities, output, store])
+    options: [count, seed, cities, output, store, items, stays])
 
   /// What the command line asks for; help or a usage error ends the program here.
   static func parse() -> (
-    count: Int, seed: UInt64, output: String?, store: String?, cities: String?
+    count: Int, seed: UInt64, output: String?, store: String?, cities: String?, items: Int,
+    stays: Bool
   ) {
     do {
       let parsed = try ArgumentParser.parse(Array(CommandLine.arguments.dropFirst()), for: spec)
@@ -49,10 +66,18 @@ enum GeneratorOptions {
       }
       let settings = (
         count: try parsed[count] ?? 1000, seed: try parsed[seed] ?? 2027,
-        output: try parsed[output], store: try parsed[store], cities: try parsed[cities]
+        output: try parsed[output], store: try parsed[store], cities: try parsed[cities],
+        items: try parsed[items] ?? 0, stays: parsed[stays]
       )
       if settings.output != nil, settings.store != nil {
         throw CLIError.usage("--output and --store go to different places; give one of them.")
+      }
+      if settings.items > 0 || settings.stays, settings.store == nil,
+        settings.output?.hasSuffix(".json") != true
+      {
+        throw CLIError.usage(
+          "Plans (--items, --stays) go to a store (--store) or a JSON file (--output FILE.json): CSV holds one row a trip."
+        )
       }
       return settings
     } catch {

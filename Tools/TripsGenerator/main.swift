@@ -7,6 +7,7 @@ import TripsSynthetic
 //
 //   swift run -c release trips-generate --count 1000000 --output trips-1m.csv
 //   swift run -c release trips-generate --count 1000000 --store trips-1m.sqlite
+//   swift run -c release trips-generate --count 100000 --items 5 --stays --store plans.sqlite
 //
 // The same --count and --seed always give the same trips (SplitMix64, no system randomness).
 
@@ -66,6 +67,9 @@ let seed = settings.seed
 let output = settings.output
 let storePath = settings.store
 let citiesPath = settings.cities
+let items = settings.items
+let stays = settings.stays
+let plans = items > 0 || stays
 
 let resolvedCitiesPath = citiesPath ?? defaultCitiesPath()
 guard let citiesData = FileManager.default.contents(atPath: resolvedCitiesPath) else {
@@ -75,6 +79,8 @@ guard let citiesData = FileManager.default.contents(atPath: resolvedCitiesPath) 
 let cities = try SyntheticTrips.cities(citiesData)
 guard !cities.isEmpty else { fail("no cities in \(resolvedCitiesPath)") }
 var generator = SyntheticTrips(seed: seed)
+// Plans from a sequence of their own: the trips are the same with plans or without.
+var planGenerator = SyntheticTrips(seed: seed ^ 0x504C_414E_5300_0000)
 
 if let storePath {
   let store = try TripStore(url: URL(fileURLWithPath: storePath), author: "generator")
@@ -83,7 +89,9 @@ if let storePath {
   while done < count {
     var records: [(line: Int?, record: TripRecord)] = []
     for index in done..<min(count, done + batch) {
-      records.append((nil, generator.record(index, cities: cities)))
+      var record = generator.record(index, cities: cities)
+      if plans { record.plan = planGenerator.plan(for: record, items: items, stay: stays) }
+      records.append((nil, record))
     }
     try store.importRecords(records, file: "generated")
     done += records.count
@@ -99,6 +107,18 @@ if let storePath {
   }
   var chunk: [TripRecord] = []
   var wroteHeader = false
+  if plans {
+    // JSON in the import format, a trip a line: the array is written as it is made.
+    emit(Array("[\n".utf8), to: descriptor)
+    for index in 0..<count {
+      var record = generator.record(index, cities: cities)
+      record.plan = planGenerator.plan(for: record, items: items, stay: stays)
+      let line = TripJSON.object(record).rendered(pretty: false)
+      emit(Array(((index > 0 ? ",\n" : "") + line).utf8), to: descriptor)
+    }
+    emit(Array("\n]\n".utf8), to: descriptor)
+    exit(0)
+  }
   for index in 0..<count {
     chunk.append(generator.record(index, cities: cities))
     if chunk.count == 50_000 || index == count - 1 {

@@ -55,8 +55,49 @@ public struct SyntheticTrips {
     let end = start.addingTimeInterval(Double(below(21)) * 86400)
     let name = Self.templates[below(Self.templates.count)].replacingOccurrences(
       of: "%@", with: city.name)
+    let id = uuid()
+    return TripRecord(
+      id: id, name: name, destination: city.name, startDate: start, endDate: end,
+      latitude: city.latitude, longitude: city.longitude,
+      placeIdentifier: index % 10 == 9 ? nil : "geonames:\(city.id)")
+  }
+
+  static let activities = [
+    "Walk the old town of %@", "Morning market in %@", "Dinner at a family restaurant",
+    "Day trip out of %@", "Cooking class", "Sunrise viewpoint", "Guided walking tour",
+    "Botanical garden", "City museum", "Concert or show",
+  ]
+
+  /// A generated plan for `trip` (labelled as generated, not real places): `items`
+  /// bucket-list items from activity templates, in order, and with `stay` a made-up lodging
+  /// within about 3 km of the destination. Ids are random from the same sequence, so the same
+  /// seed gives the same plans.
+  public mutating func plan(for trip: TripRecord, items: Int, stay: Bool) -> TripPlan {
+    var plan = TripPlan()
+    for position in 0..<items {
+      let template = Self.activities[below(Self.activities.count)]
+      plan.bucketList.append(
+        BucketListItemRecord(
+          id: uuid(), title: template.replacingOccurrences(of: "%@", with: trip.destination),
+          details: below(3) == 0 ? "Book ahead" : "", hasReservation: below(4) == 0,
+          isInPlan: below(2) == 0, position: position))
+    }
+    if stay {
+      let latitude = max(-90, min(90, trip.latitude + (Double(below(601)) - 300) / 10_000))
+      var longitude = trip.longitude + (Double(below(601)) - 300) / 10_000
+      if longitude >= 180 { longitude -= 360 }
+      if longitude < -180 { longitude += 360 }
+      plan.livingAccommodation = LivingAccommodationRecord(
+        id: uuid(), name: "Guesthouse \(trip.destination)", latitude: latitude,
+        longitude: longitude)
+    }
+    return plan
+  }
+
+  /// A version-4 UUID from the sequence.
+  mutating func uuid() -> UUID {
     var bytes = (next(), next())
-    let id = withUnsafeBytes(of: &bytes) { raw -> UUID in
+    return withUnsafeBytes(of: &bytes) { raw -> UUID in
       var uuid = UUID().uuid
       withUnsafeMutableBytes(of: &uuid) {
         $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<16]))
@@ -65,9 +106,5 @@ public struct SyntheticTrips {
       uuid.8 = (uuid.8 & 0x3F) | 0x80
       return UUID(uuid: uuid)
     }
-    return TripRecord(
-      id: id, name: name, destination: city.name, startDate: start, endDate: end,
-      latitude: city.latitude, longitude: city.longitude,
-      placeIdentifier: index % 10 == 9 ? nil : "geonames:\(city.id)")
   }
 }
