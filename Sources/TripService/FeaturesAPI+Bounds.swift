@@ -27,13 +27,13 @@ extension FeaturesAPI {
     }
   }
 
-  func boundsParameters(_ request: HTTPRequest, stays allowsStays: Bool = false) throws
-    -> BoundsParameters
-  {
+  func boundsParameters(
+    _ request: HTTPRequest, filters: Set<String> = ItemsQuery.filterNames,
+    stays allowsStays: Bool = false
+  ) throws -> BoundsParameters {
     let parsed = try ItemsQuery(
       request,
-      allowed: ItemsQuery.filterNames.union(["viewport", "padding", "crs"]).union(
-        allowsStays ? ["stays"] : []))
+      allowed: filters.union(["viewport", "padding", "crs"]).union(allowsStays ? ["stays"] : []))
     var stays = false
     if let text = request.queryValues("stays").last {
       guard request.queryValues("stays").count == 1, text == "true" || text == "false" else {
@@ -128,6 +128,27 @@ extension FeaturesAPI {
       count: coordinates.count, box: box, projection: projection, viewport: parameters.fitted,
       points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
     if parameters.stays { report.stayCount = stays.count }
+    return Self.document(Self.boundsDocument(report, parameters), type: Self.json)
+  }
+
+  /// `GET /collections/stays/bounds`: the bounds report of the stays (`count` is theirs) in
+  /// `bbox` and of the trip `trip` when given, with the box in three dialects; `viewport`,
+  /// `padding` and `crs` as for the trips' bounds. Cost: as
+  /// ``TripStore/stays(in:ofTrip:offset:limit:)`` without a page, O(matching stays) models.
+  func staysBounds(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parameters = try boundsParameters(
+      request, filters: ["bbox", "bbox-crs", "trip", "f"])
+    let tripID = try Self.tripParameter(request)
+    let coordinates = try pool.withStore(author: "service") { store in
+      try store.stays(in: parameters.parsed.query.bbox, ofTrip: tripID).stays.map {
+        Coordinate(latitude: $0.record.latitude, longitude: $0.record.longitude)
+      }
+    }
+    let projection = parameters.projection
+    let report = try BoundsReport(
+      count: coordinates.count, box: GeographicBox.enclosing(coordinates), projection: projection,
+      viewport: parameters.fitted,
+      points: projection.isWebMercator ? nil : projection.pointCover(coordinates))
     return Self.document(Self.boundsDocument(report, parameters), type: Self.json)
   }
 

@@ -74,14 +74,7 @@ extension FeaturesAPI {
     _ collection: PlanCollection, _ request: HTTPRequest, links: Links
   ) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request, allowed: collection.itemNames)
-    var tripID: UUID?
-    if let text = request.queryValues("trip").last {
-      guard request.queryValues("trip").count == 1, let id = UUID(uuidString: text) else {
-        throw ServiceError.request(
-          400, "Invalid value '\(HTTPServer.loggable(text))' for 'trip': expected one trip id.")
-      }
-      tripID = id
-    }
+    let tripID = try Self.tripParameter(request)
     let (features, matched) = try pool.withStore(author: "service") {
       store -> ([JSONValue], Int) in
       switch collection {
@@ -213,6 +206,16 @@ extension FeaturesAPI {
         ])
       ),
     ])
+  }
+
+  /// The `trip` parameter: one trip id, or nil when not given; else 400.
+  static func tripParameter(_ request: HTTPRequest) throws -> UUID? {
+    guard let text = request.queryValues("trip").last else { return nil }
+    guard request.queryValues("trip").count == 1, let id = UUID(uuidString: text) else {
+      throw ServiceError.request(
+        400, "Invalid value '\(HTTPServer.loggable(text))' for 'trip': expected one trip id.")
+    }
+    return id
   }
 
   static func planID(_ collection: PlanCollection, _ id: String) throws -> UUID {

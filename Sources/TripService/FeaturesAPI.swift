@@ -32,6 +32,8 @@ struct FeaturesAPI: Sendable {
     case planCollection(PlanCollection)
     case planItems(PlanCollection)
     case planItem(PlanCollection, String)
+    /// `/collections/stays/bounds`.
+    case staysBounds
 
     var methods: [String] {
       switch self {
@@ -61,6 +63,7 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips/bounds/stream": self = .boundsStream
       case "/collections/trips/items/stream": self = .itemsStream
       case "/collections/trips/sections": self = .sections
+      case "/collections/stays/bounds": self = .staysBounds
       case "/changes": self = .changes
       case "/map": self = .map(nil)
       default:
@@ -228,6 +231,8 @@ struct FeaturesAPI: Sendable {
       return Self.document(planCollection(collection, links), type: Self.json)
     case .planItems(let collection):
       return try planItems(collection, request, links: links)
+    case .staysBounds:
+      return try staysBounds(request)
     case .planItem(let collection, let id):
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
       return try planItem(
@@ -256,7 +261,7 @@ struct FeaturesAPI: Sendable {
       (
         "description",
         .string(
-          "Trips as OGC API – Features: each trip a Point with its name, destination and dates; bounds and sections for map cameras."
+          "Trips as OGC API – Features: each trip a Point with its name, destination, dates and plan (its bucket list and stay); the stays and the bucket-list items as collections of their own; bounds and sections for map cameras."
         )
       ),
       (

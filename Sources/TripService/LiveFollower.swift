@@ -156,6 +156,10 @@ final class LiveFollower: Sendable {
     changes.reserveCapacity(transaction.changes.count)
     var planTrips: [Int64] = []
     var listed: Set<Int64> = []
+    /// Notes a trip whose plan changed, once, unless its own row changed too.
+    func noteTrip(_ key: Int64?) {
+      if let key, !direct.contains(key), listed.insert(key).inserted { planTrips.append(key) }
+    }
     for change in transaction.changes {
       let identifier = change.changedIdentifier
       let key = identifier.primaryKey
@@ -170,25 +174,9 @@ final class LiveFollower: Sendable {
         }
         continue
       case BucketListItem.schema.name:
-        let tripKey =
-          change.kind == .delete
-          ? change.tombstone?.key(of: \BucketListItem.trip)
-          : try store.context.model(for: identifier, as: BucketListItem.self)?.trip.flatMap {
-            try store.context.persistentIdentifier(for: $0)?.primaryKey
-          }
-        if let tripKey, !direct.contains(tripKey), listed.insert(tripKey).inserted {
-          planTrips.append(tripKey)
-        }
+        noteTrip(try tripKey(of: change, \BucketListItem.trip, store: store))
       case LivingAccommodation.schema.name:
-        let tripKey =
-          change.kind == .delete
-          ? change.tombstone?.key(of: \LivingAccommodation.trip)
-          : try store.context.model(for: identifier, as: LivingAccommodation.self)?.trip.flatMap {
-            try store.context.persistentIdentifier(for: $0)?.primaryKey
-          }
-        if let tripKey, !direct.contains(tripKey), listed.insert(tripKey).inserted {
-          planTrips.append(tripKey)
-        }
+        noteTrip(try tripKey(of: change, \LivingAccommodation.trip, store: store))
       default:
         continue
       }
@@ -200,6 +188,18 @@ final class LiveFollower: Sendable {
       changes.append(Change(key: key, kind: .update, trip: trip, deletedID: nil))
     }
     return changes
+  }
+
+  /// The key of the trip a plan row's `change` belongs to: by its link for an insert or
+  /// update (nil when the row is gone since), by its tombstone for a delete.
+  private static func tripKey<Row: PersistentModel>(
+    of change: HistoryChange, _ link: KeyPath<Row, Trip?>, store: TripStore
+  ) throws -> Int64? {
+    if change.kind == .delete { return change.tombstone?.key(of: link) }
+    guard let row = try store.context.model(for: change.changedIdentifier, as: Row.self),
+      let trip = row[keyPath: link]
+    else { return nil }
+    return try store.context.persistentIdentifier(for: trip)?.primaryKey
   }
 
   /// The store cannot be followed: every feed ends its streams and is forgotten; the next

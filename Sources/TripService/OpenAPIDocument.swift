@@ -449,7 +449,36 @@ enum OpenAPIDocument {
         ("401", response("A valid bearer token is needed.", json)),
         ("412", response("The \(noun) changed since the version in If-Match.", json)),
       ]
-      return [
+      let bounds: [(String, JSONValue)] =
+        collection == .stays
+        ? [
+          (
+            collection.path + "/bounds",
+            .object([
+              (
+                "get",
+                operation(
+                  "The bounds of the matching stays, for map cameras", "getStaysBounds",
+                  parameters: [filters[0], filters[1], trip, filters.last!] + [
+                    parameter(
+                      "viewport", "WIDTHxHEIGHT in pixels: also fit a camera.", schema: string),
+                    parameter(
+                      "padding", "Pixels kept free on each side of the camera fit.",
+                      schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+                    parameter(
+                      "crs", "The projected CRS of the extent (default EPSG:3857).", schema: string),
+                  ],
+                  ok: (
+                    "200",
+                    response(
+                      "The bounds report of the stays, with the box as RFC 7946, unwrapped and non-wrapping.",
+                      json)
+                  ))
+              )
+            ])
+          )
+        ] : []
+      return bounds + [
         (
           collection.path,
           .object([

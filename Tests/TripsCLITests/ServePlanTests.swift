@@ -228,6 +228,18 @@ struct ServePlanTests {
     #expect(try server.request("/collections/stays/items?trip=nope").status == 400)
     #expect(try server.request("/collections/stays/items?q=x").status == 400)
 
+    // Their bounds: every stay, a trip's, and across the antimeridian.
+    let allBounds = try server.request("/collections/stays/bounds").json()
+    #expect(allBounds["count"] as? Int == stays.count)
+    let pacific = try server.request("/collections/stays/bounds?bbox=170,-30,-170,0").json()
+    let inPacific = stays.filter {
+      ($0.lon >= 170 || $0.lon <= -170) && $0.lat >= -30 && $0.lat <= 0
+    }
+    #expect(pacific["count"] as? Int == inPacific.count)
+    #expect((pacific["geographic"] as? [String: Any])?["crossesAntimeridian"] as? Bool == true)
+    let oneBounds = try server.request("/collections/stays/bounds?trip=\(one.trip)").json()
+    #expect(oneBounds["bbox"] as? [Double] == [one.lon, one.lat, one.lon, one.lat])
+    #expect(try server.request("/collections/stays/bounds?destination=x").status == 400)
     let info = try shell("ogrinfo -ro -so \"OAPIF:$1\" stays", arguments: [server.url])
     #expect(info.stdout.contains("Feature Count: \(stays.count)"), "\(info.stdout) \(info.stderr)")
 

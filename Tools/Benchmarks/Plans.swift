@@ -29,7 +29,8 @@ import TripsSynthetic
 
   /// Times `with` (on the store with plans) and `without` in turn, `--rounds` rounds.
   func pair(
-    _ name: String, n: Int, note: String, with: () throws -> Void, without: () throws -> Void
+    _ name: String, n: Int, note: @autoclosure () -> String, with: () throws -> Void,
+    without: () throws -> Void
   ) throws {
     try with()
     try without()  // warm-up: both files read once
@@ -43,13 +44,15 @@ import TripsSynthetic
     report(
       Phase(
         phase: name, n: n, seconds: median(withTimes), baselineSeconds: median(withoutTimes),
-        note: note))
+        note: note()))
   }
 
   var bytes = (0, 0)
   try pair(
     "plans: export as JSON", n: records.count,
-    note: "beside: the same trips' export without plans",
+    note: String(
+      format: "beside: the same trips' export without plans; %.1f MB of JSON against %.1f MB",
+      Double(bytes.0) / 1e6, Double(bytes.1) / 1e6),
     with: {
       bytes.0 = TripJSON.encode(try planned.exportRecords(plans: true)).count
       planned.context.reset()
