@@ -145,6 +145,19 @@ extension FeaturesAPI {
     return response
   }
 
+  /// `GET /collections/stays/items/stream`: each committed change to the stays in `bbox`
+  /// and of `trip` as Server-Sent Events (see ``ItemsStreams/openStays(key:filter:lastEventID:)``).
+  func staysStream(_ request: HTTPRequest) throws -> HTTPResponse {
+    let parsed = try ItemsQuery(request, allowed: ["bbox", "bbox-crs", "trip", "f"])
+    let filter = ItemsStreams.StayFilter(
+      box: parsed.query.bbox, trip: try Self.tripParameter(request))
+    if request.method == "HEAD" { return Self.streamResponse(nil) }
+    let stream = try itemStreams.openStays(
+      key: Self.streamKey(request), filter: filter,
+      lastEventID: request.header("Last-Event-ID"))
+    return Self.streamResponse(stream)
+  }
+
   /// A plan row's feature with its `links` (self, collection, its trip).
   static func planFeatureResponse(
     _ collection: PlanCollection, _ feature: JSONValue, links: Links, status: Int = 200

@@ -32,8 +32,8 @@ struct FeaturesAPI: Sendable {
     case planCollection(PlanCollection)
     case planItems(PlanCollection)
     case planItem(PlanCollection, String)
-    /// `/collections/stays/bounds`.
-    case staysBounds
+    /// `/collections/stays/bounds` and `/collections/stays/items/stream`.
+    case staysBounds, staysStream
 
     var methods: [String] {
       switch self {
@@ -64,6 +64,7 @@ struct FeaturesAPI: Sendable {
       case "/collections/trips/items/stream": self = .itemsStream
       case "/collections/trips/sections": self = .sections
       case "/collections/stays/bounds": self = .staysBounds
+      case "/collections/stays/items/stream": self = .staysStream
       case "/changes": self = .changes
       case "/map": self = .map(nil)
       default:
@@ -233,6 +234,8 @@ struct FeaturesAPI: Sendable {
       return try planItems(collection, request, links: links)
     case .staysBounds:
       return try staysBounds(request)
+    case .staysStream:
+      return try staysStream(request)
     case .planItem(let collection, let id):
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
       return try planItem(
@@ -476,7 +479,7 @@ struct FeaturesAPI: Sendable {
     if let accept = request.header("Accept"), !accept.isEmpty {
       var isStream = false
       switch route {
-      case .boundsStream, .itemsStream: isStream = true
+      case .boundsStream, .itemsStream, .staysStream: isStream = true
       default: break
       }
       // Streams are Server-Sent Events: a browser's EventSource asks for text/event-stream.

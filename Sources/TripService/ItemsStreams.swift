@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Geo
 import Persistence
 import Synchronization
 import TripPlanner
@@ -27,10 +28,34 @@ import TripPlanner
 /// history (a store restored from an older backup) gets one `reset` event with every matching
 /// trip.
 final class ItemsStreams: Sendable {
+  /// What a feed follows: the trips of a query, or the stays of a filter.
+  enum Subject: Sendable {
+    case trips(FetchDescriptor<Trip>)
+    case stays(StayFilter)
+  }
+
+  /// The stays a stays stream follows: in a box (west > east crosses the antimeridian, as
+  /// ``TripStore/stays(in:ofTrip:offset:limit:)`` reads it) and of one trip, each when given.
+  struct StayFilter: Sendable {
+    var box: GeographicBox?
+    var trip: UUID?
+
+    func matches(latitude: Double, longitude: Double, tripID: UUID) -> Bool {
+      if let trip, trip != tripID { return false }
+      guard let box else { return true }
+      guard latitude >= box.south, latitude <= box.north else { return false }
+      return box.crossesAntimeridian
+        ? longitude >= box.west || longitude <= box.east
+        : longitude >= box.west && longitude <= box.east
+    }
+  }
+
   final class Feed: LiveFeed {
-    let descriptor: FetchDescriptor<Trip>
+    let subject: Subject
     struct State {
       var matching: Set<Int64> = []
+      /// For a stays feed: each matching stay by its trip's key, with its feature's text.
+      var stays: [Int64: (id: UUID, text: String)] = [:]
       /// The token the feed started after, and the last one it processed.
       var start: HistoryToken
       var last: HistoryToken
@@ -44,9 +69,12 @@ final class ItemsStreams: Sendable {
     /// Called when the follower fails: the owner forgets the feed.
     let onFailure = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(descriptor: FetchDescriptor<Trip>, matching: Set<Int64>, last: HistoryToken) {
-      self.descriptor = descriptor
-      state = Mutex(State(matching: matching, start: last, last: last))
+    init(
+      subject: Subject, matching: Set<Int64>, stays: [Int64: (id: UUID, text: String)] = [:],
+      last: HistoryToken
+    ) {
+      self.subject = subject
+      state = Mutex(State(matching: matching, stays: stays, start: last, last: last))
     }
 
     /// Classifies each change with the feed's set of matching trips, then queues the events
@@ -57,24 +85,14 @@ final class ItemsStreams: Sendable {
       state.withLock { state in
         guard transaction.token > state.last else { return }
         var events = ""
-        for change in changes {
-          let key = change.key
-          if change.kind == .delete {
-            if state.matching.remove(key) != nil, let id = change.deletedID {
-              events += ItemsStreams.event(transaction.token, "delete", deleted(id))
-            }
-            continue
+        switch subject {
+        case .stays(let filter):
+          for change in changes {
+            events += Self.stayEvents(change, filter, &state.stays, transaction.token, store)
           }
-          guard let trip = change.trip else { continue }
-          let matches = (try? descriptor.matches(trip)) ?? false
-          let was = state.matching.contains(key)
-          if matches, let feature = try? change.feature(store) {
-            state.matching.insert(key)
-            events += ItemsStreams.event(
-              transaction.token, was ? "update" : "insert", text: feature)
-          } else if was {
-            state.matching.remove(key)
-            events += ItemsStreams.event(transaction.token, "delete", deleted(trip.id))
+        case .trips(let descriptor):
+          for change in changes {
+            events += Self.tripEvents(change, descriptor, &state.matching, transaction.token, store)
           }
         }
         state.last = transaction.token
@@ -84,6 +102,62 @@ final class ItemsStreams: Sendable {
           state.droppedThrough = state.log.removeFirst().token
         }
         for client in state.clients.values { client.send(events) }
+      }
+    }
+
+    /// The events of one changed trip for a trips feed: inserted or updated while it matches
+    /// (moved in is an insert), deleted when it goes or moves out. O(1) besides the query's
+    /// evaluation on the trip and its feature's rendering (once for all feeds).
+    static func tripEvents(
+      _ change: LiveFollower.Change, _ descriptor: FetchDescriptor<Trip>,
+      _ matching: inout Set<Int64>, _ token: HistoryToken, _ store: TripStore
+    ) -> String {
+      let key = change.key
+      if change.kind == .delete {
+        guard matching.remove(key) != nil, let id = change.deletedID else { return "" }
+        return ItemsStreams.event(token, "delete", deleted(id))
+      }
+      guard let trip = change.trip else { return "" }
+      let matches = (try? descriptor.matches(trip)) ?? false
+      let was = matching.contains(key)
+      if matches, let feature = try? change.feature(store) {
+        matching.insert(key)
+        return ItemsStreams.event(token, was ? "update" : "insert", text: feature)
+      }
+      guard was else { return "" }
+      matching.remove(key)
+      return ItemsStreams.event(token, "delete", deleted(trip.id))
+    }
+
+    /// The events of one changed trip for a stays feed: its stay inserted, updated or deleted
+    /// as it enters, changes in or leaves the filter (a stay replaced by another is a delete
+    /// and an insert). O(1) besides reading the trip's stay (a query unless loaded).
+    static func stayEvents(
+      _ change: LiveFollower.Change, _ filter: StayFilter,
+      _ stays: inout [Int64: (id: UUID, text: String)], _ token: HistoryToken, _ store: TripStore
+    ) -> String {
+      let old = stays[change.key]
+      var new: (id: UUID, text: String)?
+      if change.kind != .delete, let trip = change.trip, let stay = trip.livingAccommodation,
+        filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id),
+        (try? store.context.resolveFaults(CollectionOfOne(stay))) != nil
+      {
+        new = (
+          stay.id,
+          FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
+        )
+      }
+      stays[change.key] = new
+      switch (old, new) {
+      case (nil, nil): return ""
+      case (let old?, nil): return ItemsStreams.event(token, "delete", deleted(old.id))
+      case (nil, let new?): return ItemsStreams.event(token, "insert", text: new.text)
+      case (let old?, let new?):
+        if old.id != new.id {
+          return ItemsStreams.event(token, "delete", deleted(old.id))
+            + ItemsStreams.event(token, "insert", text: new.text)
+        }
+        return old.text == new.text ? "" : ItemsStreams.event(token, "update", text: new.text)
       }
     }
 
@@ -127,6 +201,19 @@ final class ItemsStreams: Sendable {
     descriptor.sortBy = []
     descriptor.fetchLimit = nil
     descriptor.fetchOffset = nil
+    return try open(key: key, subject: .trips(descriptor), lastEventID: lastEventID)
+  }
+
+  /// The stays stream (`GET /collections/stays/items/stream`): `insert`, `update` and
+  /// `delete` (`{"id"}`) of the stays that match `filter`, told by the same follower as the
+  /// trips' (every change to a stay is an update of its trip there). A `Last-Event-ID` within
+  /// the feed's log gets exactly the missed events; any other gets one `reset` with every
+  /// matching stay. Cost per transaction: O(changed trips), each one's stay read.
+  func openStays(key: String, filter: StayFilter, lastEventID: String?) throws -> HTTPStream {
+    try open(key: "stays " + key, subject: .stays(filter), lastEventID: lastEventID)
+  }
+
+  private func open(key: String, subject: Subject, lastEventID: String?) throws -> HTTPStream {
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
       guard feeds.count < settings.maximumFeeds else {
@@ -136,8 +223,14 @@ final class ItemsStreams: Sendable {
         )
       }
       let feed = try follower.subscribe { store, token in
-        let keys = Set(try store.context.fetchIdentifiers(descriptor).map(\.primaryKey))
-        return Feed(descriptor: descriptor, matching: keys, last: token)
+        switch subject {
+        case .trips(let descriptor):
+          let keys = Set(try store.context.fetchIdentifiers(descriptor).map(\.primaryKey))
+          return Feed(subject: subject, matching: keys, last: token)
+        case .stays(let filter):
+          return Feed(
+            subject: subject, matching: [], stays: try Self.stays(filter, store), last: token)
+        }
       }
       feed.onFailure.withLock {
         $0 = { [weak self, weak feed] in
@@ -169,7 +262,30 @@ final class ItemsStreams: Sendable {
           // Exactly what the clients that stayed got.
           for entry in state.log where entry.token > token { stream.send(entry.events) }
         } else {
-          try replay(after: token, upTo: state.last, descriptor: descriptor, into: stream)
+          switch subject {
+          case .trips(let descriptor):
+            try replay(after: token, upTo: state.last, descriptor: descriptor, into: stream)
+          case .stays:
+            stream.send(
+              Self.event(
+                state.last, "reset",
+                .object([
+                  ("type", .string("FeatureCollection")),
+                  (
+                    "features",
+                    .array(
+                      state.stays.values.sorted { $0.text < $1.text }.compactMap {
+                        try? JSONValue.parse(Data($0.text.utf8))
+                      })
+                  ),
+                  (
+                    "reason",
+                    .string(
+                      "The token is not among this feed's latest events: here is every matching stay."
+                    )
+                  ),
+                ])))
+          }
         }
       }
       state.clients[id] = stream
@@ -220,6 +336,28 @@ final class ItemsStreams: Sendable {
   /// One event whose data is rendered already.
   static func event(_ token: HistoryToken, _ kind: String, text: String) -> String {
     "id: \(token.description)\nevent: \(kind)\ndata: \(text)\n\n"
+  }
+
+  /// The stays matching `filter` now, by their trips' keys, with their features' text.
+  /// Cost: every stay and its trip, O(stays).
+  static func stays(_ filter: StayFilter, _ store: TripStore) throws -> [Int64: (
+    id: UUID, text: String
+  )] {
+    var descriptor = FetchDescriptor<LivingAccommodation>()
+    descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    let all = try store.context.fetch(descriptor)
+    try store.context.resolveFaults(all)
+    var found: [Int64: (id: UUID, text: String)] = [:]
+    for stay in all {
+      guard let trip = stay.trip,
+        filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id),
+        let key = try store.context.persistentIdentifier(for: trip)?.primaryKey
+      else { continue }
+      found[key] = (
+        stay.id, FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
+      )
+    }
+    return found
   }
 
   static func deleted(_ id: UUID) -> JSONValue {

@@ -476,7 +476,32 @@ enum OpenAPIDocument {
                   ))
               )
             ])
-          )
+          ),
+          (
+            collection.path + "/items/stream",
+            .object([
+              (
+                "get",
+                operation(
+                  "Each committed change to the matching stays (Server-Sent Events; Last-Event-ID resumes within the feed's latest events, else one reset)",
+                  "streamStays", parameters: [filters[0], filters[1], trip, filters.last!],
+                  ok: (
+                    "200",
+                    response(
+                      "text/event-stream: events insert and update (a stay's Feature), delete ({id}), reset (every matching stay), with id = the history token.",
+                      "text/event-stream")
+                  ),
+                  extra: [
+                    (
+                      "503",
+                      response(
+                        "The server follows its maximum of distinct live queries; Retry-After.",
+                        json)
+                    )
+                  ])
+              )
+            ])
+          ),
         ] : []
       return bounds + [
         (

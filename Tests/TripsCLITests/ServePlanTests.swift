@@ -490,4 +490,94 @@ struct ServePlanTests {
     // Replayed from history now: the trip is gone, so its updates carry what is read now.
     #expect(replayed.last?.data["id"] as? String == trip)
   }
+
+  @Test(
+    "the stays stream: a stay set inside the box is an insert, moved within it an update, moved out or cleared a delete, one outside nothing; Last-Event-ID in the feed's log gets exactly the missed events, another token a reset"
+  )
+  func staysStream() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    func trip(_ name: String, longitude: Double) throws -> String {
+      try #require(
+        try server.request(
+          "POST", "/collections/trips/items", headers: auth,
+          body: featureBody(name: name, longitude: longitude)
+        ).json()["id"] as? String)
+    }
+    let suva = try trip("Suva", longitude: 178.4)
+    let lisbon = try trip("Lisbon", longitude: -9.1)
+    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
+      text.components(separatedBy: "\n\n").compactMap { block in
+        var id = ""
+        var kind = ""
+        var data: [String: Any] = [:]
+        for line in block.split(separator: "\n") {
+          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
+          if line.hasPrefix("data: ") {
+            data =
+              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
+              as? [String: Any] ?? [:]
+          }
+        }
+        return kind.isEmpty ? nil : (id, kind, data)
+      }
+    }
+    func listen(lastEventID: String? = nil) throws -> (Process, URL) {
+      let file = scratch.file("stays-\(UUID().uuidString).txt")
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments =
+        ["-s", "-N", "--max-time", "30", "-o", file.path]
+        + (lastEventID.map { ["-H", "Last-Event-ID: \($0)"] } ?? [])
+        + [server.url + "/collections/stays/items/stream?bbox=170,-30,-170,0"]
+      try process.run()
+      return (process, file)
+    }
+    func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    func stay(_ trip: String, _ latitude: Double, _ longitude: Double) throws {
+      let run = try trips(
+        [
+          "stay", "set", trip, "--name", "Stay", "--latitude", String(latitude), "--longitude",
+          String(longitude),
+        ], store: scratch.store)
+      #expect(run.status == 0, "\(run.stderr)")
+    }
+    let (live, liveFile) = try listen()
+    defer { kill(live.processIdentifier, SIGKILL) }
+    #expect(eventually { text(liveFile).hasPrefix("retry: 2000") })
+    try stay(suva, -18.1, 178.45)  // in: insert
+    try stay(lisbon, 38.7, -9.14)  // out: nothing
+    try stay(suva, -18.2, 178.5)  // moved within: update
+    try stay(suva, 10, 178.5)  // moved out: delete
+    try stay(suva, -18.1, -179.9)  // back in, across 180°: insert
+    #expect(try trips(["stay", "clear", suva], store: scratch.store).status == 0)  // delete
+    #expect(eventually(20) { events(text(liveFile)).count >= 5 })
+    Thread.sleep(forTimeInterval: 0.3)
+    let seen = events(text(liveFile))
+    #expect(
+      seen.map(\.kind) == ["insert", "update", "delete", "insert", "delete"], "\(seen.map(\.kind))")
+    let stayID = try #require(seen.first?.data["id"] as? String)
+    #expect(seen.allSatisfy { $0.data["id"] as? String == stayID })
+    #expect(
+      (seen[1].data["geometry"] as? [String: Any])?["coordinates"] as? [Double] == [178.5, -18.2])
+    #expect((seen[0].data["properties"] as? [String: Any])?["tripId"] as? String == suva)
+
+    let (again, againFile) = try listen(lastEventID: seen[1].id)
+    defer { kill(again.processIdentifier, SIGKILL) }
+    #expect(eventually(20) { events(text(againFile)).count >= 3 })
+    Thread.sleep(forTimeInterval: 0.3)
+    #expect(events(text(againFile)).map(\.id) == seen.dropFirst(2).map(\.id))
+
+    try stay(suva, -18.1, 178.45)
+    let (reset, resetFile) = try listen(
+      lastEventID: String(seen[0].id.split(separator: ":")[0]) + ":1")
+    defer { kill(reset.processIdentifier, SIGKILL) }
+    #expect(eventually(20) { events(text(resetFile)).contains { $0.kind == "reset" } })
+    let features =
+      events(text(resetFile)).first { $0.kind == "reset" }?.data["features"] as? [[String: Any]]
+    // The stay set after the clear is a new row: another id, the same trip.
+    #expect(features?.count == 1 && features?.first?["id"] as? String != stayID)
+    #expect((features?.first?["properties"] as? [String: Any])?["tripId"] as? String == suva)
+  }
 }

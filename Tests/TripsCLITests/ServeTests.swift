@@ -292,7 +292,7 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 20)
+    #expect(paths.count == 21)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
