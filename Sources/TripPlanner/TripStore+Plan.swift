@@ -297,32 +297,82 @@ extension TripStore {
     }
   }
 
-  /// `records` (trips' values, each with its id) with each one's plan, read for all of them at
-  /// once: one query per 500 trips for each of the bucket lists and the stays. Cost:
+  /// `records` (trips' values, each with its id) with each one's plan (an empty one for a
+  /// trip that has none, or that is not in the store), read for all of them at once as values,
+  /// without models: per 500 trips, one query for their keys, one for their items (ordered by
+  /// position, then id) and one for their stays, in one read transaction. Cost:
   /// O(records + items).
   public func withPlans(_ records: [TripRecord]) throws -> [TripRecord] {
     let ids = records.compactMap(\.id)
     guard !ids.isEmpty else { return records }
+    var plans: [UUID: TripPlan] = [:]
     do {
-      let trips = try context.withSnapshot {
-        try Self.byID(
-          ids,
-          fetch: { batch in
-            var descriptor = FetchDescriptor<Trip>(
-              predicate: #Predicate { batch.contains($0.id) })
-            descriptor.relationshipKeyPathsForPrefetching = [
-              \.bucketList, \.livingAccommodation,
-            ]
-            return try context.fetch(descriptor)
-          }, id: \.id)
-      }
-      return records.map { record in
-        var record = record
-        if let id = record.id, let trip = trips[id] { record.plan = trip.plan }
-        return record
+      try context.withSnapshot {
+        var start = 0
+        while start < ids.count {
+          let batch = Array(ids[start..<min(start + 500, ids.count)])
+          start += 500
+          try readPlans(of: batch, into: &plans)
+        }
       }
     } catch {
       throw Self.wrap(error)
+    }
+    return records.map { record in
+      var record = record
+      if let id = record.id { record.plan = plans[id] ?? TripPlan() }
+      return record
+    }
+  }
+
+  /// The plans of the trips `ids` (at most a few hundred: their ids are bound one by one), as
+  /// values: three queries.
+  private func readPlans(of ids: [UUID], into plans: inout [UUID: TripPlan]) throws {
+    var tripIDs: [Int64: UUID] = [:]
+    try context.enumerateValues(
+      FetchDescriptor<Trip>(predicate: #Predicate { ids.contains($0.id) }), [\Trip.id]
+    ) { row in
+      let id = try row.value(UUID.self, at: 0)
+      tripIDs[row.identifier.primaryKey] = id
+      plans[id] = TripPlan()
+    }
+    try context.enumerateValues(
+      FetchDescriptor<BucketListItem>(
+        predicate: #Predicate { $0.trip.flatMap { ids.contains($0.id) } ?? false },
+        sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)]),
+      [
+        \BucketListItem.trip, \BucketListItem.id, \BucketListItem.title,
+        \BucketListItem.details, \BucketListItem.hasReservation, \BucketListItem.isInPlan,
+        \BucketListItem.position,
+      ]
+    ) { row in
+      guard let key = try row.value(Int?.self, at: 0), let trip = tripIDs[Int64(key)] else {
+        return
+      }
+      plans[trip, default: TripPlan()].bucketList.append(
+        BucketListItemRecord(
+          id: try row.value(UUID.self, at: 1), title: try row.value(String.self, at: 2),
+          details: try row.value(String.self, at: 3),
+          hasReservation: try row.value(Bool.self, at: 4),
+          isInPlan: try row.value(Bool.self, at: 5), position: try row.value(Int.self, at: 6)))
+    }
+    try context.enumerateValues(
+      FetchDescriptor<LivingAccommodation>(
+        predicate: #Predicate { $0.trip.flatMap { ids.contains($0.id) } ?? false }),
+      [
+        \LivingAccommodation.trip, \LivingAccommodation.id, \LivingAccommodation.name,
+        \LivingAccommodation.address, \LivingAccommodation.latitude,
+        \LivingAccommodation.longitude, \LivingAccommodation.placeIdentifier,
+      ]
+    ) { row in
+      guard let key = try row.value(Int?.self, at: 0), let trip = tripIDs[Int64(key)] else {
+        return
+      }
+      plans[trip, default: TripPlan()].livingAccommodation = LivingAccommodationRecord(
+        id: try row.value(UUID.self, at: 1), name: try row.value(String.self, at: 2),
+        address: try row.value(String.self, at: 3), latitude: try row.value(Double.self, at: 4),
+        longitude: try row.value(Double.self, at: 5),
+        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 6)?.rawValue)
     }
   }
 

@@ -414,3 +414,46 @@ struct TripPlanFileTests {
         == true, "\(String(describing: feedError))")
   }
 }
+
+@Suite("A trip's plan read as values, on every engine")
+struct TripPlanValueTests {
+  @Test(
+    "withPlans reads plans as values equal to the models' (the export's), empty for a trip without one or not in the store, across batches of 500",
+    arguments: TripPlanTests.Engine.allCases)
+  func plansAsValues(engine: TripPlanTests.Engine) throws {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "values"))
+    var records: [TripRecord] = []
+    for index in 0..<620 {
+      var record = TripPlanTests.kyoto
+      record.id = UUID()
+      record.name = "Trip \(index)"
+      if index % 3 != 0 {
+        record.plan = TripPlan(
+          bucketList: (0..<(index % 4)).map {
+            BucketListItemRecord(
+              title: "Item \($0)", details: $0 == 1 ? "details" : "", hasReservation: $0 == 2,
+              isInPlan: $0 == 0)
+          },
+          livingAccommodation: index % 2 == 0
+            ? LivingAccommodationRecord(
+              name: "Stay \(index)", address: "Street", latitude: 35, longitude: 135.7,
+              placeIdentifier: index % 4 == 0 ? "geonames:\(index)" : nil) : nil)
+      }
+      records.append(record)
+    }
+    try store.importRecords(records)
+    let expected = try store.exportRecords(plans: true).sorted { $0.name < $1.name }
+    var asked = records.map { record -> TripRecord in
+      var record = record
+      record.plan = nil
+      return record
+    }
+    var stranger = TripPlanTests.kyoto
+    stranger.id = UUID()
+    asked.append(stranger)
+    let read = try store.withPlans(asked)
+    #expect(read.last?.plan == TripPlan())
+    #expect(read.dropLast().sorted { $0.name < $1.name } == expected)
+    #expect(expected.contains { $0.plan?.livingAccommodation?.placeIdentifier != nil })
+  }
+}

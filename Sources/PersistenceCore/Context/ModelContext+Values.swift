@@ -74,7 +74,9 @@ extension ModelContext {
   /// models that still exists (in the store's order), without making models: what an index
   /// kept in memory beside the store reads to build itself and to catch up with changes, and
   /// what a service writes out without keeping models. Native attributes are read with
-  /// ``ValueRow/value(_:at:)``, `.codable` ones with ``ValueRow/decoded(_:at:)``.
+  /// ``ValueRow/value(_:at:)``, `.codable` ones with ``ValueRow/decoded(_:at:)``; a to-one
+  /// whose side stores the key reads as the related row's primary key, an `Int?` (nil when it
+  /// points to none), as ``PersistentIdentifier/primaryKey`` of the related model's rows.
   ///
   /// It reads the store: unsaved changes are not included (with ``autosaveEnabled`` they are
   /// saved first, as for any fetch).
@@ -95,6 +97,11 @@ extension ModelContext {
     let entity = try entity(for: Model.self)
     var attributes: [(name: String, isCodable: Bool)] = []
     let columns = try keyPaths.map { keyPath in
+      // A to-one that stores the key reads as the related row's primary key (`Int?`).
+      if let relationship = entity.schema.relationship(for: keyPath), relationship.storesKey {
+        attributes.append((relationship.name, false))
+        return quoted(relationship.name)
+      }
       guard let attribute = entity.schema.attribute(for: keyPath) else {
         throw PersistenceError(
           code: .unsupportedPredicate,
