@@ -13,6 +13,7 @@ let package = Package(
     .library(name: "PersistenceCore", targets: ["PersistenceCore"]),
     .library(name: "PersistencePostgreSQL", targets: ["PersistencePostgreSQL"]),
     .library(name: "Geo", targets: ["Geo"]),
+    .library(name: "CQL2", targets: ["CQL2"]),
     .library(name: "TripPlanner", targets: ["TripPlanner"]),
     .library(name: "TripService", targets: ["TripService"]),
     .executable(name: "trips", targets: ["trips"]),
@@ -66,14 +67,19 @@ let package = Package(
       dependencies: ["CProj"],
       swiftSettings: swiftSettings
     ),
+    // OGC's Common Query Language (CQL2 Text and JSON) parsed to one tree; no store, no model.
+    .target(
+      name: "CQL2",
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "TripPlanner",
-      dependencies: ["Persistence", "Geo"],
+      dependencies: ["Persistence", "Geo", "CQL2"],
       swiftSettings: swiftSettings
     ),
     .target(
       name: "TripService",
-      dependencies: ["TripPlanner", "Geo", "Persistence", "CMicroHTTPD"],
+      dependencies: ["TripPlanner", "Geo", "Persistence", "CQL2", "CMicroHTTPD"],
       swiftSettings: swiftSettings
     ),
     // The command-line parser and help of `trips`, `trips-generate` and `trips-bench`
@@ -120,7 +126,11 @@ let package = Package(
         "results-1m.json", "results-1m.txt", "results-100k.json", "results-100k.txt",
         "results-10k.json", "results-10k.txt", "results-serve-1m.txt", "results-pg-10k.txt",
         "results-pg-100k.txt", "results-pg-10k-one-core.txt", "results-pg-10k-two-cores.txt",
-        "results-pg-summary.txt", "results-streams-1m.txt", "results-relationships-100k.txt", "postgresql.sh", "README.md",
+        "results-pg-summary.txt", "results-streams-1m.txt", "results-relationships-100k.txt",
+        "results-plans-100k.txt", "results-serve-plans-100k.txt", "postgresql.sh",
+        "serve-plans.sh", "serve-filter.sh", "results-serve-filter-100k.txt", "serve-tiles.sh",
+        "results-serve-tiles-1m.txt", "serve-tiles-tipg.sh", "results-serve-tiles-tipg-1m.txt",
+        "peers", "README.md",
       ],
       swiftSettings: swiftSettings
     ),
@@ -144,14 +154,14 @@ let package = Package(
     ),
     .testTarget(
       name: "TripPlannerTests",
-      dependencies: ["TripPlanner", "TestSupport", "PersistenceSQLite"],
+      dependencies: ["TripPlanner", "TestSupport", "PersistenceSQLite", "CQL2"],
       swiftSettings: swiftSettings
     ),
     // Every ```swift block of README.md and the DocC articles, made by Tools/examples.sh:
     // compiled by `swift test`, so no example can drift from the API.
     .testTarget(
       name: "ExamplesTests",
-      dependencies: ["TripPlanner", "TripService", "Persistence", "Geo"],
+      dependencies: ["TripPlanner", "TripService", "Persistence", "Geo", "CQL2"],
       swiftSettings: swiftSettings
     ),
     .testTarget(

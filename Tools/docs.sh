@@ -6,7 +6,7 @@
 #   Tools/docs.sh Geo        one module
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=("${@:-PersistenceCore PersistenceSQLite PersistencePostgreSQL Persistence Geo TripPlanner TripService}")
+modules=("${@:-PersistenceCore PersistenceSQLite PersistencePostgreSQL Persistence Geo CQL2 TripPlanner TripService}")
 read -r -a modules <<<"${modules[*]}"
 graphs=.build/symbol-graphs
 out=.build/docs

@@ -24,12 +24,15 @@
 #   fonts-dejavu-core  text for that screenshot and for the SVG pictures
 #   jq              Tools/docs.sh reads the symbol graphs with it (undocumented public
 #                   symbols); README's service examples, run by the tests, pick answers with it
+#   python3-venv    the virtual environment of the tests' Python tools from PyPI
+#                   (Tools/python-tools.sh: pygeofilter and shapely, the filter tests' oracle)
 set -euo pipefail
 packages=(libsqlite3-dev libproj-dev pkg-config libmicrohttpd-dev libpq-dev libjs-leaflet)
 case "${1:-}" in
   "") ;;
   --tests)
-    packages+=(proj-bin postgresql valgrind zsh curl gdal-bin openssl chromium fonts-dejavu-core jq)
+    packages+=(proj-bin postgresql valgrind zsh curl gdal-bin openssl chromium fonts-dejavu-core jq
+      python3-venv)
     ;;
   *)
     echo "usage: $0 [--tests]" >&2
@@ -47,4 +50,7 @@ if ((${#missing[@]} > 0)); then
   if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
   "${sudo_cmd[@]}" apt-get update
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+if [ "${1:-}" = --tests ]; then
+  "$(dirname "$0")/python-tools.sh"
 fi

@@ -67,7 +67,10 @@ feature='{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"prop
 codes=""
 for path in / /api "/collections/trips" "/collections/trips/items?bbox=170,-30,-170,0&limit=5" \
   "/collections/trips/items?limit=x" /nothing "/collections/trips/bounds?crs=EPSG:3035" \
-  "/collections/trips/sections" "/collections%00/trips" "/collections/trips/items?q=a%00b"; do
+  "/collections/trips/sections" "/collections%00/trips" "/collections/trips/items?q=a%00b" \
+  "/collections/trips/items?crs=http://www.opengis.net/def/crs/EPSG/0/3857&limit=5" \
+  "/collections/trips/items?bbox=-1e6,4e6,4e6,8e6&bbox-crs=http://www.opengis.net/def/crs/EPSG/0/3857" \
+  "/collections/trips/items?filter=S_INTERSECTS(geometry,POLYGON((0%2040,20%2040,20%2055,0%2040)))%20AND%20CASEI(name)%20LIKE%20%27%25a%25%27"; do
   codes+="$(curl -s -o /dev/null -w '%{http_code}' "$url$path") "
 done
 # Requests refused for their framing before the body (two Content-Lengths, a coding that does

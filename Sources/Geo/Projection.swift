@@ -83,20 +83,37 @@ public final class Projection: Sendable {
 
   /// Projects one point.
   public func project(_ coordinate: Coordinate) throws -> (x: Double, y: Double) {
+    try transform(coordinate.longitude, coordinate.latitude, PJ_FWD) {
+      "PROJ cannot project \(coordinate.latitude), \(coordinate.longitude) to \(crs)."
+    }
+  }
+
+  /// The longitude and latitude of the point at `x`, `y` of the target CRS (in the order
+  /// `project` gives them): the inverse of ``project(_:)``.
+  ///
+  /// - Throws: ``GeoError/Code/projectionFailed`` when the point has no geographic position.
+  public func unproject(x: Double, y: Double) throws -> Coordinate {
+    let (longitude, latitude) = try transform(x, y, PJ_INV) {
+      "PROJ cannot take \(x), \(y) of \(crs) back to longitude and latitude."
+    }
+    return Coordinate(latitude: latitude, longitude: longitude)
+  }
+
+  /// One point through the transformation in `direction`, or ``GeoError/Code/projectionFailed``
+  /// with `message` and PROJ's reason when the result is not finite.
+  private func transform(
+    _ first: Double, _ second: Double, _ direction: PJ_DIRECTION, _ message: () -> String
+  ) throws -> (Double, Double) {
     try state.withLock { state in
-      var input = proj_coord(coordinate.longitude, coordinate.latitude, 0, 0)
-      input = proj_trans(state.transform.pointer, PJ_FWD, input)
-      let x = input.v.0
-      let y = input.v.1
-      guard x.isFinite, y.isFinite else {
+      let output = proj_trans(state.transform.pointer, direction, proj_coord(first, second, 0, 0))
+      guard output.v.0.isFinite, output.v.1.isFinite else {
         let code = proj_errno(state.transform.pointer)
         proj_errno_reset(state.transform.pointer)
         throw GeoError(
-          code: .projectionFailed,
-          message: "PROJ cannot project \(coordinate.latitude), \(coordinate.longitude) to \(crs).",
+          code: .projectionFailed, message: message(),
           cause: ProjError(code: code, message: Self.message(state.context.pointer, code)))
       }
-      return (x, y)
+      return (output.v.0, output.v.1)
     }
   }
 

@@ -41,6 +41,38 @@ enum SQLFunctions {
         sqlite3_result_int(context, base.localizedStandardContains(other) ? 1 : 0)
       }, nil, nil, nil)
     guard result == SQLITE_OK else { throw database.error(result) }
+    // swift_call(handle, value…): a predicate's Swift function (StoreFunctions.call). Not
+    // deterministic across statements (a handle number is reused by no other function while
+    // its predicate lives, but the function behind it is the predicate's own).
+    result = sqlite3_create_function_v2(
+      database.handle, StoreFunctions.call, -1, SQLITE_UTF8, nil,
+      { context, count, arguments in
+        guard let arguments, count >= 1, let first = arguments[0],
+          sqlite3_value_type(first) == SQLITE_INTEGER
+        else {
+          sqlite3_result_error(context, "swift_call needs a handle", -1)
+          return
+        }
+        let values = (1..<Int(count)).map { SQLFunctions.value(arguments[$0]) }
+        do {
+          switch try StoreFunctions.callSwiftFunction(sqlite3_value_int64(first), values) {
+          case .null: sqlite3_result_null(context)
+          case .integer(let value): sqlite3_result_int64(context, value)
+          case .real(let value): sqlite3_result_double(context, value)
+          case .text(let text):
+            text.utf8CString.withUnsafeBufferPointer {
+              sqlite3_result_text(context, $0.baseAddress, Int32($0.count - 1), csqlite_transient())
+            }
+          case .blob(let data):
+            data.withUnsafeBytes {
+              sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), csqlite_transient())
+            }
+          }
+        } catch {
+          sqlite3_result_error(context, "\(error)", -1)
+        }
+      }, nil, nil, nil)
+    guard result == SQLITE_OK else { throw database.error(result) }
     result = sqlite3_create_collation_v2(
       database.handle, localizedStandardCollation, SQLITE_UTF8, nil,
       { _, leftCount, left, rightCount, right in
@@ -55,6 +87,21 @@ enum SQLFunctions {
         }
       }, nil)
     guard result == SQLITE_OK else { throw database.error(result) }
+  }
+
+  /// An argument of a SQL function as a value.
+  static func value(_ value: OpaquePointer?) -> SQLValue {
+    guard let value else { return .null }
+    switch sqlite3_value_type(value) {
+    case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+    case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+    case SQLITE_TEXT: return textValue(value).map(SQLValue.text) ?? .null
+    case SQLITE_BLOB:
+      let count = Int(sqlite3_value_bytes(value))
+      guard let bytes = sqlite3_value_blob(value), count > 0 else { return .blob(Data()) }
+      return .blob(Data(bytes: bytes, count: count))
+    default: return .null
+    }
   }
 
   static func textValue(_ value: OpaquePointer) -> String? {

@@ -149,3 +149,15 @@ public struct BucketListItemRecord: Hashable, Sendable, Codable {
   /// Throws ``TripPlannerError/Code/invalidTrip`` naming the first field at fault.
   public func validate() throws { try TripRecord.throwIfAny(violations) }
 }
+
+extension BucketListItemRecord: ModelValue {
+  /// An item's record read straight from its row by a value fetch
+  /// (`ModelContext.fetch(_:as:)`): no ``BucketListItem`` is made; which trip it belongs to
+  /// is not read.
+  public init(row: inout ModelRow<BucketListItem>) throws {
+    try self.init(
+      id: row.next(\.id), title: row.next(\.title), details: row.next(\.details),
+      hasReservation: row.next(\.hasReservation), isInPlan: row.next(\.isInPlan),
+      position: row.next(\.position))
+  }
+}

@@ -249,39 +249,37 @@ public struct SyncFeed: Sendable {
       }
       return nil
     }
-    if value["bucketListItemId"] != nil {
-      guard case .some(let itemID?) = id("bucketListItemId", required: true),
+    /// A plan row's line: its id member, its trip (required but for a delete), its values
+    /// read by `read` (whose id must be the line's), made into a subject by `make`.
+    func planRow<Record>(
+      _ key: String, what: String, read: (JSONValue, inout ProblemList) -> Record?,
+      id recordID: (Record) -> UUID?, make: (UUID, Record?, UUID?) -> FeedChange.Subject
+    ) -> FeedChange.Subject? {
+      guard case .some(let rowID?) = id(key + "Id", required: true),
         case .some(let tripID) = id("tripId", required: !isDelete)
       else { return nil }
-      guard let member = values("bucketListItem", what: "item") else {
-        return isDelete ? .bucketListItem(id: itemID, nil, tripID: tripID) : nil
+      guard let member = values(key, what: what) else {
+        return isDelete ? make(rowID, nil, tripID) : nil
       }
-      guard
-        let record = TripJSON.bucketListItem(
-          from: member, label: "bucketListItem", line: line, problems: &problems)
-      else { return nil }
-      guard record.id == itemID else {
-        problems.add(line, "the item's id does not match bucketListItemId")
+      guard let record = read(member, &problems) else { return nil }
+      guard recordID(record) == rowID else {
+        problems.add(line, "the \(what)'s id does not match \(key)Id")
         return nil
       }
-      return .bucketListItem(id: itemID, record, tripID: tripID)
+      return make(rowID, record, tripID)
+    }
+    if value["bucketListItemId"] != nil {
+      return planRow(
+        "bucketListItem", what: "item",
+        read: {
+          TripJSON.bucketListItem(from: $0, label: "bucketListItem", line: line, problems: &$1)
+        }, id: \.id, make: { .bucketListItem(id: $0, $1, tripID: $2) })
     }
     if value["livingAccommodationId"] != nil {
-      guard case .some(let stayID?) = id("livingAccommodationId", required: true),
-        case .some(let tripID) = id("tripId", required: !isDelete)
-      else { return nil }
-      guard let member = values("livingAccommodation", what: "stay") else {
-        return isDelete ? .livingAccommodation(id: stayID, nil, tripID: tripID) : nil
-      }
-      guard
-        let record = TripJSON.stay(
-          from: member, label: "livingAccommodation", line: line, problems: &problems)
-      else { return nil }
-      guard record.id == stayID else {
-        problems.add(line, "the stay's id does not match livingAccommodationId")
-        return nil
-      }
-      return .livingAccommodation(id: stayID, record, tripID: tripID)
+      return planRow(
+        "livingAccommodation", what: "stay",
+        read: { TripJSON.stay(from: $0, label: "livingAccommodation", line: line, problems: &$1) },
+        id: \.id, make: { .livingAccommodation(id: $0, $1, tripID: $2) })
     }
     guard case .some(let tripID?) = id("tripId", required: true) else { return nil }
     guard let member = values("trip", what: "trip") else {
@@ -397,8 +395,11 @@ extension TripStore {
       if change.kind == .delete {
         return change.tombstone?[\Trip.id].map { .trip(id: $0, nil) }
       }
-      guard let trip = try context.model(for: identifier, as: Trip.self) else { return nil }
-      return .trip(id: trip.id, try context.record(of: trip))
+      // Read as a value: no model is made or kept for a feed's row.
+      guard let record = try context.fetch([identifier], as: TripRecord.self).first,
+        let id = record.id
+      else { return nil }
+      return .trip(id: id, record)
     case BucketListItem.schema.name:
       if change.kind == .delete {
         return change.tombstone?[\BucketListItem.id].map {
@@ -665,30 +666,16 @@ extension TripStore {
       } else {
         result.skipped += 1
       }
-    case .bucketListItem(let id, let record, let tripID):
+    case .bucketListItem(let id, let record, _):
       let local = try context.fetch(
         FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
       ).first
       guard
-        try wins(
-          change, over: local, id: id, \BucketListItem.id, json: { TripJSON.object($0.record) })
-      else {
-        result.skipped += 1
-        return
-      }
-      guard let record, let tripID else {
-        if let local {
-          context.delete(local)
-          result.applied += 1
-        } else {
-          result.skipped += 1
-        }
-        return
-      }
-      guard let trip = try inserted[tripID] ?? planTrip(tripID, of: change) else {
-        result.skipped += 1
-        return
-      }
+        let trip = try planRowTrip(
+          change, over: local, id: id, \BucketListItem.id, json: { TripJSON.object($0.record) },
+          hasValues: record != nil, to: &result, inserted: inserted),
+        let record
+      else { return }
       if let local {
         if local.record == record, local.trip === trip {
           result.skipped += 1
@@ -702,31 +689,17 @@ extension TripStore {
         item.trip = trip
       }
       result.applied += 1
-    case .livingAccommodation(let id, let record, let tripID):
+    case .livingAccommodation(let id, let record, _):
       let local = try context.fetch(
         FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
       ).first
       guard
-        try wins(
-          change, over: local, id: id, \LivingAccommodation.id, json: { TripJSON.object($0.record) }
-        )
-      else {
-        result.skipped += 1
-        return
-      }
-      guard let record, let tripID else {
-        if let local {
-          context.delete(local)
-          result.applied += 1
-        } else {
-          result.skipped += 1
-        }
-        return
-      }
-      guard let trip = try inserted[tripID] ?? planTrip(tripID, of: change) else {
-        result.skipped += 1
-        return
-      }
+        let trip = try planRowTrip(
+          change, over: local, id: id, \LivingAccommodation.id,
+          json: { TripJSON.object($0.record) }, hasValues: record != nil, to: &result,
+          inserted: inserted),
+        let record
+      else { return }
       if let local, local.record == record, local.trip === trip {
         result.skipped += 1
         return
@@ -753,6 +726,34 @@ extension TripStore {
       }
       result.applied += 1
     }
+  }
+
+  /// The steps a plan row's change shares: the rule (a change older than the row's here is
+  /// skipped), a change without values (a delete: done here), and the trip its values go to (nil when it was deleted
+  /// here: skipped). Nil when the change is done; else the trip to apply the values with.
+  private func planRowTrip<Row: PersistentModel>(
+    _ change: FeedChange, over local: Row?, id: UUID, _ idPath: KeyPath<Row, UUID>,
+    json: (Row) -> JSONValue, hasValues: Bool, to result: inout SyncResult,
+    inserted: [UUID: Trip]
+  ) throws -> Trip? {
+    guard try wins(change, over: local, id: id, idPath, json: json) else {
+      result.skipped += 1
+      return nil
+    }
+    guard hasValues, let tripID = change.tripID else {
+      if let local {
+        context.delete(local)
+        result.applied += 1
+      } else {
+        result.skipped += 1
+      }
+      return nil
+    }
+    guard let trip = try inserted[tripID] ?? planTrip(tripID, of: change) else {
+      result.skipped += 1
+      return nil
+    }
+    return trip
   }
 
   /// The trip a plan row's change points to; nil when it was deleted here (the change is

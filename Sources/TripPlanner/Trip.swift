@@ -291,7 +291,21 @@ public struct TripRecord: Hashable, Sendable {
   /// The trip's bucket list and stay, when the record carries them (a JSON or GeoJSON file, a
   /// request); nil when it does not (CSV, a record of the trip alone): importing it then
   /// leaves the trip's plan as it is.
-  public var plan: TripPlan?
+  public var plan: TripPlan? {
+    get { planStorage?.plan }
+    set { planStorage = newValue.map(PlanStorage.init) }
+  }
+  /// The plan, in a box of its own: a record without one (what a fetch of a million makes)
+  /// is then 8 bytes of it, not the plan's hundred.
+  private var planStorage: PlanStorage?
+
+  /// A plan, compared and hashed by value.
+  private final class PlanStorage: Hashable, Sendable {
+    let plan: TripPlan
+    init(_ plan: TripPlan) { self.plan = plan }
+    static func == (lhs: PlanStorage, rhs: PlanStorage) -> Bool { lhs.plan == rhs.plan }
+    func hash(into hasher: inout Hasher) { hasher.combine(plan) }
+  }
 
   /// Creates a record.
   public init(
@@ -516,5 +530,19 @@ extension Trip {
   public var plan: TripPlan {
     TripPlan(
       bucketList: bucketList.map(\.record), livingAccommodation: livingAccommodation?.record)
+  }
+}
+
+extension TripRecord: ModelValue {
+  /// A trip's record read straight from its row by a value fetch
+  /// (`ModelContext.fetch(_:as:)`): no ``Trip`` is made. The place identifier is decoded
+  /// (once per distinct stored value in a fetch); stored bytes that cannot be decoded are an
+  /// error naming the trip, as `ModelContext.record(of:)` makes them. ``plan`` is nil.
+  public init(row: inout ModelRow<Trip>) throws {
+    try self.init(
+      id: row.next(\.id), name: row.next(\.name), destination: row.next(\.destination),
+      startDate: row.next(\.startDate), endDate: row.next(\.endDate),
+      latitude: row.next(\.latitude), longitude: row.next(\.longitude),
+      placeIdentifier: row.decoded(\.placeIdentifier)?.rawValue)
   }
 }

@@ -17,7 +17,7 @@ import Synchronization
 ///
 /// Cost:
 /// - built before first use (``prepare(_:)``) or on it: one pass over the trips' columns, O(n)
-///   time; O(n) memory, about 140 bytes a trip at a million (a 40-byte entry in its cell,
+///   time; O(n) memory, about 150 bytes a trip at a million (a 48-byte entry in its cell,
 ///   48 bytes of the rest by primary key, the three strings' bytes, a share of the 8 MB table
 ///   of cells);
 /// - a page: O(c + m log k) for the c cells the box covers (1,440 × 720 over the globe), the
@@ -40,13 +40,16 @@ public final class TripBoxIndex: Sendable {
     var byteCount: Int { isNone ? 0 : Int(length) }
   }
 
-  /// A trip as the index's cells keep it: what a page is chosen by, in 40 bytes.
+  /// A trip as the index's cells keep it: what a page is chosen by, and its destination's
+  /// number (for a tile's clusters), in 48 bytes.
   struct Entry {
     var longitude: Double
     var latitude: Double
     var start: Double
     var key: Int64
     var name: TextSpan
+    /// The destination's place in ``State/destinations``.
+    var destination: UInt32
   }
 
   /// Where a trip is and the rest of its record, by primary key: 48 bytes.
@@ -77,9 +80,19 @@ public final class TripBoxIndex: Sendable {
     /// 1), a dictionary for any far beyond them.
     var denseSlots: [Slot] = []
     var sparseSlots: [Int64: Slot] = [:]
+    /// Every destination the index has seen, once each, and its place there: a tile counts
+    /// its clusters' destinations by number. Kept while the index lives (one string per
+    /// distinct destination).
+    var destinations: [String] = []
+    var destinationNumbers: [String: UInt32] = [:]
     private(set) var count = 0
+    /// The history position of the last change in each cell (tiles' versions).
+    var stamps: ChangeStamps
 
-    init(token: HistoryToken) { self.token = token }
+    init(token: HistoryToken) {
+      self.token = token
+      stamps = ChangeStamps(base: token.value)
+    }
 
     func slot(of key: Int64) -> Slot? {
       if key >= 0, key < denseSlots.count {
@@ -112,6 +125,15 @@ public final class TripBoxIndex: Sendable {
       return span
     }
 
+    /// The number of `destination` in ``destinations``, given it if it has none.
+    private mutating func number(of destination: String) -> UInt32 {
+      if let number = destinationNumbers[destination] { return number }
+      let number = UInt32(truncatingIfNeeded: destinations.count)
+      destinations.append(destination)
+      destinationNumbers[destination] = number
+      return number
+    }
+
     /// Adds the trip `record` (whose `id` is set) stored under `key`.
     mutating func insert(key: Int64, _ record: TripRecord) {
       let (cell, entry) = add(key: key, record)
@@ -125,7 +147,7 @@ public final class TripBoxIndex: Sendable {
       let entry = Entry(
         longitude: record.longitude, latitude: record.latitude,
         start: record.startDate.timeIntervalSinceReferenceDate, key: key,
-        name: append(record.name))
+        name: append(record.name), destination: number(of: record.destination))
       let cell = TripBoxIndex.cell(latitude: record.latitude, longitude: record.longitude)
       setSlot(
         Slot(
@@ -250,6 +272,14 @@ public final class TripBoxIndex: Sendable {
     /// The build failed at this token (a row the index cannot read): the store answers pages
     /// until the store changes.
     case failed(HistoryToken)
+
+    /// The ready state, leaving the condition empty (the caller then holds the only copy), or
+    /// nil when it is not ready.
+    mutating func take() -> State? {
+      guard case .ready(let state) = self else { return nil }
+      self = .empty
+      return state
+    }
   }
 
   static let cellSize = 0.25
@@ -343,15 +373,36 @@ public final class TripBoxIndex: Sendable {
     box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
     context: ModelContext, _ make: (borrowing State, [Entry]) -> Answer
   ) -> (Answer, matched: Int)? {
+    let answer = withState(token: token, context: context) { state in
+      let (entries, matched) = Self.page(
+        state, box: box, reverse: reverse, offset: offset, limit: limit)
+      return (make(state, entries), matched)
+    }
+    if answer != nil { answeredPages.add(1, ordering: .relaxed) }
+    return answer
+  }
+
+  /// What `body` makes of the index brought to `token` (the current history token of the
+  /// snapshot `context` reads in), under the index's lock; nil when the index cannot answer
+  /// for this snapshot (it was brought past it, or cannot be built from this store).
+  func withState<Answer>(
+    token: HistoryToken, context: ModelContext, _ body: (borrowing State) -> Answer
+  ) -> Answer? {
     condition.withLock { condition in
       var state: State
-      switch condition {
-      case .failed(let failedToken) where failedToken == token:
+      if case .failed(let failedToken) = condition, failedToken == token { return nil }
+      // The state is taken out of the condition, so that it is unique while it changes: a
+      // binding of it kept meanwhile would make every change copy its arrays (tens of
+      // megabytes at a million trips).
+      var readyToken: HistoryToken?
+      if case .ready(let ready) = condition { readyToken = ready.token }
+      if let readyToken, readyToken.storeIdentifier == token.storeIdentifier, readyToken > token {
         return nil
-      case .ready(let ready) where ready.token.storeIdentifier == token.storeIdentifier:
-        if ready.token > token { return nil }
-        state = ready
-        condition = .empty  // the state is unique while it changes: no copy on write
+      }
+      if let readyToken, readyToken.storeIdentifier == token.storeIdentifier,
+        let taken = condition.take()
+      {
+        state = consume taken
         if state.token < token {
           do {
             try Self.catchUp(&state, to: token, context: context)
@@ -361,7 +412,7 @@ public final class TripBoxIndex: Sendable {
             return nil
           }
         }
-      default:
+      } else {
         do {
           state = try Self.built(token: token, context: context)
         } catch {
@@ -370,13 +421,10 @@ public final class TripBoxIndex: Sendable {
           return nil
         }
       }
-      let (entries, matched) = Self.page(
-        state, box: box, reverse: reverse, offset: offset, limit: limit)
-      let answer = make(state, entries)
+      let answer = body(state)
       condition = .ready(state)
       failure.withLock { $0 = nil }
-      answeredPages.add(1, ordering: .relaxed)
-      return (answer, matched)
+      return answer
     }
   }
 
@@ -419,9 +467,11 @@ public final class TripBoxIndex: Sendable {
     // The last change of each key decides: moved or added (read its row), or removed.
     var changed: Set<Int64> = []
     var removed: Set<Int64> = []
+    var lastChange: [Int64: Int64] = [:]
     for transaction in transactions {
       for change in transaction.changes {
         let key = change.changedIdentifier.primaryKey
+        lastChange[key] = transaction.token.value
         switch change.kind {
         case .insert:
           changed.insert(key)
@@ -439,7 +489,12 @@ public final class TripBoxIndex: Sendable {
       state = try built(token: token, context: context)
       return
     }
-    for key in changed.union(removed) { state.remove(key) }
+    for key in changed.union(removed) {
+      if let cell = state.cell(of: key) {
+        state.stamps.mark(Int(cell), lastChange[key] ?? token.value)
+      }
+      state.remove(key)
+    }
     try context.enumerateValues(
       FetchDescriptor<Trip>(), keyPaths,
       identifiers: changed.map {
@@ -448,12 +503,36 @@ public final class TripBoxIndex: Sendable {
       }
     ) { row in
       try insert(row, into: &state)
+      let key = row.identifier.primaryKey
+      if let cell = state.cell(of: key) {
+        state.stamps.mark(Int(cell), lastChange[key] ?? token.value)
+      }
     }
     state.token = token
   }
 
   private static func insert(_ row: borrowing ValueRow<Trip>, into state: inout State) throws {
     state.insert(key: row.identifier.primaryKey, try record(row))
+  }
+
+  /// Calls `body` with the key and record of each trip `descriptor` matches, read from its
+  /// columns without models where SQL finishes the predicate, else from models. O(rows).
+  static func forEachRecord(
+    _ descriptor: FetchDescriptor<Trip>, context: ModelContext,
+    _ body: (Int64, TripRecord) throws -> Void
+  ) throws {
+    var delivered = false
+    do {
+      try context.enumerateValues(descriptor, keyPaths) { row in
+        delivered = true
+        try body(row.identifier.primaryKey, try record(row))
+      }
+    } catch let error as PersistenceError where error.code == .unsupportedPredicate && !delivered {
+      // A predicate Swift finishes (a filter's Swift functions on PostgreSQL): from models.
+      for trip in try context.fetch(descriptor) {
+        try body(context.persistentIdentifier(for: trip)?.primaryKey ?? 0, trip.record)
+      }
+    }
   }
 
   /// The record of a row read with ``keyPaths``.

@@ -42,6 +42,9 @@ public struct TripQuery: Sendable, Hashable {
   /// the antimeridian and selects the trips on both sides of it. Cost: an index search on
   /// longitude (two ranges when the box crosses 180°), then a check of latitude per row found.
   public var bbox: GeographicBox?
+  /// Trips matching this CQL2 filter (OGC API – Features Part 3), with the other filters.
+  /// Cost: as ``TripFilter`` says of its parts.
+  public var filter: TripFilter?
   /// The order.
   public var sort: Sort
   /// Reverse the order.
@@ -151,18 +154,28 @@ public struct TripQuery: Sendable, Hashable {
     }
   }
 
+  /// Whether the query filters the trips by more than ``bbox``.
+  var hasFilters: Bool {
+    !(search ?? "").isEmpty || !(destination ?? "").isEmpty || from != nil || to != nil
+      || !(bucketListMentions ?? "").isEmpty || hasReservation || hasItemNotInPlan
+      || filter != nil
+  }
+
   /// Whether ``TripBoxIndex`` answers the query: a page (``limit``) of a ``bbox`` by start
   /// date, either way, with no other filter.
   var isPagedBox: Bool {
     bbox != nil && limit != nil && sort == .start && (search ?? "").isEmpty
       && (destination ?? "").isEmpty && from == nil && to == nil
       && (bucketListMentions ?? "").isEmpty && !hasReservation && !hasItemNotInPlan
+      && filter == nil
   }
 
-  /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate`` as a condition.
+  /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate``, ``planPredicates``
+  /// and the ``filter``'s predicate as conditions.
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)
-    descriptor.conditions = (boxPredicate.map { [$0] } ?? []) + planPredicates
+    descriptor.conditions =
+      (boxPredicate.map { [$0] } ?? []) + planPredicates + (filter.map { [$0.predicate] } ?? [])
     switch sort {
     case .name: descriptor.localizedStandardSorts = [\.name]
     case .destination: descriptor.localizedStandardSorts = [\.destination]

@@ -176,16 +176,11 @@ extension TripStore {
                 || (crosses && (stay.longitude >= west || stay.longitude <= east)))))
       },
       sortBy: [SortDescriptor(\.name), SortDescriptor(\.id)])
+    descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    let (stays, matched) = try page(descriptor, offset: offset, limit: limit)
     return try run {
-      try context.withSnapshot {
-        let matched = try context.fetchCount(descriptor)
-        descriptor.fetchOffset = offset
-        descriptor.fetchLimit = limit
-        descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-        let stays = try context.fetch(descriptor)
-        try context.resolveFaults(stays)
-        return (stays.compactMap { stay in stay.trip.map { (stay.record, $0.id) } }, matched)
-      }
+      try context.resolveFaults(stays)
+      return (stays.compactMap { stay in stay.trip.map { (stay.record, $0.id) } }, matched)
     }
   }
 
@@ -222,14 +217,22 @@ extension TripStore {
             || item.details.localizedStandardContains(text))
       },
       sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)])
+    descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    let (items, matched) = try page(descriptor, offset: offset, limit: limit)
+    return (items.compactMap { item in item.trip.map { (item.record, $0.id) } }, matched)
+  }
+
+  /// One page of `descriptor`'s models and how many match, in one read transaction.
+  private func page<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, offset: Int, limit: Int?
+  ) throws -> (models: [Model], matched: Int) {
+    var descriptor = descriptor
     return try run {
       try context.withSnapshot {
         let matched = try context.fetchCount(descriptor)
         descriptor.fetchOffset = offset
         descriptor.fetchLimit = limit
-        descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-        let items = try context.fetch(descriptor)
-        return (items.compactMap { item in item.trip.map { (item.record, $0.id) } }, matched)
+        return (try context.fetch(descriptor), matched)
       }
     }
   }
@@ -300,8 +303,8 @@ extension TripStore {
   /// `records` (trips' values, each with its id) with each one's plan (an empty one for a
   /// trip that has none, or that is not in the store), read for all of them at once as values,
   /// without models: per 500 trips, one query for their keys, one for their items (ordered by
-  /// position, then id) and one for their stays, in one read transaction. Cost:
-  /// O(records + items).
+  /// position, then id) and one for their stays, each over the key column's index, in one
+  /// read transaction. Cost: O(records + items).
   public func withPlans(_ records: [TripRecord]) throws -> [TripRecord] {
     let ids = records.compactMap(\.id)
     guard !ids.isEmpty else { return records }
@@ -338,7 +341,7 @@ extension TripStore {
     }
     try context.enumerateValues(
       FetchDescriptor<BucketListItem>(
-        predicate: #Predicate { $0.trip.flatMap { ids.contains($0.id) } ?? false },
+        predicate: #Predicate { ids.contains($0.trip!.id) },
         sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)]),
       [
         \BucketListItem.trip, \BucketListItem.id, \BucketListItem.title,
@@ -358,7 +361,7 @@ extension TripStore {
     }
     try context.enumerateValues(
       FetchDescriptor<LivingAccommodation>(
-        predicate: #Predicate { $0.trip.flatMap { ids.contains($0.id) } ?? false }),
+        predicate: #Predicate { ids.contains($0.trip!.id) }),
       [
         \LivingAccommodation.trip, \LivingAccommodation.id, \LivingAccommodation.name,
         \LivingAccommodation.address, \LivingAccommodation.latitude,

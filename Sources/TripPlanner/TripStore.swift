@@ -75,6 +75,29 @@ public final class TripStore {
     }
   }
 
+  /// The trips matching `query` as records, in its order, read as values (no model made or
+  /// registered: `ModelContext.fetch(_:as:)`), chosen as ``trips(_:)`` chooses them. Cost: as
+  /// ``trips(_:)``.
+  public func records(_ query: TripQuery = TripQuery()) throws -> [TripRecord] {
+    try run {
+      guard query.bbox != nil, query.limit != nil, query.sort == .start else {
+        return try context.fetch(query.fetchDescriptor, as: TripRecord.self)
+      }
+      return try context.fetch(
+        context.fetchIdentifiers(query.fetchDescriptor), as: TripRecord.self)
+    }
+  }
+
+  /// The trips matching `query` as records grouped by destination, as ``sections(_:)`` groups
+  /// trips, read as values. Cost: one SQL query, O(rows).
+  public func sectionRecords(_ query: TripQuery = TripQuery()) throws -> [ResultsSection<
+    String, TripRecord
+  >] {
+    try run {
+      try context.fetch(query.fetchDescriptor, as: TripRecord.self, sectionBy: \.destination)
+    }
+  }
+
   /// `trips`, every place identifier decoded: what the store hands out is read back whole, or
   /// the read fails naming the damaged trip (``Trip/placeIdentifier`` alone would read as nil).
   private func resolved<Trips: Sequence<Trip>>(_ trips: Trips) throws -> Trips {
@@ -155,8 +178,81 @@ public final class TripStore {
     {
       return answer
     }
-    let (trips, matched) = try page(query)
-    return (trips.map(\.record), matched)
+    return try run {
+      var unpaged = query
+      unpaged.limit = nil
+      unpaged.offset = nil
+      guard query.bbox != nil, query.limit != nil else {
+        return try context.withSnapshot {
+          (
+            try context.fetch(query.fetchDescriptor, as: TripRecord.self),
+            try context.fetchCount(unpaged.fetchDescriptor)
+          )
+        }
+      }
+      let (records, matched) = try context.fetchPage(query.fetchDescriptor, as: TripRecord.self)
+      return (records, matched)
+    }
+  }
+
+  /// The trips matching `query` in `tile` (and its buffer), as a vector tile draws them:
+  /// points, or clusters where they exceed the tile's budget (``TripTile``). With `index`
+  /// and a query without filters the tile is made from the index's copy of the trips; else
+  /// from the store, one query per window of the tile (two across the antimeridian). The
+  /// tile's ``TripTile/version`` is the history position of the last change the index saw in
+  /// the tile's cells, or without an index the store's current one. `query`'s `bbox`, sort and
+  /// page are ignored.
+  ///
+  /// Cost with the index: O(c + m) in memory for the c cells of a quarter degree the tile
+  /// covers and the m trips in them, plus O(t + changes) to follow t transactions since its
+  /// last answer. From the store: a query per window, O(matches) rows read.
+  public func tile(_ tile: WebMercatorTile, query: TripQuery = TripQuery(), index: TripBoxIndex?)
+    throws -> TripTile
+  {
+    var query = query
+    query.bbox = nil
+    query.limit = nil
+    query.offset = nil
+    let filtered = query.hasFilters
+    return try run {
+      try context.withSnapshot {
+        let token = try context.currentHistoryToken()
+        if let index, !filtered, let answer = index.tile(tile, token: token, context: context) {
+          return answer
+        }
+        let version = index?.version(of: tile, token: token, context: context) ?? token
+        var builder = TripTileBuilder<Int, String>(tile: tile)
+        var records: [TripRecord] = []
+        for window in tile.windows(buffer: TripTile.buffer) {
+          var windowQuery = query
+          windowQuery.bbox = GeographicBox(
+            west: window.west, south: window.south, east: window.east, north: window.north)
+          try TripBoxIndex.forEachRecord(windowQuery.fetchDescriptor, context: context) {
+            key, record in
+            builder.offer(
+              longitude: record.longitude, latitude: record.latitude, key: key, window: window,
+              reference: records.count)
+            records.append(record)
+          }
+        }
+        return builder.build(
+          version: version, record: { records[$0] }, destination: { records[$0].destination },
+          text: { $0 })
+      }
+    }
+  }
+
+  /// The ``TripTile/version`` the tile would have now: the history position of the last
+  /// change `index` saw in the tile's cells (or the store's current one, when the index
+  /// cannot answer for this snapshot). What an `ETag` is made of, without making the tile.
+  /// Cost: O(t + changes) to follow t transactions since the index's last answer, plus O(1).
+  public func tileVersion(_ tile: WebMercatorTile, index: TripBoxIndex) throws -> HistoryToken {
+    try run {
+      try context.withSnapshot {
+        let token = try context.currentHistoryToken()
+        return index.version(of: tile, token: token, context: context) ?? token
+      }
+    }
   }
 
   /// What `answer` makes of a paged bbox query (``TripQuery/isPagedBox``), given its box, its
@@ -459,6 +555,25 @@ public final class TripStore {
     }
   }
 
+  /// Calls `body` with each trip matching `query` as a record, in its order, as the rows are
+  /// read (values: no model made, nothing held). Cost: one SQL query, O(rows), memory O(1).
+  public func forEachRecord(
+    _ query: TripQuery = TripQuery(), _ body: (TripRecord) throws -> Void
+  ) throws {
+    var bodyError: (any Error)?
+    do {
+      try context.enumerate(query.fetchDescriptor, as: TripRecord.self) { record in
+        do { try body(record) } catch {
+          bodyError = error
+          throw error
+        }
+      }
+    } catch {
+      if let bodyError { throw bodyError }
+      throw Self.wrap(error)
+    }
+  }
+
   /// A problem for each record whose id an earlier record of the same file has (whatever its
   /// case): in one transaction the second would silently overwrite the first. O(records).
   static func duplicateProblems(_ records: [(line: Int?, record: TripRecord)], file: String)
@@ -482,25 +597,18 @@ public final class TripStore {
     return problems
   }
 
-  /// Every trip as records, in `query`'s order; with `plans`, each carries its bucket list
-  /// and stay (``TripRecord/plan``), read with each batch of 10,000 trips in one query per
-  /// relationship. Cost: O(trips + items), a batch in memory at a time besides the records.
+  /// Every trip as records, in `query`'s order, read as values (no model made); with `plans`,
+  /// each carries its bucket list and stay (``TripRecord/plan``), read as values too
+  /// (``withPlans(_:)``), all in one snapshot of the store. Cost: O(trips + items).
   public func exportRecords(_ query: TripQuery = TripQuery(), plans: Bool = false) throws
     -> [TripRecord]
   {
-    var records: [TripRecord] = []
-    var descriptor = query.fetchDescriptor
-    if plans {
-      descriptor.relationshipKeyPathsForPrefetching = [\.bucketList, \.livingAccommodation]
-    }
     try run {
-      try context.enumerate(descriptor, batchSize: 10_000) { trip in
-        var record = try context.record(of: trip)
-        if plans { record.plan = trip.plan }
-        records.append(record)
+      try context.withSnapshot {
+        let records = try context.fetch(query.fetchDescriptor, as: TripRecord.self)
+        return plans ? try withPlans(records) : records
       }
     }
-    return records
   }
 
   private func save() throws {

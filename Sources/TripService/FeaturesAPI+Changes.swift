@@ -47,6 +47,9 @@ extension FeaturesAPI {
       after = token
     }
     let excluded = request.queryValues("exclude-author").last
+    if excluded?.isEmpty == true {
+      throw ServiceError.request(400, "Invalid value for 'exclude-author': it is empty.")
+    }
     do {
       let feed = try pool.withStore(author: "service") {
         try $0.changeFeed(after: after, excludingAuthor: excluded)

@@ -45,15 +45,39 @@ extension FeaturesAPI {
     var path: String { "/collections/\(rawValue)" }
   }
 
-  /// `/collections/{stays|bucket-list-items}`: the collection's document.
-  func planCollection(_ collection: PlanCollection, _ links: Links) -> JSONValue {
+  /// `/collections/{stays|bucket-list-items}`: the collection's document; the stays' with
+  /// their extent (the smallest box over every stay, west > east when it crosses the
+  /// antimeridian), which map tools zoom a new layer to. Cost: for the stays, every stay's
+  /// position, O(stays).
+  func planCollection(_ collection: PlanCollection, _ links: Links) throws -> JSONValue {
     var members: [(String, JSONValue)] = [
       ("id", .string(collection.rawValue)),
       ("title", .string(collection.title)),
       ("description", .string(collection.description)),
       ("itemType", .string("feature")),
     ]
-    if collection == .stays { members.append(("crs", .array([.string(Self.crs84)]))) }
+    if collection == .stays {
+      let box = try pool.withStore(author: "service") { store in
+        GeographicBox.enclosing(
+          try store.stays().stays.map {
+            Coordinate(latitude: $0.record.latitude, longitude: $0.record.longitude)
+          })
+      }
+      members.append(("crs", .array([.string(Self.crs84)])))
+      members.append(
+        (
+          "extent",
+          .object([
+            (
+              "spatial",
+              .object([
+                ("bbox", box.map { .array([.array($0.bbox.map(JSONValue.number))]) } ?? .null),
+                ("crs", .string(Self.crs84)),
+              ])
+            )
+          ])
+        ))
+    }
     members.append(
       (
         "links",
@@ -134,10 +158,7 @@ extension FeaturesAPI {
     }
     guard let feature else { throw Self.noPlanRow(collection, uuid) }
     let tag = Self.etag(of: feature)
-    if let given = ifNoneMatch,
-      given.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(
-        where: { $0 == "*" || $0 == tag || $0 == "W/" + tag })
-    {
+    if Self.isCurrent(tag, ifNoneMatch: ifNoneMatch) {
       return HTTPResponse(status: 304, headers: [("ETag", tag)])
     }
     var response = Self.planFeatureResponse(collection, feature, links: links)

@@ -14,16 +14,21 @@ struct FeaturesAPI: Sendable {
   let boxIndex: TripBoxIndex?
   let streams: BoundsStreams
   let itemStreams: ItemsStreams
+  /// The entity tags of the answers that depend on the store (HTTP caching).
+  let validators = Validators()
+  /// The vector tiles made lately, by request and version.
+  let tiles = TileCache()
 
   static let collectionID = "trips"
   static let geoJSON = "application/geo+json"
   static let json = "application/json"
   static let openAPI = "application/vnd.oai.openapi+json;version=3.0"
   static let crs84 = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+  static let schemaJSON = "application/schema+json"
 
   /// The routes, with the methods each allows.
   enum Route {
-    case landing, conformance, api, collections, collection, items
+    case landing, conformance, api, collections, collection, items, queryables, sortables
     case item(String)
     case bounds, boundsStream, itemsStream, sections, changes
     /// `/map` (nil) or one of the files it loads, `/map/NAME`.
@@ -34,6 +39,13 @@ struct FeaturesAPI: Sendable {
     case planItem(PlanCollection, String)
     /// `/collections/stays/bounds` and `/collections/stays/items/stream`.
     case staysBounds, staysStream
+    /// `/tileMatrixSets`, `/tileMatrixSets/{id}`, `/collections/trips/tiles`, a tileset, its
+    /// TileJSON and a tile (`{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}`).
+    case tileMatrixSets, tilesets
+    case tileMatrixSet(String)
+    case tileset(String)
+    case tileJSON(String)
+    case tile(String, matrix: String, row: String, column: String)
 
     var methods: [String] {
       switch self {
@@ -59,6 +71,8 @@ struct FeaturesAPI: Sendable {
       case "/collections": self = .collections
       case "/collections/trips": self = .collection
       case "/collections/trips/items": self = .items
+      case "/collections/trips/queryables": self = .queryables
+      case "/collections/trips/sortables": self = .sortables
       case "/collections/trips/bounds": self = .bounds
       case "/collections/trips/bounds/stream": self = .boundsStream
       case "/collections/trips/items/stream": self = .itemsStream
@@ -68,6 +82,10 @@ struct FeaturesAPI: Sendable {
       case "/changes": self = .changes
       case "/map": self = .map(nil)
       default:
+        if let route = FeaturesAPI.tileRoute(path) {
+          self = route
+          return
+        }
         if path.hasPrefix("/map/") {
           let name = String(path.dropFirst(5))
           guard !name.isEmpty, !name.contains("/") else { return nil }
@@ -187,6 +205,10 @@ struct FeaturesAPI: Sendable {
     }
     // The map page is HTML and what it loads, whatever the client accepts.
     if case .map(let asset) = route { return try MapPage.respond(asset: asset) }
+    if case .tile(let set, let matrix, let row, let column) = route {
+      try Self.checkTileMatrixSet(set)
+      return try tile(request, matrix: matrix, row: row, column: column)
+    }
     try negotiate(request, route: route)
     let links = Links(base: baseURL(request))
     switch route {
@@ -204,21 +226,30 @@ struct FeaturesAPI: Sendable {
           (
             "collections",
             .array(
-              [try collection(links)] + PlanCollection.allCases.map { planCollection($0, links) })
+              [try collection(links)]
+                + (try PlanCollection.allCases.map { try planCollection($0, links) }))
           ),
         ]), type: Self.json)
     case .collection:
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
-      return Self.document(try collection(links), type: Self.json)
+      return try conditional(request) { Self.document(try collection(links), type: Self.json) }
     case .items:
-      return try items(request, links: links)
-    case .item(let id):
+      return try conditional(request) { try items(request, links: links) }
+    case .queryables:
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
-      return try item(id, links: links, ifNoneMatch: request.header("If-None-Match"))
+      return Self.document(queryables(links), type: Self.schemaJSON)
+    case .sortables:
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return Self.document(sortables(links), type: Self.schemaJSON)
+    case .item(let id):
+      try ItemsQuery.refuseUnknown(request, allowed: ["f", "crs"])
+      return try item(
+        id, links: links, ifNoneMatch: request.header("If-None-Match"),
+        crs: try Self.outputCRS(request))
     case .bounds:
-      return try bounds(request)
+      return try conditional(request) { try bounds(request) }
     case .sections:
-      return try sections(request)
+      return try conditional(request) { try sections(request) }
     case .changes:
       return try changes(request)
     case .boundsStream:
@@ -229,13 +260,35 @@ struct FeaturesAPI: Sendable {
       return try MapPage.respond(asset: asset)
     case .planCollection(let collection):
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
-      return Self.document(planCollection(collection, links), type: Self.json)
+      return Self.document(try planCollection(collection, links), type: Self.json)
     case .planItems(let collection):
-      return try planItems(collection, request, links: links)
+      return try conditional(request) { try planItems(collection, request, links: links) }
     case .staysBounds:
       return try staysBounds(request)
     case .staysStream:
       return try staysStream(request)
+    case .tileMatrixSets:
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      return Self.document(tileMatrixSets(links), type: Self.json)
+    case .tileMatrixSet(let id):
+      try ItemsQuery.refuseUnknown(request, allowed: ["f"])
+      try Self.checkTileMatrixSet(id)
+      return Self.document(tileMatrixSet(links), type: Self.json)
+    case .tilesets:
+      _ = try ItemsQuery(request, allowed: Self.tileParameters)
+      return Self.document(tilesets(request, links), type: Self.json)
+    case .tileset(let id):
+      try Self.checkTileMatrixSet(id)
+      _ = try ItemsQuery(request, allowed: Self.tileParameters)
+      return Self.document(try tileset(request, links), type: Self.json)
+    case .tileJSON(let id):
+      try Self.checkTileMatrixSet(id)
+      _ = try ItemsQuery(request, allowed: Self.tileParameters)
+      return try conditional(request) {
+        Self.document(try tileJSON(request, links), type: Self.json)
+      }
+    case .tile:
+      throw ServiceError.request(500, "A tile is answered before negotiation.")
     case .planItem(let collection, let id):
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
       return try planItem(
@@ -276,21 +329,94 @@ struct FeaturesAPI: Sendable {
             "/conformance", rel: "conformance", type: Self.json, title: "Conformance classes"),
           links.link("/collections", rel: "data", type: Self.json, title: "The collections"),
           links.link("/map", rel: "alternate", type: "text/html", title: "A live map of the trips"),
+          links.link(
+            "/tileMatrixSets", rel: "http://www.opengis.net/def/rel/ogc/1.0/tiling-schemes",
+            type: Self.json, title: "The tile matrix sets of the tiles"),
         ])
       ),
     ])
   }
 
   func conformance() -> JSONValue {
-    var classes = [
-      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
-      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
-      "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
-    ]
+    var classes =
+      [
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
+        "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs",
+      ] + Self.filterConformance + Self.tilesConformance
     if configuration.tokens != nil && !configuration.readOnly {
       classes.append("http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete")
     }
     return .object([("conformsTo", .array(classes.map(JSONValue.string)))])
+  }
+
+  /// The classes of Part 3 (Filtering) and of CQL2 the trips' `filter` implements, each
+  /// whole (see ``TripFilter``), and tested.
+  static let filterConformance = [
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-text",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-cql2",
+    "http://www.opengis.net/spec/cql2/1.0/conf/advanced-comparison-operators",
+    "http://www.opengis.net/spec/cql2/1.0/conf/case-insensitive-comparison",
+    "http://www.opengis.net/spec/cql2/1.0/conf/accent-insensitive-comparison",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-spatial-functions",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-spatial-functions-plus",
+    "http://www.opengis.net/spec/cql2/1.0/conf/temporal-functions",
+    "http://www.opengis.net/spec/cql2/1.0/conf/arithmetic",
+  ]
+
+  /// The trips' queryables as a JSON Schema (Part 3): each property a filter can name, with
+  /// its type and format.
+  func queryables(_ links: Links) -> JSONValue {
+    let properties: [(String, JSONValue)] = TripFilter.queryables.map { queryable in
+      var members: [(String, JSONValue)] = [("title", .string(queryable.title))]
+      if queryable.name == "geometry" {
+        members.append(("format", .string("geometry-point")))
+      } else {
+        members.append(("type", .string(queryable.type)))
+        if let format = queryable.format { members.append(("format", .string(format))) }
+      }
+      return (queryable.name, .object(members))
+    }
+    return .object([
+      ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+      ("$id", .string(links.base + "/collections/trips/queryables")),
+      ("type", .string("object")),
+      ("title", .string("Trips")),
+      ("properties", .object(properties)),
+      ("additionalProperties", .bool(false)),
+    ])
+  }
+
+  /// The trips' sortables (the `sortby` parameter's keys) as a JSON Schema.
+  func sortables(_ links: Links) -> JSONValue {
+    let titles = [
+      ("startDate", "The trip's first day (the default order)", "date"),
+      ("endDate", "The trip's last day", "date"), ("name", "The trip's name", nil),
+      ("destination", "Where the trip goes", nil),
+    ]
+    return .object([
+      ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+      ("$id", .string(links.base + "/collections/trips/sortables")),
+      ("type", .string("object")),
+      ("title", .string("Trips")),
+      (
+        "properties",
+        .object(
+          titles.map { name, title, format in
+            var members: [(String, JSONValue)] = [
+              ("title", .string(title)), ("type", .string("string")),
+            ]
+            if let format { members.append(("format", .string(format))) }
+            return (name, .object(members))
+          })
+      ),
+      ("additionalProperties", .bool(false)),
+    ])
   }
 
   /// The collection, with its extent: the smallest box over all trips (west > east when it
@@ -308,7 +434,8 @@ struct FeaturesAPI: Sendable {
       ("title", .string("Trips")),
       ("description", .string("Planned trips: a Point per trip, at its destination.")),
       ("itemType", .string("feature")),
-      ("crs", .array([.string(Self.crs84)])),
+      ("crs", .array(FeatureCRS.offered.map(JSONValue.string))),
+      ("storageCrs", .string(Self.crs84)),
       (
         "extent",
         .object([
@@ -327,6 +454,17 @@ struct FeaturesAPI: Sendable {
         .array([
           links.link("/collections/trips", rel: "self", type: Self.json),
           links.link("/collections/trips/items", rel: "items", type: Self.geoJSON, title: "Trips"),
+          links.link(
+            "/collections/trips/queryables",
+            rel: "http://www.opengis.net/def/rel/ogc/1.0/queryables",
+            type: Self.schemaJSON, title: "What a filter can name"),
+          links.link(
+            "/collections/trips/sortables", rel: "http://www.opengis.net/def/rel/ogc/1.0/sortables",
+            type: Self.schemaJSON, title: "What sortby can name"),
+          links.link(
+            "/collections/trips/tiles",
+            rel: "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector",
+            type: Self.json, title: "Vector tiles of the trips"),
         ])
       ),
     ])
@@ -339,6 +477,8 @@ struct FeaturesAPI: Sendable {
   /// over the box's index entries in the store; without `bbox`, the page's query and a count.
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
+    let crs = try Self.outputCRS(request)
+    let selection = try FeatureSelection(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
       let (records, matched) = try store.pageRecords(parsed.query, index: boxIndex)
       return (try store.withPlans(records), matched)
@@ -364,7 +504,11 @@ struct FeaturesAPI: Sendable {
     body.reserveCapacity(400 * records.count + 1024)
     for (index, record) in records.enumerated() {
       if index > 0 { body.append(UInt8(ascii: ",")) }
-      TripGeoJSON.writeFeature(record, into: &body)
+      if let selection {
+        body.append(contentsOf: selection.feature(try crs.placed(record)).utf8())
+      } else {
+        TripGeoJSON.writeFeature(try crs.placed(record), into: &body)
+      }
     }
     body.append(contentsOf: "],".utf8)
     let rest = JSONValue.object([
@@ -376,11 +520,23 @@ struct FeaturesAPI: Sendable {
     body.append(contentsOf: rest.utf8().dropFirst())  // its members, after the features
     body.append(0x0A)
     return HTTPResponse(
-      status: 200, headers: [("Content-Type", Self.geoJSON)], body: Data(body))
+      status: 200, headers: [("Content-Type", Self.geoJSON), ("Content-Crs", "<\(crs.uri)>")],
+      body: Data(body))
+  }
+
+  /// The CRS of the features' coordinates: `crs` (Part 2), CRS84 by default.
+  static func outputCRS(_ request: HTTPRequest) throws -> FeatureCRS {
+    let given = request.queryValues("crs")
+    guard given.count <= 1 else {
+      throw ServiceError.request(400, "The parameter 'crs' is given more than once.")
+    }
+    return try given.first.map { try FeatureCRS.named($0, parameter: "crs") } ?? .crs84
   }
 
   /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id.
-  func item(_ id: String, links: Links, ifNoneMatch: String? = nil) throws -> HTTPResponse {
+  func item(
+    _ id: String, links: Links, ifNoneMatch: String? = nil, crs: FeatureCRS = .crs84
+  ) throws -> HTTPResponse {
     guard let uuid = UUID(uuidString: id) else {
       throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
     }
@@ -396,14 +552,24 @@ struct FeaturesAPI: Sendable {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")
     }
     // If-None-Match (RFC 9110 §13.1.2, weak comparison): 304 when the client's copy is current.
-    let tag = Self.etag(record)
-    if let given = ifNoneMatch,
-      given.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(
-        where: { $0 == "*" || $0 == tag || $0 == "W/" + tag })
-    {
-      return HTTPResponse(status: 304, headers: [("ETag", tag)])
+    // The tag is the representation's: a trip in another CRS has another.
+    let placed = try crs.placed(record)
+    let tag = Self.etag(placed)
+    if Self.isCurrent(tag, ifNoneMatch: ifNoneMatch) {
+      return HTTPResponse(status: 304, headers: [("ETag", tag), ("Content-Crs", "<\(crs.uri)>")])
     }
-    return Self.feature(record, links: links)
+    var response = Self.feature(placed, links: links)
+    response.headers.append(("Content-Crs", "<\(crs.uri)>"))
+    return response
+  }
+
+  /// Whether an `If-None-Match` header names `tag` or `*` (RFC 9110 §13.1.2, weak
+  /// comparison): the client's copy is current, a 304.
+  static func isCurrent(_ tag: String, ifNoneMatch: String?) -> Bool {
+    guard let given = ifNoneMatch else { return false }
+    return given.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.contains {
+      $0 == "*" || $0 == tag || $0 == "W/" + tag
+    }
   }
 
   static func feature(_ record: TripRecord, links: Links, status: Int = 200) -> HTTPResponse {
@@ -488,7 +654,7 @@ struct FeaturesAPI: Sendable {
         ? ["text/event-stream"]
         : [
           "application/json", "application/geo+json", "application/vnd.oai.openapi+json",
-          "application/problem+json",
+          "application/problem+json", "application/schema+json",
         ]
       guard Self.accepts(accept, anyOf: offered) else {
         throw ServiceError.request(

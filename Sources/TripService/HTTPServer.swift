@@ -238,8 +238,13 @@ final class HTTPServer: Sendable {
     // Streams end (a suspended connection is resumed to finish), then requests drain; idle
     // keep-alive connections hold nothing up (stopping the daemon closes them).
     for stream in streams.withLock({ Array($0.values) }) { stream.close() }
+    // A stream's connection is resumed to end, and the daemon ends it on its own thread: it is
+    // waited for too, since libmicrohttpd aborts the process when stopped with a connection
+    // still suspended (a client killed just before SIGTERM left one).
     let deadline = Date().addingTimeInterval(drainSeconds)
-    while requestsInFlight.load(ordering: .acquiring) > 0 && Date() < deadline {
+    while requestsInFlight.load(ordering: .acquiring) > 0 || !streams.withLock({ $0.isEmpty }),
+      Date() < deadline
+    {
       Thread.sleep(forTimeInterval: 0.01)
     }
     MHD_stop_daemon(running)

@@ -1,3 +1,4 @@
+import CQL2
 import Foundation
 import Geo
 import TripPlanner
@@ -24,12 +25,23 @@ struct ItemsQuery {
   var kept: [(name: String, value: String)]
 
   static let defaultLimit = 10
+  /// The largest `limit` and `offset` taken, 2^53 − 1 (as /api states: the largest whole
+  /// number every JSON reader holds exactly).
+  static let largestWholeNumber = 9_007_199_254_740_991
   static let maximumLimit = 10_000
   /// The longest value accepted for any parameter.
   static let maximumValueLength = 1_000
 
-  static let filterNames: Set<String> = ["bbox", "bbox-crs", "datetime", "destination", "q", "f"]
-  static let itemNames: Set<String> = filterNames.union(["limit", "offset", "sortby"])
+  /// The longest `filter` accepted (a polygon with a few hundred positions).
+  static let maximumFilterLength = 16_000
+
+  static let filterNames: Set<String> = [
+    "bbox", "bbox-crs", "datetime", "destination", "q", "f", "filter", "filter-lang",
+    "filter-crs",
+  ]
+  static let itemNames: Set<String> = filterNames.union([
+    "limit", "offset", "sortby", "crs", "properties", "skipGeometry",
+  ])
 
   /// The same query without its page (for `numberMatched`).
   var unpaged: TripQuery {
@@ -49,11 +61,8 @@ struct ItemsQuery {
       }
       return values.first
     }
-    if let text = try single("bbox") { query.bbox = try Self.bbox(text) }
-    if let crs = try single("bbox-crs"), crs != FeaturesAPI.crs84 {
-      throw ServiceError.request(
-        400, "Invalid value for 'bbox-crs': only \(FeaturesAPI.crs84) is supported.")
-    }
+    let bboxCRS = try single("bbox-crs").map { try FeatureCRS.named($0, parameter: "bbox-crs") }
+    if let text = try single("bbox") { query.bbox = try Self.bbox(text, crs: bboxCRS ?? .crs84) }
     if let text = try single("datetime") {
       let (from, to) = try Self.datetime(text)
       query.from = from
@@ -71,23 +80,25 @@ struct ItemsQuery {
       }
       query.search = text
     }
+    query.filter = try Self.filter(
+      try single("filter"), language: try single("filter-lang"), crs: try single("filter-crs"))
     if let text = try single("sortby") { (query.sort, query.reverse) = try Self.sort(text) }
     limit = Self.defaultLimit
     if let text = try single("limit") {
-      guard let value = Int(text), value >= 1 else {
+      guard let value = Int(text), value >= 1, value <= Self.largestWholeNumber else {
         throw ServiceError.request(
           400,
-          "Invalid value '\(HTTPServer.loggable(text))' for 'limit': expected a whole number from 1."
+          "Invalid value '\(HTTPServer.loggable(text))' for 'limit': expected a whole number from 1 to 2^53 − 1."
         )
       }
       limit = min(value, Self.maximumLimit)  // larger is clamped, as the standard allows
     }
     offset = 0
     if let text = try single("offset") {
-      guard let value = Int(text), value >= 0 else {
+      guard let value = Int(text), value >= 0, value <= Self.largestWholeNumber else {
         throw ServiceError.request(
           400,
-          "Invalid value '\(HTTPServer.loggable(text))' for 'offset': expected a whole number from 0."
+          "Invalid value '\(HTTPServer.loggable(text))' for 'offset': expected a whole number from 0 to 2^53 − 1."
         )
       }
       offset = value
@@ -110,9 +121,11 @@ struct ItemsQuery {
           "Unknown parameter '\(HTTPServer.loggable(name))'; this endpoint takes \(allowed.sorted().joined(separator: ", "))."
         )
       }
-      guard value.utf8.count <= maximumValueLength else {
+      let longest = name == "filter" ? maximumFilterLength : maximumValueLength
+      // Characters as JSON Schema's maxLength counts them (Unicode scalars), which /api states.
+      guard value.unicodeScalars.count <= longest else {
         throw ServiceError.request(
-          400, "The value of '\(name)' is longer than \(maximumValueLength) bytes.")
+          400, "The value of '\(name)' is longer than \(longest) characters.")
       }
       guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\u{FFFD}" }) else {
         throw ServiceError.request(
@@ -121,8 +134,33 @@ struct ItemsQuery {
     }
   }
 
-  /// `west,south,east,north` in CRS84; west > east crosses the antimeridian.
-  static func bbox(_ text: String) throws -> GeographicBox {
+  /// The CQL2 filter of `filter`, in `filter-lang` (`cql2-text`, the default, or
+  /// `cql2-json`) and `filter-crs` (CRS84 only); nil without `filter`. A filter that does not
+  /// parse or compile is a 400 naming the place in it and the reason.
+  static func filter(_ text: String?, language: String?, crs: String?) throws -> TripFilter? {
+    if let crs, crs != FeaturesAPI.crs84 {
+      throw ServiceError.request(
+        400, "Invalid value for 'filter-crs': only \(FeaturesAPI.crs84) is supported.")
+    }
+    if let language, language != "cql2-text", language != "cql2-json" {
+      throw ServiceError.request(
+        400,
+        "Invalid value '\(HTTPServer.loggable(language))' for 'filter-lang': expected cql2-text or cql2-json."
+      )
+    }
+    // Without a filter, a valid filter-lang or filter-crs says nothing, and is no error.
+    guard let text else { return nil }
+    do {
+      if language == "cql2-json" { return try TripFilter(json: Data(text.utf8)) }
+      return try TripFilter(text: text)
+    } catch let error as CQL2Error {
+      throw ServiceError.request(400, "Invalid value for 'filter': \(error)")
+    }
+  }
+
+  /// `west,south,east,north` in CRS84 (in `crs`, its 4 numbers in that CRS's axis order);
+  /// west > east crosses the antimeridian.
+  static func bbox(_ text: String, crs: FeatureCRS = .crs84) throws -> GeographicBox {
     // Split on the comma's byte: splitting a String by Character runs grapheme breaking, most of
     // this function's cost on every bbox page. (A comma followed by a combining mark is split
     // here too, and its part then is not a number.)
@@ -141,7 +179,14 @@ struct ItemsQuery {
         "Invalid value '\(HTTPServer.loggable(text))' for 'bbox': expected 4 numbers, west,south,east,north."
       )
     }
-    let (west, south, east, north) = (numbers[0], numbers[1], numbers[2], numbers[3])
+    return try crs.geographicBox(numbers, text: text)
+  }
+
+  /// The box, or a 400 when a longitude is outside -180…180, a latitude outside -90…90, or
+  /// south is above north.
+  static func checkedBox(west: Double, south: Double, east: Double, north: Double, text: String)
+    throws -> GeographicBox
+  {
     guard (-180...180).contains(west), (-180...180).contains(east), (-90...90).contains(south),
       (-90...90).contains(north), south <= north
     else {

@@ -378,9 +378,8 @@ final class ItemsStreams: Sendable {
         where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
           error.code)
       {
-        let trips = try store.context.fetch(descriptor)
-        try store.context.resolveFaults(trips)
-        let records = try store.withPlans(trips.map(\.record))
+        let records = try store.withPlans(
+          store.context.fetch(descriptor, as: TripRecord.self))
         stream.send(
           Self.event(
             last, "reset",

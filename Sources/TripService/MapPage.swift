@@ -127,12 +127,16 @@ enum MapPage {
   static let script = #"""
     (function () {
       "use strict";
-      const state = { ready: false, markers: 0, stays: 0, boundsEvents: 0, itemEvents: 0,
-        box: null, drawn: null, changedAt: 0, errors: [] };
+      const state = { ready: false, mode: null, markers: 0, stays: 0, boundsEvents: 0,
+        itemEvents: 0, box: null, drawn: null, changedAt: 0, tiles: 0, tilePoints: 0,
+        tileClusters: 0, tileTrips: 0, tilesPending: 0, tileFetches: 0, tileRepaints: 0,
+        errors: [] };
       const stateElement = document.getElementById("state");
       let map = null;
       let box = null;
       const markers = new Map();
+      // The tiles on screen (tiles mode), by Leaflet's key, each with what it drew.
+      const tiles = new Map();
       // The box and the points as drawn, in the page's pixels, for tests and tools.
       function measure() {
         if (!map || !box) { state.pixels = null; state.inside = 0; return; }
@@ -149,7 +153,33 @@ enum MapPage {
           }
         });
       }
-      function publish() { measure(); stateElement.textContent = JSON.stringify(state); }
+      // The largest cluster on screen, where it is drawn in the page (tiles mode).
+      function largestCluster() {
+        let best = null;
+        tiles.forEach(function (canvas) {
+          const c = canvas.coords;
+          const corner = map.latLngToContainerPoint(map.unproject([c.x * 256, c.y * 256], c.z));
+          const scale = Math.pow(2, map.getZoom() - c.z);
+          (canvas.drawn || []).forEach(function (f) {
+            if (!f.cluster || (best && best.count >= f.properties.count)) { return; }
+            const x = corner.x + f.x * scale, y = corner.y + f.y * scale;
+            const size = map.getSize();
+            if (x < 0 || y < 0 || x > size.x || y > size.y) { return; }
+            best = { x: x, y: y, count: f.properties.count };
+          });
+        });
+        return best;
+      }
+      function publish() {
+        measure();
+        if (map) {
+          const c = map.getCenter().wrap();
+          state.zoom = map.getZoom();
+          state.center = { latitude: c.lat, longitude: c.lng };
+        }
+        if (state.mode === "tiles") { state.largestCluster = largestCluster(); }
+        stateElement.textContent = JSON.stringify(state);
+      }
       function fail(message) { state.errors.push(String(message)); publish(); }
       window.addEventListener("error", function (event) { fail(event.message); });
       window.addEventListener("unhandledrejection", function (event) { fail(event.reason); });
@@ -240,30 +270,278 @@ enum MapPage {
         countStays();
       }
 
-      // The items stream first, then the trips: a change in between is not lost.
-      const gone = new Set();
-      const items = new EventSource("collections/trips/items/stream");
-      function onItem(handler) {
-        return function (event) { state.itemEvents += 1; handler(JSON.parse(event.data)); publish(); };
-      }
-      items.addEventListener("insert", onItem(upsert));
-      items.addEventListener("update", onItem(upsert));
-      items.addEventListener("delete", onItem(function (data) { gone.add(data.id); remove(data.id); }));
-      items.addEventListener("reset", onItem(function (data) {
-        Array.from(markers.keys()).forEach(remove);
-        data.features.forEach(upsert);
-      }));
-      function load(url) {
-        return fetch(url).then(function (response) {
-          if (!response.ok) { throw new Error("trips: HTTP " + response.status); }
-          return response.json();
-        }).then(function (page) {
-          page.features.forEach(function (feature) {
-            if (!gone.has(feature.id) && !markers.has(feature.id)) { upsert(feature); }
+      // Stores up to this many trips are drawn a marker each (with their stays, moved one by
+      // one as the items stream says); larger ones as vector tiles, with clusters at low zoom
+      // (`?tiles=1` or `?tiles=0` chooses).
+      const markerLimit = 5000;
+      const choice = new URLSearchParams(window.location.search).get("tiles");
+
+      function startMarkers() {
+        state.mode = "markers";
+        // The items stream first, then the trips: a change in between is not lost.
+        const gone = new Set();
+        const items = new EventSource("collections/trips/items/stream");
+        function onItem(handler) {
+          return function (event) { state.itemEvents += 1; handler(JSON.parse(event.data)); publish(); };
+        }
+        items.addEventListener("insert", onItem(upsert));
+        items.addEventListener("update", onItem(upsert));
+        items.addEventListener("delete", onItem(function (data) { gone.add(data.id); remove(data.id); }));
+        items.addEventListener("reset", onItem(function (data) {
+          Array.from(markers.keys()).forEach(remove);
+          data.features.forEach(upsert);
+        }));
+        function load(url) {
+          return fetch(url).then(function (response) {
+            if (!response.ok) { throw new Error("trips: HTTP " + response.status); }
+            return response.json();
+          }).then(function (page) {
+            page.features.forEach(function (feature) {
+              if (!gone.has(feature.id) && !markers.has(feature.id)) { upsert(feature); }
+            });
+            const next = (page.links || []).find(function (link) { return link.rel === "next"; });
+            return next ? load(next.href) : null;
           });
-          const next = (page.links || []).find(function (link) { return link.rel === "next"; });
-          return next ? load(next.href) : null;
+        }
+        return load("collections/trips/items?limit=10000");
+      }
+
+      // MVT 2.1 (Protocol Buffers), read here: layers of point features with their
+      // properties, each position as a fraction of the tile (0 to 1).
+      function readTile(buffer) {
+        const bytes = new Uint8Array(buffer);
+        const decoder = new TextDecoder();
+        let pos = 0;
+        function varint() {
+          let result = 0, shift = 0, b;
+          do {
+            if (pos >= bytes.length) { throw new Error("MVT: a number runs past the end"); }
+            b = bytes[pos++];
+            result += (b & 0x7f) * Math.pow(2, shift);
+            shift += 7;
+          } while (b & 0x80);
+          return result;
+        }
+        function zigzag(z) { return z % 2 === 1 ? -(z + 1) / 2 : z / 2; }
+        function skip(wire) {
+          if (wire === 0) { varint(); } else if (wire === 1) { pos += 8; }
+          else if (wire === 2) { const n = varint(); pos += n; } else if (wire === 5) { pos += 4; }
+          else { throw new Error("MVT: wire type " + wire); }
+        }
+        function text(n) { const t = decoder.decode(bytes.subarray(pos, pos + n)); pos += n; return t; }
+        function packed() {
+          const end = varint() + pos;
+          const out = [];
+          while (pos < end) { out.push(varint()); }
+          return out;
+        }
+        function value(end) {
+          let v = null;
+          while (pos < end) {
+            const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+            const view = new DataView(bytes.buffer, bytes.byteOffset + pos);
+            if (field === 1) { v = text(varint()); }
+            else if (field === 2) { v = view.getFloat32(0, true); pos += 4; }
+            else if (field === 3) { v = view.getFloat64(0, true); pos += 8; }
+            else if (field === 4 || field === 5) { v = varint(); }
+            else if (field === 6) { v = zigzag(varint()); }
+            else if (field === 7) { v = varint() !== 0; } else { skip(wire); }
+          }
+          return v;
+        }
+        function feature(end) {
+          const f = { id: null, tags: [], type: 0, geometry: [] };
+          while (pos < end) {
+            const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+            if (field === 1) { f.id = varint(); } else if (field === 2) { f.tags = packed(); }
+            else if (field === 3) { f.type = varint(); } else if (field === 4) { f.geometry = packed(); }
+            else { skip(wire); }
+          }
+          return f;
+        }
+        function layer(end) {
+          const l = { name: "", extent: 4096, keys: [], values: [], features: [] };
+          while (pos < end) {
+            const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+            if (field === 1) { l.name = text(varint()); }
+            else if (field === 2) { const n = varint(); l.features.push(feature(pos + n)); }
+            else if (field === 3) { l.keys.push(text(varint())); }
+            else if (field === 4) { const n = varint(); l.values.push(value(pos + n)); }
+            else if (field === 5) { l.extent = varint(); } else { skip(wire); }
+          }
+          l.features.forEach(function (f) {
+            f.properties = {};
+            for (let i = 0; i + 1 < f.tags.length; i += 2) {
+              f.properties[l.keys[f.tags[i]]] = l.values[f.tags[i + 1]];
+            }
+            if (f.type === 1 && f.geometry.length >= 3) {
+              f.x = zigzag(f.geometry[1]) / l.extent;
+              f.y = zigzag(f.geometry[2]) / l.extent;
+            }
+          });
+          return l;
+        }
+        const layers = {};
+        while (pos < bytes.length) {
+          const key = varint();
+          if (key === 26) { const n = varint(); const l = layer(pos + n); layers[l.name] = l; }
+          else { skip(key & 7); }
+        }
+        return layers;
+      }
+
+      function tileKey(coords) { return coords.x + ":" + coords.y + ":" + coords.z; }
+      function countTiles() {
+        let points = 0, clusters = 0, trips = 0, pending = 0;
+        tiles.forEach(function (canvas) {
+          if (!canvas.drawn) { pending += 1; }
+          (canvas.drawn || []).forEach(function (f) {
+            if (f.cluster) { clusters += 1; trips += f.properties.count; } else { points += 1; }
+          });
         });
+        state.tiles = tiles.size;
+        state.tilePoints = points;
+        state.tileClusters = clusters;
+        state.tileTrips = trips + points;
+        state.tilesPending = pending;
+      }
+      function abbreviate(count) {
+        return count >= 1e6 ? (count / 1e6).toFixed(1) + "M" : count >= 1e4
+          ? Math.round(count / 1e3) + "k" : count >= 1e3 ? (count / 1e3).toFixed(1) + "k" : String(count);
+      }
+      // Fetches the tile (revalidated with its ETag: a 304 for a tile no change touched) and
+      // paints it when its tag changed.
+      function paint(canvas, coords, done) {
+        const n = Math.pow(2, coords.z);
+        const column = ((coords.x % n) + n) % n;
+        if (coords.y < 0 || coords.y >= n) { canvas.drawn = []; done(null, canvas); return; }
+        state.tileFetches += 1;
+        fetch("collections/trips/tiles/WebMercatorQuad/" + coords.z + "/" + coords.y + "/" + column,
+          { cache: "no-cache" }).then(function (response) {
+          if (!response.ok) { throw new Error("tile " + coords.z + "/" + coords.y + "/" + column + ": HTTP " + response.status); }
+          const tag = response.headers.get("ETag");
+          if (tag && tag === canvas.tag) { return null; }
+          canvas.tag = tag;
+          return response.arrayBuffer();
+        }).then(function (buffer) {
+          if (buffer === null) { done(null, canvas); return; }
+          const layers = readTile(buffer);
+          const size = canvas.width;
+          const context = canvas.getContext("2d");
+          context.clearRect(0, 0, size, size);
+          const drawn = [];
+          // Discs first, then the labels over them all.
+          const clusters = (layers.clusters || {}).features || [];
+          clusters.forEach(function (f) {
+            const count = f.properties.count;
+            // A cell of the grid is 8 pixels across: small discs, labelled from 1,000 trips.
+            const r = Math.min(2.5 + 1.8 * Math.log10(count), 9);
+            context.beginPath();
+            context.arc(f.x * size, f.y * size, r, 0, 2 * Math.PI);
+            context.fillStyle = "rgba(240, 140, 0, 0.85)";
+            context.fill();
+            context.strokeStyle = "#ffffff";
+            context.lineWidth = 0.8;
+            context.stroke();
+            drawn.push({ cluster: true, x: f.x * size, y: f.y * size, r: Math.max(r, 5), properties: f.properties });
+          });
+          context.fillStyle = "#5c2e00";
+          context.font = "bold 9px sans-serif";
+          context.textAlign = "center";
+          context.textBaseline = "middle";
+          clusters.forEach(function (f) {
+            if (f.properties.count >= 1000) {
+              context.fillText(abbreviate(f.properties.count), f.x * size, f.y * size);
+            }
+          });
+          ((layers.trips || {}).features || []).forEach(function (f) {
+            context.beginPath();
+            context.arc(f.x * size, f.y * size, 3.5, 0, 2 * Math.PI);
+            context.fillStyle = "#1c7ed6";
+            context.fill();
+            context.strokeStyle = "#ffffff";
+            context.lineWidth = 1;
+            context.stroke();
+            // Points of the buffer belong to the next tile: drawn, not counted twice.
+            if (f.x >= 0 && f.x < 1 && f.y >= 0 && f.y < 1) {
+              drawn.push({ cluster: false, x: f.x * size, y: f.y * size, r: 6, properties: f.properties });
+            }
+          });
+          canvas.drawn = drawn;
+          state.tileRepaints += 1;
+          countTiles();
+          publish();
+          done(null, canvas);
+        }).catch(function (error) { fail(error); done(error, canvas); });
+      }
+
+      function startTiles() {
+        state.mode = "tiles";
+        const TripTiles = L.GridLayer.extend({
+          createTile: function (coords, done) {
+            const canvas = L.DomUtil.create("canvas", "leaflet-tile");
+            const size = this.getTileSize();
+            canvas.width = size.x;
+            canvas.height = size.y;
+            canvas.coords = coords;
+            tiles.set(tileKey(coords), canvas);
+            paint(canvas, coords, done);
+            return canvas;
+          }
+        });
+        // Above the outlines (250) and the box (400).
+        map.createPane("trips").style.zIndex = 450;
+        const layer = new TripTiles({ pane: "trips" });
+        layer.on("tileunload", function (event) {
+          tiles.delete(tileKey(event.coords));
+          countTiles();
+          publish();
+        });
+        layer.addTo(map);
+        map.on("moveend", publish);
+        // A click on a cluster zooms into its trips' bounds; on a trip, says what it is.
+        map.on("click", function (event) {
+          const z = Math.round(map.getZoom());
+          const point = map.project(event.latlng, z);
+          const coords = { x: Math.floor(point.x / 256), y: Math.floor(point.y / 256), z: z };
+          const canvas = tiles.get(tileKey(coords));
+          if (!canvas || !canvas.drawn) { return; }
+          const x = point.x - coords.x * 256, y = point.y - coords.y * 256;
+          const hit = canvas.drawn.find(function (f) {
+            return Math.hypot(f.x - x, f.y - y) <= f.r + 2;
+          });
+          if (!hit) { return; }
+          const p = hit.properties;
+          if (hit.cluster) {
+            const shift = event.latlng.lng - L.latLng(map.unproject(point, z)).wrap().lng;
+            map.fitBounds([[p.south, p.west + shift], [p.north, p.east + shift]],
+              { padding: [padding, padding], maxZoom: 16 });
+          } else {
+            const line = document.createElement("div");
+            const name = document.createElement("b");
+            name.textContent = p.name;
+            line.appendChild(name);
+            line.appendChild(document.createElement("br"));
+            line.appendChild(document.createTextNode(p.destination + ", " +
+              p.startDate.slice(0, 10) + " – " + p.endDate.slice(0, 10)));
+            L.popup().setLatLng(event.latlng).setContent(line).openOn(map);
+          }
+        });
+        // After a change the tiles on screen are asked again (a 304 each that the change did
+        // not touch) and the changed ones repainted, at most every 300 ms.
+        let pending = null;
+        function refresh() {
+          if (pending) { return; }
+          pending = setTimeout(function () {
+            pending = null;
+            tiles.forEach(function (canvas) { paint(canvas, canvas.coords, function () {}); });
+          }, 300);
+        }
+        const items = new EventSource("collections/trips/items/stream");
+        ["insert", "update", "delete", "reset"].forEach(function (name) {
+          items.addEventListener(name, function () { state.itemEvents += 1; refresh(); });
+        });
+        return Promise.resolve();
       }
 
       function text(values) { return "[" + values.map(function (v) { return v.toFixed(5); }).join(", ") + "]"; }
@@ -290,7 +568,10 @@ enum MapPage {
               interactive: false }).addTo(map);
           }
           markers.forEach(place);
-          map.fitBounds(bounds, { padding: [padding, padding], maxZoom: 12, animate: false });
+          // A map of markers follows the box; a map of tiles is fitted once, then the user's.
+          if (state.mode !== "tiles" || state.boundsEvents === 1) {
+            map.fitBounds(bounds, { padding: [padding, padding], maxZoom: 12, animate: false });
+          }
           ids.forEach(function (id) { document.getElementById(id).textContent = text(report.boxes[id]); });
           document.getElementById("camera").textContent = report.camera
             ? "camera " + report.camera.center.latitude.toFixed(5) + ", " +
@@ -308,7 +589,13 @@ enum MapPage {
         Math.max(size.x, 2 * padding + 1) + "x" + Math.max(size.y, 2 * padding + 1) +
         "&padding=" + padding);
       bounds.addEventListener("bounds", function (event) { applyBounds(JSON.parse(event.data)); });
-      load("collections/trips/items?limit=10000").then(function () {
+      fetch("collections/trips/items?limit=1&skipGeometry=true&properties=").then(function (response) {
+        if (!response.ok) { throw new Error("trips: HTTP " + response.status); }
+        return response.json();
+      }).then(function (page) {
+        const large = choice === "1" || (choice !== "0" && page.numberMatched > markerLimit);
+        return large ? startTiles() : startMarkers();
+      }).then(function () {
         state.ready = true;
         publish();
       }).catch(fail);

@@ -15,6 +15,65 @@ enum OpenAPIDocument {
 
   static let string: JSONValue = .object([("type", .string("string"))])
 
+  /// Text as every query parameter takes it: 1 to 1,000 characters, none of them a control
+  /// character (or U+FFFD, which stands for bytes that were not UTF-8).
+  static func text(pattern: String? = nil, maxLength: Int = ItemsQuery.maximumValueLength)
+    -> JSONValue
+  {
+    .object([
+      ("type", .string("string")), ("minLength", .number(1)),
+      ("maxLength", .number(Double(maxLength))),
+      ("pattern", .string(pattern ?? "^[^\\u0000-\\u001F\\uFFFD]+$")),
+    ])
+  }
+
+  /// An RFC 3339 date or instant (with a zone), as `datetime` takes them: a real day of the
+  /// Gregorian calendar from year 1 (29 February in leap years only), a real time of day, a
+  /// zone within ±18:00 (as Foundation's ISO 8601 parser takes them).
+  static let instantPattern: String = {
+    let year = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
+    let leapYear = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+    let day =
+      "(\(year)-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])|\(year)-(0[13-9]|1[0-2])-(29|30)"
+      + "|\(year)-(0[13578]|1[02])-31|\(leapYear)-02-29)"
+    let time =
+      "T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)"
+    return "\(day)(\(time))?"
+  }()
+
+  /// A UUID, as ids are written.
+  static let uuidPattern =
+    "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+
+  /// `properties` and `skipGeometry` of items: what of each feature the page carries.
+  static let selection: [JSONValue] = [
+    parameter(
+      "properties",
+      "The properties each feature carries, comma-separated (empty for none): \(FeatureSelection.names.joined(separator: ", ")).",
+      schema: .object([
+        ("type", .string("array")),
+        (
+          "items",
+          .object([
+            ("type", .string("string")),
+            ("enum", .array(FeatureSelection.names.map(JSONValue.string))),
+          ])
+        ),
+      ])),
+    parameter(
+      "skipGeometry", "true: each feature's geometry is null.",
+      schema: .object([("type", .string("boolean")), ("default", .bool(false))])),
+  ]
+
+  /// `crs` of items and items/{id} (Part 2): the CRS of the coordinates answered.
+  static let crsParameter = parameter(
+    "crs",
+    "The CRS of the coordinates answered (Content-Crs says it): CRS84 (the default), EPSG:4326 (latitude first) or EPSG:3857 (metres).",
+    schema: .object([
+      ("type", .string("string")), ("format", .string("uri")),
+      ("enum", .array(FeatureCRS.offered.map(JSONValue.string))),
+    ]))
+
   /// `If-Match`: the write goes ahead only if the trip's ETag is one of these (or `*`).
   static let ifMatch: JSONValue = .object([
     ("name", .string("If-Match")), ("in", .string("header")), ("required", .bool(false)),
@@ -23,7 +82,14 @@ enum OpenAPIDocument {
       .string(
         "The trip's ETag from a GET (or *): the write is done only if the trip is still that version, else 412."
       )
-    ), ("schema", string),
+    ),
+    (
+      "schema",
+      .object([
+        ("type", .string("string")),
+        ("pattern", .string(#"^(\*|(W/)?"[^,]*"([ \t]*,[ \t]*(W/)?"[^,]*")*)$"#)),
+      ])
+    ),
   ])
 
   /// The answers of a conditional write of one trip.
@@ -40,20 +106,69 @@ enum OpenAPIDocument {
         ("type", .string("array")), ("minItems", .number(4)), ("maxItems", .number(4)),
         ("items", .object([("type", .string("number"))])),
       ])),
-    parameter("bbox-crs", "Only \(FeaturesAPI.crs84).", schema: string),
+    parameter(
+      "bbox-crs",
+      "The CRS of bbox (its numbers in that CRS's axis order: latitude first in EPSG:4326); CRS84 by default.",
+      schema: .object([
+        ("type", .string("string")), ("format", .string("uri")),
+        ("enum", .array(FeatureCRS.offered.map(JSONValue.string))),
+      ])),
     parameter(
       "datetime",
-      "An RFC 3339 instant or date, or an interval start/end with .. for an open end; a trip matches when its dates overlap it.",
-      schema: string),
+      "An RFC 3339 instant or date, or an interval start/end with .. (or nothing) for an open end, a real date, the end not before the start; a trip matches when its dates overlap it.",
+      schema: text(
+        pattern: "^(\(instantPattern)|(\(instantPattern)|\\.\\.)?/(\(instantPattern)|\\.\\.)?)$")),
     parameter(
       "destination", "Trips to this destination, ignoring case and accents (whole).",
-      schema: string),
+      schema: text()),
     parameter(
       "q", "Trips whose name or destination contains this, ignoring case and accents.",
-      schema: string),
+      schema: text()),
+    parameter(
+      "filter",
+      "A CQL2 filter (OGC API – Features Part 3) over the queryables (/collections/trips/queryables), in filter-lang.",
+      schema: .object([
+        ("type", .string("string")), ("minLength", .number(1)),
+        ("maxLength", .number(Double(ItemsQuery.maximumFilterLength))),
+        ("format", .string("cql2")),
+      ])),
+    parameter(
+      "filter-lang", "The language of filter: cql2-text (the default) or cql2-json.",
+      schema: .object([
+        ("type", .string("string")),
+        ("enum", .array([.string("cql2-text"), .string("cql2-json")])),
+        ("default", .string("cql2-text")),
+      ])),
+    parameter(
+      "filter-crs", "The CRS of the filter's geometries: only \(FeaturesAPI.crs84).",
+      schema: .object([
+        ("type", .string("string")), ("enum", .array([.string(FeaturesAPI.crs84)])),
+      ])),
     parameter(
       "f", "The format: json.",
       schema: .object([("type", .string("string")), ("enum", .array([.string("json")]))])),
+  ]
+
+  /// The answer to a GET of one feature whose `If-None-Match` names its current ETag.
+  static let notModified: (String, JSONValue) = (
+    "304", .object([("description", .string("If-None-Match names the current ETag."))])
+  )
+
+  /// The parameters of a bounds document besides its filters.
+  static let boundsParameters: [JSONValue] = [
+    parameter(
+      "viewport",
+      "WIDTHxHEIGHT in whole pixels from 1 to \(Viewport.maximumSide): also fit a camera.",
+      schema: text(pattern: "^[0-9]{1,20}[xX][0-9]{1,20}$")),
+    parameter(
+      "padding", "Pixels kept free on each side of the camera fit.",
+      schema: .object([
+        ("type", .string("integer")), ("minimum", .number(0)), ("maximum", .number(10_000)),
+      ])),
+    parameter(
+      "crs",
+      "The projected CRS of the extent (default EPSG:3857): any CRS PROJ knows, by code (EPSG:32633), URI or PROJ string.",
+      schema: text()),
   ]
 
   static func response(_ description: String, _ type: String) -> JSONValue {
@@ -67,6 +182,17 @@ enum OpenAPIDocument {
     ("400", response("A parameter is invalid (named in the description).", "application/json")),
     ("404", response("Not found.", "application/json")),
     ("406", response("Only JSON can be returned.", "application/json")),
+    (
+      "414",
+      .object([
+        (
+          "description",
+          .string(
+            "The request line and headers are longer than the server holds for a connection (64 KiB by default); no body is promised."
+          )
+        )
+      ])
+    ),
   ]
 
   /// The answers every write may get besides its own: the store busy or full.
@@ -82,8 +208,12 @@ enum OpenAPIDocument {
 
   static func operation(
     _ summary: String, _ id: String, parameters: [JSONValue] = [], ok: (String, JSONValue),
-    extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false
+    extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false,
+    notAcceptable: String = "Only JSON can be returned."
   ) -> JSONValue {
+    let errors = errors.map {
+      $0.0 == "406" ? ("406", response(notAcceptable, "application/json")) : $0
+    }
     var members: [(String, JSONValue)] = [
       ("summary", .string(summary)), ("operationId", .string(id)),
       ("parameters", .array(parameters)),
@@ -125,20 +255,17 @@ enum OpenAPIDocument {
         "limit", "At most this many trips (default 10; larger than 10000 is taken as 10000).",
         schema: .object([
           ("type", .string("integer")), ("minimum", .number(1)), ("default", .number(10)),
+          ("maximum", .number(9_007_199_254_740_991)),
         ])),
       parameter(
         "offset", "Skip this many trips (the next link sets it).",
-        schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
+        schema: .object([
+          ("type", .string("integer")), ("minimum", .number(0)),
+          ("maximum", .number(9_007_199_254_740_991)),
+        ])),
       parameter(
         "sortby", "startDate, endDate, name or destination; - before it for descending.",
-        schema: string),
-    ]
-    let boundsParameters: [JSONValue] = [
-      parameter("viewport", "WIDTHxHEIGHT in pixels: also fit a camera.", schema: string),
-      parameter(
-        "padding", "Pixels kept free on each side of the camera fit.",
-        schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
-      parameter("crs", "The projected CRS of the extent (default EPSG:3857).", schema: string),
+        schema: text(pattern: "^[+-]?(startDate|start|endDate|end|name|destination)$")),
     ]
     let paths: [(String, JSONValue)] =
       [
@@ -203,7 +330,8 @@ enum OpenAPIDocument {
             (
               "get",
               operation(
-                "Trips, a page at a time", "getFeatures", parameters: filters + paging,
+                "Trips, a page at a time", "getFeatures",
+                parameters: filters + paging + [crsParameter] + selection,
                 ok: (
                   "200",
                   response(
@@ -228,19 +356,45 @@ enum OpenAPIDocument {
           ])
         ),
         (
+          "/collections/trips/queryables",
+          .object([
+            (
+              "get",
+              operation(
+                "What a filter can name", "getQueryables",
+                ok: (
+                  "200",
+                  response(
+                    "A JSON Schema of the trips' queryables, each with its type and format.",
+                    FeaturesAPI.schemaJSON)
+                ))
+            )
+          ])
+        ),
+        (
+          "/collections/trips/sortables",
+          .object([
+            (
+              "get",
+              operation(
+                "What sortby can name", "getSortables",
+                ok: (
+                  "200",
+                  response(
+                    "A JSON Schema of the trips' sortables.", FeaturesAPI.schemaJSON)
+                ))
+            )
+          ])
+        ),
+        (
           "/collections/trips/items/{featureId}",
           .object([
             (
               "get",
               operation(
-                "One trip", "getFeature", parameters: [idParameter],
+                "One trip", "getFeature", parameters: [idParameter, crsParameter],
                 ok: ("200", response("The trip as a Feature, with its ETag.", geo)),
-                extra: [
-                  (
-                    "304",
-                    .object([("description", .string("If-None-Match names the current ETag."))])
-                  )
-                ])
+                extra: [notModified])
             ),
             (
               "put",
@@ -349,11 +503,14 @@ enum OpenAPIDocument {
                 parameters: [
                   parameter(
                     "after", "A history token (<store>:<number>); all kept history without it.",
-                    schema: string),
+                    schema: text(
+                      pattern:
+                        "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}:[0-9]{1,18}$"
+                    )),
                   parameter(
                     "exclude-author",
                     "Leave out changes by this author (a peer's own, applied by sync).",
-                    schema: string),
+                    schema: text()),
                 ],
                 ok: (
                   "200",
@@ -396,7 +553,7 @@ enum OpenAPIDocument {
             )
           ])
         ),
-      ] + planPaths(paging: Array(paging.prefix(2)))
+      ] + planPaths(paging: Array(paging.prefix(2))) + tilePaths()
     return .object([
       ("openapi", .string("3.0.3")),
       (
@@ -422,12 +579,155 @@ enum OpenAPIDocument {
     ])
   }
 
+  /// The paths of the vector tiles (OGC API – Tiles): the tile matrix sets, the trips'
+  /// tilesets, the TileJSON and a tile.
+  static func tilePaths() -> [(String, JSONValue)] {
+    let json = FeaturesAPI.json
+    // The filters of items but bbox (the tile is the box), and f: json for the documents.
+    let tileFilters = filters.filter {
+      guard case .object(let members) = $0,
+        case .string(let name) = members.first(where: { $0.0 == "name" })?.1
+      else { return false }
+      return !["bbox", "bbox-crs"].contains(name)
+    }
+    let set: JSONValue = .object([
+      ("name", .string("tileMatrixSetId")), ("in", .string("path")), ("required", .bool(true)),
+      ("description", .string("The tile matrix set: \(FeaturesAPI.tileMatrixSetID).")),
+      (
+        "schema",
+        .object([
+          ("type", .string("string")),
+          ("enum", .array([.string(FeaturesAPI.tileMatrixSetID)])),
+        ])
+      ),
+    ])
+    func index(_ name: String, _ description: String, maximum: Int) -> JSONValue {
+      .object([
+        ("name", .string(name)), ("in", .string("path")), ("required", .bool(true)),
+        ("description", .string(description)),
+        (
+          "schema",
+          .object([
+            ("type", .string("integer")), ("minimum", .number(0)),
+            ("maximum", .number(Double(maximum))),
+          ])
+        ),
+      ])
+    }
+    let tile: JSONValue = .object([
+      (
+        "description",
+        .string(
+          "The tile as MVT 2.1 (empty when it holds no trip), with its ETag and OGC-NumberMatched.")
+      ),
+      (
+        "content",
+        .object([
+          (
+            FeaturesAPI.mvt,
+            .object([
+              ("schema", .object([("type", .string("string")), ("format", .string("binary"))]))
+            ])
+          )
+        ])
+      ),
+    ])
+    let tileFormat = parameter(
+      "f", "The format: mvt.",
+      schema: .object([("type", .string("string")), ("enum", .array([.string("mvt")]))]))
+    return [
+      (
+        "/tileMatrixSets",
+        .object([
+          (
+            "get",
+            operation(
+              "The tile matrix sets of the tiles", "getTileMatrixSetsList",
+              parameters: [filters.last!],
+              ok: ("200", response("The list (WebMercatorQuad).", json)))
+          )
+        ])
+      ),
+      (
+        "/tileMatrixSets/{tileMatrixSetId}",
+        .object([
+          (
+            "get",
+            operation(
+              "A tile matrix set's definition (OGC 17-083r4, JSON)", "getTileMatrixSet",
+              parameters: [set, filters.last!],
+              ok: ("200", response("The definition, tile matrices 0 to 24.", json)))
+          )
+        ])
+      ),
+      (
+        "/collections/trips/tiles",
+        .object([
+          (
+            "get",
+            operation(
+              "The trips' vector tilesets", "getCollectionVectorTilesetsList",
+              parameters: tileFilters,
+              ok: ("200", response("The tilesets (one per tile matrix set).", json)))
+          )
+        ])
+      ),
+      (
+        "/collections/trips/tiles/{tileMatrixSetId}",
+        .object([
+          (
+            "get",
+            operation(
+              "The trips' vector tileset: its layers and the template of its tiles (with the filters given)",
+              "getCollectionVectorTileSet", parameters: [set] + tileFilters,
+              ok: ("200", response("The tileset's metadata.", json)))
+          )
+        ])
+      ),
+      (
+        "/collections/trips/tiles/{tileMatrixSetId}/tilejson.json",
+        .object([
+          (
+            "get",
+            operation(
+              "The tileset as TileJSON 3.0.0 (with the filters given in its tiles' template)",
+              "getCollectionTileJSON", parameters: [set] + tileFilters,
+              ok: ("200", response("The TileJSON.", json)), extra: [notModified])
+          )
+        ])
+      ),
+      (
+        "/collections/trips/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}",
+        .object([
+          (
+            "get",
+            operation(
+              "A vector tile of the trips: points, or clusters where there are more than \(TripTile.featureBudget)",
+              "getCollectionVectorTile",
+              parameters: [
+                set, index("tileMatrix", "The zoom level, 0 to 24.", maximum: 24),
+                index(
+                  "tileRow", "The row, 0 to 2^tileMatrix − 1, from the north.",
+                  maximum: (1 << 24) - 1),
+                index(
+                  "tileCol", "The column, 0 to 2^tileMatrix − 1, from 180° W.",
+                  maximum: (1 << 24) - 1),
+              ] + tileFilters.dropLast() + [tileFormat],
+              ok: ("200", tile), extra: [notModified],
+              notAcceptable: "Only a Mapbox Vector Tile can be returned.")
+          )
+        ])
+      ),
+    ]
+  }
+
   /// The paths of the plan collections (`stays`, `bucket-list-items`): the collection, its
   /// items (GET a page, POST one) and one item (GET, PATCH, DELETE).
   static func planPaths(paging: [JSONValue]) -> [(String, JSONValue)] {
     let json = FeaturesAPI.json
     let geo = FeaturesAPI.geoJSON
-    let trip = parameter("trip", "Only those of the trip with this id.", schema: string)
+    let trip = parameter(
+      "trip", "Only those of the trip with this id.", schema: text(pattern: uuidPattern))
     return FeaturesAPI.PlanCollection.allCases.flatMap { collection -> [(String, JSONValue)] in
       let noun = collection.noun
       let name = collection == .stays ? "Stay" : "BucketListItem"
@@ -438,7 +738,7 @@ enum OpenAPIDocument {
           trip,
           parameter(
             "q", "Items whose title or details contain this, ignoring case and accents.",
-            schema: string),
+            schema: text()),
           filters.last!,
         ]
       let id: JSONValue = .object([
@@ -459,15 +759,7 @@ enum OpenAPIDocument {
                 "get",
                 operation(
                   "The bounds of the matching stays, for map cameras", "getStaysBounds",
-                  parameters: [filters[0], filters[1], trip, filters.last!] + [
-                    parameter(
-                      "viewport", "WIDTHxHEIGHT in pixels: also fit a camera.", schema: string),
-                    parameter(
-                      "padding", "Pixels kept free on each side of the camera fit.",
-                      schema: .object([("type", .string("integer")), ("minimum", .number(0))])),
-                    parameter(
-                      "crs", "The projected CRS of the extent (default EPSG:3857).", schema: string),
-                  ],
+                  parameters: [filters[0], filters[1], trip, filters.last!] + boundsParameters,
                   ok: (
                     "200",
                     response(
@@ -555,12 +847,7 @@ enum OpenAPIDocument {
               operation(
                 "One \(noun)", "get\(name)", parameters: [id],
                 ok: ("200", response("The \(noun) as a Feature, with its ETag.", geo)),
-                extra: [
-                  (
-                    "304",
-                    .object([("description", .string("If-None-Match names the current ETag."))])
-                  )
-                ])
+                extra: [notModified])
             ),
             (
               "patch",

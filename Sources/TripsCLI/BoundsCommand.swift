@@ -89,7 +89,7 @@ enum BoundsCommand: Subcommand {
     }
     let store = try CommonOptions.openForReading(arguments, io)
     if format == .geojson {
-      let records = try store.trips(query).map(\.record)
+      let records = try store.records(query)
       try io.out(String(decoding: TripGeoJSON.encode(records), as: UTF8.self))
       return
     }

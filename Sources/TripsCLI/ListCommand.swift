@@ -39,13 +39,13 @@ enum ListCommand: Subcommand {
     let json = try CommonOptions.outputFormat(arguments, format, fallback: .text) == .json
     let store = try CommonOptions.openForReading(arguments, io)
     if grouped {
-      let sections = try store.sections(query)
+      let sections = try store.sectionRecords(query)
       if json {
         let value = JSONValue.array(
           sections.map { section in
             .object([
               ("id", .string(section.id)),
-              ("trips", .array(section.map { TripJSON.object($0.record) })),
+              ("trips", .array(section.map(TripJSON.object))),
             ])
           })
         try io.out(value.rendered(pretty: true) + "\n")
@@ -56,9 +56,8 @@ enum ListCommand: Subcommand {
       }
     } else {
       if json {
-        let trips = try store.trips(query)
-        try io.out(
-          JSONValue.array(trips.map { TripJSON.object($0.record) }).rendered(pretty: true) + "\n")
+        let records = try store.records(query)
+        try io.out(JSONValue.array(records.map(TripJSON.object)).rendered(pretty: true) + "\n")
       } else {
         try streamTable(store, query, io: io)
       }
@@ -89,7 +88,7 @@ enum ListCommand: Subcommand {
       try io.out(text)
     }
     var count = 0
-    try store.forEachTrip(query) { trip in
+    try store.forEachRecord(query) { trip in
       count += 1
       rows.append([
         displayDate(trip.startDate, io: io), displayDate(trip.endDate, io: io), trip.name,
@@ -106,7 +105,9 @@ enum ListCommand: Subcommand {
 
   /// Each destination as a header with its count, then its trips in aligned columns (the
   /// columns line up across sections).
-  static func renderSections(_ sections: [ResultsSection<String, Trip>], io: TerminalIO) -> String {
+  static func renderSections(_ sections: [ResultsSection<String, TripRecord>], io: TerminalIO)
+    -> String
+  {
     var table = TextTable(cutsLongCells: io.outIsTerminal)
     for section in sections {
       for trip in section {

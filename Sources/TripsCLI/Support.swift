@@ -380,6 +380,11 @@ extension Trip {
   var shortID: String { String(id.lowercasedString.prefix(8)) }
 }
 
+extension TripRecord {
+  /// The first 8 characters of the id, enough to name it in a listing (empty without one).
+  var shortID: String { id.map { String($0.lowercasedString.prefix(8)) } ?? "" }
+}
+
 /// A date as people read it, in the command's zone (`--time-zone`, `$TZ`, else UTC):
 /// `2027-04-01` for a midnight there, else `2027-04-01 22:00-05:00` (`…Z` in UTC).
 func displayDate(_ date: Date, io: TerminalIO) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Geo
@@ -26,27 +27,6 @@ struct ProjectionTests {
     #expect(extent.maxX > 20037508.34)
     #expect(abs(extent.maxX - ProjectedExtent.mercatorX(188.2)) < 1e-6)
     #expect(extent.minX < extent.maxX)
-  }
-
-  /// Runs PROJ's own `cs2cs` on lat/lon pairs and returns x, y pairs.
-  func cs2cs(_ crs: String, _ points: [(Double, Double)]) throws -> [(Double, Double)] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/cs2cs")
-    process.arguments = ["-f", "%.6f", "EPSG:4326", crs]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    let text = points.map { "\($0.0) \($0.1)" }.joined(separator: "\n") + "\n"
-    input.fileHandleForWriting.write(Data(text.utf8))
-    try input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
-      let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-      return (Double(parts[0])!, Double(parts[1])!)
-    }
   }
 
   /// The extent cs2cs gives for a box's edges, sampled densely.

@@ -42,12 +42,16 @@ struct ConnectionReuseTests {
     seed.insert(Note(key: "a", text: "1"))
     try seed.save()
     var reading: ObjectIdentifier?
+    // Kept alive to the end, so that a closed connection's address cannot come back as a new
+    // connection's (which made the identities equal now and then).
+    var kept: [AnyObject] = []
     do {
       let context = ModelContext(container)
       let connection = try context.connection()
       try connection.beginReading()
       _ = try context.fetch(FetchDescriptor<Note>())
       reading = ObjectIdentifier(connection)
+      kept.append(connection)
     }
     var stepping: ObjectIdentifier?
     var statement: (any StoreStatement)?
@@ -57,6 +61,7 @@ struct ConnectionReuseTests {
       statement = try connection.cachedStatement("SELECT key FROM notes")
       #expect(try statement?.step() == true)
       stepping = ObjectIdentifier(connection)
+      kept.append(connection)
     }
     // Written meanwhile: a context on a reused snapshot would not see it.
     seed.insert(Note(key: "b", text: "2"))
@@ -67,6 +72,7 @@ struct ConnectionReuseTests {
     #expect(identity != stepping)
     #expect(try next.fetch(FetchDescriptor<Note>()).count == 2)
     statement?.reset()
+    withExtendedLifetime(kept) {}
   }
 
   @Test("at most a few idle connections are kept")

@@ -356,6 +356,7 @@ struct RelationshipTests {
     let container = try store.hotels()
     try seedThreeHotels(container)
     let context = ModelContext(container)
+    let names = ["Kyoto Inn", "Empty", "Nowhere"]
     let rooms: [Predicate<Room>] = [
       #Predicate { $0.hotel?.name == "Kyoto Inn" },
       #Predicate { !($0.hotel?.name == "Kyoto Inn") },
@@ -365,6 +366,9 @@ struct RelationshipTests {
       #Predicate { $0.hotel?.manager?.name == "Aiko" },
       #Predicate { $0.hotel?.name != "Annex" },
       #Predicate { $0.hotel?.rooms.contains { $0.number == 8 } == true },
+      #Predicate { $0.hotel.flatMap { names.contains($0.name) } ?? false },
+      #Predicate { !($0.hotel.flatMap { names.contains($0.name) } ?? false) },
+      #Predicate { $0.hotel.flatMap { names.contains($0.name) } == false },
     ]
     let allRooms = try context.fetch(FetchDescriptor<Room>())
     // Named by their place in the list: describing some predicates traps in Foundation.
@@ -402,6 +406,14 @@ struct RelationshipTests {
       let evaluated = try allHotels.filter { try predicate.evaluate($0) }.map(\.name)
       #expect(fetched.sorted() == evaluated.sorted(), "hotel predicate \(index)")
     }
+    // A forced unwrap through the to-one: no match for a room in no hotel (where Swift would
+    // stop), the others as Swift selects them.
+    let unwrapped = #Predicate<Room> { names.contains($0.hotel!.name) }
+    let inHotels = allRooms.filter { $0.hotel != nil }
+    #expect(allRooms.count > inHotels.count)
+    #expect(
+      try context.fetch(FetchDescriptor(predicate: unwrapped)).map(\.number).sorted()
+        == (try inHotels.filter { try unwrapped.evaluate($0) }.map(\.number).sorted()))
     // A second predicate of one shape reuses the first's translation with its own values.
     let kyoto = "Kyoto Inn"
     let annex = "Annex"
@@ -550,6 +562,46 @@ struct RelationshipTests {
     #expect(plan.contains { $0.contains("rooms_hotel_index") }, "\(plan)")
     #expect(plan.contains { $0.contains("hotels_name_unique") }, "\(plan)")
     #expect(!plan.contains { $0.hasPrefix("SCAN rooms") }, "\(plan)")
+  }
+
+  @Test(
+    "SQLite: [values].contains through a to-one is served by the related table's index and the key's"
+  )
+  func containsUsesIndexes() throws {
+    let store = try TestEngine.sqlite.makeStore()
+    let context = ModelContext(try store.hotels())
+    let names = ["Kyoto Inn", "Annex"]
+    for predicate in [
+      #Predicate<Room> { names.contains($0.hotel!.name) },
+      #Predicate<Room> { $0.hotel.flatMap { names.contains($0.name) } ?? false },
+    ] {
+      let plan = try context.explainQueryPlan(FetchDescriptor<Room>(predicate: predicate))
+      #expect(plan.contains { $0.contains("hotels_name_unique") }, "\(plan)")
+    }
+    let plan = try context.explainQueryPlan(
+      FetchDescriptor<Room>(predicate: #Predicate { names.contains($0.hotel!.name) }))
+    #expect(plan.contains { $0.contains("rooms_hotel_index") }, "\(plan)")
+    #expect(!plan.contains { $0.hasPrefix("SCAN rooms") }, "\(plan)")
+  }
+
+  @Test(
+    "enumerateValues reads a to-one that stores its key as the related row's primary key, nil for none",
+    arguments: TestEngine.allCases)
+  func valuesReadKeys(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let container = try store.hotels()
+    try seedThreeHotels(container)
+    let context = ModelContext(container)
+    var keys: [Int: Int64?] = [:]
+    try context.enumerateValues(FetchDescriptor<Room>(), [\Room.number, \Room.hotel]) { row in
+      keys.updateValue(
+        try row.value(Int?.self, at: 1).map(Int64.init), forKey: try row.value(Int.self, at: 0))
+    }
+    for room in try context.fetch(FetchDescriptor<Room>()) {
+      let expected = try room.hotel.flatMap { try context.persistentIdentifier(for: $0) }
+      #expect(keys[room.number] == .some(expected?.primaryKey), "room \(room.number)")
+    }
+    #expect(keys[9] == .some(nil))
   }
 
   @Test("a predicate through a relationship to a .codable attribute is an error naming it")

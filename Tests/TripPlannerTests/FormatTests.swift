@@ -146,7 +146,7 @@ struct FastWriterTests {
     }
   }
 
-  @Test("TripGeoJSON.writeFeature writes what the feature's tree renders")
+  @Test("TripGeoJSON.writeFeature writes what the feature's tree renders, plans included")
   func features() {
     var generator = SeededGenerator(seed: 5)
     let texts = ["", "a\"b\\c", "tab\t", "Zürich", "\u{1}\u{1F}", "🌍 e\u{301}"]
@@ -166,7 +166,30 @@ struct FastWriterTests {
           longitude: Double.random(in: -180...180, using: &generator),
           placeIdentifier: Bool.random(using: &generator)
             ? nil : texts.randomElement(using: &generator)))
+      // Half of them with a plan: items of every kind of text and flag, a stay or none.
+      if Bool.random(using: &generator) {
+        records[records.count - 1].plan = TripPlan(
+          bucketList: (0..<Int.random(in: 0...3, using: &generator)).map { position in
+            BucketListItemRecord(
+              id: Bool.random(using: &generator) ? nil : UUID(),
+              title: texts.randomElement(using: &generator)!,
+              details: texts.randomElement(using: &generator)!,
+              hasReservation: Bool.random(using: &generator),
+              isInPlan: Bool.random(using: &generator),
+              position: [position, 7, 2_147_483_647].randomElement(using: &generator)!)
+          },
+          livingAccommodation: Bool.random(using: &generator)
+            ? nil
+            : LivingAccommodationRecord(
+              id: UUID(), name: texts.randomElement(using: &generator)!,
+              address: texts.randomElement(using: &generator)!,
+              latitude: [0, -0.0, 45.5, 1e-7].randomElement(using: &generator)!,
+              longitude: Double.random(in: -180...180, using: &generator),
+              placeIdentifier: Bool.random(using: &generator)
+                ? nil : texts.randomElement(using: &generator)))
+      }
     }
+    #expect(records.contains { $0.plan?.livingAccommodation != nil })
     for record in records {
       var bytes: [UInt8] = []
       TripGeoJSON.writeFeature(record, into: &bytes)

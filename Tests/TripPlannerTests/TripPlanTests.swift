@@ -415,10 +415,10 @@ struct TripPlanFileTests {
   }
 }
 
-@Suite("A trip's plan read as values, on every engine")
+@Suite("A page's plans read as values, on every engine")
 struct TripPlanValueTests {
   @Test(
-    "withPlans reads plans as values equal to the models' (the export's), empty for a trip without one or not in the store, across batches of 500",
+    "withPlans reads as values the plans the export reads as models, empty for a trip without one or not in the store, across batches of 500",
     arguments: TripPlanTests.Engine.allCases)
   func plansAsValues(engine: TripPlanTests.Engine) throws {
     let store = try TripStore(url: try TripPlanTests.storeURL(engine, "values"))
@@ -455,5 +455,49 @@ struct TripPlanValueTests {
     #expect(read.last?.plan == TripPlan())
     #expect(read.dropLast().sorted { $0.name < $1.name } == expected)
     #expect(expected.contains { $0.plan?.livingAccommodation?.placeIdentifier != nil })
+  }
+
+  @Test(
+    "value fetches of trips and bucket-list items equal their models' records: a predicate and sections across the to-one, a page, an enumeration",
+    arguments: TripPlanTests.Engine.allCases)
+  func valueFetches(engine: TripPlanTests.Engine) throws {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "values"))
+    for (index, city) in ["Kyoto", "Lima", "Oslo", "Kyoto", "Quito"].enumerated() {
+      var record = TripPlanTests.kyoto
+      record.name = "Trip \(index)"
+      record.destination = city
+      record.placeIdentifier = index % 2 == 0 ? "osm:node/\(index % 3)" : nil
+      let trip = try store.add(record)
+      for item in 0..<(index + 1) {
+        try store.addBucketListItem(
+          BucketListItemRecord(title: "Item \(item)", isInPlan: item % 2 == 0),
+          toTrip: trip.id.uuidString)
+      }
+    }
+    let context = ModelContext(store.context.container)
+    let trips = FetchDescriptor<Trip>(
+      predicate: #Predicate { $0.destination != "Lima" },
+      sortBy: [SortDescriptor(\.destination), SortDescriptor(\.name, order: .reverse)])
+    #expect(
+      try ModelContext(store.context.container).fetch(trips, as: TripRecord.self)
+        == context.fetch(trips).map(\.record))
+    // Items of trips to Kyoto, across the to-one, sectioned by their trip's name (String?).
+    let items = FetchDescriptor<BucketListItem>(
+      predicate: #Predicate { $0.trip?.destination == "Kyoto" && $0.isInPlan },
+      sortBy: [SortDescriptor(\.title)])
+    let models = try context.fetch(items, sectionBy: \.trip?.name)
+    let values = try ModelContext(store.context.container).fetch(
+      items, as: BucketListItemRecord.self, sectionBy: \.trip?.name)
+    #expect(values.map(\.id) == ["Trip 0", "Trip 3"])
+    #expect(values.map(\.id) == models.map(\.id))
+    #expect(values.map { Array($0) } == models.map { $0.map(\.record) })
+    var page = items
+    page.fetchLimit = 2
+    page.fetchOffset = 1
+    let (pageValues, matched) = try context.fetchPage(page, as: BucketListItemRecord.self)
+    #expect(try pageValues == context.fetch(page).map(\.record) && matched == 3)
+    var enumerated: [TripRecord] = []
+    try context.enumerate(FetchDescriptor<Trip>(), as: TripRecord.self) { enumerated.append($0) }
+    #expect(enumerated.count == 5 && enumerated.filter { $0.placeIdentifier != nil }.count == 3)
   }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TripPlanner
 
 @Suite("The map page in a real browser")
 struct MapPageTests {
@@ -104,5 +105,104 @@ struct MapPageTests {
     #expect((try Data(contentsOf: shot)).starts(with: [0x89, 0x50, 0x4E, 0x47]))
     try staysShot.write(
       to: artifacts.appendingPathComponent("map-stay-\(Int(Date().timeIntervalSince1970)).png"))
+  }
+
+  @Test(
+    "a store of more trips than the page draws as markers is drawn as vector tiles: clusters with their counts (adding up to the trips on screen), a click on one zooms into its trips, a trip added by another process repaints the tiles, no console error"
+  )
+  func tiledMap() throws {
+    _ = try #require(Chromium.executable, "Tools/install-dependencies.sh --tests installs chromium")
+    let scratch = Scratch()
+    let file = scratch.file("crowded.json")
+    try TripFileFormat.json.encode(TileTests.crowdedTrips(6_000, seed: 5)).write(to: file)
+    #expect(try trips(["import", file.path], store: scratch.store).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let browser = try Chromium(width: 1000, height: 640)
+    defer { browser.close() }
+    try browser.navigate(server.url + "/map")
+    var state: [String: Any] = [:]
+    let loaded = try eventually(15) {
+      state = try pageState(browser)
+      // The world is on screen (more than once across): every trip is in a drawn cluster or
+      // point.
+      return state["ready"] as? Bool == true && state["mode"] as? String == "tiles"
+        && (state["tileClusters"] as? Int ?? 0) > 0 && state["largestCluster"] is [String: Any]
+        && (state["tileTrips"] as? Int ?? 0) >= 6_000
+    }
+    #expect(loaded, "\(state)")
+    #expect(state["markers"] as? Int == 0, "no marker per trip")
+    let zoom = try #require(state["zoom"] as? Double)
+    let cluster = try #require(state["largestCluster"] as? [String: Double])
+    for type in ["mousePressed", "mouseReleased"] {
+      _ = try browser.send(
+        "Input.dispatchMouseEvent",
+        ["type": type, "x": cluster["x"]!, "y": cluster["y"]!, "button": "left", "clickCount": 1])
+    }
+    let zoomed = try eventually(10) {
+      state = try pageState(browser)
+      return (state["zoom"] as? Double ?? 0) > zoom + 1
+    }
+    #expect(zoomed, "a click on a cluster of \(cluster["count"] ?? 0) zooms in: \(state)")
+    // A trip added on screen by another process: the tiles on screen are asked again, and the
+    // one it is in repainted.
+    let center = try #require(state["center"] as? [String: Double])
+    let repaints = try #require(state["tileRepaints"] as? Int)
+    let fetches = try #require(state["tileFetches"] as? Int)
+    #expect(
+      try trips(
+        [
+          "add", "--name", "Late", "--destination", "Suva", "--start", "2027-03-01", "--end",
+          "2027-03-09", "--latitude", String(center["latitude"]!), "--longitude",
+          String(center["longitude"]!),
+        ], store: scratch.store
+      ).status == 0)
+    let followed = try eventually(10) {
+      state = try pageState(browser)
+      return (state["tileFetches"] as? Int ?? 0) > fetches
+        && (state["tileRepaints"] as? Int ?? 0) > repaints
+    }
+    #expect(followed, "\(state)")
+    #expect((state["errors"] as? [Any])?.isEmpty == true, "\(state)")
+    #expect(browser.problems.isEmpty, "\(browser.problems)")
+    let artifacts = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "trips-test-artifacts")
+    try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+    try browser.screenshot().write(
+      to: artifacts.appendingPathComponent("map-tiles-\(Int(Date().timeIntervalSince1970)).png"))
+  }
+
+  @Test(
+    "the map of a large store served by another process (TRIPS_MAP_SERVER, which Tools/Benchmarks/serve-tiles.sh sets): the time until every tile on screen is drawn, the page's JavaScript heap, no console error, and its screenshot (TRIPS_MAP_SCREENSHOT)",
+    .enabled(if: ProcessInfo.processInfo.environment["TRIPS_MAP_SERVER"] != nil)
+  )
+  func largeStoreMap() throws {
+    let environment = ProcessInfo.processInfo.environment
+    let server = try #require(environment["TRIPS_MAP_SERVER"])
+    let browser = try Chromium(width: 1200, height: 700)
+    defer { browser.close() }
+    try browser.send("Performance.enable")
+    let start = Date()
+    try browser.navigate(server + "/map")
+    var state: [String: Any] = [:]
+    var drawnAt = Date()
+    let drawn = try eventually(30) {
+      state = try pageState(browser)
+      drawnAt = Date()
+      return state["ready"] as? Bool == true && (state["tiles"] as? Int ?? 0) > 0
+        && state["tilesPending"] as? Int == 0 && (state["boundsEvents"] as? Int ?? 0) >= 1
+    }
+    #expect(drawn, "\(state)")
+    let seconds = drawnAt.timeIntervalSince(start)
+    let metrics = try browser.send("Performance.getMetrics")["metrics"] as? [[String: Any]] ?? []
+    let heap = metrics.first { $0["name"] as? String == "JSHeapUsedSize" }?["value"] as? Double ?? 0
+    print(
+      "The map page on \(server): every tile on screen drawn \(String(format: "%.2f", seconds)) s after navigating; \(state["tiles"] ?? 0) tiles, \(state["tileClusters"] ?? 0) clusters and \(state["tilePoints"] ?? 0) points holding \(state["tileTrips"] ?? 0) trips; JavaScript heap \(String(format: "%.1f", heap / 1_048_576)) MB"
+    )
+    #expect((state["errors"] as? [Any])?.isEmpty == true, "\(state)")
+    #expect(browser.problems.isEmpty, "\(browser.problems)")
+    if let path = environment["TRIPS_MAP_SCREENSHOT"] {
+      try browser.screenshot().write(to: URL(fileURLWithPath: path))
+    }
   }
 }

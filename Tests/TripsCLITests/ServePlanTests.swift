@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A feature body with a plan: `properties` extended with `plan` (JSON members, without braces).
@@ -228,6 +229,13 @@ struct ServePlanTests {
     #expect(try server.request("/collections/stays/items?trip=nope").status == 400)
     #expect(try server.request("/collections/stays/items?q=x").status == 400)
 
+    // The collection's extent is their box, the same as their bounds say.
+    let described = try server.request("/collections/stays").json()
+    let extent = (described["extent"] as? [String: Any])?["spatial"] as? [String: Any]
+    #expect((extent?["bbox"] as? [[Double]])?.first?.count == 4)
+    #expect(
+      (extent?["bbox"] as? [[Double]])?.first
+        == (try server.request("/collections/stays/bounds").json()["bbox"] as? [Double]))
     // Their bounds: every stay, a trip's, and across the antimeridian.
     let allBounds = try server.request("/collections/stays/bounds").json()
     #expect(allBounds["count"] as? Int == stays.count)
@@ -419,23 +427,7 @@ struct ServePlanTests {
     let trip = try #require(
       try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
         .json()["id"] as? String)
-    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
-      text.components(separatedBy: "\n\n").compactMap { block in
-        var id = ""
-        var kind = ""
-        var data: [String: Any] = [:]
-        for line in block.split(separator: "\n") {
-          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
-          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
-          if line.hasPrefix("data: ") {
-            data =
-              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
-              as? [String: Any] ?? [:]
-          }
-        }
-        return kind.isEmpty ? nil : (id, kind, data)
-      }
-    }
+    let events = serverSentEvents
     func listen(lastEventID: String? = nil) throws -> (Process, URL) {
       let file = scratch.file("stream-\(UUID().uuidString).txt")
       let process = Process()
@@ -506,23 +498,7 @@ struct ServePlanTests {
     }
     let suva = try trip("Suva", longitude: 178.4)
     let lisbon = try trip("Lisbon", longitude: -9.1)
-    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
-      text.components(separatedBy: "\n\n").compactMap { block in
-        var id = ""
-        var kind = ""
-        var data: [String: Any] = [:]
-        for line in block.split(separator: "\n") {
-          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
-          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
-          if line.hasPrefix("data: ") {
-            data =
-              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
-              as? [String: Any] ?? [:]
-          }
-        }
-        return kind.isEmpty ? nil : (id, kind, data)
-      }
-    }
+    let events = serverSentEvents
     func listen(lastEventID: String? = nil) throws -> (Process, URL) {
       let file = scratch.file("stays-\(UUID().uuidString).txt")
       let process = Process()
@@ -579,5 +555,54 @@ struct ServePlanTests {
     // The stay set after the clear is a new row: another id, the same trip.
     #expect(features?.count == 1 && features?.first?["id"] as? String != stayID)
     #expect((features?.first?["properties"] as? [String: Any])?["tripId"] as? String == suva)
+  }
+
+  @Test(
+    "on a PostgreSQL store too: a POST with a plan, the page with it, an item added at a position, a stay's collection and stream, and an item for a deleted trip refused with nothing written"
+  )
+  func onPostgreSQL() throws {
+    let database = try PostgreSQLCluster.shared.get().makeDatabase("serveplans")
+    let store = try #require(URL(string: database))
+    let server = try ServerProcess(
+      store: store, ["--token-file", try tokenFile(in: scratch, "planner:\(token)").path])
+    defer { #expect(server.stop() == 0) }
+    let created = try server.request(
+      "POST", "/collections/trips/items", headers: auth,
+      body: featureBody(
+        plan:
+          #""bucketList":[{"title":"Kava"},{"title":"Reef"}],"livingAccommodation":{"name":"Tanoa","latitude":-18.14,"longitude":178.42}"#
+      ))
+    #expect(created.status == 201, "\(created.text)")
+    let trip = try #require(try created.json()["id"] as? String)
+    let between = try server.request(
+      "POST", "/collections/bucket-list-items/items", headers: auth,
+      body: Data(
+        #"{"type":"Feature","geometry":null,"properties":{"tripId":"\#(trip)","title":"Market","position":1}}"#
+          .utf8))
+    #expect(between.status == 201, "\(between.text)")
+    let page = try server.request("/collections/trips/items?bbox=170,-30,-170,0").json()
+    let properties = try #require(
+      (page["features"] as? [[String: Any]])?.first?["properties"] as? [String: Any])
+    #expect(
+      (properties["bucketList"] as? [[String: Any]])?.map { $0["title"] as? String } == [
+        "Kava", "Market", "Reef",
+      ])
+    let stays = try server.request("/collections/stays/items?bbox=170,-30,-170,0").json()
+    #expect(stays["numberMatched"] as? Int == 1)
+    #expect(
+      try server.request("HEAD", "/collections/stays/items/stream?bbox=170,-30,-170,0").status
+        == 200)
+    #expect(
+      try server.request("DELETE", "/collections/trips/items/\(trip)", headers: auth).status == 204)
+    let orphan = try server.request(
+      "POST", "/collections/bucket-list-items/items", headers: auth,
+      body: Data(
+        #"{"type":"Feature","geometry":null,"properties":{"tripId":"\#(trip)","title":"Lost"}}"#
+          .utf8))
+    #expect(orphan.status == 400 && orphan.text.contains("there is no trip"), "\(orphan.text)")
+    #expect(
+      try server.request("/collections/bucket-list-items/items").json()["numberMatched"] as? Int
+        == 0)
+    #expect(try server.request("/collections/stays/items").json()["numberMatched"] as? Int == 0)
   }
 }

@@ -10,6 +10,15 @@ final class ServerProcess: @unchecked Sendable {
   let process = Process()
   let url: String
   private let errors = Pipe()
+  /// What the server wrote to standard error, read as it comes (a pipe left unread fills up
+  /// after 64 KiB of access log, and the server would block writing to it).
+  private let logged = LogBuffer()
+
+  final class LogBuffer: Sendable {
+    let data = Mutex(Data())
+    /// Set when the server closed its standard error (it exited).
+    let ended = Mutex(false)
+  }
 
   init(store: URL, _ extra: [String] = []) throws {
     process.executableURL = tripsExecutable
@@ -36,6 +45,23 @@ final class ServerProcess: @unchecked Sendable {
       throw ServerFailure(message: "no 'Listening on' line: \(text)")
     }
     url = text.dropFirst("Listening on ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+    // A thread of its own reads the log to its end (the server's exit), holding the pipe so
+    // that its descriptor stays open meanwhile; a dispatch source (readabilityHandler) would
+    // outlive a descriptor closed under it.
+    let logged = self.logged
+    let errors = self.errors
+    Thread.detachNewThread {
+      let descriptor = errors.fileHandleForReading.fileDescriptor
+      var chunk = [UInt8](repeating: 0, count: 65_536)
+      while true {
+        let count = read(descriptor, &chunk, chunk.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        logged.data.withLock { $0.append(contentsOf: chunk[0..<count]) }
+      }
+      logged.ended.withLock { $0 = true }
+      withExtendedLifetime(errors) {}
+    }
   }
 
   struct ServerFailure: Error { var message: String }
@@ -44,11 +70,26 @@ final class ServerProcess: @unchecked Sendable {
   func stop() -> Int32 {
     if process.isRunning { process.terminate() }
     process.waitUntilExit()
+    if process.terminationStatus != 0 {
+      // What the server said last, for a failure that the test's own message cannot explain.
+      print(
+        "trips serve ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(process.terminationStatus); its log ends: \(log.suffix(3000))"
+      )
+    }
     return process.terminationStatus
   }
 
   /// What the server logged so far (after ``stop()``).
-  var log: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
+  var log: String {
+    if !process.isRunning {
+      // The reader sees the end of the log just after the exit.
+      let deadline = Date().addingTimeInterval(5)
+      while !logged.ended.withLock({ $0 }) && Date() < deadline {
+        Thread.sleep(forTimeInterval: 0.01)
+      }
+    }
+    return logged.data.withLock { String(decoding: $0, as: UTF8.self) }
+  }
 
   deinit { if process.isRunning { process.terminate() } }
 
@@ -118,6 +159,26 @@ func curl(_ method: String, _ url: String, headers: [String] = [], body: Data? =
   return HTTPReply(status: status, headers: headerValues, body: data)
 }
 
+/// (id, event, data) of each event in a stream's output (Server-Sent Events, data as a JSON
+/// object; empty when it is not one).
+func serverSentEvents(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
+  text.components(separatedBy: "\n\n").compactMap { block in
+    var id = ""
+    var kind = ""
+    var data: [String: Any] = [:]
+    for line in block.split(separator: "\n") {
+      if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+      if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
+      if line.hasPrefix("data: ") {
+        data =
+          (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
+          as? [String: Any] ?? [:]
+      }
+    }
+    return kind.isEmpty ? nil : (id, kind, data)
+  }
+}
+
 /// A token file of one `name:token` line, readable by its owner only (as `serve` requires).
 func tokenFile(in scratch: Scratch, _ line: String) throws -> URL {
   let file = try scratch.write("tokens", line + "\n")
@@ -160,6 +221,7 @@ struct ServeTests {
     #expect(
       Set(links.compactMap { $0["rel"] as? String }) == [
         "self", "service-desc", "conformance", "data", "alternate",
+        "http://www.opengis.net/def/rel/ogc/1.0/tiling-schemes",
       ])
     let map = try server.request("/map")
     #expect(map.status == 200 && map.headers["content-type"] == "text/html; charset=utf-8")
@@ -292,7 +354,7 @@ struct ServeTests {
     let api = try server.request("/api").json()
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
-    #expect(paths.count == 21)
+    #expect(paths.count == 29)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -310,7 +372,10 @@ struct ServeTests {
     ]
     for (path, operations) in paths {
       let concrete = path.replacingOccurrences(
-        of: "{featureId}", with: ids.first { path.hasPrefix($0.key) }?.value ?? id)
+        of: "{featureId}", with: ids.first { path.hasPrefix($0.key) }?.value ?? id
+      )
+      .replacingOccurrences(of: "{tileMatrixSetId}", with: "WebMercatorQuad")
+      .replacingOccurrences(of: "{tileMatrix}/{tileRow}/{tileCol}", with: "2/1/3")
       #expect(operations["get"] != nil, "\(path) documents GET")
       // A stream never ends: its headers answer for it (HEAD).
       let isStream = path.hasSuffix("/stream")
@@ -325,10 +390,15 @@ struct ServeTests {
           "bbox": "-10,-10,10,10", "bbox-crs": "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
           "datetime": "2027-01-01/..", "destination": "Suva", "q": "a", "f": "json", "limit": "5",
           "offset": "1", "sortby": "-name", "viewport": "800x600", "padding": "10",
-          "crs": "EPSG:4326", "after": resume, "exclude-author": "sync", "trip": id,
-          "stays": "true",
+          "crs": "http://www.opengis.net/def/crs/EPSG/0/3857", "after": resume,
+          "exclude-author": "sync", "trip": id,
+          "stays": "true", "filter": "TRUE", "filter-lang": "cql2-text",
+          "filter-crs": "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
+          "properties": "name,startDate", "skipGeometry": "true",
         ]
-        let value = try #require(sample[name], "a sample value for \(name)")
+        let isTile = path.hasSuffix("{tileCol}")
+        let value = try #require(
+          name == "f" && isTile ? "mvt" : sample[name], "a sample value for \(name)")
         let answered = try server.request(
           isStream ? "HEAD" : "GET", concrete + "?\(name)=\(value)")
         #expect(answered.status == 200, "\(path)?\(name): \(answered.text)")
@@ -878,24 +948,7 @@ struct ServeTests {
     let server = try ServerProcess(store: scratch.store)
     defer { #expect(server.stop() == 0) }
     let path = "/collections/trips/items/stream?bbox=160,-60,-160,0"
-    /// (id, event, data) of each event in a stream's output.
-    func events(_ text: String) -> [(id: String, kind: String, data: [String: Any])] {
-      text.components(separatedBy: "\n\n").compactMap { block in
-        var id = ""
-        var kind = ""
-        var data: [String: Any] = [:]
-        for line in block.split(separator: "\n") {
-          if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
-          if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
-          if line.hasPrefix("data: ") {
-            data =
-              (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)))
-              as? [String: Any] ?? [:]
-          }
-        }
-        return kind.isEmpty ? nil : (id, kind, data)
-      }
-    }
+    let events = serverSentEvents
     func listen(lastEventID: String? = nil, seconds: Int) throws -> (Process, URL) {
       let file = scratch.file("stream-\(UUID().uuidString).txt")
       let process = Process()

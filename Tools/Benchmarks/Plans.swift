@@ -92,7 +92,7 @@ import TripsSynthetic
   var items = 0
   try pair(
     "plans: bbox page of 100, x200", n: records.count,
-    note: "beside: the same pages without plans; the plans read in one query each a page",
+    note: "beside: the same pages without plans; the plans read as values, three queries a page",
     with: {
       items = 0
       for query in queries {

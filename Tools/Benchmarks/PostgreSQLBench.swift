@@ -139,6 +139,45 @@ import TripsBaseline
       })
     check(oursSections == baseSections, "section counts")
   }
+  if options.wants("values") {
+    var oursSum: UInt64 = 0
+    var baseSum: UInt64 = 0
+    try compare(
+      "value fetch all sorted by start date",
+      threadCPU: true,
+      ours: {
+        let values = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self)
+        oursSum = checksum(values)
+      },
+      base: {
+        var out = tb_trips()
+        check(tbpq_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out) == 0, "C fetch")
+        baseSum = tb_checksum(&out)
+        tb_free_trips(&out)
+      })
+    check(oursSum == baseSum, "value fetch checksums")
+    var oursSections = 0
+    var baseSections = 0
+    try compare(
+      "value sectioned fetch by destination",
+      threadCPU: true,
+      ours: {
+        let sections = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self,
+          sectionBy: \.destination)
+        oursSections = sections.count
+      },
+      base: {
+        var out = tb_trips()
+        check(
+          tbpq_fetch(db, nil, nil, "\"destination\", \"start_date\", \"_pk\"", 1, &out) == 0,
+          "C sectioned fetch")
+        baseSections = out.sections
+        tb_free_trips(&out)
+      })
+    check(oursSections == baseSections, "value section counts")
+  }
   let destinations = Array(Set(records.map(\.destination)).sorted().prefix(100))
   if options.wants("indexed") {
     try compare(

@@ -282,6 +282,79 @@ if options.wants("sectioned") {
     "sections \(oursSections) vs \(baseSections)")
 }
 
+// MARK: Value fetches: the same three reads as Sendable values, no models
+
+/// The checksum the C side computes, over the values' ids in order.
+func checksum(_ records: some Sequence<TripRecord>) -> UInt64 {
+  var sum: UInt64 = 0
+  for (index, record) in records.enumerated() {
+    var hash: UInt64 = 1_469_598_103_934_665_603
+    withUnsafeBytes(of: record.id!.uuid) { bytes in
+      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+    }
+    sum = sum &+ hash &* UInt64(index + 1)
+  }
+  return sum
+}
+
+if options.wants("values") {
+  var oursSum: UInt64 = 0
+  var baseSum: UInt64 = 0
+  try compare(
+    "value fetch all sorted by start date",
+    ours: {
+      let values = try ModelContext(container).fetch(
+        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self)
+      oursSum = checksum(values)
+    },
+    base: {
+      var out = tb_trips()
+      check(tb_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out) == 0, "C fetch failed")
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(oursSum == baseSum, "value fetch all checksums \(oursSum) vs \(baseSum)")
+  var oursSections = 0
+  var baseSections = 0
+  try compare(
+    "value sectioned fetch by destination",
+    ours: {
+      let sections = try ModelContext(container).fetch(
+        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self,
+        sectionBy: \.destination)
+      oursSections = sections.count
+      oursSum = checksum(sections.lazy.flatMap { $0 })
+    },
+    base: {
+      var out = tb_trips()
+      check(
+        tb_fetch(db, nil, nil, "\"destination\", \"start_date\", \"_pk\"", 1, &out) == 0,
+        "C fetch failed")
+      baseSections = out.sections
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(
+    oursSections == baseSections && oursSum == baseSum,
+    "value sections \(oursSections) vs \(baseSections)")
+  let text = "lights"
+  try compare(
+    "value contains scan (name contains)",
+    ours: {
+      oursSum = checksum(
+        try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.name.contains(text) }),
+          as: TripRecord.self))
+    },
+    base: {
+      var out = tb_trips()
+      check(tb_fetch(db, "(instr(\"name\", ?) > 0)", text, "\"_pk\"", 0, &out) == 0, "C fetch")
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(oursSum == baseSum, "value contains checksums")
+}
+
 // MARK: Indexed predicate, 100 destinations
 
 let destinations = Array(Set(records.map(\.destination)).sorted().prefix(100))
@@ -824,12 +897,14 @@ if options.wants("streams") {
 
 // MARK: Peak memory of fetching all
 
-func peakKiB(_ side: String, reading: Bool = false) throws -> Double {
+func peakKiB(_ side: String, reading: Bool = false, child: String? = nil) throws -> Double {
   // The child reports its own VmHWM (peak resident set of its address space): wait4's
   // ru_maxrss would include the parent's size, which a vfork-style spawn shares until exec.
   let process = Process()
   process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-  process.arguments = ["--child", reading ? "fetch-read-memory" : "fetch-memory", side, store.path]
+  process.arguments = [
+    "--child", child ?? (reading ? "fetch-read-memory" : "fetch-memory"), side, store.path,
+  ]
   let pipe = Pipe()
   process.standardOutput = pipe
   try process.run()
@@ -881,6 +956,15 @@ if options.wants("memory") {
       phase: "peak memory of fetch all, read", n: options.size, seconds: median(oursRead),
       baselineSeconds: median(base), unit: "KiB",
       note: "the same, then each trip's name read (C's trips need no reading)"))
+  var oursValues: [Double] = []
+  for _ in 0..<max(1, min(options.rounds, 3)) {
+    oursValues.append(try peakKiB("swift", child: "fetch-values-memory"))
+  }
+  report(
+    Phase(
+      phase: "peak memory of value fetch all", n: options.size, seconds: median(oursValues),
+      baselineSeconds: median(base), unit: "KiB",
+      note: "the same fetch as TripRecord values"))
 }
 
 // MARK: Relationships
@@ -934,8 +1018,14 @@ func runChild(_ arguments: [String]) {
     do {
       let container = try ModelContainer(
         for: Trip.modelTypes, configuration: ModelConfiguration(url: URL(fileURLWithPath: path)))
-      let trips = try ModelContext(container).fetch(
-        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+      let descriptor = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
+      if arguments[0] == "fetch-values-memory" {
+        let values = try ModelContext(container).fetch(descriptor, as: TripRecord.self)
+        if values.isEmpty { exit(2) }
+        print(peakResidentKiB())
+        return
+      }
+      let trips = try ModelContext(container).fetch(descriptor)
       if trips.isEmpty { exit(2) }
       if arguments[0] == "fetch-read-memory" {
         var length = 0

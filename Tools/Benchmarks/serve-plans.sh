@@ -2,11 +2,14 @@
 # `trips serve` answering bbox pages of 100 trips with their plans, beside the same trips
 # without plans, under wrk, in one run: SIZE generated trips (trips-generate's seed 2027) in
 # two SQLite stores, one of them with five bucket-list items and a stay for every trip
-# (`--items 5 --stays`); each round starts the server on one store, warms it with one request,
-# loads it for 10 s (wrk: 2 threads, 32 connections, `GET
-# /collections/trips/items?bbox=-10,35,30,60&limit=100`, a box over Europe that holds far more
-# than 100 trips), stops it, then does the same on the other store, alternating which goes
-# first; three rounds. Prints each load's requests a second, p50 and p99 (ms), then the medians.
+# (`--items 5 --stays`); each round starts the server on one store, warms it with one request
+# per path, loads it for 10 s per path, stops it, then does the same on the other store,
+# alternating which goes first; three rounds. Two loads: full pages (wrk: 2 threads, 32
+# connections, `GET /collections/trips/items?bbox=-10,35,30,60&limit=100`, a box over Europe
+# that holds far more than 100 trips), and the serve benchmark's own bbox load (64
+# connections, `limit=100` in a city-sized box of 0.5° around the first trip by start date,
+# as `trips-bench --phases serve` asks). Prints each load's requests a second, p50 and p99
+# (ms), then the medians.
 #
 # Needs release builds of trips and trips-generate (`swift build -c release --product trips`,
 # the same for trips-generate) and wrk (Debian's package).
@@ -30,11 +33,14 @@ cleanup() {
 trap cleanup EXIT
 "$generate" --count "$size" --store "$folder/without.sqlite" 2>/dev/null
 "$generate" --count "$size" --items 5 --stays --store "$folder/with.sqlite" 2>/dev/null
-path='/collections/trips/items?bbox=-10,35,30,60&limit=100'
+full='/collections/trips/items?bbox=-10,35,30,60&limit=100'
+first=$("$trips" list --store "$folder/without.sqlite" --limit 1 --json)
+city=$(python3 -c 'import json, sys; t = json.loads(sys.argv[1])[0]; print("%.4f,%.4f,%.4f,%.4f" % (t["longitude"] - 0.25, t["latitude"] - 0.25, t["longitude"] + 0.25, t["latitude"] + 0.25))' "$first")
+city="/collections/trips/items?limit=100&bbox=$city"
 
-# Loads one store's server; prints "rate p50 p99".
+# Loads one store's server on `path` with `connections`; prints "rate p50 p99".
 load() {
-  local store=$1
+  local store=$1 path=$2 connections=$3
   "$trips" serve --store "$store" --port 0 > "$folder/listening" 2>/dev/null &
   server=$!
   local url=
@@ -46,7 +52,7 @@ load() {
   [ -n "$url" ] || { echo "trips serve did not start on $store" >&2; exit 1; }
   curl -s -o /dev/null "$url$path"
   local text
-  text=$(wrk -t 2 -c 32 -d 10s --latency "$url$path")
+  text=$(wrk -t 2 -c "$connections" -d 10s --latency "$url$path")
   kill "$server"
   wait "$server" 2>/dev/null || true
   server=
@@ -68,20 +74,28 @@ milliseconds() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-echo "trips serve, $size trips, bbox pages of 100 ($path), wrk -t 2 -c 32 -d 10s, $rounds rounds"
-: > "$folder/with.txt"
-: > "$folder/without.txt"
+echo "trips serve, $size trips, $rounds rounds, wrk -t 2 -d 10s"
+echo "full pages: $full, 32 connections"
+echo "city pages: $city, 64 connections"
+for load in full city; do
+  for kind in with without; do : > "$folder/$kind-$load.txt"; done
+done
 for round in $(seq "$rounds"); do
   if (( round % 2 )); then order="with without"; else order="without with"; fi
   for kind in $order; do
-    result=$(load "$folder/$kind.sqlite")
-    echo "round $round, $kind plans: $result (requests/s, p50 ms, p99 ms)"
-    echo "$result" >> "$folder/$kind.txt"
+    for load in full city; do
+      if [ "$load" = full ]; then result=$(load "$folder/$kind.sqlite" "$full" 32)
+      else result=$(load "$folder/$kind.sqlite" "$city" 64); fi
+      echo "round $round, $load pages, $kind plans: $result (requests/s, p50 ms, p99 ms)"
+      echo "$result" >> "$folder/$kind-$load.txt"
+    done
   done
 done
-for kind in with without; do
-  rate=$(cut -d' ' -f1 "$folder/$kind.txt" | median)
-  p50=$(cut -d' ' -f2 "$folder/$kind.txt" | median)
-  p99=$(cut -d' ' -f3 "$folder/$kind.txt" | median)
-  echo "median, $kind plans: $rate requests/s, p50 $p50 ms, p99 $p99 ms"
+for load in full city; do
+  for kind in with without; do
+    rate=$(cut -d' ' -f1 "$folder/$kind-$load.txt" | median)
+    p50=$(cut -d' ' -f2 "$folder/$kind-$load.txt" | median)
+    p99=$(cut -d' ' -f3 "$folder/$kind-$load.txt" | median)
+    echo "median, $load pages, $kind plans: $rate requests/s, p50 $p50 ms, p99 $p99 ms"
+  done
 done

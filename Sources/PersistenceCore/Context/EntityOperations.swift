@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The type-erased operations a ``ModelContext`` needs on one model type, so that registrations
 /// of different models can live in one identity map.
 protocol EntityOperations: AnyObject, Sendable {
@@ -125,6 +127,8 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let declaredCount: Int
   let relationships: [RelationshipInfo]
   let hasRelationships: Bool
+  /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
+  let checkedValueTypes = Mutex<Set<ObjectIdentifier>>([])
 
   init() {
     let schema = Model.schema

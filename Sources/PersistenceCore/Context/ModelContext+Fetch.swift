@@ -106,55 +106,19 @@ extension ModelContext {
       if let open = current { sections.append(ResultsSection(id: open.key, elements: open.models)) }
       return sections
     }
-    let column: Int32
-    var query: Query?
-    if let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
-      let index = entity.columnNames.firstIndex(of: attribute.name)
-    {
-      column = Int32(index + 1)  // after the primary key
-    } else if entity.schema.attribute(for: keyPath) == nil, entity.hasRelationships,
-      let related = RelatedKeyPath.resolve(keyPath, in: PredicateTable(entity.schema))
-    {
-      // Through to-ones (`\Room.hotel?.name`): the value selected after the row's columns.
-      let expression = try related.sql(schema: entity.schema).sql
-      column = Int32(entity.columnNames.count + 1)
-      query = try Query(
-        descriptor, schema: entity.schema, select: entity.schema.selectList + ", " + expression,
-        sectionExpression: expression, database: try connection())
-    } else {
-      throw PersistenceError(
-        code: .unsupportedPredicate,
-        message:
-          "sectionBy needs a stored String attribute of \(Model.self), or one reached through to-one relationships; \(keyPath) is not one."
-      )
-    }
+    let (column, query) = try sectionQuery(descriptor, keyPath, entity: entity)
     // Per row only plain state (no generic tuple or optional, whose every copy goes through
     // the runtime's value witnesses in this unspecialized function): the models in order, and
     // where each section starts with its key, read once per section.
     var models: [AnyObject] = []  // objects, as in `fetch(_:)`
     var starts: [Int] = []
     var keys: [Key] = []
-    var last: [UInt8] = []
-    var lastIsNull = false
-    let sectionColumn = query == nil ? entity.columnNames[Int(column) - 1] : nil
-    try forEachRow(descriptor, sectionColumn: sectionColumn, query: query) { model, statement in
-      let isNull = statement.isNull(at: column)
-      let bytes = statement.bytes(at: column)
-      if !starts.isEmpty, lastIsNull == isNull, last.count == bytes.count,
-        bytes.isEmpty
-          || last.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
-      {
-        models.append(model)
-        return
+    var boundary = SectionBoundary()
+    try forEachRow(descriptor, query: query) { model, statement in
+      if boundary.startsSection(statement, column: column) {
+        starts.append(models.count)
+        keys.append(makeKey(statement, column))
       }
-      // Copied before the key is read: reading it as text may convert a value an outside
-      // writer stored with another type, which frees the bytes. Into the same buffer: one
-      // allocation for all sections, not one each.
-      last.removeAll(keepingCapacity: true)
-      last.append(contentsOf: bytes)
-      lastIsNull = isNull
-      starts.append(models.count)
-      keys.append(makeKey(statement, column))
       models.append(model)
     }
     var sections: [ResultsSection<Key, Model>] = []
@@ -168,6 +132,36 @@ extension ModelContext {
       sections.append(ResultsSection(id: keys[offset], models: all[starts[offset]..<end]))
     }
     return sections
+  }
+
+  /// The query of a fetch sectioned by `keyPath`, ordered by the key first, and the column
+  /// that holds the key: the attribute's own, or, for a key through to-ones
+  /// (`\Room.hotel?.name`), the value selected after the row's columns.
+  func sectionQuery<Model: PersistentModel>(
+    _ descriptor: FetchDescriptor<Model>, _ keyPath: AnyKeyPath, entity: Entity<Model>
+  ) throws -> (column: Int32, query: Query) {
+    let database = try connection()
+    if let attribute = entity.schema.attribute(for: keyPath), !attribute.isCodable,
+      let index = entity.columnNames.firstIndex(of: attribute.name)
+    {
+      let query = try Query(
+        descriptor, schema: entity.schema, sectionColumn: attribute.name, database: database)
+      return (Int32(index + 1), query)  // after the primary key
+    }
+    if entity.schema.attribute(for: keyPath) == nil, entity.hasRelationships,
+      let related = RelatedKeyPath.resolve(keyPath, in: PredicateTable(entity.schema))
+    {
+      let expression = try related.sql(schema: entity.schema).sql
+      let query = try Query(
+        descriptor, schema: entity.schema, select: entity.schema.selectList + ", " + expression,
+        sectionExpression: expression, database: database)
+      return (Int32(entity.columnNames.count + 1), query)
+    }
+    throw PersistenceError(
+      code: .unsupportedPredicate,
+      message:
+        "sectionBy needs a stored String attribute of \(Model.self), or one reached through to-one relationships; \(keyPath) is not one."
+    )
   }
 
   /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
@@ -252,7 +246,7 @@ extension ModelContext {
   /// or values `NULL` where the kept translation's were not.
   ///
   /// Cost: O(size of the predicate + sorts); a miss on a kept shape builds the query once.
-  private func keptRows<Model: PersistentModel>(
+  func keptRows<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>, database: any StoreConnection
   ) throws -> (statement: any StoreStatement, bindings: [SQLValue])? {
     guard !descriptor.hasConditions, let parts = descriptor.predicateParts else { return nil }
@@ -546,8 +540,10 @@ extension ModelContext {
     query made: Query? = nil
   ) throws -> [(model: Model, key: Int64)]? {
     let database = try connection()
-    // An engine that runs every function never needs Swift to finish (no second translation).
-    guard !database.evaluatesSwiftFunctions else { return nil }
+    // An engine that runs every function needs Swift to finish only a predicate with a
+    // function SQL has not (no second translation otherwise).
+    guard made != nil || !database.evaluatesSwiftFunctions || descriptor.callsSwiftFunctions()
+    else { return nil }
     let entity = try entity(for: Model.self)
     let query = try made ?? Query(descriptor, schema: entity.schema, database: database)
     guard query.finishesInSwift else { return nil }

@@ -68,7 +68,7 @@ extension ModelContext {
   /// The page's primary keys in order and the number of matches, from one pass (see
   /// ``fetchPage(_:)``); nil when the descriptor needs the two-query form (no limit, a sort
   /// that calls back into Swift, or a predicate finished in Swift).
-  private func pageKeys<Model: PersistentModel>(
+  func pageKeys<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>
   ) throws -> (keys: [Int64], matched: Int)? {
     let database = try connection()
@@ -77,7 +77,7 @@ extension ModelContext {
       descriptor.sortBy.allSatisfy({
         $0.stringComparator == nil && descriptor.localizedStandardKeyPath($0) == nil
       }),
-      try database.evaluatesSwiftFunctions
+      try (database.evaluatesSwiftFunctions && !descriptor.callsSwiftFunctions())
         || !Query(descriptor, schema: entity.schema, database: database).finishesInSwift
     else { return nil }
     var columns = ["\"_pk\""]

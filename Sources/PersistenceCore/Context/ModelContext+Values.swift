@@ -132,7 +132,7 @@ extension ModelContext {
     let query = try Query(
       descriptor, schema: entity.schema, select: (["\"_pk\""] + columns).joined(separator: ", "),
       database: database)
-    guard database.evaluatesSwiftFunctions || !query.finishesInSwift else {
+    guard !query.finishesInSwift else {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:

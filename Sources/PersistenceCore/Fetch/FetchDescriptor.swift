@@ -66,6 +66,19 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
     return localizedStandardSorts.first { $0 == keyPath }
   }
 
+  /// Whether ``predicate`` or one of ``conditions`` has a node Swift must evaluate
+  /// (``PredicateExpressions/SwiftFunction``), so that its queries are finished in Swift on
+  /// every engine. Cost: a walk of each predicate's tree, O(1) once its type is known to
+  /// have one.
+  func callsSwiftFunctions() -> Bool {
+    for predicate in [predicate].compactMap({ $0 }) + conditions {
+      var walker = PredicateShapeWalker(variable: predicate.variable.key)
+      _ = walker.shape(of: predicate.expression, narrowing: false)
+      if walker.callsSwift { return true }
+    }
+    return false
+  }
+
   /// Whether `model` matches ``predicate`` and every one of ``conditions`` (in Swift).
   public func matches(_ model: Model) throws -> Bool {
     if let predicate, try !predicate.evaluate(model) { return false }
@@ -167,6 +180,7 @@ public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessColle
   }
 
   /// A section of `models`, sharing their storage.
+  @usableFromInline
   init(id: Key, models: ArraySlice<Model>) {
     self.id = id
     self.models = models
@@ -193,6 +207,10 @@ public struct ResultsSection<Key: Hashable & Sendable, Model>: RandomAccessColle
   /// Appends `model`.
   mutating func append(_ model: Model) { models.append(model) }
 }
+
+/// Sections of values (`ModelContext.fetch(_:as:sectionBy:)`)
+/// go to other threads as their values do.
+extension ResultsSection: Sendable where Model: Sendable {}
 
 /// Key paths, immutable values, shared between threads as they are.
 @usableFromInline

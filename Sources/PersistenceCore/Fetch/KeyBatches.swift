@@ -22,6 +22,19 @@ enum KeyBatches {
     keys: [Int64], database: any StoreConnection, select: String, filter: String = "",
     bindings: [SQLValue] = [], _ row: (any StoreRow) throws -> Void
   ) throws {
+    try forEachStatement(
+      keys: keys, database: database, select: select, filter: filter, bindings: bindings
+    ) { statement in
+      while try statement.step() { try row(statement) }
+    }
+  }
+
+  /// As ``forEachRow(keys:database:select:filter:bindings:_:)``, calling `body` once per
+  /// batch with the bound statement, which `body` steps through.
+  static func forEachStatement(
+    keys: [Int64], database: any StoreConnection, select: String, filter: String = "",
+    bindings: [SQLValue] = [], _ body: (any StoreStatement) throws -> Void
+  ) throws {
     let largest = sizes.last!
     for start in stride(from: 0, to: keys.count, by: largest) {
       let batch = keys[start..<min(start + largest, keys.count)]
@@ -37,7 +50,7 @@ enum KeyBatches {
       for (offset, value) in bindings.enumerated() {
         statement.bindValue(value, at: Int32(size + offset + 1))
       }
-      while try statement.step() { try row(statement) }
+      try body(statement)
     }
   }
 }

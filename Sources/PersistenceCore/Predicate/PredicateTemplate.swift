@@ -43,13 +43,17 @@ final class ShapePlan: Sendable {
   /// Whether a walk of this type always fails (a node without a conformance, or one that
   /// calls ``PredicateShapeWalker/fail()``, which its type decides): it is then not walked.
   let fails: Bool
+  /// Whether the type has a node Swift must evaluate (``PredicateExpressions/SwiftFunction``):
+  /// every query of it is finished in Swift, on every engine.
+  let callsSwift: Bool
   /// The template last found or kept for a shape of this type: most code builds one shape
   /// per expression type, so a lookup is then an equality test rather than a hash.
   private let recent = Mutex<(shape: PredicateShape, template: PredicateTemplate)?>(nil)
 
   private static let table = Mutex<[ObjectIdentifier: ShapePlan]>([:])
 
-  init(nodes: [Node], leaves: [Leaf], partCount: Int, fails: Bool) {
+  init(nodes: [Node], leaves: [Leaf], partCount: Int, fails: Bool, callsSwift: Bool) {
+    self.callsSwift = callsSwift
     self.nodes = nodes
     self.leaves = leaves
     self.partCount = partCount
@@ -137,7 +141,10 @@ struct PredicateShapeWalker {
   ) -> PredicateShape? {
     let type = ObjectIdentifier(Expression.self)
     if let known = ShapePlan.plan(for: type) {
-      if known.fails { return nil }
+      if known.fails {
+        callsSwift = known.callsSwift
+        return nil
+      }
       plan = known
       parts.reserveCapacity(known.partCount)
       leaves.reserveCapacity(known.leaves.count)
@@ -147,7 +154,8 @@ struct PredicateShapeWalker {
     visit(expression)
     if let learned = learning {
       let made = ShapePlan(
-        nodes: learned.nodes, leaves: learned.leaves, partCount: parts.count, fails: failed)
+        nodes: learned.nodes, leaves: learned.leaves, partCount: parts.count, fails: failed,
+        callsSwift: callsSwift)
       ShapePlan.keep(made, for: type)
       plan = made
     }
@@ -223,6 +231,16 @@ struct PredicateShapeWalker {
 
   /// Marks the predicate as one that is translated every time.
   mutating func fail() {
+    failed = true
+  }
+
+  /// Whether the walk met a node Swift must evaluate (see ``markCallsSwift()``).
+  private(set) var callsSwift = false
+
+  /// Marks the predicate as one with a node Swift must evaluate: translated every time, and
+  /// finished in Swift on every engine.
+  mutating func markCallsSwift() {
+    callsSwift = true
     failed = true
   }
 

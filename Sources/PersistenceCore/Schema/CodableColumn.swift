@@ -66,8 +66,44 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
 
   @usableFromInline
   func decode(_ data: Data) throws -> Value {
+    try data.withUnsafeBytes { try decode(bytes: $0) }
+  }
+
+  /// Decodes the value from stored bytes in place: no `Data` is made unless Foundation has to
+  /// decode it. Inlined where the model's module specializes it, so that a
+  /// ``StoredJSONRepresentable`` value's direct reader is called without a conformance lookup
+  /// or any generic metadata (about 400 instructions a value otherwise).
+  @inlinable
+  func decode(bytes: UnsafeRawBufferPointer) throws -> Value {
+    if let direct = Value.self as? any StoredJSONRepresentable.Type,
+      let value = Self.directDecode(bytes, as: direct)
+    {
+      return value
+    }
+    return try generalDecode(bytes: bytes)
+  }
+
+  /// The value read by its own direct reader (``StoredJSONRepresentable``), or nil when the
+  /// text is not what the reader reads (the general path then decides).
+  @inlinable
+  static func directDecode<Direct: StoredJSONRepresentable>(
+    _ bytes: UnsafeRawBufferPointer, as _: Direct.Type
+  ) -> Value? {
+    let text = [UInt8](bytes)
+    guard let start = try? text.withUnsafeBufferPointer({ try StoredJSONText.check($0) }),
+      text[start] == UInt8(ascii: "{"),
+      let value = try? Direct(storedJSON: StoredJSONObjectReader(text: text, start: start))
+    else { return nil }
+    // SAFETY: Direct is Value: the caller's metatype cast of Value succeeded as Direct.
+    assert(Direct.self == Value.self)
+    return unsafeBitCast(value, to: Value.self)
+  }
+
+  /// The value decoded by the fast path or by Foundation, or the error naming the column.
+  @usableFromInline
+  func generalDecode(bytes: UnsafeRawBufferPointer) throws -> Value {
     do {
-      return try decodeStoredJSON(Value.self, from: data)
+      return try decodeStoredJSON(Value.self, bytes: bytes)
     } catch {
       var failure = PersistenceError(
         code: .invalidValue,
@@ -92,7 +128,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
   @inlinable
   func read(_ statement: any StoreRow, _ index: Int32, _ cache: LoadCache) throws -> Value? {
     if statement.isNull(at: index) { return nil }
-    guard shares else { return try decode(statement.data(at: index)) }
+    guard shares else { return try decode(bytes: statement.bytes(at: index)) }
     let bytes = statement.bytes(at: index)
     // Only this column stores under its identity.
     let values = unsafeDowncast(
@@ -100,7 +136,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
       to: DecodedValues<Value>.self)
     let hash = DecodedValues<Value>.hash(bytes)
     if let hit = values.value(for: bytes, hash: hash) { return hit }
-    let value = try decode(Data(bytes))
+    let value = try decode(bytes: bytes)
     values.insert(value, for: bytes, hash: hash)
     return value
   }

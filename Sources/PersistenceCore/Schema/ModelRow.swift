@@ -53,11 +53,15 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   /// - Throws: ``PersistenceError/Code/invalidValue`` when the stored value cannot be read as
   ///   `Value` (the fetch names the row and the column).
   @inlinable @inline(__always)
-  public mutating func next<Value: PersistableValue>(_ keyPath: KeyPath<Model, Value>)
+  public mutating func next<Value: PersistableValue>(
+    _ keyPath: @autoclosure () -> KeyPath<Model, Value>
+  )
     throws -> Value
   {
-    // The key path only for the debug check: in release builds it is never made.
-    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    // The key path only for the debug check (and a value type's first use, whose check
+    // throws): in release builds a fetch's rows never make it.
+    assert(entity.isProbe || entity.isAttribute(count, keyPath()))
+    if entity.checksKeyPaths { try entity.checkKeyPath(count, { keyPath() }) }
     let slot = try self.slot(Value.self)
     let column = firstColumn + Int32(count)
     let value = try Value.read(from: row, at: column)
@@ -73,9 +77,10 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   ///   bytes.
   @inlinable @inline(__always)
   public mutating func fault<Value: Codable & SendableMetatype>(
-    _ keyPath: KeyPath<Model, Value?>
+    _ keyPath: @autoclosure () -> KeyPath<Model, Value?>
   ) throws -> CodableFault<Value> {
-    assert(entity.isProbe || entity.isAttribute(count, keyPath))
+    assert(entity.isProbe || entity.isAttribute(count, keyPath()))
+    if entity.checksKeyPaths { try entity.checkKeyPath(count, { keyPath() }) }
     let slot = try self.slot(CodableFault<Value>.self)
     let coder = slots[count].coder(as: CodableColumn<Value>.self)
     let column = firstColumn + Int32(count)
@@ -83,6 +88,68 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
     slot?.store(loaded)
     count += 1
     return loaded
+  }
+
+  /// The next attribute, `keyPath`, an optional `.codable` value, decoded now: how a
+  /// ``ModelValue`` reads one (a model's loader keeps the bytes instead, with ``fault(_:)``).
+  /// Equal stored bytes decode once per fetch when the attribute
+  /// ``AttributeOption/sharesEqualValues``.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when the stored bytes do not decode as
+  ///   `Value` (the fetch names the row and the column).
+  @inlinable @inline(__always)
+  public mutating func decoded<Value: Codable & SendableMetatype>(
+    _ keyPath: @autoclosure () -> KeyPath<Model, Value?>
+  ) throws -> Value? {
+    if entity.checksKeyPaths { try entity.checkKeyPath(count, { keyPath() }) }
+    let coder = try codableColumn(Value.self)
+    let value = try coder.read(row, firstColumn + Int32(count), cache)
+    count += 1
+    return value
+  }
+
+  /// The next attribute, `keyPath`, a non-optional `.codable` value, decoded now (see the
+  /// optional overload).
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` for `NULL`, or bytes that do not decode
+  ///   as `Value`.
+  @inlinable @inline(__always)
+  public mutating func decoded<Value: Codable & SendableMetatype>(
+    _ keyPath: @autoclosure () -> KeyPath<Model, Value>
+  ) throws -> Value {
+    if entity.checksKeyPaths { try entity.checkKeyPath(count, { keyPath() }) }
+    let coder = try codableColumn(Value.self)
+    guard let value = try coder.read(row, firstColumn + Int32(count), cache) else {
+      throw coder.nullError()
+    }
+    count += 1
+    return value
+  }
+
+  /// Passes over the next attribute, `keyPath`, without reading it: for a ``ModelValue`` that
+  /// does not hold every attribute. Its column is still selected.
+  @inlinable @inline(__always)
+  public mutating func skip<Value>(_ keyPath: @autoclosure () -> KeyPath<Model, Value>) throws {
+    if entity.checksKeyPaths { try entity.checkKeyPath(count, { keyPath() }) }
+    guard count < slots.count else { try entity.misread(Value.self, at: count) }
+    count += 1
+  }
+
+  /// The next attribute's coder, after checking in every build that the next attribute is a
+  /// `.codable` `Value` and that no snapshot is being filled (a model's loader reads
+  /// `.codable` attributes with ``fault(_:)``, which its snapshot keeps).
+  @inlinable @inline(__always)
+  func codableColumn<Value: Codable & SendableMetatype>(_: Value.Type) throws
+    -> CodableColumn<Value>
+  {
+    precondition(snapshot == nil, "ModelRow.decoded(_:) in a model's row loader: use fault(_:)")
+    guard count < slots.count,
+      slots[count].type == ObjectIdentifier(CodableFault<Value>.self)
+        || slots[count].type == ObjectIdentifier(CodableSnapshot<Value>.self)
+    else {
+      try entity.misread(Value.self, at: count)
+    }
+    return slots[count].coder(as: CodableColumn<Value>.self)
   }
 
   /// The next attribute's slot (nil without a snapshot), after checking that there is a next
@@ -217,13 +284,18 @@ final class EntityLayout: Sendable {
   /// Whether this layout serves the container's check of the row code
   /// (``Entity/checkRowCode()``): a misread or misbind then throws instead of trapping.
   @usableFromInline let isProbe: Bool
+  /// Whether each read checks its key path against the schema's, throwing when it differs: a
+  /// probe of a ``ModelValue``'s initializer (``Entity/checkValueCode(_:)``), which, unlike a
+  /// model's loader, fills nothing the check could read back.
+  @usableFromInline let checksKeyPaths: Bool
 
   init(
     layout: SnapshotLayout, keyPaths: [AnyKeyPath], coders: [(AnyObject & Sendable)?],
-    modelName: String, isProbe: Bool = false
+    modelName: String, isProbe: Bool = false, checksKeyPaths: Bool = false
   ) {
     self.modelName = modelName
-    self.isProbe = isProbe
+    self.isProbe = isProbe || checksKeyPaths
+    self.checksKeyPaths = checksKeyPaths
     let slots = UnsafeMutableBufferPointer<Slot>.allocate(capacity: keyPaths.count)
     for index in keyPaths.indices {
       slots.initializeElement(
@@ -244,6 +316,20 @@ final class EntityLayout: Sendable {
   @usableFromInline
   func isAttribute(_ index: Int, _ keyPath: AnyKeyPath) -> Bool {
     index < keyPaths.count && keyPaths[index] == keyPath
+  }
+
+  /// Refuses a read of `keyPath` as attribute `index` when the schema declares another there
+  /// (only on a layout that ``checksKeyPaths``).
+  /// Not inlined, and given the key path as a closure: the optimizer would otherwise make the
+  /// key path before the branch that calls this, in every read of every row.
+  @usableFromInline @inline(never)
+  func checkKeyPath(_ index: Int, _ makeKeyPath: () -> AnyKeyPath) throws {
+    let keyPath = makeKeyPath()
+    guard !isAttribute(index, keyPath) else { return }
+    let declared = keyPaths.firstIndex(of: keyPath).map { "attribute \($0 + 1)" } ?? "no attribute"
+    try refuse(
+      "its value reads \(keyPath) as attribute \(index + 1) of \(slots.count), which the schema declares as \(declared); read the attributes in the schema's order, once each (skip(_:) passes over one)"
+    )
   }
 
   /// A row binder bound attribute `index` as `Value`, which the schema does not declare: traps,

@@ -93,6 +93,45 @@ extension Entity {
     }
   }
 
+  /// Checks a ``ModelValue`` type's initializer (`make`, which makes one value from a row)
+  /// against the schema, once per type and container: it reads a probe row through a layout
+  /// that compares each read's key path and type with the schema's attribute at that place,
+  /// and must read every attribute. An initializer that throws an error of its own on the
+  /// probe's values (native attributes hold 0, `.codable` ones `NULL`) is checked up to that
+  /// read.
+  ///
+  /// Cost: one set lookup under a lock; the first time, one value made from one row.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` naming the value type and the attribute.
+  func checkValueCode(_ valueType: Any.Type, _ make: (inout ModelRow<Model>) throws -> Void)
+    throws
+  {
+    let type = ObjectIdentifier(valueType)
+    if checkedValueTypes.withLock({ $0.contains(type) }) { return }
+    let attributes = schema.attributes
+    let layout = EntityLayout(
+      layout: snapshotLayout, keyPaths: attributes.map(\.keyPath),
+      coders: attributes.map(\.coder), modelName: "\(valueType), a value of \(Model.self),",
+      checksKeyPaths: true)
+    let probe = ProbeStatement(
+      attributes.map { $0.isCodable ? .null : Self.probe($0.storageType, bit: false) })
+    var row = ModelRow<Model>(
+      probe, cache: LoadCache(), firstColumn: 0, snapshot: nil, entity: layout)
+    do {
+      try make(&row)
+      if row.count != attributes.count {
+        try layout.refuse(
+          "its initializer reads \(row.count) of the \(attributes.count) attributes; read each attribute once, in the schema's order (skip(_:) passes over one)"
+        )
+      }
+    } catch let refusal as RowCodeRefusal {
+      throw refusal.error
+    } catch {
+      // The initializer's own refusal of a probe value: checked up to that read.
+    }
+    checkedValueTypes.withLock { _ = $0.insert(type) }
+  }
+
   /// The probe value 0 or 1 as a column of `type` holds it.
   private static func probe(_ type: StorageType, bit: Bool) -> SQLValue {
     switch type {
@@ -112,7 +151,7 @@ struct RowCodeRefusal: Error {
 
 /// One row of values for ``Entity/checkRowCode()`` to load, and the parameters a binder binds
 /// to it.
-private final class ProbeStatement: StoreStatement {
+final class ProbeStatement: StoreStatement {
   let values: [SQLValue]
   /// Each blob's and text's bytes, valid as long as the statement.
   private let blobs: [Int32: UnsafeMutableRawBufferPointer]

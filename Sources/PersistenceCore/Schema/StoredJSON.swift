@@ -14,6 +14,7 @@ struct StoredJSONFallback: Error {}
 
 /// JSON text the direct readers read in place, with no tree of nodes: ``check(_:)`` accepts
 /// exactly what they handle, and they then find each value when asked for it.
+@usableFromInline
 enum StoredJSONText {
   /// The most members of an object the fast path reads (see ``check(_:)``).
   static let maximumMembers = 32
@@ -23,6 +24,7 @@ enum StoredJSONText {
   /// ASCII, without escapes and each once per object; nesting up to 64 levels). Throws
   /// ``StoredJSONFallback`` for anything else, including every malformed document. O(n) in
   /// the length (each key is compared with at most 31 others).
+  @usableFromInline
   static func check(_ bytes: UnsafeBufferPointer<UInt8>) throws -> Int {
     var checker = Checker(bytes: bytes)
     checker.skipWhitespace()

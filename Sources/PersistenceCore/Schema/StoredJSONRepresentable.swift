@@ -125,6 +125,14 @@ public struct StoredJSONObjectReader {
   /// The position of the object's `{`.
   let start: Int
 
+  /// A reader of the object whose `{` is at `start` in `text`, which ``StoredJSONText/check(_:)``
+  /// accepted.
+  @usableFromInline
+  init(text: [UInt8], start: Int) {
+    self.text = text
+    self.start = start
+  }
+
   /// The position of `key`'s value, or nil.
   private func member(_ key: StaticString) -> Int? {
     guard key.hasPointerRepresentation else { return nil }

@@ -89,11 +89,51 @@ public enum TripGeoJSON {
       raw("null")
     }
     if let plan = record.plan {
-      for (key, value) in TripJSON.planMembers(plan) {
-        output.append(UInt8(ascii: ","))
-        string(key)
-        output.append(UInt8(ascii: ":"))
-        output.append(contentsOf: value.utf8())
+      // The plan's members as planMembers(_:) renders them, written as they go.
+      func id(_ value: UUID?) {
+        if let value {
+          output.append(UInt8(ascii: "\""))
+          value.writeLowercased(into: &output)
+          output.append(UInt8(ascii: "\""))
+        } else {
+          raw("null")
+        }
+      }
+      func bool(_ value: Bool) { value ? raw("true") : raw("false") }
+      raw(#","bucketList":["#)
+      for (index, item) in plan.bucketList.enumerated() {
+        if index > 0 { output.append(UInt8(ascii: ",")) }
+        raw(#"{"id":"#)
+        id(item.id)
+        raw(#","title":"#)
+        string(item.title)
+        raw(#","details":"#)
+        string(item.details)
+        raw(#","hasReservation":"#)
+        bool(item.hasReservation)
+        raw(#","isInPlan":"#)
+        bool(item.isInPlan)
+        raw(#","position":"#)
+        number(Double(item.position))
+        output.append(UInt8(ascii: "}"))
+      }
+      raw(#"],"livingAccommodation":"#)
+      if let stay = plan.livingAccommodation {
+        raw(#"{"id":"#)
+        id(stay.id)
+        raw(#","name":"#)
+        string(stay.name)
+        raw(#","address":"#)
+        string(stay.address)
+        raw(#","latitude":"#)
+        number(stay.latitude)
+        raw(#","longitude":"#)
+        number(stay.longitude)
+        raw(#","placeIdentifier":"#)
+        if let place = stay.placeIdentifier { string(place) } else { raw("null") }
+        output.append(UInt8(ascii: "}"))
+      } else {
+        raw("null")
       }
     }
     raw("}}")

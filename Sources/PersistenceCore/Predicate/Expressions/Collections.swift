@@ -1,7 +1,8 @@
 import Foundation
 
 extension PredicateExpressions.SequenceContains: SQLTranslatable {
-  /// `[a, b].contains($0.x)` as `x IN (?, ?)`, matching `nil` with `IS NULL`. The list is
+  /// `[a, b].contains($0.x)` as `x IN (?, ?)`, matching `nil` with `IS NULL`; through a
+  /// to-one (`[a, b].contains($0.trip!.id)`), as a test of the key column. The list is
   /// padded to a power of two by repeating its last value (which selects nothing more), so
   /// that arrays of every length make a few SQL texts, not one each: a connection keeps a
   /// prepared statement per text.
@@ -29,6 +30,19 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
       var padded = 1
       while padded < bindings.count { padded <<= 1 }
       bindings += repeatElement(last, count: padded - bindings.count)
+    }
+    // A related row's attribute (`$0.trip!.id`, or `$0` inside `$0.trip.flatMap { … }`): a
+    // test of the row's key against the keys of the related rows holding one of the values,
+    // which the related table's index and the key column's serve (a subquery per row
+    // otherwise: a scan). False for a row whose key is NULL, as Swift's answer for no row.
+    if let related = target.relatedColumn, target.bindings.isEmpty, !matchesNil,
+      !bindings.isEmpty
+    {
+      let list = Array(repeating: "?", count: bindings.count).joined(separator: ", ")
+      return .sql(
+        SQLFragment(
+          "(\(related.key) IS NOT NULL AND \(related.key) IN (SELECT \(related.alias).\"_pk\" FROM \(related.table) AS \(related.alias) WHERE \(related.alias).\(related.column) IN (\(list))))",
+          FragmentBindings(bindings), isCondition: true, canBeNull: false))
     }
     var parts: [String] = []
     if !bindings.isEmpty {

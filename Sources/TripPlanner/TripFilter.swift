@@ -1,0 +1,562 @@
+import CQL2
+import Foundation
+import Geo
+import Persistence
+
+/// A CQL2 filter over trips (OGC API – Features Part 3), compiled to a `Predicate<Trip>` that
+/// the persistence layer translates to SQL like every other predicate: the one
+/// predicate-to-SQL path, on both engines.
+///
+/// The trips' queryables are ``queryables``: `id`, `name`, `destination`, `startDate`,
+/// `endDate`, `latitude`, `longitude` and `geometry` (the trip's point). What each part of
+/// CQL2 becomes:
+///
+/// - comparisons, `BETWEEN`, `IN`, `AND`, `OR`, `NOT`, `+ - *`, temporal functions and
+///   `S_INTERSECTS` with a point or a `BBOX`: SQL (indexed ranges where the attribute is
+///   indexed; a `BBOX` whose west is greater than its east crosses the antimeridian, as the
+///   service's `bbox` parameter);
+/// - `LIKE`, `CASEI`, `ACCENTI`, `/ % div ^`, and `S_INTERSECTS` with a line or a polygon:
+///   Swift (`PredicateExpressions.SwiftFunction` (PersistenceCore)), on the rows the rest of the filter keeps
+///   in SQL (for a geometry, the rows inside its envelope, from the index on longitude).
+///
+/// A trip's dates are the instants at 00:00 UTC of its days; a `DATE` is the same instant of
+/// its day, and a trip's interval for the temporal functions is `INTERVAL(startDate,
+/// endDate)`. No queryable of a trip is ever null, so `IS NULL` is false for each.
+/// `CASEI` lowercases (Unicode's default case mapping), `ACCENTI` removes diacritics; `LIKE`
+/// matches `%` with any run of characters and `_` with one character, `\` escaping either.
+///
+/// Cost: O(size of the filter) to parse and compile; the query as its parts say above.
+public struct TripFilter: Hashable, Sendable, CustomStringConvertible {
+  /// The filter as parsed.
+  public let expression: CQL2Expression
+  /// The filter as a predicate on trips.
+  public let predicate: Predicate<Trip>
+
+  /// Compiles `expression`, or throws `CQL2Error` naming the node at fault (an unknown
+  /// property, operands of different types, a function this filter does not define).
+  public init(_ expression: CQL2Expression) throws {
+    self.expression = expression
+    let probe = try TripFilterCompiler(variable: PredicateExpressions.Variable<Trip>())
+      .condition(expression)
+    func make<Condition: StandardPredicateExpression<Bool>>(_ probe: Condition) -> Predicate<Trip> {
+      Predicate<Trip> { trip in
+        // The same filter compiles to the same type for any variable: the probe above has
+        // thrown any error already, so this cast and compilation cannot fail. (If they did,
+        // the probe names another variable, and translating or evaluating fails loudly.)
+        ((try? TripFilterCompiler(variable: trip).condition(expression)) as? Condition) ?? probe
+      }
+    }
+    predicate = make(probe)
+  }
+
+  /// Parses and compiles a CQL2 Text filter.
+  public init(text: String) throws {
+    try self.init(CQL2Expression(text: text))
+  }
+
+  /// Parses and compiles a CQL2 JSON filter.
+  public init(json: Data) throws {
+    try self.init(CQL2Expression(json: json))
+  }
+
+  /// Equal when the parsed filters are.
+  public static func == (lhs: TripFilter, rhs: TripFilter) -> Bool {
+    lhs.expression == rhs.expression
+  }
+
+  /// Hashes the parsed filter.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(expression)
+  }
+
+  /// The filter's tree, for logs.
+  public var description: String { "\(expression)" }
+
+  /// A property a filter can name.
+  public struct Queryable: Sendable, Hashable {
+    /// Its name in a filter.
+    public let name: String
+    /// Its JSON Schema type (`string`, `number`) or, for the geometry, its GeoJSON type.
+    public let type: String
+    /// Its JSON Schema format (`uuid`, `date`), if any.
+    public let format: String?
+    /// What it is.
+    public let title: String
+  }
+
+  /// The queryables of trips, in the order ``Queryable`` lists them.
+  public static let queryables: [Queryable] = [
+    Queryable(name: "id", type: "string", format: "uuid", title: "The trip's identifier"),
+    Queryable(name: "name", type: "string", format: nil, title: "The trip's name"),
+    Queryable(name: "destination", type: "string", format: nil, title: "Where the trip goes"),
+    Queryable(name: "startDate", type: "string", format: "date", title: "The trip's first day"),
+    Queryable(name: "endDate", type: "string", format: "date", title: "The trip's last day"),
+    Queryable(
+      name: "latitude", type: "number", format: nil, title: "The trip's latitude (degrees north)"),
+    Queryable(
+      name: "longitude", type: "number", format: nil, title: "The trip's longitude (degrees east)"),
+    Queryable(name: "geometry", type: "Point", format: nil, title: "The trip's position"),
+  ]
+}
+
+/// `CASEI` and `ACCENTI`.
+enum Fold: String, Sendable {
+  case caseInsensitive = "casei"
+  case accentInsensitive = "accenti"
+
+  /// `text` lowercased (Unicode's default case mapping) or without its diacritics. ASCII text
+  /// takes a fast path with the same answer (no Foundation call).
+  func apply(_ text: String) -> String {
+    let ascii = text.utf8.allSatisfy { $0 < 0x80 }
+    switch self {
+    case .caseInsensitive:
+      guard ascii else { return text.lowercased() }
+      guard text.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return text }
+      return String(
+        decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    case .accentInsensitive:
+      return ascii ? text : text.folding(options: .diacriticInsensitive, locale: nil)
+    }
+  }
+}
+
+/// Compiles a CQL2 tree to predicate expressions on one trip variable.
+private struct TripFilterCompiler {
+  typealias Expression<Output> = any StandardPredicateExpression<Output>
+  let variable: PredicateExpressions.Variable<Trip>
+
+  /// What a node of the filter is, with its type.
+  enum Value {
+    case bool(Expression<Bool>)
+    case string(Expression<String>)
+    case number(Expression<Double>)
+    case instant(Expression<Date>)
+    case uuid(Expression<UUID>)
+    /// An interval: each end an instant, or nil when unbounded.
+    case interval(Expression<Date>?, Expression<Date>?)
+    case geometry(CQL2Geometry)
+    /// The trip's point.
+    case position
+
+    var typeName: String {
+      switch self {
+      case .bool: "a Boolean"
+      case .string: "a character string"
+      case .number: "a number"
+      case .instant: "an instant"
+      case .uuid: "an identifier"
+      case .interval: "an interval"
+      case .geometry, .position: "a geometry"
+      }
+    }
+  }
+
+  func fail(_ reason: String, _ node: CQL2Expression) -> CQL2Error {
+    CQL2Error(reason, at: node.location)
+  }
+
+  /// The filter as a condition.
+  func condition(_ node: CQL2Expression) throws -> Expression<Bool> {
+    guard case .bool(let condition) = try value(node) else {
+      throw fail("This is \(try value(node).typeName), not a condition.", node)
+    }
+    return condition
+  }
+
+  // MARK: Nodes
+
+  func value(_ node: CQL2Expression) throws -> Value {
+    switch node.node {
+    case .boolean(let bool): return .bool(PredicateExpressions.Value(bool))
+    case .number(let number): return .number(PredicateExpressions.Value(number))
+    case .string(let text): return .string(PredicateExpressions.Value(text))
+    case .date(let day):
+      guard let date = CQL2Instant.day(day) else { throw fail("'\(day)' is not a date.", node) }
+      return .instant(PredicateExpressions.Value(date))
+    case .timestamp(let date): return .instant(PredicateExpressions.Value(date))
+    case .unbounded:
+      throw fail("'..' stands only for an end of an interval.", node)
+    case .interval(let start, let end):
+      return .interval(try intervalEnd(start), try intervalEnd(end))
+    case .geometry(let geometry): return .geometry(geometry)
+    case .property(let name): return try property(name, node)
+    case .and(let terms):
+      return .bool(
+        try terms.dropFirst().reduce(try condition(terms[0])) { and($0, try condition($1)) })
+    case .or(let terms):
+      return .bool(
+        try terms.dropFirst().reduce(try condition(terms[0])) { or($0, try condition($1)) })
+    case .not(let inner): return .bool(not(try condition(inner)))
+    case .comparison(let op, let left, let right):
+      return .bool(try compare(op, left, right, at: node))
+    case .between(let subject, let low, let high):
+      return .bool(
+        and(
+          try compare(.greaterOrEqual, subject, low, at: node),
+          try compare(.lessOrEqual, subject, high, at: node)))
+    case .in(let subject, let items):
+      let tests = try items.map { try compare(.equal, subject, $0, at: node) }
+      return .bool(tests.dropFirst().reduce(tests[0]) { or($0, $1) })
+    case .isNull(let subject):
+      _ = try value(subject)
+      return .bool(PredicateExpressions.Value(false))
+    case .like(let subject, let pattern):
+      guard case .string(let text) = try value(subject) else {
+        throw fail("LIKE applies to a character string.", subject)
+      }
+      guard case .string(let patternText) = try value(pattern) else {
+        throw fail("A LIKE pattern is a character string.", pattern)
+      }
+      return .bool(call2("like", text, patternText) { CQL2LikePattern($1).matches($0) })
+    case .caseInsensitive, .accentInsensitive:
+      // A chain of them (ACCENTI(CASEI(x))) is one function: one call a row.
+      var folds: [Fold] = []
+      var inner = node
+      while true {
+        if case .caseInsensitive(let next) = inner.node {
+          folds.append(.caseInsensitive)
+          inner = next
+        } else if case .accentInsensitive(let next) = inner.node {
+          folds.append(.accentInsensitive)
+          inner = next
+        } else {
+          break
+        }
+      }
+      guard case .string(let text) = try value(inner) else {
+        throw fail("CASEI and ACCENTI apply to a character string.", inner)
+      }
+      let applied = Array(folds.reversed())
+      return .string(
+        call(applied.map(\.rawValue).joined(separator: "+"), text) { text in
+          applied.reduce(text) { $1.apply($0) }
+        })
+    case .arithmetic(let op, let left, let right):
+      guard case .number(let l) = try value(left) else {
+        throw fail("Arithmetic applies to numbers; this is \(try value(left).typeName).", left)
+      }
+      guard case .number(let r) = try value(right) else {
+        throw fail("Arithmetic applies to numbers; this is \(try value(right).typeName).", right)
+      }
+      return .number(arithmetic(op, l, r))
+    case .negation(let inner):
+      guard case .number(let number) = try value(inner) else {
+        throw fail("Only a number can be negated.", inner)
+      }
+      return .number(negate(number))
+    case .spatial(let function, let a, let b):
+      guard function == .intersects else {
+        throw fail(
+          "\(function.rawValue.uppercased()) is not supported: this server implements S_INTERSECTS (Basic Spatial Functions, with every geometry type).",
+          node)
+      }
+      return .bool(try intersects(a, b, at: node))
+    case .temporal(let function, let a, let b):
+      return .bool(try temporal(function, a, b))
+    case .function(let name, _):
+      throw fail(
+        "The function '\(name)' is not defined here; the functions are CASEI, ACCENTI, S_INTERSECTS and the T_ functions.",
+        node)
+    }
+  }
+
+  func intervalEnd(_ node: CQL2Expression) throws -> Expression<Date>? {
+    if case .unbounded = node.node { return nil }
+    guard case .instant(let instant) = try value(node) else {
+      throw fail("An end of an interval is an instant, '..', or a date property.", node)
+    }
+    return instant
+  }
+
+  func property(_ name: String, _ node: CQL2Expression) throws -> Value {
+    switch name {
+    case "id": return .uuid(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.id))
+    case "name": return .string(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.name))
+    case "destination":
+      return .string(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.destination))
+    case "startDate":
+      return .instant(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.startDate))
+    case "endDate":
+      return .instant(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.endDate))
+    case "latitude":
+      return .number(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.latitude))
+    case "longitude":
+      return .number(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.longitude))
+    case "geometry": return .position
+    default:
+      throw fail(
+        "Unknown property '\(name)'; the trips' queryables are \(TripFilter.queryables.map(\.name).joined(separator: ", ")).",
+        node)
+    }
+  }
+
+  // MARK: Comparisons
+
+  func compare(
+    _ op: CQL2Expression.ComparisonOperator, _ left: CQL2Expression, _ right: CQL2Expression,
+    at node: CQL2Expression
+  ) throws -> Expression<Bool> {
+    let l = try value(left)
+    let r = try value(right)
+    switch (l, r) {
+    case (.string(let a), .string(let b)): return comparison(op, a, b)
+    case (.number(let a), .number(let b)): return comparison(op, a, b)
+    case (.instant(let a), .instant(let b)): return comparison(op, a, b)
+    case (.bool(let a), .bool(let b)):
+      guard op == .equal || op == .notEqual else {
+        throw fail("Booleans compare with = and <> only.", node)
+      }
+      return op == .equal ? equal(a, b) : not(equal(a, b))
+    case (.uuid(let a), .string), (.string, .uuid(let a)):
+      guard op == .equal || op == .notEqual else {
+        throw fail("An id compares with =, <> and IN only.", node)
+      }
+      let literal = if case .string = l { left } else { right }
+      guard case .string(let text) = literal.node else {
+        throw fail("An id compares with a character literal.", literal)
+      }
+      // A text that is no UUID is no trip's id: equal to none.
+      guard let id = UUID(uuidString: text) else {
+        return PredicateExpressions.Value(op == .notEqual)
+      }
+      let test = equal(a, PredicateExpressions.Value(id) as Expression<UUID>)
+      return op == .equal ? test : not(test)
+    default:
+      throw fail("Cannot compare \(l.typeName) with \(r.typeName).", node)
+    }
+  }
+
+  func comparison<T: Comparable & Codable & Sendable>(
+    _ op: CQL2Expression.ComparisonOperator, _ a: Expression<T>, _ b: Expression<T>
+  ) -> Expression<Bool> {
+    func open<L: StandardPredicateExpression<T>, R: StandardPredicateExpression<T>>(
+      _ l: L, _ r: R
+    ) -> Expression<Bool> {
+      switch op {
+      case .equal: PredicateExpressions.Equal(lhs: l, rhs: r)
+      case .notEqual: PredicateExpressions.NotEqual(lhs: l, rhs: r)
+      case .less: PredicateExpressions.Comparison(lhs: l, rhs: r, op: .lessThan)
+      case .lessOrEqual: PredicateExpressions.Comparison(lhs: l, rhs: r, op: .lessThanOrEqual)
+      case .greater: PredicateExpressions.Comparison(lhs: l, rhs: r, op: .greaterThan)
+      case .greaterOrEqual:
+        PredicateExpressions.Comparison(lhs: l, rhs: r, op: .greaterThanOrEqual)
+      }
+    }
+    return open(a, b)
+  }
+
+  func equal<T: Equatable & Codable & Sendable>(_ a: Expression<T>, _ b: Expression<T>)
+    -> Expression<Bool>
+  {
+    func open<L: StandardPredicateExpression<T>, R: StandardPredicateExpression<T>>(
+      _ l: L, _ r: R
+    ) -> Expression<Bool> { PredicateExpressions.Equal(lhs: l, rhs: r) }
+    return open(a, b)
+  }
+
+  func and(_ a: Expression<Bool>, _ b: Expression<Bool>) -> Expression<Bool> {
+    func open<L: StandardPredicateExpression<Bool>, R: StandardPredicateExpression<Bool>>(
+      _ l: L, _ r: R
+    ) -> Expression<Bool> { PredicateExpressions.Conjunction(lhs: l, rhs: r) }
+    return open(a, b)
+  }
+
+  func or(_ a: Expression<Bool>, _ b: Expression<Bool>) -> Expression<Bool> {
+    func open<L: StandardPredicateExpression<Bool>, R: StandardPredicateExpression<Bool>>(
+      _ l: L, _ r: R
+    ) -> Expression<Bool> { PredicateExpressions.Disjunction(lhs: l, rhs: r) }
+    return open(a, b)
+  }
+
+  func not(_ a: Expression<Bool>) -> Expression<Bool> {
+    func open<E: StandardPredicateExpression<Bool>>(_ e: E) -> Expression<Bool> {
+      PredicateExpressions.Negation(e)
+    }
+    return open(a)
+  }
+
+  // MARK: Functions evaluated in Swift
+
+  func call<A: Sendable & Codable, Output: Sendable & Codable>(
+    _ name: String, _ a: Expression<A>, _ function: @escaping @Sendable (A) -> Output
+  ) -> Expression<Output> {
+    func open<E: StandardPredicateExpression<A>>(_ e: E) -> Expression<Output> {
+      PredicateExpressions.SwiftFunction(name, e, function)
+    }
+    return open(a)
+  }
+
+  func call2<A: Sendable & Codable, B: Sendable & Codable, Output: Sendable & Codable>(
+    _ name: String, _ a: Expression<A>, _ b: Expression<B>,
+    _ function: @escaping @Sendable (A, B) -> Output
+  ) -> Expression<Output> {
+    func open<L: StandardPredicateExpression<A>, R: StandardPredicateExpression<B>>(
+      _ l: L, _ r: R
+    ) -> Expression<Output> { PredicateExpressions.SwiftFunction2(name, l, r, function) }
+    return open(a, b)
+  }
+
+  func arithmetic(
+    _ op: CQL2Expression.ArithmeticOperator, _ a: Expression<Double>, _ b: Expression<Double>
+  ) -> Expression<Double> {
+    func open<L: StandardPredicateExpression<Double>, R: StandardPredicateExpression<Double>>(
+      _ l: L, _ r: R
+    ) -> Expression<Double> {
+      switch op {
+      case .add: PredicateExpressions.Arithmetic(lhs: l, rhs: r, op: .add)
+      case .subtract: PredicateExpressions.Arithmetic(lhs: l, rhs: r, op: .subtract)
+      case .multiply: PredicateExpressions.Arithmetic(lhs: l, rhs: r, op: .multiply)
+      // Division and what follows in Swift: the same answer on every engine, and a division
+      // by zero is infinite (or not a number), as in Swift, not an error of the server.
+      case .divide: PredicateExpressions.SwiftFunction2("/", l, r) { $0 / $1 }
+      case .remainder:
+        PredicateExpressions.SwiftFunction2("%", l, r) { $0.truncatingRemainder(dividingBy: $1) }
+      case .integerDivide:
+        PredicateExpressions.SwiftFunction2("div", l, r) { ($0 / $1).rounded(.towardZero) }
+      case .power: PredicateExpressions.SwiftFunction2("^", l, r) { Foundation.pow($0, $1) }
+      }
+    }
+    return open(a, b)
+  }
+
+  func negate(_ a: Expression<Double>) -> Expression<Double> {
+    func open<E: StandardPredicateExpression<Double>>(_ e: E) -> Expression<Double> {
+      PredicateExpressions.UnaryMinus(e)
+    }
+    return open(a)
+  }
+
+  // MARK: Temporal functions
+
+  /// An operand as an interval: an instant is one that starts and ends at once; an
+  /// unbounded end is the distant past or future.
+  func interval(_ node: CQL2Expression) throws -> (Expression<Date>, Expression<Date>) {
+    switch try value(node) {
+    case .instant(let instant): return (instant, instant)
+    case .interval(let start, let end):
+      return (
+        start ?? PredicateExpressions.Value(Date.distantPast),
+        end ?? PredicateExpressions.Value(Date.distantFuture)
+      )
+    case let other:
+      throw fail(
+        "A temporal function takes instants and intervals; this is \(other.typeName).", node)
+    }
+  }
+
+  func temporal(
+    _ function: CQL2Expression.TemporalFunction, _ a: CQL2Expression, _ b: CQL2Expression
+  ) throws -> Expression<Bool> {
+    let (a1, a2) = try interval(a)
+    let (b1, b2) = try interval(b)
+    func all(_ tests: Expression<Bool>...) -> Expression<Bool> {
+      tests.dropFirst().reduce(tests[0]) { and($0, $1) }
+    }
+    switch function {
+    case .after: return comparison(.greater, a1, b2)
+    case .before: return comparison(.less, a2, b1)
+    case .contains: return all(comparison(.less, a1, b1), comparison(.greater, a2, b2))
+    case .disjoint: return or(comparison(.greater, a1, b2), comparison(.less, a2, b1))
+    case .during: return all(comparison(.greater, a1, b1), comparison(.less, a2, b2))
+    case .equals: return all(comparison(.equal, a1, b1), comparison(.equal, a2, b2))
+    case .finishedBy: return all(comparison(.less, a1, b1), comparison(.equal, a2, b2))
+    case .finishes: return all(comparison(.greater, a1, b1), comparison(.equal, a2, b2))
+    case .intersects:
+      return all(comparison(.lessOrEqual, a1, b2), comparison(.greaterOrEqual, a2, b1))
+    case .meets: return comparison(.equal, a2, b1)
+    case .metBy: return comparison(.equal, a1, b2)
+    case .overlappedBy:
+      return all(
+        comparison(.greater, a1, b1), comparison(.less, a1, b2), comparison(.greater, a2, b2))
+    case .overlaps:
+      return all(comparison(.less, a1, b1), comparison(.greater, a2, b1), comparison(.less, a2, b2))
+    case .startedBy: return all(comparison(.equal, a1, b1), comparison(.greater, a2, b2))
+    case .starts: return all(comparison(.equal, a1, b1), comparison(.less, a2, b2))
+    }
+  }
+
+  // MARK: Spatial functions
+
+  func intersects(_ a: CQL2Expression, _ b: CQL2Expression, at node: CQL2Expression) throws
+    -> Expression<Bool>
+  {
+    switch (try value(a), try value(b)) {
+    case (.position, .geometry(let geometry)), (.geometry(let geometry), .position):
+      return try intersects(geometry, at: node)
+    case (.geometry(let first), .geometry(let second)):
+      // Two literals: decided now when one of them is made of points (a planar test).
+      return PredicateExpressions.Value(try literalsIntersect(first, second, at: node))
+    case (.position, .position):
+      return PredicateExpressions.Value(true)
+    case (let l, let r):
+      throw fail("S_INTERSECTS takes geometries, not \(l.typeName) and \(r.typeName).", node)
+    }
+  }
+
+  /// Whether two literals intersect, when either is a point or points; otherwise refused (no
+  /// trip is needed to decide it, and a filter has no reason to ask).
+  func literalsIntersect(_ a: CQL2Geometry, _ b: CQL2Geometry, at node: CQL2Expression) throws
+    -> Bool
+  {
+    func points(_ geometry: CQL2Geometry) -> [CQL2Position]? {
+      switch geometry {
+      case .point(let p): [p]
+      case .multiPoint(let ps): ps
+      default: nil
+      }
+    }
+    if let ps = points(a) { return ps.contains { CQL2PlanarShape(b).contains(x: $0.x, y: $0.y) } }
+    if let ps = points(b) { return ps.contains { CQL2PlanarShape(a).contains(x: $0.x, y: $0.y) } }
+    throw fail("S_INTERSECTS of two literals is supported when one is a point or points.", node)
+  }
+
+  var longitude: Expression<Double> {
+    PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.longitude)
+  }
+  var latitude: Expression<Double> {
+    PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.latitude)
+  }
+
+  func range(_ value: Expression<Double>, _ low: Double, _ high: Double) -> Expression<Bool> {
+    and(
+      comparison(.greaterOrEqual, value, PredicateExpressions.Value(low)),
+      comparison(.lessOrEqual, value, PredicateExpressions.Value(high)))
+  }
+
+  /// Whether the trip's point intersects `geometry` (in CRS84).
+  func intersects(_ geometry: CQL2Geometry, at node: CQL2Expression) throws -> Expression<Bool> {
+    switch geometry {
+    case .point(let p):
+      return and(
+        comparison(.equal, longitude, PredicateExpressions.Value(p.x)),
+        comparison(.equal, latitude, PredicateExpressions.Value(p.y)))
+    case .multiPoint(let points):
+      let tests = try points.map { try intersects(.point($0), at: node) }
+      return tests.dropFirst().reduce(tests[0]) { or($0, $1) }
+    case .box(let west, let south, let east, let north):
+      guard (-180...180).contains(west), (-180...180).contains(east), south >= -90, north <= 90
+      else {
+        throw fail(
+          "A BBOX in CRS84 has longitudes within -180…180 and latitudes within -90…90.", node)
+      }
+      let latitudes = range(latitude, south, north)
+      if west > east {
+        return and(or(range(longitude, west, 180), range(longitude, -180, east)), latitudes)
+      }
+      return and(range(longitude, west, east), latitudes)
+    case .collection(let members):
+      guard !members.isEmpty else { return PredicateExpressions.Value(false) }
+      let tests = try members.map { try intersects($0, at: node) }
+      return tests.dropFirst().reduce(tests[0]) { or($0, $1) }
+    case .lineString, .multiLineString, .polygon, .multiPolygon:
+      let shape = CQL2PlanarShape(geometry)
+      guard let envelope = shape.envelope else { return PredicateExpressions.Value(false) }
+      // The envelope in SQL (the index on longitude), the exact test in Swift.
+      let inEnvelope = and(
+        range(longitude, envelope.west, envelope.east),
+        range(latitude, envelope.south, envelope.north))
+      let exact = call2("s_intersects", longitude, latitude) { shape.contains(x: $0, y: $1) }
+      return and(inEnvelope, exact)
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Persistence
+import Synchronization
+
+/// Entity tags of the documents that depend on the store (pages of items, bounds, sections,
+/// the collections), with the history token each was made at: HTTP caching (RFC 9110).
+///
+/// An answer's `ETag` is a hash of its content (FNV-1a, 64 bits; the `timeStamp` member of a
+/// page left out), so a change by any process changes the tags of the answers it changes, and
+/// only those. `If-None-Match` naming the current tag is a 304. When the store has not
+/// changed since a tag was made for the same request (the same path and query), the 304 is
+/// answered from this table without making the document: one read of the store's current
+/// history token. Otherwise the document is made and its tag compared.
+///
+/// Cost: O(1) per request to look up (a lock and a hash of the request's path and query); the
+/// table holds at most ``capacity`` requests (emptied when full), about 200 bytes each.
+final class Validators: Sendable {
+  static let capacity = 4_096
+  private let table = Mutex<[String: (token: HistoryToken, tag: String)]>([:])
+
+  /// The tag kept for `key` if it was made at `token`.
+  func tag(for key: String, at token: HistoryToken) -> String? {
+    table.withLock { table in
+      guard let kept = table[key], kept.token == token else { return nil }
+      return kept.tag
+    }
+  }
+
+  /// Keeps `tag`, made at `token`, for `key`.
+  func keep(_ tag: String, for key: String, at token: HistoryToken) {
+    table.withLock { table in
+      if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
+      table[key] = (token, tag)
+    }
+  }
+
+  /// A weak tag of `body`: FNV-1a over its bytes but the value of a `"timeStamp"` member.
+  static func tag(of body: Data) -> String {
+    var hash = fnvOffset
+    let marker = Array(#""timeStamp":""#.utf8)
+    body.withUnsafeBytes { raw in
+      let bytes = raw.bindMemory(to: UInt8.self)
+      var index = 0
+      while index < bytes.count {
+        if bytes[index] == marker[0], index + marker.count <= bytes.count,
+          marker.indices.allSatisfy({ bytes[index + $0] == marker[$0] })
+        {
+          // Skip the member's value, up to its closing quote.
+          index += marker.count
+          while index < bytes.count, bytes[index] != UInt8(ascii: "\"") { index += 1 }
+          index += 1
+          continue
+        }
+        fnv(&hash, bytes[index])
+        index += 1
+      }
+    }
+    return "W/\"" + hex(hash) + "\""
+  }
+
+  /// FNV-1a, 64 bits: the offset basis, and one byte folded in.
+  static let fnvOffset: UInt64 = 0xcbf2_9ce4_8422_2325
+  static func fnv(_ hash: inout UInt64, _ byte: UInt8) {
+    hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+  }
+
+  /// `hash` as 16 lower-case hexadecimal digits.
+  static func hex(_ hash: UInt64) -> String {
+    let hex = String(hash, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+  }
+}
+
+extension FeaturesAPI {
+  /// How long a client may use an answer without asking again: `no-cache` (always
+  /// revalidate, with the `ETag`; a 304 costs one read of the store's history token).
+  static let cacheControl = "no-cache"
+
+  /// `build`'s answer with an `ETag` and `Cache-Control`, or a 304 when the request's
+  /// `If-None-Match` names the current tag (see ``Validators``).
+  func conditional(_ request: HTTPRequest, _ build: () throws -> HTTPResponse) throws
+    -> HTTPResponse
+  {
+    // The base URL too: a document's links are absolute, on the host the client named.
+    let key =
+      baseURL(request) + request.path + "?"
+      + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    let ifNoneMatch = request.header("If-None-Match")
+    let token = try pool.withStore(author: "service") { try $0.context.currentHistoryToken() }
+    if let ifNoneMatch, let tag = validators.tag(for: key, at: token),
+      Self.isCurrent(tag, ifNoneMatch: ifNoneMatch)
+    {
+      return Self.notModified(tag)
+    }
+    var response = try build()
+    guard response.status == 200 else { return response }
+    let tag = Validators.tag(of: response.body)
+    validators.keep(tag, for: key, at: token)
+    if Self.isCurrent(tag, ifNoneMatch: ifNoneMatch) { return Self.notModified(tag) }
+    response.headers.append(("ETag", tag))
+    response.headers.append(("Cache-Control", Self.cacheControl))
+    return response
+  }
+
+  static func notModified(_ tag: String) -> HTTPResponse {
+    HTTPResponse(status: 304, headers: [("ETag", tag), ("Cache-Control", cacheControl)])
+  }
+}
