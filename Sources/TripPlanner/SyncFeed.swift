@@ -535,6 +535,7 @@ extension TripStore {
     do {
       try Self.validate(feed)
       try checkTrips(of: feed)
+      try checkOwners(of: feed)
       let changes = feed.changes
       var start = 0
       while start < changes.count {
@@ -630,6 +631,78 @@ extension TripStore {
     }
   }
 
+  /// Throws, naming the row and both trips, when a plan row's insert or update gives a
+  /// bucket-list item or stay of one trip (here, or earlier in the feed) to another: an id
+  /// names one row for its whole life, and no writer moves a row between trips, so such a
+  /// feed is refused whole. A row the feed deletes first may come back anywhere.
+  ///
+  /// Cost: per 500 plan rows the feed names, one query for those here and one for their
+  /// trips; O(changes) after that.
+  private func checkOwners(of feed: SyncFeed) throws {
+    var itemIDs: Set<UUID> = []
+    var stayIDs: Set<UUID> = []
+    for change in feed.changes where change.kind != .delete {
+      switch change.subject {
+      case .trip: break
+      case .bucketListItem(let id, _, _): itemIDs.insert(id)
+      case .livingAccommodation(let id, _, _): stayIDs.insert(id)
+      }
+    }
+    guard !itemIDs.isEmpty || !stayIDs.isEmpty else { return }
+    var owners: [UUID: UUID] = [:]  // a row's trip: here, then as the feed says
+    func readOwners<Row: PersistentModel>(
+      _ ids: Set<UUID>, _ fetch: ([UUID]) throws -> [Row], _ owner: (Row) -> (UUID, UUID?)
+    ) throws {
+      let all = Array(ids)
+      for start in stride(from: 0, to: all.count, by: 500) {
+        for row in try fetch(Array(all[start..<min(start + 500, all.count)])) {
+          let (id, trip) = owner(row)
+          if let trip { owners[id] = trip }
+        }
+      }
+    }
+    try context.withSnapshot {
+      try readOwners(
+        itemIDs,
+        { ids in
+          var descriptor = FetchDescriptor<BucketListItem>(
+            predicate: #Predicate { ids.contains($0.id) })
+          descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+          return try context.fetch(descriptor)
+        }, { (row: BucketListItem) in (row.id, row.trip?.id) })
+      try readOwners(
+        stayIDs,
+        { ids in
+          var descriptor = FetchDescriptor<LivingAccommodation>(
+            predicate: #Predicate { ids.contains($0.id) })
+          descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+          return try context.fetch(descriptor)
+        }, { (row: LivingAccommodation) in (row.id, row.trip?.id) })
+    }
+    for change in feed.changes {
+      let what: String
+      switch change.subject {
+      case .trip: continue
+      case .bucketListItem: what = "bucket-list item"
+      case .livingAccommodation: what = "stay"
+      }
+      let id = change.row.id
+      guard change.kind != .delete else {
+        owners[id] = nil
+        continue
+      }
+      guard let tripID = change.tripID else { continue }
+      if let owner = owners[id], owner != tripID {
+        throw TripPlannerError(
+          code: .invalidInput,
+          message:
+            "\(what) \(id.lowercasedString) belongs to trip \(owner.lowercasedString), and a change of \(change.token) gives it to trip \(tripID.lowercasedString); an id names one row for its whole life, so nothing was applied"
+        )
+      }
+      owners[id] = tripID
+    }
+  }
+
   private func localTrip(_ id: UUID) throws -> Trip? {
     try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).first
   }
@@ -681,8 +754,11 @@ extension TripStore {
           result.skipped += 1
           return
         }
+        if let owner = local.trip, owner !== trip {
+          throw TripStore.ownedElsewhere("bucket-list item", id, owner: owner.id)
+        }
         local.apply(record)
-        if local.trip !== trip { local.trip = trip }
+        if local.trip == nil { local.trip = trip }
       } else {
         let item = BucketListItem(record)
         context.insert(item)
@@ -703,6 +779,9 @@ extension TripStore {
       if let local, local.record == record, local.trip === trip {
         result.skipped += 1
         return
+      }
+      if let owner = local?.trip, owner !== trip {
+        throw TripStore.ownedElsewhere("stay", id, owner: owner.id)
       }
       // A trip has one stay: another one here gives way only to a later change.
       if let other = trip.livingAccommodation, other !== local {

@@ -31,10 +31,12 @@ extension TripStore {
     try record.validate()
     return try changingPlan {
       let trip = try trip(matching: tripID)
-      if let id = record.id, try item(id) != nil {
+      if let id = record.id, let other = try item(id) {
+        let owner = other.trip.map { " (of trip \($0.id.lowercasedString))" } ?? ""
         throw TripPlannerError(
           code: .invalidTrip,
-          message: "A bucket-list item with the id \(id.lowercasedString) exists already.",
+          message:
+            "A bucket-list item with the id \(id.lowercasedString) exists already\(owner); an id names one item for its whole life.",
           field: "id")
       }
       var list = trip.bucketList
@@ -80,8 +82,9 @@ extension TripStore {
       let item = try existingItem(id)
       guard let trip = item.trip else { throw Self.orphan(id) }
       var list = trip.bucketList
+      let length = list.count
       list.removeAll { $0 === item }
-      let index = try Self.insertionIndex(position, count: list.count)
+      let index = try Self.insertionIndex(position, count: list.count, length: length)
       list.insert(item, at: index)
       Self.renumber(list)
       trip.bucketList = list
@@ -108,11 +111,18 @@ extension TripStore {
   }
 
   /// Sets the stay of the trip `tripID` names: the trip's stay takes `record`'s values (a
-  /// trip has one stay; one it had is changed in place, keeping its id unless `record` names
-  /// another). Returns the stay.
+  /// trip has one stay). One it had is changed in place when `record` has no id or the stay's
+  /// own; a `record` with another id replaces it (the old stay is deleted), as an import does.
+  /// Returns the stay.
   ///
-  /// Cost: the trip's lookup, one query for its stay (the unique index on its trip), the save
-  /// of one row.
+  /// - Throws: ``TripPlannerError/Code/invalidTrip`` for a value that breaks a rule;
+  ///   ``TripPlannerError/Code/invalidInput`` when `record`'s id names a stay of another trip
+  ///   (an id names one row for its whole life: the other trip keeps its stay);
+  ///   ``TripPlannerError/Code/notFound`` when no trip matches.
+  ///
+  /// Cost: the trip's lookup, one query for its stay (the unique index on its trip), one
+  /// lookup of `record`'s id in the unique index when it names another, the save of one or
+  /// two rows.
   @discardableResult
   public func setStay(_ record: LivingAccommodationRecord, forTrip tripID: String) throws
     -> LivingAccommodation
@@ -120,12 +130,21 @@ extension TripStore {
     try record.validate()
     return try changingPlan {
       let trip = try trip(matching: tripID)
-      if let stay = trip.livingAccommodation {
+      let current = trip.livingAccommodation
+      if let current, record.id == nil || record.id == current.id {
         var values = record
-        values.id = record.id ?? stay.id
-        stay.apply(values)
-        return stay
+        values.id = current.id
+        current.apply(values)
+        return current
       }
+      if let id = record.id,
+        let other = try context.fetch(
+          FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+        ).first
+      {
+        throw Self.ownedElsewhere("stay", id, owner: other.trip?.id)
+      }
+      if let current { context.delete(current) }
       let stay = LivingAccommodation(record)
       trip.livingAccommodation = stay
       return stay
@@ -526,14 +545,12 @@ extension TripStore {
   // MARK: Helpers
 
   /// `body`, then a save, in one exclusive transaction; on any error nothing is saved and the
-  /// context is rolled back.
+  /// context is rolled back. Inside another ``ModelContext/performExclusively(_:)`` (a
+  /// request that makes several changes), `body` joins that transaction and the outer call
+  /// saves: a request is one transaction, all or nothing, and one history transaction.
   private func changingPlan<T>(_ body: () throws -> T) throws -> T {
     do {
-      return try context.performExclusively {
-        let result = try body()
-        try context.save()
-        return result
-      }
+      return try context.performExclusively(body)
     } catch {
       context.rollback()
       throw Self.wrap(error)
@@ -561,17 +578,32 @@ extension TripStore {
       field: "trip")
   }
 
-  /// Where `position` inserts into a list of `count` items: at the end when nil.
-  private static func insertionIndex(_ position: Int?, count: Int) throws -> Int {
+  /// Where `position` inserts into a list of `count` items: at the end when nil. `length` is
+  /// the list's length as its owner sees it (an item moved within it counts), for the message.
+  private static func insertionIndex(_ position: Int?, count: Int, length: Int? = nil) throws
+    -> Int
+  {
     guard let position else { return count }
     guard (0...count).contains(position) else {
+      let length = length ?? count
       throw TripPlannerError(
         code: .invalidTrip,
         message:
-          "position \(position) is past the end of a bucket list of \(count) item\(count == 1 ? "" : "s"); positions go from 0 to \(count)",
+          "position \(position) is past the end of a bucket list of \(length) item\(length == 1 ? "" : "s"); positions go from 0 to \(count)",
         field: "position")
     }
     return position
+  }
+
+  /// The error of a write naming `what`'s `id`, which belongs to another trip's row (or to
+  /// none): an id names one row for its whole life.
+  static func ownedElsewhere(_ what: String, _ id: UUID, owner: UUID?) -> TripPlannerError {
+    let whose = owner.map { "trip \($0.lowercasedString)" } ?? "no trip"
+    return TripPlannerError(
+      code: .invalidInput,
+      message:
+        "The \(what) id \(id.lowercasedString) belongs to \(whose); an id names one \(what) for its whole life, so it cannot be taken by another trip.",
+      field: "id")
   }
 
   /// Numbers `list` 0, 1, 2 … in its order, changing only the items whose position moves.

@@ -298,6 +298,7 @@ extension FeaturesAPI {
           try TripGeoJSON.decodeStayFeature(request.body, file: "body")
         }
         let trip = try Self.requiredTrip(tripID, collection)
+        try record.validate()  // a bad body is a 400 whether or not the trip has a stay
         let stay = try store.context.performExclusively {
           try Self.onTrip(trip) {
             if let current = try store.trip(matching: trip.uuidString).livingAccommodation {

@@ -30,7 +30,7 @@ enum HistoryCommand: Subcommand {
     let json = try CommonOptions.outputFormat(arguments, format, fallback: .text) == .json
     let store = try CommonOptions.openForReading(arguments, io)
     let context = store.context
-    var descriptor = HistoryDescriptor(modelTypes: [Trip.self])
+    var descriptor = HistoryDescriptor(modelTypes: Trip.modelTypes)
     if let text = try arguments[after] {
       if let token = HistoryToken(text) {
         descriptor.token = token
@@ -48,17 +48,7 @@ enum HistoryCommand: Subcommand {
     } catch {
       throw SyncCommand.explain(error)
     }
-    // Rows are never renumbered, so a deleted row's tombstone names the trip of its earlier
-    // inserts and updates too.
-    var deletedIDs: [PersistentIdentifier: UUID] = [:]
-    for change in transactions.flatMap(\.changes) {
-      if let id = change.tombstone?[\Trip.id] { deletedIDs[change.changedIdentifier] = id }
-    }
-    func tripID(_ change: HistoryChange) -> String? {
-      if let id = deletedIDs[change.changedIdentifier] { return id.lowercasedString }
-      let trip = try? context.model(for: change.changedIdentifier, as: Trip.self)
-      return trip?.id.lowercasedString
-    }
+    let subjects = try HistorySubjects(transactions, context: context)
     if json {
       let value = JSONValue.array(
         transactions.map { transaction in
@@ -70,11 +60,18 @@ enum HistoryCommand: Subcommand {
               "changes",
               .array(
                 transaction.changes.map { change in
-                  .object([
+                  let subject = subjects[change]
+                  var members: [(String, JSONValue)] = [
                     ("kind", .string(change.kind.rawValue)),
-                    ("tripId", tripID(change).map(JSONValue.string) ?? .null),
-                    ("attributes", .array(change.updatedAttributes.sorted().map(JSONValue.string))),
-                  ])
+                    ("tripId", subject.tripID.map { .string($0.lowercasedString) } ?? .null),
+                  ]
+                  if let part = subject.part {
+                    members.append(
+                      (part.member, part.id.map { .string($0.lowercasedString) } ?? .null))
+                  }
+                  members.append(
+                    ("attributes", .array(change.updatedAttributes.sorted().map(JSONValue.string))))
+                  return .object(members)
                 })
             ),
           ])
@@ -93,12 +90,89 @@ enum HistoryCommand: Subcommand {
           + terminalSafe(transaction.author ?? "-") + "\n")
       var table = TextTable()
       for change in transaction.changes {
-        let detail =
+        let subject = subjects[change]
+        var detail =
           change.kind == .update ? change.updatedAttributes.sorted().joined(separator: ", ") : ""
-        table.rows.append([change.kind.rawValue, tripID(change) ?? "(deleted later)", detail])
+        if let part = subject.part {
+          let name = "\(part.noun) \(part.id.map { String($0.lowercasedString.prefix(8)) } ?? "?")"
+          detail = detail.isEmpty ? name : "\(name): \(detail)"
+        }
+        table.rows.append([
+          change.kind.rawValue, subject.tripID?.lowercasedString ?? "(deleted later)", detail,
+        ])
       }
       try io.out(table.render(indent: "    "))
     }
+  }
+}
+
+/// What each change of a history read is about: the trip, and for a bucket-list item or a
+/// stay the row's own id. Read from the live rows (a lookup by key each) or, for rows deleted
+/// since, from their tombstones, which keep every plan row's id and its trip's key. A read
+/// that fails is an error, not an unknown trip.
+struct HistorySubjects {
+  struct Subject {
+    var tripID: UUID?
+    /// For a plan row: its noun ("item", "stay"), its JSON member and its id.
+    var part: (noun: String, member: String, id: UUID?)?
+  }
+  private var subjects: [PersistentIdentifier: Subject] = [:]
+
+  init(_ transactions: [HistoryTransaction], context: ModelContext) throws {
+    let changes = transactions.flatMap(\.changes)
+    // Rows are never renumbered, so a deleted row's tombstone names it for its earlier
+    // inserts and updates too.
+    var deletedTrips: [Int64: UUID] = [:]
+    var tombstones: [PersistentIdentifier: HistoryTombstone] = [:]
+    for change in changes {
+      guard let tombstone = change.tombstone else { continue }
+      tombstones[change.changedIdentifier] = tombstone
+      if change.changedIdentifier.entityName == Trip.schema.name,
+        let id = tombstone[\Trip.id]
+      {
+        deletedTrips[change.changedIdentifier.primaryKey] = id
+      }
+    }
+    func trip(key: Int64?) throws -> UUID? {
+      guard let key else { return nil }
+      if let id = deletedTrips[key] { return id }
+      let identifier = PersistentIdentifier(
+        storeIdentifier: context.container.storeIdentifier, entityName: Trip.schema.name,
+        primaryKey: key)
+      return try context.model(for: identifier, as: Trip.self)?.id
+    }
+    for change in changes where subjects[change.changedIdentifier] == nil {
+      let identifier = change.changedIdentifier
+      let tombstone = tombstones[identifier]
+      var subject = Subject()
+      switch identifier.entityName {
+      case BucketListItem.schema.name:
+        if let item = try context.model(for: identifier, as: BucketListItem.self) {
+          subject = Subject(tripID: item.trip?.id, part: ("item", "bucketListItemId", item.id))
+        } else {
+          subject = Subject(
+            tripID: try trip(key: tombstone?.key(of: \BucketListItem.trip)),
+            part: ("item", "bucketListItemId", tombstone?[\BucketListItem.id]))
+        }
+      case LivingAccommodation.schema.name:
+        if let stay = try context.model(for: identifier, as: LivingAccommodation.self) {
+          subject = Subject(tripID: stay.trip?.id, part: ("stay", "livingAccommodationId", stay.id))
+        } else {
+          subject = Subject(
+            tripID: try trip(key: tombstone?.key(of: \LivingAccommodation.trip)),
+            part: ("stay", "livingAccommodationId", tombstone?[\LivingAccommodation.id]))
+        }
+      default:
+        subject.tripID =
+          try deletedTrips[identifier.primaryKey]
+          ?? context.model(for: identifier, as: Trip.self)?.id
+      }
+      subjects[identifier] = subject
+    }
+  }
+
+  subscript(change: HistoryChange) -> Subject {
+    subjects[change.changedIdentifier] ?? Subject()
   }
 }
 

@@ -187,6 +187,63 @@ struct PlanSyncTests {
   }
 
   @Test(
+    "a feed that gives an item or a stay of one trip to another is refused whole, naming the row and both trips",
+    arguments: Engine.allCases)
+  func rowsStayInTheirTrip(engine: Engine) throws {
+    let pair = try Pair(engine)
+    let a = try pair.store(0)
+    let owner = try a.add(TripPlanTests.kyoto)
+    var other = TripPlanTests.kyoto
+    other.name = "Elsewhere"
+    let taker = try a.add(other)
+    let item = try a.addBucketListItem(
+      BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
+    let stay = try a.setStay(
+      LivingAccommodationRecord(name: "Ryokan", latitude: 35, longitude: 135.7),
+      forTrip: owner.id.uuidString)
+    try pair.push(from: 0)
+    let b = try pair.store(1, author: "sync")
+    Self.tick()
+    try a.updateBucketListItem(item.id) { $0.title = "Gion at night" }
+    try a.setStay(
+      LivingAccommodationRecord(name: "Ryokan Yachiyo", latitude: 35, longitude: 135.7),
+      forTrip: owner.id.uuidString)
+    let feed = try a.changeFeed(after: pair.after[0], excludingAuthor: "sync")
+    for row in [item.id, stay.id] {
+      var moved = feed
+      moved.changes = moved.changes.map { change in
+        var change = change
+        switch change.subject {
+        case .bucketListItem(let id, let record, _) where id == row:
+          change.subject = .bucketListItem(id: id, record, tripID: taker.id)
+        case .livingAccommodation(let id, let record, _) where id == row:
+          change.subject = .livingAccommodation(id: id, record, tripID: taker.id)
+        default: break
+        }
+        return change
+      }
+      let error = #expect(throws: TripPlannerError.self) { try b.apply(moved) }
+      #expect(error?.code == .invalidInput)
+      for id in [row, owner.id, taker.id] {
+        #expect(error?.message.contains(id.lowercasedString) == true)
+      }
+    }
+    #expect(
+      try pair.state(1)
+        == pair.state(0).map { record in
+          var record = record  // B has not taken A's retitle nor its new stay name
+          if record.id == owner.id {
+            record.plan?.bucketList[0].title = "Gion"
+            record.plan?.livingAccommodation?.name = "Ryokan"
+          }
+          return record
+        })
+    // The feed as A wrote it applies.
+    #expect(try b.apply(feed).applied == 2)
+    #expect(try pair.state(1) == pair.state(0))
+  }
+
+  @Test(
     "a trip deleted on one side and changed later on the other comes back on both with the plan rows changed after the delete (the stay, older than the delete, stays deleted on both), each row at the time of its own last change",
     arguments: Engine.allCases)
   func tripTakenBackWithItsPlan(engine: Engine) throws {

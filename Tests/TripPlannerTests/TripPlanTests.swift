@@ -176,6 +176,100 @@ struct TripPlanTests {
   }
 
   @Test(
+    "an id names one row for its whole life: a stay or item id of another trip is refused naming its owner, and the owner keeps it; a stay given a new id replaces the trip's own",
+    arguments: Engine.allCases)
+  func idsOwnTheirRows(engine: Engine) throws {
+    let url = try Self.storeURL(engine, "planowner")
+    let store = try TripStore(url: url)
+    let owner = try store.add(Self.kyoto)
+    var other = Self.kyoto
+    other.name = "Elsewhere"
+    let taker = try store.add(other)
+    let stay = try store.setStay(
+      LivingAccommodationRecord(name: "Ryokan", latitude: 35, longitude: 135.7),
+      forTrip: owner.id.uuidString)
+    let item = try store.addBucketListItem(
+      BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
+    let history = try store.context.fetchHistory(HistoryDescriptor()).count
+    do {
+      // The taker has no stay (the row would be inserted), then has one (it would be replaced).
+      let target = taker.id
+      for round in 0..<2 {
+        let error = #expect(throws: TripPlannerError.self) {
+          try store.setStay(
+            LivingAccommodationRecord(id: stay.id, name: "Taken", latitude: 10, longitude: 20),
+            forTrip: target.uuidString)
+        }
+        #expect(error?.code == .invalidInput)
+        #expect(error?.message.contains(owner.id.lowercasedString) == true)
+        try store.setStay(
+          LivingAccommodationRecord(name: "Own \(round)", latitude: 1, longitude: 2),
+          forTrip: target.uuidString)
+      }
+    }
+    let itemError = #expect(throws: TripPlannerError.self) {
+      try store.addBucketListItem(
+        BucketListItemRecord(id: item.id, title: "Taken"), toTrip: taker.id.uuidString)
+    }
+    #expect(itemError?.message.contains(owner.id.lowercasedString) == true)
+    let fresh = try TripStore(url: url)
+    #expect(try fresh.trip(matching: owner.id.uuidString).livingAccommodation?.name == "Ryokan")
+    #expect(try fresh.bucketList(ofTrip: owner.id.uuidString).map(\.title) == ["Gion"])
+    #expect(try fresh.bucketList(ofTrip: taker.id.uuidString).isEmpty)
+    // The two stays the taker was given in between (the second changed the first in place).
+    #expect(try fresh.context.fetchHistory(HistoryDescriptor()).count == history + 2)
+
+    // A stay with a new id replaces the trip's own: the old row is deleted, not renamed.
+    let own = try #require(try fresh.trip(matching: taker.id.uuidString).livingAccommodation)
+    let newID = UUID()
+    try fresh.setStay(
+      LivingAccommodationRecord(id: newID, name: "New", latitude: 3, longitude: 4),
+      forTrip: taker.id.uuidString)
+    #expect(try fresh.stay(own.id) == nil)
+    #expect(try fresh.stay(newID)?.tripID == taker.id)
+    #expect(try Self.counts(fresh) == [2, 1, 2])
+  }
+
+  @Test(
+    "changes made inside one performExclusively are one transaction: one that fails (a move past the end after a retitle) writes nothing, one that succeeds is one history transaction",
+    arguments: Engine.allCases)
+  func oneRequestOneTransaction(engine: Engine) throws {
+    let url = try Self.storeURL(engine, "planatomic")
+    let store = try TripStore(url: url)
+    let trip = try store.add(Self.kyoto)
+    for title in ["a", "b", "c", "d", "e"] {
+      try store.addBucketListItem(BucketListItemRecord(title: title), toTrip: trip.id.uuidString)
+    }
+    let item = try #require(try store.bucketList(ofTrip: trip.id.uuidString).first)
+    let id = item.id
+    let history = try store.context.fetchHistory(HistoryDescriptor()).count
+    let error = #expect(throws: TripPlannerError.self) {
+      try store.context.performExclusively {
+        try store.updateBucketListItem(id) { $0.title = "CHANGED" }
+        try store.moveBucketListItem(id, to: 999)
+      }
+    }
+    #expect(
+      error?.message
+        == "position 999 is past the end of a bucket list of 5 items; positions go from 0 to 4")
+    let fresh = try TripStore(url: url)
+    #expect(
+      try fresh.bucketList(ofTrip: trip.id.uuidString).map(\.title) == ["a", "b", "c", "d", "e"])
+    #expect(try fresh.context.fetchHistory(HistoryDescriptor()).count == history)
+
+    try store.context.performExclusively {
+      try store.updateBucketListItem(id) { $0.title = "moved" }
+      try store.moveBucketListItem(id, to: 4)
+    }
+    let after = try TripStore(url: url)
+    #expect(
+      try after.bucketList(ofTrip: trip.id.uuidString).map(\.title) == [
+        "b", "c", "d", "e", "moved",
+      ])
+    #expect(try after.context.fetchHistory(HistoryDescriptor()).count == history + 1)
+  }
+
+  @Test(
     "SampleTrips' search: items whose title contains a text, within the trip of a name, in SQL",
     arguments: Engine.allCases)
   func search(engine: Engine) throws {

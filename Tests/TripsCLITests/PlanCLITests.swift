@@ -126,6 +126,40 @@ struct PlanCLITests {
     #expect(check.stderr.contains("latitude 95.0 is not a number"), "\(check.stderr)")
   }
 
+  @Test(
+    "history shows every transaction, plan-only ones too: the trip, the item or stay, its attributes; after the trip's delete still by its trip"
+  )
+  func historyOfPlans() throws {
+    let first = try trips(["history", "--json"], store: scratch.store)
+    let before = try jsonArray(first.stdout).count
+    let shown = try trips(["show", suva, "--json"], store: scratch.store)
+    let suvaID = try #require(
+      (try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["id"]
+        as? String)
+    for arguments in [
+      ["bucket", "add", suva, "--title", "Snorkel"],
+      ["bucket", "update", suva, "1", "--title", "Reef"],
+      ["stay", "set", suva, "--name", "Hut", "--latitude", "-18", "--longitude", "178"],
+    ] {
+      #expect(try trips(arguments + ["--author", "alice"], store: scratch.store).status == 0)
+    }
+    let text = try trips(["history", "--by", "alice"], store: scratch.store)
+    #expect(text.status == 0)
+    let lines = text.stdout.split(separator: "\n").filter { $0.hasPrefix("    ") }
+    #expect(lines.count == 3, "\(text.stdout)")
+    #expect(lines.allSatisfy { $0.contains(suvaID) })
+    #expect(lines[0].contains("insert") && lines[0].contains("item "))
+    #expect(lines[1].contains("update") && lines[1].hasSuffix(": title"))
+    #expect(lines[2].contains("insert") && lines[2].contains("stay "))
+    #expect(try trips(["delete", suva], store: scratch.store).status == 0)
+    let all = try jsonArray(trips(["history", "--json"], store: scratch.store).stdout)
+    #expect(all.count == before + 4)
+    let changes = all.dropFirst(before).flatMap { $0["changes"] as? [[String: Any]] ?? [] }
+    #expect(changes.allSatisfy { $0["tripId"] as? String == suvaID })
+    #expect(changes.compactMap { $0["bucketListItemId"] as? String }.count == 3)
+    #expect(changes.compactMap { $0["livingAccommodationId"] as? String }.count == 2)
+  }
+
   @Test("bad plan input is one clear error line, a non-zero exit, and nothing written")
   func badInput() throws {
     #expect(

@@ -360,6 +360,79 @@ struct ServePlanTests {
   }
 
   @Test(
+    "a write never takes another trip's row and a refused request writes nothing: a stay or item POSTed with another trip's id is 400 naming the owner, which keeps it; a PATCH answered 400 leaves the item and its ETag as they were; a bad stay body is 400 even for a trip with a stay"
+  )
+  func refusedWritesWriteNothing() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    func post(_ path: String, _ body: String) throws -> HTTPReply {
+      try server.request("POST", path, headers: auth, body: Data(body.utf8))
+    }
+    let owner = try #require(
+      try post(
+        "/collections/trips/items",
+        String(
+          decoding: featureBody(
+            plan:
+              #""bucketList":[{"title":"First"},{"title":"Second"}],"livingAccommodation":{"name":"Tanoa","latitude":-18.14,"longitude":178.42}"#
+          ), as: UTF8.self)
+      ).json()["id"] as? String)
+    let taker = try #require(
+      try post(
+        "/collections/trips/items",
+        String(decoding: featureBody(name: "Taker", plan: #""bucketList":[]"#), as: UTF8.self)
+      ).json()["id"] as? String)
+    let plan = try Self.plan(server.request("/collections/trips/items/\(owner)"))
+    let stayID = try #require(plan.stay?["id"] as? String)
+    let itemID = try #require(plan.items.first?["id"] as? String)
+
+    let stolenStay = try post(
+      "/collections/stays/items",
+      #"{"type":"Feature","id":"\#(stayID)","geometry":{"type":"Point","coordinates":[10,20]},"properties":{"tripId":"\#(taker)","name":"taken"}}"#
+    )
+    #expect(stolenStay.status == 400, "\(stolenStay.text)")
+    #expect(stolenStay.text.contains(owner.lowercased()), "\(stolenStay.text)")
+    let stolenItem = try post(
+      "/collections/bucket-list-items/items",
+      #"{"type":"Feature","id":"\#(itemID)","geometry":null,"properties":{"tripId":"\#(taker)","title":"taken"}}"#
+    )
+    #expect(stolenItem.status == 400, "\(stolenItem.text)")
+    #expect(stolenItem.text.contains(owner.lowercased()), "\(stolenItem.text)")
+    let after = try Self.plan(server.request("/collections/trips/items/\(owner)"))
+    #expect(after.stay?["id"] as? String == stayID && after.stay?["name"] as? String == "Tanoa")
+    #expect(after.items.map { $0["title"] as? String } == ["First", "Second"])
+    #expect(try Self.plan(server.request("/collections/trips/items/\(taker)")).stay == nil)
+
+    let path = "/collections/bucket-list-items/items/\(itemID)"
+    let before = try server.request(path)
+    let tag = try #require(before.headers["etag"])
+    let refused = try server.request(
+      "PATCH", path, headers: auth + ["If-Match: \(tag)"],
+      body: Data(#"{"properties":{"title":"CHANGED","position":999}}"#.utf8))
+    #expect(refused.status == 400, "\(refused.text)")
+    #expect(
+      refused.text.contains("a bucket list of 2 items; positions go from 0 to 1"),
+      "\(refused.text)")
+    let unchanged = try server.request(path)
+    #expect(unchanged.headers["etag"] == tag)
+    #expect((try unchanged.json()["properties"] as? [String: Any])?["title"] as? String == "First")
+    let applied = try server.request(
+      "PATCH", path, headers: auth + ["If-Match: \(tag)"],
+      body: Data(#"{"properties":{"title":"Moved","position":1}}"#.utf8))
+    #expect(applied.status == 200, "\(applied.text)")
+    #expect(
+      try Self.plan(server.request("/collections/trips/items/\(owner)")).items.map {
+        $0["title"] as? String
+      } == ["Second", "Moved"])
+
+    let badStay = try post(
+      "/collections/stays/items",
+      #"{"type":"Feature","geometry":{"type":"Point","coordinates":[10,20]},"properties":{"tripId":"\#(owner)","name":"tab\there"}}"#
+    )
+    #expect(badStay.status == 400, "\(badStay.text)")
+  }
+
+  @Test(
     "bad item and stay bodies: 400 naming the problem, nothing written",
     arguments: [
       (
