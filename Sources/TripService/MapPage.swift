@@ -23,6 +23,7 @@ enum MapPage {
     "leaflet.js": ("text/javascript; charset=utf-8", .leaflet("leaflet.js")),
     "leaflet.css": ("text/css; charset=utf-8", .leaflet("leaflet.css")),
     "map.js": ("text/javascript; charset=utf-8", .text(script)),
+    "map.css": ("text/css; charset=utf-8", .text(style)),
     "world.geojson": ("application/geo+json", .world),
   ]
 
@@ -32,12 +33,22 @@ enum MapPage {
     case world
   }
 
+  /// The page's Content-Security-Policy: scripts, styles, data and streams from this server
+  /// only, no inline script or style, no plugins, frames, forms or `<base>`. With it a user
+  /// string that reached markup still could not run (the page puts every one in as text).
+  static let contentSecurityPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
   /// `GET /map` or `GET /map/NAME`.
   static func respond(asset: String?) throws -> HTTPResponse {
     guard let asset else {
       return HTTPResponse(
         status: 200,
-        headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
+        headers: [
+          ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache"),
+          ("Content-Security-Policy", contentSecurityPolicy),
+          ("X-Content-Type-Options", "nosniff"),
+        ],
         body: Data(html.utf8))
     }
     // `/map/`: the page's links are relative to `/map`, so it is sent there (308).
@@ -99,15 +110,7 @@ enum MapPage {
     <title>Trips</title>
     <link rel="icon" href="data:,">
     <link rel="stylesheet" href="map/leaflet.css">
-    <style>
-    html, body { margin: 0; height: 100%; }
-    #map { position: absolute; inset: 0; background: #dbe9f4; }
-    #panel { position: absolute; top: 10px; right: 10px; z-index: 1000; max-width: 32em;
-      background: rgba(255, 255, 255, 0.92); padding: 8px 12px; border-radius: 4px;
-      font: 13px/1.45 sans-serif; box-shadow: 0 1px 4px rgba(0, 0, 0, 0.3); }
-    #panel code { font-size: 12px; }
-    #state { display: none; }
-    </style>
+    <link rel="stylesheet" href="map/map.css">
     </head>
     <body>
     <div id="map"></div>
@@ -124,6 +127,18 @@ enum MapPage {
 
     """
 
+  /// The page's own style (a file: the policy allows no inline style).
+  static let style = """
+    html, body { margin: 0; height: 100%; }
+    #map { position: absolute; inset: 0; background: #dbe9f4; }
+    #panel { position: absolute; top: 10px; right: 10px; z-index: 1000; max-width: 32em;
+      background: rgba(255, 255, 255, 0.92); padding: 8px 12px; border-radius: 4px;
+      font: 13px/1.45 sans-serif; box-shadow: 0 1px 4px rgba(0, 0, 0, 0.3); }
+    #panel code { font-size: 12px; }
+    #state { display: none; }
+
+    """
+
   static let script = #"""
     (function () {
       "use strict";
@@ -132,6 +147,11 @@ enum MapPage {
         tileClusters: 0, tileTrips: 0, tilesPending: 0, tileFetches: 0, tileRepaints: 0,
         errors: [] };
       const stateElement = document.getElementById("state");
+      // Every string from the store goes into the page as a text node, never as markup
+      // (Leaflet sets a string tooltip's innerHTML).
+      function textNode(value) {
+        return document.createTextNode(value == null ? "" : String(value));
+      }
       let map = null;
       let box = null;
       const markers = new Map();
@@ -239,7 +259,7 @@ enum MapPage {
         }
         entry.stay.latitude = stay.latitude;
         entry.stay.longitude = stay.longitude;
-        entry.stay.marker.unbindTooltip().bindTooltip(stay.name);
+        entry.stay.marker.unbindTooltip().bindTooltip(textNode(stay.name));
       }
       function countStays() {
         let count = 0;
@@ -257,7 +277,7 @@ enum MapPage {
         }
         entry.latitude = latitude;
         entry.longitude = longitude;
-        entry.marker.unbindTooltip().bindTooltip(feature.properties.name);
+        entry.marker.unbindTooltip().bindTooltip(textNode(feature.properties.name));
         setStay(entry, feature.properties.livingAccommodation);
         place(entry);
         state.markers = markers.size;

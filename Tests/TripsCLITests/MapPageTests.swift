@@ -108,6 +108,108 @@ struct MapPageTests {
   }
 
   @Test(
+    "hostile names are text: trip, destination and stay names made of markup show as written in every tooltip and run nothing; the page's Content-Security-Policy refuses inline script"
+  )
+  func hostileNames() throws {
+    _ = try #require(Chromium.executable, "Tools/install-dependencies.sh --tests installs chromium")
+    let scratch = Scratch()
+    let hostile = [
+      #"<img src=x onerror="document.body.setAttribute('data-xss','trip')">"#,
+      #""><svg onload="document.body.setAttribute('data-xss','svg')"></svg>"#,
+      #"<script>document.body.setAttribute('data-xss','script')</script>"#,
+    ]
+    var ids: [String] = []
+    for (index, name) in hostile.enumerated() {
+      let run = try trips(
+        [
+          "add", "--name", name, "--destination", name, "--start", "2027-03-01", "--end",
+          "2027-03-09", "--latitude", String(10 + index * 5), "--longitude", String(20 + index * 5),
+        ], store: scratch.store)
+      #expect(run.status == 0, "\(run.stderr)")
+      ids.append(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    let stayName = #"<img src=y onerror="document.body.setAttribute('data-xss','stay')">"#
+    #expect(
+      try trips(
+        ["stay", "set", ids[0], "--name", stayName, "--latitude", "11", "--longitude", "21"],
+        store: scratch.store
+      ).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    let page = try server.request("/map")
+    let policy = try #require(page.headers["content-security-policy"])
+    #expect(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"))
+    let browser = try Chromium(width: 1000, height: 640)
+    defer { browser.close() }
+    // Each tooltip opened as soon as it is bound, as a hover opens it (the markers are drawn
+    // on a canvas, so there is no element to hover): Leaflet's global is caught as it is
+    // made, and its Layer's bindTooltip wrapped once Leaflet defines it.
+    try browser.send(
+      "Page.addScriptToEvaluateOnNewDocument",
+      [
+        "source": """
+        Object.defineProperty(window, "L", { configurable: true, get() { return undefined; },
+          set(leaflet) {
+            Object.defineProperty(leaflet, "Layer", { configurable: true, enumerable: true,
+              get() { return undefined; },
+              set(layer) {
+                const bind = layer.prototype.bindTooltip;
+                layer.prototype.bindTooltip = function (content, options) {
+                  const result = bind.call(this, content, options);
+                  const self = this;
+                  setTimeout(function () { try { self.openTooltip(); } catch (e) {} }, 0);
+                  return result;
+                };
+                Object.defineProperty(leaflet, "Layer", { value: layer, writable: true,
+                  enumerable: true, configurable: true });
+              } });
+            Object.defineProperty(window, "L", { value: leaflet, writable: true,
+              configurable: true });
+          } });
+        """
+      ])
+    try browser.navigate(server.url + "/map")
+    var state: [String: Any] = [:]
+    let loaded = try eventually(15) {
+      state = try pageState(browser)
+      return state["ready"] as? Bool == true && state["markers"] as? Int == hostile.count
+        && state["stays"] as? Int == 1
+    }
+    #expect(loaded, "\(state)")
+    var shown: [String] = []
+    let opened = try eventually(5) {
+      shown =
+        try browser.evaluate(
+          "Array.from(document.querySelectorAll('.leaflet-tooltip')).map(function (t) { return t.textContent; })"
+        ) as? [String] ?? []
+      return shown.count >= hostile.count + 1
+    }
+    #expect(opened, "\(shown)")
+    #expect(Set(shown) == Set(hostile + [stayName]), "each name shown as written: \(shown)")
+    #expect(
+      try browser.evaluate(
+        "document.querySelectorAll('.leaflet-tooltip *, .leaflet-popup-content *').length") as? Int
+        == 0, "no element made from a name")
+    #expect(try browser.evaluate("document.body.getAttribute('data-xss')") is NSNull)
+    #expect(browser.problems.isEmpty, "\(browser.problems)")
+    // The policy at work: an inline script the page itself tried to add does not run.
+    let ran = try browser.evaluate(
+      """
+      (function () {
+        const s = document.createElement("script");
+        s.textContent = "document.body.setAttribute('data-inline', 'ran')";
+        document.body.appendChild(s);
+        return document.body.getAttribute("data-inline");
+      })()
+      """)
+    #expect(ran is NSNull, "inline script ran: \(String(describing: ran))")
+    #expect(
+      try eventually(5) {
+        browser.problems.contains { $0.contains("Content Security Policy") }
+      }, "\(browser.problems)")
+  }
+
+  @Test(
     "a store of more trips than the page draws as markers is drawn as vector tiles: clusters with their counts (adding up to the trips on screen), a click on one zooms into its trips, a trip added by another process repaints the tiles, no console error"
   )
   func tiledMap() throws {
