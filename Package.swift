@@ -136,6 +136,7 @@ let package = Package(
     ),
     .target(
       name: "TestSupport",
+      dependencies: ["PersistenceCore"],
       path: "Tests/TestSupport",
       swiftSettings: swiftSettings
     ),

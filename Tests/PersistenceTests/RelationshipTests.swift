@@ -114,7 +114,7 @@ struct Badge: Codable, Hashable, Sendable {
 
   static let schema = ModelSchema<Manager>(
     "managers",
-    .attribute(\.name, "name"),
+    .attribute(\.name, "name", .indexed),
     .codable(\.badge, "badge"),
     .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.manager))
 }

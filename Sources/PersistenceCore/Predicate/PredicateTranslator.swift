@@ -155,7 +155,10 @@ struct PredicateTranslator {
     let alias = nextAlias()
     let key =
       "(SELECT \(alias).\"_pk\" FROM \(table.quotedName) AS \(alias) WHERE \(alias).\(inverseColumn) = \(ownKey))"
-    return .related(RelatedRow(table: table, key: key, alias: nil))
+    return .related(
+      RelatedRow(
+        table: table, key: key, alias: nil,
+        holder: RelatedRow.Holder(column: inverseColumn, ownerKey: ownKey)))
   }
 
   /// The attribute at `keyPath` of a related row: its column in the subquery's row, or a
@@ -186,7 +189,8 @@ struct PredicateTranslator {
       "(SELECT \(alias).\(column.quotedName) FROM \(row.table.quotedName) AS \(alias) WHERE \(alias).\"_pk\" = \(row.key))"
     )
     fragment.relatedColumn = RelatedColumn(
-      key: row.key, table: row.table.quotedName, alias: alias, column: column.quotedName)
+      key: row.key, table: row.table.quotedName, alias: alias, column: column.quotedName,
+      holder: row.holder)
     return .sql(fragment)
   }
 

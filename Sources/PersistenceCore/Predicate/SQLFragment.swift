@@ -157,6 +157,15 @@ struct RelatedRow {
   let key: String
   /// The subquery's name for the row, when it is one of a subquery's rows.
   let alias: String?
+  /// For a row reached through a to-one whose inverse keeps the key (a one-to-one kept on the
+  /// other side): the row's column (quoted) holding the key of the row it was reached from.
+  var holder: Holder? = nil
+
+  /// The row of `table` whose `column` holds `ownerKey` (unique: a one-to-one's key).
+  struct Holder {
+    let column: String
+    let ownerKey: String
+  }
 }
 
 /// The rows of a to-many: those of `table` whose `column` (quoted) holds `ownerKey`.
@@ -173,4 +182,23 @@ struct RelatedColumn {
   let table: String
   let alias: String
   let column: String
+  /// See ``RelatedRow/holder``.
+  var holder: RelatedRow.Holder? = nil
+
+  /// Whether the related row exists and its column passes `test` (SQL after the column, such
+  /// as `= ?`), as a test of keys the indexes serve: the row's key among the keys of the rows
+  /// passing (`key IS NOT NULL AND key IN (SELECT _pk FROM table WHERE column = ?)`), or, for
+  /// a row that holds the key of the row it was reached from, that row's key among the held
+  /// keys (`owner IS NOT NULL AND owner IN (SELECT held FROM table WHERE column = ? AND held
+  /// IS NOT NULL)`). The
+  /// related table is read once, by the column's index where it has one; never per row.
+  /// Never `NULL`.
+  func membership(_ test: String) -> String {
+    if let holder {
+      return
+        "(\(holder.ownerKey) IS NOT NULL AND \(holder.ownerKey) IN (SELECT \(alias).\(holder.column) FROM \(table) AS \(alias) WHERE \(alias).\(column) \(test) AND \(alias).\(holder.column) IS NOT NULL))"
+    }
+    return
+      "(\(key) IS NOT NULL AND \(key) IN (SELECT \(alias).\"_pk\" FROM \(table) AS \(alias) WHERE \(alias).\(column) \(test)))"
+  }
 }

@@ -41,7 +41,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
       let list = Array(repeating: "?", count: bindings.count).joined(separator: ", ")
       return .sql(
         SQLFragment(
-          "(\(related.key) IS NOT NULL AND \(related.key) IN (SELECT \(related.alias).\"_pk\" FROM \(related.table) AS \(related.alias) WHERE \(related.alias).\(related.column) IN (\(list))))",
+          related.membership("IN (\(list))"),
           FragmentBindings(bindings), isCondition: true, canBeNull: false))
     }
     var parts: [String] = []

@@ -101,8 +101,7 @@ private func relatedEquality(_ side: SQLFragment, _ value: SQLFragment, equal: B
   guard let related = side.relatedColumn, side.bindings.isEmpty, value.sql == "?",
     value.bindings.count == 1, value.bindings[0] != .null
   else { return nil }
-  let test =
-    "(\(related.key) IS NOT NULL AND \(related.key) IN (SELECT \(related.alias).\"_pk\" FROM \(related.table) AS \(related.alias) WHERE \(related.alias).\(related.column) = ?))"
+  let test = related.membership("= ?")
   return SQLFragment(
     equal ? test : "(NOT \(test))", value.bindings, isCondition: true, canBeNull: false)
 }

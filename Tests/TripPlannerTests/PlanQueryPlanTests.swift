@@ -1,0 +1,95 @@
+import Foundation
+import Geo
+import Persistence
+import TestSupport
+import Testing
+
+@testable import TripPlanner
+
+/// The queries behind a service's pages of trips with plans, of items and of stays, as each
+/// engine plans them: the plan tables are read by their trip key's index, never scanned, so
+/// that a page costs O(page · log n) whatever the store holds.
+@Suite("The plans' queries use the key columns' indexes, on every engine")
+struct PlanQueryPlanTests {
+  @Test(
+    "a page's plans, a trip's items and stay, items and stays by id, and the plan filters read the plan tables by index",
+    arguments: TripPlanTests.Engine.allCases)
+  func planQueries(engine: TripPlanTests.Engine) throws {
+    let configuration = ModelConfiguration(url: try TripPlanTests.storeURL(engine, "plans"))
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let store = TripStore(
+      container: try ModelContainer(
+        for: Trip.modelTypes, configuration: configuration, engine: recorder))
+    var ids: [UUID] = []
+    for index in 0..<60 {
+      var record = TripPlanTests.kyoto
+      record.name = "Trip \(index)"
+      record.longitude = Double(index) - 30
+      record.latitude = Double(index % 40)
+      let trip = try store.add(record)
+      ids.append(trip.id)
+      for item in 0..<3 {
+        try store.addBucketListItem(
+          BucketListItemRecord(title: "Item \(index).\(item)", hasReservation: item == 1),
+          toTrip: trip.id.uuidString)
+      }
+      try store.setStay(
+        LivingAccommodationRecord(name: "Stay \(index)", latitude: 1, longitude: 2),
+        forTrip: trip.id.uuidString)
+    }
+    let settings = engine == .postgreSQL ? ["enable_seqscan": "off"] : [:]
+    let planTables = ["bucket_list_items", "living_accommodations"]
+
+    /// Runs `body` and checks every query it ran on the trip tables: only the tables of
+    /// `scanning` may be read whole.
+    func expectIndexed(
+      _ shape: String, scanning allowed: Set<String> = [],
+      sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) throws {
+      recorder.clear()
+      try body()
+      let plans = try recorder.plans(
+        where: { sql in planTables.contains { sql.contains("\"\($0)\"") } }, settings: settings)
+      #expect(!plans.isEmpty, "\(shape): no plan query ran", sourceLocation: sourceLocation)
+      for (sql, plan) in plans {
+        let scanned = RecordingEngine.scannedTables(in: plan).filter { !allowed.contains($0) }
+        #expect(
+          scanned.isEmpty, "\(shape) scans \(scanned):\n\(sql)\n\(plan.joined(separator: "\n"))",
+          sourceLocation: sourceLocation)
+      }
+    }
+
+    try expectIndexed("a bbox page's plans") {
+      var query = TripQuery(limit: 10)
+      query.bbox = GeographicBox(west: -10, south: 0, east: 10, north: 40)
+      let page = try store.pageRecords(query, index: nil)
+      let planned = try store.withPlans(page.records)
+      #expect(planned.count == 10)
+      #expect(
+        planned.allSatisfy { $0.plan?.bucketList.count == 3 && $0.plan?.livingAccommodation != nil }
+      )
+    }
+    let trip = ids[7]
+    try expectIndexed("a trip's bucket list and stay") {
+      let list = try store.bucketList(ofTrip: trip.uuidString)
+      let items = try store.bucketListItems(ofTrip: trip, limit: 10).items
+      let stays = try store.stays(ofTrip: trip).stays
+      #expect([list.count, items.count, stays.count] as [Int] == [3, 3, 1])
+    }
+    let item = try #require(try store.bucketList(ofTrip: trip.uuidString).first).id
+    try expectIndexed("an item and a stay by id") {
+      let itemTrip = try store.bucketListItem(item)?.tripID
+      let stay = try #require(try store.stays(ofTrip: trip).stays.first?.record.id)
+      let stayTrip = try store.stay(stay)?.tripID
+      #expect(itemTrip == trip && stayTrip == trip)
+    }
+    // A trip's test of its items: a row's test by the key column's index, or the items
+    // passing the filter read once and joined: either table may be read whole, once.
+    try expectIndexed("the plan filters", scanning: ["trips", "bucket_list_items"]) {
+      var query = TripQuery()
+      query.hasReservation = true
+      let records = try store.records(query)
+      #expect(records.count == 60)
+    }
+  }
+}
