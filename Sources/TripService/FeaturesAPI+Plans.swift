@@ -172,6 +172,7 @@ extension FeaturesAPI {
     let parsed = try ItemsQuery(request, allowed: ["bbox", "bbox-crs", "trip", "f"])
     let filter = ItemsStreams.StayFilter(
       box: parsed.query.bbox, trip: try Self.tripParameter(request))
+    _ = try ItemsStreams.resumeToken(request.header("Last-Event-ID"))
     if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.openStays(
       key: Self.streamKey(request), filter: filter,

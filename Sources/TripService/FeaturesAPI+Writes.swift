@@ -46,16 +46,26 @@ extension FeaturesAPI {
 
   static let writeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
 
-  /// 415 unless a body's type is one a write takes (GeoJSON, JSON, JSON merge patch).
+  /// The media types a write with a body takes, by method: a feature as GeoJSON or JSON, and
+  /// for PATCH a JSON Merge Patch too (what `/api` lists for each).
+  static func bodyTypes(_ method: String) -> [String] {
+    ["application/geo+json", "application/json"]
+      + (method == "PATCH" ? ["application/merge-patch+json"] : [])
+  }
+
+  /// 415 unless a body's type is one the write takes (``bodyTypes(_:)``); a body without a
+  /// type is read as JSON.
   static func checkContentType(_ request: HTTPRequest) throws {
     guard request.method != "DELETE",
       let type = request.header("Content-Type")?.split(separator: ";").first?
         .trimmingCharacters(in: .whitespaces).lowercased()
     else { return }
-    if !["application/geo+json", "application/json", "application/merge-patch+json"].contains(type)
-    {
+    let taken = bodyTypes(request.method)
+    if !taken.contains(type) {
       throw ServiceError.request(
-        415, "Send the trip as application/geo+json (a GeoJSON Feature), not \(type).")
+        415,
+        "A \(request.method) body is \(taken.joined(separator: ", ")), not \(HTTPServer.loggable(type))."
+      )
     }
   }
 
@@ -245,16 +255,25 @@ extension FeaturesAPI {
   /// A PATCH body (a partial Feature: `properties` to change, and/or a new `geometry`) merged
   /// into `record`.
   static func merge(_ body: Data, into record: TripRecord) throws -> TripRecord {
-    let feature = try merged(body, into: TripGeoJSON.feature(record))
+    let feature = try merged(
+      body, into: TripGeoJSON.feature(record), noneWhenNull: ["bucketList", "livingAccommodation"])
     var merged = try decodeFeature(Data(feature.rendered(pretty: false).utf8))
     merged.id = record.id
     return merged
   }
 
-  /// `feature` with a PATCH body's `properties` merged into its own (each member given
-  /// replaces or adds one) and its `geometry` replaced when given; `type` and `id` in the body
-  /// are ignored, anything else is 400.
-  static func merged(_ body: Data, into feature: JSONValue) throws -> JSONValue {
+  /// `feature` with a PATCH body applied as a JSON Merge Patch (RFC 7396): the body's
+  /// `properties` and `geometry` are merged into the feature's (a member given sets it, objects
+  /// merging member by member; a member `null` removes it, which for a required member makes
+  /// the result invalid); `type` and `id` in the body are ignored, anything else is 400.
+  ///
+  /// A member of `noneWhenNull` (a trip's `bucketList` and `livingAccommodation`, which a
+  /// write keeps when they are left out) is set to `null` instead, which a trip's body reads as
+  /// none: an empty bucket list, no stay; removing it would keep it, a `null` changing nothing.
+  /// O(size of the feature and the body).
+  static func merged(
+    _ body: Data, into feature: JSONValue, noneWhenNull: Set<String> = []
+  ) throws -> JSONValue {
     guard let patch = try? JSONValue.parse(body), case .object(let members) = patch else {
       throw ServiceError.request(
         400, "A PATCH body is a JSON object: {\"properties\": {…}} and/or {\"geometry\": {…}}.")
@@ -264,18 +283,20 @@ extension FeaturesAPI {
       switch key {
       case "properties":
         guard case .object(let changes) = value,
-          case .object(var properties)? = feature.first(where: { $0.0 == "properties" })?.1
+          let index = feature.firstIndex(where: { $0.0 == "properties" })
         else { throw ServiceError.request(400, "'properties' must be an object.") }
-        for (name, newValue) in changes {
-          if let index = properties.firstIndex(where: { $0.0 == name }) {
-            properties[index].1 = newValue
-          } else {
-            properties.append((name, newValue))
-          }
+        feature[index].1 = feature[index].1.merging(value)
+        for (name, change) in changes where change == .null && noneWhenNull.contains(name) {
+          guard case .object(var properties) = feature[index].1 else { continue }
+          properties.append((name, .null))
+          feature[index].1 = .object(properties)
         }
-        feature = feature.map { $0.0 == "properties" ? ($0.0, .object(properties)) : $0 }
       case "geometry":
-        feature = feature.map { $0.0 == "geometry" ? ($0.0, value) : $0 }
+        if let index = feature.firstIndex(where: { $0.0 == "geometry" }) {
+          feature[index].1 = feature[index].1.merging(value)
+        } else {
+          feature.append(("geometry", value))
+        }
       case "type", "id":
         continue
       default:

@@ -605,6 +605,7 @@ struct FeaturesAPI: Sendable {
   /// filters (`bbox`, `datetime`, `destination`, `q`).
   func itemsStream(_ request: HTTPRequest) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request, allowed: ItemsQuery.filterNames)
+    _ = try ItemsStreams.resumeToken(request.header("Last-Event-ID"))
     if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.open(
       key: Self.streamKey(request), query: parsed.unpaged,

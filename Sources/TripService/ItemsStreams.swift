@@ -196,6 +196,19 @@ final class ItemsStreams: Sendable {
   /// How many distinct item queries are followed now.
   var feedCount: Int { feeds.withLock { $0.count } }
 
+  /// The history token a client's `Last-Event-ID` names: nil for none (or empty), 400 for
+  /// anything that is not a token, as GET and HEAD both answer. O(length).
+  static func resumeToken(_ lastEventID: String?) throws -> HistoryToken? {
+    guard let lastEventID, !lastEventID.isEmpty else { return nil }
+    guard let token = HistoryToken(lastEventID) else {
+      throw ServiceError.request(
+        400,
+        "Invalid Last-Event-ID '\(HTTPServer.loggable(lastEventID))': expected a history token."
+      )
+    }
+    return token
+  }
+
   func open(key: String, query: TripQuery, lastEventID: String?) throws -> HTTPStream {
     var descriptor = query.fetchDescriptor
     descriptor.sortBy = []
@@ -246,13 +259,7 @@ final class ItemsStreams: Sendable {
     let id = ObjectIdentifier(stream)
     // Replay and registration under the feed's lock: no live event can slip between them.
     try feed.state.withLock { state in
-      if let lastEventID, !lastEventID.isEmpty {
-        guard let token = HistoryToken(lastEventID) else {
-          throw ServiceError.request(
-            400,
-            "Invalid Last-Event-ID '\(HTTPServer.loggable(lastEventID))': expected a history token."
-          )
-        }
+      if let token = try Self.resumeToken(lastEventID) {
         // A token newer than the feed's is replayed from history, which refuses one newer
         // than the store's (a store restored from an older backup): the client gets `reset`.
         if token >= state.start, token <= state.last,

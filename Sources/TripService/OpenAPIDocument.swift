@@ -206,36 +206,105 @@ enum OpenAPIDocument {
     ("507", response("The store is full; nothing was written.", "application/json")),
   ]
 
+  /// What a PATCH body is.
+  static let mergePatch =
+    "A JSON Merge Patch (RFC 7396) of the feature: properties and geometry given are merged into the current ones (objects member by member, arrays replaced); a member null is removed, except a trip's bucketList and livingAccommodation, for which null means none (an empty list, no stay), and which are kept when left out. type and id are ignored."
+
+  /// `If-None-Match`, which a GET of one feature answers with 304 when it names the current
+  /// ETag.
+  static let ifNoneMatch: JSONValue = .object([
+    ("name", .string("If-None-Match")), ("in", .string("header")), ("required", .bool(false)),
+    (
+      "description",
+      .string("An ETag: 304 without a body when it is the feature's current one (or *).")
+    ),
+    ("schema", .object([("type", .string("string"))])),
+  ])
+
+  /// `Last-Event-ID`, with which a stream's client comes back.
+  static let lastEventID: JSONValue = .object([
+    ("name", .string("Last-Event-ID")), ("in", .string("header")), ("required", .bool(false)),
+    (
+      "description",
+      .string(
+        "The id of the last event received (a history token, STORE:N): the events after it come first, or one reset when they are no longer at hand. Any other value is 400."
+      )
+    ),
+    (
+      "schema",
+      .object([
+        ("type", .string("string")),
+        (
+          "pattern",
+          .string(
+            "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}:[0-9]{1,18}$"
+          )
+        ),
+      ])
+    ),
+  ])
+
+  /// An operation: `parameters`, the `ok` answer, `extra` answers of its own and the errors
+  /// every operation may answer. A write (`secured`) also lists 401, 405 (a read-only service,
+  /// with `Allow`) and the store's 503 and 507; one with a `body`, 413 and 415 and the media
+  /// types the server takes for `method` (``FeaturesAPI/bodyTypes(_:)``) unless `bodyTypes`
+  /// names its own. A GET answering 304
+  /// lists `If-None-Match`. An answer in `extra` takes the place of a default one.
   static func operation(
     _ summary: String, _ id: String, parameters: [JSONValue] = [], ok: (String, JSONValue),
     extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false,
+    method: String = "POST", bodyDescription: String? = nil, bodyTypes: [String]? = nil,
     notAcceptable: String = "Only JSON can be returned."
   ) -> JSONValue {
-    let errors = errors.map {
+    // A body of its own types (a change feed) is read whatever its Content-Type says.
+    let checksType = bodyTypes == nil
+    let bodyTypes = bodyTypes ?? FeaturesAPI.bodyTypes(method)
+    let json = FeaturesAPI.json
+    var defaults = errors.map {
       $0.0 == "406" ? ("406", response(notAcceptable, "application/json")) : $0
     }
+    if secured {
+      defaults += [
+        ("401", response("A valid bearer token is needed.", json)),
+        (
+          "405",
+          response(
+            "The service is read-only (--read-only); Allow names the methods it takes.", json)
+        ),
+      ]
+    }
+    if body {
+      defaults.append(("413", response("The body is larger than 16 MiB.", json)))
+    }
+    if body && checksType {
+      defaults.append(
+        (
+          "415",
+          response(
+            "The body's Content-Type is not one of " + bodyTypes.joined(separator: ", ") + ".",
+            json)
+        ))
+    }
+    if secured { defaults += writeErrors }
+    let own = Set(extra.map(\.0))
+    var responses = [ok] + extra + defaults.filter { !own.contains($0.0) }
+    responses.sort { $0.0 < $1.0 }
+    var parameters = parameters
+    if own.contains("304") { parameters.append(ifNoneMatch) }
     var members: [(String, JSONValue)] = [
       ("summary", .string(summary)), ("operationId", .string(id)),
       ("parameters", .array(parameters)),
-      ("responses", .object([ok] + extra + errors + (secured ? writeErrors : []))),
+      ("responses", .object(responses)),
     ]
     if body {
-      members.append(
-        (
-          "requestBody",
-          .object([
-            ("required", .bool(true)),
-            (
-              "content",
-              .object([
-                (
-                  "application/geo+json",
-                  .object([("schema", .object([("type", .string("object"))]))])
-                )
-              ])
-            ),
-          ])
-        ))
+      var content: [(String, JSONValue)] = []
+      for type in bodyTypes {
+        content.append((type, .object([("schema", .object([("type", .string("object"))]))])))
+      }
+      var requestBody: [(String, JSONValue)] = [("required", .bool(true))]
+      if let bodyDescription { requestBody.append(("description", .string(bodyDescription))) }
+      requestBody.append(("content", .object(content)))
+      members.append(("requestBody", .object(requestBody)))
     }
     if secured { members.append(("security", .array([.object([("bearer", .array([]))])]))) }
     return .object(members)
@@ -350,6 +419,10 @@ enum OpenAPIDocument {
                   ("401", response("A valid bearer token is needed.", json)),
                   ("405", response("The service is read-only.", json)),
                   ("409", response("The id exists.", json)),
+                  (
+                    "412",
+                    response("If-Match was sent: a collection has no version to match.", json)
+                  ),
                   ("413", response("The body is larger than 16 MiB.", json)),
                 ], body: true, secured: true)
             ),
@@ -410,7 +483,8 @@ enum OpenAPIDocument {
                 "Change some of a trip's properties or its geometry", "updateFeature",
                 parameters: [idParameter, ifMatch],
                 ok: ("200", response("The trip, with its new ETag.", geo)),
-                extra: conditionalWrite, body: true, secured: true)
+                extra: conditionalWrite, body: true, secured: true, method: "PATCH",
+                bodyDescription: mergePatch)
             ),
             (
               "delete",
@@ -450,7 +524,7 @@ enum OpenAPIDocument {
               "get",
               operation(
                 "Each committed change to the matching trips (Server-Sent Events; Last-Event-ID resumes)",
-                "streamItems", parameters: filters,
+                "streamItems", parameters: filters + [lastEventID],
                 ok: (
                   "200",
                   response(
@@ -526,8 +600,7 @@ enum OpenAPIDocument {
                 "Apply a change feed (idempotent; the last change of a trip wins, by when it was made)",
                 "applyChanges",
                 ok: ("200", response("How many changes were applied and skipped.", json)),
-                extra: [("401", response("A valid bearer token is needed.", json))], body: true,
-                secured: true)
+                body: true, secured: true, bodyTypes: [FeaturesAPI.jsonLines])
             ),
           ])
         ),
@@ -776,7 +849,8 @@ enum OpenAPIDocument {
                 "get",
                 operation(
                   "Each committed change to the matching stays (Server-Sent Events; Last-Event-ID resumes within the feed's latest events, else one reset)",
-                  "streamStays", parameters: [filters[0], filters[1], trip, filters.last!],
+                  "streamStays",
+                  parameters: [filters[0], filters[1], trip, filters.last!, lastEventID],
                   ok: (
                     "200",
                     response(
@@ -834,6 +908,10 @@ enum OpenAPIDocument {
                   ("401", response("A valid bearer token is needed.", json)),
                   ("405", response("The service is read-only.", json)),
                   ("409", response("The trip has a stay already.", json)),
+                  (
+                    "412",
+                    response("If-Match was sent: a collection has no version to match.", json)
+                  ),
                   ("413", response("The body is larger than 16 MiB.", json)),
                 ], body: true, secured: true)
             ),
@@ -855,7 +933,8 @@ enum OpenAPIDocument {
                 "Change some of the \(noun)'s properties\(collection == .stays ? " or its geometry" : " (position moves it)")",
                 "update\(name)", parameters: [id, ifMatch],
                 ok: ("200", response("The \(noun), with its new ETag.", geo)),
-                extra: write, body: true, secured: true)
+                extra: write, body: true, secured: true, method: "PATCH",
+                bodyDescription: mergePatch)
             ),
             (
               "delete",

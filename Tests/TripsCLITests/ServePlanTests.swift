@@ -433,6 +433,134 @@ struct ServePlanTests {
   }
 
   @Test(
+    "PATCH is a JSON Merge Patch (RFC 7396): null removes a member, objects merge member by member; null for a plan member is none (no stay, an empty list), not left out"
+  )
+  func mergePatch() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let created = try server.request(
+      "POST", "/collections/trips/items", headers: auth,
+      body: featureBody(
+        plan:
+          #""placeIdentifier":"geonames:2198148","bucketList":[{"title":"First"}],"livingAccommodation":{"name":"Tanoa","address":"Suva","latitude":-18.14,"longitude":178.42}"#
+      ))
+    #expect(created.status == 201, "\(created.text)")
+    let id = try #require(try created.json()["id"] as? String)
+    let path = "/collections/trips/items/\(id)"
+    let stayID = try #require(try Self.plan(server.request(path)).stay?["id"] as? String)
+    func patch(_ body: String) throws -> HTTPReply {
+      try server.request(
+        "PATCH", path,
+        headers: ["Authorization: Bearer \(token)", "Content-Type: application/merge-patch+json"],
+        body: Data(body.utf8))
+    }
+    let merged = try patch(
+      #"{"properties":{"placeIdentifier":null,"livingAccommodation":{"name":"Grand Pacific"}},"geometry":{"coordinates":[178.5,-18.2]}}"#
+    )
+    #expect(merged.status == 200, "\(merged.text)")
+    let feature = try server.request(path).json()
+    let properties = try #require(feature["properties"] as? [String: Any])
+    #expect(properties["placeIdentifier"] is NSNull)
+    let stay = try #require(properties["livingAccommodation"] as? [String: Any])
+    #expect(stay["id"] as? String == stayID)
+    #expect(stay["name"] as? String == "Grand Pacific" && stay["address"] as? String == "Suva")
+    #expect((properties["bucketList"] as? [[String: Any]])?.count == 1)
+    let geometry = try #require(feature["geometry"] as? [String: Any])
+    #expect(geometry["coordinates"] as? [Double] == [178.5, -18.2])
+    let emptied = try patch(#"{"properties":{"bucketList":null,"livingAccommodation":null}}"#)
+    #expect(emptied.status == 200, "\(emptied.text)")
+    let none = try Self.plan(server.request(path))
+    #expect(none.items.isEmpty && none.stay == nil)
+    #expect(try patch(#"{"properties":{"bucketList":[{"title":"Again"}]}}"#).status == 200)
+    let untouched = try patch(#"{"properties":{"destination":"Nadi"}}"#)
+    #expect(untouched.status == 200, "\(untouched.text)")
+    #expect(try Self.plan(server.request(path)).items.map { $0["title"] as? String } == ["Again"])
+    let nameless = try patch(#"{"properties":{"name":null}}"#)
+    #expect(nameless.status == 400, "\(nameless.text)")
+  }
+
+  @Test(
+    "/api lists what each write answers: the media types it takes (another is 415), 401, 405 read-only, 413; If-None-Match where 304 is; Last-Event-ID on the streams"
+  )
+  func apiListsWhatWritesAnswer() throws {
+    let created = try {
+      let server = try server()
+      defer { #expect(server.stop() == 0) }
+      return try server.request(
+        "POST", "/collections/trips/items", headers: auth,
+        body: featureBody(
+          plan:
+            #""bucketList":[{"title":"First"}],"livingAccommodation":{"name":"Tanoa","latitude":-18.14,"longitude":178.42}"#
+        ))
+    }()
+    let trip = try #require(try created.json()["id"] as? String)
+    let plan = try Self.plan(created)
+    let ids = [
+      "/collections/trips/": trip,
+      "/collections/stays/": try #require(plan.stay?["id"] as? String),
+      "/collections/bucket-list-items/": try #require(plan.items.first?["id"] as? String),
+    ]
+    for readOnly in [false, true] {
+      let server = try ServerProcess(
+        store: scratch.store,
+        readOnly
+          ? ["--read-only"]
+          : ["--token-file", try tokenFile(in: scratch, "planner:\(token)").path])
+      defer { #expect(server.stop() == 0) }
+      let paths = try #require(try server.request("/api").json()["paths"] as? [String: Any])
+      var checked = 0
+      for (path, item) in paths {
+        let operations = try #require(item as? [String: [String: Any]])
+        let concrete = path.replacingOccurrences(
+          of: "{featureId}", with: ids.first { path.hasPrefix($0.key) }?.value ?? trip)
+        if let get = operations["get"], (get["responses"] as? [String: Any])?["304"] != nil {
+          let names = (get["parameters"] as? [[String: Any]] ?? []).compactMap { $0["name"] }
+          #expect(names.contains { $0 as? String == "If-None-Match" }, "\(path)")
+        }
+        if path.hasSuffix("/items/stream"), let get = operations["get"] {
+          let names = (get["parameters"] as? [[String: Any]] ?? []).compactMap { $0["name"] }
+          #expect(names.contains { $0 as? String == "Last-Event-ID" }, "\(path)")
+          let bad = try server.request(
+            "HEAD", concrete, headers: ["Last-Event-ID: not-a-token"])
+          #expect(bad.status == 400, "\(path): \(bad.status)")
+        }
+        for method in ["post", "put", "patch", "delete"] {
+          guard let operation = operations[method] else { continue }
+          let listed = Set((operation["responses"] as? [String: Any] ?? [:]).keys)
+          #expect(listed.isSuperset(of: ["401", "405", "503"]), "\(method) \(path): \(listed)")
+          let types = Array(
+            ((operation["requestBody"] as? [String: Any])?["content"] as? [String: Any] ?? [:])
+              .keys)
+          for type in types.isEmpty ? [nil] : types.map(Optional.some) + ["text/plain"] {
+            let headers =
+              (readOnly ? [] : ["Authorization: Bearer \(token)"])
+              + (type.map { ["Content-Type: \($0)"] } ?? [])
+            // A body no write takes: refused, by its type or its content, never written.
+            let reply = try server.request(
+              method.uppercased(), concrete, headers: headers + ["If-Match: \"stale\""],
+              body: type == nil ? nil : Data(#"{"not":"a feature"}"#.utf8))
+            #expect(
+              listed.contains(String(reply.status)),
+              "\(method) \(path) as \(type ?? "-"): \(reply.status) is not listed in \(listed)")
+            if readOnly {
+              #expect(reply.status == 405, "\(method) \(path): \(reply.status)")
+            } else if type == "text/plain" && listed.contains("415") {
+              #expect(reply.status == 415, "\(method) \(path): \(reply.status)")
+            } else {
+              #expect(reply.status != 415, "\(method) \(path) as \(type ?? "-"): 415")
+            }
+            checked += 1
+          }
+        }
+      }
+      #expect(checked >= 20, "\(checked) writes checked")
+      let after = try server.request("/collections/trips/items/\(trip)")
+      #expect(after.headers["etag"] == created.headers["etag"])
+      #expect(try Self.plan(after).items.count == 1 && Self.plan(after).stay != nil)
+    }
+  }
+
+  @Test(
     "bad item and stay bodies: 400 naming the problem, nothing written",
     arguments: [
       (

@@ -135,8 +135,13 @@ struct ServiceHardeningTests {
       #expect([400, 412].contains(reply.status), "If-Match \(bad): \(reply.status)")
     }
     #expect(
-      try server.request("POST", "/collections/trips/items", headers: auth + ["If-Match: *"])
-        .status == 412)
+      try server.request(
+        "POST", "/collections/trips/items",
+        headers: [auth[0], "Content-Type: application/geo+json", "If-Match: *"]
+      ).status == 412)
+    // A merge patch is a PATCH's body only.
+    #expect(
+      try server.request("POST", "/collections/trips/items", headers: auth).status == 415)
     #expect(
       (try server.request(path).json()["properties"] as? [String: Any])?["name"] as? String == "n0")
     let renamed = try server.request(

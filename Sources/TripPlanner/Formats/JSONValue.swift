@@ -100,6 +100,26 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     try JSONDecoder().decode(JSONValue.self, from: data)
   }
 
+  /// This value with `patch` applied as a JSON Merge Patch (RFC 7396): an object patch sets
+  /// each member it names (merged in turn when both are objects), a member `null` in it removes
+  /// that member, and a patch that is not an object replaces the value. O(size of both).
+  public func merging(_ patch: JSONValue) -> JSONValue {
+    guard case .object(let changes) = patch else { return patch }
+    var members: [(String, JSONValue)]
+    if case .object(let own) = self { members = own } else { members = [] }
+    for (name, change) in changes {
+      let index = members.firstIndex { $0.0 == name }
+      if change == .null {
+        if let index { members.remove(at: index) }
+      } else if let index {
+        members[index].1 = members[index].1.merging(change)
+      } else {
+        members.append((name, JSONValue.null.merging(change)))
+      }
+    }
+    return .object(members)
+  }
+
   /// The member `key` of an object.
   public subscript(key: String) -> JSONValue? {
     guard case .object(let members) = self else { return nil }
