@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, if any is missing; with --tests, also those the
-# tests need. README's first command (Tools/run-sample.sh) installs the build's; its test
+# tests need; with --benchmarks, those and the benchmarks' (wrk, the HTTP load generator of
+# Tools/Benchmarks/serve-plans.sh and trips-bench's serve phase). README's first command (Tools/run-sample.sh) installs the build's; its test
 # command passes --tests.
 #
 # The build (and `trips` at run time):
@@ -34,8 +35,12 @@ case "${1:-}" in
     packages+=(proj-bin postgresql valgrind zsh curl gdal-bin openssl chromium fonts-dejavu-core jq
       python3-venv)
     ;;
+  --benchmarks)
+    packages+=(proj-bin postgresql valgrind zsh curl gdal-bin openssl chromium fonts-dejavu-core jq
+      python3-venv wrk)
+    ;;
   *)
-    echo "usage: $0 [--tests]" >&2
+    echo "usage: $0 [--tests | --benchmarks]" >&2
     exit 64
     ;;
 esac
@@ -51,6 +56,6 @@ if ((${#missing[@]} > 0)); then
   "${sudo_cmd[@]}" apt-get update
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-if [ "${1:-}" = --tests ]; then
+if [ -n "${1:-}" ]; then
   "$(dirname "$0")/python-tools.sh"
 fi

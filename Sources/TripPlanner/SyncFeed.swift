@@ -181,7 +181,17 @@ public struct SyncFeed: Sendable {
     }
     for (offset, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
       let number = offset + 1
-      guard let value = try? JSONValue.parse(Data(line.utf8)), case .object = value else {
+      let value: JSONValue
+      do {
+        value = try JSONValue.parse(Data(line.utf8))
+      } catch let error as JSONValue.ParseError {
+        problems.add(number, "not a JSON object: \(error)")
+        continue
+      } catch {
+        problems.add(number, "not a JSON object")
+        continue
+      }
+      guard case .object = value else {
         problems.add(number, "not a JSON object")
         continue
       }
@@ -193,14 +203,8 @@ public struct SyncFeed: Sendable {
         resume = token
         continue
       }
-      guard case .string(let tokenText)? = value["token"], let token = HistoryToken(tokenText),
-        case .string(let timeText)? = value["time"], let time = TripDates.parse(timeText),
-        case .string(let kindText)? = value["kind"],
-        let kind = HistoryChange.Kind(rawValue: kindText)
-      else {
-        problems.add(number, "a change needs token, time and kind (insert, update, delete)")
-        continue
-      }
+      guard let (token, time, kind) = Self.header(of: value, line: number, problems: &problems)
+      else { continue }
       var author: String?
       if case .string(let name)? = value["author"] { author = name }
       let before = problems.problems.count
@@ -214,6 +218,75 @@ public struct SyncFeed: Sendable {
     }
     try problems.throwIfAny()
     return SyncFeed(changes: changes, resumeToken: resume!)  // set: checked just above
+  }
+
+  /// The members a change line may have: its header, and per subject its id and values.
+  static let headerMembers: Set<String> = ["token", "author", "time", "kind"]
+  static let subjectMembers: [(id: String, values: String)] = [
+    ("bucketListItemId", "bucketListItem"), ("livingAccommodationId", "livingAccommodation"),
+    ("tripId", "trip"),
+  ]
+
+  /// A change line's token, time and kind, each checked on its own so that a problem names
+  /// the member and what is wrong with it; nil (with the problems added) when any is wrong.
+  private static func header(of value: JSONValue, line: Int, problems: inout ProblemList)
+    -> (HistoryToken, Date, HistoryChange.Kind)?
+  {
+    let before = problems.problems.count
+    func text(_ key: String, _ example: String) -> String? {
+      switch value[key] {
+      case .string(let text)?: return text
+      case nil, .null?: problems.add(line, "a change needs \(key) (such as \(example))")
+      default: problems.add(line, "\(key) must be a string (such as \(example))")
+      }
+      return nil
+    }
+    let tokenText = text("token", "\"STORE-UUID:42\"")
+    let token = tokenText.flatMap(HistoryToken.init)
+    if let tokenText, token == nil {
+      problems.add(
+        line,
+        "token '\(tokenText)' is not a history token: a store's UUID, a colon and a number from 0 to \(Int64.max)"
+      )
+    }
+    let timeText = text("time", "\"2027-05-01T09:30:00Z\"")
+    let time = timeText.flatMap { TripDates.parse($0) }
+    if let timeText, time == nil {
+      problems.add(
+        line,
+        "time '\(timeText)' is not a date and time that exists (ISO 8601, in UTC or with an offset)"
+      )
+    }
+    let kindText = text("kind", "\"update\"")
+    let kind = kindText.flatMap(HistoryChange.Kind.init(rawValue:))
+    if let kindText, kind == nil {
+      problems.add(line, "kind '\(kindText)' is not insert, update or delete")
+    }
+    // Members the line may not have: unknown ones, and those of another subject than the
+    // one its id names (a line is about one row).
+    if case .object(let members) = value {
+      let subjects = subjectMembers.filter { value[$0.id] != nil || value[$0.values] != nil }
+      let planSubjects = subjects.filter { $0.id != "tripId" }
+      if planSubjects.count > 1 {
+        problems.add(
+          line,
+          "a change is about one row: this one names both a bucket-list item and a stay")
+      } else {
+        let subject = planSubjects.first ?? subjectMembers[2]
+        var allowed = headerMembers.union([subject.id, subject.values])
+        allowed.insert("tripId")
+        for (name, _) in members where !allowed.contains(name) {
+          let known = subjectMembers.contains { $0.id == name || $0.values == name }
+          problems.add(
+            line,
+            known
+              ? "\(name) does not belong in a change of a \(subject.id == "tripId" ? "trip" : subject.values == "bucketListItem" ? "bucket-list item" : "stay")"
+              : "unknown member '\(name)' in a change")
+        }
+      }
+    }
+    guard let token, let time, let kind, problems.problems.count == before else { return nil }
+    return (token, time, kind)
   }
 
   /// What one change line is about, by which id member it has (`bucketListItemId`,

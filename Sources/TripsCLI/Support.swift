@@ -195,9 +195,12 @@ enum CommonOptions {
     io.err("Note: the store \(terminalSafe(url.path)) does not exist yet; \(why)\n")
   }
 
-  /// Opens the store for writing (creating it and its folders if needed).
+  /// Opens the store for writing, creating it and its folders if needed; a store made here is
+  /// removed again if the command fails (``StoreCreation``).
   static func openForWriting(_ arguments: ParsedArguments, _ io: TerminalIO) throws -> TripStore {
-    try TripStore(url: try storeURL(arguments, io), author: try arguments[author] ?? "cli")
+    let url = try storeURL(arguments, io)
+    io.creation.noteCreating(url)
+    return try TripStore(url: url, author: try arguments[author] ?? "cli")
   }
 
   /// Opens the store for reading; a store that does not exist yet reads as empty. It is

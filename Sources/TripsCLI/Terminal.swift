@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import Synchronization
 
 /// Where a command reads and writes: the process's streams, or buffers in tests.
 public struct TerminalIO: Sendable {
@@ -19,6 +20,8 @@ public struct TerminalIO: Sendable {
   /// The zone days are shown and filtered in: `--time-zone`, else `$TZ`, else UTC. Instants
   /// are stored as they are; only display and day filters follow the zone.
   var timeZone = TimeZone(identifier: "UTC")!
+  /// The store a command is creating, removed if the command fails.
+  let creation = StoreCreation()
 
   /// Creates an IO.
   public init(
@@ -157,5 +160,44 @@ private func isWide(_ value: UInt32) -> Bool {
     0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
     true
   default: false
+  }
+}
+
+/// A store file a command creates on its way to a write (and the folders made for it): removed
+/// again, folders deepest first and only when empty, if the command fails, so that a write
+/// that fails leaves nothing behind (a mistyped `--store` makes no empty store).
+final class StoreCreation: Sendable {
+  private let pending = Mutex<(file: URL, folders: [URL])?>(nil)
+
+  /// Notes that the store file `url` is about to be made, with the folders above it that do
+  /// not exist yet. Nothing for a file that exists, or a URL that is not a file's.
+  func noteCreating(_ url: URL) {
+    guard url.isFileURL, !FileManager.default.fileExists(atPath: url.path) else { return }
+    var folders: [URL] = []
+    var folder = url.deletingLastPathComponent()
+    while folder.path != "/", !FileManager.default.fileExists(atPath: folder.path) {
+      folders.append(folder)
+      folder = folder.deletingLastPathComponent()
+    }
+    pending.withLock { $0 = (url, folders) }
+  }
+
+  /// Removes what ``noteCreating(_:)`` noted: the store's file and SQLite's files beside it,
+  /// then the folders made for it that are empty. Called once the store is closed.
+  func undo() {
+    guard
+      let (file, folders) = pending.withLock({ pending in
+        defer { pending = nil }
+        return pending
+      })
+    else { return }
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+      try? FileManager.default.removeItem(atPath: file.path + suffix)
+    }
+    for folder in folders {
+      guard (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true
+      else { break }
+      try? FileManager.default.removeItem(at: folder)
+    }
   }
 }

@@ -87,7 +87,14 @@ public enum TripsCommand {
           return 0
         }
         io.timeZone = try CommonOptions.timeZone(parsed, environment: io.environment)
-        try command.run(parsed, io)
+        do {
+          try command.run(parsed, io)
+        } catch {
+          // The command's store is closed by now (it lived in `run`). Output fails only after
+          // the write it reports: what was written stays.
+          if !(error is OutputError) { io.creation.undo() }
+          throw error
+        }
         return 0
       }
     } catch OutputError.readerGone {

@@ -315,7 +315,47 @@ struct PlanSyncTests {
         #""kind":"insert","tripId":"\#(trip)","livingAccommodationId":"\#(item)","livingAccommodation":{"id":"\#(item)","name":"x","latitude":"north","longitude":1,"rooms":2}}"#,
         "livingAccommodation: unknown member 'rooms'"
       ),
+      (
+        #""kind":"update","tripId":"\#(trip)","bucketListItemId":"\#(item)","bucketListItem":{"id":"\#(item)","title":"x"},"livingAccommodationId":"\#(item)","livingAccommodation":null}"#,
+        "a change is about one row: this one names both a bucket-list item and a stay"
+      ),
+      (
+        #""kind":"delete","tripId":"\#(trip)","trip":null,"foo":1}"#,
+        "unknown member 'foo' in a change"
+      ),
+      (
+        #""kind":"delete","tripId":"\#(trip)","bucketListItemId":"\#(item)","bucketListItem":null,"trip":null}"#,
+        "trip does not belong in a change of a bucket-list item"
+      ),
+      (
+        #""kind":"insert","tripId":"\#(trip)","bucketListItemId":"\#(item)","bucketListItem":{"id":"\#(item)","title":"a","title":"b\n"}}"#,
+        "not a JSON object: the member 'title' appears twice in one object at bucketListItem"
+      ),
     ]
+    // The header's members, each named with what is wrong with it.
+    let headers: [(String, String)] = [
+      (
+        #"{"token":"\#(store):1","time":"2027-02-30T00:00:00.000Z","kind":"delete","tripId":"\#(trip)","trip":null}"#,
+        "time '2027-02-30T00:00:00.000Z' is not a date and time that exists (ISO 8601, in UTC or with an offset)"
+      ),
+      (
+        #"{"token":"\#(store):999999999999999999999","time":"2027-01-01T00:00:00Z","kind":"delete","tripId":"\#(trip)","trip":null}"#,
+        "token '\(store):999999999999999999999' is not a history token: a store's UUID, a colon and a number from 0 to 9223372036854775807"
+      ),
+      (
+        #"{"time":"2027-01-01T00:00:00Z","kind":"delete","tripId":"\#(trip)","trip":null}"#,
+        #"a change needs token (such as "STORE-UUID:42")"#
+      ),
+      (
+        #"{"token":"\#(store):1","time":"2027-01-01T00:00:00Z","kind":"upsert","tripId":"\#(trip)","trip":null}"#,
+        "kind 'upsert' is not insert, update or delete"
+      ),
+    ]
+    for (line, reason) in headers {
+      let feed = Data((line + "\n" + #"{"resumeToken":"\#(store):1"}"#).utf8)
+      let error = #expect(throws: TripPlannerError.self) { try SyncFeed.parse(feed, file: "feed") }
+      #expect(error?.problems.map(\.reason) == [reason], "\(String(describing: error))")
+    }
     for (body, reason) in lines {
       let feed = Data((head + body + "\n" + #"{"resumeToken":"\#(store):1"}"#).utf8)
       let error = #expect(throws: TripPlannerError.self) { try SyncFeed.parse(feed, file: "feed") }

@@ -160,6 +160,41 @@ struct PlanCLITests {
     #expect(changes.compactMap { $0["livingAccommodationId"] as? String }.count == 2)
   }
 
+  @Test(
+    "a write that fails on a store that does not exist leaves no store and no folders behind; one that succeeds keeps it"
+  )
+  func failedWritesCreateNothing() throws {
+    let bad = try scratch.write(
+      "bad.csv",
+      "name,destination,start,end,latitude,longitude\nBackwards,Oslo,2027-05-09,2027-05-01,59.9,10.7\n"
+    )
+    let commands: [[String]] = [
+      ["bucket", "add", "abcd", "--title", "x"], ["bucket", "move", "abcd", "1", "--to", "1"],
+      ["bucket", "update", "abcd", "1", "--in-plan"], ["bucket", "remove", "abcd", "1"],
+      ["stay", "set", "abcd", "--name", "Hut", "--latitude", "1", "--longitude", "2"],
+      ["stay", "clear", "abcd"], ["update", "abcd", "--name", "x"], ["delete", "abcd"],
+      ["history", "prune", "--before", "not-a-token"], ["import", bad.path],
+    ]
+    for command in commands {
+      let folder = scratch.file("missing-\(UUID().uuidString)")
+      let store = folder.appendingPathComponent("deeper/w.sqlite")
+      let run = try trips(command, store: store)
+      #expect(run.status != 0, "\(command): \(run.stderr)")
+      #expect(run.stderr.hasPrefix("Error: "), "\(command): \(run.stderr)")
+      #expect(
+        !FileManager.default.fileExists(atPath: folder.path),
+        "\(command) left \(folder.path) behind")
+    }
+    let store = scratch.file("made/w.sqlite")
+    let added = try trips(
+      [
+        "add", "--name", "Kept", "--destination", "Oslo", "--start", "2027-05-01", "--end",
+        "2027-05-09", "--latitude", "59.9", "--longitude", "10.7",
+      ], store: store)
+    #expect(added.status == 0, "\(added.stderr)")
+    #expect(try trips(["list", "--json"], store: store).stdout.contains("Kept"))
+  }
+
   @Test("bad plan input is one clear error line, a non-zero exit, and nothing written")
   func badInput() throws {
     #expect(

@@ -601,6 +601,11 @@ struct ServePlanTests {
         "a stay's position is its geometry"
       ),
       ("stays", "[]", "expected a Feature"),
+      (
+        "bucket-list-items",
+        #"{"type":"Feature","geometry":null,"properties":{"tripId":"TRIP","title":"a","title":"b\n"}}"#,
+        "the member 'title' appears twice in one object at properties"
+      ),
     ])
   func badPlanBodies(collection: String, body: String, reason: String) throws {
     let server = try server()

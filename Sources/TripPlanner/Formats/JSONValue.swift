@@ -95,9 +95,76 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     }
   }
 
-  /// Parses JSON text.
+  /// Parses JSON text. An object that names a member twice is refused (RFC 8259 leaves its
+  /// meaning open: readers keep the first or the last, so two readers could see two values).
   public static func parse(_ data: Data) throws -> JSONValue {
-    try JSONDecoder().decode(JSONValue.self, from: data)
+    let value = try JSONDecoder().decode(JSONValue.self, from: data)
+    if let (name, path) = repeatedMember(in: data) {
+      throw ParseError(message: "the member '\(name)' appears twice in one object", path: path)
+    }
+    return value
+  }
+
+  /// The first member name that an object of `data` (valid JSON) names twice, with the path to
+  /// that object (member names and array indexes), or nil. O(bytes): one pass, a set of names
+  /// per open object.
+  static func repeatedMember(in data: Data) -> (String, [String])? {
+    struct Level {
+      var names: Set<String>?  // nil for an array
+      var expectsName: Bool
+      var index: Int
+      var name: String?  // the member (or element) being read
+    }
+    return data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> (String, [String])? in
+      let bytes = buffer.bindMemory(to: UInt8.self)
+      var stack: [Level] = []
+      var index = 0
+      while index < bytes.count {
+        let byte = bytes[index]
+        switch byte {
+        case UInt8(ascii: "{"):
+          stack.append(Level(names: [], expectsName: true, index: 0, name: nil))
+        case UInt8(ascii: "["):
+          stack.append(Level(names: nil, expectsName: false, index: 0, name: "0"))
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+          stack.removeLast()
+        case UInt8(ascii: ","):
+          if stack.last?.names != nil {
+            stack[stack.count - 1].expectsName = true
+          } else if !stack.isEmpty {
+            stack[stack.count - 1].index += 1
+            stack[stack.count - 1].name = String(stack[stack.count - 1].index)
+          }
+        case UInt8(ascii: "\""):
+          let start = index + 1
+          var escaped = false
+          index += 1
+          while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+            if bytes[index] == UInt8(ascii: "\\") {
+              escaped = true
+              index += 1
+            }
+            index += 1
+          }
+          guard let level = stack.last, level.names != nil, level.expectsName else { break }
+          let raw = UnsafeRawBufferPointer(rebasing: buffer[start..<index])
+          let name =
+            escaped
+            ? (try? JSONDecoder().decode(String.self, from: Data([0x22] + raw + [0x22])))
+              ?? String(decoding: raw, as: UTF8.self)
+            : String(decoding: raw, as: UTF8.self)
+          if stack[stack.count - 1].names!.insert(name).inserted == false {
+            return (name, stack.dropLast().compactMap(\.name))
+          }
+          stack[stack.count - 1].expectsName = false
+          stack[stack.count - 1].name = name
+        default:
+          break
+        }
+        index += 1
+      }
+      return nil
+    }
   }
 
   /// This value with `patch` applied as a JSON Merge Patch (RFC 7396): an object patch sets
