@@ -611,6 +611,55 @@ public final class TripStore {
     }
   }
 
+  /// Writes the trips matching `query`, in its order, as `format` to `sink`, a batch of
+  /// `batchSize` trips at a time, JSON and GeoJSON with each trip's plan: the bytes
+  /// ``TripFileFormat/encode(_:)`` makes of ``exportRecords(_:plans:)``, all read in one
+  /// snapshot, without holding the document. `sink` gets the header, each batch and the
+  /// footer as they are made; an error (the store's or `sink`'s) ends the export there.
+  ///
+  /// Cost: the trips read once as values (``ModelContext/enumerate(_:as:_:)``) and, for
+  /// plans, three queries a batch by the trips' keys; GeoJSON reads the trips' coordinates
+  /// once more first, for its `bbox` (16 bytes a trip). Memory: O(`batchSize`) trips, their
+  /// plans and their text, whatever the store holds.
+  public func export(
+    _ query: TripQuery = TripQuery(), as format: TripFileFormat, batchSize: Int = 500,
+    to sink: ([UInt8]) throws -> Void
+  ) throws {
+    let plans = format != .csv
+    let size = max(1, batchSize)
+    try run {
+      try context.withSnapshot {
+        var box: GeographicBox?
+        if format == .geojson {
+          var coordinates: [Coordinate] = []
+          try context.enumerateValues(query.fetchDescriptor, [\Trip.latitude, \Trip.longitude]) {
+            row in
+            coordinates.append(
+              Coordinate(
+                latitude: try row.value(Double.self, at: 0),
+                longitude: try row.value(Double.self, at: 1)))
+          }
+          box = GeographicBox.enclosing(coordinates)
+        }
+        var writer = TripFileWriter(format, box: box)
+        try sink(writer.header())
+        var batch: [TripRecord] = []
+        batch.reserveCapacity(size)
+        func flush() throws {
+          guard !batch.isEmpty else { return }
+          try sink(writer.write(plans ? try withPlans(batch) : batch))
+          batch.removeAll(keepingCapacity: true)
+        }
+        try context.enumerate(query.fetchDescriptor, as: TripRecord.self) { record in
+          batch.append(record)
+          if batch.count == size { try flush() }
+        }
+        try flush()
+        try sink(writer.footer())
+      }
+    }
+  }
+
   private func save() throws {
     do {
       try context.save()

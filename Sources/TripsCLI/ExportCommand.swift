@@ -28,8 +28,10 @@ enum ExportCommand: Subcommand {
     let output = try arguments[output]
     let format = fileFormat(try arguments[format], path: output == "-" ? nil : output)
     let store = try CommonOptions.openForReading(arguments, io)
-    // JSON and GeoJSON carry each trip's plan; CSV stays one row a trip.
-    let data = format.encode(try store.exportRecords(plans: format != .csv))
-    try OutputFile.write(data, to: output ?? "-", io: io)
+    // JSON and GeoJSON carry each trip's plan; CSV stays one row a trip. Written a batch at
+    // a time: memory is bound by a batch, not by the store.
+    try OutputFile.write(to: output ?? "-", io: io) { sink in
+      try store.export(as: format, to: sink)
+    }
   }
 }

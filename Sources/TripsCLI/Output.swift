@@ -63,15 +63,25 @@ enum StandardStreams {
 enum OutputFile {
   /// Writes `data` to `path` as described on the type.
   static func write(_ data: Data, to path: String, io: TerminalIO) throws {
+    try write(to: path, io: io) { sink in try sink([UInt8](data)) }
+  }
+
+  /// Writes what `produce` hands its sink, chunk by chunk, to `path` as described on the type:
+  /// memory is bound by a chunk, not the document. A regular file is still replaced whole:
+  /// the chunks go to a temporary file renamed over it when `produce` returns, and nothing
+  /// changes when it throws. Standard output and a FIFO get each chunk as it comes.
+  static func write(
+    to path: String, io: TerminalIO, _ produce: (_ sink: ([UInt8]) throws -> Void) throws -> Void
+  ) throws {
     if path == "-" {
-      try io.out(data)
+      try produce { try io.writeOutput($0) }
       return
     }
     guard !path.isEmpty else {
       throw CLIError.usage("--output needs a file name, or - for standard output.")
     }
     do {
-      try writeFile(data, to: path)
+      try writeFile(to: path, produce)
     } catch let error as CLIError {
       throw error
     } catch let error as OutputError {
@@ -83,7 +93,9 @@ enum OutputFile {
     }
   }
 
-  private static func writeFile(_ data: Data, to path: String) throws {
+  private static func writeFile(
+    to path: String, _ produce: (_ sink: ([UInt8]) throws -> Void) throws -> Void
+  ) throws {
     var info = stat()
     // Follow symlinks: a link to a regular file updates the target, a link to a device or a
     // FIFO writes through to it.
@@ -92,9 +104,9 @@ enum OutputFile {
       // A new file, or a dangling symlink: create it where the path (or the link) points.
       var linkInfo = stat()
       if lstat(path, &linkInfo) == 0 && (linkInfo.st_mode & S_IFMT) == S_IFLNK {
-        try writeThrough(data, to: path, create: true)
+        try writeThrough(to: path, create: true, produce)
       } else {
-        try replaceAtomically(data, at: path, mode: nil)
+        try replaceAtomically(at: path, mode: nil, produce)
       }
       return
     }
@@ -104,30 +116,35 @@ enum OutputFile {
         defer { free(pointer) }
         return String(cString: pointer)
       }
-      try replaceAtomically(data, at: resolved ?? path, mode: info.st_mode & 0o7777)
+      try replaceAtomically(at: resolved ?? path, mode: info.st_mode & 0o7777, produce)
     case S_IFDIR:
       throw CLIError(kind: .failure, message: "Cannot write \(path): it is a directory.")
     default:
-      try writeThrough(data, to: path, create: false)
+      try writeThrough(to: path, create: false, produce)
     }
   }
 
   /// Opens and writes (a FIFO, a device, a new file behind a dangling link).
-  private static func writeThrough(_ data: Data, to path: String, create: Bool) throws {
+  private static func writeThrough(
+    to path: String, create: Bool, _ produce: (_ sink: ([UInt8]) throws -> Void) throws -> Void
+  ) throws {
     let flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0)
     let descriptor = open(path, flags, 0o666)
     guard descriptor >= 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
     defer { close(descriptor) }
-    let bytes = [UInt8](data)
-    let result = Result { () throws(OutputError) in try writeAll(bytes, to: descriptor) }
-    if case .failure(let error) = result {
-      throw error == .readerGone ? OutputError.failed("its reader went away") : error
+    try produce { bytes in
+      let result = Result { () throws(OutputError) in try writeAll(bytes, to: descriptor) }
+      if case .failure(let error) = result {
+        throw error == .readerGone ? OutputError.failed("its reader went away") : error
+      }
     }
   }
 
   /// Writes a temporary file beside `path` and renames it over `path`: readers see the old
   /// file or the new one, never half of it. An existing file's permission bits are kept.
-  private static func replaceAtomically(_ data: Data, at path: String, mode: mode_t?) throws {
+  private static func replaceAtomically(
+    at path: String, mode: mode_t?, _ produce: (_ sink: ([UInt8]) throws -> Void) throws -> Void
+  ) throws {
     let url = URL(fileURLWithPath: path)
     let folder = url.deletingLastPathComponent().path
     var template = Array((folder + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
@@ -148,7 +165,7 @@ enum OutputFile {
         umask(mask)
         fchmod(descriptor, 0o666 & ~mask)
       }
-      try writeAll([UInt8](data), to: descriptor)
+      try produce { bytes in try writeAll(bytes, to: descriptor) }
       guard fsync(descriptor) == 0 else {
         throw OutputError.failed(String(cString: strerror(errno)))
       }

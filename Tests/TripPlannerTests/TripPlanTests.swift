@@ -594,4 +594,56 @@ struct TripPlanValueTests {
     try context.enumerate(FetchDescriptor<Trip>(), as: TripRecord.self) { enumerated.append($0) }
     #expect(enumerated.count == 5 && enumerated.filter { $0.placeIdentifier != nil }.count == 3)
   }
+
+  @Test(
+    "an export streamed a batch at a time is byte for byte the document encoded whole, in every format, for any batch size, with the plans, in one snapshot",
+    arguments: TripPlanTests.Engine.allCases)
+  func streamedExport(engine: TripPlanTests.Engine) throws {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "export"))
+    for format in TripFileFormat.allCases {
+      var empty: [UInt8] = []
+      try store.export(as: format) { empty += $0 }
+      #expect(Data(empty) == format.encode([]), "\(format), no trips")
+    }
+    for index in 0..<7 {
+      var record = TripPlanTests.kyoto
+      record.name = "Trip \(index)"
+      // Across the antimeridian: the GeoJSON bbox is the enclosing box of all of them.
+      record.longitude = index.isMultiple(of: 2) ? 179.5 - Double(index) : -179.5 + Double(index)
+      if index == 3 { record.placeIdentifier = "geonames:\"3\"" }
+      let trip = try store.add(record)
+      for item in 0..<(index % 3) {
+        try store.addBucketListItem(
+          BucketListItemRecord(title: "Item \(index).\(item)"), toTrip: trip.id.uuidString)
+      }
+      if index.isMultiple(of: 2) {
+        try store.setStay(
+          LivingAccommodationRecord(name: "Stay \(index)", latitude: 1, longitude: 2),
+          forTrip: trip.id.uuidString)
+      }
+    }
+    let whole = try store.exportRecords(plans: true)
+    let expected: [TripFileFormat: Data] = [
+      .json: TripJSON.encode(whole), .geojson: TripGeoJSON.encode(whole),
+      .csv: TripCSV.encode(try store.exportRecords()),
+    ]
+    for format in TripFileFormat.allCases {
+      for size in [1, 2, 500] {
+        var chunks: [[UInt8]] = []
+        try store.export(as: format, batchSize: size) { chunks.append($0) }
+        #expect(Data(chunks.joined()) == expected[format], "\(format), batches of \(size)")
+        #expect(chunks.count == 2 + (7 + size - 1) / size, "\(format), batches of \(size)")
+      }
+    }
+    // A sink's error ends the export with that error.
+    struct Full: Error {}
+    var calls = 0
+    #expect(throws: Full.self) {
+      try store.export(as: .json, batchSize: 2) { _ in
+        calls += 1
+        if calls == 2 { throw Full() }
+      }
+    }
+    #expect(calls == 2)
+  }
 }

@@ -208,12 +208,12 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     return output
   }
 
-  private static func newline(into output: inout [UInt8], depth: Int) {
+  fileprivate static func newline(into output: inout [UInt8], depth: Int) {
     output.append(0x0A)
     output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
   }
 
-  private func write(into output: inout [UInt8], pretty: Bool, depth: Int) {
+  fileprivate func write(into output: inout [UInt8], pretty: Bool, depth: Int) {
     switch self {
     case .null: output.append(contentsOf: "null".utf8)
     case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
@@ -335,5 +335,49 @@ enum JSONLines {
       }
     }
     return lines
+  }
+}
+
+/// A JSON array written an element at a time, byte for byte as ``JSONValue/utf8(pretty:)``
+/// writes the whole array at `depth`: what an export streams. O(1) state.
+struct JSONArrayWriter {
+  let pretty: Bool
+  let depth: Int
+  private(set) var count = 0
+
+  init(pretty: Bool, depth: Int) {
+    self.pretty = pretty
+    self.depth = depth
+  }
+
+  /// Writes `value` as the array's next element (after its `[`, or a comma).
+  mutating func append(_ value: JSONValue, into output: inout [UInt8]) {
+    output.append(UInt8(ascii: count == 0 ? "[" : ","))
+    if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
+    value.write(into: &output, pretty: pretty, depth: depth + 1)
+    count += 1
+  }
+
+  /// Closes the array (`[]` when nothing was appended).
+  func finish(into output: inout [UInt8]) {
+    guard count > 0 else {
+      output.append(contentsOf: "[]".utf8)
+      return
+    }
+    if pretty { JSONValue.newline(into: &output, depth: depth) }
+    output.append(UInt8(ascii: "]"))
+  }
+
+  /// Writes an object member's name at `depth` + 1, as an object at `depth` does (the comma
+  /// before it, when it is not the first, is the caller's).
+  static func memberName(_ name: String, pretty: Bool, depth: Int, into output: inout [UInt8]) {
+    if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
+    JSONValue.writeString(name, into: &output)
+    output.append(contentsOf: (pretty ? ": " : ":").utf8)
+  }
+
+  /// Writes `value` at `depth`.
+  static func write(_ value: JSONValue, pretty: Bool, depth: Int, into output: inout [UInt8]) {
+    value.write(into: &output, pretty: pretty, depth: depth)
   }
 }

@@ -98,7 +98,12 @@ public enum TripCSV {
 
   /// Writes records with a header, every column included.
   public static func encode(_ records: [TripRecord]) -> Data {
-    var text = CSVWriter.line(columns)
+    Data((CSVWriter.line(columns) + rows(records)).utf8)
+  }
+
+  /// The rows of `records`, without the header.
+  static func rows(_ records: [TripRecord]) -> String {
+    var text = ""
     for record in records {
       text += CSVWriter.line([
         record.id?.lowercasedString ?? "", record.name, record.destination,
@@ -107,6 +112,6 @@ public enum TripCSV {
         formatNumber(record.latitude), formatNumber(record.longitude), record.placeIdentifier ?? "",
       ])
     }
-    return Data(text.utf8)
+    return text
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 
 /// The file formats `trips import` and `trips export` speak.
 public enum TripFileFormat: String, Sendable, CaseIterable {
@@ -42,13 +43,93 @@ public enum TripFileFormat: String, Sendable, CaseIterable {
     try decode(data, file: file).map(\.record)
   }
 
-  /// Writes trip records.
+  /// Writes trip records (JSON and GeoJSON with their plans, when ``TripRecord/plan`` is
+  /// read): ``TripFileWriter``'s bytes for all of them at once.
   public func encode(_ records: [TripRecord]) -> Data {
-    switch self {
-    case .csv: TripCSV.encode(records)
-    case .json: TripJSON.encode(records)
-    case .geojson: TripGeoJSON.encode(records)
+    let box =
+      self == .geojson
+      ? GeographicBox.enclosing(
+        records.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }) : nil
+    var writer = TripFileWriter(self, box: box)
+    var bytes = writer.header()
+    bytes += writer.write(records)
+    bytes += writer.footer()
+    return Data(bytes)
+  }
+}
+
+/// Trips written as a file of one format a batch at a time, so that an export's memory is
+/// bound by a batch, not by the document: ``header()``, then ``write(_:)`` for each batch in
+/// order, then ``footer()``; together, the bytes ``TripFileFormat/encode(_:)`` writes for all
+/// the trips at once. ``TripStore/export(_:as:batchSize:to:)`` uses it.
+///
+/// Cost: O(size of a batch's text) a batch; O(1) state between batches.
+public struct TripFileWriter {
+  /// The format written.
+  public let format: TripFileFormat
+  private let box: GeographicBox?
+  private var array: JSONArrayWriter
+
+  /// A writer of `format`. For GeoJSON, `box` is the collection's `bbox`: the box enclosing
+  /// every trip that will be written (``GeographicBox/enclosing(_:)``), nil for none.
+  public init(_ format: TripFileFormat, box: GeographicBox? = nil) {
+    self.format = format
+    self.box = box
+    array = JSONArrayWriter(pretty: true, depth: format == .geojson ? 1 : 0)
+  }
+
+  /// The bytes before the first trip: CSV's header line, or GeoJSON's members before its
+  /// features.
+  public func header() -> [UInt8] {
+    switch format {
+    case .csv:
+      return Array(CSVWriter.line(TripCSV.columns).utf8)
+    case .json:
+      return []
+    case .geojson:
+      var output: [UInt8] = [UInt8(ascii: "{")]
+      JSONArrayWriter.memberName("type", pretty: true, depth: 0, into: &output)
+      JSONArrayWriter.write(.string("FeatureCollection"), pretty: true, depth: 1, into: &output)
+      if let box {
+        output.append(UInt8(ascii: ","))
+        JSONArrayWriter.memberName("bbox", pretty: true, depth: 0, into: &output)
+        JSONArrayWriter.write(
+          .array(box.bbox.map(JSONValue.number)), pretty: true, depth: 1, into: &output)
+      }
+      output.append(UInt8(ascii: ","))
+      JSONArrayWriter.memberName("features", pretty: true, depth: 0, into: &output)
+      return output
     }
+  }
+
+  /// The bytes of `records`, the next trips in order.
+  public mutating func write(_ records: [TripRecord]) -> [UInt8] {
+    var output: [UInt8] = []
+    switch format {
+    case .csv:
+      output = Array(TripCSV.rows(records).utf8)
+    case .json:
+      for record in records { array.append(TripJSON.object(record), into: &output) }
+    case .geojson:
+      for record in records { array.append(TripGeoJSON.feature(record), into: &output) }
+    }
+    return output
+  }
+
+  /// The bytes after the last trip.
+  public func footer() -> [UInt8] {
+    var output: [UInt8] = []
+    switch format {
+    case .csv:
+      break
+    case .json:
+      array.finish(into: &output)
+      output.append(0x0A)
+    case .geojson:
+      array.finish(into: &output)
+      output.append(contentsOf: "\n}\n".utf8)
+    }
+    return output
   }
 }
 
