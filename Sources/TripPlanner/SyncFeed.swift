@@ -141,10 +141,27 @@ public struct SyncFeed: Sendable {
 
   /// The feed as JSON lines.
   public var jsonLines: String {
-    var text = ""
-    for change in changes { text += Self.line(for: change) }
-    text += JSONValue.object([("resumeToken", .string(resumeToken.description))]).rendered() + "\n"
-    return text
+    var bytes: [UInt8] = []
+    writeJSONLines { bytes += $0 }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Hands `sink` the feed's JSON lines (``jsonLines``) `batchSize` changes at a time, then
+  /// the resume line: what a writer to a file or a socket uses, so that the feed's text is
+  /// never held whole. O(changes) time, O(batch) memory besides the feed.
+  public func writeJSONLines(batchSize: Int = 1000, _ sink: ([UInt8]) throws -> Void) rethrows {
+    var chunk: [UInt8] = []
+    for (index, change) in changes.enumerated() {
+      chunk += Self.line(for: change).utf8
+      if (index + 1).isMultiple(of: max(1, batchSize)) {
+        try sink(chunk)
+        chunk.removeAll(keepingCapacity: true)
+      }
+    }
+    chunk +=
+      (JSONValue.object([("resumeToken", .string(resumeToken.description))]).rendered()
+      + "\n").utf8
+    try sink(chunk)
   }
 
   /// One change's JSON line, with its line end.

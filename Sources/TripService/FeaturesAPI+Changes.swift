@@ -55,7 +55,12 @@ extension FeaturesAPI {
         try $0.changeFeed(after: after, excludingAuthor: excluded)
       }
       return HTTPResponse(
-        status: 200, headers: [("Content-Type", Self.jsonLines)], body: Data(feed.jsonLines.utf8))
+        status: 200, headers: [("Content-Type", Self.jsonLines)],
+        body: {
+          var body = Data()
+          feed.writeJSONLines { body.append(contentsOf: $0) }
+          return body
+        }())
     } catch let error as TripPlannerError {
       guard let cause = error.cause as? PersistenceError else { throw error }
       switch cause.code {

@@ -84,13 +84,13 @@ enum SyncExportCommand: Subcommand {
     } catch {
       throw SyncCommand.explain(error)
     }
-    if let output = try arguments[output], output != "-" {
-      try OutputFile.write(Data(feed.jsonLines.utf8), to: output, io: io)
+    // Written a thousand lines at a time: the feed's text is never held whole.
+    let output = try arguments[output] ?? "-"
+    try OutputFile.write(to: output, io: io) { sink in try feed.writeJSONLines(sink) }
+    if output != "-" {
       io.err(
         "Exported \(feed.changes.count) change\(feed.changes.count == 1 ? "" : "s"); resume after \(feed.resumeToken).\n"
       )
-    } else {
-      try io.out(feed.jsonLines)
     }
   }
 }
