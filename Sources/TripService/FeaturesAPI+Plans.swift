@@ -406,10 +406,16 @@ extension FeaturesAPI {
 
   /// 400 unless a PATCH leaves the row in its trip.
   static func sameTrip(_ given: UUID?, _ current: UUID, _ collection: PlanCollection) throws {
-    guard given == nil || given == current else {
+    guard let given else {
       throw ServiceError.request(
         400,
-        "A \(collection.noun) stays in its trip (\(current.lowercasedString)): DELETE it and POST it with the other tripId."
+        "properties.tripId cannot be removed: a \(collection.noun) belongs to a trip (\(current.lowercasedString))."
+      )
+    }
+    guard given == current else {
+      throw ServiceError.request(
+        400,
+        "A \(collection.noun) stays in its trip (\(current.lowercasedString)): to have it in another trip, POST a new one there (without this id) and DELETE this one."
       )
     }
   }

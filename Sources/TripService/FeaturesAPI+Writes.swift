@@ -274,7 +274,14 @@ extension FeaturesAPI {
   static func merged(
     _ body: Data, into feature: JSONValue, noneWhenNull: Set<String> = []
   ) throws -> JSONValue {
-    guard let patch = try? JSONValue.parse(body), case .object(let members) = patch else {
+    let patch: JSONValue
+    do {
+      patch = try JSONValue.parse(body)
+    } catch {
+      throw ServiceError.request(
+        400, "The PATCH body is not JSON: \(HTTPServer.loggable(JSONValue.describe(error))).")
+    }
+    guard case .object(let members) = patch else {
       throw ServiceError.request(
         400, "A PATCH body is a JSON object: {\"properties\": {…}} and/or {\"geometry\": {…}}.")
     }

@@ -115,8 +115,9 @@ enum SyncApplyCommand: Subcommand {
     let path = arguments.positionals[0]
     let data = try readInput(path, io)
     let feed = try SyncFeed.parse(data, file: path == "-" ? "<stdin>" : path)
-    let store = try TripStore(
-      url: try CommonOptions.storeURL(arguments, io), author: try arguments[author] ?? "sync")
+    let url = try CommonOptions.storeURL(arguments, io)
+    io.creation.noteCreating(url)
+    let store = try TripStore(url: url, author: try arguments[author] ?? "sync")
     let result = try store.apply(feed)
     try io.out(
       "Applied \(result.applied) change\(result.applied == 1 ? "" : "s"), skipped \(result.skipped).\n"

@@ -168,12 +168,18 @@ struct PlanCLITests {
       "bad.csv",
       "name,destination,start,end,latitude,longitude\nBackwards,Oslo,2027-05-09,2027-05-01,59.9,10.7\n"
     )
+    // A feed that parses, with a plan row whose trip the store does not have: refused.
+    let orphanFeed = try scratch.write(
+      "orphan.ndjson",
+      #"{"token":"aaaaaaaa-bc82-42b5-ab2f-c9b5ac35a15f:1","author":"m","time":"2027-01-01T00:00:00.000Z","kind":"insert","tripId":"6429f9ad-5919-455a-88f5-8d0a170c4bab","bucketListItemId":"f8d41886-bad3-5262-abdb-8130389f9d47","bucketListItem":{"id":"f8d41886-bad3-5262-abdb-8130389f9d47","title":"x","details":"","hasReservation":false,"isInPlan":true,"position":0}}"#
+        + "\n" + #"{"resumeToken":"aaaaaaaa-bc82-42b5-ab2f-c9b5ac35a15f:1"}"# + "\n")
     let commands: [[String]] = [
       ["bucket", "add", "abcd", "--title", "x"], ["bucket", "move", "abcd", "1", "--to", "1"],
       ["bucket", "update", "abcd", "1", "--in-plan"], ["bucket", "remove", "abcd", "1"],
       ["stay", "set", "abcd", "--name", "Hut", "--latitude", "1", "--longitude", "2"],
       ["stay", "clear", "abcd"], ["update", "abcd", "--name", "x"], ["delete", "abcd"],
       ["history", "prune", "--before", "not-a-token"], ["import", bad.path],
+      ["sync", "apply", orphanFeed.path],
     ]
     for command in commands {
       let folder = scratch.file("missing-\(UUID().uuidString)")

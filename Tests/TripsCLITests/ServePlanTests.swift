@@ -471,12 +471,24 @@ struct ServePlanTests {
     #expect(emptied.status == 200, "\(emptied.text)")
     let none = try Self.plan(server.request(path))
     #expect(none.items.isEmpty && none.stay == nil)
-    #expect(try patch(#"{"properties":{"bucketList":[{"title":"Again"}]}}"#).status == 200)
+    #expect(
+      try patch(
+        #"{"properties":{"bucketList":[{"title":"Again"}],"livingAccommodation":{"name":"Hut","latitude":-18,"longitude":178}}}"#
+      ).status == 200)
     let untouched = try patch(#"{"properties":{"destination":"Nadi"}}"#)
     #expect(untouched.status == 200, "\(untouched.text)")
     #expect(try Self.plan(server.request(path)).items.map { $0["title"] as? String } == ["Again"])
     let nameless = try patch(#"{"properties":{"name":null}}"#)
     #expect(nameless.status == 400, "\(nameless.text)")
+    let twice = try patch(#"{"properties":{"name":"x","name":"y"}}"#)
+    #expect(twice.status == 400 && twice.text.contains("appears twice"), "\(twice.text)")
+    let newStay = try #require(try Self.plan(server.request(path)).stay?["id"] as? String)
+    let tripless = try server.request(
+      "PATCH", "/collections/stays/items/\(newStay)",
+      headers: ["Authorization: Bearer \(token)", "Content-Type: application/merge-patch+json"],
+      body: Data(#"{"properties":{"tripId":null}}"#.utf8))
+    #expect(tripless.status == 400, "\(tripless.text)")
+    #expect(tripless.text.contains("tripId cannot be removed"), "\(tripless.text)")
   }
 
   @Test(
