@@ -39,6 +39,15 @@ extension TripStore {
             "A bucket-list item with the id \(id.lowercasedString) exists already\(owner); an id names one item for its whole life.",
           field: "id")
       }
+      if let id = record.id,
+        let owner = try formerOwner(
+          BucketListItem.self, \.id, \.trip, id, trip: trip.id,
+          tripKey: context.persistentIdentifier(for: trip)?.primaryKey)
+      {
+        throw TripPlannerError(
+          code: .invalidInput, message: Self.reused("bucket-list item", id, owner) + ".",
+          field: "id")
+      }
       var list = trip.bucketList
       let index = try Self.insertionIndex(position, count: list.count)
       let item = BucketListItem(record)
@@ -143,6 +152,14 @@ extension TripStore {
         ).first
       {
         throw Self.ownedElsewhere("stay", id, owner: other.trip?.id)
+      }
+      if let id = record.id,
+        let owner = try formerOwner(
+          LivingAccommodation.self, \.id, \.trip, id, trip: trip.id,
+          tripKey: context.persistentIdentifier(for: trip)?.primaryKey)
+      {
+        throw TripPlannerError(
+          code: .invalidInput, message: Self.reused("stay", id, owner) + ".", field: "id")
       }
       if let current { context.delete(current) }
       let stay = LivingAccommodation(record)
@@ -452,6 +469,43 @@ extension TripStore {
         try context.fetch(
           FetchDescriptor<LivingAccommodation>(predicate: #Predicate { ids.contains($0.id) }))
       }, id: \.id)
+    // An id a deleted item or stay of another trip had: it named that row for its whole life.
+    var newItems: [(UUID, trip: UUID?, line: Int?)] = []
+    var newStays: [(UUID, trip: UUID?, line: Int?)] = []
+    for (line, record) in records {
+      guard let plan = record.plan else { continue }
+      for item in plan.bucketList {
+        if let id = item.id, existingItems[id] == nil { newItems.append((id, record.id, line)) }
+      }
+      if let id = plan.livingAccommodation?.id, existingStays[id] == nil {
+        newStays.append((id, record.id, line))
+      }
+    }
+    func tripKey(_ id: UUID?) -> Int64? {
+      id.flatMap { existingTrips[$0] }.flatMap { context.persistentIdentifier(for: $0) }?
+        .primaryKey
+    }
+    // Most ids are new: their tombstones are looked up 500 at a time, and only the ids some
+    // deletion had are followed to their former trip.
+    let deletedItems = try context.lastTombstones(
+      of: BucketListItem.self, where: \.id, in: newItems.map(\.0))
+    let deletedStays = try context.lastTombstones(
+      of: LivingAccommodation.self, where: \.id, in: newStays.map(\.0))
+    for (id, trip, line) in newItems where deletedItems[id] != nil {
+      if let owner = try formerOwner(
+        BucketListItem.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip))
+      {
+        problems.append(
+          .init(file: file, line: line, reason: Self.reused("bucket-list item", id, owner)))
+      }
+    }
+    for (id, trip, line) in newStays where deletedStays[id] != nil {
+      if let owner = try formerOwner(
+        LivingAccommodation.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip))
+      {
+        problems.append(.init(file: file, line: line, reason: Self.reused("stay", id, owner)))
+      }
+    }
     // An item or stay of another trip: moving it silently would take it from that trip.
     for (line, record) in records {
       guard let plan = record.plan else { continue }
@@ -597,6 +651,36 @@ extension TripStore {
 
   /// The error of a write naming `what`'s `id`, which belongs to another trip's row (or to
   /// none): an id names one row for its whole life.
+  /// The trip a deleted row of `Model` with this `id` belonged to, when it is not `trip`
+  /// (by id, or by `tripKey`, the trip's primary key when it is in the store): an id that
+  /// named a row of another trip, which a store that synced before the delete may still
+  /// have there. Nil when no kept deletion had the id, or it was of this trip (a trip deleted
+  /// and taken back gets its plan back), or its trip is not known.
+  ///
+  /// Cost: a lookup of the id's tombstones by index, and of the former trip by key (or its
+  /// tombstone).
+  func formerOwner<Model: PersistentModel>(
+    _ type: Model.Type, _ idPath: KeyPath<Model, UUID>, _ tripPath: KeyPath<Model, Trip?>,
+    _ id: UUID, trip: UUID?, tripKey: Int64?
+  ) throws -> UUID? {
+    guard
+      let tombstone = try context.lastTombstones(of: Model.self, where: idPath, in: [id])[id],
+      let key = tombstone.key(of: tripPath), key != tripKey
+    else { return nil }
+    let identifier = PersistentIdentifier(
+      storeIdentifier: container.storeIdentifier, entityName: Trip.schema.name, primaryKey: key)
+    let owner =
+      try context.fetch([identifier], as: TripRecord.self).first?.id
+      ?? context.tombstone(of: identifier)?[\Trip.id]
+    guard let owner, owner != trip else { return nil }
+    return owner
+  }
+
+  /// Why an id a deleted row of another trip had is refused.
+  static func reused(_ what: String, _ id: UUID, _ owner: UUID) -> String {
+    "the \(what) id \(id.lowercasedString) was a \(what) of trip \(owner.lowercasedString), since deleted; an id names one \(what) for its whole life (a store synced before the delete may still have it there), so give the new \(what) no id, or a new one"
+  }
+
   static func ownedElsewhere(_ what: String, _ id: UUID, owner: UUID?) -> TripPlannerError {
     let whose = owner.map { "trip \($0.lowercasedString)" } ?? "no trip"
     return TripPlannerError(

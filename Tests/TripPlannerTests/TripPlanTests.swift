@@ -176,6 +176,73 @@ struct TripPlanTests {
   }
 
   @Test(
+    "an id a deleted item or stay had is refused for another trip (by add, set, write and import), naming that trip; its own trip may take it back, and a trip deleted and imported again gets its plan back",
+    arguments: Engine.allCases)
+  func deletedIDsStayWithTheirTrip(engine: Engine) throws {
+    let store = try TripStore(url: try Self.storeURL(engine, "reuse"))
+    let first = try store.add(Self.kyoto)
+    var other = Self.kyoto
+    other.name = "Another"
+    let second = try store.add(other)
+    let item = try store.addBucketListItem(
+      BucketListItemRecord(title: "Tea ceremony"), toTrip: first.id.uuidString)
+    let stay = try store.setStay(
+      LivingAccommodationRecord(name: "Machiya", latitude: 35, longitude: 135.7),
+      forTrip: first.id.uuidString)
+    let (itemID, stayID) = (item.id, stay.id)
+    try store.removeBucketListItem(itemID)
+    try store.clearStay(ofTrip: first.id.uuidString)
+    let owner = first.id.lowercasedString
+
+    let added = #expect(throws: TripPlannerError.self) {
+      try store.addBucketListItem(
+        BucketListItemRecord(id: itemID, title: "Reused"), toTrip: second.id.uuidString)
+    }
+    #expect(
+      added?.message.contains("of trip \(owner), since deleted") == true,
+      "\(String(describing: added))")
+    let set = #expect(throws: TripPlannerError.self) {
+      try store.setStay(
+        LivingAccommodationRecord(id: stayID, name: "Reused", latitude: 1, longitude: 2),
+        forTrip: second.id.uuidString)
+    }
+    #expect(
+      set?.message.contains("of trip \(owner), since deleted") == true, "\(String(describing: set))"
+    )
+    let written = #expect(throws: TripPlannerError.self) {
+      try store.write(second.id) { current in
+        var record = try #require(current)
+        record.plan = TripPlan(bucketList: [BucketListItemRecord(id: itemID, title: "Reused")])
+        return record
+      }
+    }
+    #expect(
+      written?.problems.first?.reason.contains("of trip \(owner), since deleted") == true,
+      "\(String(describing: written))")
+    var imported = Self.kyoto
+    imported.id = UUID()
+    imported.plan = TripPlan(
+      livingAccommodation: LivingAccommodationRecord(
+        id: stayID, name: "Reused", latitude: 1, longitude: 2))
+    #expect(throws: TripPlannerError.self) { try store.importRecords([imported]) }
+    #expect(try Self.counts(store) == [2, 0, 0])
+
+    // Its own trip takes it back.
+    try store.addBucketListItem(
+      BucketListItemRecord(id: itemID, title: "Tea again"), toTrip: first.id.uuidString)
+    // A trip deleted with its plan, then imported again from an export, gets its plan back.
+    try store.setStay(
+      LivingAccommodationRecord(id: stayID, name: "Machiya", latitude: 35, longitude: 135.7),
+      forTrip: first.id.uuidString)
+    let exported = try store.exportRecords(plans: true).filter { $0.id == first.id }
+    _ = try store.delete([first.id])
+    #expect(try store.importRecords(exported) == 1)
+    let back = try store.withPlans(try store.exportRecords()).first { $0.id == first.id }
+    #expect(back?.plan?.bucketList.map(\.id) == [itemID])
+    #expect(back?.plan?.livingAccommodation?.id == stayID)
+  }
+
+  @Test(
     "an id names one row for its whole life: a stay or item id of another trip is refused naming its owner, and the owner keeps it; a stay given a new id replaces the trip's own",
     arguments: Engine.allCases)
   func idsOwnTheirRows(engine: Engine) throws {
