@@ -440,9 +440,14 @@ extension TripStore {
         }
         var changes: [FeedChange?] = []
         var byRow: [FeedRow: Int] = [:]
+        var rowsRead = 0
         for (t, transaction) in transactions.enumerated() {
           for (c, change) in transaction.changes.enumerated()
           where last[change.changedIdentifier]! == (t, c) {
+            // The models a row's read makes are done with once it is a value: forgotten every
+            // thousand rows, so that the context does not hold every row of the feed.
+            rowsRead += 1
+            if rowsRead.isMultiple(of: 1000) { context.reset() }
             guard let subject = try Self.subject(of: change, in: context) else { continue }
             let feedChange = FeedChange(
               token: transaction.token, author: transaction.author,
@@ -456,10 +461,13 @@ extension TripStore {
         // Each trip's change carries the plan rows the feed has no change of, so that a store
         // that deleted the trip and takes it back from this change gets its plan too.
         var withPlans: [FeedChange] = []
+        context.reset()
         for change in changes {
           guard let change else { continue }
           withPlans.append(change)
           if case .trip(let id, _) = change.subject, change.kind != .delete {
+            rowsRead += 1
+            if rowsRead.isMultiple(of: 1000) { context.reset() }
             withPlans += try Self.plan(
               ofTrip: id, carriedBy: change, leavingOut: byRow, in: context)
           }

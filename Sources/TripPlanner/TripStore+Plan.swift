@@ -435,7 +435,7 @@ extension TripStore {
     func claim(_ id: UUID?, _ lines: inout [UUID: Int?], line: Int?, what: String) {
       guard let id else { return }
       if let earlier = lines[id] {
-        let place = earlier.map { "on line \($0)" } ?? "earlier in the file"
+        let place = earlier.map { "on line \($0)" } ?? "earlier in \(file)"
         problems.append(
           .init(
             file: file, line: line,

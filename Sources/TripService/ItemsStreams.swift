@@ -199,7 +199,10 @@ final class ItemsStreams: Sendable {
   /// The history token a client's `Last-Event-ID` names: nil for none (or empty), 400 for
   /// anything that is not a token, as GET and HEAD both answer. O(length).
   static func resumeToken(_ lastEventID: String?) throws -> HistoryToken? {
-    guard let lastEventID, !lastEventID.isEmpty else { return nil }
+    // A field's value is read without the white space around it (RFC 9110, 5.5).
+    guard let lastEventID = lastEventID?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")),
+      !lastEventID.isEmpty
+    else { return nil }
     guard let token = HistoryToken(lastEventID) else {
       throw ServiceError.request(
         400,
