@@ -617,7 +617,7 @@ public final class TripStore {
   /// snapshot, without holding the document. `sink` gets the header, each batch and the
   /// footer as they are made; an error (the store's or `sink`'s) ends the export there.
   ///
-  /// Cost: the trips read once as values (``ModelContext/enumerate(_:as:_:)``) and, for
+  /// Cost: the trips read once as values (`ModelContext.enumerate(_:as:_:)`) and, for
   /// plans, three queries a batch by the trips' keys; GeoJSON reads the trips' coordinates
   /// once more first, for its `bbox` (16 bytes a trip). Memory: O(`batchSize`) trips, their
   /// plans and their text, whatever the store holds.

@@ -71,7 +71,7 @@ public struct TripFileWriter {
   private var array: JSONArrayWriter
 
   /// A writer of `format`. For GeoJSON, `box` is the collection's `bbox`: the box enclosing
-  /// every trip that will be written (``GeographicBox/enclosing(_:)``), nil for none.
+  /// every trip that will be written (`GeographicBox.enclosing(_:)`), nil for none.
   public init(_ format: TripFileFormat, box: GeographicBox? = nil) {
     self.format = format
     self.box = box
