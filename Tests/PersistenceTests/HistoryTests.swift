@@ -159,6 +159,91 @@ struct HistoryTests {
     #expect(HistoryToken("garbage") == nil)
   }
 
+  @Test(
+    "enumerateHistory hands over, one change at a time, what fetchHistory returns, for every filter and limit",
+    arguments: TestEngine.allCases)
+  func enumerated(engine: TestEngine) throws {
+    let container = try makeContainer(engine)
+    let app = ModelContext(container)
+    app.author = "app"
+    let sync = ModelContext(container)
+    sync.author = "sync"
+    var notes: [Note] = []
+    for round in 0..<6 {
+      let context = round.isMultiple(of: 3) ? sync : app
+      let note = Note(key: "n\(round)", text: "first")
+      context.insert(note)
+      notes.append(note)
+      if round.isMultiple(of: 2) { context.insert(Sample()) }
+      try context.save()
+    }
+    notes[1].text = "changed"
+    notes[2].group = "g"
+    try app.save()
+    app.delete(notes[4])
+    app.delete(notes[1])
+    try app.save()
+    sync.delete(notes[3])
+    try sync.save()
+    let tokens = try app.fetchHistory().map(\.token)
+    let descriptors: [HistoryDescriptor] = [
+      HistoryDescriptor(), HistoryDescriptor(after: tokens[2]),
+      HistoryDescriptor(authors: ["app"]),
+      {
+        var descriptor = HistoryDescriptor(after: tokens[0], modelTypes: [Note.self])
+        descriptor.excludedAuthors = ["sync"]
+        return descriptor
+      }(),
+      HistoryDescriptor(modelTypes: [Sample.self]),
+      {
+        var descriptor = HistoryDescriptor(after: tokens[1])
+        descriptor.fetchLimit = 3
+        return descriptor
+      }(),
+      HistoryDescriptor(after: tokens.last!),
+    ]
+    struct Row: Equatable {
+      let token: HistoryToken
+      let author: String?
+      let time: Date
+      let kind: HistoryChange.Kind
+      let row: PersistentIdentifier
+      let attributes: Set<String>
+      let tombstone: [String: SQLValue]?
+    }
+    func row(_ transaction: HistoryTransaction, _ change: HistoryChange) -> Row {
+      Row(
+        token: transaction.token, author: transaction.author, time: transaction.timestamp,
+        kind: change.kind, row: change.changedIdentifier, attributes: change.updatedAttributes,
+        tombstone: change.tombstone?.values)
+    }
+    for (index, descriptor) in descriptors.enumerated() {
+      let fetched = try app.fetchHistory(descriptor).flatMap { transaction in
+        transaction.changes.map { row(transaction, $0) }
+      }
+      var enumerated: [Row] = []
+      try app.enumerateHistory(descriptor) { enumerated.append(row($0, $1)) }
+      #expect(enumerated == fetched, "descriptor \(index)")
+      #expect(!fetched.isEmpty || index == descriptors.count - 1, "descriptor \(index)")
+    }
+    #expect(
+      try app.fetchHistory().flatMap(\.changes).contains { $0.tombstone?[\Note.key] == "n4" })
+    // The body's error ends the read; an expired token is refused as fetchHistory refuses it.
+    struct Stop: Error {}
+    var seen = 0
+    #expect(throws: Stop.self) {
+      try app.enumerateHistory { _, _ in
+        seen += 1
+        throw Stop()
+      }
+    }
+    #expect(seen == 1)
+    _ = try app.deleteHistory(before: tokens[3])
+    #expect(throws: PersistenceError.self) {
+      try app.enumerateHistory(HistoryDescriptor(after: tokens[0])) { _, _ in }
+    }
+  }
+
   @Test("filters by author and by model type", arguments: TestEngine.allCases)
   func filters(engine: TestEngine) throws {
     let container = try makeContainer(engine)

@@ -14,27 +14,7 @@ extension ModelContext {
     -> [HistoryTransaction]
   {
     let database = try connection()
-    var after: Int64 = 0
-    if let token = descriptor.token {
-      try check(token)
-      let floor = try historyFloor(database)
-      guard token.value >= floor - 1 else {
-        throw PersistenceError(
-          code: .historyTokenExpired,
-          message:
-            "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
-        )
-      }
-      let latest = try database.lastIssuedHistoryToken()
-      guard token.value <= latest else {
-        throw PersistenceError(
-          code: .historyTokenUnknown,
-          message:
-            "The history token \(token) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
-        )
-      }
-      after = token.value
-    }
+    let after = try historyStart(descriptor, database)
     var sql = "SELECT token, author, timestamp FROM _history_transactions WHERE token > ?"
     var bindings: [SQLValue] = [.integer(after)]
     if let authors = descriptor.authors {
@@ -256,6 +236,119 @@ extension ModelContext {
   private static let currentTokenSQL =
     "SELECT (SELECT max(token) FROM _history_transactions), (\(historyFloorSQL))"
 
+  /// Calls `body` with each change of the transactions `descriptor` selects, in order (by
+  /// token, then as they were recorded), each with its transaction (token, author and time;
+  /// its `changes` left empty), as the rows are read: no transaction's changes are held, so a
+  /// history of a million changes is read in O(1) memory. What ``fetchHistory(_:)`` returns,
+  /// one change at a time, less the transactions without a change of `entityNames`' models;
+  /// `fetchLimit` counts transactions.
+  ///
+  /// Cost: one indexed range scan of the history after the token, O(changes); a delete's
+  /// tombstone is read with it.
+  ///
+  /// - Throws: the errors of ``fetchHistory(_:)``, and `body`'s, which end the read.
+  public func enumerateHistory(
+    _ descriptor: HistoryDescriptor = HistoryDescriptor(),
+    _ body: (_ transaction: HistoryTransaction, _ change: HistoryChange) throws -> Void
+  ) throws {
+    let database = try connection()
+    let after = try historyStart(descriptor, database)
+    var sql = """
+      SELECT t.token, t.author, t.timestamp, c.id, c.entity, c.pk, c.kind, c.attributes
+      FROM _history_transactions t JOIN _history_changes c ON c.token = t.token WHERE t.token > ?
+      """
+    var bindings: [SQLValue] = [.integer(after)]
+    if let authors = descriptor.authors {
+      sql +=
+        " AND t.author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
+      bindings += authors.sorted().map { .text($0) }
+    }
+    if !descriptor.excludedAuthors.isEmpty {
+      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
+      sql += " AND (t.author IS NULL OR t.author NOT IN (\(placeholders.joined(separator: ", "))))"
+      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
+    }
+    if let entityNames = descriptor.entityNames {
+      guard !entityNames.isEmpty else { return }
+      sql +=
+        " AND c.entity IN (\(Array(repeating: "?", count: entityNames.count).joined(separator: ", ")))"
+      bindings += entityNames.sorted().map { .text($0) }
+    }
+    sql += " ORDER BY t.token, c.id"
+    let statement = try database.prepare(sql)
+    statement.bindValues(bindings)
+    let limit = descriptor.fetchLimit ?? Int.max
+    var transaction: HistoryTransaction?
+    var count = 0
+    while try statement.step() {
+      let token = statement.int64(at: 0)
+      if transaction?.token.value != token {
+        count += 1
+        if count > limit { break }
+        transaction = HistoryTransaction(
+          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+          author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
+          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)), changes: [])
+      }
+      try body(transaction!, try change(statement, from: 3, database: database))
+    }
+  }
+
+  /// The value after which `descriptor`'s history starts (0 for all kept), its token checked:
+  /// of this store, not expired, not newer than any issued.
+  private func historyStart(_ descriptor: HistoryDescriptor, _ database: any StoreConnection)
+    throws -> Int64
+  {
+    guard let token = descriptor.token else { return 0 }
+    try check(token)
+    let floor = try historyFloor(database)
+    guard token.value >= floor - 1 else {
+      throw PersistenceError(
+        code: .historyTokenExpired,
+        message:
+          "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+      )
+    }
+    let latest = try database.lastIssuedHistoryToken()
+    guard token.value <= latest else {
+      throw PersistenceError(
+        code: .historyTokenUnknown,
+        message:
+          "The history token \(token) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
+      )
+    }
+    return token.value
+  }
+
+  /// The change of the row the current row of `statement` holds from column `first` on (id,
+  /// entity, pk, kind, attributes), with its tombstone when it is a delete.
+  private func change(
+    _ statement: any StoreStatement, from first: Int32, database: any StoreConnection
+  )
+    throws -> HistoryChange
+  {
+    let entity = statement.text(at: first + 1)
+    let kind: HistoryChange.Kind =
+      switch statement.int64(at: first + 3) {
+      case 0: .insert
+      case 1: .update
+      default: .delete
+      }
+    var change = HistoryChange(
+      kind: kind,
+      changedIdentifier: PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: entity,
+        primaryKey: statement.int64(at: first + 2)),
+      updatedAttributes: statement.isNull(at: first + 4)
+        ? [] : Set(statement.text(at: first + 4).split(separator: ",").map(String.init)),
+      tombstone: nil)
+    if kind == .delete {
+      change.tombstone = try tombstone(
+        change: statement.int64(at: first), entity: entity, database: database)
+    }
+    return change
+  }
+
   private func changes(
     token: Int64, entityNames: Set<String>?, database: any StoreConnection
   ) throws -> [HistoryChange] {
@@ -264,27 +357,8 @@ extension ModelContext {
     statement.bindInt64(token, at: 1)
     var changes: [HistoryChange] = []
     while try statement.step() {
-      let entity = statement.text(at: 1)
-      if let entityNames, !entityNames.contains(entity) { continue }
-      let kind: HistoryChange.Kind =
-        switch statement.int64(at: 3) {
-        case 0: .insert
-        case 1: .update
-        default: .delete
-        }
-      var change = HistoryChange(
-        kind: kind,
-        changedIdentifier: PersistentIdentifier(
-          storeIdentifier: container.storeIdentifier, entityName: entity,
-          primaryKey: statement.int64(at: 2)),
-        updatedAttributes: statement.isNull(at: 4)
-          ? [] : Set(statement.text(at: 4).split(separator: ",").map(String.init)),
-        tombstone: nil)
-      if kind == .delete {
-        change.tombstone = try tombstone(
-          change: statement.int64(at: 0), entity: entity, database: database)
-      }
-      changes.append(change)
+      if let entityNames, !entityNames.contains(statement.text(at: 1)) { continue }
+      changes.append(try change(statement, from: 0, database: database))
     }
     return changes
   }
