@@ -51,16 +51,14 @@ extension FeaturesAPI {
       throw ServiceError.request(400, "Invalid value for 'exclude-author': it is empty.")
     }
     do {
-      let feed = try pool.withStore(author: "service") {
-        try $0.changeFeed(after: after, excludingAuthor: excluded)
+      // The lines written as the changes are read: the feed's changes are never held.
+      var body = Data()
+      try pool.withStore(author: "service") {
+        try $0.writeChangeFeed(after: after, excludingAuthor: excluded) {
+          body.append(contentsOf: $0)
+        }
       }
-      return HTTPResponse(
-        status: 200, headers: [("Content-Type", Self.jsonLines)],
-        body: {
-          var body = Data()
-          feed.writeJSONLines { body.append(contentsOf: $0) }
-          return body
-        }())
+      return HTTPResponse(status: 200, headers: [("Content-Type", Self.jsonLines)], body: body)
     } catch let error as TripPlannerError {
       guard let cause = error.cause as? PersistenceError else { throw error }
       switch cause.code {

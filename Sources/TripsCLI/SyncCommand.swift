@@ -78,18 +78,21 @@ enum SyncExportCommand: Subcommand {
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let after = try SyncCommand.token(try arguments[after])
     let store = try CommonOptions.openForReading(arguments, io)
-    let feed: SyncFeed
-    do {
-      feed = try store.changeFeed(after: after, excludingAuthor: try arguments[excludeAuthor])
-    } catch {
-      throw SyncCommand.explain(error)
-    }
-    // Written a thousand lines at a time: the feed's text is never held whole.
+    let excluded = try arguments[excludeAuthor]
+    // Written a thousand lines at a time as the changes are read: the feed is never held
+    // whole.
     let output = try arguments[output] ?? "-"
-    try OutputFile.write(to: output, io: io) { sink in try feed.writeJSONLines(sink) }
-    if output != "-" {
+    var written: (count: Int, resumeToken: HistoryToken)?
+    try OutputFile.write(to: output, io: io) { sink in
+      do {
+        written = try store.writeChangeFeed(after: after, excludingAuthor: excluded, to: sink)
+      } catch let error as TripPlannerError {
+        throw SyncCommand.explain(error)
+      }
+    }
+    if output != "-", let written {
       io.err(
-        "Exported \(feed.changes.count) change\(feed.changes.count == 1 ? "" : "s"); resume after \(feed.resumeToken).\n"
+        "Exported \(written.count) change\(written.count == 1 ? "" : "s"); resume after \(written.resumeToken).\n"
       )
     }
   }
