@@ -457,7 +457,7 @@ extension TripStore {
   /// the feed's order, as they are read; returns the token to resume from. What a writer of a
   /// feed to a file or a socket uses: the feed is never held whole.
   ///
-  /// Two reads of the history (``ModelContext/enumerateHistory(_:_:)``) in one snapshot: the
+  /// Two reads of the history (`ModelContext.enumerateHistory(_:_:)`) in one snapshot: the
   /// first keeps each changed row's last position (and, for a row deleted, its id's), the
   /// second reads each row at its last change and hands it over. A plan row whose trip's last
   /// change comes later waits for it; a trip's change is followed by those rows, then by the
