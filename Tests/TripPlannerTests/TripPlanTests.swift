@@ -713,4 +713,45 @@ struct TripPlanValueTests {
     }
     #expect(calls == 2)
   }
+
+  @Test(
+    "a change feed written as it is read is byte for byte the feed collected whole, for any batch size; the sink's error ends it",
+    arguments: TripPlanTests.Engine.allCases)
+  func streamedFeed(engine: TripPlanTests.Engine) throws {
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "feed"))
+    var ids: [UUID] = []
+    for index in 0..<5 {
+      var record = TripPlanTests.kyoto
+      record.name = "Trip \(index)"
+      ids.append(try store.add(record).id)
+      try store.addBucketListItem(
+        BucketListItemRecord(title: "Item \(index)"), toTrip: ids[index].uuidString)
+    }
+    let middle = try store.context.currentHistoryToken()
+    // A plan row changed before its trip's later change moves after it.
+    try store.addBucketListItem(BucketListItemRecord(title: "Late"), toTrip: ids[0].uuidString)
+    _ = try store.update(ids[0]) { $0.name = "Renamed" }
+    _ = try store.delete([ids[1]])
+    for token in [nil, middle] {
+      let whole = try store.changeFeed(after: token)
+      for size in [1, 2, 1000] {
+        var chunks: [[UInt8]] = []
+        let written = try store.writeChangeFeed(after: token, batchSize: size) {
+          chunks.append($0)
+        }
+        #expect(String(decoding: chunks.joined(), as: UTF8.self) == whole.jsonLines)
+        #expect(written.count == whole.changes.count && written.resumeToken == whole.resumeToken)
+        #expect(chunks.count == whole.changes.count / size + 1, "batches of \(size)")
+      }
+    }
+    let late = try store.changeFeed(after: middle).changes
+    #expect(late.first?.trip?.name == "Renamed")
+    #expect(
+      late.dropFirst().first.map { if case .bucketListItem = $0.subject { true } else { false } }
+        == true)
+    struct Full: Error {}
+    #expect(throws: Full.self) {
+      try store.writeChangeFeed(after: nil, batchSize: 1) { _ in throw Full() }
+    }
+  }
 }
