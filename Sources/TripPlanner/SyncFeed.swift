@@ -403,6 +403,10 @@ extension TripStore {
   static let syncedModelTypes: [any PersistentModel.Type] = [
     Trip.self, BucketListItem.self, LivingAccommodation.self,
   ]
+  /// Their entities' names, in the same order.
+  static let syncedEntityNames = [
+    Trip.schema.name, BucketListItem.schema.name, LivingAccommodation.schema.name,
+  ]
 
   /// The changes to trips and their plans after `token` (all kept history when nil), leaving
   /// out those by `excludedAuthor`: each row's last change, with the row's current values, at
@@ -475,9 +479,15 @@ extension TripStore {
     after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil,
     _ body: (FeedChange) throws -> Void
   ) throws -> HistoryToken {
+    /// A row: its model's place in `syncedModelTypes` and its primary key (16 bytes, no text).
     struct RowKey: Hashable {
-      var entity: String
+      var entity: Int
       var key: Int64
+
+      init(entity name: String, key: Int64) {
+        entity = TripStore.syncedEntityNames.firstIndex(of: name) ?? -1
+        self.key = key
+      }
     }
     do {
       var descriptor = HistoryDescriptor(after: token, modelTypes: Self.syncedModelTypes)
