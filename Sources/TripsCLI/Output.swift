@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -153,8 +154,11 @@ enum OutputFile {
     let temporary = String(
       decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     var renamed = false
+    // A signal that ends the process while the file is written (Ctrl-C) removes it first.
+    let removal = TemporaryRemoval(temporary)
     defer {
       if !renamed { unlink(temporary) }
+      removal.end()
     }
     do {
       defer { close(descriptor) }
@@ -174,5 +178,60 @@ enum OutputFile {
       throw OutputError.failed(String(cString: strerror(errno)))
     }
     renamed = true
+  }
+}
+
+/// The temporary file of an atomic replace, removed when SIGINT, SIGTERM or SIGHUP ends the
+/// process before the file is renamed over its target: a stopped export leaves nothing beside
+/// the target (which is untouched). While one lives, those signals are caught by a handler
+/// that unlinks the file, restores the signal's default action and raises it again, so the
+/// process still ends as the signal says (exit status 128 + the signal to a shell). One at a
+/// time, as one command writes one output. Only async-signal-safe calls run in the handler. A
+/// signal the process ignores stays ignored, and one its parent blocked stays blocked.
+final class TemporaryRemoval {
+  /// The file's path as a C string (its address; 0 for none), read by the handler.
+  private static let path = Atomic<Int>(0)
+  private static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+  private let copy: UnsafeMutablePointer<CChar>?
+  private var previous: [sigaction] = []
+
+  /// Starts watching for the signals, with `path` to remove.
+  init(_ path: String) {
+    copy = strdup(path)
+    Self.path.store(Int(bitPattern: copy), ordering: .releasing)
+    for number in Self.signals {
+      var action = sigaction()
+      action.__sigaction_handler.sa_handler = { number in
+        let bits = TemporaryRemoval.path.load(ordering: .acquiring)
+        if let path = UnsafePointer<CChar>(bitPattern: bits) { unlink(path) }
+        signal(number, SIG_DFL)
+        raise(number)
+      }
+      sigemptyset(&action.sa_mask)
+      var old = sigaction()
+      sigaction(number, &action, &old)
+      previous.append(old)
+      // A signal the process was told to ignore (`nohup`'s SIGHUP) stays ignored.
+      if unsafeBitCast(old.__sigaction_handler.sa_handler, to: Int.self)
+        == unsafeBitCast(SIG_IGN, to: Int.self)
+      {
+        sigaction(number, &old, nil)
+      }
+    }
+  }
+
+  /// Stops watching: the signals' earlier actions come back.
+  func end() {
+    for (number, old) in zip(Self.signals, previous) {
+      var old = old
+      sigaction(number, &old, nil)
+    }
+    previous = []
+    Self.path.store(0, ordering: .releasing)
+  }
+
+  deinit {
+    if !previous.isEmpty { end() }
+    free(copy)
   }
 }

@@ -154,6 +154,52 @@ struct OutputTargetTests {
     return store
   }
 
+  @Test(
+    "an export stopped by a signal while it writes leaves no temporary file, and the target as it was"
+  )
+  func stoppedExport() throws {
+    let store = scratch.store
+    try generate(["--count", "20000", "--items", "5", "--stays", "--store", store.path])
+    for (signal, target) in [(SIGINT, "new.json"), (SIGTERM, "old.json")] {
+      let output = scratch.file(target)
+      if target == "old.json" { try Data("old\n".utf8).write(to: output) }
+      // Started as a shell starts it: no signal blocked (the test runner's threads block
+      // some, and a child inherits its mask).
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+      process.arguments = [
+        "-c",
+        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+        tripsExecutable.path, "export", "--store", store.path, "--output", output.path,
+      ]
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+      // Stopped once the temporary file beside the target exists.
+      func temporaries() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)
+          .filter { $0.hasPrefix(".\(target).") }
+      }
+      var seen = false
+      for _ in 0..<2000 where process.isRunning {
+        if try !temporaries().isEmpty {
+          seen = true
+          break
+        }
+        Thread.sleep(forTimeInterval: 0.002)
+      }
+      kill(process.processIdentifier, signal)
+      process.waitUntilExit()
+      #expect(seen, "the export ended before its temporary file was seen")
+      #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
+      let left = try temporaries()
+      #expect(left.isEmpty, "\(left)")
+      #expect(
+        target == "new.json"
+          ? !FileManager.default.fileExists(atPath: output.path)
+          : (try String(contentsOf: output, encoding: .utf8)) == "old\n")
+    }
+  }
+
   @Test("a symlink to a regular file updates its target and stays a link")
   func symlinkToFile() throws {
     let store = try storeWithTrips()
