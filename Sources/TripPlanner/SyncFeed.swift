@@ -433,6 +433,22 @@ extension TripStore {
     return SyncFeed(changes: changes, resumeToken: resume)
   }
 
+  /// Checks that a feed after `token` can be made (a token of this store, whose history is
+  /// still kept, and not newer than its history), reading nothing else: what a writer asks
+  /// before it opens its output, so that a refused token leaves no file. Nothing for nil.
+  ///
+  /// - Throws: as ``changeFeed(after:excludingAuthor:)`` does for the token.
+  public func checkFeedToken(_ token: HistoryToken?) throws {
+    guard token != nil else { return }
+    var descriptor = HistoryDescriptor(after: token)
+    descriptor.fetchLimit = 0
+    do {
+      _ = try context.fetchHistory(descriptor)
+    } catch let error as PersistenceError {
+      throw TripPlannerError(code: .store, message: error.message, cause: error)
+    }
+  }
+
   /// Writes ``changeFeed(after:excludingAuthor:)`` as JSON lines (``SyncFeed/jsonLines``) to
   /// `sink`, `batchSize` lines at a time, then the resume line, as the changes are read
   /// (``forEachFeedChange(after:excludingAuthor:_:)``): the feed is never held whole. Returns

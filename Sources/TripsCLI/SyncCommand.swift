@@ -82,6 +82,12 @@ enum SyncExportCommand: Subcommand {
     // Written a thousand lines at a time as the changes are read: the feed is never held
     // whole.
     let output = try arguments[output] ?? "-"
+    // A refused token is said before the output is opened: it leaves no file behind.
+    do {
+      try store.checkFeedToken(after)
+    } catch {
+      throw SyncCommand.explain(error)
+    }
     var written: (count: Int, resumeToken: HistoryToken)?
     try OutputFile.write(to: output, io: io) { sink in
       do {

@@ -203,4 +203,34 @@ struct QueryPlanTests {
     }
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<Room>()) == 205)
   }
+
+  @Test(
+    "the history after a token is read through the changes' token index, whatever models it asks for",
+    arguments: TestEngine.allCases)
+  func historyAfterAToken(engine: TestEngine) throws {
+    let (container, recorder, store) = try recordedHotels(engine)
+    defer { withExtendedLifetime(store) {} }
+    try seed(container)
+    let context = ModelContext(container)
+    let token = try context.currentHistoryToken()
+    let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
+    hotel.rooms.first?.number = 999
+    try context.save()
+    recorder.clear()
+    var changes = 0
+    try context.enumerateHistory(HistoryDescriptor(after: token, modelTypes: [Room.self])) {
+      _, _ in changes += 1
+    }
+    #expect(changes == 1)
+    let plans = try recorder.plans(
+      where: { $0.contains("_history_changes c") },
+      settings: engine == .postgreSQL ? ["enable_seqscan": "off"] : [:])
+    #expect(plans.count == 1)
+    for (sql, plan) in plans {
+      #expect(
+        plan.contains { $0.contains("_history_changes_token") }
+          && !plan.contains { $0.contains("TEMP B-TREE") },
+        "\(sql)\n\(plan.joined(separator: "\n"))")
+    }
+  }
 }

@@ -213,6 +213,22 @@ struct SyncTests {
       ["history", "--after", "\(old.prefix(while: { $0 != ":" })):0"], store: a)
     #expect(listing.status == 65, "an expired token is invalid data for every command")
     #expect(listing.stderr == export.stderr)
+    // A refused token opens no output: no file behind a dangling link, no wait for a FIFO's
+    // reader, the token's error rather than the output's.
+    let folder = a.deletingLastPathComponent()
+    let dangling = folder.appendingPathComponent("dangling.jsonl")
+    try FileManager.default.createSymbolicLink(
+      at: dangling, withDestinationURL: folder.appendingPathComponent("target.jsonl"))
+    let fifo = folder.appendingPathComponent("feed.fifo")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    for output in [dangling.path, fifo.path, folder.path] {
+      let refused = try trips(
+        ["sync", "export", "--after", "\(old.prefix(while: { $0 != ":" })):0", "--output", output],
+        store: a)
+      #expect(refused.status == 65 && refused.stderr == export.stderr, "\(output)")
+    }
+    #expect(
+      !FileManager.default.fileExists(atPath: folder.appendingPathComponent("target.jsonl").path))
     let garbage = try trips(["sync", "export", "--after", "nonsense"], store: a)
     #expect(garbage.status == 64)
     let feedless = try trips(
