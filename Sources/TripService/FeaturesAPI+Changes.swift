@@ -11,8 +11,10 @@ extension FeaturesAPI {
   /// per source transaction, idempotent, the last change wins), recorded under the bearer token's name, so a
   /// peer that exports with `exclude-author` set to that name gets no echo.
   ///
-  /// Cost: GET reads the history after the token (indexed, O(changes)) and each changed trip;
-  /// POST looks up each trip of the feed by its id and its history.
+  /// Cost: GET reads the history after the token twice (the changes' token index,
+  /// O(changes)) and each changed row, in one snapshot, and writes the lines as the client
+  /// takes them (memory: a position per changed row and 1 MiB of text); POST looks up each
+  /// trip of the feed by its id and its history.
   func changes(_ request: HTTPRequest) throws -> HTTPResponse {
     if request.method == "POST" {
       let author = try writer(request)
@@ -51,14 +53,8 @@ extension FeaturesAPI {
       throw ServiceError.request(400, "Invalid value for 'exclude-author': it is empty.")
     }
     do {
-      // The lines written as the changes are read: the feed's changes are never held.
-      var body = Data()
-      try pool.withStore(author: "service") {
-        try $0.writeChangeFeed(after: after, excludingAuthor: excluded) {
-          body.append(contentsOf: $0)
-        }
-      }
-      return HTTPResponse(status: 200, headers: [("Content-Type", Self.jsonLines)], body: body)
+      // The token is checked before the answer starts: a refused one gets its status.
+      try pool.withStore(author: "service") { try $0.checkFeedToken(after) }
     } catch let error as TripPlannerError {
       guard let cause = error.cause as? PersistenceError else { throw error }
       switch cause.code {
@@ -73,5 +69,30 @@ extension FeaturesAPI {
         throw error
       }
     }
+    let headers = [("Content-Type", Self.jsonLines), ("Cache-Control", "no-store")]
+    if request.method == "HEAD" { return HTTPResponse(status: 200, headers: headers) }
+    // The lines are written as the changes are read, on a thread of their own, no faster than
+    // the client takes them: neither the feed nor its text is held. A failure midway cuts the
+    // answer (no resume line, an unfinished chunked body), which a reader takes as incomplete.
+    let stream = HTTPStream()
+    let pool = pool
+    let token = after
+    let thread = Thread {
+      struct ClientGone: Error {}
+      do {
+        _ = try pool.withStore(author: "service") {
+          try $0.writeChangeFeed(after: token, excludingAuthor: excluded) { chunk in
+            guard stream.sendPaced(String(decoding: chunk, as: UTF8.self)) else {
+              throw ClientGone()
+            }
+          }
+        }
+        stream.close()
+      } catch {
+        stream.abort()
+      }
+    }
+    thread.start()
+    return HTTPResponse(status: 200, headers: headers, stream: stream)
   }
 }

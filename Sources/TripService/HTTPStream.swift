@@ -59,18 +59,7 @@ public final class HTTPStream: Sendable {
         state.waiting > settings.stalledLimit
         && ContinuousClock.now - state.lastProgress > settings.stallTimeout
       if stalled || state.waiting + count > settings.hardLimit {
-        state.closed = true
-        state.dropped = true
-        state.chunks = []
-        state.head = 0
-        state.offset = 0
-        state.waiting = 0
-        // Its socket is full, so libmicrohttpd would not ask for bytes again: cut it. The
-        // connection stays valid while this lock is held (its end waits for the lock).
-        if let connection = state.connection, !state.suspended {
-          trips_mhd_connection_abort(connection.pointer)
-        }
-        Self.resume(&state)
+        Self.drop(&state)
         return false
       }
       guard count > 0 else { return true }
@@ -80,6 +69,57 @@ public final class HTTPStream: Sendable {
       Self.resume(&state)
       return true
     }
+  }
+
+  /// Queues `text` once fewer than `room` bytes wait for the client, waiting while more do
+  /// (a check a millisecond): for a producer that must not run ahead of its reader, such as a
+  /// sync feed, whose memory is then bound by `room`. False when the client is gone, or has
+  /// taken nothing for ``StreamSettings/stallTimeout`` while bytes waited (it is then
+  /// dropped).
+  ///
+  /// Cost: O(1) a check; blocks the calling thread while the client reads.
+  public func sendPaced(_ text: String, room: Int = 1 << 20) -> Bool {
+    while true {
+      let ready = state.withLock { state -> Bool? in
+        guard !state.closed else { return nil }
+        if state.waiting < room { return true }
+        if ContinuousClock.now - state.lastProgress > settings.stallTimeout {
+          Self.drop(&state)
+          return nil
+        }
+        return false
+      }
+      switch ready {
+      case nil: return false
+      case true?: return send(text)
+      case false?: Thread.sleep(forTimeInterval: 0.001)
+      }
+    }
+  }
+
+  /// Cuts the stream: what is queued is thrown away and the connection is closed without its
+  /// end, so that the client sees the answer is incomplete (a producer that failed midway).
+  public func abort() {
+    state.withLock { state in
+      guard !state.closed else { return }
+      Self.drop(&state)
+    }
+  }
+
+  /// Drops the client: the queue is emptied and the connection cut (under the lock).
+  private static func drop(_ state: inout State) {
+    state.closed = true
+    state.dropped = true
+    state.chunks = []
+    state.head = 0
+    state.offset = 0
+    state.waiting = 0
+    // Its socket is full, so libmicrohttpd would not ask for bytes again: cut it. The
+    // connection stays valid while this lock is held (its end waits for the lock).
+    if let connection = state.connection, !state.suspended {
+      trips_mhd_connection_abort(connection.pointer)
+    }
+    resume(&state)
   }
 
   /// Ends the stream: what is queued is sent, then the connection closes.

@@ -848,6 +848,8 @@ struct ServeTests {
     // that author is excluded (no echo).
     let served = try server.request("/changes")
     #expect(served.headers["content-type"] == "application/x-ndjson")
+    // Written as it is read (chunked), byte for byte the CLI's feed of the same store.
+    #expect(served.text == (try trips(["sync", "export"], store: scratch.store).stdout))
     let lines = served.text.split(separator: "\n")
     #expect(lines.count == 241)
     #expect(lines.dropLast().allSatisfy { $0.contains("\"author\":\"laptop\"") })
