@@ -68,6 +68,14 @@ enum WatchCommand: Subcommand {
       while !existsWithContent(url) {
         if done.wait(timeout: .now() + .milliseconds(250)) == .success { return }
       }
+      // Until its creator has committed it: a store whose tables are not all there yet reads
+      // as one that needs migrating (or, half written, as no store), and migrating it beside
+      // its creator would meet a busy store. Up to 30 s, then it is opened as any store is
+      // (migrated if it must be, its error reported if it has one).
+      let created = ContinuousClock.now + .seconds(30)
+      while ContinuousClock.now < created, (try? TripStore(url: url, readOnly: true)) == nil {
+        if done.wait(timeout: .now() + .milliseconds(100)) == .success { return }
+      }
     }
     let store = try CommonOptions.openForReading(arguments, io)
     let controller = try BoundsController(
