@@ -139,27 +139,10 @@ public struct SyncFeed: Sendable {
     self.resumeToken = resumeToken
   }
 
-  /// The feed as JSON lines.
+  /// The feed as JSON lines (``TripStore/writeChangeFeed(after:excludingAuthor:batchSize:to:)``
+  /// writes the same lines without holding the feed).
   public var jsonLines: String {
-    var bytes: [UInt8] = []
-    writeJSONLines { bytes += $0 }
-    return String(decoding: bytes, as: UTF8.self)
-  }
-
-  /// Hands `sink` the feed's JSON lines (``jsonLines``) `batchSize` changes at a time, then
-  /// the resume line: what a writer to a file or a socket uses, so that the feed's text is
-  /// never held whole. O(changes) time, O(batch) memory besides the feed.
-  public func writeJSONLines(batchSize: Int = 1000, _ sink: ([UInt8]) throws -> Void) rethrows {
-    var chunk: [UInt8] = []
-    for (index, change) in changes.enumerated() {
-      chunk += Self.line(for: change).utf8
-      if (index + 1).isMultiple(of: max(1, batchSize)) {
-        try sink(chunk)
-        chunk.removeAll(keepingCapacity: true)
-      }
-    }
-    chunk += Self.resumeLine(resumeToken).utf8
-    try sink(chunk)
+    changes.map(Self.line(for:)).joined() + Self.resumeLine(resumeToken)
   }
 
   /// The feed's last line, with the token to resume from.

@@ -491,17 +491,21 @@ extension TripStore {
       of: BucketListItem.self, where: \.id, in: newItems.map(\.0))
     let deletedStays = try context.lastTombstones(
       of: LivingAccommodation.self, where: \.id, in: newStays.map(\.0))
-    for (id, trip, line) in newItems where deletedItems[id] != nil {
+    for (id, trip, line) in newItems {
+      guard let tombstone = deletedItems[id] else { continue }
       if let owner = try formerOwner(
-        BucketListItem.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip))
+        BucketListItem.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip),
+        tombstone: tombstone)
       {
         problems.append(
           .init(file: file, line: line, reason: Self.reused("bucket-list item", id, owner)))
       }
     }
-    for (id, trip, line) in newStays where deletedStays[id] != nil {
+    for (id, trip, line) in newStays {
+      guard let tombstone = deletedStays[id] else { continue }
       if let owner = try formerOwner(
-        LivingAccommodation.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip))
+        LivingAccommodation.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip),
+        tombstone: tombstone)
       {
         problems.append(.init(file: file, line: line, reason: Self.reused("stay", id, owner)))
       }
@@ -661,10 +665,11 @@ extension TripStore {
   /// tombstone).
   func formerOwner<Model: PersistentModel>(
     _ type: Model.Type, _ idPath: KeyPath<Model, UUID>, _ tripPath: KeyPath<Model, Trip?>,
-    _ id: UUID, trip: UUID?, tripKey: Int64?
+    _ id: UUID, trip: UUID?, tripKey: Int64?, tombstone known: HistoryTombstone? = nil
   ) throws -> UUID? {
     guard
-      let tombstone = try context.lastTombstones(of: Model.self, where: idPath, in: [id])[id],
+      let tombstone = try known
+        ?? context.lastTombstones(of: Model.self, where: idPath, in: [id])[id],
       let key = tombstone.key(of: tripPath), key != tripKey
     else { return nil }
     let identifier = PersistentIdentifier(
