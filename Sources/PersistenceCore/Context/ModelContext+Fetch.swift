@@ -160,7 +160,7 @@ extension ModelContext {
     throw PersistenceError(
       code: .unsupportedPredicate,
       message:
-        "sectionBy needs a stored String attribute of \(Model.self), or one reached through to-one relationships; \(keyPath) is not one."
+        "sectionBy needs a stored String attribute of \(Model.self), or one reached through to-one relationships; \(entity.schema.describe(keyPath)) is not one."
     )
   }
 
@@ -302,7 +302,7 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "fetchValues needs stored attributes of \(Model.self) of a native type; \(keyPath) is not one."
+            "fetchValues needs stored attributes of \(Model.self) of a native type; \(Model.schema.describe(keyPath)) is not one."
         )
       }
       return quoted(attribute.name)
@@ -354,7 +354,8 @@ extension ModelContext {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "fetchCounts needs a stored String attribute of \(Model.self); \(keyPath) is not one.")
+          "fetchCounts needs a stored String attribute of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
+      )
     }
     let column = quoted(attribute.name)
     var unbounded = descriptor

@@ -74,7 +74,7 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "The key path \(keyPath) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
+            "The key path \(Model.schema.describe(keyPath)) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
         )
       }
       try prefetch(relationship, of: owners, keys: keys, entity: entity)

@@ -106,7 +106,8 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "enumerateValues needs stored attributes of \(Model.self); \(keyPath) is not one.")
+            "enumerateValues needs stored attributes of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
+        )
       }
       attributes.append((attribute.name, attribute.isCodable))
       return quoted(attribute.name)

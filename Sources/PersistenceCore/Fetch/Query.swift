@@ -147,7 +147,7 @@ struct Query {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "A SortDescriptor on \(Model.self) sorts by \(keyPath), which is not a stored attribute nor one reached through to-one relationships."
+          "A SortDescriptor on \(Model.self) sorts by \(schema.describe(keyPath)), which is not a stored attribute nor one reached through to-one relationships."
       )
     }
     guard !attribute.isCodable else {

@@ -5,12 +5,14 @@ import Synchronization
 /// `\Room.hotel?.manager?.name` follows two.
 ///
 /// A key path of that kind is one value to Swift, whose public API cannot split it into its
-/// components. Its `debugDescription` lists them, each computed property by its getter's
-/// address: the key path of the relationship, an optional-chaining `?` (or a force `!`), then
-/// the attribute's key path on the target, and an optional-wrapping `?` when the attribute is
-/// not already optional. Matching that text against the descriptions of the schemas' own key
-/// paths (made by the same function in the same process) finds the relationships and the
-/// attribute; a match that is not unique is not taken.
+/// components, nor build `\Room.hotel?.name` from `\Room.hotel` and `\Hotel.name` (an
+/// optional chain is only ever written in a literal). So the key path's components are read
+/// (``KeyPathComponents``) and matched with those of the schemas' own key paths: a to-one
+/// relationship's, then `?` (or `!`), repeated, then an attribute's, then the optional wrap
+/// Swift adds when the attribute is not optional. Components compare as `==` compares key paths
+/// (a computed property by its identity), so the match holds in every build, however the
+/// optimizer emits the accessors; a key path that does not match exactly (a computed property
+/// that is not stored, a to-many in the middle, a subscript) is not one.
 struct RelatedKeyPath: @unchecked Sendable {
   /// The to-ones followed, from the model's table.
   let relationships: [RelationshipInfo]
@@ -20,50 +22,91 @@ struct RelatedKeyPath: @unchecked Sendable {
   /// `keyPath`, of `table`'s model, as a path through to-one relationships to an attribute;
   /// nil when it is not one (a plain attribute included).
   ///
-  /// Cost: the first time for a key path, its description and those of the key paths of each
-  /// table it may go through; then a lookup.
+  /// Cost: the first time for a key path, reading its components and those of the key paths
+  /// of each table it goes through, O(components × (attributes + relationships)); then a
+  /// lookup.
   static func resolve(_ keyPath: AnyKeyPath, in table: PredicateTable) -> RelatedKeyPath? {
     let key = ObjectKey(keyPath: keyPath)
     if let known = resolved.withLock({ $0[key] }) { return known.path }
-    let description = keyPath.debugDescription
     var found: RelatedKeyPath?
-    if description.hasPrefix(table.keyPathPrefix) {
-      found = match(description.dropFirst(table.keyPathPrefix.count), in: table, followed: [])
+    if type(of: keyPath).rootType == table.modelType,
+      let components = KeyPathComponents.read(keyPath)
+    {
+      found = match(components[...], in: table, followed: [])
     }
     resolved.withLock { $0[key] = Resolution(path: found) }
     return found
   }
 
-  /// What `rest` (a key path's description after its root) reaches from `table`, having
+  /// What `rest` (a key path's components after its root) reaches from `table`, having
   /// followed `followed`.
   private static func match(
-    _ rest: Substring, in table: PredicateTable, followed: [RelationshipInfo]
+    _ rest: ArraySlice<KeyPathComponent>, in table: PredicateTable,
+    followed: [RelationshipInfo]
   ) -> RelatedKeyPath? {
-    var matches: [RelatedKeyPath] = []
-    let skipped = table.keyPathPrefix.count
-    func tail(of keyPath: AnyKeyPath) -> Substring { keyPath.debugDescription.dropFirst(skipped) }
     if !followed.isEmpty {
       for keyPath in table.attributeIndexes.keys {
-        let tail = tail(of: keyPath)
-        if rest == tail
-          || (rest.count == tail.count + 1 && rest.hasPrefix(tail) && rest.last == "?")
-        {
-          matches.append(RelatedKeyPath(relationships: followed, attribute: keyPath))
+        guard let own = KeyPathComponents.read(keyPath), !own.isEmpty,
+          rest.starts(with: own)
+        else { continue }
+        let after = rest.dropFirst(own.count)
+        if after.isEmpty || (after.count == 1 && after.first == .optionalWrap) {
+          return RelatedKeyPath(relationships: followed, attribute: keyPath)
         }
       }
     }
     for relationship in table.relationships where relationship.kind == .toOne {
-      let tail = tail(of: relationship.keyPath)
-      guard rest.hasPrefix(tail) else { continue }
-      let after = rest.dropFirst(tail.count)
-      guard let mark = after.first, mark == "?" || mark == "!" else { continue }
-      if let path = match(
+      guard let own = KeyPathComponents.read(relationship.keyPath), !own.isEmpty,
+        rest.starts(with: own)
+      else { continue }
+      let after = rest.dropFirst(own.count)
+      guard let mark = after.first, mark == .optionalChain || mark == .optionalForce else {
+        continue
+      }
+      return match(
         after.dropFirst(), in: relationship.predicateTable(), followed: followed + [relationship])
+    }
+    return nil
+  }
+
+  /// `keyPath` as the schemas name its steps, for an error: `\Room.hotel?.name`, with
+  /// `<computed String>` (its value type) for a step that is no stored attribute or
+  /// relationship of the model it is on, and the key path's own description when its
+  /// components cannot be read.
+  static func describe(_ keyPath: AnyKeyPath, in table: PredicateTable) -> String {
+    guard let components = KeyPathComponents.read(keyPath) else { return "\(keyPath)" }
+    var text = "\\" + table.modelName
+    var current: PredicateTable? = table
+    var rest = components[...]
+    while let first = rest.first {
+      switch first {
+      case .optionalChain:
+        text += "?"
+        rest = rest.dropFirst()
+        continue
+      case .optionalForce:
+        text += "!"
+        rest = rest.dropFirst()
+        continue
+      case .optionalWrap:
+        rest = rest.dropFirst()
+        continue
+      case .stored, .computed:
+        break
+      }
+      if let table = current,
+        let (name, own, next) = table.step(startingWith: rest)
       {
-        matches.append(path)
+        text += "." + name
+        rest = rest.dropFirst(own)
+        current = next
+      } else {
+        text += ".<a property that is not stored>"
+        rest = rest.dropFirst()
+        current = nil
       }
     }
-    return matches.count == 1 ? matches[0] : nil
+    return text
   }
 
   /// The SQL of the value for a row of `schema`'s table (named by the table's name): nested
@@ -101,7 +144,33 @@ struct RelatedKeyPath: @unchecked Sendable {
 }
 
 extension PredicateTable {
-  /// What this model's key paths' descriptions begin with: `\Room` (the description of
-  /// `\Room.self` without `.self`).
-  var keyPathPrefix: String { String(identityKeyPath.debugDescription.dropLast(".self".count)) }
+  /// The stored attribute or relationship whose key path `components` starts with: its name,
+  /// how many components it takes, and for a to-one the table it leads to.
+  fileprivate func step(
+    startingWith components: ArraySlice<KeyPathComponent>
+  ) -> (String, Int, PredicateTable?)? {
+    for (keyPath, index) in attributeIndexes {
+      guard let own = KeyPathComponents.read(keyPath), !own.isEmpty, components.starts(with: own)
+      else { continue }
+      return (columns[index].name, own.count, nil)
+    }
+    for relationship in relationships {
+      guard let own = KeyPathComponents.read(relationship.keyPath), !own.isEmpty,
+        components.starts(with: own)
+      else { continue }
+      return (
+        relationship.name, own.count,
+        relationship.kind == .toOne ? relationship.predicateTable() : nil
+      )
+    }
+    return nil
+  }
+}
+
+extension ModelSchema {
+  /// `keyPath` of this model as its steps' columns name it, for an error (see
+  /// ``RelatedKeyPath/describe(_:in:)``).
+  func describe(_ keyPath: AnyKeyPath) -> String {
+    RelatedKeyPath.describe(keyPath, in: PredicateTable(self))
+  }
 }

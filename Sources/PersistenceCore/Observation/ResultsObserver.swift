@@ -507,7 +507,8 @@ final class Loader {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "sectionBy needs a stored String attribute of \(Model.self); \(sectionBy) is not one.")
+            "sectionBy needs a stored String attribute of \(Model.self); \(schema.describe(sectionBy)) is not one."
+        )
       }
       sectionColumn = attribute.name
     }

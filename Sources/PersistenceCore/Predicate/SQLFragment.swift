@@ -126,14 +126,13 @@ struct PredicateTable {
   let attributeIndexes: [AnyKeyPath: Int]
   let columns: [PredicateColumn]
   let relationships: [RelationshipInfo]
-  /// The model's identity key path (`\Room.self`), whose description every description of
-  /// the model's key paths begins with (see ``RelatedKeyPath``).
-  nonisolated(unsafe) let identityKeyPath: AnyKeyPath
+  /// The model's type: the root of its key paths.
+  let modelType: Any.Type
 
   init<Model: PersistentModel>(_ schema: ModelSchema<Model>) {
     quotedName = schema.quotedName
     modelName = "\(Model.self)"
-    identityKeyPath = \Model.self
+    modelType = Model.self
     attributeIndexes = schema.attributeIndexes
     columns = schema.predicateColumns
     relationships = schema.relationships

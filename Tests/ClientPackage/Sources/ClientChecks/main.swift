@@ -1,0 +1,278 @@
+import Foundation
+import Persistence
+
+// Checks what a service's package gets from the layer through its own related models, in the
+// build it is compiled in (`swift run -c release client-checks …` as well as debug): sorts,
+// sections, predicates, prefetch and observers through relationships, and key paths the layer
+// cannot run, which must be errors naming them. Each expected answer is computed in Swift from
+// the fixture, not read from the store. Then README's and the DocC articles' persistence
+// examples run, on SQLite.
+//
+//   client-checks sqlite FOLDER          a fresh store file in FOLDER
+//   client-checks postgresql URL         an empty PostgreSQL database
+//
+// Prints one line per check and exits 1 when one fails.
+
+let arguments = CommandLine.arguments.dropFirst()
+guard arguments.count == 2, let engine = arguments.first, let location = arguments.last else {
+  FileHandle.standardError.write(Data("usage: client-checks sqlite FOLDER | postgresql URL\n".utf8))
+  exit(64)
+}
+let url: URL
+switch engine {
+case "sqlite":
+  url = URL(fileURLWithPath: location).appendingPathComponent("client.sqlite")
+  try? FileManager.default.removeItem(at: url)
+case "postgresql":
+  guard let given = URL(string: location) else { exit(64) }
+  url = given
+default:
+  exit(64)
+}
+
+var failures = 0
+@MainActor func check(_ name: String, _ body: () throws -> Bool) {
+  do {
+    if try body() {
+      print("ok    \(engine) \(name)")
+      return
+    }
+    print("FAIL  \(engine) \(name)")
+  } catch {
+    print("FAIL  \(engine) \(name): \(error)")
+  }
+  failures += 1
+}
+/// `body` throws an error whose message names `named`.
+@MainActor func refuses(_ name: String, naming named: String, _ body: () throws -> Void) {
+  check(name) {
+    do {
+      try body()
+      print("      no error")
+      return false
+    } catch {
+      let message = "\(error)"
+      guard message.contains(named) else {
+        print("      the error does not name \(named): \(message)")
+        return false
+      }
+      print("      \(message)")
+      return true
+    }
+  }
+}
+
+let container = try ModelContainer(
+  for: Library.self, Shelf.self, Book.self, configurations: ModelConfiguration(url: url))
+
+// The fixture: (library, shelf, code, place, books as (title, pages)), and a book on no shelf.
+let fixture: [(String, String, Int?, Place?, [(String, Int)])] = [
+  ("Central", "c-poetry", 3, Place(room: "east", wall: 2), [("Odes", 120), ("Haiku", 80)]),
+  ("Central", "a-history", nil, nil, [("Rome", 640), ("Edo", 410), ("Inca", 300)]),
+  ("Branch", "b-maps", 1, Place(room: "west", wall: 1), [("Atlas", 90)]),
+  ("Branch", "d-empty", 7, Place(room: "east", wall: 1), []),
+]
+do {
+  let context = ModelContext(container)
+  var libraries: [String: Library] = [:]
+  for (libraryName, shelfName, code, place, books) in fixture {
+    let library =
+      libraries[libraryName]
+      ?? {
+        let library = Library()
+        library.name = libraryName
+        context.insert(library)
+        libraries[libraryName] = library
+        return library
+      }()
+    let shelf = Shelf()
+    shelf.name = shelfName
+    shelf.code = code
+    shelf.place = place
+    shelf.library = library
+    for (title, pages) in books {
+      let book = Book()
+      book.title = title
+      book.pages = pages
+      book.shelf = shelf
+    }
+  }
+  let loose = Book()
+  loose.title = "Loose"
+  loose.pages = 10
+  context.insert(loose)
+  try context.save()
+}
+
+struct Row {
+  var title: String
+  var pages: Int
+  var shelf: String?
+  var library: String?
+  var code: Int?
+}
+let rows: [Row] =
+  fixture.flatMap { library, shelf, code, _, books in
+    books.map { Row(title: $0.0, pages: $0.1, shelf: shelf, library: library, code: code) }
+  } + [Row(title: "Loose", pages: 10, shelf: nil, library: nil, code: nil)]
+
+/// Swift's order of optionals: nil first.
+func precedes<T: Comparable>(_ a: T?, _ b: T?) -> Bool? {
+  switch (a, b) {
+  case (nil, nil): return nil
+  case (nil, _): return true
+  case (_, nil): return false
+  case (let a?, let b?): return a == b ? nil : a < b
+  }
+}
+
+check("sort by \\Book.shelf?.name, then title") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf?.name), SortDescriptor(\.title)]))
+  let expected = rows.sorted { precedes($0.shelf, $1.shelf) ?? ($0.title < $1.title) }
+  return fetched.map(\.title) == expected.map(\.title)
+}
+check("sort by \\Book.shelf?.name descending") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(
+      sortBy: [SortDescriptor(\.shelf?.name, order: .reverse), SortDescriptor(\.title)]))
+  let expected = rows.sorted { precedes($1.shelf, $0.shelf) ?? ($0.title < $1.title) }
+  return fetched.map(\.title) == expected.map(\.title)
+}
+check("sort by \\Book.shelf!.name") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf!.name), SortDescriptor(\.title)]))
+  let expected = rows.sorted { precedes($0.shelf, $1.shelf) ?? ($0.title < $1.title) }
+  return fetched.map(\.title) == expected.map(\.title)
+}
+check("sort by two steps, \\Book.shelf?.library?.name") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(
+      sortBy: [SortDescriptor(\.shelf?.library?.name), SortDescriptor(\.title)]))
+  let expected = rows.sorted { precedes($0.library, $1.library) ?? ($0.title < $1.title) }
+  return fetched.map(\.title) == expected.map(\.title)
+}
+check("sort by an optional attribute through a to-one, \\Book.shelf?.code") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf?.code), SortDescriptor(\.title)]))
+  let expected = rows.sorted { precedes($0.code, $1.code) ?? ($0.title < $1.title) }
+  return fetched.map(\.title) == expected.map(\.title)
+}
+check("sections by \\Book.shelf?.name") {
+  let sections = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.title)]), sectionBy: \Book.shelf?.name)
+  let names = Set(rows.map(\.shelf))
+  let expected = names.sorted { precedes($0, $1) ?? false }.map { name in
+    (name, rows.filter { $0.shelf == name }.map(\.title).sorted())
+  }
+  return sections.map(\.id) == expected.map(\.0)
+    && sections.map { $0.map(\.title) } == expected.map(\.1)
+}
+check("sections by two steps, \\Book.shelf?.library?.name") {
+  let sections = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.title)]),
+    sectionBy: \Book.shelf?.library?.name)
+  let names = Set(rows.map(\.library))
+  let expected = names.sorted { precedes($0, $1) ?? false }.map { name in
+    (name, rows.filter { $0.library == name }.map(\.title).sorted())
+  }
+  return sections.map(\.id) == expected.map(\.0)
+    && sections.map { $0.map(\.title) } == expected.map(\.1)
+}
+check("predicate through two to-ones") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(
+      predicate: #Predicate { $0.shelf?.library?.name == "Central" },
+      sortBy: [SortDescriptor(\.title)]))
+  return fetched.map(\.title) == rows.filter { $0.library == "Central" }.map(\.title).sorted()
+}
+check("predicate through a to-many") {
+  let fetched = try ModelContext(container).fetch(
+    FetchDescriptor<Shelf>(
+      predicate: #Predicate { $0.books.contains { $0.pages > 350 } },
+      sortBy: [SortDescriptor(\.name)]))
+  let expected = Set(rows.filter { $0.pages > 350 }.compactMap(\.shelf)).sorted()
+  return fetched.map(\.name) == expected
+}
+check("prefetch of a to-many and a to-one") {
+  var descriptor = FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.name)])
+  descriptor.relationshipKeyPathsForPrefetching = [\.books, \.library]
+  let context = ModelContext(container)
+  let shelves = try context.fetch(descriptor)
+  let expected = fixture.sorted { $0.1 < $1.1 }
+  return shelves.map(\.name) == expected.map(\.1)
+    && shelves.map { $0.books.map(\.title) } == expected.map { $0.4.map(\.0).sorted() }
+    && shelves.map { $0.library?.name } == expected.map(\.0)
+}
+check("relationships read as faults") {
+  let context = ModelContext(container)
+  let books = try context.fetch(FetchDescriptor<Book>(sortBy: [SortDescriptor(\.title)]))
+  let expected = rows.sorted { $0.title < $1.title }
+  return books.map { $0.shelf?.library?.name } == expected.map(\.library)
+    && books.map { $0.shelf?.books.count ?? -1 }
+      == expected.map { row in
+        row.shelf.map { name in rows.filter { $0.shelf == name }.count } ?? -1
+      }
+}
+check("an observer sorted through a relationship") {
+  let observer = try ResultsObserver(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf?.name), SortDescriptor(\.title)]),
+    container: container)
+  let expected = rows.sorted { precedes($0.shelf, $1.shelf) ?? ($0.title < $1.title) }
+  return observer.results.map(\.title) == expected.map(\.title)
+}
+
+// Key paths the layer cannot run in SQL: an error naming the key path, in every build.
+refuses(
+  "sort by a computed property through a to-one",
+  naming: "\\Book.shelf?.<a property that is not stored>"
+) {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf?.label)]))
+}
+refuses("sort by a .codable attribute through a to-one", naming: "'place' of Shelf") {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(sortBy: [SortDescriptor(\.shelf?.place)]))
+}
+refuses("sort through a to-many", naming: "\\Shelf.books.<a property that is not stored>?") {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.books.first?.title)]))
+}
+refuses("sort by a to-many's count", naming: "\\Shelf.books.<a property that is not stored>,") {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.books.count)]))
+}
+refuses(
+  "sections by a computed property through a to-one",
+  naming: "\\Book.shelf?.<a property that is not stored> is"
+) {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Book>(), sectionBy: \Book.shelf?.label)
+}
+refuses("sections through a to-many", naming: "\\Shelf.books.<a property that is not stored>?") {
+  _ = try ModelContext(container).fetch(
+    FetchDescriptor<Shelf>(), sectionBy: \Shelf.books.first?.title)
+}
+
+// README's and the articles' persistence examples (Tools/examples.sh copies them here), each
+// in a folder of its own, as the page shows it: on a SQLite file named in the example.
+if engine == "sqlite" {
+  let home = FileManager.default.currentDirectoryPath
+  for example in examples {
+    let folder = URL(fileURLWithPath: location).appendingPathComponent(example.name)
+    try? FileManager.default.removeItem(at: folder)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    _ = FileManager.default.changeCurrentDirectoryPath(folder.path)
+    do {
+      try await example.run()
+      print("ok    \(engine) \(example.name) runs")
+    } catch {
+      print("FAIL  \(engine) \(example.name): \(error)")
+      failures += 1
+    }
+    _ = FileManager.default.changeCurrentDirectoryPath(home)
+  }
+}
+
+print(failures == 0 ? "all checks passed (\(engine))" : "\(failures) checks failed (\(engine))")
+exit(failures == 0 ? 0 : 1)
