@@ -686,6 +686,8 @@ extension TripStore {
         subject: subject)
     }
     var rows: [FeedChange] = []
+    // Loaded here, where a failure is thrown, not by the properties (which trap).
+    try context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
     for item in trip.bucketList
     where try !isListed(item, FeedRow(model: .bucketListItem, id: item.id)) {
       rows.append(try carried(item, .bucketListItem(id: item.id, item.record, tripID: id)))

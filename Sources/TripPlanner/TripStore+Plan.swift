@@ -146,11 +146,7 @@ extension TripStore {
         current.apply(values)
         return current
       }
-      if let id = record.id,
-        let other = try context.fetch(
-          FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
-        ).first
-      {
+      if let id = record.id, let other = try stayModel(id) {
         throw Self.ownedElsewhere("stay", id, owner: other.trip?.id)
       }
       if let id = record.id,
@@ -224,11 +220,7 @@ extension TripStore {
   /// unique index on id, and one by key for the trip.
   public func stay(_ id: UUID) throws -> (record: LivingAccommodationRecord, tripID: UUID)? {
     try run {
-      guard
-        let stay = try context.fetch(
-          FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
-        ).first, let trip = stay.trip
-      else { return nil }
+      guard let stay = try stayModel(id), let trip = stay.trip else { return nil }
       try context.resolveFaults(CollectionOfOne(stay))
       return (stay.record, trip.id)
     }
@@ -616,9 +608,23 @@ extension TripStore {
   }
 
   /// The item with this id, if the store has one. Cost: one lookup in the unique index.
+  /// The item with this id, with its trip and that trip's bucket list loaded (where a failure
+  /// is thrown, not trapped by the properties). Cost: one lookup in the unique index on id,
+  /// one by key for the trip, one over the items' index on their trip.
   private func item(_ id: UUID) throws -> BucketListItem? {
-    try context.fetch(FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id }))
-      .first
+    var descriptor = FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
+    descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    guard let item = try context.fetch(descriptor).first else { return nil }
+    if let trip = item.trip { try context.prefetch([\.bucketList], of: [trip]) }
+    return item
+  }
+
+  /// The stay with this id, its trip loaded. Cost: one lookup in the unique index on id, one
+  /// by key for the trip.
+  private func stayModel(_ id: UUID) throws -> LivingAccommodation? {
+    var descriptor = FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+    descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    return try context.fetch(descriptor).first
   }
 
   private func existingItem(_ id: UUID) throws -> BucketListItem {

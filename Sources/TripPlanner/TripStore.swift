@@ -11,6 +11,9 @@ public final class TripStore {
   public let container: ModelContainer
   /// The context every call uses.
   public let context: ModelContext
+  /// Called between the two reads of ``pageRecordsWithPlans(_:index:)``: where the tests put a
+  /// writer, to check that it cannot come between them.
+  var betweenPageReads: (() -> Void)?
 
   /// Opens (creating if needed, folders included) the store at `url`.
   ///
@@ -195,6 +198,24 @@ public final class TripStore {
     }
   }
 
+  /// ``pageRecords(_:index:)`` with each trip's plan (``withPlans(_:)``), both read in one
+  /// snapshot of the store: a commit in between cannot pair a trip with another version of its
+  /// plan. What a service's page of features writes out.
+  ///
+  /// Cost: ``pageRecords(_:index:)``'s, plus ``withPlans(_:)``'s (three queries per 500 trips,
+  /// none for a page without trips).
+  public func pageRecordsWithPlans(_ query: TripQuery, index: TripBoxIndex?) throws -> (
+    records: [TripRecord], matched: Int
+  ) {
+    try run {
+      try context.withSnapshot {
+        let (records, matched) = try pageRecords(query, index: index)
+        betweenPageReads?()
+        return (try withPlans(records), matched)
+      }
+    }
+  }
+
   /// The trips matching `query` in `tile` (and its buffer), as a vector tile draws them:
   /// points, or clusters where they exceed the tile's budget (``TripTile``). With `index`
   /// and a query without filters the tile is made from the index's copy of the trips; else
@@ -350,10 +371,19 @@ public final class TripStore {
   }
 
   /// The trip whose id is `id`, or whose id starts with `id` (at least 4 hexadecimal digits,
-  /// matching one trip only).
+  /// matching one trip only), its plan loaded: reading its bucket list and stay afterwards runs
+  /// no query (a store that cannot be read fails here, with an error, not there).
   ///
-  /// Cost: a range scan of the unique index on `id` (a prefix is a range of UUIDs).
+  /// Cost: a range scan of the unique index on `id` (a prefix is a range of UUIDs), then one
+  /// query over each plan table's index on its trip.
   public func trip(matching id: String) throws -> Trip {
+    let trip = try lookUpTrip(matching: id)
+    try run { try context.prefetch([\.bucketList, \.livingAccommodation], of: [trip]) }
+    return trip
+  }
+
+  /// ``trip(matching:)`` without its plan.
+  private func lookUpTrip(matching id: String) throws -> Trip {
     let text = id.lowercased()
     if let uuid = UUID(uuidString: text) {
       let trips = try run {

@@ -45,6 +45,8 @@ final class BoundsStreams: Sendable {
       var views: [String: View] = [:]
       /// Whether a publication of the report is queued (changes before it runs share it).
       var publishing = false
+      /// Set once a changed trip could not be evaluated: the feed ended its streams.
+      var failed = false
     }
     let state: Mutex<State>
     /// Where the report is made and sent, off the follower's thread: the follower only moves
@@ -94,26 +96,51 @@ final class BoundsStreams: Sendable {
 
     /// Moves each changed trip in or out of the cover (O(log n) each), and queues a publication
     /// of the report unless one is queued already.
+    ///
+    /// A changed trip whose evaluation fails ends the feed, as an items feed's failed read
+    /// does: an `error` event, then the streams end (a trip left out of the cover would be a
+    /// wrong report).
     func process(
       _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
-      state.withLock { state in
-        guard transaction.token > state.last else { return }
+      let failure = state.withLock { state -> (any Error, [HTTPStream])? in
+        guard !state.failed, transaction.token > state.last else { return nil }
         state.last = transaction.token
         for change in changes {
           if let old = state.coordinates.removeValue(forKey: change.key) {
             state.cover.remove(old)
             state.points?.remove(projection.projectIfPossible(old))
           }
-          guard let trip = change.trip, (try? descriptor.matches(trip)) == true else { continue }
+          guard let trip = change.trip else { continue }
+          do {
+            guard try descriptor.matches(trip) else { continue }
+          } catch {
+            state.failed = true
+            defer { state.views = [:] }
+            return (error, state.views.values.flatMap { $0.clients.values })
+          }
           let coordinate = Coordinate(latitude: trip.latitude, longitude: trip.longitude)
           state.coordinates[change.key] = coordinate
           state.cover.insert(coordinate)
           state.points?.insert(projection.projectIfPossible(coordinate))
         }
-        guard !state.publishing else { return }
+        guard !state.publishing else { return nil }
         state.publishing = true
         publisher.async { [weak self] in self?.publish() }
+        return nil
+      }
+      guard let (error, clients) = failure else { return }
+      let message = (error as? PersistenceError)?.message ?? "\(error)"
+      let event =
+        "event: error\ndata: "
+        + JSONValue.object([
+          ("message", .string("This stream could not evaluate a changed trip: \(message)")),
+          ("retry", .string("Reconnect to get the current bounds.")),
+        ]).rendered(pretty: false) + "\n\n"
+      onFailure.withLock { $0 }?()
+      for client in clients {
+        client.send(event)
+        client.close()
       }
     }
 
@@ -207,6 +234,9 @@ final class BoundsStreams: Sendable {
         $0 = { [weak self, weak feed] in
           guard let self, let feed else { return }
           self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
+          // Off the follower's thread, which may be the caller (a feed that failed a read).
+          let follower = self.follower
+          DispatchQueue.global().async { follower.unsubscribe(feed) }
         }
       }
       feeds[key] = feed

@@ -302,7 +302,9 @@ extension FeaturesAPI {
         try record.validate()  // a bad body is a 400 whether or not the trip has a stay
         let stay = try store.context.performExclusively {
           try Self.onTrip(trip) {
-            if let current = try store.trip(matching: trip.uuidString).livingAccommodation {
+            let owner = try store.trip(matching: trip.uuidString)
+            try store.context.prefetch([\.livingAccommodation], of: [owner])
+            if let current = owner.livingAccommodation {
               throw ServiceError.request(
                 409,
                 "The trip \(trip.lowercasedString) has a stay (\(current.id.lowercasedString)); PATCH or DELETE it."

@@ -138,7 +138,9 @@ extension FeaturesAPI {
     case (.item(let id), "DELETE"):
       let uuid = try Self.uuid(id)
       try pool.withStore(author: author) {
-        _ = try $0.delete([uuid.uuidString]) { trip in
+        let store = $0
+        _ = try store.delete([uuid.uuidString]) { trip in
+          try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
           var current = trip.record
           current.plan = trip.plan
           try condition?.check(current)

@@ -474,14 +474,14 @@ struct FeaturesAPI: Sendable {
   /// `next`/`prev` links. Cost: ``TripStore/pageRecords(_:index:)``: a `bbox` page by start date with
   /// no other filter is chosen and counted in memory, O(c + m log k) for the c cells and m
   /// trips near the box, then its rows' columns read by key; with other filters or sorts, one pass
-  /// over the box's index entries in the store; without `bbox`, the page's query and a count.
+  /// over the box's index entries in the store; without `bbox`, the page's query and a count;
+  /// then the page's plans, in the same snapshot of the store.
   func items(_ request: HTTPRequest, links: Links) throws -> HTTPResponse {
     let parsed = try ItemsQuery(request)
     let crs = try Self.outputCRS(request)
     let selection = try FeatureSelection(request)
     let (records, matched) = try pool.withStore(author: "service") { store in
-      let (records, matched) = try store.pageRecords(parsed.query, index: boxIndex)
-      return (try store.withPlans(records), matched)
+      try store.pageRecordsWithPlans(parsed.query, index: boxIndex)
     }
     var pageLinks: [JSONValue] = [
       links.link(parsed.path(offset: parsed.offset), rel: "self", type: Self.geoJSON),
@@ -540,13 +540,17 @@ struct FeaturesAPI: Sendable {
     guard let uuid = UUID(uuidString: id) else {
       throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
     }
+    // The trip and its plan in one snapshot, the plan loaded where a failure is thrown.
     let record = try pool.withStore(author: "service") { store in
-      try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
-        .first.map { trip in
-          var record = try store.context.record(of: trip)
-          record.plan = trip.plan
-          return record
-        }
+      try store.context.withSnapshot {
+        try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
+          .first.map { trip in
+            var record = try store.context.record(of: trip)
+            try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
+            record.plan = trip.plan
+            return record
+          }
+      }
     }
     guard let record else {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")

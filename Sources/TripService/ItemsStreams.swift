@@ -64,6 +64,8 @@ final class ItemsStreams: Sendable {
       /// from it (nil while nothing was).
       var log: [(token: HistoryToken, events: String)] = []
       var droppedThrough: HistoryToken?
+      /// Set once a read of a changed trip failed: the feed ended its streams.
+      var failed = false
     }
     let state: Mutex<State>
     /// Called when the follower fails: the owner forgets the feed.
@@ -79,48 +81,82 @@ final class ItemsStreams: Sendable {
 
     /// Classifies each change with the feed's set of matching trips, then queues the events
     /// for every client. O(changes) plus the query's evaluation on each changed trip.
+    ///
+    /// A changed trip that cannot be read or evaluated ends the feed (see ``fail(_:_:)``):
+    /// never an event that would say what the store does not (a `delete` for a trip whose
+    /// read failed, an update without its plan).
     func process(
       _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
-      state.withLock { state in
-        guard transaction.token > state.last else { return }
+      let failure = state.withLock { state -> (any Error, [HTTPStream])? in
+        guard !state.failed, transaction.token > state.last else { return nil }
         var events = ""
-        switch subject {
-        case .stays(let filter):
-          for change in changes {
-            events += Self.stayEvents(change, filter, &state.stays, transaction.token, store)
+        do {
+          switch subject {
+          case .stays(let filter):
+            for change in changes {
+              events += try Self.stayEvents(
+                change, filter, &state.stays, transaction.token, store)
+            }
+          case .trips(let descriptor):
+            for change in changes {
+              events += try Self.tripEvents(
+                change, descriptor, &state.matching, transaction.token, store)
+            }
           }
-        case .trips(let descriptor):
-          for change in changes {
-            events += Self.tripEvents(change, descriptor, &state.matching, transaction.token, store)
-          }
+        } catch {
+          state.failed = true
+          defer { state.clients = [:] }
+          return (error, Array(state.clients.values))
         }
         state.last = transaction.token
-        guard !events.isEmpty else { return }
+        guard !events.isEmpty else { return nil }
         state.log.append((transaction.token, events))
         if state.log.count > logCapacity {
           state.droppedThrough = state.log.removeFirst().token
         }
         for client in state.clients.values { client.send(events) }
+        return nil
+      }
+      if let (error, clients) = failure { fail(error, clients) }
+    }
+
+    /// Ends the feed after a read failed: each client gets an `error` event (no `id:`, so
+    /// that its `Last-Event-ID` stays the last event it got) and its stream ends; the feed is
+    /// forgotten, so a client that reconnects gets a new one, and the events it missed from
+    /// history. O(clients).
+    private func fail(_ error: any Error, _ clients: [HTTPStream]) {
+      let message = (error as? PersistenceError)?.message ?? "\(error)"
+      let event =
+        "event: error\ndata: "
+        + JSONValue.object([
+          ("message", .string("This stream could not read a changed trip: \(message)")),
+          ("retry", .string("Reconnect with Last-Event-ID to get the missed events.")),
+        ]).rendered(pretty: false) + "\n\n"
+      onFailure.withLock { $0 }?()
+      for client in clients {
+        client.send(event)
+        client.close()
       }
     }
 
     /// The events of one changed trip for a trips feed: inserted or updated while it matches
     /// (moved in is an insert), deleted when it goes or moves out. O(1) besides the query's
-    /// evaluation on the trip and its feature's rendering (once for all feeds).
+    /// evaluation on the trip and its feature's rendering (once for all feeds). Throws what
+    /// they throw.
     static func tripEvents(
       _ change: LiveFollower.Change, _ descriptor: FetchDescriptor<Trip>,
       _ matching: inout Set<Int64>, _ token: HistoryToken, _ store: TripStore
-    ) -> String {
+    ) throws -> String {
       let key = change.key
       if change.kind == .delete {
         guard matching.remove(key) != nil, let id = change.deletedID else { return "" }
         return ItemsStreams.event(token, "delete", deleted(id))
       }
       guard let trip = change.trip else { return "" }
-      let matches = (try? descriptor.matches(trip)) ?? false
       let was = matching.contains(key)
-      if matches, let feature = try? change.feature(store) {
+      if try descriptor.matches(trip) {
+        let feature = try change.feature(store)
         matching.insert(key)
         return ItemsStreams.event(token, was ? "update" : "insert", text: feature)
       }
@@ -131,17 +167,21 @@ final class ItemsStreams: Sendable {
 
     /// The events of one changed trip for a stays feed: its stay inserted, updated or deleted
     /// as it enters, changes in or leaves the filter (a stay replaced by another is a delete
-    /// and an insert). O(1) besides reading the trip's stay (a query unless loaded).
+    /// and an insert). O(1) besides reading the trip's stay (a query unless loaded). Throws
+    /// what that read throws.
     static func stayEvents(
       _ change: LiveFollower.Change, _ filter: StayFilter,
       _ stays: inout [Int64: (id: UUID, text: String)], _ token: HistoryToken, _ store: TripStore
-    ) -> String {
+    ) throws -> String {
       let old = stays[change.key]
       var new: (id: UUID, text: String)?
+      if change.kind != .delete, let trip = change.trip {
+        try store.context.prefetch([\.livingAccommodation], of: [trip])
+      }
       if change.kind != .delete, let trip = change.trip, let stay = trip.livingAccommodation,
-        filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id),
-        (try? store.context.resolveFaults(CollectionOfOne(stay))) != nil
+        filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id)
       {
+        try store.context.resolveFaults(CollectionOfOne(stay))
         new = (
           stay.id,
           FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
@@ -252,6 +292,9 @@ final class ItemsStreams: Sendable {
         $0 = { [weak self, weak feed] in
           guard let self, let feed else { return }
           self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
+          // Off the follower's thread, which may be the caller (a feed that failed a read).
+          let follower = self.follower
+          DispatchQueue.global().async { follower.unsubscribe(feed) }
         }
       }
       feeds[key] = feed
@@ -361,7 +404,7 @@ final class ItemsStreams: Sendable {
     for stay in all {
       guard let trip = stay.trip,
         filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id),
-        let key = try store.context.persistentIdentifier(for: trip)?.primaryKey
+        let key = store.context.persistentIdentifier(for: trip)?.primaryKey
       else { continue }
       found[key] = (
         stay.id, FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
@@ -388,8 +431,10 @@ final class ItemsStreams: Sendable {
         where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
           error.code)
       {
-        let records = try store.withPlans(
-          store.context.fetch(descriptor, as: TripRecord.self))
+        // The trips and their plans in one snapshot.
+        let records = try store.context.withSnapshot {
+          try store.withPlans(store.context.fetch(descriptor, as: TripRecord.self))
+        }
         stream.send(
           Self.event(
             last, "reset",

@@ -48,6 +48,8 @@ final class LiveFollower: Sendable {
       if let rendered { return rendered }
       guard let trip else { return "null" }
       var record = try store.context.record(of: trip)
+      // Loaded where a failure is thrown (the properties would trap).
+      try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
       record.plan = trip.plan
       let text = TripGeoJSON.feature(record).rendered(pretty: false)
       rendered = text
@@ -199,7 +201,7 @@ final class LiveFollower: Sendable {
     guard let row = try store.context.model(for: change.changedIdentifier, as: Row.self),
       let trip = row[keyPath: link]
     else { return nil }
-    return try store.context.persistentIdentifier(for: trip)?.primaryKey
+    return store.context.persistentIdentifier(for: trip)?.primaryKey
   }
 
   /// The store cannot be followed: every feed ends its streams and is forgotten; the next

@@ -525,7 +525,8 @@ struct RelationshipTests {
     context.delete(manager)
     try context.save()
     #expect(hotel.manager == nil)
-    #expect(try ModelContext(container).fetch(FetchDescriptor<Hotel>()).first?.manager == nil)
+    let fresh = ModelContext(container)
+    #expect(try fresh.fetch(FetchDescriptor<Hotel>()).first?.manager == nil)
     #expect(try context.fetchCount(FetchDescriptor<Manager>()) == 0)
   }
 

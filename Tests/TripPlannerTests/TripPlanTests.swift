@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import Persistence
 import TestSupport
 import Testing
@@ -33,6 +34,36 @@ struct TripPlanTests {
       try store.context.fetchCount(FetchDescriptor<BucketListItem>()),
       try store.context.fetchCount(FetchDescriptor<LivingAccommodation>()),
     ]
+  }
+
+  @Test(
+    "a page of trips with their plans reads both in one snapshot: a writer that commits between the two reads changes neither (with the box index and without)",
+    arguments: Engine.allCases, [false, true])
+  func pageAndPlansInOneSnapshot(engine: Engine, withIndex: Bool) throws {
+    let url = try Self.storeURL(engine, "pagesnapshot")
+    let store = try TripStore(url: url)
+    let trip = try store.add(Self.kyoto)
+    let item = try store.addBucketListItem(
+      BucketListItemRecord(title: "before"), toTrip: trip.id.uuidString)
+    let writer = try TripStore(url: url, author: "writer")
+    var query = TripQuery()
+    query.bbox = GeographicBox(west: 130, south: 30, east: 140, north: 40)
+    query.limit = 10
+    let index = withIndex ? TripBoxIndex() : nil
+    var wrote = false
+    store.betweenPageReads = {
+      guard !wrote else { return }
+      wrote = true
+      _ = try? writer.updateBucketListItem(item.id) { $0.title = "after" }
+    }
+    let (records, matched) = try store.pageRecordsWithPlans(query, index: index)
+    #expect(wrote)
+    #expect(matched == 1)
+    #expect(records.first?.plan?.bucketList.map(\.title) == ["before"])
+    // The writer did commit: the next page has it.
+    store.betweenPageReads = nil
+    let (after, _) = try store.pageRecordsWithPlans(query, index: index)
+    #expect(after.first?.plan?.bucketList.map(\.title) == ["after"])
   }
 
   @Test(

@@ -127,6 +127,34 @@ struct PlanCLITests {
   }
 
   @Test(
+    "a plan row that cannot be read is one clear error for every command that reads the plan: never an empty bucket list or stay, never a crash"
+  )
+  func unreadablePlan() throws {
+    #expect(
+      try trips(["bucket", "add", suva, "--title", "Kava"], store: scratch.store).status == 0)
+    #expect(
+      try trips(
+        ["stay", "set", suva, "--name", "Inn", "--latitude", "1", "--longitude", "2"],
+        store: scratch.store
+      ).status == 0)
+    try rawSQL(scratch.store, "UPDATE bucket_list_items SET id = 'not a uuid'")
+    for command in [
+      ["show", suva], ["show", suva, "--json"], ["update", suva, "--name", "Other"],
+      ["bucket", "list", suva], ["bucket", "add", suva, "--title", "More"],
+      ["export", "--format", "json"],
+    ] {
+      let run = try trips(command, store: scratch.store)
+      #expect(run.status == 65, "\(command): \(run.status) \(run.stderr)")
+      #expect(run.stderr.hasPrefix("Error: "), "\(command): \(run.stderr)")
+      #expect(run.stderr.contains("bucket_list_items"), "\(command): \(run.stderr)")
+      #expect(!run.stderr.contains("Fatal error"), "\(command): \(run.stderr)")
+    }
+    // Nothing was written: no trip took the new name (a listing reads no plan).
+    let list = try trips(["list", "--json"], store: scratch.store)
+    #expect(list.status == 0 && !list.stdout.contains("Other"), "\(list.stdout)")
+  }
+
+  @Test(
     "history shows every transaction, plan-only ones too: the trip, the item or stay, its attributes; after the trip's delete still by its trip"
   )
   func historyOfPlans() throws {

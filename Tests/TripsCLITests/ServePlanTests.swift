@@ -702,6 +702,51 @@ struct ServePlanTests {
   }
 
   @Test(
+    "a live stream that cannot read a changed trip's plan sends an error event and ends: never a delete, nor an update without the plan"
+  )
+  func streamReadFailure() throws {
+    let server = try server()
+    defer { #expect(server.stop() == 0) }
+    let trip = try #require(
+      try server.request("POST", "/collections/trips/items", headers: auth, body: featureBody())
+        .json()["id"] as? String)
+    #expect(
+      try trips(["bucket", "add", trip, "--title", "Kava"], store: scratch.store).status == 0)
+    let file = scratch.file("failing-stream.txt")
+    let curl = Process()
+    curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    curl.arguments = [
+      "-s", "-N", "--max-time", "30", "-o", file.path,
+      server.url + "/collections/trips/items/stream",
+    ]
+    try curl.run()
+    defer { if curl.isRunning { kill(curl.processIdentifier, SIGKILL) } }
+    func text() -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    #expect(eventually { text().hasPrefix("retry: 2000") })
+    // An outside writer's trigger leaves the item's id unreadable in the transaction that
+    // renames the trip (the rename reads the plan before it saves).
+    let damage = Process()
+    damage.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    damage.arguments = [
+      "-c",
+      "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"CREATE TRIGGER damage AFTER UPDATE ON trips BEGIN UPDATE bucket_list_items SET id = 'not a uuid' WHERE trip = NEW._pk; END\"); c.commit()",
+      scratch.store.path,
+    ]
+    try damage.run()
+    damage.waitUntilExit()
+    #expect(damage.terminationStatus == 0)
+    #expect(
+      try trips(["update", trip, "--name", "Renamed"], store: scratch.store).status == 0)
+    #expect(eventually(20) { !curl.isRunning })
+    let seen = serverSentEvents(text())
+    #expect(seen.map(\.kind) == ["error"], "\(text())")
+    let message = seen.first?.data["message"] as? String ?? ""
+    #expect(message.contains("could not read a changed trip"), "\(message)")
+    #expect(
+      seen.first?.id == "", "an error event carries no id: Last-Event-ID stays the last event")
+  }
+
+  @Test(
     "the stays stream: a stay set inside the box is an insert, moved within it an update, moved out or cleared a delete, one outside nothing; Last-Event-ID in the feed's log gets exactly the missed events, another token a reset"
   )
   func staysStream() throws {

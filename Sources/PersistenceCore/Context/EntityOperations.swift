@@ -58,7 +58,12 @@ extension EntityOperations {
   /// need no lookup of the model), and its to-ones whose inverse stores the key become faults.
   /// O(relationships).
   func attachLoaded(_ model: AnyObject, key: Int64, to context: ModelContext) {
-    let reference = context.linkReference
+    attachLoaded(model, key: key, reference: context.linkReference)
+  }
+
+  /// Attaches a model loaded from the row `key` to `reference`: a context's, or an observer's
+  /// snapshots' (see ``SnapshotSource``). O(relationships).
+  func attachLoaded(_ model: AnyObject, key: Int64, reference: ContextReference) {
     for relationship in relationships {
       relationship.observation(model).attachLoaded(
         reference, ownerKey: key, inverseFault: relationship.isInverseFaultOnLoad)

@@ -533,7 +533,8 @@ extension ModelContext {
   /// (by `sectionKey` first when given, `nil` first), then the offset and limit applied. Nil
   /// when the SQL does it all.
   ///
-  /// Cost: O(c) rows loaded for c candidates, O(m log m) to sort the m matches.
+  /// Cost: O(c) rows loaded for c candidates, plus one query per relationship the predicate
+  /// reads (for all candidates), O(m log m) to sort the m matches.
   ///
   /// `query` is the descriptor's query when the caller has made it (saving a translation).
   func finishedInSwift<Model: PersistentModel>(
@@ -552,6 +553,16 @@ extension ModelContext {
     try forEachRow(descriptor, query: query) { model, row in
       candidates.append((model, row.int64(at: 0)))
     }
+    // The relationships the predicate reads, loaded for every candidate in one query each:
+    // no query per candidate, and a store that cannot be read fails here, with an error.
+    let followed = try PredicateTranslator.followedTables(descriptor, schema: entity.schema)
+    if !followed.isEmpty {
+      try prefetch(
+        entity.schema.relationships.filter { followed.contains($0.targetTable()) }.map(\.keyPath),
+        of: candidates.map(\.model), keys: candidates.map(\.key), entity: entity)
+    }
+    // What Swift's evaluation throws (a force unwrap of nil, say) is no match, as SQL's NULL
+    // is: the store's own failures were thrown above.
     var matches = candidates.filter { (try? descriptor.matches($0.model)) == true }
     matches.sort { a, b in
       if let sectionKey {

@@ -68,8 +68,46 @@ extension ModelContext {
     _ descriptor: FetchDescriptor<Model>, of owners: [AnyObject], keys: [Int64],
     entity: Entity<Model>
   ) throws {
+    try prefetch(descriptor.prefetching.keyPaths, of: owners, keys: keys, entity: entity)
+  }
+
+  /// Loads the relationships `keyPaths` of `models`, registered in this context, now: as a
+  /// fetch's `relationshipKeyPathsForPrefetching` does, one query per relationship whatever
+  /// the number of models. Reading those relationships afterwards runs no query and cannot
+  /// fail, so a service that must answer an error rather than trap loads them here or with
+  /// the fetch. A model not saved yet, or of another context, is left as it is; a
+  /// relationship already loaded keeps what it holds.
+  ///
+  /// ```swift
+  /// let trips = try context.fetch(FetchDescriptor<Trip>())
+  /// try context.prefetch([\.bucketList, \.livingAccommodation], of: trips)
+  /// ```
+  ///
+  /// Cost: per relationship, one query over an index (the primary key, or the key column),
+  /// O(models + related rows).
+  ///
+  /// - Throws: ``PersistenceError/Code/unsupportedPredicate`` for a key path that is not a
+  ///   relationship of the model; what the queries throw.
+  public func prefetch<Model: PersistentModel>(
+    _ keyPaths: [PartialKeyPath<Model>], of models: [Model]
+  ) throws {
+    let entity = try entity(for: Model.self)
+    var owners: [AnyObject] = []
+    var keys: [Int64] = []
+    for model in models {
+      guard let key = registration(for: model)?.primaryKey else { continue }
+      owners.append(model)
+      keys.append(key)
+    }
+    try prefetch(keyPaths, of: owners, keys: keys, entity: entity)
+  }
+
+  /// Prefetches the relationships `keyPaths` for `owners`, the rows `keys`.
+  func prefetch<Model: PersistentModel>(
+    _ keyPaths: [AnyKeyPath], of owners: [AnyObject], keys: [Int64], entity: Entity<Model>
+  ) throws {
     guard !owners.isEmpty else { return }
-    for keyPath in descriptor.prefetching.keyPaths {
+    for keyPath in keyPaths {
       guard let relationship = entity.schema.relationship(for: keyPath) else {
         throw PersistenceError(
           code: .unsupportedPredicate,

@@ -507,9 +507,40 @@ public final class ModelContext {
 
 /// A context as links reach it: one weak reference a context, made once, that the links of
 /// its models hold strongly (see ``RelationshipObservation/contextReference``). It reads as nil
-/// once the context is gone, as a weak reference of each link's would.
+/// once the context is gone, as a weak reference of each link's would; a link that must then
+/// load a fault traps, naming its model and relationship, rather than read as empty.
+///
+/// Or, for the snapshots a ``ResultsObserver`` hands out (``snapshots``): the source their
+/// relationships are loaded from, kept as long as any of them lives.
 final class ContextReference {
   weak var context: ModelContext?
+  /// Set for the models of an observer: no context, but a source for their relationships.
+  let snapshots: SnapshotSource?
 
-  init(_ context: ModelContext) { self.context = context }
+  init(_ context: ModelContext) {
+    self.context = context
+    snapshots = nil
+  }
+
+  init(snapshots: SnapshotSource) {
+    context = nil
+    self.snapshots = snapshots
+  }
+}
+
+/// Where the relationships of an observer's models are loaded from: the container, through a
+/// context made for each load (its connection comes from the container's idle ones), under a
+/// lock, since those models are read from any thread. The related models loaded become
+/// snapshots of the same source: their relationships load the same way. No model is kept
+/// here, so nothing keeps a cycle alive.
+///
+/// Cost: a relationship's first read is one query (as in a context), plus taking the lock;
+/// later reads O(1) under the lock. What is read is the store as it is at that first read,
+/// not as it was when the observer loaded the model.
+final class SnapshotSource: Sendable {
+  let container: ModelContainer
+  /// Held while a snapshot's link is read or loaded.
+  let lock = NSRecursiveLock()
+
+  init(container: ModelContainer) { self.container = container }
 }

@@ -24,7 +24,8 @@ import Synchronization
 /// `SortDescriptor(\.trip?.name)`) makes the observer depend on the related tables too: a
 /// commit that changes one of them refetches, O(n), since any model's match or place may have
 /// changed. A sort through a relationship refetches on every commit to the model's table too
-/// (the observer's models, in no context, cannot follow it to place a changed row), and so does
+/// (placing a changed row among the observer's snapshots would load a relationship per model
+/// compared, a query each), and so does
 /// a descriptor that reads relationships and that Swift must finish (PostgreSQL cannot run
 /// `localizedStandardContains`, say): which rows match, and their order, then come from a fetch
 /// in a context of the container, O(n) per commit.
@@ -33,7 +34,10 @@ import Synchronization
 /// The observer's models are its own snapshots, loaded by a connection of its own and never
 /// changed afterwards: a changed row arrives as a new instance. Treat them as read-only values;
 /// to edit one, fetch it into your context with ``identifier(for:)``. They belong to no
-/// context, so their relationships read as empty: fetch a model into a context to follow them.
+/// context; their relationships load from the container on first read (one query each, from
+/// any thread, under a lock the observer's models share), as the store is at that read, and
+/// the related models are snapshots too. A load that fails traps, naming the model and the
+/// relationship.
 ///
 /// Updates are applied on a serial queue of the observer's, shortly after the commit; use
 /// ``waitForPendingUpdates()`` to wait for them.
@@ -474,9 +478,9 @@ final class Loader {
   /// Whether the rows of ``loadAll()`` need Swift to finish them (see `Query.finishesInSwift`).
   var finishesInSwift: Bool { allQuery.finishesInSwift }
   /// Whether Swift must finish the query (an engine that cannot run a function of the
-  /// predicate, or a sort) and the descriptor reads relationships: the observer's snapshots,
-  /// in no context, read their relationships as empty, so matching and order come from a
-  /// context's fetch, and every commit refetches.
+  /// predicate, or a sort) and the descriptor reads relationships: Swift reading them on the
+  /// observer's snapshots would load them a query per model, so matching and order come from
+  /// a context's fetch, and every commit refetches.
   var finishesThroughRelationships: Bool {
     (finishesInSwift || isNarrowed) && !followedTables.isEmpty
   }
@@ -488,8 +492,8 @@ final class Loader {
   /// The tables the predicate reads through relationships (see
   /// `PredicateTranslator.followedTables`).
   let followedTables: Set<String>
-  /// Whether a sort reads through a relationship: the observer's models, in no context,
-  /// cannot follow it to place a changed row, so every change refetches.
+  /// Whether a sort reads through a relationship: placing a changed row among the snapshots
+  /// would load a relationship per model compared, so every change refetches.
   let sortsThroughRelationships: Bool
 
   init<Model: PersistentModel>(
@@ -523,10 +527,18 @@ final class Loader {
       descriptor, schema: schema
     ).isEmpty
     let cache = LoadCache()
+    // The models' relationships load from the container (see `SnapshotSource`).
+    let snapshots =
+      operations.hasRelationships
+      ? ContextReference(snapshots: SnapshotSource(container: container)) : nil
     loadRow = { statement in
       do {
-        return try operations.makeModel(
+        let model = try operations.makeModel(
           into: nil, from: statement, firstColumn: 1, cache: cache)
+        if let snapshots {
+          operations.attachLoaded(model, key: statement.int64(at: 0), reference: snapshots)
+        }
+        return model
       } catch let error as PersistenceError {
         throw error.naming(row: describeStoredRow(statement, entity: operations))
       }

@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 
 /// What a context needs of a ``ToOne`` or ``ToMany`` whatever its types.
@@ -88,12 +89,65 @@ public class RelationshipObservation: Observable {
     return relationships[index]
   }
 
+  /// The lock of an observer's snapshots (see ``SnapshotSource``), held while this link is
+  /// read or loaded; nil in a context, whose models belong to one thread.
+  final var snapshotLock: NSRecursiveLock? { contextReference?.snapshots?.lock }
+
+  /// The context to load a fault of `owner`'s relationship `info` with: the owner's, or, for
+  /// an observer's snapshot, one made for the load; nil for a model in no context (never
+  /// inserted, or deleted and saved), which answers what was set in memory. Traps, naming the
+  /// model and the relationship, when the context the owner was fetched into is gone: an empty
+  /// answer would be a wrong one.
+  final func loadingContext(_ owner: AnyObject, _ info: RelationshipInfo) -> ModelContext? {
+    guard let reference = contextReference else { return nil }
+    if let context = reference.context { return context }
+    if let snapshots = reference.snapshots { return ModelContext(snapshots.container) }
+    unanswerable(
+      owner, info,
+      "the context it was fetched into is gone. Keep the context for as long as its models' relationships are read, or load them with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching)"
+    )
+  }
+
+  /// Makes `models`, just loaded by `context` for an observer's snapshot, snapshots of the
+  /// same source: their own relationships load from it too. Nothing for a context's model.
+  /// O(models × relationships).
+  final func adopt<Model: PersistentModel>(
+    _ models: [AnyObject], as _: Model.Type, loadedBy context: ModelContext,
+    owner: AnyObject, info: RelationshipInfo
+  ) {
+    guard let reference = contextReference, reference.snapshots != nil, !models.isEmpty else {
+      return
+    }
+    let entity: Entity<Model>
+    do { entity = try context.entity(for: Model.self) } catch { unanswerable(owner, info, error) }
+    guard entity.hasRelationships else { return }
+    for model in models {
+      guard let key = context.savedKey(of: model) else { continue }
+      entity.attachLoaded(model, key: key, reference: reference)
+    }
+  }
+
   /// Changes the relationship, telling observers (none, if it was never read).
   final func mutating<Result>(_ change: () throws -> Result) rethrows -> Result {
     guard let registrar else { return try change() }
     return try registrar.withMutation(
       of: self, keyPath: \RelationshipObservation.relationshipValue, change)
   }
+}
+
+/// Traps for a relationship read that cannot be answered: a property cannot throw, and an
+/// empty or nil answer would be a wrong one. The message names the model, the relationship
+/// and why, in every build.
+func unanswerable(_ owner: AnyObject, _ info: RelationshipInfo, _ reason: String) -> Never {
+  fatalError("The relationship '\(info.name)' of \(type(of: owner)) cannot be read: \(reason).")
+}
+
+/// Traps for a relationship whose load failed, with the error.
+func unanswerable(_ owner: AnyObject, _ info: RelationshipInfo, _ error: any Error) -> Never {
+  unanswerable(
+    owner, info,
+    "\(error) To have such failures thrown, load the relationship with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching) or with ModelContext.prefetch(_:of:)"
+  )
 }
 
 /// The value ``ToOne`` binds for a related model the store has not given a key yet: no row has
@@ -110,8 +164,10 @@ let unsavedKey = Int.min
 /// tracks the relationship.
 ///
 /// Cost: the first read of a fault is one query by primary key (none when the row is
-/// registered in the context already); later reads are O(1). A read outside a context (the
-/// model not inserted, or its context gone) answers only what was set in memory.
+/// registered in the context already); later reads are O(1). A model in no context (never
+/// inserted, or deleted and saved) answers what was set in memory. A fault that cannot be
+/// loaded traps, naming the model and the relationship: when the context the model was fetched
+/// into is gone, or the query fails (prefetch the relationship to have that thrown instead).
 public final class ToOne<Target: PersistentModel>: RelationshipObservation, RelationshipLink {
   /// The key the stored row holds, while ``isFault``.
   private var loadedKey: Int?
@@ -124,8 +180,15 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 
   /// The related model, loaded on first read. `owner` is the model that holds this link.
   public func value<Owner: PersistentModel>(of owner: Owner) -> Target? {
+    guard let lock = snapshotLock else { return read(owner) }
+    lock.lock()
+    defer { lock.unlock() }
+    return read(owner)
+  }
+
+  private func read<Owner: PersistentModel>(_ owner: Owner) -> Target? {
     accessed()
-    if isFault { resolve() }
+    if isFault { resolve(owner, info: relationship(of: owner)) }
     if isInverseFault { resolveInverse(owner, info: relationship(of: owner)) }
     return target
   }
@@ -186,29 +249,37 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
     return context.registeredModel(forKey: Int64(loadedKey), as: Target.self)
   }
 
-  /// Loads the target of the stored key (from the context's identity map, or one query). A
-  /// row that cannot be read stays a fault and reads as nil.
-  private func resolve() {
-    guard let loadedKey, let context else { return }
-    guard let model = try? context.relatedModel(Target.self, key: Int64(loadedKey)) else {
-      return
+  /// Loads the target of the stored key (from the context's identity map, or one query): nil
+  /// when no row has the key any more. Traps when it cannot be loaded (see the type's docs).
+  private func resolve(_ owner: AnyObject, info: RelationshipInfo) {
+    guard let loadedKey, let context = loadingContext(owner, info) else { return }
+    let model: Target?
+    do {
+      model = try context.relatedModel(Target.self, key: Int64(loadedKey))
+    } catch {
+      unanswerable(owner, info, error)
     }
+    if let model { adopt([model], as: Target.self, loadedBy: context, owner: owner, info: info) }
     target = model
     isFault = false
   }
 
   /// Looks the target up by the inverse's key column: one query (the first row, the column
-  /// has a unique index). A query that fails leaves the fault.
+  /// has a unique index). Traps when it cannot be loaded (see the type's docs).
   private func resolveInverse(_ owner: AnyObject, info: RelationshipInfo) {
-    guard let context else {
+    guard let context = loadingContext(owner, info),
+      let key = ownerKey ?? context.savedKey(of: owner)
+    else {
       isInverseFault = false
       return
     }
-    guard let key = ownerKey ?? context.savedKey(of: owner) else {
-      isInverseFault = false
-      return
+    let found: [AnyObject]
+    do {
+      found = try context.relatedModels(info, key: key)
+    } catch {
+      unanswerable(owner, info, error)
     }
-    guard let found = try? context.relatedModels(info, key: key) else { return }
+    adopt(found, as: Target.self, loadedBy: context, owner: owner, info: info)
     isInverseFault = false
     target = found.first.map { unsafeDowncast($0, to: Target.self) }
   }
@@ -290,7 +361,9 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 /// Observable, as ``ToOne``.
 ///
 /// Cost: the first read is one query over the related table's index on its key column,
-/// O(related rows); later reads are O(1). Setting is O(old + new elements).
+/// O(related rows); later reads are O(1). Setting is O(old + new elements). A model in no
+/// context answers what was set in memory; a fault that cannot be loaded traps, as
+/// ``ToOne``'s does.
 public final class ToMany<Element: PersistentModel>: RelationshipObservation, RelationshipLink {
   /// The related models, nil while a fault.
   private var elements: [Element]?
@@ -300,6 +373,13 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
 
   /// The related models, loaded on first read. `owner` is the model that holds this link.
   public func value<Owner: PersistentModel>(of owner: Owner) -> [Element] {
+    guard let lock = snapshotLock else { return read(owner) }
+    lock.lock()
+    defer { lock.unlock() }
+    return read(owner)
+  }
+
+  private func read<Owner: PersistentModel>(_ owner: Owner) -> [Element] {
     accessed()
     if elements == nil { load(owner, info: relationship(of: owner)) }
     return elements ?? []
@@ -323,15 +403,23 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     }
   }
 
-  /// Loads the related rows of `owner`'s key (none for an owner not saved), leaving out those
-  /// whose inverse was set to another model in memory. A query that fails leaves the fault,
-  /// and reads as empty.
+  /// Loads the related rows of `owner`'s key (none for an owner not saved or in no context),
+  /// leaving out those whose inverse was set to another model in memory. Traps when they
+  /// cannot be loaded (see the type's docs).
   private func load(_ owner: AnyObject, info: RelationshipInfo) {
-    guard let context, let key = ownerKey ?? context.savedKey(of: owner) else {
+    guard let context = loadingContext(owner, info),
+      let key = ownerKey ?? context.savedKey(of: owner)
+    else {
       elements = []
       return
     }
-    guard let loaded = try? context.relatedModels(info, key: key) else { return }
+    let loaded: [AnyObject]
+    do {
+      loaded = try context.relatedModels(info, key: key)
+    } catch {
+      unanswerable(owner, info, error)
+    }
+    adopt(loaded, as: Element.self, loadedBy: context, owner: owner, info: info)
     take(loaded, owner: owner, inverse: info.inverseInfo())
   }
 

@@ -14,6 +14,16 @@ import Persistence
 // Prints one line per check and exits 1 when one fails.
 
 let arguments = CommandLine.arguments.dropFirst()
+// The child the check "a relationship whose context is gone traps" runs: reads a shelf's books
+// after the context it was fetched into is gone.
+if arguments.first == "read-after-context" {
+  let container = try ModelContainer(
+    for: Library.self, Shelf.self, Book.self,
+    configurations: ModelConfiguration(url: URL(fileURLWithPath: arguments.last ?? "")))
+  let shelves = try ModelContext(container).fetch(FetchDescriptor<Shelf>())
+  print(shelves.first?.books.count ?? -1)
+  exit(0)
+}
 guard arguments.count == 2, let engine = arguments.first, let location = arguments.last else {
   FileHandle.standardError.write(Data("usage: client-checks sqlite FOLDER | postgresql URL\n".utf8))
   exit(64)
@@ -220,6 +230,34 @@ check("an observer sorted through a relationship") {
     container: container)
   let expected = rows.sorted { precedes($0.shelf, $1.shelf) ?? ($0.title < $1.title) }
   return observer.results.map(\.title) == expected.map(\.title)
+}
+
+check("an observer's models read their relationships, and the related models theirs") {
+  let observer = try ResultsObserver(
+    FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.name)]), container: container)
+  let expected = fixture.sorted { $0.1 < $1.1 }
+  return observer.results.map { $0.books.map(\.title) } == expected.map { $0.4.map(\.0).sorted() }
+    && observer.results.map { $0.library?.shelves.count }
+      == expected.map { shelf in
+        fixture.filter { $0.0 == shelf.0 }.count
+      }
+}
+if engine == "sqlite" {
+  check("a relationship read after its context is gone traps, naming the model and relationship") {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    child.arguments = ["read-after-context", url.path]
+    let errors = Pipe()
+    child.standardError = errors
+    child.standardOutput = FileHandle.nullDevice
+    try child.run()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    child.waitUntilExit()
+    let named = message.contains(
+      "The relationship 'books' of Shelf cannot be read: the context it was fetched into is gone")
+    if !named { print("      \(child.terminationStatus): \(message.prefix(400))") }
+    return child.terminationStatus != 0 && named
+  }
 }
 
 // Key paths the layer cannot run in SQL: an error naming the key path, in every build.
