@@ -61,3 +61,23 @@ private struct Value {
     #expect(KeyPathComponents.read(\Holder.name.count) != nil)
   }
 }
+
+/// Which key paths resolve through to-ones, on the hotels' models.
+@Suite struct RelatedKeyPathTests {
+  @Test func resolvesOnlyPathsThroughToOnesToStoredAttributes() {
+    let rooms = PredicateTable(Room.schema)
+    #expect(RelatedKeyPath.resolve(\Room.hotel?.name, in: rooms)?.relationships.count == 1)
+    #expect(RelatedKeyPath.resolve(\Room.hotel!.name, in: rooms)?.relationships.count == 1)
+    #expect(
+      RelatedKeyPath.resolve(\Room.hotel?.manager?.name, in: rooms)?.relationships.count == 2)
+    // A plain attribute, a key path of another model, a to-many in the middle, a property of a
+    // stored value: none.
+    #expect(RelatedKeyPath.resolve(\Room.number, in: rooms) == nil)
+    #expect(RelatedKeyPath.resolve(\Hotel.name, in: rooms) == nil)
+    #expect(RelatedKeyPath.resolve(\Room.hotel?.rooms.first?.number, in: rooms) == nil)
+    #expect(RelatedKeyPath.resolve(\Room.hotel?.name.count, in: rooms) == nil)
+    #expect(
+      RelatedKeyPath.describe(\Room.hotel?.name.count, in: rooms)
+        == "\\Room.hotel?.name.<a property that is not stored>")
+  }
+}
