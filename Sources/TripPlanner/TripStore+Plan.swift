@@ -332,13 +332,15 @@ extension TripStore {
   /// trip that has none, or that is not in the store), read for all of them at once as values,
   /// without models: per 500 trips, one query for their keys, one for their items (ordered by
   /// position, then id) and one for their stays, each over the key column's index, in one
-  /// read transaction. Cost: O(records + items).
+  /// read transaction. A store without any item or stay runs none of them (see
+  /// ``hasPlanRows()``). Cost: O(records + items).
   public func withPlans(_ records: [TripRecord]) throws -> [TripRecord] {
     let ids = records.compactMap(\.id)
     guard !ids.isEmpty else { return records }
     var plans: [UUID: TripPlan] = [:]
     do {
       try context.withSnapshot {
+        guard try hasPlanRows() else { return }
         var start = 0
         while start < ids.count {
           let batch = Array(ids[start..<min(start + 500, ids.count)])
@@ -354,6 +356,25 @@ extension TripStore {
       if let id = record.id { record.plan = plans[id] ?? TripPlan() }
       return record
     }
+  }
+
+  /// Whether the store holds any bucket-list item or stay, as the current snapshot sees it:
+  /// asked of the store once per history token (two lookups of a first row) and remembered,
+  /// so that the pages a service reads while nothing is written run no plan query at all.
+  /// Every commit that adds a plan row makes a new token; a writer around the library
+  /// (without history) is not seen until the next commit. Cost: the token's query, then O(1).
+  func hasPlanRows() throws -> Bool {
+    let token = try context.currentHistoryToken()
+    if let known = planRows, known.token == token { return known.exist }
+    var first = FetchDescriptor<BucketListItem>()
+    first.fetchLimit = 1
+    var firstStay = FetchDescriptor<LivingAccommodation>()
+    firstStay.fetchLimit = 1
+    let exist =
+      try !context.fetchIdentifiers(first).isEmpty
+      || !context.fetchIdentifiers(firstStay).isEmpty
+    planRows = (token, exist)
+    return exist
   }
 
   /// The plans of the trips `ids` (at most a few hundred: their ids are bound one by one), as

@@ -14,6 +14,8 @@ public final class TripStore {
   /// Called between the two reads of ``pageRecordsWithPlans(_:index:)``: where the tests put a
   /// writer, to check that it cannot come between them.
   var betweenPageReads: (() -> Void)?
+  /// Whether the store held plan rows at a history token (see ``hasPlanRows()``).
+  var planRows: (token: HistoryToken, exist: Bool)?
 
   /// Opens (creating if needed, folders included) the store at `url`.
   ///

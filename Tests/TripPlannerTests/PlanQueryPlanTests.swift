@@ -59,6 +59,9 @@ struct PlanQueryPlanTests {
       }
     }
 
+    // Whether the store holds plan rows is asked once per history token (a first row of each
+    // plan table, LIMIT 1), before the pages measured here.
+    _ = try store.hasPlanRows()
     try expectIndexed("a bbox page's plans") {
       var query = TripQuery(limit: 10)
       query.bbox = GeographicBox(west: -10, south: 0, east: 10, north: 40)
@@ -92,4 +95,45 @@ struct PlanQueryPlanTests {
       #expect(records.count == 60)
     }
   }
+
+  @Test(
+    "pages on a store without plans run no plan query once it is known to hold none; the first commit that adds an item makes the next page read it",
+    arguments: TripPlanTests.Engine.allCases)
+  func noPlansNoPlanQuery(engine: TripPlanTests.Engine) throws {
+    let url = try TripPlanTests.storeURL(engine, "noplans")
+    let configuration = ModelConfiguration(url: url)
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let store = TripStore(
+      container: try ModelContainer(
+        for: Trip.modelTypes, configuration: configuration, engine: recorder))
+    for index in 0..<20 {
+      var record = TripPlanTests.kyoto
+      record.name = "Trip \(index)"
+      try store.add(record)
+    }
+    var query = TripQuery(limit: 10)
+    query.bbox = GeographicBox(west: 130, south: 30, east: 140, north: 40)
+    func planQueries() -> [String] {
+      recorder.queries.map(\.sql).filter {
+        $0.contains("\"bucket_list_items\"") || $0.contains("\"living_accommodations\"")
+      }
+    }
+    let first = try store.pageRecordsWithPlans(query, index: nil)
+    #expect(first.records.count == 10 && first.records.allSatisfy { $0.plan == TripPlan() })
+    recorder.clear()
+    for offset in [0, 10] {
+      query.offset = offset
+      let page = try store.pageRecordsWithPlans(query, index: TripBoxIndex())
+      #expect(page.records.count == 10)
+    }
+    #expect(planQueries().isEmpty, "\(planQueries())")
+    // Another writer adds an item: its commit is a new history token.
+    let writer = try TripStore(url: url, author: "writer")
+    let trip = try #require(first.records.first?.id)
+    try writer.addBucketListItem(BucketListItemRecord(title: "Kava"), toTrip: trip.uuidString)
+    query.offset = 0
+    let after = try store.pageRecordsWithPlans(query, index: nil)
+    #expect(after.records.first { $0.id == trip }?.plan?.bucketList.map(\.title) == ["Kava"])
+  }
+
 }
