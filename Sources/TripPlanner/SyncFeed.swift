@@ -637,9 +637,12 @@ extension TripStore {
           (.bucketListItem(id: $0, nil, tripID: nil), nil)
         }
       }
-      guard let item = try context.model(for: identifier, as: BucketListItem.self),
-        let trip = item.trip
-      else { return nil }
+      // The trip loaded where a failure is thrown (the property would trap).
+      guard let item = try context.model(for: identifier, as: BucketListItem.self) else {
+        return nil
+      }
+      try context.prefetch([\.trip], of: [item])
+      guard let trip = item.trip else { return nil }
       return (
         .bucketListItem(id: item.id, item.record, tripID: trip.id),
         context.persistentIdentifier(for: trip)?.primaryKey
@@ -650,9 +653,11 @@ extension TripStore {
           (.livingAccommodation(id: $0, nil, tripID: nil), nil)
         }
       }
-      guard let stay = try context.model(for: identifier, as: LivingAccommodation.self),
-        let trip = stay.trip
-      else { return nil }
+      guard let stay = try context.model(for: identifier, as: LivingAccommodation.self) else {
+        return nil
+      }
+      try context.prefetch([\.trip], of: [stay])
+      guard let trip = stay.trip else { return nil }
       try context.resolveFaults(CollectionOfOne(stay))
       return (
         .livingAccommodation(id: stay.id, stay.record, tripID: trip.id),
@@ -949,9 +954,9 @@ extension TripStore {
         result.skipped += 1
       }
     case .bucketListItem(let id, let record, _):
-      let local = try context.fetch(
-        FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
-      ).first
+      var descriptor = FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
+      descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+      let local = try context.fetch(descriptor).first
       guard
         let trip = try planRowTrip(
           change, over: local, id: id, \BucketListItem.id, json: { TripJSON.object($0.record) },
@@ -975,9 +980,9 @@ extension TripStore {
       }
       result.applied += 1
     case .livingAccommodation(let id, let record, _):
-      let local = try context.fetch(
-        FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
-      ).first
+      var descriptor = FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+      descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+      let local = try context.fetch(descriptor).first
       guard
         let trip = try planRowTrip(
           change, over: local, id: id, \LivingAccommodation.id,

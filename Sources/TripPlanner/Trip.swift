@@ -19,7 +19,7 @@ import Synchronization
 /// writes them through their backing storage, which needs no registrar. An assignment to a
 /// trip that has none tells no one, as no one can be observing it: observing begins with a
 /// read (`withObservationTracking`), which makes it.
-public final class Trip: PersistentModel, Observable {
+public final class Trip: PersistentModel, LinksOnFirstUse, Observable {
   /// The trip's identity, unique in a store (inserting a trip with an existing id updates it).
   @ObservationTracked public var id: UUID
   /// What the trip is called.
@@ -52,9 +52,14 @@ public final class Trip: PersistentModel, Observable {
   // 80 instructions a row).
   @ObservationIgnored private var _placeFault: CodableFault<PlaceIdentifier>
 
-  // MARK: Relationships
+  // MARK: Relationships, their links made on first use
 
-  let bucketListLink = ToMany<BucketListItem>()
+  /// Where the relationships load from: set by the store when it loads or attaches the trip,
+  /// so that a fetched trip whose plan nobody reads makes no link (see `LinksOnFirstUse`).
+  @exclusivity(unchecked) public var linkOrigin = LinkOrigin()
+
+  @exclusivity(unchecked) var bucketListStorage: ToMany<BucketListItem>?
+  var bucketListLink: ToMany<BucketListItem> { link(&bucketListStorage) }
   /// Things to do there, in ``BucketListItem/position`` order (ties by id); deleted with the
   /// trip. Read from the store on first access (one query), or with the trips that a fetch
   /// prefetches it for.
@@ -63,7 +68,8 @@ public final class Trip: PersistentModel, Observable {
     set { bucketListLink.set(newValue, of: self) }
   }
 
-  let livingAccommodationLink = ToOne<LivingAccommodation>()
+  @exclusivity(unchecked) var livingAccommodationStorage: ToOne<LivingAccommodation>?
+  var livingAccommodationLink: ToOne<LivingAccommodation> { link(&livingAccommodationStorage) }
   /// Where one stays, if decided; deleted with the trip.
   public var livingAccommodation: LivingAccommodation? {
     get { livingAccommodationLink.value(of: self) }
@@ -223,11 +229,11 @@ public final class Trip: PersistentModel, Observable {
       storage: \._longitude),
     .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault),
     .toMany(
-      \.bucketList, "bucket_list", link: \.bucketListLink, inverse: \.trip, deleteRule: .cascade,
-      orderBy: \.position, \.id),
+      \.bucketList, "bucket_list", link: \.bucketListLink, existing: \.bucketListStorage,
+      inverse: \.trip, deleteRule: .cascade, orderBy: \.position, \.id),
     .toOne(
       \.livingAccommodation, "living_accommodation", link: \.livingAccommodationLink,
-      inverse: \.trip, deleteRule: .cascade, storesKey: false)
+      existing: \.livingAccommodationStorage, inverse: \.trip, deleteRule: .cascade)
   )
   .loading { row in
     try Trip(

@@ -65,11 +65,13 @@ struct RelationshipReadTests {
     #expect(hotels.first?.rooms.map(\.number) == [1, 2, 3])
     #expect(hotels.first?.manager?.name == "Aiko")
     #expect(context.relationshipQueryCount == before + 2)
-    #expect {
-      try context.prefetch([\Hotel.name], of: hotels)
-    } throws: { error in
-      (error as? PersistenceError)?.code == .unsupportedPredicate
-        && "\(error)".contains("\\Hotel.name")
+    for models in [hotels, []] {
+      #expect {
+        try context.prefetch([\Hotel.name], of: models)
+      } throws: { error in
+        (error as? PersistenceError)?.code == .unsupportedPredicate
+          && "\(error)".contains("\\Hotel.name")
+      }
     }
   }
 
@@ -90,8 +92,33 @@ struct RelationshipReadTests {
       let message = String(decoding: result.standardErrorContent, as: UTF8.self)
       #expect(
         message.contains(
-          "The relationship 'rooms' of Hotel cannot be read: the context it was fetched into is gone"
+          "The relationship 'rooms' of Hotel cannot be read: its context is gone"
         ), "\(message)")
+    }
+  }
+
+  @Test("a model of a context that was reset traps when it must load a relationship, saying so")
+  func resetContextTraps() async {
+    await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let store = try TestEngine.sqlite.makeStore()
+      let container = try store.hotels()
+      let seed = ModelContext(container)
+      let hotel = Hotel("Kyoto Inn")
+      seed.insert(hotel)
+      hotel.rooms = [Room(1)]
+      hotel.manager = Manager("Aiko")
+      try seed.save()
+      let context = ModelContext(container)
+      let fetched = try context.fetch(FetchDescriptor<Hotel>())
+      context.reset()
+      _ = fetched[0].rooms
+      withExtendedLifetime(store) {}
+    }.map { result in
+      let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+      #expect(
+        message.contains(
+          "The relationship 'rooms' of Hotel cannot be read: its context was reset"),
+        "\(message)")
     }
   }
 

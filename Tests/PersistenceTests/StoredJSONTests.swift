@@ -10,7 +10,9 @@ import Testing
 /// The `.codable` column's own JSON codec must agree with Foundation's, value by value: the
 /// same bytes out (`JSONEncoder` with `.sortedKeys`), the same values in, and Foundation's
 /// errors where a value is not decodable.
-@Suite("Stored JSON: the fast codec agrees with Foundation")
+// Serialized: tests count the direct reads and writes of `Direct` in global counters, which
+// another test of the suite running at the same time would add to.
+@Suite("Stored JSON: the fast codec agrees with Foundation", .serialized)
 struct StoredJSONTests {
   struct Flat: Codable, Equatable {
     var rawValue: String

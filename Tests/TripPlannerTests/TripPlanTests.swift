@@ -37,6 +37,44 @@ struct TripPlanTests {
   }
 
   @Test(
+    "a fetched trip makes its plan's links on first use: none after a fetch, made by a read, and the same answers as before (a context's trip, an observer's, a trip after its stay is set elsewhere)",
+    arguments: Engine.allCases)
+  func linksOnFirstUse(engine: Engine) throws {
+    let url = try Self.storeURL(engine, "lazylinks")
+    let store = try TripStore(url: url)
+    let trip = try store.add(Self.kyoto)
+    try store.addBucketListItem(BucketListItemRecord(title: "Temple"), toTrip: trip.id.uuidString)
+    let context = ModelContext(store.context.container)
+    let fetched = try context.fetch(FetchDescriptor<Trip>())
+    #expect(fetched.count == 1)
+    let first = try #require(fetched.first)
+    #expect(first.bucketListStorage == nil && first.livingAccommodationStorage == nil)
+    #expect(first.linkOrigin.ownerKey != nil)
+    #expect(first.bucketList.map(\.title) == ["Temple"])
+    #expect(first.bucketListStorage != nil && first.livingAccommodationStorage == nil)
+    // Set elsewhere, read here: the stay's link is made now and looks the stay up.
+    try TripStore(url: url, author: "other").setStay(
+      LivingAccommodationRecord(name: "Inn", latitude: 35, longitude: 135),
+      forTrip: trip.id.uuidString)
+    #expect(first.livingAccommodation?.name == "Inn")
+    // An observer's trip: made on first use too, from its snapshots' source.
+    let observer = try ResultsObserver(
+      FetchDescriptor<Trip>(), container: store.context.container)
+    let observed = try #require(observer.results.first)
+    #expect(observed.bucketListStorage == nil)
+    #expect(observed.bucketList.map(\.title) == ["Temple"])
+    #expect(observed.livingAccommodation?.name == "Inn")
+    // A new trip, inserted and saved: its links are made on first use as well.
+    let fresh = Trip(Self.kyoto)
+    context.insert(fresh)
+    fresh.bucketList = [BucketListItem(BucketListItemRecord(title: "Walk"))]
+    try context.save()
+    #expect(
+      try ModelContext(store.context.container).fetchCount(FetchDescriptor<BucketListItem>())
+        == 2)
+  }
+
+  @Test(
     "a page of trips with their plans reads both in one snapshot: a writer that commits between the two reads changes neither (with the box index and without)",
     arguments: Engine.allCases, [false, true])
   func pageAndPlansInOneSnapshot(engine: Engine, withIndex: Bool) throws {

@@ -155,6 +155,20 @@ struct PlanCLITests {
   }
 
   @Test(
+    "a sync feed over a damaged trip whose item changed before it is one clear error (exit 65), not a crash"
+  )
+  func feedOverDamagedTrip() throws {
+    #expect(
+      try trips(["bucket", "add", suva, "--title", "Kava"], store: scratch.store).status == 0)
+    #expect(try trips(["update", suva, "--name", "Renamed"], store: scratch.store).status == 0)
+    try rawSQL(scratch.store, "UPDATE trips SET name = x'ff'")
+    let feed = try trips(["sync", "export"], store: scratch.store)
+    #expect(feed.status == 65, "\(feed.status) \(feed.stderr)")
+    #expect(
+      feed.stderr.hasPrefix("Error: ") && !feed.stderr.contains("Fatal error"), "\(feed.stderr)")
+  }
+
+  @Test(
     "history shows every transaction, plan-only ones too: the trip, the item or stay, its attributes; after the trip's delete still by its trip"
   )
   func historyOfPlans() throws {

@@ -46,12 +46,28 @@ protocol EntityOperations: AnyObject, Sendable {
   var relationships: [RelationshipInfo] { get }
   /// Whether the model declares relationships.
   var hasRelationships: Bool { get }
+  /// How the model's ``LinkOrigin`` is set, when it makes its links on first use.
+  var linkOrigin: LinkOriginAccess? { get }
 }
 
 extension EntityOperations {
-  /// Gives each of `model`'s links the context it is registered in. O(relationships).
+  /// Gives each of `model`'s links the context it is registered in (and the links it will
+  /// make on first use). O(relationships).
   func attach(_ model: AnyObject, to context: ModelContext?) {
-    for relationship in relationships { relationship.link(model).context = context }
+    linkOrigin?.set(model, context?.linkReference, nil)
+    for relationship in relationships {
+      relationship.existingLink(model)?.context = context
+    }
+  }
+
+  /// Detaches a model at its context's reset: a relationship read afterwards (every one is a
+  /// fault again) traps, saying why (``ContextReference/reset``).
+  /// O(relationships).
+  func detachAtReset(_ model: AnyObject) {
+    linkOrigin?.set(model, .reset, nil)
+    for relationship in relationships {
+      (relationship.existingLink(model) as? RelationshipObservation)?.contextReference = .reset
+    }
   }
 
   /// Attaches a model just loaded from the row `key`: its links know the row (their faults
@@ -64,7 +80,8 @@ extension EntityOperations {
   /// Attaches a model loaded from the row `key` to `reference`: a context's, or an observer's
   /// snapshots' (see ``SnapshotSource``). O(relationships).
   func attachLoaded(_ model: AnyObject, key: Int64, reference: ContextReference) {
-    for relationship in relationships {
+    linkOrigin?.set(model, reference, key)
+    for relationship in relationships where !relationship.isMadeOnFirstUse {
       relationship.observation(model).attachLoaded(
         reference, ownerKey: key, inverseFault: relationship.isInverseFaultOnLoad)
     }
@@ -132,6 +149,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let declaredCount: Int
   let relationships: [RelationshipInfo]
   let hasRelationships: Bool
+  let linkOrigin: LinkOriginAccess?
   /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
   let checkedValueTypes = Mutex<Set<ObjectIdentifier>>([])
 
@@ -143,6 +161,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     declaredCount = schema.attributes.count
     relationships = schema.relationships
     hasRelationships = !schema.relationships.isEmpty
+    linkOrigin = hasRelationships ? LinkOriginAccess.of(Model.self) : nil
     columnNames = stored.map(\.name)
     uniqueIndexes = stored.indices.filter { stored[$0].isUnique }
     // A tombstone keeps the `.preserveValueOnDeletion` attributes and, when it keeps any, the

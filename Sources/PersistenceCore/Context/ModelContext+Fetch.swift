@@ -153,7 +153,10 @@ extension ModelContext {
     {
       let expression = try related.sql(schema: entity.schema).sql
       let query = try Query(
-        descriptor, schema: entity.schema, select: entity.schema.selectList + ", " + expression,
+        // Named, so that a sort by a column of the same name as the related attribute's is not
+        // ambiguous to PostgreSQL.
+        descriptor, schema: entity.schema,
+        select: entity.schema.selectList + ", " + expression + " AS \"_section\"",
         sectionExpression: expression, database: database)
       return (Int32(entity.columnNames.count + 1), query)
     }

@@ -106,7 +106,6 @@ extension ModelContext {
   func prefetch<Model: PersistentModel>(
     _ keyPaths: [AnyKeyPath], of owners: [AnyObject], keys: [Int64], entity: Entity<Model>
   ) throws {
-    guard !owners.isEmpty else { return }
     for keyPath in keyPaths {
       guard let relationship = entity.schema.relationship(for: keyPath) else {
         throw PersistenceError(
@@ -115,6 +114,7 @@ extension ModelContext {
             "The key path \(Model.schema.describe(keyPath)) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
         )
       }
+      guard !owners.isEmpty else { continue }
       try prefetch(relationship, of: owners, keys: keys, entity: entity)
     }
   }
@@ -203,7 +203,7 @@ extension ModelContext {
       let registration = work[index]
       index += 1
       for relationship in registration.entity.relationships {
-        for related in relationship.link(registration.model).loadedModels {
+        for related in relationship.existingLink(registration.model)?.loadedModels ?? [] {
           if let other = self.registration(for: related) {
             // A new or changed key that points to a deleted model (an unchanged one is the
             // delete rule's to apply).
@@ -222,7 +222,7 @@ extension ModelContext {
             continue
           }
           if let inverse = relationship.inverseInfo(),
-            let owner = inverse.link(related).context, owner !== self
+            let owner = inverse.ownerReference(related)?.context, owner !== self
           {
             throw PersistenceError(
               code: .relationshipConstraint,
@@ -353,8 +353,9 @@ extension ModelContext {
         continue
       }
       let model = registration.model
+      delete.entity.linkOrigin?.set(model, nil, nil)
       for relationship in delete.entity.relationships {
-        let link = relationship.link(model)
+        guard let link = relationship.existingLink(model) else { continue }
         // A to-one still a fault of its key included: the registered model it points to
         // must stop pointing back (a one-to-one's other side would still hold the deleted).
         for related in link.registeredModels { relationship.updateInverse(model, related, false) }
@@ -390,7 +391,7 @@ extension ModelContext {
     guard container.hasRelationships else { return }
     for registration in savedRegistrations where registration.entity.hasRelationships {
       for relationship in registration.entity.relationships {
-        relationship.link(registration.model).refault(relationship)
+        relationship.existingLink(registration.model)?.refault(relationship)
       }
     }
   }

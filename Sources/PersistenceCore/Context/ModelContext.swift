@@ -354,14 +354,15 @@ public final class ModelContext {
 
   /// Forgets every model: unsaved work is discarded (as by ``rollback()``) and the registered
   /// models are no longer tracked, nor returned by later fetches (those that hold them keep
-  /// them as detached values). The connection stays open. Use it between independent units of
+  /// them as detached values, whose relationships cannot be read: a read traps, saying so).
+  /// The connection stays open. Use it between independent units of
   /// work on a long-lived context, such as a server's requests, so that the identity map does
   /// not grow with every row ever read. O(registered models).
   public func reset() {
     rollback()
     if container.hasRelationships {
       for registration in savedRegistrations where registration.entity.hasRelationships {
-        registration.entity.attach(registration.model, to: nil)
+        registration.entity.detachAtReset(registration.model)
       }
     }
     rowTables = [:]
@@ -516,16 +517,34 @@ final class ContextReference {
   weak var context: ModelContext?
   /// Set for the models of an observer: no context, but a source for their relationships.
   let snapshots: SnapshotSource?
+  /// Why a link of this reference cannot load when its context is nil.
+  let whyNone: String
 
   init(_ context: ModelContext) {
     self.context = context
     snapshots = nil
+    whyNone =
+      "its context is gone. Keep the context for as long as its models' relationships are read, or load them with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching)"
   }
 
   init(snapshots: SnapshotSource) {
     context = nil
     self.snapshots = snapshots
+    whyNone = "its observer's store is gone"
   }
+
+  private init(whyNone: String) {
+    context = nil
+    snapshots = nil
+    self.whyNone = whyNone
+  }
+
+  /// What the models of a context reset (``ModelContext/reset()``) hold: they are detached
+  /// values, whose relationships (made faults again by the reset's rollback) cannot be read.
+  nonisolated(unsafe) static let reset = ContextReference(
+    whyNone:
+      "its context was reset (ModelContext.reset()), which detached the model; fetch it again to read its relationships"
+  )
 }
 
 /// Where the relationships of an observer's models are loaded from: the container, through a

@@ -57,8 +57,18 @@ final class RelationshipInfo: Sendable {
   /// For a to-many, the child's attributes it is ordered by, first to last (empty when none
   /// is declared).
   nonisolated(unsafe) let order: [AnyKeyPath]
-  /// The owner's link object (``ToOne`` or ``ToMany``).
+  /// The owner's link object (``ToOne`` or ``ToMany``), made now when the owner makes its
+  /// links on first use (``LinksOnFirstUse``).
   let link: @Sendable (AnyObject) -> any RelationshipLink
+  /// The owner's link if it has one already: what a context's passes over every registered
+  /// model read, so that they make none.
+  let existingLink: @Sendable (AnyObject) -> (any RelationshipLink)?
+  /// The context reference of the owner: its link's, or for ``LinksOnFirstUse``, its
+  /// ``LinkOrigin``'s.
+  let ownerReference: @Sendable (AnyObject) -> ContextReference?
+  /// Whether the owner makes this link on first use (``LinksOnFirstUse``): a loaded owner's
+  /// ``LinkOrigin`` holds what the link will take.
+  let isMadeOnFirstUse: Bool
   /// The same object as its base class: what attaching a loaded model needs, without an
   /// existential.
   let observation: @Sendable (AnyObject) -> RelationshipObservation
@@ -81,6 +91,9 @@ final class RelationshipInfo: Sendable {
     name: String, kind: Kind, storesKey: Bool, deleteRule: DeleteRule,
     target: any PersistentModel.Type, keyPath: AnyKeyPath, inverse: AnyKeyPath,
     order: [AnyKeyPath], link: @escaping @Sendable (AnyObject) -> any RelationshipLink,
+    existingLink: @escaping @Sendable (AnyObject) -> (any RelationshipLink)?,
+    ownerReference: @escaping @Sendable (AnyObject) -> ContextReference?,
+    isMadeOnFirstUse: Bool,
     observation: @escaping @Sendable (AnyObject) -> RelationshipObservation,
     inverseInfo: @escaping @Sendable () -> RelationshipInfo?,
     inversePointsBack: @escaping @Sendable () -> Bool,
@@ -97,6 +110,9 @@ final class RelationshipInfo: Sendable {
     self.inverse = inverse
     self.order = order
     self.link = link
+    self.existingLink = existingLink
+    self.ownerReference = ownerReference
+    self.isMadeOnFirstUse = isMadeOnFirstUse
     self.observation = observation
     isInverseFaultOnLoad = kind == .toOne && !storesKey
     self.inverseInfo = inverseInfo
@@ -207,6 +223,34 @@ extension ModelAttribute {
       inverse: inverse, order: orderBy, keyColumn: nil)
   }
 
+  /// A to-many relationship whose link is made on first use (see ``LinksOnFirstUse``): as
+  /// ``toMany(_:_:link:inverse:deleteRule:orderBy:)``, with `link` the property that makes it
+  /// (`link(&storage)`) and `existing` its storage, read where no link must be made.
+  public static func toMany<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToMany<Target>,
+    existing: @escaping @Sendable (Model) -> ToMany<Target>?, inverse: KeyPath<Target, Model?>,
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
+  ) -> ModelAttribute where Model: LinksOnFirstUse {
+    relationship(
+      keyPath, name, link: link, existing: existing, kind: .toMany, storesKey: false,
+      deleteRule: deleteRule, inverse: inverse, order: orderBy, keyColumn: nil)
+  }
+
+  /// The side of a one-to-one that does not store the key, its link made on first use (see
+  /// ``LinksOnFirstUse``): as ``toOne(_:_:link:inverse:deleteRule:storesKey:)`` with
+  /// `storesKey: false`, `link` the property that makes it and `existing` its storage.
+  public static func toOne<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToOne<Target>,
+    existing: @escaping @Sendable (Model) -> ToOne<Target>?, inverse: KeyPath<Target, Model?>,
+    deleteRule: DeleteRule = .nullify
+  ) -> ModelAttribute where Model: LinksOnFirstUse {
+    relationship(
+      keyPath, name, link: link, existing: existing, kind: .toOne, storesKey: false,
+      deleteRule: deleteRule, inverse: inverse, order: [], keyColumn: nil)
+  }
+
   /// The entry of a relationship in the schema's list: for a side that stores the key, the
   /// `Int?` attribute of its column (`keyColumn`, the link's ``ToOne/key``); else an entry
   /// with no column.
@@ -219,16 +263,27 @@ extension ModelAttribute {
     Target: PersistentModel, Value, Link: RelationshipObservation & RelationshipLink
   >(
     _ keyPath: KeyPath<Model, Value>, _ name: String,
-    link: @escaping @Sendable (Model) -> Link, kind: RelationshipInfo.Kind,
+    link: @escaping @Sendable (Model) -> Link,
+    existing: (@Sendable (Model) -> Link?)? = nil, kind: RelationshipInfo.Kind,
     storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
     order: [PartialKeyPath<Target>], keyColumn: ModelAttribute?
   ) -> ModelAttribute {
     nonisolated(unsafe) let inversePath = inverse
     nonisolated(unsafe) let userPath = keyPath
+    let origin = LinkOriginAccess.of(Model.self)
     let info = RelationshipInfo(
       name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: Target.self,
       keyPath: keyPath, inverse: inverse, order: order,
       link: { link(unsafeDowncast($0, to: Model.self)) },
+      existingLink: { owner in
+        guard let existing else { return link(unsafeDowncast(owner, to: Model.self)) }
+        return existing(unsafeDowncast(owner, to: Model.self))
+      },
+      ownerReference: { owner in
+        if let origin, existing != nil { return origin.reference(owner) }
+        return link(unsafeDowncast(owner, to: Model.self)).contextReference
+      },
+      isMadeOnFirstUse: origin != nil && existing != nil,
       observation: { link(unsafeDowncast($0, to: Model.self)) },
       inverseInfo: { Target.schema.relationship(for: inversePath) },
       inversePointsBack: {

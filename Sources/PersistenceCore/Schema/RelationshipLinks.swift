@@ -82,7 +82,7 @@ public class RelationshipObservation: Observable {
   final func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
     let relationships = Owner.schema.relationships
     if let relationshipIndex { return relationships[relationshipIndex] }
-    guard let index = relationships.firstIndex(where: { $0.link(owner) === self }) else {
+    guard let index = relationships.firstIndex(where: { $0.existingLink(owner) === self }) else {
       preconditionFailure("This \(type(of: self)) is not declared in the schema of \(Owner.self).")
     }
     relationshipIndex = index
@@ -96,16 +96,13 @@ public class RelationshipObservation: Observable {
   /// The context to load a fault of `owner`'s relationship `info` with: the owner's, or, for
   /// an observer's snapshot, one made for the load; nil for a model in no context (never
   /// inserted, or deleted and saved), which answers what was set in memory. Traps, naming the
-  /// model and the relationship, when the context the owner was fetched into is gone: an empty
+  /// model and the relationship, when the owner's context is gone or was reset: an empty
   /// answer would be a wrong one.
   final func loadingContext(_ owner: AnyObject, _ info: RelationshipInfo) -> ModelContext? {
     guard let reference = contextReference else { return nil }
     if let context = reference.context { return context }
     if let snapshots = reference.snapshots { return ModelContext(snapshots.container) }
-    unanswerable(
-      owner, info,
-      "the context it was fetched into is gone. Keep the context for as long as its models' relationships are read, or load them with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching)"
-    )
+    unanswerable(owner, info, reference.whyNone)
   }
 
   /// Makes `models`, just loaded by `context` for an observer's snapshot, snapshots of the
@@ -429,7 +426,7 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     var taken: [Element] = []
     taken.reserveCapacity(loaded.count)
     for object in loaded {
-      if let inverse, inverse.link(object).points(to: owner) == false { continue }
+      if let inverse, inverse.existingLink(object)?.points(to: owner) == false { continue }
       taken.append(unsafeDowncast(object, to: Element.self))
     }
     elements = taken

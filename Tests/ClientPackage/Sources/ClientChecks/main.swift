@@ -189,6 +189,16 @@ check("sections by two steps, \\Book.shelf?.library?.name") {
   return sections.map(\.id) == expected.map(\.0)
     && sections.map { $0.map(\.title) } == expected.map(\.1)
 }
+check("sections through a to-one whose attribute's column the sort also names (name, name)") {
+  let sections = try ModelContext(container).fetch(
+    FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.name)]), sectionBy: \Shelf.library?.name)
+  let libraries = Set(fixture.map(\.0)).sorted()
+  return sections.map(\.id) == libraries
+    && sections.map { $0.map(\.name) }
+      == libraries.map { library in
+        fixture.filter { $0.0 == library }.map(\.1).sorted()
+      }
+}
 check("predicate through two to-ones") {
   let fetched = try ModelContext(container).fetch(
     FetchDescriptor<Book>(
@@ -254,7 +264,7 @@ if engine == "sqlite" {
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     child.waitUntilExit()
     let named = message.contains(
-      "The relationship 'books' of Shelf cannot be read: the context it was fetched into is gone")
+      "The relationship 'books' of Shelf cannot be read: its context is gone")
     if !named { print("      \(child.terminationStatus): \(message.prefix(400))") }
     return child.terminationStatus != 0 && named
   }
