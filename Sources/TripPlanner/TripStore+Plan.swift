@@ -332,8 +332,8 @@ extension TripStore {
   /// trip that has none, or that is not in the store), read for all of them at once as values,
   /// without models: per 500 trips, one query for their keys, one for their items (ordered by
   /// position, then id) and one for their stays, each over the key column's index, in one
-  /// read transaction. A store without any item or stay runs none of them (see
-  /// ``hasPlanRows()``). Cost: O(records + items).
+  /// read transaction. A store without any item or stay runs none of them: whether it holds
+  /// any is asked once per history token. Cost: O(records + items).
   public func withPlans(_ records: [TripRecord]) throws -> [TripRecord] {
     let ids = records.compactMap(\.id)
     guard !ids.isEmpty else { return records }
