@@ -363,7 +363,7 @@ extension TripStore {
   /// so that the pages a service reads while nothing is written run no plan query at all.
   /// Every commit that adds a plan row makes a new token; a writer around the library
   /// (without history) is not seen until the next commit. Cost: the token's query, then O(1).
-  func hasPlanRows() throws -> Bool {
+  public func hasPlanRows() throws -> Bool {
     let token = try context.currentHistoryToken()
     if let known = planRows, known.token == token { return known.exist }
     var first = FetchDescriptor<BucketListItem>()

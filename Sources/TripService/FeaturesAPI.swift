@@ -546,6 +546,11 @@ struct FeaturesAPI: Sendable {
         try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
           .first.map { trip in
             var record = try store.context.record(of: trip)
+            // A store without plans (asked once per history token) runs no plan query.
+            guard try store.hasPlanRows() else {
+              record.plan = TripPlan()
+              return record
+            }
             try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
             record.plan = trip.plan
             return record
