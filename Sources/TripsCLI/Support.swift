@@ -357,10 +357,19 @@ func cliError(_ error: any Error) -> CLIError {
       return CLIError(kind: .failure, message: error.description)
     }
   case let error as PersistenceError:
+    // A damaged row read outside TripStore's wrapping (`trips history`) is the same data
+    // error, exit 65, as through it.
+    if error.row != nil {
+      return CLIError(
+        kind: .data,
+        message:
+          "A stored trip cannot be read: \(TripStore.describeDamage(error)). Run 'trips check' to list every damaged trip."
+      )
+    }
     let kind: CLIError.Kind =
       [
         .notAStore, .newerStore, .schemaMismatch, .historyTokenExpired, .historyTokenForeign,
-        .historyTokenUnknown,
+        .historyTokenUnknown, .invalidValue,
       ].contains(error.code) ? .data : .failure
     return CLIError(kind: kind, message: error.description)
   case let error as GeoError:

@@ -141,7 +141,7 @@ struct PlanCLITests {
     for command in [
       ["show", suva], ["show", suva, "--json"], ["update", suva, "--name", "Other"],
       ["bucket", "list", suva], ["bucket", "add", suva, "--title", "More"],
-      ["export", "--format", "json"],
+      ["export", "--format", "json"], ["history"],
     ] {
       let run = try trips(command, store: scratch.store)
       #expect(run.status == 65, "\(command): \(run.status) \(run.stderr)")
