@@ -130,18 +130,9 @@ final class BoundsStreams: Sendable {
         return nil
       }
       guard let (error, clients) = failure else { return }
-      let message = (error as? PersistenceError)?.message ?? "\(error)"
-      let event =
-        "event: error\ndata: "
-        + JSONValue.object([
-          ("message", .string("This stream could not evaluate a changed trip: \(message)")),
-          ("retry", .string("Reconnect to get the current bounds.")),
-        ]).rendered(pretty: false) + "\n\n"
-      onFailure.withLock { $0 }?()
-      for client in clients {
-        client.send(event)
-        client.close()
-      }
+      endStreams(
+        clients, after: error, could: "evaluate", retry: "Reconnect to get the current bounds.",
+        forget: onFailure.withLock { $0 })
     }
 
     /// Makes the report of the cover as it is now and, if it changed, renders it once per

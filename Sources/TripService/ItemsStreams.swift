@@ -126,18 +126,10 @@ final class ItemsStreams: Sendable {
     /// forgotten, so a client that reconnects gets a new one, and the events it missed from
     /// history. O(clients).
     private func fail(_ error: any Error, _ clients: [HTTPStream]) {
-      let message = (error as? PersistenceError)?.message ?? "\(error)"
-      let event =
-        "event: error\ndata: "
-        + JSONValue.object([
-          ("message", .string("This stream could not read a changed trip: \(message)")),
-          ("retry", .string("Reconnect with Last-Event-ID to get the missed events.")),
-        ]).rendered(pretty: false) + "\n\n"
-      onFailure.withLock { $0 }?()
-      for client in clients {
-        client.send(event)
-        client.close()
-      }
+      endStreams(
+        clients, after: error, could: "read",
+        retry: "Reconnect with Last-Event-ID to get the missed events.",
+        forget: onFailure.withLock { $0 })
     }
 
     /// The events of one changed trip for a trips feed: inserted or updated while it matches

@@ -14,6 +14,28 @@ protocol LiveFeed: AnyObject, Sendable {
   func followerFailed()
 }
 
+/// Ends the streams of a feed that could not `could` ("read", "evaluate") a changed trip:
+/// `forget` drops the feed from its owner, then each client gets one `error` event (no `id:`,
+/// so that its `Last-Event-ID` stays the last event it got; data `{"message", "retry"}`) and
+/// its stream ends. A client that reconnects gets a new feed. O(clients).
+func endStreams(
+  _ clients: [HTTPStream], after error: any Error, could: String, retry: String,
+  forget: (@Sendable () -> Void)?
+) {
+  let message = (error as? PersistenceError)?.message ?? "\(error)"
+  let event =
+    "event: error\ndata: "
+    + JSONValue.object([
+      ("message", .string("This stream could not \(could) a changed trip: \(message)")),
+      ("retry", .string(retry)),
+    ]).rendered(pretty: false) + "\n\n"
+  forget?()
+  for client in clients {
+    client.send(event)
+    client.close()
+  }
+}
+
 /// The one follower of the store's history behind every live stream of the service: one
 /// history query per commit (from any process writing the store) and, on PostgreSQL, one
 /// database session, however many feeds follow it. Each transaction's changed trips are read

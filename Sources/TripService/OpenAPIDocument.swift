@@ -528,7 +528,7 @@ enum OpenAPIDocument {
                 ok: (
                   "200",
                   response(
-                    "text/event-stream: events insert and update (a Feature), delete ({id}), reset (every matching trip), with id = the history token.",
+                    "text/event-stream: events insert and update (a Feature), delete ({id}), reset (every matching trip), with id = the history token; error ({message, retry}, no id) when a changed trip cannot be read, then the stream ends.",
                     "text/event-stream")
                 ),
                 extra: [
@@ -553,7 +553,7 @@ enum OpenAPIDocument {
                 ok: (
                   "200",
                   response(
-                    "text/event-stream: events 'bounds' with id = the history token, data = the bounds document; a comment every 15 s.",
+                    "text/event-stream: events 'bounds' with id = the history token, data = the bounds document; a comment every 15 s; error ({message, retry}, no id) when a changed trip cannot be evaluated, then the stream ends.",
                     "text/event-stream")
                 ),
                 extra: [
@@ -854,7 +854,7 @@ enum OpenAPIDocument {
                   ok: (
                     "200",
                     response(
-                      "text/event-stream: events insert and update (a stay's Feature), delete ({id}), reset (every matching stay), with id = the history token.",
+                      "text/event-stream: events insert and update (a stay's Feature), delete ({id}), reset (every matching stay), with id = the history token; error ({message, retry}, no id) when a changed trip cannot be read, then the stream ends.",
                       "text/event-stream")
                   ),
                   extra: [
