@@ -106,8 +106,28 @@ final class Database: StoreConnection {
     return true
   }
 
-  /// `BEGIN IMMEDIATE`: the write lock now (waiting up to the busy timeout).
-  func beginWriting() throws { try execute("BEGIN IMMEDIATE") }
+  /// `BEGIN IMMEDIATE`: the write lock now (waiting up to the busy timeout). A store file
+  /// removed or replaced since this connection opened it is refused here: a write would land
+  /// in a file no one can open again, and be lost without a word. One `stat` of the path.
+  func beginWriting() throws {
+    try execute("BEGIN IMMEDIATE")
+    if fileHasMoved {
+      try? rollback()
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "The store at \(path) was removed or replaced after it was opened; nothing was written. Open it again."
+      )
+    }
+  }
+
+  /// Whether the file this connection opened is no longer at its path (removed, or replaced
+  /// by another file): `SQLITE_FCNTL_HAS_MOVED`. False for an in-memory store.
+  var fileHasMoved: Bool {
+    var moved: Int32 = 0
+    let result = sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
+    return result == SQLITE_OK && moved != 0
+  }
   /// `BEGIN`: a read transaction from the first read on.
   func beginReading() throws { try execute("BEGIN") }
   func commit() throws { try execute("COMMIT") }

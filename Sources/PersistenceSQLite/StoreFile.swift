@@ -42,17 +42,50 @@ enum StoreFile {
           code: .cannotOpen, message: "There is no store at \(url.path) to open read-only.")
       }
     }
+    // Two processes creating the same new store at once can meet in SQLite's rollback mode
+    // before either has switched the file to WAL, where the one holding a read lock gets
+    // SQLITE_BUSY at once rather than through the busy handler (waiting could deadlock). The
+    // open wrote nothing then (its transaction rolled back), so it is tried again until the
+    // busy timeout has passed: by then the other process has made the store, which this one
+    // opens as it is.
+    let deadline = ContinuousClock.now + configuration.busyTimeout
+    var pause = Duration.milliseconds(1)
+    while true {
+      do {
+        return try openOnce(
+          path: path, url: url, flags: flags, entities: entities, configuration: configuration)
+      } catch let error as PersistenceError
+        where error.code == .busy && url != nil && ContinuousClock.now + pause < deadline
+      {
+        Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+        pause = min(pause * 2, .milliseconds(50))
+      }
+    }
+  }
+
+  /// One attempt of ``open(path:url:flags:entities:configuration:)`` once the folder exists.
+  private static func openOnce(
+    path: String, url: URL?, flags: Int32, entities: [EntityDescription],
+    configuration: ModelConfiguration
+  ) throws -> (Database, UUID) {
     let database = try Database(path: path, flags: flags)
     try configure(database, configuration: configuration)
 
-    // Read before writing anything: a foreign or newer file must stay as it is.
+    // Read before writing anything: a foreign or newer file must stay as it is. One read
+    // transaction, so that a store another process is creating is seen before or after, never
+    // half made (tables without the application id, which would read as a foreign file).
     let applicationID: Int64
     let version: Int64
     let tables: Set<String>
+    try database.beginReading()
     do {
       applicationID = try database.scalarInt("PRAGMA application_id") ?? 0
       version = try database.scalarInt("PRAGMA user_version") ?? 0
       tables = try tableNames(database)
+      try database.commit()
+    } catch {
+      try? database.rollback()
+      throw error
     }
     let isFresh: Bool
     if applicationID == Self.applicationID {
@@ -128,6 +161,42 @@ enum StoreFile {
       throw error
     }
     return (database, try storeIdentifier(database))
+  }
+
+  /// Removes the store file at `url`, and SQLite's files beside it, if nothing was ever
+  /// committed to it: a file that is empty, or a store of this library that never issued a
+  /// history token. Used to take back a store that a failed write created (as `trips` does), so
+  /// that a mistyped path leaves nothing behind.
+  ///
+  /// The check and the removal happen under the store's write lock, so a store that another
+  /// process created at the same path and wrote to is kept; a process that has it open and
+  /// writes after the removal gets an error (``Database/beginWriting()`` checks the file is
+  /// still at its path), not a write into a file no one can open. A foreign file, or one that
+  /// cannot be read or locked within `busyTimeout`, is kept.
+  ///
+  /// - Returns: Whether the file was removed.
+  static func removeIfUnwritten(at url: URL, busyTimeout: Duration) -> Bool {
+    let path = url.path
+    guard FileManager.default.fileExists(atPath: path),
+      let database = try? Database(path: path, flags: SQLITE_OPEN_READWRITE)
+    else { return false }
+    try? configure(database, configuration: ModelConfiguration(url: url, busyTimeout: busyTimeout))
+    guard (try? database.execute("BEGIN IMMEDIATE")) != nil else { return false }
+    defer { try? database.rollback() }
+    guard !database.fileHasMoved, let tables = try? tableNames(database) else { return false }
+    let unwritten: Bool
+    if tables.isEmpty {
+      let pages = (try? database.scalarInt("PRAGMA page_count")) ?? nil
+      unwritten = (pages ?? 1) <= 1
+    } else {
+      let application = (try? database.scalarInt("PRAGMA application_id")) ?? nil
+      let issued = try? database.lastIssuedHistoryToken()
+      unwritten =
+        application == applicationID && tables.contains("_history_transactions") && issued == 0
+    }
+    guard unwritten else { return false }
+    for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    return true
   }
 
   /// The path to open a store read-only with. WAL readers need SQLite's shared-memory file
@@ -235,4 +304,13 @@ enum StoreFile {
 
     func execute(_ sql: String) throws { try database.execute(sql) }
   }
+}
+
+/// Removes the SQLite store at `url` if nothing was ever committed to it, under its write lock
+/// (see `StoreFile.removeIfUnwritten(at:busyTimeout:)`); for the package's own command line,
+/// which takes back a store a failed write created.
+///
+/// - Returns: Whether the file was removed.
+package func removeStoreIfUnwritten(at url: URL, busyTimeout: Duration = .seconds(5)) -> Bool {
+  StoreFile.removeIfUnwritten(at: url, busyTimeout: busyTimeout)
 }

@@ -143,7 +143,7 @@ enum ServeCommand: Subcommand {
       let service = try TripService(container: store.container, configuration: configuration)
       // The signals are caught before the line that tells a supervisor it may send them.
       let done = DispatchSemaphore(value: 0)
-      let sources = onStopSignals { done.signal() }
+      let stopSignals = StopSignals { done.signal() }
       try io.out("Listening on \(service.url)\n")
       done.wait()
       // The drain is bounded: a request that does not finish in time (a worker stuck in a
@@ -157,7 +157,7 @@ enum ServeCommand: Subcommand {
         _exit(1)
       }
       service.stop()
-      for source in sources { source.cancel() }
+      stopSignals.cancel()
       withExtendedLifetime(store) {}
     } catch let error as ServiceError {
       let kind: CLIError.Kind =

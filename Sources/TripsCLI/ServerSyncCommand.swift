@@ -81,7 +81,9 @@ enum ServerSyncCommand {
             lasting: status.map { (400..<500).contains($0) && $0 != 408 && $0 != 429 } ?? false)
         }
       }
-    } catch let error as TripPlannerError {
+    } catch let error as TripPlannerError where error.code == .invalidInput {
+      // A server address or writer the initializer refuses is the command line's fault; a
+      // store that cannot be opened is reported as every other command reports it.
       throw CLIError.usage(error.message)
     }
     if arguments[SyncWatchCommand.once] {

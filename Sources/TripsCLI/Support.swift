@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Geo
 import Persistence
+import Synchronization
 import TripPlanner
 
 /// How a command prints data: one type for every command, each offering the formats that
@@ -450,15 +451,69 @@ func readInput(_ path: String, _ io: TerminalIO) throws -> Data {
   }
 }
 
-/// Calls `handler` on SIGINT or SIGTERM (whose default actions are turned off while the
-/// returned sources live): long-running commands (`watch`, `sync watch`, `serve`) stop cleanly
-/// and exit 0 on either, even when started with SIGTERM ignored. Cancel the sources when done.
-func onStopSignals(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-  [SIGINT, SIGTERM].map { number in
-    signal(number, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-    source.setEventHandler(handler: handler)
-    source.resume()
-    return source
+/// SIGINT and SIGTERM as a request to stop: long-running commands (`watch`, `sync watch`,
+/// `serve`) stop cleanly and exit 0 on either, even when started with SIGTERM ignored.
+///
+/// The signals are caught from the moment the initializer returns: a `sigaction` handler,
+/// installed at once, writes a byte to a pipe (one async-signal-safe `write`), and a thread of
+/// its own, where the signals are unblocked, reads the pipe and calls `handler`. (A dispatch signal source registers later, on
+/// its own queue; a signal that came in between, with the default action turned off for it,
+/// was lost, and the command ran on.) One instance at a time; ``cancel()`` when done.
+final class StopSignals: Sendable {
+  /// The pipe's write end, read by the handler; -1 when none.
+  private static let writeEnd = Atomic<Int32>(-1)
+  private static let signals: [Int32] = [SIGINT, SIGTERM]
+  private let readEnd: Int32
+
+  init(_ handler: @escaping @Sendable () -> Void) {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else {
+      // No pipe (out of descriptors): the signals keep their default actions and end the
+      // process as they would any other command.
+      readEnd = -1
+      return
+    }
+    for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+    readEnd = ends[0]
+    Self.writeEnd.store(ends[1], ordering: .releasing)
+    for number in Self.signals {
+      var action = sigaction()
+      action.__sigaction_handler.sa_handler = { _ in
+        let end = StopSignals.writeEnd.load(ordering: .acquiring)
+        guard end >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = write(end, &byte, 1)
+      }
+      sigemptyset(&action.sa_mask)
+      action.sa_flags = SA_RESTART
+      sigaction(number, &action, nil)
+    }
+    let readEnd = readEnd
+    Thread.detachNewThread {
+      // The handler runs on this thread: a process started with the signals blocked (a
+      // child of a dispatch thread inherits its mask) keeps them pending until here.
+      var stops = sigset_t()
+      sigemptyset(&stops)
+      for number in StopSignals.signals { sigaddset(&stops, number) }
+      pthread_sigmask(SIG_UNBLOCK, &stops, nil)
+      var byte: UInt8 = 0
+      while true {
+        let count = read(readEnd, &byte, 1)
+        if count == 1 {
+          handler()
+        } else if count < 0, errno == EINTR {
+          continue
+        } else {
+          break
+        }
+      }
+      close(readEnd)
+    }
+  }
+
+  /// Stops calling the handler: later signals are ignored, as the process is on its way out.
+  func cancel() {
+    let end = Self.writeEnd.exchange(-1, ordering: .acquiringAndReleasing)
+    if end >= 0 { close(end) }
   }
 }

@@ -272,7 +272,7 @@ final class SyncWatchLoop: Sendable {
 
   /// Calls `start`, waits for the end, calls `stop`, and throws what ended it, if anything.
   func run(start: () -> Void, stop: () -> Void) throws {
-    let stopSignals = onStopSignals { [done] in done.signal() }
+    let stopSignals = StopSignals { [done] in done.signal() }
     let poll = DispatchSource.makeTimerSource(queue: .global())
     poll.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
     poll.setEventHandler { [weak self] in
@@ -288,7 +288,7 @@ final class SyncWatchLoop: Sendable {
     done.wait()
     stop()
     poll.cancel()
-    for source in stopSignals { source.cancel() }
+    stopSignals.cancel()
     let final = status.withLock { ($0.outputError, $0.failure, $0.failingSince) }
     if let outputError = final.0 { throw outputError }
     if let failure = final.1, let since = final.2,

@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import PersistenceSQLite
 import Synchronization
 
 /// Where a command reads and writes: the process's streams, or buffers in tests.
@@ -182,8 +183,9 @@ final class StoreCreation: Sendable {
     pending.withLock { $0 = (url, folders) }
   }
 
-  /// Removes what ``noteCreating(_:)`` noted: the store's file and SQLite's files beside it,
-  /// then the folders made for it that are empty. Called once the store is closed.
+  /// Removes what ``noteCreating(_:)`` noted: the store's file and SQLite's files beside it
+  /// when nothing was ever committed to it, then the folders made for it that are empty.
+  /// Called once the store is closed.
   func undo() {
     guard
       let (file, folders) = pending.withLock({ pending in
@@ -191,9 +193,10 @@ final class StoreCreation: Sendable {
         return pending
       })
     else { return }
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-      try? FileManager.default.removeItem(atPath: file.path + suffix)
-    }
+    // Only a store no one wrote to: another process may have made the same store meanwhile
+    // and written to it, and that is kept (with the folders above it).
+    guard removeStoreIfUnwritten(at: file) || !FileManager.default.fileExists(atPath: file.path)
+    else { return }
     for folder in folders {
       guard (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true
       else { break }

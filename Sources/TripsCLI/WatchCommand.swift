@@ -49,8 +49,8 @@ enum WatchCommand: Subcommand {
     // as empty, never created: `watch` waits for a writer to create it, then follows it.
     let url = try CommonOptions.storeURL(arguments, io)
     let done = DispatchSemaphore(value: 0)
-    let stopSignals = onStopSignals { done.signal() }
-    defer { for source in stopSignals { source.cancel() } }
+    let stopSignals = StopSignals { done.signal() }
+    defer { stopSignals.cancel() }
     var first = Printed()
     if url.isFileURL, !existsWithContent(url) {
       io.err(
