@@ -361,11 +361,11 @@ public final class TripBoxIndex: Sendable {
   func pageRecords(
     box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
     context: ModelContext
-  ) -> (records: [TripRecord], matched: Int)? {
+  ) -> (records: [TripRecord], keys: [Int64], matched: Int)? {
     answer(box: box, reverse: reverse, offset: offset, limit: limit, token: token, context: context)
     {
-      state, entries in entries.map { state.record($0) }
-    }
+      state, entries in (entries.map { state.record($0) }, entries.map(\.key))
+    }.map { ($0.0.0, $0.0.1, $0.matched) }
   }
 
   /// The page's entries, made into an answer by `make` under the index's lock.

@@ -358,6 +358,81 @@ extension TripStore {
     }
   }
 
+  /// `records` with their plans, read by `keys` (the trips' primary keys, in `records`' order):
+  /// per 500 trips one query for their items and one for their stays, each by the trip key
+  /// column through its index, no query on the trips; none on a store without any item or
+  /// stay. The items of each trip are ordered by position, then id, as ``withPlans(_:)``
+  /// orders them. Cost: O(records + items).
+  func withPlans(_ records: [TripRecord], keys: [Int64]) throws -> [TripRecord] {
+    precondition(records.count == keys.count, "one key per record")
+    guard !records.isEmpty else { return records }
+    var plans: [Int64: TripPlan] = [:]
+    do {
+      try context.withSnapshot {
+        guard try hasPlanRows() else { return }
+        let store = context.container.storeIdentifier
+        let trips = keys.map {
+          PersistentIdentifier(storeIdentifier: store, entityName: Trip.schema.name, primaryKey: $0)
+        }
+        try context.enumerateValues(
+          relatedTo: trips, through: \BucketListItem.trip,
+          [
+            \BucketListItem.trip, \BucketListItem.id, \BucketListItem.title,
+            \BucketListItem.details, \BucketListItem.hasReservation, \BucketListItem.isInPlan,
+            \BucketListItem.position,
+          ]
+        ) { row in
+          guard let key = try row.value(Int?.self, at: 0) else { return }
+          plans[Int64(key), default: TripPlan()].bucketList.append(
+            BucketListItemRecord(
+              id: try row.value(UUID.self, at: 1), title: try row.value(String.self, at: 2),
+              details: try row.value(String.self, at: 3),
+              hasReservation: try row.value(Bool.self, at: 4),
+              isInPlan: try row.value(Bool.self, at: 5),
+              position: try row.value(Int.self, at: 6)))
+        }
+        try context.enumerateValues(
+          relatedTo: trips, through: \LivingAccommodation.trip,
+          [
+            \LivingAccommodation.trip, \LivingAccommodation.id, \LivingAccommodation.name,
+            \LivingAccommodation.address, \LivingAccommodation.latitude,
+            \LivingAccommodation.longitude, \LivingAccommodation.placeIdentifier,
+          ]
+        ) { row in
+          guard let key = try row.value(Int?.self, at: 0) else { return }
+          plans[Int64(key), default: TripPlan()].livingAccommodation = LivingAccommodationRecord(
+            id: try row.value(UUID.self, at: 1), name: try row.value(String.self, at: 2),
+            address: try row.value(String.self, at: 3),
+            latitude: try row.value(Double.self, at: 4),
+            longitude: try row.value(Double.self, at: 5),
+            placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 6)?.rawValue)
+        }
+      }
+    } catch {
+      throw Self.wrap(error)
+    }
+    return zip(records, keys).map { record, key in
+      var record = record
+      var plan = plans[key] ?? TripPlan()
+      if plan.bucketList.count > 1 {
+        plan.bucketList.sort { a, b in
+          a.position != b.position ? a.position < b.position : Self.precedes(a.id, b.id)
+        }
+      }
+      record.plan = plan
+      return record
+    }
+  }
+
+  /// Whether `a` sorts before `b` as the store sorts ids: by their 16 bytes (none first; a
+  /// stored item always has one).
+  static func precedes(_ a: UUID?, _ b: UUID?) -> Bool {
+    guard let a, let b else { return a == nil && b != nil }
+    return withUnsafeBytes(of: a.uuid) { a in
+      withUnsafeBytes(of: b.uuid) { b in a.lexicographicallyPrecedes(b) }
+    }
+  }
+
   /// Whether the store holds any bucket-list item or stay, as the current snapshot sees it:
   /// asked of the store once per history token (two lookups of a first row) and remembered,
   /// so that the pages a service reads while nothing is written run no plan query at all.

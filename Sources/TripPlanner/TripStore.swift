@@ -172,6 +172,15 @@ public final class TripStore {
   public func pageRecords(_ query: TripQuery, index: TripBoxIndex?) throws -> (
     records: [TripRecord], matched: Int
   ) {
+    let (records, _, matched) = try keyedPageRecords(query, index: index)
+    return (records, matched)
+  }
+
+  /// ``pageRecords(_:index:)`` with the trips' primary keys when the index answered (nil when
+  /// the store did), so that their plans can be read by key.
+  func keyedPageRecords(_ query: TripQuery, index: TripBoxIndex?) throws -> (
+    records: [TripRecord], keys: [Int64]?, matched: Int
+  ) {
     if let index,
       let answer = try inIndexSnapshot(
         query,
@@ -181,7 +190,7 @@ public final class TripStore {
             token: token, context: context)
         })
     {
-      return answer
+      return (answer.records, answer.keys, answer.matched)
     }
     return try run {
       var unpaged = query
@@ -190,13 +199,13 @@ public final class TripStore {
       guard query.bbox != nil, query.limit != nil else {
         return try context.withSnapshot {
           (
-            try context.fetch(query.fetchDescriptor, as: TripRecord.self),
+            try context.fetch(query.fetchDescriptor, as: TripRecord.self), nil,
             try context.fetchCount(unpaged.fetchDescriptor)
           )
         }
       }
       let (records, matched) = try context.fetchPage(query.fetchDescriptor, as: TripRecord.self)
-      return (records, matched)
+      return (records, nil, matched)
     }
   }
 
@@ -204,16 +213,19 @@ public final class TripStore {
   /// snapshot of the store: a commit in between cannot pair a trip with another version of its
   /// plan. What a service's page of features writes out.
   ///
-  /// Cost: ``pageRecords(_:index:)``'s, plus ``withPlans(_:)``'s (three queries per 500 trips,
-  /// none for a page without trips).
+  /// Cost: ``pageRecords(_:index:)``'s, plus the plans': none on a store without any item or
+  /// stay; for a page the index answered, two queries (its trips' items and stays, by the
+  /// trips' keys through the key columns' indexes, no query on the trips); else
+  /// ``withPlans(_:)``'s three queries per 500 trips.
   public func pageRecordsWithPlans(_ query: TripQuery, index: TripBoxIndex?) throws -> (
     records: [TripRecord], matched: Int
   ) {
     try run {
       try context.withSnapshot {
-        let (records, matched) = try pageRecords(query, index: index)
+        let (records, keys, matched) = try keyedPageRecords(query, index: index)
         betweenPageReads?()
-        return (try withPlans(records), matched)
+        guard let keys else { return (try withPlans(records), matched) }
+        return (try withPlans(records, keys: keys), matched)
       }
     }
   }

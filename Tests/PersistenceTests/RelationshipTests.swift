@@ -992,3 +992,52 @@ struct RelationshipDeclarationTests {
     #expect(error.message.contains("not a stored attribute of Volume"))
   }
 }
+
+@Suite("Values of related rows read by their owners' keys, on every engine")
+struct RelatedValuesTests {
+  @Test(
+    "enumerateValues(relatedTo:through:) reads the rooms of given hotels by the key column, leaves out other hotels, other entities and other stores, and refuses a to-one without the key",
+    arguments: TestEngine.allCases)
+  func roomsOfHotels(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let context = ModelContext(try store.hotels())
+    var hotels: [Hotel] = []
+    for name in ["A", "B", "C"] {
+      let hotel = Hotel(name)
+      context.insert(hotel)
+      hotel.rooms = (1...3).map { Room($0 + 10 * hotels.count) }
+      hotels.append(hotel)
+    }
+    context.insert(Room(99))  // in no hotel
+    try context.save()
+    let wanted = try [hotels[0], hotels[2]].map {
+      try #require(context.persistentIdentifier(for: $0))
+    }
+    let other = try #require(context.persistentIdentifier(for: hotels[1]))
+    let foreign = PersistentIdentifier(
+      storeIdentifier: UUID(), entityName: "hotels", primaryKey: other.primaryKey)
+    let otherEntity = PersistentIdentifier(
+      storeIdentifier: other.storeIdentifier, entityName: "rooms", primaryKey: other.primaryKey)
+    var rows: [(hotel: Int?, number: Int)] = []
+    try context.enumerateValues(
+      relatedTo: wanted + [foreign, otherEntity], through: \Room.hotel, [\Room.hotel, \Room.number]
+    ) { row in
+      rows.append((try row.value(Int?.self, at: 0), try row.value(Int.self, at: 1)))
+    }
+    #expect(rows.map(\.number).sorted() == [1, 2, 3, 21, 22, 23])
+    let keys = Set(wanted.map { Int($0.primaryKey) })
+    #expect(rows.allSatisfy { $0.hotel.map(keys.contains) == true })
+    // Hotel's manager is a to-one whose key the manager stores: there is no column to read by.
+    let error = try #require(throws: PersistenceError.self) {
+      try context.enumerateValues(relatedTo: wanted, through: \Hotel.manager, [\Hotel.name]) {
+        _ in
+      }
+    }
+    #expect(error.code == .unsupportedPredicate)
+    #expect(error.message.contains("manager"), "\(error.message)")
+    // No owners, no query and no rows.
+    try context.enumerateValues(relatedTo: [], through: \Room.hotel, [\Room.number]) { _ in
+      Issue.record("a row without owners")
+    }
+  }
+}

@@ -72,6 +72,35 @@ struct PlanQueryPlanTests {
         planned.allSatisfy { $0.plan?.bucketList.count == 3 && $0.plan?.livingAccommodation != nil }
       )
     }
+    // A page the index answers reads its plans by the trips' keys: two queries, the items'
+    // and the stays', by the key columns' indexes, and none on the trips; the same plans, in
+    // the same order, as read by the trips' ids.
+    let index = TripBoxIndex()
+    var boxQuery = TripQuery(limit: 25)
+    boxQuery.bbox = GeographicBox(west: -30, south: 0, east: 30, north: 40)
+    _ = try store.pageRecords(boxQuery, index: index)
+    var keyed: [TripRecord] = []
+    try expectIndexed("a page's plans by the index's keys") {
+      keyed = try store.pageRecordsWithPlans(boxQuery, index: index).records
+    }
+    let onTrips = recorder.queries.map(\.sql).filter { $0.contains("FROM \"trips\"") }
+    #expect(onTrips.isEmpty, "the page by keys read the trips: \(onTrips)")
+    let planQueries = recorder.queries.map(\.sql).filter {
+      $0.contains("\"bucket_list_items\"") || $0.contains("\"living_accommodations\"")
+    }
+    #expect(planQueries.count == 2, "\(planQueries)")
+    #expect(keyed.count == 25)
+    #expect(
+      keyed.allSatisfy {
+        $0.plan?.bucketList.map(\.position) == [0, 1, 2] && $0.plan?.livingAccommodation != nil
+      })
+    let byID = try store.withPlans(
+      keyed.map { record in
+        var record = record
+        record.plan = nil
+        return record
+      })
+    #expect(keyed == byID)
     let trip = ids[7]
     try expectIndexed("a trip's bucket list and stay") {
       let list = try store.bucketList(ofTrip: trip.uuidString)

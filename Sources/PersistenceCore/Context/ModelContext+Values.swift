@@ -95,36 +95,12 @@ extension ModelContext {
   ) throws {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
-    var attributes: [(name: String, isCodable: Bool)] = []
-    let columns = try keyPaths.map { keyPath in
-      // A to-one that stores the key reads as the related row's primary key (`Int?`).
-      if let relationship = entity.schema.relationship(for: keyPath), relationship.storesKey {
-        attributes.append((relationship.name, false))
-        return quoted(relationship.name)
-      }
-      guard let attribute = entity.schema.attribute(for: keyPath) else {
-        throw PersistenceError(
-          code: .unsupportedPredicate,
-          message:
-            "enumerateValues needs stored attributes of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
-        )
-      }
-      attributes.append((attribute.name, attribute.isCodable))
-      return quoted(attribute.name)
-    }
+    let (columns, attributes) = try valueColumns(entity, keyPaths)
     let database = try connection()
-    let store = container.storeIdentifier
-    let name = entity.name
-    func deliver(_ row: any StoreRow) throws {
-      try body(
-        ValueRow(
-          identifier: PersistentIdentifier(
-            storeIdentifier: store, entityName: name, primaryKey: row.int64(at: 0)),
-          row: row, attributes: attributes))
-    }
+    func deliver(_ row: any StoreRow) throws { try body(valueRow(row, entity, attributes)) }
     if let identifiers {
       try KeyBatches.forEachRow(
-        keys: primaryKeys(of: identifiers, entityName: name), database: database,
+        keys: primaryKeys(of: identifiers, entityName: entity.name), database: database,
         select: "SELECT " + (["\"_pk\""] + columns).joined(separator: ", ") + " FROM "
           + entity.statements.table + " WHERE \"_pk\"",
         deliver)
@@ -145,6 +121,79 @@ extension ModelContext {
     statement.bindValues(query.bindings)
     defer { statement.reset() }  // ends the read transaction, even after an error
     while try statement.step() { try deliver(statement) }
+  }
+
+  /// Calls `body` with the values of `keyPaths` for each model whose to-one `relationship`
+  /// points to one of `owners` (identifiers of `Owner`'s rows; others are left out), without
+  /// making models: the related rows of a page of owners, read by the relationship's key column
+  /// through its index, with no query on the owners' table. Values read as
+  /// ``enumerateValues(_:_:identifiers:_:)`` reads them; rows come in the store's order (sort
+  /// them if the order matters). It reads the store: unsaved changes are not included.
+  ///
+  /// Cost: one query per 500 owners, O(k log n + rows) for k owners and n related rows;
+  /// O(1) memory.
+  ///
+  /// - Throws: ``PersistenceError`` with ``PersistenceError/Code/unsupportedPredicate`` when
+  ///   `relationship` is not a to-one whose side stores the key, or a key path is not a stored
+  ///   attribute; the errors of ``ValueRow/value(_:at:)`` and of `body`.
+  public func enumerateValues<Model: PersistentModel, Owner: PersistentModel>(
+    relatedTo owners: [PersistentIdentifier],
+    through relationship: KeyPath<Model, Owner?> & Sendable,
+    _ keyPaths: [PartialKeyPath<Model> & Sendable],
+    _ body: (borrowing ValueRow<Model>) throws -> Void
+  ) throws {
+    try autosaveIfNeeded()
+    let entity = try entity(for: Model.self)
+    let ownerName = try self.entity(for: Owner.self).name
+    guard let link = entity.schema.relationship(for: relationship), link.storesKey else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "enumerateValues(relatedTo:through:) needs a to-one of \(Model.self) that stores the key; \(Model.schema.describe(relationship)) is not one."
+      )
+    }
+    let (columns, attributes) = try valueColumns(entity, keyPaths)
+    try KeyBatches.forEachRow(
+      keys: primaryKeys(of: owners, entityName: ownerName), database: try connection(),
+      select: "SELECT " + (["\"_pk\""] + columns).joined(separator: ", ") + " FROM "
+        + entity.statements.table + " WHERE " + quoted(link.name)
+    ) { row in try body(valueRow(row, entity, attributes)) }
+  }
+
+  /// The columns that `keyPaths` read, with each one's name and whether it is `.codable`.
+  private func valueColumns<Model: PersistentModel>(
+    _ entity: Entity<Model>, _ keyPaths: [PartialKeyPath<Model> & Sendable]
+  ) throws -> (columns: [String], attributes: [(name: String, isCodable: Bool)]) {
+    var attributes: [(name: String, isCodable: Bool)] = []
+    let columns = try keyPaths.map { keyPath in
+      // A to-one that stores the key reads as the related row's primary key (`Int?`).
+      if let relationship = entity.schema.relationship(for: keyPath), relationship.storesKey {
+        attributes.append((relationship.name, false))
+        return quoted(relationship.name)
+      }
+      guard let attribute = entity.schema.attribute(for: keyPath) else {
+        throw PersistenceError(
+          code: .unsupportedPredicate,
+          message:
+            "enumerateValues needs stored attributes of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
+        )
+      }
+      attributes.append((attribute.name, attribute.isCodable))
+      return quoted(attribute.name)
+    }
+    return (columns, attributes)
+  }
+
+  /// `row` (its primary key first, then `attributes`' columns) as a ``ValueRow`` of `entity`.
+  private func valueRow<Model: PersistentModel>(
+    _ row: any StoreRow, _ entity: Entity<Model>,
+    _ attributes: [(name: String, isCodable: Bool)]
+  ) -> ValueRow<Model> {
+    ValueRow(
+      identifier: PersistentIdentifier(
+        storeIdentifier: container.storeIdentifier, entityName: entity.name,
+        primaryKey: row.int64(at: 0)),
+      row: row, attributes: attributes)
   }
 
   /// Runs `body` in one read transaction, unless one is open: every fetch in it sees the same
