@@ -147,15 +147,27 @@ enum OutputFile {
     at path: String, mode: mode_t?, _ produce: (_ sink: ([UInt8]) throws -> Void) throws -> Void
   ) throws {
     let url = URL(fileURLWithPath: path)
-    let folder = url.deletingLastPathComponent().path
-    var template = Array((folder + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
-    let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-    guard descriptor >= 0 else { throw OutputError.failed(String(cString: strerror(errno))) }
-    let temporary = String(
-      decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let prefix = url.deletingLastPathComponent().path + "/." + url.lastPathComponent + "."
+    // The name is chosen, and the handler that removes it installed, before the file exists:
+    // a signal at any point after the file is made finds its name (made by mkstemp, the file
+    // would be there a moment before its name could be handed over).
+    var descriptor: Int32 = -1
+    var removal: TemporaryRemoval?
+    var temporary = ""
+    for _ in 0..<100 {
+      temporary = prefix + temporarySuffix()
+      removal = TemporaryRemoval(temporary)
+      descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      if descriptor >= 0 || errno != EEXIST { break }
+      removal?.end()
+      removal = nil
+    }
+    guard descriptor >= 0, let removal else {
+      let reason = String(cString: strerror(errno))
+      removal?.end()
+      throw OutputError.failed(reason)
+    }
     var renamed = false
-    // A signal that ends the process while the file is written (Ctrl-C) removes it first.
-    let removal = TemporaryRemoval(temporary)
     defer {
       if !renamed { unlink(temporary) }
       removal.end()
@@ -178,6 +190,16 @@ enum OutputFile {
       throw OutputError.failed(String(cString: strerror(errno)))
     }
     renamed = true
+  }
+
+  /// Twelve random letters and digits (71 bits): a name no other writer picks.
+  private static func temporarySuffix() -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+    var generator = SystemRandomNumberGenerator()
+    let bytes = (0..<12).map { _ in
+      alphabet[Int(generator.next(upperBound: UInt64(alphabet.count)))]
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 }
 
