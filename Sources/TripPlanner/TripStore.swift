@@ -11,8 +11,9 @@ public final class TripStore {
   public let container: ModelContainer
   /// The context every call uses.
   public let context: ModelContext
-  /// Called between the two reads of ``pageRecordsWithPlans(_:index:)``: where the tests put a
-  /// writer, to check that it cannot come between them.
+  /// Called between the trips' and the plans' reads of ``pageRecordsWithPlans(_:index:)`` and
+  /// ``recordWithPlan(id:)``: where the tests put a writer, to check that it cannot come
+  /// between them.
   var betweenPageReads: (() -> Void)?
   /// Whether the store held plan rows at a history token (see ``hasPlanRows()``).
   var planRows: (token: HistoryToken, exist: Bool)?
@@ -90,6 +91,25 @@ public final class TripStore {
       }
       return try context.fetch(
         context.fetchIdentifiers(query.fetchDescriptor), as: TripRecord.self)
+    }
+  }
+
+  /// The trip with `id` as a record with its plan, both read in one snapshot as values (no
+  /// model made or registered): what a service answers for one trip. Nil when no trip has
+  /// that id. Cost: one lookup in the unique index on id; on a store with plan rows
+  /// (``hasPlanRows()``, asked once per history token), two more through the plan tables' key
+  /// columns' indexes.
+  public func recordWithPlan(id: UUID) throws -> TripRecord? {
+    try run {
+      try context.withSnapshot {
+        var found: (key: Int64, record: TripRecord)?
+        try TripBoxIndex.forEachRecord(
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }), context: context
+        ) { key, record in found = (key, record) }
+        guard let found else { return nil }
+        betweenPageReads?()
+        return try withPlans([found.record], keys: [found.key]).first
+      }
     }
   }
 

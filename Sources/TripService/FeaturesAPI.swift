@@ -533,29 +533,17 @@ struct FeaturesAPI: Sendable {
     return try given.first.map { try FeatureCRS.named($0, parameter: "crs") } ?? .crs84
   }
 
-  /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id.
+  /// `GET /collections/trips/items/{id}`. Cost: one lookup in the unique index on id, and on a
+  /// store with plan rows two through the plan tables' key columns (``TripStore/recordWithPlan(id:)``).
   func item(
     _ id: String, links: Links, ifNoneMatch: String? = nil, crs: FeatureCRS = .crs84
   ) throws -> HTTPResponse {
     guard let uuid = UUID(uuidString: id) else {
       throw ServiceError.request(404, "There is no trip with the id '\(HTTPServer.loggable(id))'.")
     }
-    // The trip and its plan in one snapshot, the plan loaded where a failure is thrown.
+    // The trip and its plan in one snapshot, as values.
     let record = try pool.withStore(author: "service") { store in
-      try store.context.withSnapshot {
-        try store.context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }))
-          .first.map { trip in
-            var record = try store.context.record(of: trip)
-            // A store without plans (asked once per history token) runs no plan query.
-            guard try store.hasPlanRows() else {
-              record.plan = TripPlan()
-              return record
-            }
-            try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
-            record.plan = trip.plan
-            return record
-          }
-      }
+      try store.recordWithPlan(id: uuid)
     }
     guard let record else {
       throw ServiceError.request(404, "There is no trip with the id \(id.lowercased()).")

@@ -105,6 +105,44 @@ struct TripPlanTests {
   }
 
   @Test(
+    "a trip by id with its plan reads both in one snapshot, as the model and its plan read; an unknown id is nil",
+    arguments: Engine.allCases)
+  func recordWithPlanInOneSnapshot(engine: Engine) throws {
+    let url = try Self.storeURL(engine, "recordsnapshot")
+    let store = try TripStore(url: url)
+    let bare = try store.add(Self.kyoto)
+    let trip = try store.add(Self.kyoto)
+    let text = trip.id.uuidString
+    let item = try store.addBucketListItem(BucketListItemRecord(title: "before"), toTrip: text)
+    try store.addBucketListItem(BucketListItemRecord(title: "first"), toTrip: text, at: 0)
+    try store.setStay(
+      LivingAccommodationRecord(name: "Inn", address: "Gion", latitude: 35, longitude: 135.7),
+      forTrip: text)
+    // As the model path reads it, in a context of its own.
+    let other = try TripStore(url: url)
+    let model = try other.trip(matching: text)
+    var expected = try other.context.record(of: model)
+    expected.plan = model.plan
+    #expect(try store.recordWithPlan(id: trip.id) == expected)
+    #expect(try store.recordWithPlan(id: bare.id)?.plan == TripPlan())
+    #expect(try store.recordWithPlan(id: UUID()) == nil)
+    // A writer between the trip's read and its plan's changes neither.
+    let writer = try TripStore(url: url, author: "writer")
+    var wrote = false
+    store.betweenPageReads = {
+      guard !wrote else { return }
+      wrote = true
+      _ = try? writer.updateBucketListItem(item.id) { $0.title = "after" }
+    }
+    let read = try #require(try store.recordWithPlan(id: trip.id))
+    #expect(wrote)
+    #expect(read.plan?.bucketList.map(\.title) == ["first", "before"])
+    store.betweenPageReads = nil
+    let after = try #require(try store.recordWithPlan(id: trip.id))
+    #expect(after.plan?.bucketList.map(\.title) == ["first", "after"])
+  }
+
+  @Test(
     "a bucket list keeps its order through add at a position, move and remove; a stay is set, changed in place and cleared; a new store reads both back; deleting the trip deletes them, each in history",
     arguments: Engine.allCases)
   func plan(engine: Engine) throws {
