@@ -1,5 +1,38 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
+import CompilerPluginSupport
+import Foundation
 import PackageDescription
+
+/// Where the toolchain keeps the SwiftSyntax modules of its own plugin server
+/// (`<toolchain>/usr/lib/swift/host`), which the macros are built against: the directory
+/// `SWIFT_HOST_LIBRARIES` names, else the one beside the `swift` found on `PATH`.
+func swiftHostLibraries() -> String {
+  let environment = ProcessInfo.processInfo.environment
+  let manager = FileManager.default
+  func holdsSwiftSyntax(_ directory: String) -> Bool {
+    manager.fileExists(atPath: directory + "/SwiftSyntax.swiftmodule")
+  }
+  if let given = environment["SWIFT_HOST_LIBRARIES"] {
+    guard holdsSwiftSyntax(given) else {
+      fatalError(
+        "SWIFT_HOST_LIBRARIES is \(given), which holds no SwiftSyntax.swiftmodule: set it to <toolchain>/usr/lib/swift/host."
+      )
+    }
+    return given
+  }
+  for directory in (environment["PATH"] ?? "").split(separator: ":") {
+    let swift = URL(fileURLWithPath: String(directory)).appendingPathComponent("swift")
+    guard manager.isExecutableFile(atPath: swift.path) else { continue }
+    let host = swift.resolvingSymlinksInPath().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent("lib/swift/host").path
+    if holdsSwiftSyntax(host) { return host }
+  }
+  fatalError(
+    "The persistence macros are built against the SwiftSyntax modules of the toolchain (<toolchain>/usr/lib/swift/host), and none was found beside a swift on PATH: put the toolchain's usr/bin on PATH, or set SWIFT_HOST_LIBRARIES to that directory."
+  )
+}
+
+let swiftHost = swiftHostLibraries()
 
 let swiftSettings: [SwiftSetting] = [
   .swiftLanguageMode(.v6)
@@ -42,8 +75,24 @@ let package = Package(
     // The engine-neutral persistence core (schema, contexts, history, observers, the SQL
     // builder, the StoreEngine protocol), the SQLite engine, and `Persistence`, which is both
     // with SQLite as the default engine (as swift-nio's NIOCore, NIOPosix and NIO).
+    // The compiler plugin behind `@Model`, `@Transient` and the property macro `@Model`
+    // writes, on the toolchain's own SwiftSyntax (the swift-syntax package cannot be fetched
+    // here, and the toolchain's modules are the ones its compiler speaks to).
+    .macro(
+      name: "PersistenceMacros",
+      swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
+      linkerSettings: [
+        .unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost]),
+        .linkedLibrary("SwiftSyntax"), .linkedLibrary("SwiftSyntaxMacros"),
+        .linkedLibrary("SwiftSyntaxBuilder"), .linkedLibrary("SwiftDiagnostics"),
+        .linkedLibrary("SwiftParser"), .linkedLibrary("SwiftBasicFormat"),
+        .linkedLibrary("SwiftOperators"), .linkedLibrary("SwiftSyntaxMacroExpansion"),
+        .linkedLibrary("SwiftCompilerPluginMessageHandling"),
+      ]
+    ),
     .target(
       name: "PersistenceCore",
+      dependencies: ["PersistenceMacros"],
       swiftSettings: swiftSettings
     ),
     .target(

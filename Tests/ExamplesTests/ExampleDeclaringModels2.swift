@@ -5,6 +5,19 @@ import Foundation
 import Observation
 import Persistence
 
+@Model final private class Memo {
+  var title: String
+  var body = ""
+  var created = Date(timeIntervalSinceReferenceDate: 0)
+  var views = 0
+  @Transient var isSelected = false
+
+  init(title: String, created: Date) {
+    self.title = title
+    self.created = created
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -17,27 +30,6 @@ import Persistence
     .attribute(\.title, "title"),
     .attribute(\.folder, "folder", .indexed),
     .attribute(\.created, "created", .indexed))
-}
-
-private struct Cover: Codable, Hashable, Sendable {
-  var url: String
-}
-
-@Observable final private class Album: PersistentModel {
-  var title = ""
-  @ObservationIgnored var _coverFault = CodableFault<Cover>()
-  var cover: Cover? {
-    get {
-      access(keyPath: \.cover)
-      return _coverFault.value
-    }
-    set { withMutation(keyPath: \.cover) { _coverFault.value = newValue } }
-  }
-  init() {}
-  static let schema = ModelSchema<Album>(
-    "albums",
-    .attribute(\.title, "title"),
-    .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
 }
 
 private func exampleDeclaringModels2() async throws {

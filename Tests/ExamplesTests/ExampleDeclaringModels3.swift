@@ -5,6 +5,19 @@ import Foundation
 import Observation
 import Persistence
 
+@Model final private class Memo {
+  var title: String
+  var body = ""
+  var created = Date(timeIntervalSinceReferenceDate: 0)
+  var views = 0
+  @Transient var isSelected = false
+
+  init(title: String, created: Date) {
+    self.title = title
+    self.created = created
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -38,32 +51,6 @@ private struct Cover: Codable, Hashable, Sendable {
     "albums",
     .attribute(\.title, "title"),
     .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
-}
-
-@Observable final private class Visit: PersistentModel {
-  var place = ""
-  var day = Date(timeIntervalSinceReferenceDate: 0)
-  var minutes = 0
-  init() {}
-  init(place: String, day: Date, minutes: Int) {
-    self.place = place
-    self.day = day
-    self.minutes = minutes
-  }
-  static let schema = ModelSchema<Visit>(
-    "visits",
-    .attribute(\.place, "place", .indexed),
-    .attribute(\.day, "day"),
-    .attribute(\.minutes, "minutes")
-  )
-  .loading { row in
-    try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
-  }
-  .saving { visit, row in
-    try row.bind(\.place, visit.place)
-    try row.bind(\.day, visit.day)
-    try row.bind(\.minutes, visit.minutes)
-  }
 }
 
 private func exampleDeclaringModels3() async throws {

@@ -5,6 +5,19 @@ import Foundation
 import Observation
 import Persistence
 
+@Model final private class Memo {
+  var title: String
+  var body = ""
+  var created = Date(timeIntervalSinceReferenceDate: 0)
+  var views = 0
+  @Transient var isSelected = false
+
+  init(title: String, created: Date) {
+    self.title = title
+    self.created = created
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -67,16 +80,5 @@ private struct Cover: Codable, Hashable, Sendable {
 }
 
 private func exampleDeclaringModels4() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
-  _ = url
-  _ = container
-  _ = context
-  _ = note
+
 }

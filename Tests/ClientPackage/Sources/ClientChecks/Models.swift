@@ -69,3 +69,18 @@ struct Place: Codable, Hashable, Comparable, Sendable {
     .attribute(\.pages, "pages"),
     .toOne(\.shelf, "shelf", link: \.shelfLink, inverse: \.books))
 }
+
+/// A visitor, declared as a SwiftData user declares a model: `@Model`, an initializer of its
+/// own, a transient flag.
+@Model final class Visitor {
+  var name: String
+  var visits = 0
+  var lastSeen: Date?
+  @Transient var isHighlighted = false
+
+  init(name: String, visits: Int, lastSeen: Date? = nil) {
+    self.name = name
+    self.visits = visits
+    self.lastSeen = lastSeen
+  }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Persistence
 
 // Checks what a service's package gets from the layer through its own related models, in the
@@ -73,7 +74,8 @@ var failures = 0
 }
 
 let container = try ModelContainer(
-  for: Library.self, Shelf.self, Book.self, configurations: ModelConfiguration(url: url))
+  for: Library.self, Shelf.self, Book.self, Visitor.self,
+  configurations: ModelConfiguration(url: url))
 
 // The fixture: (library, shelf, code, place, books as (title, pages)), and a book on no shelf.
 let fixture: [(String, String, Int?, Place?, [(String, Int)])] = [
@@ -300,6 +302,46 @@ refuses(
 refuses("sections through a to-many", naming: "\\Shelf.books.<a property that is not stored>?") {
   _ = try ModelContext(container).fetch(
     FetchDescriptor<Shelf>(), sectionBy: \Shelf.books.first?.title)
+}
+
+// A model declared with @Model: saved, fetched by a predicate and a sort, changed, observed.
+let visitors: [(String, Int, Double?)] = [
+  ("Kei", 3, 10), ("Ana", 1, nil), ("Bo", 5, 20), ("Cy", 2, 5),
+]
+check("@Model: insert, save, fetch by a predicate sorted; a transient keeps its initial value") {
+  let context = ModelContext(container)
+  for (name, visits, seen) in visitors {
+    let visitor = Visitor(
+      name: name, visits: visits, lastSeen: seen.map(Date.init(timeIntervalSinceReferenceDate:)))
+    visitor.isHighlighted = true
+    context.insert(visitor)
+  }
+  try context.save()
+  let regulars = try ModelContext(container).fetch(
+    FetchDescriptor<Visitor>(
+      predicate: #Predicate { $0.visits >= 2 }, sortBy: [SortDescriptor(\.name)]))
+  let expected = visitors.filter { $0.1 >= 2 }.sorted { $0.0 < $1.0 }
+  return regulars.map(\.name) == expected.map(\.0)
+    && regulars.map(\.lastSeen)
+      == expected.map { $0.2.map(Date.init(timeIntervalSinceReferenceDate:)) }
+    && regulars.allSatisfy { !$0.isHighlighted }
+}
+check("@Model: a change saved is read back; a change to a fetched model is observed") {
+  let context = ModelContext(container)
+  let ana = try context.fetch(FetchDescriptor<Visitor>(predicate: #Predicate { $0.name == "Ana" }))
+  guard let ana = ana.first else { return false }
+  final class Flag: @unchecked Sendable { var raised = false }
+  let flag = Flag()
+  withObservationTracking {
+    _ = ana.visits
+  } onChange: {
+    flag.raised = true
+  }
+  ana.visits += 10
+  try context.save()
+  let again = try ModelContext(container).fetch(
+    FetchDescriptor<Visitor>(predicate: #Predicate { $0.name == "Ana" }))
+  return flag.raised && again.map(\.visits) == [11]
 }
 
 // README's and the articles' persistence examples (Tools/examples.sh copies them here), each

@@ -2,24 +2,34 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
-@Observable final private class Note: PersistentModel {
-  var id = UUID()
-  var title = ""
-  var folder = ""
-  var created = Date()
-  init() {}
-  static let schema = ModelSchema<Note>(
-    "notes",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.title, "title"),
-    .attribute(\.folder, "folder", .indexed),
-    .attribute(\.created, "created", .indexed))
+@Model final private class Memo {
+  var title: String
+  var body = ""
+  var created = Date(timeIntervalSinceReferenceDate: 0)
+  var views = 0
+  @Transient var isSelected = false
+
+  init(title: String, created: Date) {
+    self.title = title
+    self.created = created
+  }
 }
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 1.
 func exampleDeclaringModels1() async throws {
 
+  let memos = try ModelContainer(
+    for: Memo.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "memos.sqlite")))
+  let writer = ModelContext(memos)
+  writer.insert(Memo(title: "Plan", created: Date(timeIntervalSinceReferenceDate: 1)))
+  writer.insert(Memo(title: "Pack", created: Date(timeIntervalSinceReferenceDate: 2)))
+  try writer.save()
+  let newest = try ModelContext(memos).fetch(
+    FetchDescriptor<Memo>(sortBy: [SortDescriptor(\.created, order: .reverse)]))
+  print(newest.map(\.title))  // ["Pack", "Plan"]
+  _ = memos
+  _ = writer
+  _ = newest
 }

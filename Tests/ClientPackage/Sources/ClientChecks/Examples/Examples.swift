@@ -7,6 +7,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringModels2", exampleDeclaringModels2),
   ("exampleDeclaringModels3", exampleDeclaringModels3),
   ("exampleDeclaringModels4", exampleDeclaringModels4),
+  ("exampleDeclaringModels5", exampleDeclaringModels5),
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("examplePersistence1", examplePersistence1),

@@ -1,0 +1,133 @@
+import Foundation
+import Observation
+import Synchronization
+
+/// Makes a final class a ``PersistentModel`` whose stored variables are its attributes, as
+/// SwiftData's `@Model` does.
+///
+/// ```swift
+/// @Model final class Note {
+///   var title: String
+///   var body = ""
+///   var created = Date()
+///   @Transient var isSelected = false
+///
+///   init(title: String) { self.title = title }
+/// }
+/// ```
+///
+/// The model is stored in a table named as the class, a column per persisted property named
+/// as the property, each of a type stores keep natively (``PersistableValue``). It writes what
+/// a hand-written model says (see ``PersistentModel`` and ``ModelSchema``): the schema; a row
+/// loader and binder that go through each property's backing storage (no key-path call, no
+/// observation bookkeeping, checked against the schema when a container opens); `init()`,
+/// unless the class declares one, with each property's initial value or its type's empty
+/// value (``ModelDefaults``): what rows get when a column is added to an existing table; and
+/// observation as `@Observable` gives it, with the registrar made when a property is first
+/// read or changed (``ModelObservationRegistrar``). Your initializers are your own.
+///
+/// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
+/// that is not `@Transient`, a persisted property with `willSet` or `didSet` or a name starting
+/// with `_`, a `@Transient` property without an initial value, two properties in one `var`.
+@attached(
+  member,
+  names: named(_$observationRegistrar), named(schema), named(init)
+)
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel)
+public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
+
+/// Marks a stored property of a `@Model` class that the store does not persist: no column, not
+/// loaded or saved; it keeps its initial value in every model a fetch makes.
+@attached(peer)
+public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
+
+/// What `@Model` puts on each persisted property: accessors over backing storage `_name`,
+/// observed as `@Observable`'s are. Not written by hand.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _PersistedProperty() =
+  #externalMacro(module: "PersistenceMacros", type: "PersistedPropertyMacro")
+
+/// The observation registrar of a model `@Model` declares: an `ObservationRegistrar` made when
+/// one of the model's properties is first read or changed in place through its accessors, not
+/// when the model is made. A fetch makes models nobody may read (a million for a full fetch);
+/// the store reads and writes them through their backing storage, which needs no registrar.
+/// A change to a model that has none tells no one, as no one can be observing it: observing
+/// begins with a read (`withObservationTracking`), which makes it.
+///
+/// Cost: one atomic load per read or write once made; the first read makes it (two
+/// allocations), published with a compare-and-exchange so that threads reading a fresh model
+/// at once agree on one registrar.
+public struct ModelObservationRegistrar: ~Copyable, Sendable {
+  /// The registrar, in an object of its own.
+  private final class Box: Sendable {
+    let registrar = ObservationRegistrar()
+  }
+
+  private let box = Atomic<Unmanaged<Box>?>(nil)
+
+  /// No registrar yet.
+  public init() {}
+
+  deinit { box.load(ordering: .acquiring)?.release() }
+
+  /// The registrar's box, made now if it was not yet.
+  private var made: Box {
+    if let made = box.load(ordering: .acquiring) { return made.takeUnretainedValue() }
+    let new = Unmanaged.passRetained(Box())
+    let (stored, current) = box.compareExchange(
+      expected: nil, desired: new, ordering: .acquiringAndReleasing)
+    if stored { return new.takeUnretainedValue() }
+    new.release()
+    return current.unsafelyUnwrapped.takeUnretainedValue()
+  }
+
+  /// Whether the registrar has been made.
+  public var isMade: Bool { box.load(ordering: .acquiring) != nil }
+
+  /// Records a read of `keyPath` for an observation being tracked.
+  public func access<Subject: Observable, Member>(
+    _ subject: Subject, keyPath: KeyPath<Subject, Member>
+  ) {
+    made.registrar.access(subject, keyPath: keyPath)
+  }
+
+  /// Runs `mutation`, telling observers of `keyPath`; without a registrar there are none.
+  public func withMutation<Subject: Observable, Member, Result>(
+    of subject: Subject, keyPath: KeyPath<Subject, Member>, _ mutation: () throws -> Result
+  ) rethrows -> Result {
+    guard let existing = box.load(ordering: .acquiring) else { return try mutation() }
+    return try existing.takeUnretainedValue().registrar.withMutation(
+      of: subject, keyPath: keyPath, mutation)
+  }
+}
+
+/// The empty value of each type stores keep natively: what `@Model`'s `init()` gives a
+/// persisted property declared without an initial value.
+public enum ModelDefaults {
+  /// `nil` for an optional, else the value read from an empty column of the type's storage:
+  /// `0`, `false`, `""`, empty `Data`, the reference date, the all-zero `UUID`.
+  ///
+  /// A ``PersistableValue`` of your own that reads none of those traps here, naming the type,
+  /// when a container for the model opens: give the property an initial value.
+  public static func value<Value: PersistableValue>() -> Value {
+    let candidates: [SQLValue]
+    if Value.isOptional {
+      candidates = [.null]
+    } else {
+      switch Value.storageType {
+      case .integer: candidates = [.integer(0)]
+      case .real: candidates = [.real(0), .integer(0)]
+      case .text: candidates = [.text("")]
+      case .blob: candidates = [.blob(Data()), .blob(Data(count: 16))]
+      }
+    }
+    for candidate in candidates {
+      if let value = try? Value(sqlValue: candidate) { return value }
+    }
+    preconditionFailure(
+      "\(Value.self) has no empty value to give a @Model property declared without an initial value: give the property one"
+    )
+  }
+}

@@ -1,0 +1,67 @@
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `@_PersistedProperty`, which `@Model` puts on each persisted property: the property becomes
+/// accessors over backing storage `_name` (declared beside it, with the property's type and
+/// initial value): an `init` accessor, so that the class's own initializers assign it as a
+/// stored property; a getter that records the read for observers; a setter that tells them.
+/// The store reads and writes `_name` itself, without observation.
+public struct PersistedPropertyMacro {}
+
+extension PersistedPropertyMacro: AccessorMacro {
+  public static func expansion(
+    of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+    in context: some MacroExpansionContext
+  ) throws -> [AccessorDeclSyntax] {
+    guard let variable = declaration.as(VariableDeclSyntax.self),
+      let property = StoredProperty(variable)
+    else { return [] }
+    let name = property.name
+    return [
+      """
+      @storageRestrictions(initializes: _\(raw: name))
+      init(initialValue) {
+        _\(raw: name) = initialValue
+      }
+      """,
+      """
+      get {
+        _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
+        return _\(raw: name)
+      }
+      """,
+      """
+      set {
+        _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
+          _\(raw: name) = newValue
+        }
+      }
+      """,
+    ]
+  }
+}
+
+extension PersistedPropertyMacro: PeerMacro {
+  public static func expansion(
+    of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+    in context: some MacroExpansionContext
+  ) throws -> [DeclSyntax] {
+    guard let variable = declaration.as(VariableDeclSyntax.self),
+      let property = StoredProperty(variable)
+    else { return [] }
+    let type = property.type.map { ": \($0)" } ?? ""
+    let initial = property.initializer.map { " = \($0)" } ?? ""
+    return ["private var _\(raw: property.name)\(raw: type)\(raw: initial)"]
+  }
+}
+
+/// `@Transient`: a stored property `@Model` does not persist (no column, not loaded or saved,
+/// not observed); it keeps its initial value in every model the store makes.
+public struct TransientMacro: PeerMacro {
+  public static func expansion(
+    of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+    in context: some MacroExpansionContext
+  ) throws -> [DeclSyntax] {
+    []
+  }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import Observation
+import Persistence
+import Synchronization
+import Testing
+
+/// A model declared as SwiftData's users declare theirs: `@Model`, stored variables, an
+/// initializer of its own, a transient flag.
+@Model final class MacroNote {
+  var title: String
+  var body = ""
+  var created: Date
+  var rating: Int?
+  var views = 0
+  var identifier: UUID
+  var isPinned: Bool = false
+  var attachment: Data?
+  @Transient var isSelected = false
+  /// Not stored: computed from stored ones.
+  var summary: String { "\(title) (\(views))" }
+  static let defaultTitle = "Untitled"
+
+  init(title: String, created: Date = Date(timeIntervalSinceReferenceDate: 0)) {
+    self.title = title
+    self.created = created
+    identifier = UUID()
+  }
+}
+
+/// The same model written by hand, as ``PersistentModel`` documents it: what `@Model` must say.
+@Observable final class HandNote: PersistentModel {
+  var title = ""
+  var body = ""
+  var created = Date(timeIntervalSinceReferenceDate: 0)
+  var rating: Int? = nil
+  var views = 0
+  var identifier = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+  var isPinned = false
+  var attachment: Data? = nil
+
+  static let schema = ModelSchema<HandNote>(
+    "MacroNote",
+    .attribute(\.title, "title"),
+    .attribute(\.body, "body"),
+    .attribute(\.created, "created"),
+    .attribute(\.rating, "rating"),
+    .attribute(\.views, "views"),
+    .attribute(\.identifier, "identifier"),
+    .attribute(\.isPinned, "isPinned"),
+    .attribute(\.attachment, "attachment"))
+}
+
+@Suite("@Model: SwiftData's declaration of plain attributes")
+struct ModelMacroTests {
+  /// Each column as name, storage type and optionality.
+  static func columns<Model: PersistentModel>(_: Model.Type) -> [String] {
+    Model.schema.attributes.map {
+      "\($0.name) \($0.storageType.rawValue)\($0.isOptional ? "?" : "")"
+    }
+  }
+
+  @Test(
+    "the schema is what a hand-written one says: the class's name, a column per stored variable, none for transient or computed ones"
+  )
+  func schema() {
+    #expect(MacroNote.schema.name == HandNote.schema.name)
+    #expect(Self.columns(MacroNote.self) == Self.columns(HandNote.self))
+    #expect(
+      Self.columns(MacroNote.self) == [
+        "title TEXT", "body TEXT", "created REAL", "rating INTEGER?", "views INTEGER",
+        "identifier BLOB", "isPinned INTEGER", "attachment BLOB?",
+      ])
+  }
+
+  @Test("init() gives initial values, else each type's empty value")
+  func defaults() {
+    let note = MacroNote()
+    #expect(note.title == "")
+    #expect(note.body == "")
+    #expect(note.created == Date(timeIntervalSinceReferenceDate: 0))
+    #expect(note.rating == nil)
+    #expect(note.views == 0)
+    #expect(note.identifier == UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+    #expect(note.attachment == nil)
+    #expect(!note.isSelected)
+    let own = MacroNote(title: "Mine")
+    #expect(own.title == "Mine" && own.body == "" && own.views == 0)
+  }
+
+  @Test(
+    "models round-trip through a store: inserted, saved, fetched by a predicate and sorted, changed and saved again; a transient keeps its initial value",
+    arguments: TestEngine.allCases)
+  func roundTrip(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroNote.self)
+    let context = ModelContext(container)
+    var written: [UUID: String] = [:]
+    for index in 0..<5 {
+      let note = MacroNote(
+        title: "note \(index)", created: Date(timeIntervalSinceReferenceDate: Double(index)))
+      note.views = index * 2
+      note.rating = index.isMultiple(of: 2) ? index : nil
+      note.attachment = index == 3 ? Data([1, 2, 3]) : nil
+      note.isPinned = index == 1
+      note.isSelected = true
+      context.insert(note)
+      written[note.identifier] = note.title
+    }
+    try context.save()
+    let reader = ModelContext(container)
+    let popular = try reader.fetch(
+      FetchDescriptor<MacroNote>(
+        predicate: #Predicate { $0.views > 3 }, sortBy: [SortDescriptor(\.created, order: .reverse)]
+      ))
+    #expect(popular.map(\.title) == ["note 4", "note 3", "note 2"])
+    #expect(popular.map(\.rating) == [4, nil, 2])
+    #expect(popular[1].attachment == Data([1, 2, 3]))
+    #expect(popular.allSatisfy { !$0.isSelected })
+    #expect(popular.allSatisfy { written[$0.identifier] == $0.title })
+    #expect(
+      try reader.fetchCount(FetchDescriptor<MacroNote>(predicate: #Predicate { $0.isPinned })) == 1)
+    popular[0].body = "changed"
+    popular[0].rating = nil
+    try reader.save()
+    let again = try ModelContext(container).fetch(
+      FetchDescriptor<MacroNote>(predicate: #Predicate { $0.title == "note 4" }))
+    #expect(again.map(\.body) == ["changed"])
+    #expect(again.map(\.rating) == [nil])
+  }
+
+  @Test("a change to a fetched model's property is observed; one to another property is not")
+  func observation() throws {
+    let container = try engineContainer(.sqlite, MacroNote.self)
+    let context = ModelContext(container)
+    context.insert(MacroNote(title: "watched"))
+    try context.save()
+    let note = try #require(try ModelContext(container).fetch(FetchDescriptor<MacroNote>()).first)
+    let changes = Mutex(0)
+    withObservationTracking {
+      _ = note.title
+    } onChange: {
+      changes.withLock { $0 += 1 }
+    }
+    note.views = 7
+    #expect(changes.withLock { $0 } == 0)
+    note.title = "seen"
+    #expect(changes.withLock { $0 } == 1)
+  }
+}
+
+@Suite("@Model: declarations it refuses, each an error at the declaration")
+struct ModelMacroDiagnosticsTests {
+  /// The build's products: where the test binary is, with `Modules` and the macro plugin.
+  static let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+
+  /// Type-checks `source` as a file importing `PersistenceCore` with the plugin this build
+  /// made, as a user's package would: the compiler's errors, as `line: message`, and its status.
+  static func typecheck(_ source: String) throws -> (errors: [String], status: Int32) {
+    let directory = FileManager.default.temporaryDirectory.appending(
+      path: "model-macro-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let file = directory.appending(path: "Models.swift")
+    try Data(("import PersistenceCore\n" + source).utf8).write(to: file)
+    let plugin = products.appending(path: "PersistenceMacros-tool").path
+    #expect(FileManager.default.isExecutableFile(atPath: plugin), "no plugin at \(plugin)")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [
+      "swiftc", "-typecheck", "-swift-version", "6", "-I", products.appending(path: "Modules").path,
+      "-load-plugin-executable", plugin + "#PersistenceMacros", file.path,
+    ]
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let prefix = file.path + ":"
+    let found = text.split(separator: "\n").compactMap { line -> String? in
+      guard line.hasPrefix(prefix), line.contains(": error: ") else { return nil }
+      let rest = line.dropFirst(prefix.count)
+      let parts = rest.split(separator: ":", maxSplits: 1)
+      guard let number = Int(parts[0]), parts.count == 2 else { return nil }
+      let message = parts[1].components(separatedBy: ": error: ").last ?? ""
+      // Line numbers of `source`, which follows the import.
+      return
+        "\(number - 1): \(message.replacingOccurrences(of: " (from macro 'Model ')", with: ""))"
+    }
+    return (
+      Array(Set(found)).sorted { $0.localizedStandardCompare($1) == .orderedAscending },
+      process.terminationStatus
+    )
+  }
+
+  @Test("a model of every supported shape type-checks with no error (the harness's control)")
+  func accepted() throws {
+    let (errors, status) = try Self.typecheck(
+      """
+      import Foundation
+      @Model public final class Accepted {
+        public var name: String
+        var count = 0
+        var when: Date?
+        @Transient var flag = false
+        var computed: Int { count * 2 }
+        static let shared = 1
+        public init(name: String) { self.name = name }
+      }
+      @Model final class Empty {}
+      @Model final class WithOwnInit {
+        var name = ""
+        init() { name = "x" }
+      }
+      """)
+    #expect(errors == [])
+    #expect(status == 0)
+  }
+
+  @Test(
+    "structs, enums, classes that are not final or are generic, and properties it cannot persist")
+  func refused() throws {
+    let (errors, status) = try Self.typecheck(
+      """
+      @Model class NotFinal {
+        var name = ""
+      }
+      @Model struct AStruct {
+        var name = ""
+      }
+      @Model enum AnEnum {
+        case one
+      }
+      @Model final class Generic<Element> {
+        var name = ""
+      }
+      @Model final class Properties {
+        let constant: String = ""
+        @Transient var flag: Bool
+        var _hidden = 0
+        var a = 1, b = 2
+        var watched = 0 { didSet { print("x") } }
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      errors == [
+        "1: @Model needs a final class: the store makes its models by their type",
+        "4: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
+        "7: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
+        "10: @Model does not apply to a generic class: a table stores one type",
+        "13: class 'Properties' has no initializers",
+        "14: A @Model class persists its variables: declare 'constant' with 'var', or mark it @Transient",
+        "15: A @Transient property needs an initial value: the store makes models from rows without calling your initializers",
+        "16: A persisted property's name is its column's, which cannot start with '_': rename '_hidden', or mark it @Transient",
+        "17: Declare each property of a @Model class on its own (one name per 'var')",
+        "18: A persisted property cannot have willSet or didSet: 'watched' is observed through Observation (withObservationTracking)",
+      ])
+  }
+}
