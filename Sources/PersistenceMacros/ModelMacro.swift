@@ -30,38 +30,72 @@ extension ModelMacro: MemberMacro {
     let name = model.name
     let access = model.access
     let persisted = model.properties.filter { !$0.isTransient }
+    // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
+    // (it keeps faults): such a model is loaded and bound through its declarations.
+    let fast = !persisted.contains {
+      if case .codable = $0.storage { return true }
+      return false
+    }
     var members: [DeclSyntax] = []
     members.append(
       """
       /// Tells observers of this model's properties (a registrar made on first use).
       private let _$observationRegistrar = PersistenceCore.ModelObservationRegistrar()
       """)
-    let attributes = persisted.map { property in
-      "    .attribute(\\.\(property.name), \(literal(property.name)), storage: \\._\(property.name))"
+    let attributes = persisted.map { property -> String in
+      let options = (property.options + model.constraints[property.name, default: []]).map {
+        ", " + $0
+      }.joined()
+      let head = "\\.\(property.name), \(literal(property.column))\(options)"
+      switch property.storage {
+      case .native: return "    .attribute(\(head), storage: \\._\(property.name))"
+      case .fault: return "    .codable(\(head), fault: \\._\(property.name))"
+      case .codable: return "    .codable(\(head), storage: \\._\(property.name))"
+      }
     }
-    let loads = persisted.map { "    self._\($0.name) = try row.next(\\.\($0.name))" }
-    let binds = persisted.map { "    try row.bind(\\.\($0.name), model._\($0.name))" }
+    let loads = persisted.map { property -> String in
+      if case .fault = property.storage {
+        return "    self._\(property.name) = try row.fault(\\.\(property.name))"
+      }
+      return "    self._\(property.name) = try row.next(\\.\(property.name))"
+    }
+    let binds = persisted.map { property -> String in
+      if case .fault = property.storage {
+        return "    try row.bind(\\.\(property.name), fault: model._\(property.name))"
+      }
+      return "    try row.bind(\\.\(property.name), model._\(property.name))"
+    }
+    let rowCode =
+      fast
+      ? """
+
+      .loading { row in try \(name)(_$persistenceLoading: &row) }
+      .saving { \(binds.isEmpty ? "_, _ in" : "model, row in")
+      \(binds.joined(separator: "\n"))
+      }
+      """ : ""
     members.append(
       """
       /// The table \(raw: literal(name)), a column per persisted property (written by `@Model`).
       \(raw: access)static let schema = PersistenceCore.ModelSchema<\(raw: name)>(
         \(raw: literal(name))\(raw: attributes.isEmpty ? "" : ",\n" + attributes.joined(separator: ",\n"))
-      )
-      .loading { row in try \(raw: name)(_$persistenceLoading: &row) }
-      .saving { \(raw: binds.isEmpty ? "_, _ in" : "model, row in")
-      \(raw: binds.joined(separator: "\n"))
-      }
+      )\(raw: rowCode)
       """)
-    members.append(
-      """
-      /// A model made from a row, through the backing storage (written by `@Model`).
-      private init(_$persistenceLoading row: inout PersistenceCore.ModelRow<\(raw: name)>) throws {
-      \(raw: loads.joined(separator: "\n"))
-      }
-      """)
+    if fast {
+      members.append(
+        """
+        /// A model made from a row, through the backing storage (written by `@Model`).
+        private init(_$persistenceLoading row: inout PersistenceCore.ModelRow<\(raw: name)>) throws {
+        \(raw: loads.joined(separator: "\n"))
+        }
+        """)
+    }
     if !model.declaresEmptyInitializer {
       let defaults = persisted.filter { $0.initializer == nil }.map { property in
-        "  self._\(property.name) = PersistenceCore.ModelDefaults.value()"
+        if case .fault = property.storage {
+          return "  self._\(property.name) = PersistenceCore.CodableFault()"
+        }
+        return "  self._\(property.name) = PersistenceCore.ModelDefaults.value()"
       }
       members.append(
         """
@@ -123,6 +157,8 @@ struct ModelDeclaration {
   let access: String
   let properties: [StoredProperty]
   let declaresEmptyInitializer: Bool
+  /// The options `#Index` and `#Unique` give each property (by name), as written in a schema.
+  let constraints: [String: [String]]
 
   init?(
     _ declaration: some DeclGroupSyntax, attribute: AttributeSyntax,
@@ -242,7 +278,111 @@ struct ModelDeclaration {
       }
       properties.append(property)
     }
+    let declaresEmptyInitializer = type.memberBlock.members.contains { member in
+      guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { return false }
+      return initializer.signature.parameterClause.parameters.isEmpty
+        && initializer.optionalMark == nil
+    }
+    for property in properties where !property.isTransient {
+      let node = property.attribute.map(Syntax.init) ?? Syntax(property.declaration)
+      if let bad = property.badOriginalName {
+        diagnostics.append(
+          Diagnostic(
+            node: bad,
+            message: ModelDiagnostic.error(
+              "originalName",
+              "originalName: names the column '\(property.name)' is stored in: give it as one string literal"
+            )))
+        valid = false
+      }
+      if property.isCodable && property.type == nil {
+        diagnostics.append(
+          Diagnostic(
+            node: node,
+            message: ModelDiagnostic.error(
+              "codableType",
+              "A .codable property needs its type written out: '\(property.name)' has none")))
+        valid = false
+      } else if case .codable = property.storage, property.initializer == nil,
+        !declaresEmptyInitializer
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: node,
+            message: ModelDiagnostic.error(
+              "codableValue",
+              "A .codable property that is not optional needs an initial value: '\(property.name)' has none for the model the store makes before loading a row, or for a column added to an existing table"
+            )))
+        valid = false
+      }
+    }
+    // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
+    var constraints: [String: [String]] = [:]
+    let columns = Dictionary(
+      properties.filter { !$0.isTransient }.map { ($0.name, $0.column) },
+      uniquingKeysWith: { first, _ in first })
+    for member in type.memberBlock.members {
+      guard let expansion = member.decl.as(MacroExpansionDeclSyntax.self) else { continue }
+      let macro = expansion.macroName.text
+      guard macro == "Index" || macro == "Unique" else { continue }
+      for argument in expansion.arguments {
+        guard let array = argument.expression.as(ArrayExprSyntax.self), !array.elements.isEmpty
+        else {
+          diagnostics.append(
+            Diagnostic(
+              node: argument.expression,
+              message: ModelDiagnostic.error(
+                "constraintList",
+                "#\(macro) takes lists of key paths written out, as [\\.name, \\.date]")))
+          valid = false
+          continue
+        }
+        var names: [String] = []
+        for element in array.elements {
+          guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
+            keyPath.components.count == 1,
+            let component = keyPath.components.first?.component.as(
+              KeyPathPropertyComponentSyntax.self),
+            columns[component.declName.baseName.text] != nil
+          else {
+            diagnostics.append(
+              Diagnostic(
+                node: element.expression,
+                message: ModelDiagnostic.error(
+                  "constraintKeyPath",
+                  "#\(macro) names persisted properties of this class, one step each (\\.name): \(element.expression.trimmedDescription) is not one"
+                )))
+            valid = false
+            continue
+          }
+          names.append(component.declName.baseName.text)
+        }
+        guard let first = names.first, names.count == array.elements.count else { continue }
+        if macro == "Unique" {
+          guard names.count == 1 else {
+            diagnostics.append(
+              Diagnostic(
+                node: argument.expression,
+                message: ModelDiagnostic.error(
+                  "compositeUnique",
+                  "#Unique over several properties (\(names.joined(separator: ", "))) is not supported yet: the store's upsert looks a row up by one unique column"
+                )))
+            valid = false
+            continue
+          }
+          constraints[first, default: []].append(".unique")
+        } else if names.count == 1 {
+          constraints[first, default: []].append(".indexed")
+        } else {
+          let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
+          constraints[first, default: []].append(
+            ".indexed(with: \(rest.joined(separator: ", ")))")
+        }
+      }
+    }
     guard valid else { return nil }
+    self.constraints = constraints
+    self.declaresEmptyInitializer = declaresEmptyInitializer
     name = type.name.trimmedDescription
     let accessKeywords: [Keyword] = [.public, .open, .package]
     access =
@@ -250,11 +390,6 @@ struct ModelDeclaration {
         accessKeywords.contains { modifier.name.tokenKind == .keyword($0) }
       }.map { $0.name.tokenKind == .keyword(.open) ? "public " : $0.name.text + " " } ?? ""
     self.properties = properties
-    declaresEmptyInitializer = type.memberBlock.members.contains { member in
-      guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { return false }
-      return initializer.signature.parameterClause.parameters.isEmpty
-        && initializer.optionalMark == nil
-    }
   }
 }
 
@@ -268,6 +403,47 @@ struct StoredProperty {
   let isVariable: Bool
   /// Whether it declares `willSet` or `didSet`.
   let hasObservers: Bool
+  /// Its declaration, where errors about it are shown.
+  let declaration: VariableDeclSyntax
+  /// Its `@Attribute`, if it has one.
+  let attribute: AttributeSyntax?
+  /// The options of its `@Attribute` other than `.codable`, as written (`.unique`).
+  let options: [String]
+  /// Whether its `@Attribute` says `.codable`: stored as JSON.
+  let isCodable: Bool
+  /// The column its `@Attribute(originalName:)` names, else nil (the property's name).
+  let originalName: String?
+  /// The `originalName:` argument, when it is not one plain string literal.
+  let badOriginalName: ExprSyntax?
+
+  /// The column: `originalName`, else the property's name.
+  var column: String { originalName ?? name }
+
+  /// The wrapped type of an optional type annotation (`T?`, `Optional<T>`), else nil.
+  var wrappedType: TypeSyntax? {
+    guard let type else { return nil }
+    if let optional = type.as(OptionalTypeSyntax.self) { return optional.wrappedType.trimmed }
+    if let named = type.as(IdentifierTypeSyntax.self), named.name.text == "Optional",
+      let argument = named.genericArgumentClause?.arguments.first
+    {
+      return TypeSyntax(stringLiteral: argument.argument.trimmedDescription)
+    }
+    return nil
+  }
+
+  /// How the store keeps it: natively, as JSON behind a fault (an optional `.codable`: decoded
+  /// on first read), or as JSON decoded with the row (a non-optional `.codable`).
+  enum Storage {
+    case native
+    case fault(TypeSyntax)
+    case codable
+  }
+
+  var storage: Storage {
+    guard isCodable else { return .native }
+    if let wrapped = wrappedType { return .fault(wrapped) }
+    return .codable
+  }
 
   init?(_ variable: VariableDeclSyntax) {
     let modifiers = variable.modifiers.map(\.name.tokenKind)
@@ -292,6 +468,7 @@ struct StoredProperty {
       @unknown default: return nil
       }
     }
+    declaration = variable
     hasObservers = binding.accessorBlock != nil
     name = pattern.identifier.trimmedDescription
     // Our own members (the registrar) are not properties of the model.
@@ -303,5 +480,41 @@ struct StoredProperty {
       return attribute.attributeName.trimmedDescription == "Transient"
     }
     isVariable = variable.bindingSpecifier.tokenKind == .keyword(.var)
+    let attribute = variable.attributes.lazy.compactMap { element -> AttributeSyntax? in
+      guard case .attribute(let attribute) = element,
+        attribute.attributeName.trimmedDescription == "Attribute"
+      else { return nil }
+      return attribute
+    }.first
+    self.attribute = attribute
+    var options: [String] = []
+    var isCodable = false
+    var originalName: String?
+    var badOriginalName: ExprSyntax?
+    if case .argumentList(let arguments) = attribute?.arguments {
+      for argument in arguments {
+        if argument.label?.text == "originalName" {
+          if let literal = argument.expression.as(StringLiteralExprSyntax.self),
+            literal.segments.count == 1,
+            case .stringSegment(let segment) = literal.segments.first
+          {
+            originalName = segment.content.text
+          } else {
+            badOriginalName = argument.expression
+          }
+          continue
+        }
+        let option = argument.expression.trimmedDescription
+        if option == ".codable" || option.hasSuffix("AttributeOption.codable") {
+          isCodable = true
+        } else {
+          options.append(option)
+        }
+      }
+    }
+    self.options = options
+    self.isCodable = isCodable
+    self.originalName = originalName
+    self.badOriginalName = badOriginalName
   }
 }

@@ -17,6 +17,30 @@ extension PersistedPropertyMacro: AccessorMacro {
       let property = StoredProperty(variable)
     else { return [] }
     let name = property.name
+    if case .fault = property.storage {
+      // An optional `.codable` value behind a fault: rows load its bytes, decoded on first read.
+      return [
+        """
+        @storageRestrictions(initializes: _\(raw: name))
+        init(initialValue) {
+          _\(raw: name) = PersistenceCore.CodableFault(initialValue)
+        }
+        """,
+        """
+        get {
+          _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
+          return _\(raw: name).value
+        }
+        """,
+        """
+        set {
+          _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
+            _\(raw: name).value = newValue
+          }
+        }
+        """,
+      ]
+    }
     return [
       """
       @storageRestrictions(initializes: _\(raw: name))
@@ -49,6 +73,12 @@ extension PersistedPropertyMacro: PeerMacro {
     guard let variable = declaration.as(VariableDeclSyntax.self),
       let property = StoredProperty(variable)
     else { return [] }
+    if case .fault(let wrapped) = property.storage {
+      let initial = property.initializer.map { " = PersistenceCore.CodableFault(\($0))" } ?? ""
+      return [
+        "private var _\(raw: property.name): PersistenceCore.CodableFault<\(wrapped)>\(raw: initial)"
+      ]
+    }
     let type = property.type.map { ": \($0)" } ?? ""
     let initial = property.initializer.map { " = \($0)" } ?? ""
     return ["private var _\(raw: property.name)\(raw: type)\(raw: initial)"]
@@ -61,6 +91,16 @@ public struct TransientMacro: PeerMacro {
   public static func expansion(
     of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
     in context: some MacroExpansionContext
+  ) throws -> [DeclSyntax] {
+    []
+  }
+}
+
+/// `#Unique` and `#Index`: declarations `@Model` reads from the class's body; they expand to
+/// nothing themselves.
+public struct SchemaDeclarationMacro: DeclarationMacro {
+  public static func expansion(
+    of node: some FreestandingMacroExpansionSyntax, in context: some MacroExpansionContext
   ) throws -> [DeclSyntax] {
     []
   }

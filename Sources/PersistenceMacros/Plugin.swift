@@ -22,6 +22,7 @@ struct Provider: PluginProvider {
     case "ModelMacro": ModelMacro.self
     case "PersistedPropertyMacro": PersistedPropertyMacro.self
     case "TransientMacro": TransientMacro.self
+    case "SchemaDeclarationMacro": SchemaDeclarationMacro.self
     default: throw PluginError("The plugin PersistenceMacros has no macro named \(typeName).")
     }
   }

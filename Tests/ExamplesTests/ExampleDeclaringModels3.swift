@@ -18,6 +18,26 @@ import Persistence
   }
 }
 
+private struct Spot: Codable, Hashable, Sendable {
+  var latitude: Double
+  var longitude: Double
+}
+
+@Model final private class Venue {
+  #Unique<Venue>([\.code])
+  #Index<Venue>([\.city, \.rank])
+  @Attribute(.preserveValueOnDeletion) var code: String
+  @Attribute(originalName: "city_name") var city: String
+  var rank = 0
+  @Attribute(.codable) var spot: Spot?
+
+  init(code: String, city: String, spot: Spot? = nil) {
+    self.code = code
+    self.city = city
+    self.spot = spot
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -30,27 +50,6 @@ import Persistence
     .attribute(\.title, "title"),
     .attribute(\.folder, "folder", .indexed),
     .attribute(\.created, "created", .indexed))
-}
-
-private struct Cover: Codable, Hashable, Sendable {
-  var url: String
-}
-
-@Observable final private class Album: PersistentModel {
-  var title = ""
-  @ObservationIgnored var _coverFault = CodableFault<Cover>()
-  var cover: Cover? {
-    get {
-      access(keyPath: \.cover)
-      return _coverFault.value
-    }
-    set { withMutation(keyPath: \.cover) { _coverFault.value = newValue } }
-  }
-  init() {}
-  static let schema = ModelSchema<Album>(
-    "albums",
-    .attribute(\.title, "title"),
-    .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
 }
 
 private func exampleDeclaringModels3() async throws {

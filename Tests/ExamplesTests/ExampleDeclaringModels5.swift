@@ -18,6 +18,26 @@ import Persistence
   }
 }
 
+private struct Spot: Codable, Hashable, Sendable {
+  var latitude: Double
+  var longitude: Double
+}
+
+@Model final private class Venue {
+  #Unique<Venue>([\.code])
+  #Index<Venue>([\.city, \.rank])
+  @Attribute(.preserveValueOnDeletion) var code: String
+  @Attribute(originalName: "city_name") var city: String
+  var rank = 0
+  @Attribute(.codable) var spot: Spot?
+
+  init(code: String, city: String, spot: Spot? = nil) {
+    self.code = code
+    self.city = city
+    self.spot = spot
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -80,16 +100,5 @@ private struct Cover: Codable, Hashable, Sendable {
 }
 
 private func exampleDeclaringModels5() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
-  _ = url
-  _ = container
-  _ = context
-  _ = note
+
 }

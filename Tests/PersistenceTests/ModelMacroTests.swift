@@ -257,3 +257,139 @@ struct ModelMacroDiagnosticsTests {
       ])
   }
 }
+
+/// A position, stored as JSON.
+struct MacroSpot: Codable, Hashable, Sendable {
+  var latitude: Double
+  var longitude: Double
+}
+
+/// SwiftData's options: `@Attribute` with `.unique`-like constraints, `originalName`, `.codable`
+/// (optional: behind a fault), `#Unique` and `#Index`.
+@Model final class MacroPlace {
+  #Unique<MacroPlace>([\.code])
+  #Index<MacroPlace>([\.city, \.rank], [\.rank])
+  @Attribute(.preserveValueOnDeletion) var code: String
+  @Attribute(originalName: "city_name") var city = ""
+  var rank = 0
+  @Attribute(.codable, .sharesEqualValues) var spot: MacroSpot?
+
+  init(code: String, city: String, rank: Int, spot: MacroSpot?) {
+    self.code = code
+    self.city = city
+    self.rank = rank
+    self.spot = spot
+  }
+}
+
+/// A non-optional `.codable` value, decoded with its row.
+@Model final class MacroTagged {
+  @Attribute(.unique) var name: String
+  @Attribute(.codable) var tags: [String] = []
+
+  init(name: String, tags: [String]) {
+    self.name = name
+    self.tags = tags
+  }
+}
+
+@Suite("@Model: options and constraints it refuses")
+struct ModelMacroOptionDiagnosticsTests {
+  @Test(
+    "#Unique over several properties, key paths that are not persisted properties, .codable without a type or a value, an originalName that is not a literal"
+  )
+  func refused() throws {
+    let (errors, status) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      let column = "c"
+      @Model final class Constrained {
+        #Unique<Constrained>([\\.a, \\.b])
+        #Index<Constrained>([\\.a, \\.missing], [\\.a.count])
+        var a = ""
+        var b = 0
+        @Attribute(.codable) var inferred = [1]
+        @Attribute(.codable) var required: [Int]
+        @Attribute(originalName: column) var renamed = 0
+        init(required: [Int]) { self.required = required }
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      errors == [
+        "3: #Unique over several properties (a, b) is not supported yet: the store's upsert looks a row up by one unique column",
+        "4: #Index names persisted properties of this class, one step each (\\.name): \\.a.count is not one",
+        "4: #Index names persisted properties of this class, one step each (\\.name): \\.missing is not one",
+        "4: value of type 'Constrained' has no member 'missing'",
+        "7: A .codable property needs its type written out: 'inferred' has none",
+        "8: A .codable property that is not optional needs an initial value: 'required' has none for the model the store makes before loading a row, or for a column added to an existing table",
+        "9: originalName: names the column 'renamed' is stored in: give it as one string literal",
+      ])
+  }
+
+  @Test("a hand-written schema refuses @Attribute's .codable option")
+  func handWrittenCodableOption() {
+    #expect(throws: PersistenceError.self) {
+      try ModelContainer(
+        for: [WrongOption.self], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
+    }
+  }
+}
+
+/// `.codable` given to a hand-written attribute.
+@Observable final class WrongOption: PersistentModel {
+  var name = ""
+  static let schema = ModelSchema<WrongOption>("wrong_option", .attribute(\.name, "name", .codable))
+}
+
+@Suite("@Model: @Attribute options, .codable, #Unique and #Index")
+struct ModelMacroOptionsTests {
+  @Test("the schema has the options, the original column name, .codable columns and the indexes")
+  func schema() throws {
+    let attributes = MacroPlace.schema.attributes
+    #expect(attributes.map(\.name) == ["code", "city_name", "rank", "spot"])
+    #expect(attributes[0].options == [.preserveValueOnDeletion, .unique])
+    #expect(attributes[1].options == [.indexed(with: "rank")])
+    #expect(attributes[2].options == [.indexed])
+    #expect(attributes[3].options == [.sharesEqualValues])
+    #expect(attributes.map(\.isCodable) == [false, false, false, true])
+    #expect(MacroTagged.schema.attributes.map(\.isCodable) == [false, true])
+    #expect(MacroTagged.schema.attributes[0].options == [.unique])
+  }
+
+  @Test(
+    "a unique value inserted again updates its row; .codable values round-trip, decoded on first read where optional",
+    arguments: TestEngine.allCases)
+  func roundTrip(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroPlace.self, MacroTagged.self)
+    let context = ModelContext(container)
+    let spot = MacroSpot(latitude: 35, longitude: 135.7)
+    context.insert(MacroPlace(code: "kyo", city: "Kyoto", rank: 1, spot: spot))
+    context.insert(MacroPlace(code: "osa", city: "Osaka", rank: 2, spot: nil))
+    context.insert(MacroTagged(name: "a", tags: ["x", "y"]))
+    try context.save()
+    // The same code again: SwiftData's upsert.
+    let again = ModelContext(container)
+    again.insert(MacroPlace(code: "kyo", city: "Kyōto", rank: 3, spot: spot))
+    again.insert(MacroTagged(name: "a", tags: ["z"]))
+    try again.save()
+    let reader = ModelContext(container)
+    let places = try reader.fetch(FetchDescriptor<MacroPlace>(sortBy: [SortDescriptor(\.rank)]))
+    #expect(places.map(\.code) == ["osa", "kyo"])
+    #expect(places.map(\.city) == ["Osaka", "Kyōto"])
+    #expect(places.map(\.spot) == [nil, spot])
+    #expect(
+      try reader.fetchCount(
+        FetchDescriptor<MacroPlace>(predicate: #Predicate { $0.city == "Osaka" }))
+        == 1)
+    let tagged = try reader.fetch(FetchDescriptor<MacroTagged>())
+    #expect(tagged.map(\.tags) == [["z"]])
+    tagged[0].tags.append("w")
+    places[0].spot = spot
+    try reader.save()
+    let third = ModelContext(container)
+    #expect(try third.fetch(FetchDescriptor<MacroTagged>()).map(\.tags) == [["z", "w"]])
+    #expect(
+      try third.fetch(FetchDescriptor<MacroPlace>(sortBy: [SortDescriptor(\.rank)])).map(\.spot)
+        == [spot, spot])
+  }
+}

@@ -31,4 +31,7 @@ public struct AttributeOption: Hashable, Sendable {
   /// encoding; the others are written straight to bytes, which costs less than finding an
   /// equal value. Do not use it for a type whose instances can change.
   public static let sharesEqualValues = AttributeOption("sharesEqualValues")
+  /// For `@Attribute` of a `@Model` class: the property is stored as JSON, what `.codable(…)`
+  /// declares in a hand-written schema, whose attributes refuse this option.
+  public static let codable = AttributeOption("codable")
 }

@@ -131,3 +131,28 @@ public enum ModelDefaults {
     )
   }
 }
+
+/// The options of a `@Model` class's stored property, as SwiftData spells them:
+/// `@Attribute(.unique)`, `@Attribute(.preserveValueOnDeletion)`, `@Attribute(.codable)`,
+/// `@Attribute(originalName: "start_date")`, and ours, `.indexed`, `.indexed(with:)` and
+/// `.sharesEqualValues`. `originalName` names the column the property is stored in (the
+/// property's name by default). `.codable` stores any `Codable` value as JSON, opaque to
+/// predicates and sorts; an optional one is kept as its stored bytes and decoded on first read
+/// (a ``CodableFault``), a non-optional one is decoded with its row and needs an initial value.
+@attached(peer)
+public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
+  #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
+
+/// Makes each list of a `@Model` class's properties unique (`#Unique<Note>([\.slug])`):
+/// inserting a model whose value is stored already updates that row, SwiftData's upsert. A list
+/// of one property is supported; a list of several is a compile-time error for now.
+@freestanding(declaration)
+public macro Unique<Model>(_ constraints: [PartialKeyPath<Model>]...) =
+  #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")
+
+/// Indexes each list of a `@Model` class's properties (`#Index<Trip>([\.start], [\.longitude,
+/// \.latitude])`): a list of one makes an index on its column, a list of several one index on
+/// their columns in that order (``AttributeOption/indexed(with:)``).
+@freestanding(declaration)
+public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
+  #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")

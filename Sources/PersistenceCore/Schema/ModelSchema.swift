@@ -201,6 +201,11 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
         throw bad(
           "the name '\(attribute.name)' is used twice (attributes and relationships share names)")
       }
+      if attribute.options.contains(.codable) {
+        throw bad(
+          "the attribute '\(attribute.name)' has the option .codable, which is @Attribute's: declare it with .codable(…)"
+        )
+      }
       if attribute.isCodable && (attribute.isUnique || attribute.isIndexed) {
         throw bad(
           "the .codable attribute '\(attribute.name)' cannot be .unique or .indexed: its value is opaque"

@@ -2,7 +2,6 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
 @Model final private class Memo {
@@ -18,21 +17,39 @@ import Persistence
   }
 }
 
-@Observable final private class Note: PersistentModel {
-  var id = UUID()
-  var title = ""
-  var folder = ""
-  var created = Date()
-  init() {}
-  static let schema = ModelSchema<Note>(
-    "notes",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.title, "title"),
-    .attribute(\.folder, "folder", .indexed),
-    .attribute(\.created, "created", .indexed))
+private struct Spot: Codable, Hashable, Sendable {
+  var latitude: Double
+  var longitude: Double
+}
+
+@Model final private class Venue {
+  #Unique<Venue>([\.code])
+  #Index<Venue>([\.city, \.rank])
+  @Attribute(.preserveValueOnDeletion) var code: String
+  @Attribute(originalName: "city_name") var city: String
+  var rank = 0
+  @Attribute(.codable) var spot: Spot?
+
+  init(code: String, city: String, spot: Spot? = nil) {
+    self.code = code
+    self.city = city
+    self.spot = spot
+  }
 }
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 2.
 func exampleDeclaringModels2() async throws {
 
+  let venues = try ModelContainer(
+    for: Venue.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "venues.sqlite")))
+  let first = ModelContext(venues)
+  first.insert(Venue(code: "kix", city: "Osaka"))
+  try first.save()
+  let second = ModelContext(venues)
+  second.insert(Venue(code: "kix", city: "Izumisano", spot: Spot(latitude: 34.4, longitude: 135.2)))
+  try second.save()  // the same code: the stored row is updated
+  print(try ModelContext(venues).fetch(FetchDescriptor<Venue>()).map(\.city))  // ["Izumisano"]
+  _ = venues
+  _ = first
+  _ = second
 }

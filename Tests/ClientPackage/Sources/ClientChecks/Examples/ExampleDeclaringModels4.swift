@@ -18,6 +18,26 @@ import Persistence
   }
 }
 
+private struct Spot: Codable, Hashable, Sendable {
+  var latitude: Double
+  var longitude: Double
+}
+
+@Model final private class Venue {
+  #Unique<Venue>([\.code])
+  #Index<Venue>([\.city, \.rank])
+  @Attribute(.preserveValueOnDeletion) var code: String
+  @Attribute(originalName: "city_name") var city: String
+  var rank = 0
+  @Attribute(.codable) var spot: Spot?
+
+  init(code: String, city: String, spot: Spot? = nil) {
+    self.code = code
+    self.city = city
+    self.spot = spot
+  }
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -51,32 +71,6 @@ private struct Cover: Codable, Hashable, Sendable {
     "albums",
     .attribute(\.title, "title"),
     .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
-}
-
-@Observable final private class Visit: PersistentModel {
-  var place = ""
-  var day = Date(timeIntervalSinceReferenceDate: 0)
-  var minutes = 0
-  init() {}
-  init(place: String, day: Date, minutes: Int) {
-    self.place = place
-    self.day = day
-    self.minutes = minutes
-  }
-  static let schema = ModelSchema<Visit>(
-    "visits",
-    .attribute(\.place, "place", .indexed),
-    .attribute(\.day, "day"),
-    .attribute(\.minutes, "minutes")
-  )
-  .loading { row in
-    try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
-  }
-  .saving { visit, row in
-    try row.bind(\.place, visit.place)
-    try row.bind(\.day, visit.day)
-    try row.bind(\.minutes, visit.minutes)
-  }
 }
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 4.

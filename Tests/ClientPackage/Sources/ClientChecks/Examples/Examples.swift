@@ -8,6 +8,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringModels3", exampleDeclaringModels3),
   ("exampleDeclaringModels4", exampleDeclaringModels4),
   ("exampleDeclaringModels5", exampleDeclaringModels5),
+  ("exampleDeclaringModels6", exampleDeclaringModels6),
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("examplePersistence1", examplePersistence1),
