@@ -956,12 +956,23 @@ struct RelationshipDeclarationTests {
     return error
   }
 
-  @Test("a relationship to a model the container was not given")
-  func missingTarget() throws {
-    let error = try refusal([Room.self])
-    #expect(error.code == .invalidValue)
-    #expect(error.message.contains("'hotel' of Room"))
-    #expect(error.message.contains("Hotel, which is not part of this container"))
+  @Test(
+    "a container given one model finds the models its relationships reach, as SwiftData's does",
+    arguments: TestEngine.allCases)
+  func reachedTargets(engine: TestEngine) throws {
+    // Room reaches Hotel, which reaches Review.
+    let container = try engineContainer(engine, Room.self)
+    let context = ModelContext(container)
+    let hotel = Hotel()
+    hotel.name = "Inn"
+    let room = Room()
+    room.number = 7
+    room.hotel = hotel
+    context.insert(room)
+    try context.save()
+    let reader = ModelContext(container)
+    #expect(try reader.fetch(FetchDescriptor<Hotel>()).map { $0.rooms.map(\.number) } == [[7]])
+    #expect(try reader.fetchCount(FetchDescriptor<Review>()) == 0)
   }
 
   @Test("an inverse that does not point back")

@@ -52,13 +52,30 @@ public final class ModelContainer: Sendable {
       for: types, configuration: configurations.first ?? ModelConfiguration(), engine: engine)
   }
 
-  /// Opens (creating if needed) a store for the given model types with one configuration and
-  /// `engine`.
+  /// Opens (creating if needed) a store for the given model types, and the types their
+  /// relationships reach, with one configuration and `engine`.
   public init(
     for types: [any PersistentModel.Type], configuration: ModelConfiguration,
     engine: any StoreEngine
   ) throws {
     self.configuration = configuration
+    // The types given and every type their relationships reach, as SwiftData's container
+    // finds them: a container for trips alone stores their bucket lists too. O(types +
+    // relationships).
+    var types = types
+    var reached = Set(types.map { ObjectIdentifier($0) })
+    func targets<Model: PersistentModel>(_: Model.Type) -> [any PersistentModel.Type] {
+      Model.schema.relationships.map(\.target)
+    }
+    var next = 0
+    while next < types.count {
+      let type: any PersistentModel.Type = types[next]
+      let found = targets(type)
+      for target in found where reached.insert(ObjectIdentifier(target)).inserted {
+        types.append(target)
+      }
+      next += 1
+    }
     var entities: [ObjectIdentifier: EntityDescription] = [:]
     var made: [ObjectIdentifier: any EntityOperations] = [:]
     var names = Set<String>()
