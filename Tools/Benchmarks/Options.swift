@@ -18,8 +18,8 @@ struct Options {
   var phases: Set<String>?
 
   static let phaseNames = [
-    "insert", "fetch", "sectioned", "values", "indexed", "contains", "count", "bounds", "update",
-    "watch", "listhead", "memory",
+    "insert", "fetch", "macro", "sectioned", "values", "indexed", "contains", "count", "bounds",
+    "update", "watch", "listhead", "memory",
   ]
 
   /// Phases that run only when named: long measurements beside the comparison.

@@ -252,6 +252,62 @@ if options.wants("fetch") {
   check(oursSum == baseSum, "fetch all checksums \(oursSum) vs \(baseSum)")
 }
 
+// MARK: @Model trips: what the macro generates, beside Trip's hand-written code and C
+
+if options.wants("macro") {
+  // The same trips in a table of `MacroTrip`, inserted in the order C's fetch reads them
+  // (start date, then key), so that ties come back in the same order and checksums agree.
+  let macroStore = storeURL("macro.sqlite")
+  removeStore(macroStore)
+  let macroContainer = try ModelContainer(
+    for: MacroTrip.self, configurations: ModelConfiguration(url: macroStore))
+  do {
+    let records = try ModelContext(container).fetch(
+      FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self)
+    let context = ModelContext(macroContainer)
+    for record in records { context.insert(MacroTrip(record)) }
+    try context.save()
+  }
+  if let handle = tb_open(macroStore.path, 65_536) {
+    check(tb_checkpoint(handle) == 0, "checkpoint failed")
+    tb_close(handle)
+  }
+  var macroSum: UInt64 = 0
+  var baseSum: UInt64 = 0
+  try compare(
+    "@Model trips: fetch all / C",
+    ours: {
+      let trips = try ModelContext(macroContainer).fetch(
+        FetchDescriptor<MacroTrip>(sortBy: [SortDescriptor(\.startDate)]))
+      macroSum = checksum(trips)
+    },
+    base: {
+      var out = tb_trips()
+      check(tb_fetch(db, nil, nil, "\"start_date\", \"_pk\"", 0, &out) == 0, "C fetch failed")
+      baseSum = tb_checksum(&out)
+      tb_free_trips(&out)
+    })
+  check(macroSum == baseSum, "@Model fetch checksums \(macroSum) vs \(baseSum)")
+  var handSum: UInt64 = 0
+  try compare(
+    "@Model trips: fetch all / Trip",
+    ours: {
+      let trips = try ModelContext(macroContainer).fetch(
+        FetchDescriptor<MacroTrip>(sortBy: [SortDescriptor(\.startDate)]))
+      macroSum = checksum(trips)
+    },
+    base: {
+      do {
+        let trips = try ModelContext(container).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+        handSum = checksum(trips)
+      } catch {
+        check(false, "hand-written fetch failed: \(error)")
+      }
+    })
+  check(macroSum == handSum, "@Model and Trip checksums \(macroSum) vs \(handSum)")
+}
+
 // MARK: Sectioned fetch by destination
 
 if options.wants("sectioned") {
