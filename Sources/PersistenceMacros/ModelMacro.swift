@@ -29,13 +29,20 @@ extension ModelMacro: MemberMacro {
     else { return [] }
     let name = model.name
     let access = model.access
-    let persisted = model.properties.filter { !$0.isTransient }
-    // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
-    // (it keeps faults): such a model is loaded and bound through its declarations.
-    let fast = !persisted.contains {
-      if case .codable = $0.storage { return true }
+    let persisted = model.properties.filter { !$0.isTransient && $0.relationship == nil }
+    let relationships = model.properties.filter { $0.relationship != nil }
+    let toMany = relationships.filter {
+      if case .toMany = $0.relationship { return true }
       return false
     }
+    // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
+    // (it keeps faults), and a to-one's key is a column no loader reads: such a model is
+    // loaded and bound through its declarations.
+    let fast =
+      !persisted.contains {
+        if case .codable = $0.storage { return true }
+        return false
+      } && toMany.count == relationships.count
     var members: [DeclSyntax] = []
     members.append(
       """
@@ -53,6 +60,17 @@ extension ModelMacro: MemberMacro {
       case .codable: return "    .codable(\(head), storage: \\._\(property.name))"
       }
     }
+    let links = relationships.map { property -> String in
+      let rule = property.deleteRule.map { ", deleteRule: \($0)" } ?? ""
+      let inverse = property.inverse.map { ", inverse: \($0)" } ?? ""
+      if case .toMany = property.relationship {
+        return
+          "    .toMany(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule))"
+      }
+      return
+        "    .toOne(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)\(inverse)\(rule))"
+    }
+    let declarations = attributes + links
     let loads = persisted.map { property -> String in
       if case .fault = property.storage {
         return "    self._\(property.name) = try row.fault(\\.\(property.name))"
@@ -78,9 +96,26 @@ extension ModelMacro: MemberMacro {
       """
       /// The table \(raw: literal(name)), a column per persisted property (written by `@Model`).
       \(raw: access)static let schema = PersistenceCore.ModelSchema<\(raw: name)>(
-        \(raw: literal(name))\(raw: attributes.isEmpty ? "" : ",\n" + attributes.joined(separator: ",\n"))
+        \(raw: literal(name))\(raw: declarations.isEmpty ? "" : ",\n" + declarations.joined(separator: ",\n"))
       )\(raw: rowCode)
       """)
+    if !toMany.isEmpty {
+      members.append(
+        """
+        /// Where this model's relationships load from, set by the store (written by `@Model`).
+        @exclusivity(unchecked) \(raw: access)var linkOrigin = PersistenceCore.LinkOrigin()
+        """)
+      for property in toMany {
+        guard case .toMany(let target) = property.relationship else { continue }
+        members.append(
+          """
+          /// The link of `\(raw: property.name)`, made on first use (written by `@Model`).
+          private var _\(raw: property.name)Link: PersistenceCore.ToMany<\(target)> {
+            link(&_\(raw: property.name))
+          }
+          """)
+      }
+    }
     if fast {
       members.append(
         """
@@ -132,14 +167,22 @@ extension ModelMacro: ExtensionMacro {
     in context: some MacroExpansionContext
   ) throws -> [ExtensionDeclSyntax] {
     var diagnostics: [Diagnostic] = []
-    guard ModelDeclaration(declaration, attribute: node, diagnostics: &diagnostics) != nil else {
+    guard let model = ModelDeclaration(declaration, attribute: node, diagnostics: &diagnostics)
+    else {
       for diagnostic in diagnostics { context.diagnose(diagnostic) }
       return []
     }
-    guard !protocols.isEmpty else { return [] }
+    let hasToMany = model.properties.contains {
+      if case .toMany = $0.relationship { return true }
+      return false
+    }
+    let wanted = protocols.filter {
+      hasToMany || !$0.trimmedDescription.hasSuffix("LinksOnFirstUse")
+    }
+    guard !wanted.isEmpty else { return [] }
     return [
       try ExtensionDeclSyntax(
-        "extension \(type.trimmed): \(raw: protocols.map(\.trimmedDescription).joined(separator: ", ")) {}"
+        "extension \(type.trimmed): \(raw: wanted.map(\.trimmedDescription).joined(separator: ", ")) {}"
       )
     ]
   }
@@ -276,6 +319,28 @@ struct ModelDeclaration {
         valid = false
         continue  // Swift itself says a stored property needs a type.
       }
+      if property.relationshipAttribute != nil {
+        if let problem = property.relationshipProblem {
+          diagnostics.append(
+            Diagnostic(
+              node: property.relationshipAttribute.map(Syntax.init) ?? Syntax(variable),
+              message: ModelDiagnostic.error(problem.id, problem.message)))
+          valid = false
+          continue
+        }
+      } else if !property.isTransient && !property.isCodable
+        && property.type?.is(ArrayTypeSyntax.self) == true
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: variable,
+            message: ModelDiagnostic.error(
+              "array",
+              "An array is stored as a relationship (@Relationship) or as JSON (@Attribute(.codable)): '\(property.name)' is neither"
+            )))
+        valid = false
+        continue
+      }
       properties.append(property)
     }
     let declaresEmptyInitializer = type.memberBlock.members.contains { member in
@@ -319,7 +384,9 @@ struct ModelDeclaration {
     // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
     var constraints: [String: [String]] = [:]
     let columns = Dictionary(
-      properties.filter { !$0.isTransient }.map { ($0.name, $0.column) },
+      properties.filter { !$0.isTransient && $0.relationshipAttribute == nil }.map {
+        ($0.name, $0.column)
+      },
       uniquingKeysWith: { first, _ in first })
     for member in type.memberBlock.members {
       guard let expansion = member.decl.as(MacroExpansionDeclSyntax.self) else { continue }
@@ -405,6 +472,66 @@ struct StoredProperty {
   let hasObservers: Bool
   /// Its declaration, where errors about it are shown.
   let declaration: VariableDeclSyntax
+  /// Its `@Relationship`, if it has one.
+  let relationshipAttribute: AttributeSyntax?
+  /// `@Relationship`'s `inverse:` and `deleteRule:` arguments, as written.
+  let inverse: ExprSyntax?
+  let deleteRule: ExprSyntax?
+
+  /// What a `@Relationship` property is: a to-one (`T?`) or a to-many (`[T]`) of `T`.
+  enum RelationshipKind {
+    case toOne(TypeSyntax)
+    case toMany(TypeSyntax)
+  }
+
+  /// Why `@Relationship` cannot apply to this property as declared, as (id, message); nil when
+  /// it can.
+  var relationshipProblem: (id: String, message: String)? {
+    if isTransient || !isVariable {
+      return (
+        "relationshipStored", "A relationship is a stored 'var' of the model: '\(name)' is not one"
+      )
+    }
+    if attribute != nil {
+      return (
+        "relationshipAttribute",
+        "@Attribute does not apply to a relationship: '\(name)' is stored as its related rows' keys"
+      )
+    }
+    guard let kind = relationship else {
+      return (
+        "relationshipType",
+        "A relationship is an optional model (Hotel?) or an array of models ([Room]): '\(name)' is neither"
+      )
+    }
+    switch kind {
+    case .toMany:
+      let empty = initializer?.as(ArrayExprSyntax.self)?.elements.isEmpty ?? false
+      if !empty {
+        return (
+          "toManyStart",
+          "A to-many relationship starts empty: declare '\(name)' with '= []', and set it once the model's stored properties are"
+        )
+      }
+    case .toOne:
+      if initializer != nil {
+        return (
+          "toOneStart",
+          "A to-one relationship starts as nil: leave out the initial value of '\(name)', and set it once the model's stored properties are"
+        )
+      }
+    }
+    return nil
+  }
+
+  /// The relationship's kind, from its type; nil for a property that is not one, or whose
+  /// type is neither `T?` nor `[T]`.
+  var relationship: RelationshipKind? {
+    guard relationshipAttribute != nil, let type else { return nil }
+    if let array = type.as(ArrayTypeSyntax.self) { return .toMany(array.element.trimmed) }
+    if let wrapped = wrappedType { return .toOne(wrapped) }
+    return nil
+  }
   /// Its `@Attribute`, if it has one.
   let attribute: AttributeSyntax?
   /// The options of its `@Attribute` other than `.codable`, as written (`.unique`).
@@ -487,6 +614,24 @@ struct StoredProperty {
       return attribute
     }.first
     self.attribute = attribute
+    let relationshipAttribute = variable.attributes.lazy.compactMap {
+      element -> AttributeSyntax? in
+      guard case .attribute(let attribute) = element,
+        attribute.attributeName.trimmedDescription == "Relationship"
+      else { return nil }
+      return attribute
+    }.first
+    self.relationshipAttribute = relationshipAttribute
+    var inverse: ExprSyntax?
+    var deleteRule: ExprSyntax?
+    if case .argumentList(let arguments) = relationshipAttribute?.arguments {
+      for argument in arguments {
+        if argument.label?.text == "inverse" { inverse = argument.expression.trimmed }
+        if argument.label?.text == "deleteRule" { deleteRule = argument.expression.trimmed }
+      }
+    }
+    self.inverse = inverse
+    self.deleteRule = deleteRule
     var options: [String] = []
     var isCodable = false
     var originalName: String?

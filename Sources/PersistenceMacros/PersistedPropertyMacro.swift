@@ -17,6 +17,27 @@ extension PersistedPropertyMacro: AccessorMacro {
       let property = StoredProperty(variable)
     else { return [] }
     let name = property.name
+    switch property.relationship {
+    case .toOne:
+      // The key-storing side of a one-to-many: an eager link, its key loaded with the row.
+      return [
+        "get { _\(raw: name).value(of: self) }",
+        "set { _\(raw: name).set(newValue, of: self) }",
+      ]
+    case .toMany:
+      // Its link made on first use (`LinksOnFirstUse`). It starts empty (`= []`, which the
+      // model's check requires): the initial value is not kept.
+      return [
+        """
+        @storageRestrictions(accesses: _\(raw: name))
+        init(initialValue) {
+        }
+        """,
+        "get { _\(raw: name)Link.value(of: self) }",
+        "set { _\(raw: name)Link.set(newValue, of: self) }",
+      ]
+    case nil: break
+    }
     if case .fault = property.storage {
       // An optional `.codable` value behind a fault: rows load its bytes, decoded on first read.
       return [
@@ -73,6 +94,15 @@ extension PersistedPropertyMacro: PeerMacro {
     guard let variable = declaration.as(VariableDeclSyntax.self),
       let property = StoredProperty(variable)
     else { return [] }
+    switch property.relationship {
+    case .toOne(let target):
+      return ["private let _\(raw: property.name) = PersistenceCore.ToOne<\(target)>()"]
+    case .toMany(let target):
+      return [
+        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToMany<\(target)>? = nil"
+      ]
+    case nil: break
+    }
     if case .fault(let wrapped) = property.storage {
       let initial = property.initializer.map { " = PersistenceCore.CodableFault(\($0))" } ?? ""
       return [

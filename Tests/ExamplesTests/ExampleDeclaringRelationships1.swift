@@ -2,90 +2,42 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
-@Observable final private class Hotel: PersistentModel {
-  var name = ""
-  let roomsLink = ToMany<Room>()
-  var rooms: [Room] {
-    get { roomsLink.value(of: self) }
-    set { roomsLink.set(newValue, of: self) }
-  }
-  let reviewsLink = ToMany<Review>()
-  var reviews: [Review] {
-    get { reviewsLink.value(of: self) }
-    set { reviewsLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Hotel>(
-    "hotels",
-    .attribute(\.name, "name", .unique),
-    .toMany(
-      \.rooms, "rooms", link: \.roomsLink, inverse: \.hotel, deleteRule: .cascade,
-      orderBy: \.number),
-    .toMany(\.reviews, "reviews", link: \.reviewsLink, inverse: \.hotel))
+@Model final private class Author {
+  #Unique<Author>([\.name])
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \Novel.author) var novels: [Novel] = []
+
+  init(name: String) { self.name = name }
 }
 
-@Observable final private class Room: PersistentModel {
-  var number = 0
-  let hotelLink = ToOne<Hotel>()
-  var hotel: Hotel? {
-    get { hotelLink.value(of: self) }
-    set { hotelLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Room>(
-    "rooms",
-    .attribute(\.number, "number"),
-    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.rooms))
-}
+@Model final private class Novel {
+  var title: String
+  var year: Int
+  @Relationship var author: Author?
 
-@Observable final private class Review: PersistentModel {
-  var text = ""
-  let hotelLink = ToOne<Hotel>()
-  var hotel: Hotel? {
-    get { hotelLink.value(of: self) }
-    set { hotelLink.set(newValue, of: self) }
+  init(title: String, year: Int) {
+    self.title = title
+    self.year = year
   }
-  init() {}
-  static let schema = ModelSchema<Review>(
-    "reviews",
-    .attribute(\.text, "text"),
-    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.reviews))
 }
 
 private func exampleDeclaringRelationships1() async throws {
 
-  let container = try ModelContainer(
-    for: Hotel.self, Room.self, Review.self,
-    configurations: ModelConfiguration(url: URL(fileURLWithPath: "hotels.sqlite")))
-  let context = ModelContext(container)
-  let hotel = Hotel()
-  hotel.name = "Kyoto Inn"
-  context.insert(hotel)
-  let room = Room()
-  room.number = 101
-  room.hotel = hotel  // hotel.rooms holds it at once; the save inserts it too
-  try context.save()
-
-  // Rooms whose hotel is in Kyoto, hotels with a room above 100: SQL subqueries.
-  let kyoto = try context.fetch(
-    FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }))
-  let large = try context.fetch(
-    FetchDescriptor<Hotel>(predicate: #Predicate { $0.rooms.contains { $0.number > 100 } }))
-
-  // Every hotel with its rooms, in two queries whatever the number of hotels.
-  var descriptor = FetchDescriptor<Hotel>(sortBy: [SortDescriptor(\.name)])
-  descriptor.relationshipKeyPathsForPrefetching = [\.rooms]
-  for hotel in try context.fetch(descriptor) { print(hotel.name, hotel.rooms.map(\.number)) }
-
-  context.delete(hotel)  // its rooms go with it; its reviews stay, pointing to no hotel
-  try context.save()
-  _ = container
-  _ = context
-  _ = hotel
-  _ = room
-  _ = kyoto
-  _ = large
+  let library = try ModelContainer(
+    for: Novel.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "novels.sqlite")))
+  let shelf = ModelContext(library)
+  let soseki = Author(name: "Natsume Sōseki")
+  shelf.insert(soseki)
+  soseki.novels = [Novel(title: "Kokoro", year: 1914), Novel(title: "Botchan", year: 1906)]
+  try shelf.save()
+  let early = try ModelContext(library).fetch(
+    FetchDescriptor<Novel>(
+      predicate: #Predicate { $0.author?.name == "Natsume Sōseki" && $0.year < 1910 }))
+  print(early.map(\.title))  // ["Botchan"]
+  _ = library
+  _ = shelf
+  _ = soseki
+  _ = early
 }

@@ -393,3 +393,134 @@ struct ModelMacroOptionsTests {
         == [spot, spot])
   }
 }
+
+/// A hotel, its rooms (deleted with it) and its reviews (which stay), declared with `@Model`
+/// and `@Relationship`, each inverse named on one side (the rooms' here, the reviews' there).
+@Model final class MacroHotel {
+  #Unique<MacroHotel>([\.name])
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \MacroRoom.hotel) var rooms: [MacroRoom] = []
+  @Relationship var reviews: [MacroReview] = []
+
+  init(name: String) { self.name = name }
+}
+
+/// A room of a hotel.
+@Model final class MacroRoom {
+  var number: Int
+  @Relationship var hotel: MacroHotel?
+
+  init(number: Int) { self.number = number }
+}
+
+/// A review of a hotel.
+@Model final class MacroReview {
+  var text: String
+  @Relationship(inverse: \MacroHotel.reviews) var hotel: MacroHotel?
+
+  init(text: String, hotel: MacroHotel) {
+    self.text = text
+    self.hotel = hotel
+  }
+}
+
+@Suite("@Model: @Relationship")
+struct ModelMacroRelationshipTests {
+  @Test(
+    "to-one and to-many round-trip; a container for rooms finds hotels and reviews; predicates and prefetch through them; a cascade deletes rooms, reviews stay",
+    arguments: TestEngine.allCases)
+  func relationships(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroRoom.self)
+    let context = ModelContext(container)
+    let inn = MacroHotel(name: "Inn")
+    let lodge = MacroHotel(name: "Lodge")
+    context.insert(inn)
+    context.insert(lodge)
+    inn.rooms = [MacroRoom(number: 101), MacroRoom(number: 102)]
+    let loose = MacroRoom(number: 7)
+    loose.hotel = lodge
+    #expect(lodge.rooms.map(\.number) == [7])
+    _ = MacroReview(text: "quiet", hotel: inn)
+    #expect(inn.reviews.map(\.text) == ["quiet"])
+    try context.save()
+
+    let reader = ModelContext(container)
+    let hotels = try reader.fetch(FetchDescriptor<MacroHotel>(sortBy: [SortDescriptor(\.name)]))
+    #expect(hotels.map(\.name) == ["Inn", "Lodge"])
+    #expect(hotels.map { $0.rooms.map(\.number).sorted() } == [[101, 102], [7]])
+    #expect(hotels.map { $0.reviews.map(\.text) } == [["quiet"], []])
+    let innRooms = try reader.fetch(
+      FetchDescriptor<MacroRoom>(
+        predicate: #Predicate { $0.hotel?.name == "Inn" }, sortBy: [SortDescriptor(\.number)]))
+    #expect(innRooms.map(\.number) == [101, 102])
+    #expect(innRooms.allSatisfy { $0.hotel === hotels[0] })
+    var prefetched = FetchDescriptor<MacroHotel>(sortBy: [SortDescriptor(\.name)])
+    prefetched.relationshipKeyPathsForPrefetching = [\.rooms]
+    #expect(
+      try ModelContext(container).fetch(prefetched).map { $0.rooms.count } == [2, 1])
+
+    reader.delete(hotels[0])
+    try reader.save()
+    let after = ModelContext(container)
+    #expect(try after.fetch(FetchDescriptor<MacroRoom>()).map(\.number) == [7])
+    let reviews = try after.fetch(FetchDescriptor<MacroReview>())
+    #expect(reviews.map(\.text) == ["quiet"])
+    #expect(reviews.map { $0.hotel == nil } == [true])
+  }
+}
+
+/// Two models related with no inverse named on either side.
+@Model final class UnnamedOwner {
+  var name = ""
+  @Relationship var pets: [UnnamedPet] = []
+}
+
+/// See ``UnnamedOwner``.
+@Model final class UnnamedPet {
+  var name = ""
+  @Relationship var owner: UnnamedOwner?
+}
+
+@Suite("@Model: relationships it refuses")
+struct ModelMacroRelationshipDiagnosticsTests {
+  @Test(
+    "a to-many without '= []', a to-one with an initial value, a type that is neither, @Attribute on one, an array neither related nor .codable"
+  )
+  func refused() throws {
+    let (errors, status) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      @Model final class Owner {
+        @Relationship var pets: [Pet]
+        @Relationship var best: Pet? = nil
+        @Relationship var count: Int = 0
+        @Attribute(.unique) @Relationship var other: Pet?
+        var tags: [String] = []
+        init(pets: [Pet]) { self.pets = pets }
+      }
+      @Model final class Pet {
+        var name = ""
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      errors == [
+        "2: A to-many relationship starts empty: declare 'pets' with '= []', and set it once the model's stored properties are",
+        "3: A to-one relationship starts as nil: leave out the initial value of 'best', and set it once the model's stored properties are",
+        "4: A relationship is an optional model (Hotel?) or an array of models ([Room]): 'count' is neither",
+        "5: @Attribute does not apply to a relationship: 'other' is stored as its related rows' keys",
+        "6: An array is stored as a relationship (@Relationship) or as JSON (@Attribute(.codable)): 'tags' is neither",
+      ])
+  }
+
+  @Test(
+    "a relationship whose inverse neither side names is refused when the container opens, naming it"
+  )
+  func noInverse() throws {
+    let error = try #require(throws: PersistenceError.self) {
+      try ModelContainer(
+        for: [UnnamedOwner.self], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
+    }
+    #expect(error.message.contains("'pets' of UnnamedOwner"))
+    #expect(error.message.contains("names no inverse"))
+  }
+}

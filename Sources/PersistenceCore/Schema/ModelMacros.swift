@@ -29,12 +29,9 @@ import Synchronization
 /// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet` or a name starting
 /// with `_`, a `@Transient` property without an initial value, two properties in one `var`.
-@attached(
-  member,
-  names: named(_$observationRegistrar), named(schema), named(init)
-)
+@attached(member, names: arbitrary)
 @attached(memberAttribute)
-@attached(extension, conformances: PersistentModel)
+@attached(extension, conformances: PersistentModel, LinksOnFirstUse)
 public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
 
 /// Marks a stored property of a `@Model` class that the store does not persist: no column, not
@@ -43,7 +40,7 @@ public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelM
 public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
 
 /// What `@Model` puts on each persisted property: accessors over backing storage `_name`,
-/// observed as `@Observable`'s are. Not written by hand.
+/// observed as `@Observable`'s are, or over a relationship's link. Not written by hand.
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(_))
 public macro _PersistedProperty() =
@@ -156,3 +153,15 @@ public macro Unique<Model>(_ constraints: [PartialKeyPath<Model>]...) =
 @freestanding(declaration)
 public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
   #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")
+
+/// Declares a relationship of a `@Model` class, as SwiftData does: a to-many (`[Room]`, which
+/// starts empty: `= []`) or a to-one (`Hotel?`, which starts as nil). One side names the other
+/// as its `inverse` (naming it on both makes a cycle the compiler refuses); the other side is
+/// marked `@Relationship` too, without arguments. A to-many's `deleteRule` is what deleting the
+/// model does to its related models (``DeleteRule``, `.nullify` by default). The to-one of a
+/// one-to-many stores the key; a to-many's link is made on first use (``LinksOnFirstUse``).
+/// Set a relationship once the model's stored properties are set, as any computed property of
+/// a class. A one-to-one is declared by hand for now (``ModelAttribute``'s `storesKey:`).
+@attached(peer)
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil) =
+  #externalMacro(module: "PersistenceMacros", type: "TransientMacro")

@@ -53,7 +53,7 @@ final class RelationshipInfo: Sendable {
   /// The property as users read it (predicates and sorts go through it), and the inverse's on
   /// the target. Key paths are immutable values.
   nonisolated(unsafe) let keyPath: AnyKeyPath
-  nonisolated(unsafe) let inverse: AnyKeyPath
+  nonisolated(unsafe) let inverse: AnyKeyPath?
   /// For a to-many, the child's attributes it is ordered by, first to last (empty when none
   /// is declared).
   nonisolated(unsafe) let order: [AnyKeyPath]
@@ -89,7 +89,7 @@ final class RelationshipInfo: Sendable {
 
   init(
     name: String, kind: Kind, storesKey: Bool, deleteRule: DeleteRule,
-    target: any PersistentModel.Type, keyPath: AnyKeyPath, inverse: AnyKeyPath,
+    target: any PersistentModel.Type, keyPath: AnyKeyPath, inverse: AnyKeyPath?,
     order: [AnyKeyPath], link: @escaping @Sendable (AnyObject) -> any RelationshipLink,
     existingLink: @escaping @Sendable (AnyObject) -> (any RelationshipLink)?,
     ownerReference: @escaping @Sendable (AnyObject) -> ContextReference?,
@@ -259,17 +259,26 @@ extension ModelAttribute {
   /// one, made where the model's type is known): a key path applied here, in code generic over
   /// the model, cost about 1,000 instructions a read (callgrind), and a fetch reads each
   /// loaded model's links.
-  private static func relationship<
+  fileprivate static func relationship<
     Target: PersistentModel, Value, Link: RelationshipObservation & RelationshipLink
   >(
     _ keyPath: KeyPath<Model, Value>, _ name: String,
     link: @escaping @Sendable (Model) -> Link,
     existing: (@Sendable (Model) -> Link?)? = nil, kind: RelationshipInfo.Kind,
-    storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>,
+    storesKey: Bool, deleteRule: DeleteRule, inverse: PartialKeyPath<Target>?,
     order: [PartialKeyPath<Target>], keyColumn: ModelAttribute?
   ) -> ModelAttribute {
-    nonisolated(unsafe) let inversePath = inverse
+    nonisolated(unsafe) let declaredInverse = inverse
     nonisolated(unsafe) let userPath = keyPath
+    /// The target's relationship that is this one's inverse: the one it names, else the one
+    /// of the target that names this one as its inverse (SwiftData's declarations name it on
+    /// one side). O(the target's relationships).
+    @Sendable func back() -> RelationshipInfo? {
+      if let declaredInverse { return Target.schema.relationship(for: declaredInverse) }
+      return Target.schema.relationships.first {
+        ObjectIdentifier($0.target) == ObjectIdentifier(Model.self) && $0.inverse == userPath
+      }
+    }
     let origin = LinkOriginAccess.of(Model.self)
     let info = RelationshipInfo(
       name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: Target.self,
@@ -285,16 +294,16 @@ extension ModelAttribute {
       },
       isMadeOnFirstUse: origin != nil && existing != nil,
       observation: { link(unsafeDowncast($0, to: Model.self)) },
-      inverseInfo: { Target.schema.relationship(for: inversePath) },
+      inverseInfo: back,
       inversePointsBack: {
-        guard let back = Target.schema.relationship(for: inversePath) else { return false }
+        guard let back = back() else { return false }
         return ObjectIdentifier(back.target) == ObjectIdentifier(Model.self)
-          && back.inverse == userPath
+          && (back.inverse == userPath || (back.inverse == nil && declaredInverse != nil))
       },
       targetTable: { Target.schema.name },
       predicateTable: { PredicateTable(Target.schema) },
       updateInverse: { owner, related, linked in
-        guard let back = Target.schema.relationship(for: inversePath) else { return }
+        guard let back = back() else { return }
         back.link(related).linkInverse(of: related, to: owner, linked: linked, info: back)
       })
     var entry: ModelAttribute
@@ -380,7 +389,15 @@ extension ModelSchema {
       guard let inverse = relationship.inverseInfo() else {
         throw bad(
           relationship,
-          "its inverse is not declared in the schema of \(relationship.targetName); declare it there with .toOne or .toMany"
+          relationship.inverse == nil
+            ? "it names no inverse, and no relationship of \(relationship.targetName) names it as its inverse; name the inverse on one side (@Relationship(inverse:), or inverse: in the schema)"
+            : "its inverse is not declared in the schema of \(relationship.targetName); declare it there with .toOne or .toMany"
+        )
+      }
+      if relationship.inverse == nil && inverse.inverse == nil {
+        throw bad(
+          relationship,
+          "neither it nor '\(inverse.name)' of \(relationship.targetName) names its inverse; name it on one side"
         )
       }
       guard relationship.inversePointsBack() else {
@@ -437,5 +454,36 @@ extension PersistentModel {
       attribute.relationship == nil
     else { return nil }
     return attribute.name
+  }
+}
+
+extension ModelAttribute {
+  /// A to-one that stores the key, whose inverse names it: the "many" side of a one-to-many
+  /// whose to-many says `inverse:` (as `@Relationship` declares a relationship's inverse on one
+  /// side). As ``toOne(_:_:link:inverse:)``, with the inverse found in the related model's
+  /// schema when the container opens.
+  public static func toOne<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToOne<Target>
+  ) -> ModelAttribute {
+    relationship(
+      keyPath, name, link: link, kind: .toOne, storesKey: true, deleteRule: .nullify,
+      inverse: nil as PartialKeyPath<Target>?, order: [], keyColumn: keyColumn(name, link: link))
+  }
+
+  /// A to-many whose inverse names it, its link made on first use: as
+  /// ``toMany(_:_:link:existing:inverse:deleteRule:orderBy:)``, with the inverse (the related
+  /// model's to-one that says `inverse:`) found in the related model's schema when the
+  /// container opens.
+  public static func toMany<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToMany<Target>,
+    existing: @escaping @Sendable (Model) -> ToMany<Target>?,
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
+  ) -> ModelAttribute where Model: LinksOnFirstUse {
+    relationship(
+      keyPath, name, link: link, existing: existing, kind: .toMany, storesKey: false,
+      deleteRule: deleteRule, inverse: nil as PartialKeyPath<Target>?, order: orderBy,
+      keyColumn: nil)
   }
 }

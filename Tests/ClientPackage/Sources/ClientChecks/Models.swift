@@ -84,3 +84,23 @@ struct Place: Codable, Hashable, Comparable, Sendable {
     self.lastSeen = lastSeen
   }
 }
+
+/// A guide and the tours they lead (deleted with them), related with `@Relationship`.
+@Model final class Guide {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \Tour.guide) var tours: [Tour] = []
+
+  init(name: String) { self.name = name }
+}
+
+/// A tour, led by a guide.
+@Model final class Tour {
+  var title: String
+  var minutes: Int
+  @Relationship var guide: Guide?
+
+  init(title: String, minutes: Int) {
+    self.title = title
+    self.minutes = minutes
+  }
+}

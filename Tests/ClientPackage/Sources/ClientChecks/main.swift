@@ -74,7 +74,7 @@ var failures = 0
 }
 
 let container = try ModelContainer(
-  for: Library.self, Shelf.self, Book.self, Visitor.self,
+  for: Library.self, Shelf.self, Book.self, Visitor.self, Guide.self,
   configurations: ModelConfiguration(url: url))
 
 // The fixture: (library, shelf, code, place, books as (title, pages)), and a book on no shelf.
@@ -342,6 +342,51 @@ check("@Model: a change saved is read back; a change to a fetched model is obser
   let again = try ModelContext(container).fetch(
     FetchDescriptor<Visitor>(predicate: #Predicate { $0.name == "Ana" }))
   return flag.raised && again.map(\.visits) == [11]
+}
+
+// @Model relationships: a container given guides finds tours; a predicate and a prefetch
+// through them; a cascade.
+let tours: [(guide: String, title: String, minutes: Int)] = [
+  ("Aiko", "Temples", 90), ("Aiko", "Markets", 45), ("Ben", "Harbour", 60),
+]
+check("@Relationship: set, saved, read back, a predicate through the to-one, prefetch") {
+  let context = ModelContext(container)
+  var guides: [String: Guide] = [:]
+  for (name, title, minutes) in tours {
+    let guide =
+      guides[name]
+      ?? {
+        let guide = Guide(name: name)
+        context.insert(guide)
+        guides[name] = guide
+        return guide
+      }()
+    let tour = Tour(title: title, minutes: minutes)
+    tour.guide = guide
+  }
+  try context.save()
+  let long = try ModelContext(container).fetch(
+    FetchDescriptor<Tour>(
+      predicate: #Predicate { $0.guide?.name == "Aiko" && $0.minutes > 50 }))
+  var prefetched = FetchDescriptor<Guide>(sortBy: [SortDescriptor(\.name)])
+  prefetched.relationshipKeyPathsForPrefetching = [\.tours]
+  let listed = try ModelContext(container).fetch(prefetched).map {
+    "\($0.name): \($0.tours.map(\.title).sorted().joined(separator: ", "))"
+  }
+  let expected = Dictionary(grouping: tours, by: \.guide).sorted { $0.key < $1.key }.map {
+    "\($0.key): \($0.value.map(\.title).sorted().joined(separator: ", "))"
+  }
+  return long.map(\.title) == tours.filter { $0.guide == "Aiko" && $0.minutes > 50 }.map(\.title)
+    && listed == expected
+}
+check("@Relationship: deleting a guide deletes their tours") {
+  let context = ModelContext(container)
+  let aiko = try context.fetch(FetchDescriptor<Guide>(predicate: #Predicate { $0.name == "Aiko" }))
+  guard let aiko = aiko.first else { return false }
+  context.delete(aiko)
+  try context.save()
+  let left = try ModelContext(container).fetch(FetchDescriptor<Tour>()).map(\.title)
+  return left == tours.filter { $0.guide != "Aiko" }.map(\.title)
 }
 
 // README's and the articles' persistence examples (Tools/examples.sh copies them here), each

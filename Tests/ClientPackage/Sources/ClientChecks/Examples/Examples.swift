@@ -11,6 +11,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringModels6", exampleDeclaringModels6),
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
+  ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
   ("examplePersistence1", examplePersistence1),
   ("examplePredicatesSortsSections1", examplePredicatesSortsSections1),
   ("examplePredicatesSortsSections2", examplePredicatesSortsSections2),
