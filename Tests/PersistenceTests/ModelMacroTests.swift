@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Persistence
 import Synchronization
+import TestSupport
 import Testing
 
 /// A model declared as SwiftData's users declare theirs: `@Model`, stored variables, an
@@ -459,10 +460,26 @@ struct ModelMacroRelationshipTests {
     #expect(
       try ModelContext(container).fetch(prefetched).map { $0.rooms.count } == [2, 1])
 
+    // Models compare by identity: a relationship compared with nil, in SQL (a count).
+    reader.insert(MacroRoom(number: 1))
+    try reader.save()
+    #expect(
+      try reader.fetchCount(FetchDescriptor<MacroRoom>(predicate: #Predicate { $0.hotel == nil }))
+        == 1)
+    #expect(
+      try reader.fetch(
+        FetchDescriptor<MacroRoom>(
+          predicate: #Predicate { $0.hotel != nil }, sortBy: [SortDescriptor(\.number)])
+      ).map(\.number) == [7, 101, 102])
+    #expect(hotels[0] == hotels[0] && hotels[0] != hotels[1])
+    #expect(Set(hotels).count == 2)
+
     reader.delete(hotels[0])
     try reader.save()
     let after = ModelContext(container)
-    #expect(try after.fetch(FetchDescriptor<MacroRoom>()).map(\.number) == [7])
+    #expect(
+      try after.fetch(FetchDescriptor<MacroRoom>(sortBy: [SortDescriptor(\.number)])).map(\.number)
+        == [1, 7])
     let reviews = try after.fetch(FetchDescriptor<MacroReview>())
     #expect(reviews.map(\.text) == ["quiet"])
     #expect(reviews.map { $0.hotel == nil } == [true])
@@ -479,6 +496,40 @@ struct ModelMacroRelationshipTests {
 @Model final class UnnamedPet {
   var name = ""
   @Relationship var owner: UnnamedOwner?
+}
+
+@Suite("@Model: a relationship compared with nil runs in SQL")
+struct ModelMacroNilComparisonTests {
+  @Test(
+    "== nil and != nil on a to-one are a condition on its key column, no row read to finish them",
+    arguments: TestEngine.allCases)
+  func nilComparison(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let configuration = ModelConfiguration(url: store.url)
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let container = try ModelContainer(
+      for: [MacroRoom.self], configuration: configuration, engine: recorder)
+    let context = ModelContext(container)
+    let inn = MacroHotel(name: "Inn")
+    context.insert(inn)
+    inn.rooms = [MacroRoom(number: 1)]
+    context.insert(MacroRoom(number: 2))
+    try context.save()
+    recorder.clear()
+    let reader = ModelContext(container)
+    #expect(
+      try reader.fetch(FetchDescriptor<MacroRoom>(predicate: #Predicate { $0.hotel == nil }))
+        .map(\.number) == [2])
+    #expect(
+      try reader.fetchCount(FetchDescriptor<MacroRoom>(predicate: #Predicate { $0.hotel != nil }))
+        == 1)
+    let selects = recorder.queries.map(\.sql).filter { $0.hasPrefix("SELECT") }
+    #expect(selects.count == 2, "\(selects)")
+    #expect(
+      selects.allSatisfy {
+        $0.contains("\"hotel\" IS NULL") || $0.contains("\"hotel\" IS NOT NULL")
+      }, "\(selects)")
+  }
 }
 
 @Suite("@Model: relationships it refuses")

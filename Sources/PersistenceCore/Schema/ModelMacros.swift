@@ -24,14 +24,16 @@ import Synchronization
 /// unless the class declares one, with each property's initial value or its type's empty
 /// value (``ModelDefaults``): what rows get when a column is added to an existing table; and
 /// observation as `@Observable` gives it, with the registrar made when a property is first
-/// read or changed (``ModelObservationRegistrar``). Your initializers are your own.
+/// read or changed (``ModelObservationRegistrar``). Your initializers are your own. The class
+/// is `Hashable` by identity, as SwiftData's models are, so that a predicate can compare a
+/// relationship with `nil`.
 ///
 /// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet` or a name starting
 /// with `_`, a `@Transient` property without an initial value, two properties in one `var`.
 @attached(member, names: arbitrary)
 @attached(memberAttribute)
-@attached(extension, conformances: PersistentModel, LinksOnFirstUse)
+@attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable)
 public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
 
 /// Marks a stored property of a `@Model` class that the store does not persist: no column, not

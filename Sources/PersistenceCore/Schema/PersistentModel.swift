@@ -47,3 +47,12 @@ extension PersistentModel {
   /// Accepts the model.
   public func validateForSave() throws {}
 }
+
+extension PersistentModel where Self: Hashable {
+  /// Whether two models are one: models compare by identity, as SwiftData's do (a context
+  /// holds one instance per row). What lets `#Predicate { $0.hotel == nil }` compile.
+  public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+
+  /// Hashes the model's identity.
+  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
