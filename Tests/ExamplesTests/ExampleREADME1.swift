@@ -2,26 +2,20 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
-@Observable final private class Trip: PersistentModel {
-  var id = UUID()
+@Model final private class Trip {
+  #Unique<Trip>([\.id])
+  #Index<Trip>([\.destination], [\.startDate])
+  @Attribute(.preserveValueOnDeletion) var id = UUID()
   var name = ""
   var destination = ""
   var startDate = Date()
-  init() {}
-  static let schema = ModelSchema<Trip>(
-    "trips",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.name, "name"),
-    .attribute(\.destination, "destination", .indexed),
-    .attribute(\.startDate, "start_date", .indexed))
 }
 
 private func exampleREADME1() async throws {
 
-  // 1. Declare a model: an @Observable final class with a schema of key paths.
+  // 1. Declare a model, as in SwiftData.
 
   // 2. Open a store and a context.
   let container = try ModelContainer(

@@ -2,51 +2,26 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
-@Observable final private class Trip: PersistentModel {
-  var id = UUID()
+@Model final private class Trip {
+  #Unique<Trip>([\.id])
+  #Index<Trip>([\.destination], [\.startDate])
+  @Attribute(.preserveValueOnDeletion) var id = UUID()
   var name = ""
   var destination = ""
   var startDate = Date()
-  init() {}
-  static let schema = ModelSchema<Trip>(
-    "trips",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.name, "name"),
-    .attribute(\.destination, "destination", .indexed),
-    .attribute(\.startDate, "start_date", .indexed))
 }
 
-@Observable final private class Hotel: PersistentModel {
+@Model final private class Hotel {
+  #Unique<Hotel>([\.name])
   var name = ""
-  let roomsLink = ToMany<Room>()
-  var rooms: [Room] {
-    get { roomsLink.value(of: self) }
-    set { roomsLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Hotel>(
-    "hotels",
-    .attribute(\.name, "name", .unique),
-    .toMany(
-      \.rooms, "rooms", link: \.roomsLink, inverse: \.hotel, deleteRule: .cascade,
-      orderBy: \.number))
+  @Relationship(deleteRule: .cascade, inverse: \Room.hotel) var rooms: [Room] = []
 }
 
-@Observable final private class Room: PersistentModel {
+@Model final private class Room {
   var number = 0
-  let hotelLink = ToOne<Hotel>()
-  var hotel: Hotel? {
-    get { hotelLink.value(of: self) }
-    set { hotelLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Room>(
-    "rooms",
-    .attribute(\.number, "number"),
-    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.rooms))
+  @Relationship var hotel: Hotel?
 }
 
 /// README.md, swift block 2.
