@@ -2,9 +2,9 @@ import Foundation
 import Persistence
 import TripPlanner
 
-/// Trip's attributes declared as a SwiftData user declares them, with `@Model`: what the macro
-/// generates, measured beside `Trip`'s hand-written loader, binder and registrar and beside C
-/// (the `macro` phase).
+/// Trip's attributes and a bucket list declared as a SwiftData user declares them, with
+/// `@Model`: what the macro generates, measured beside `Trip`'s hand-written loader, binder,
+/// registrar and links and beside C (the `macro` phase).
 @Model final class MacroTrip {
   #Unique<MacroTrip>([\.id])
   #Index<MacroTrip>([\.startDate], [\.destination])
@@ -16,6 +16,10 @@ import TripPlanner
   var latitude: Double
   var longitude: Double
   @Attribute(.codable, .sharesEqualValues) var placeIdentifier: PlaceIdentifier?
+  /// As Trip's bucket list: a to-many whose link is made on first use, so that each fetched
+  /// trip keeps a `LinkOrigin`, as each `Trip` does.
+  @Relationship(deleteRule: .cascade, inverse: \MacroBucketItem.trip)
+  var bucketList: [MacroBucketItem] = []
 
   init(_ record: TripRecord) {
     id = record.id ?? UUID()
@@ -27,6 +31,13 @@ import TripPlanner
     longitude = record.longitude
     placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
   }
+}
+
+/// A bucket-list item of a `MacroTrip`.
+@Model final class MacroBucketItem {
+  var title = ""
+  var position = 0
+  @Relationship var trip: MacroTrip?
 }
 
 /// The checksum of `checksum(_:)` for trips, over `@Model` trips.

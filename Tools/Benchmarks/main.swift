@@ -255,15 +255,16 @@ if options.wants("fetch") {
 // MARK: @Model trips: what the macro generates, beside Trip's hand-written code and C
 
 if options.wants("macro") {
-  // The same trips in a table of `MacroTrip`, inserted in the order C's fetch reads them
-  // (start date, then key), so that ties come back in the same order and checksums agree.
+  // The same trips in a table of `MacroTrip`, inserted in the main store's key order, so that
+  // both tables lay their rows out alike (inserted in start-date order, the rows a sorted
+  // fetch reads would be adjacent, which made that fetch 30% faster than the main store's)
+  // and ties of start date come back in the same order (checksums agree).
   let macroStore = storeURL("macro.sqlite")
   removeStore(macroStore)
   let macroContainer = try ModelContainer(
     for: MacroTrip.self, configurations: ModelConfiguration(url: macroStore))
   do {
-    let records = try ModelContext(container).fetch(
-      FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]), as: TripRecord.self)
+    let records = try ModelContext(container).fetch(FetchDescriptor<Trip>(), as: TripRecord.self)
     let context = ModelContext(macroContainer)
     for record in records { context.insert(MacroTrip(record)) }
     try context.save()
