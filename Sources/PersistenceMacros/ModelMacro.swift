@@ -67,8 +67,9 @@ extension ModelMacro: MemberMacro {
         return
           "    .toMany(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule))"
       }
+      // A to-one's rule is .nullify (the relationship's check refuses any other).
       return
-        "    .toOne(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)\(inverse)\(rule))"
+        "    .toOne(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)\(inverse))"
     }
     let declarations = attributes + links
     let loads = persisted.map { property -> String in
@@ -125,19 +126,35 @@ extension ModelMacro: MemberMacro {
         }
         """)
     }
-    if !model.declaresEmptyInitializer {
-      let defaults = persisted.filter { $0.initializer == nil }.map { property in
-        if case .fault = property.storage {
-          return "  self._\(property.name) = PersistenceCore.CodableFault()"
-        }
-        return "  self._\(property.name) = PersistenceCore.ModelDefaults.value()"
+    let defaults = persisted.filter { $0.initializer == nil }.map { property in
+      if case .fault = property.storage {
+        return "  self._\(property.name) = PersistenceCore.CodableFault()"
       }
+      return "  self._\(property.name) = PersistenceCore.ModelDefaults.value()"
+    }
+    members.append(
+      """
+      /// A model with each property's initial value, or its type's empty value, made without
+      /// running your initializers (written by `@Model`).
+      private init(_$persistenceEmpty: Void) {
+      \(raw: defaults.joined(separator: "\n"))
+      }
+      """)
+    members.append(
+      """
+      /// What the store makes a model with before it sets a row's values: your initializers
+      /// are not run for a fetched model (written by `@Model`).
+      \(raw: access)static func makeForLoading() -> \(raw: name) {
+        \(raw: name)(_$persistenceEmpty: ())
+      }
+      """)
+    if !model.declaresEmptyInitializer {
       members.append(
         """
         /// A model with each property's initial value, or its type's empty value: what a column
         /// added to an existing table is filled with (written by `@Model`).
-        \(raw: access)init() {
-        \(raw: defaults.joined(separator: "\n"))
+        \(raw: access)convenience init() {
+          self.init(_$persistenceEmpty: ())
         }
         """)
     }
@@ -293,6 +310,27 @@ struct ModelDeclaration {
         valid = false
         continue
       }
+      let toManyNames = type.memberBlock.members.compactMap {
+        $0.decl.as(VariableDeclSyntax.self).flatMap(StoredProperty.init)
+      }.filter {
+        if case .toMany = $0.relationship { return true }
+        return false
+      }.map(\.name)
+      if property.name.hasPrefix("`") || ["schema", "linkOrigin"].contains(property.name)
+        || toManyNames.contains(where: { property.name == $0 + "Link" })
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: variable,
+            message: ModelDiagnostic.error(
+              "reservedName",
+              property.name.hasPrefix("`")
+                ? "A persisted property's name is its column's and a name in the code @Model writes: rename \(property.name), which needs backticks"
+                : "'\(property.name)' is a member @Model writes for the class: rename the property"
+            )))
+        valid = false
+        continue
+      }
       if property.name.hasPrefix("_") && !property.isTransient {
         diagnostics.append(
           Diagnostic(
@@ -348,6 +386,24 @@ struct ModelDeclaration {
       return initializer.signature.parameterClause.parameters.isEmpty
         && initializer.optionalMark == nil
     }
+    // An initializer every parameter of which has a default could be called as `init()`,
+    // which the store needs and `@Model` writes: `X()` would call that one, not yours.
+    for member in type.memberBlock.members {
+      guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { continue }
+      let parameters = initializer.signature.parameterClause.parameters
+      if !parameters.isEmpty && parameters.allSatisfy({ $0.defaultValue != nil })
+        && !declaresEmptyInitializer
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: initializer.initKeyword,
+            message: ModelDiagnostic.error(
+              "defaultedInitializer",
+              "This initializer can be called with no arguments, as the init() that @Model writes for the store: '\(type.name.text)()' would call that one. Declare init() yourself, or give a parameter no default"
+            )))
+        valid = false
+      }
+    }
     for property in properties where !property.isTransient {
       let node = property.attribute.map(Syntax.init) ?? Syntax(property.declaration)
       if let bad = property.badOriginalName {
@@ -368,9 +424,7 @@ struct ModelDeclaration {
               "codableType",
               "A .codable property needs its type written out: '\(property.name)' has none")))
         valid = false
-      } else if case .codable = property.storage, property.initializer == nil,
-        !declaresEmptyInitializer
-      {
+      } else if case .codable = property.storage, property.initializer == nil {
         diagnostics.append(
           Diagnostic(
             node: node,
@@ -498,6 +552,12 @@ struct StoredProperty {
         "@Attribute does not apply to a relationship: '\(name)' is stored as its related rows' keys"
       )
     }
+    if let wrapped = wrappedType, wrapped.is(ArrayTypeSyntax.self) {
+      return (
+        "optionalToMany",
+        "A to-many relationship is an array, not an optional one: declare '\(name)' as \(wrapped.trimmedDescription) = []"
+      )
+    }
     guard let kind = relationship else {
       return (
         "relationshipType",
@@ -514,6 +574,12 @@ struct StoredProperty {
         )
       }
     case .toOne:
+      if let rule = deleteRule, !rule.trimmedDescription.hasSuffix(".nullify") {
+        return (
+          "toOneRule",
+          "The to-one of a one-to-many stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the to-many"
+        )
+      }
       if initializer != nil {
         return (
           "toOneStart",

@@ -575,3 +575,68 @@ struct ModelMacroRelationshipDiagnosticsTests {
     #expect(error.message.contains("names no inverse"))
   }
 }
+
+/// A model without a row loader (a non-optional `.codable` value) whose own `init()` counts its
+/// calls: a fetch must not run it.
+@Model final class CountedInit {
+  nonisolated(unsafe) static var made = 0
+  var number = 0
+  @Attribute(.codable) var tags: [String] = []
+
+  init() { CountedInit.made += 1 }
+}
+
+@Suite("@Model: what the review found")
+struct ModelMacroReviewTests {
+  @Test(
+    "a fetched model is made without running the class's own init(), with or without a row loader")
+  func fetchRunsNoInitializer() throws {
+    let container = try ModelContainer(
+      for: [CountedInit.self, MacroRoom.self], configuration: ModelConfiguration())
+    let context = ModelContext(container)
+    for number in 0..<3 {
+      let model = CountedInit()
+      model.number = number
+      context.insert(model)
+    }
+    try context.save()
+    let before = CountedInit.made
+    let fetched = try ModelContext(container).fetch(
+      FetchDescriptor<CountedInit>(sortBy: [SortDescriptor(\.number)]))
+    #expect(fetched.map(\.number) == [0, 1, 2])
+    #expect(CountedInit.made == before)
+  }
+
+  @Test(
+    "an initializer callable with no arguments, an optional to-many, a rule on a to-one, names @Model writes or that need backticks: errors at the declaration"
+  )
+  func refused() throws {
+    let (errors, status) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      @Model final class Defaulted {
+        var x: Int
+        init(x: Int = 3) { self.x = x }
+      }
+      @Model final class Team {
+        var name = ""
+        @Relationship(inverse: \\Player.team) var players: [Player]? = []
+      }
+      @Model final class Player {
+        @Relationship(deleteRule: .cascade) var team: Team?
+        var `default` = 0
+        var schema = 1
+        var linkOrigin = 2
+      }
+      """)
+    #expect(status != 0)
+    let expected = [
+      "3: This initializer can be called with no arguments, as the init() that @Model writes for the store: 'Defaulted()' would call that one. Declare init() yourself, or give a parameter no default",
+      "7: A to-many relationship is an array, not an optional one: declare 'players' as [Player] = []",
+      "10: The to-one of a one-to-many stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the to-many",
+      "11: A persisted property's name is its column's and a name in the code @Model writes: rename `default`, which needs backticks",
+      "12: 'schema' is a member @Model writes for the class: rename the property",
+      "13: 'linkOrigin' is a member @Model writes for the class: rename the property",
+    ]
+    #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
+  }
+}

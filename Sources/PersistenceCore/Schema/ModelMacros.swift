@@ -22,15 +22,19 @@ import Synchronization
 /// loader and binder that go through each property's backing storage (no key-path call, no
 /// observation bookkeeping, checked against the schema when a container opens); `init()`,
 /// unless the class declares one, with each property's initial value or its type's empty
-/// value (``ModelDefaults``): what rows get when a column is added to an existing table; and
+/// value (``ModelDefaults``): what existing rows get when a non-optional column is added to a
+/// table; `makeForLoading()`, so that a fetched model is made without running your
+/// initializers; and
 /// observation as `@Observable` gives it, with the registrar made when a property is first
 /// read or changed (``ModelObservationRegistrar``). Your initializers are your own. The class
 /// is `Hashable` by identity, as SwiftData's models are, so that a predicate can compare a
 /// relationship with `nil`.
 ///
 /// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
-/// that is not `@Transient`, a persisted property with `willSet` or `didSet` or a name starting
-/// with `_`, a `@Transient` property without an initial value, two properties in one `var`.
+/// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
+/// with `_` or needing backticks, `schema` or `linkOrigin`, a `@Transient` property without an
+/// initial value, two properties in one `var`, an initializer callable with no arguments
+/// beside the `init()` the macro writes.
 @attached(member, names: arbitrary)
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable)
