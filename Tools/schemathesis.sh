@@ -42,8 +42,22 @@ TRIPS_STORE_LAST=$(sed -n 's/^{"resumeToken":"[^:]*:\([0-9]*\)".*/\1/p' "$folder
 export TRIPS_STORE_IDENTIFIER TRIPS_STORE_LAST
 export SCHEMATHESIS_HOOKS=Tests/Tools/schemathesis_hooks.py
 status=0
-"$st" --config-file Tests/Tools/schemathesis.toml run "$url/api" --checks all --phases examples,fuzzing --max-examples "$examples" \
-  --include-method GET --workers 2 --seed 38 --suppress-health-check all || status=1
+run_schemathesis() {
+  "$st" --config-file Tests/Tools/schemathesis.toml run "$url/api" --checks all --phases examples,fuzzing --max-examples "$examples" \
+    --include-method GET --workers 2 --seed 38 --suppress-health-check all 2>&1 | tee "$folder/run.log"
+}
+if ! run_schemathesis; then
+  # A KeyError raised inside hypothesis itself (its source caches, seen once in a full run of
+  # the suite; the same run alone passed), with no check failed and the server answering, is
+  # the tool's error, not the server's: it runs once more, and that run decides.
+  if grep -q "KeyError" "$folder/run.log" && ! grep -q "❌" "$folder/run.log" \
+    && ! grep -q "server stopped responding" "$folder/run.log"; then
+    echo "schemathesis stopped on an error of its own with no check failed; running it again" >&2
+    run_schemathesis || status=1
+  else
+    status=1
+  fi
+fi
 kill "$server"
 wait "$server" 2>/dev/null || true
 server=
