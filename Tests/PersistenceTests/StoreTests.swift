@@ -207,6 +207,7 @@ struct StoreTests {
     }
     #expect(error.code == .newerStore)
     #expect(error.message.contains("priority"))
+    #expect(error.message.contains("or by another model whose table has this name"))
     #expect(try Data(contentsOf: url) == before)
   }
 

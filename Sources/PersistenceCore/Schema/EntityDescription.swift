@@ -82,7 +82,7 @@ extension EntityDescription {
       throw PersistenceError(
         code: .newerStore,
         message:
-          "The table \(name) in \(location) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer schema. Update the program; the store was left untouched."
+          "The table \(name) in \(location) has columns this model does not declare (\(unknown.joined(separator: ", "))): it was written by a newer version of this model, or by another model whose table has this name. Update the program, or give the other model a table of its own; the store was left untouched."
       )
     }
     var missing: [Column] = []
