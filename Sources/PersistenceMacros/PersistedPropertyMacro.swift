@@ -115,9 +115,9 @@ extension PersistedPropertyMacro: PeerMacro {
   }
 }
 
-/// `@Transient`: a stored property `@Model` does not persist (no column, not loaded or saved,
-/// not observed); it keeps its initial value in every model the store makes.
-public struct TransientMacro: PeerMacro {
+/// `@Transient`, `@Attribute` and `@Relationship`: marks that `@Model` reads from the
+/// properties they are on; they expand to nothing themselves.
+public struct MarkerMacro: PeerMacro {
   public static func expansion(
     of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
     in context: some MacroExpansionContext

@@ -21,7 +21,7 @@ struct Provider: PluginProvider {
     switch typeName {
     case "ModelMacro": ModelMacro.self
     case "PersistedPropertyMacro": PersistedPropertyMacro.self
-    case "TransientMacro": TransientMacro.self
+    case "MarkerMacro": MarkerMacro.self
     case "SchemaDeclarationMacro": SchemaDeclarationMacro.self
     default: throw PluginError("The plugin PersistenceMacros has no macro named \(typeName).")
     }

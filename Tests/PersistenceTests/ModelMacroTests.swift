@@ -627,6 +627,10 @@ struct ModelMacroReviewTests {
         var schema = 1
         var linkOrigin = 2
       }
+      @Model final class Crew {
+        @Relationship var members: [Player] = []
+        var membersLink = 0
+      }
       """)
     #expect(status != 0)
     let expected = [
@@ -636,6 +640,7 @@ struct ModelMacroReviewTests {
       "11: A persisted property's name is its column's and a name in the code @Model writes: rename `default`, which needs backticks",
       "12: 'schema' is a member @Model writes for the class: rename the property",
       "13: 'linkOrigin' is a member @Model writes for the class: rename the property",
+      "17: 'membersLink' is a member @Model writes for the class: rename the property",
     ]
     #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
   }

@@ -43,7 +43,7 @@ public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelM
 /// Marks a stored property of a `@Model` class that the store does not persist: no column, not
 /// loaded or saved; it keeps its initial value in every model a fetch makes.
 @attached(peer)
-public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
+public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
 /// What `@Model` puts on each persisted property: accessors over backing storage `_name`,
 /// observed as `@Observable`'s are, or over a relationship's link. Not written by hand.
@@ -144,7 +144,7 @@ public enum ModelDefaults {
 /// (a ``CodableFault``), a non-optional one is decoded with its row and needs an initial value.
 @attached(peer)
 public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
-  #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
+  #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
 /// Makes each list of a `@Model` class's properties unique (`#Unique<Note>([\.slug])`):
 /// inserting a model whose value is stored already updates that row, SwiftData's upsert. A list
@@ -170,4 +170,4 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 /// a class. A one-to-one is declared by hand for now (``ModelAttribute``'s `storesKey:`).
 @attached(peer)
 public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil) =
-  #externalMacro(module: "PersistenceMacros", type: "TransientMacro")
+  #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
