@@ -85,7 +85,7 @@ for page in "${pages[@]}"; do
     !inblock { if ($0 != "") pending = ""; next }
     /^import / { nimports++; imports[nimports] = $0; next }
     indecl { declarations = declarations $0 "\n"; if ($0 == "}") { indecl = 0; declarations = declarations "\n" }; next }
-    /^(@[A-Za-z]+ )*(final )?(class|struct|enum|actor|protocol) / {
+    /^(@[A-Za-z]+(\([^)]*\))? )*(final )?(class|struct|enum|actor|protocol) / {
       line = $0
       sub(/(class|struct|enum|actor|protocol) /, "private &", line)
       declarations = declarations line "\n"; indecl = 1; next

@@ -33,10 +33,7 @@ extension ModelMacro: MemberMacro {
     let access = model.access
     let persisted = model.properties.filter { !$0.isTransient && $0.relationship == nil }
     let relationships = model.properties.filter { $0.relationship != nil }
-    let toMany = relationships.filter {
-      if case .toMany = $0.relationship { return true }
-      return false
-    }
+    let onFirstUse = relationships.filter(\.isLinkedOnFirstUse)
     // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
     // (it keeps faults), and a to-one's key is a column no loader reads: such a model is
     // loaded and bound through its declarations.
@@ -44,7 +41,7 @@ extension ModelMacro: MemberMacro {
       !persisted.contains {
         if case .codable = $0.storage { return true }
         return false
-      } && toMany.count == relationships.count
+      } && onFirstUse.count == relationships.count
     var members: [DeclSyntax] = []
     members.append(
       """
@@ -65,13 +62,22 @@ extension ModelMacro: MemberMacro {
     let links = relationships.map { property -> String in
       let rule = property.deleteRule.map { ", deleteRule: \($0)" } ?? ""
       let inverse = property.inverse.map { ", inverse: \($0)" } ?? ""
+      let order =
+        property.orderBy.isEmpty ? "" : ", orderBy: " + property.orderBy.joined(separator: ", ")
+      let head = "\\.\(property.name), \(literal(property.name))"
       if case .toMany = property.relationship {
         return
-          "    .toMany(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule))"
+          "    .toMany(\(head), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule)\(order))"
       }
-      // A to-one's rule is .nullify (the relationship's check refuses any other).
-      return
-        "    .toOne(\\.\(property.name), \(literal(property.name)), link: \\._\(property.name)\(inverse))"
+      if property.isLinkedOnFirstUse {
+        // The side of a one-to-one that names its inverse (an inverse that is a to-many picks
+        // an overload that is refused, saying to name it on the to-many).
+        return
+          "    .toOne(\(head), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule))"
+      }
+      // The side that stores the key; its rule is .nullify (the relationship's check refuses
+      // any other).
+      return "    .toOne(\(head), link: \\._\(property.name))"
     }
     let declarations = attributes + links
     let loads = persisted.map { property -> String in
@@ -97,23 +103,28 @@ extension ModelMacro: MemberMacro {
       """ : ""
     members.append(
       """
-      /// The table \(raw: literal(name)), a column per persisted property (written by `@Model`).
+      /// The table \(raw: literal(model.table)), a column per persisted property (written by `@Model`).
       \(raw: access)static let schema = PersistenceCore.ModelSchema<\(raw: name)>(
-        \(raw: literal(name))\(raw: declarations.isEmpty ? "" : ",\n" + declarations.joined(separator: ",\n"))
+        \(raw: literal(model.table))\(raw: declarations.isEmpty ? "" : ",\n" + declarations.joined(separator: ",\n"))
       )\(raw: rowCode)
       """)
-    if !toMany.isEmpty {
+    if !onFirstUse.isEmpty {
       members.append(
         """
         /// Where this model's relationships load from, set by the store (written by `@Model`).
         @exclusivity(unchecked) \(raw: access)var linkOrigin = PersistenceCore.LinkOrigin()
         """)
-      for property in toMany {
-        guard case .toMany(let target) = property.relationship else { continue }
+      for property in onFirstUse {
+        let linkType: String
+        switch property.relationship {
+        case .toMany(let target): linkType = "ToMany<\(target)>"
+        case .toOne(let target): linkType = "ToOne<\(target)>"
+        case nil: continue
+        }
         members.append(
           """
           /// The link of `\(raw: property.name)`, made on first use (written by `@Model`).
-          private var _\(raw: property.name)Link: PersistenceCore.ToMany<\(target)> {
+          private var _\(raw: property.name)Link: PersistenceCore.\(raw: linkType) {
             link(&_\(raw: property.name))
           }
           """)
@@ -191,12 +202,9 @@ extension ModelMacro: ExtensionMacro {
       for diagnostic in diagnostics { context.diagnose(diagnostic) }
       return []
     }
-    let hasToMany = model.properties.contains {
-      if case .toMany = $0.relationship { return true }
-      return false
-    }
+    let hasOnFirstUse = model.properties.contains(where: \.isLinkedOnFirstUse)
     let wanted = protocols.filter {
-      hasToMany || !$0.trimmedDescription.hasSuffix("LinksOnFirstUse")
+      hasOnFirstUse || !$0.trimmedDescription.hasSuffix("LinksOnFirstUse")
     }
     guard !wanted.isEmpty else { return [] }
     return [
@@ -215,6 +223,8 @@ func literal(_ text: String) -> String { "\"\(text)\"" }
 /// when it is not.
 struct ModelDeclaration {
   let name: String
+  /// The table: `@Model(table:)`'s, else the class's name.
+  let table: String
   /// The access modifier (with a trailing space) the generated schema and `init()` take.
   let access: String
   let properties: [StoredProperty]
@@ -266,14 +276,36 @@ struct ModelDeclaration {
       valid = false
     }
     var properties: [StoredProperty] = []
-    // The links `@Model` writes are named after the to-manys (`roomsLink`).
+    // The links `@Model` writes are named after the relationships made on first use
+    // (`roomsLink`).
     let toManyNames = Set(
       type.memberBlock.members.compactMap {
         $0.decl.as(VariableDeclSyntax.self).flatMap(StoredProperty.init)
-      }.compactMap { property -> String? in
-        if case .toMany = property.relationship { return property.name }
-        return nil
-      })
+      }.filter(\.isLinkedOnFirstUse).map(\.name))
+    var table = type.name.trimmedDescription
+    if case .argumentList(let arguments) = attribute.arguments,
+      let argument = arguments.first(where: { $0.label?.text == "table" })
+    {
+      if let literal = argument.expression.as(StringLiteralExprSyntax.self),
+        literal.segments.count == 1, case .stringSegment(let segment) = literal.segments.first,
+        !segment.content.text.isEmpty,
+        segment.content.text.unicodeScalars.allSatisfy({
+          ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+            || $0 == "_"
+        })
+      {
+        table = segment.content.text
+      } else {
+        diagnostics.append(
+          Diagnostic(
+            node: argument.expression,
+            message: ModelDiagnostic.error(
+              "table",
+              "table: names the model's table: give it as one string literal of letters, digits and underscores"
+            )))
+        valid = false
+      }
+    }
     for member in type.memberBlock.members {
       guard let variable = member.decl.as(VariableDeclSyntax.self),
         let property = StoredProperty(variable)
@@ -508,6 +540,7 @@ struct ModelDeclaration {
     }
     guard valid else { return nil }
     self.constraints = constraints
+    self.table = table
     self.declaresEmptyInitializer = declaresEmptyInitializer
     name = type.name.trimmedDescription
     let accessKeywords: [Keyword] = [.public, .open, .package]
@@ -536,6 +569,18 @@ struct StoredProperty {
   /// `@Relationship`'s `inverse:` and `deleteRule:` arguments, as written.
   let inverse: ExprSyntax?
   let deleteRule: ExprSyntax?
+  /// `@Relationship`'s `orderBy:` key paths, as written.
+  let orderBy: [String]
+
+  /// Whether the relationship's link is made on first use (``LinksOnFirstUse``): a to-many, or
+  /// a to-one that names its inverse (the side of a one-to-one that does not store the key).
+  var isLinkedOnFirstUse: Bool {
+    switch relationship {
+    case .toMany: true
+    case .toOne: inverse != nil
+    case nil: false
+    }
+  }
 
   /// What a `@Relationship` property is: a to-one (`T?`) or a to-many (`[T]`) of `T`.
   enum RelationshipKind {
@@ -579,11 +624,14 @@ struct StoredProperty {
         )
       }
     case .toOne:
-      if let rule = deleteRule, !rule.trimmedDescription.hasSuffix(".nullify") {
+      if inverse == nil, let rule = deleteRule, !rule.trimmedDescription.hasSuffix(".nullify") {
         return (
           "toOneRule",
-          "The to-one of a one-to-many stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the to-many"
+          "A to-one that names no inverse stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the other side, with 'inverse:'"
         )
+      }
+      if !orderBy.isEmpty {
+        return ("toOneOrder", "orderBy: orders a to-many: '\(name)' is a to-one")
       }
       if initializer != nil {
         return (
@@ -695,14 +743,20 @@ struct StoredProperty {
     self.relationshipAttribute = relationshipAttribute
     var inverse: ExprSyntax?
     var deleteRule: ExprSyntax?
+    var orderBy: [String] = []
     if case .argumentList(let arguments) = relationshipAttribute?.arguments {
+      // A variadic's further values have no label: they belong to the label before them.
+      var label = ""
       for argument in arguments {
-        if argument.label?.text == "inverse" { inverse = argument.expression.trimmed }
-        if argument.label?.text == "deleteRule" { deleteRule = argument.expression.trimmed }
+        if let text = argument.label?.text { label = text }
+        if label == "inverse" { inverse = argument.expression.trimmed }
+        if label == "deleteRule" { deleteRule = argument.expression.trimmed }
+        if label == "orderBy" { orderBy.append(argument.expression.trimmedDescription) }
       }
     }
     self.inverse = inverse
     self.deleteRule = deleteRule
+    self.orderBy = orderBy
     var options: [String] = []
     var isCodable = false
     var originalName: String?

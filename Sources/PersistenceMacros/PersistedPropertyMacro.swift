@@ -18,8 +18,14 @@ extension PersistedPropertyMacro: AccessorMacro {
     else { return [] }
     let name = property.name
     switch property.relationship {
+    case .toOne where property.isLinkedOnFirstUse:
+      // The side of a one-to-one that names its inverse: its link made on first use.
+      return [
+        "get { _\(raw: name)Link.value(of: self) }",
+        "set { _\(raw: name)Link.set(newValue, of: self) }",
+      ]
     case .toOne:
-      // The key-storing side of a one-to-many: an eager link, its key loaded with the row.
+      // The side that stores the key: an eager link, its key loaded with the row.
       return [
         "get { _\(raw: name).value(of: self) }",
         "set { _\(raw: name).set(newValue, of: self) }",
@@ -95,6 +101,10 @@ extension PersistedPropertyMacro: PeerMacro {
       let property = StoredProperty(variable)
     else { return [] }
     switch property.relationship {
+    case .toOne(let target) where property.isLinkedOnFirstUse:
+      return [
+        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToOne<\(target)>? = nil"
+      ]
     case .toOne(let target):
       return ["private let _\(raw: property.name) = PersistenceCore.ToOne<\(target)>()"]
     case .toMany(let target):

@@ -156,6 +156,26 @@ struct ModelMacroDiagnosticsTests {
   /// Type-checks `source` as a file importing `PersistenceCore` with the plugin this build
   /// made, as a user's package would: the compiler's errors, as `line: message`, and its status.
   static func typecheck(_ source: String) throws -> (errors: [String], status: Int32) {
+    let (text, status, path) = try compile(source)
+    let prefix = path + ":"
+    let found = text.split(separator: "\n").compactMap { line -> String? in
+      guard line.hasPrefix(prefix), line.contains(": error: ") else { return nil }
+      let rest = line.dropFirst(prefix.count)
+      let parts = rest.split(separator: ":", maxSplits: 1)
+      guard let number = Int(parts[0]), parts.count == 2 else { return nil }
+      let message = parts[1].components(separatedBy: ": error: ").last ?? ""
+      // Line numbers of `source`, which follows the import.
+      return
+        "\(number - 1): \(message.replacingOccurrences(of: #" \(from macro 'Model ?'\)"#, with: "", options: .regularExpression))"
+    }
+    return (
+      Array(Set(found)).sorted { $0.localizedStandardCompare($1) == .orderedAscending }, status
+    )
+  }
+
+  /// Type-checks `source` as ``typecheck(_:)`` does: everything the compiler wrote to standard
+  /// error (errors inside expansions included), its status, and the file's path.
+  static func compile(_ source: String) throws -> (text: String, status: Int32, path: String) {
     let directory = FileManager.default.temporaryDirectory.appending(
       path: "model-macro-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -176,21 +196,7 @@ struct ModelMacroDiagnosticsTests {
     try process.run()
     let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    let prefix = file.path + ":"
-    let found = text.split(separator: "\n").compactMap { line -> String? in
-      guard line.hasPrefix(prefix), line.contains(": error: ") else { return nil }
-      let rest = line.dropFirst(prefix.count)
-      let parts = rest.split(separator: ":", maxSplits: 1)
-      guard let number = Int(parts[0]), parts.count == 2 else { return nil }
-      let message = parts[1].components(separatedBy: ": error: ").last ?? ""
-      // Line numbers of `source`, which follows the import.
-      return
-        "\(number - 1): \(message.replacingOccurrences(of: " (from macro 'Model ')", with: ""))"
-    }
-    return (
-      Array(Set(found)).sorted { $0.localizedStandardCompare($1) == .orderedAscending },
-      process.terminationStatus
-    )
+    return (text, process.terminationStatus, file.path)
   }
 
   @Test("a model of every supported shape type-checks with no error (the harness's control)")
@@ -401,7 +407,7 @@ struct ModelMacroOptionsTests {
   #Unique<MacroHotel>([\.name])
   var name: String
   @Relationship(deleteRule: .cascade, inverse: \MacroRoom.hotel) var rooms: [MacroRoom] = []
-  @Relationship var reviews: [MacroReview] = []
+  @Relationship(inverse: \MacroReview.hotel) var reviews: [MacroReview] = []
 
   init(name: String) { self.name = name }
 }
@@ -417,7 +423,7 @@ struct ModelMacroOptionsTests {
 /// A review of a hotel.
 @Model final class MacroReview {
   var text: String
-  @Relationship(inverse: \MacroHotel.reviews) var hotel: MacroHotel?
+  @Relationship var hotel: MacroHotel?
 
   init(text: String, hotel: MacroHotel) {
     self.text = text
@@ -483,6 +489,138 @@ struct ModelMacroRelationshipTests {
     let reviews = try after.fetch(FetchDescriptor<MacroReview>())
     #expect(reviews.map(\.text) == ["quiet"])
     #expect(reviews.map { $0.hotel == nil } == [true])
+  }
+}
+
+/// A guest with a one-to-one (the passport: the guest names the inverse, the passport stores
+/// the key) and an ordered to-many, in a table named by `@Model(table:)`.
+@Model(table: "macro_guests") final class MacroGuest {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \MacroPassport.guest)
+  var passport: MacroPassport?
+  @Relationship(
+    deleteRule: .cascade, inverse: \MacroStop.guest, orderBy: \MacroStop.position,
+    \MacroStop.label)
+  var stops: [MacroStop] = []
+
+  init(name: String) { self.name = name }
+}
+
+/// See ``MacroGuest``.
+@Model final class MacroPassport {
+  var number: String
+  @Relationship var guest: MacroGuest?
+
+  init(number: String) { self.number = number }
+}
+
+/// See ``MacroGuest``.
+@Model final class MacroStop {
+  var position: Int
+  var label: String
+  @Relationship var guest: MacroGuest?
+
+  init(position: Int, label: String) {
+    self.position = position
+    self.label = label
+  }
+}
+
+@Suite("@Model: one-to-one, an ordered to-many, a table's name")
+struct ModelMacroOneToOneTests {
+  @Test(
+    "the side naming the inverse reads it on first use, the other stores the key (uniquely); a cascade deletes it; a to-many reads in its order; the table is named",
+    arguments: TestEngine.allCases)
+  func oneToOne(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let configuration = ModelConfiguration(url: store.url)
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let container = try ModelContainer(
+      for: [MacroGuest.self], configuration: configuration, engine: recorder)
+    let context = ModelContext(container)
+    let ann = MacroGuest(name: "Ann")
+    let bo = MacroGuest(name: "Bo")
+    context.insert(ann)
+    context.insert(bo)
+    ann.passport = MacroPassport(number: "A1")
+    #expect(ann.passport?.guest === ann)
+    let second = MacroPassport(number: "B2")
+    second.guest = bo
+    #expect(bo.passport === second)
+    ann.stops = [
+      MacroStop(position: 2, label: "c"), MacroStop(position: 0, label: "b"),
+      MacroStop(position: 0, label: "a"),
+    ]
+    try context.save()
+    #expect(recorder.queries.contains { $0.sql.contains("\"macro_guests\"") })
+
+    let reader = ModelContext(container)
+    let guests = try reader.fetch(FetchDescriptor<MacroGuest>(sortBy: [SortDescriptor(\.name)]))
+    #expect(guests.map { $0.passport?.number } == ["A1", "B2"])
+    #expect(guests.map { $0.stops.map(\.label) } == [["a", "b", "c"], []])
+    #expect(
+      try reader.fetch(
+        FetchDescriptor<MacroGuest>(predicate: #Predicate { $0.passport?.number == "B2" })
+      ).map(\.name) == ["Bo"])
+
+    // One passport a guest: a second for Ann takes her first one's place (its key nulled).
+    let replacement = MacroPassport(number: "A9")
+    guests[0].passport = replacement
+    try reader.save()
+    let check = ModelContext(container)
+    let passports = try check.fetch(
+      FetchDescriptor<MacroPassport>(sortBy: [SortDescriptor(\.number)]))
+    #expect(
+      passports.map { "\($0.number):\($0.guest?.name ?? "-")" } == ["A1:-", "A9:Ann", "B2:Bo"])
+
+    reader.delete(guests[1])
+    try reader.save()
+    let after = ModelContext(container)
+    #expect(
+      try after.fetch(FetchDescriptor<MacroPassport>(sortBy: [SortDescriptor(\.number)]))
+        .map(\.number) == ["A1", "A9"])
+  }
+}
+
+@Suite("@Model: one-to-one declarations it refuses")
+struct ModelMacroOneToOneDiagnosticsTests {
+  @Test(
+    "a to-one naming a to-many as its inverse, orderBy on a to-one, a table name that is not a plain literal: errors saying what to write"
+  )
+  func refused() throws {
+    let (text, status, _) = try ModelMacroDiagnosticsTests.compile(
+      """
+      @Model final class Shelf {
+        @Relationship var books: [Book] = []
+      }
+      @Model final class Book {
+        @Relationship(inverse: \\Shelf.books) var shelf: Shelf?
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      text.contains(
+        "a to-one whose inverse is a to-many stores the key: name the inverse on the to-many"),
+      "\(text)")
+    let (errors, other) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      @Model(table: "bad-name") final class Odd {
+        var x = 0
+      }
+      @Model final class Even {
+        @Relationship(inverse: \\Pair.even, orderBy: \\Pair.x) var pair: Pair?
+      }
+      @Model final class Pair {
+        var x = 0
+        @Relationship var even: Even?
+      }
+      """)
+    #expect(other != 0)
+    let expected = [
+      "1: table: names the model's table: give it as one string literal of letters, digits and underscores",
+      "5: orderBy: orders a to-many: 'pair' is a to-one",
+    ]
+    #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
   }
 }
 
@@ -636,7 +774,7 @@ struct ModelMacroReviewTests {
     let expected = [
       "3: This initializer can be called with no arguments, as the init() that @Model writes for the store: 'Defaulted()' would call that one. Declare init() yourself, or give a parameter no default",
       "7: A to-many relationship is an array, not an optional one: declare 'players' as [Player] = []",
-      "10: The to-one of a one-to-many stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the to-many",
+      "10: A to-one that names no inverse stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the other side, with 'inverse:'",
       "11: A persisted property's name is its column's and a name in the code @Model writes: rename `default`, which needs backticks",
       "12: 'schema' is a member @Model writes for the class: rename the property",
       "13: 'linkOrigin' is a member @Model writes for the class: rename the property",

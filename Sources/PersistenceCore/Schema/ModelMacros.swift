@@ -35,10 +35,14 @@ import Synchronization
 /// with `_` or needing backticks, `schema` or `linkOrigin`, a `@Transient` property without an
 /// initial value, two properties in one `var`, an initializer callable with no arguments
 /// beside the `init()` the macro writes.
+///
+/// `@Model(table: "trips")` names the table (letters, digits and underscores): what keeps an
+/// existing store's table when its model is renamed or was declared by hand before.
 @attached(member, names: arbitrary)
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable)
-public macro Model() = #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
+public macro Model(table: String? = nil) =
+  #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
 
 /// Marks a stored property of a `@Model` class that the store does not persist: no column, not
 /// loaded or saved; it keeps its initial value in every model a fetch makes.
@@ -163,11 +167,27 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 /// Declares a relationship of a `@Model` class, as SwiftData does: a to-many (`[Room]`, which
 /// starts empty: `= []`) or a to-one (`Hotel?`, which starts as nil). One side names the other
 /// as its `inverse` (naming it on both makes a cycle the compiler refuses); the other side is
-/// marked `@Relationship` too, without arguments. A to-many's `deleteRule` is what deleting the
-/// model does to its related models (``DeleteRule``, `.nullify` by default). The to-one of a
-/// one-to-many stores the key; a to-many's link is made on first use (``LinksOnFirstUse``).
-/// Set a relationship once the model's stored properties are set, as any computed property of
-/// a class. A one-to-one is declared by hand for now (``ModelAttribute``'s `storesKey:`).
+/// marked `@Relationship` too, without arguments. `deleteRule` is what deleting the model does
+/// to its related models (``DeleteRule``, `.nullify` by default), declared on the side that
+/// does not store the key.
+///
+/// Which side stores the key: a to-one that names no inverse (the "many" side of a
+/// one-to-many, or the dependent side of a one-to-one). A to-one that names its inverse is the
+/// other side of a one-to-one, its link made on first use (``LinksOnFirstUse``), as a
+/// to-many's is; in a one-to-many, name the inverse on the to-many, which a to-one naming a
+/// to-many is refused for, saying so.
+///
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \LivingAccommodation.trip)
+/// var livingAccommodation: LivingAccommodation?   // in Trip
+/// @Relationship var trip: Trip?                   // in LivingAccommodation: stores the key
+/// ```
+///
+/// `orderBy` (ours; SwiftData's to-manys are unordered) orders a to-many when it is read, by
+/// attributes of the related model (`orderBy: \BucketListItem.position, \BucketListItem.id`),
+/// each breaking the ties of those before it. Set a relationship once the model's stored
+/// properties are set, as any computed property of a class.
 @attached(peer)
-public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil) =
-  #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
+public macro Relationship(
+  deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, orderBy: AnyKeyPath...
+) = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")

@@ -251,6 +251,23 @@ extension ModelAttribute {
       deleteRule: deleteRule, inverse: inverse, order: [], keyColumn: nil)
   }
 
+  /// What `@Model` writes for a to-one that names a to-many as its inverse: refused at compile
+  /// time, saying where the inverse goes (the to-one of a one-to-many stores the key, so it is
+  /// the side declared without `inverse:`).
+  @available(
+    *, unavailable,
+    message:
+      "a to-one whose inverse is a to-many stores the key: name the inverse on the to-many (@Relationship(inverse: \\Child.parent) var children: [Child] = []) and mark this to-one @Relationship without arguments"
+  )
+  public static func toOne<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToOne<Target>,
+    existing: @escaping @Sendable (Model) -> ToOne<Target>?, inverse: KeyPath<Target, [Model]>,
+    deleteRule: DeleteRule = .nullify
+  ) -> ModelAttribute where Model: LinksOnFirstUse {
+    fatalError("unavailable")
+  }
+
   /// The entry of a relationship in the schema's list: for a side that stores the key, the
   /// `Int?` attribute of its column (`keyColumn`, the link's ``ToOne/key``); else an entry
   /// with no column.

@@ -2,7 +2,6 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
 @Model final private class Author {
@@ -24,88 +23,51 @@ import Persistence
   }
 }
 
-@Observable final private class Hotel: PersistentModel {
-  var name = ""
-  let roomsLink = ToMany<Room>()
-  var rooms: [Room] {
-    get { roomsLink.value(of: self) }
-    set { roomsLink.set(newValue, of: self) }
-  }
-  let reviewsLink = ToMany<Review>()
-  var reviews: [Review] {
-    get { reviewsLink.value(of: self) }
-    set { reviewsLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Hotel>(
-    "hotels",
-    .attribute(\.name, "name", .unique),
-    .toMany(
-      \.rooms, "rooms", link: \.roomsLink, inverse: \.hotel, deleteRule: .cascade,
-      orderBy: \.number),
-    .toMany(\.reviews, "reviews", link: \.reviewsLink, inverse: \.hotel))
+@Model(table: "travelers") final private class Traveler {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \Passport.holder) var passport: Passport?
+  @Relationship(deleteRule: .cascade, inverse: \Leg.traveler, orderBy: \Leg.day, \Leg.city)
+  var legs: [Leg] = []
+
+  init(name: String) { self.name = name }
 }
 
-@Observable final private class Room: PersistentModel {
-  var number = 0
-  let hotelLink = ToOne<Hotel>()
-  var hotel: Hotel? {
-    get { hotelLink.value(of: self) }
-    set { hotelLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Room>(
-    "rooms",
-    .attribute(\.number, "number"),
-    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.rooms))
+@Model final private class Passport {
+  var number: String
+  @Relationship var holder: Traveler?
+
+  init(number: String) { self.number = number }
 }
 
-@Observable final private class Review: PersistentModel {
-  var text = ""
-  let hotelLink = ToOne<Hotel>()
-  var hotel: Hotel? {
-    get { hotelLink.value(of: self) }
-    set { hotelLink.set(newValue, of: self) }
+@Model final private class Leg {
+  var day: Int
+  var city: String
+  @Relationship var traveler: Traveler?
+
+  init(day: Int, city: String) {
+    self.day = day
+    self.city = city
   }
-  init() {}
-  static let schema = ModelSchema<Review>(
-    "reviews",
-    .attribute(\.text, "text"),
-    .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.reviews))
 }
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringRelationships.md, swift block 2.
 func exampleDeclaringRelationships2() async throws {
 
-  let container = try ModelContainer(
-    for: Hotel.self, Room.self, Review.self,
-    configurations: ModelConfiguration(url: URL(fileURLWithPath: "hotels.sqlite")))
-  let context = ModelContext(container)
-  let hotel = Hotel()
-  hotel.name = "Kyoto Inn"
-  context.insert(hotel)
-  let room = Room()
-  room.number = 101
-  room.hotel = hotel  // hotel.rooms holds it at once; the save inserts it too
-  try context.save()
-
-  // Rooms whose hotel is in Kyoto, hotels with a room above 100: SQL subqueries.
-  let kyoto = try context.fetch(
-    FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }))
-  let large = try context.fetch(
-    FetchDescriptor<Hotel>(predicate: #Predicate { $0.rooms.contains { $0.number > 100 } }))
-
-  // Every hotel with its rooms, in two queries whatever the number of hotels.
-  var descriptor = FetchDescriptor<Hotel>(sortBy: [SortDescriptor(\.name)])
-  descriptor.relationshipKeyPathsForPrefetching = [\.rooms]
-  for hotel in try context.fetch(descriptor) { print(hotel.name, hotel.rooms.map(\.number)) }
-
-  context.delete(hotel)  // its rooms go with it; its reviews stay, pointing to no hotel
-  try context.save()
-  _ = container
-  _ = context
-  _ = hotel
-  _ = room
-  _ = kyoto
-  _ = large
+  let journeys = try ModelContainer(
+    for: Traveler.self,
+    configurations: ModelConfiguration(url: URL(fileURLWithPath: "journeys.sqlite")))
+  let desk = ModelContext(journeys)
+  let basho = Traveler(name: "Bashō")
+  desk.insert(basho)
+  basho.passport = Passport(number: "O-1689")
+  basho.legs = [Leg(day: 2, city: "Sendai"), Leg(day: 1, city: "Nikkō")]
+  try desk.save()
+  let reread = ModelContext(journeys)
+  let traveler = try reread.fetch(FetchDescriptor<Traveler>())[0]
+  print(traveler.passport?.number ?? "none", traveler.legs.map(\.city))  // O-1689 ["Nikkō", "Sendai"]
+  _ = journeys
+  _ = desk
+  _ = basho
+  _ = reread
+  _ = traveler
 }

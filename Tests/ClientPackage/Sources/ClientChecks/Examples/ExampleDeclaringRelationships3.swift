@@ -24,6 +24,33 @@ import Persistence
   }
 }
 
+@Model(table: "travelers") final private class Traveler {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \Passport.holder) var passport: Passport?
+  @Relationship(deleteRule: .cascade, inverse: \Leg.traveler, orderBy: \Leg.day, \Leg.city)
+  var legs: [Leg] = []
+
+  init(name: String) { self.name = name }
+}
+
+@Model final private class Passport {
+  var number: String
+  @Relationship var holder: Traveler?
+
+  init(number: String) { self.number = number }
+}
+
+@Model final private class Leg {
+  var day: Int
+  var city: String
+  @Relationship var traveler: Traveler?
+
+  init(day: Int, city: String) {
+    self.day = day
+    self.city = city
+  }
+}
+
 @Observable final private class Hotel: PersistentModel {
   var name = ""
   let roomsLink = ToMany<Room>()
@@ -74,39 +101,38 @@ import Persistence
     .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.reviews))
 }
 
-@Observable final private class Gallery: PersistentModel, LinksOnFirstUse {
-  var name = ""
-  @ObservationIgnored var linkOrigin = LinkOrigin()
-  @ObservationIgnored var paintingsStorage: ToMany<Painting>?
-  var paintingsLink: ToMany<Painting> { link(&paintingsStorage) }
-  var paintings: [Painting] {
-    get { paintingsLink.value(of: self) }
-    set { paintingsLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Gallery>(
-    "galleries",
-    .attribute(\.name, "name"),
-    .toMany(
-      \.paintings, "paintings", link: \.paintingsLink, existing: \.paintingsStorage,
-      inverse: \.gallery))
-}
-
-@Observable final private class Painting: PersistentModel {
-  var title = ""
-  let galleryLink = ToOne<Gallery>()
-  var gallery: Gallery? {
-    get { galleryLink.value(of: self) }
-    set { galleryLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Painting>(
-    "paintings",
-    .attribute(\.title, "title"),
-    .toOne(\.gallery, "gallery", link: \.galleryLink, inverse: \.paintings))
-}
-
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringRelationships.md, swift block 3.
 func exampleDeclaringRelationships3() async throws {
 
+  let container = try ModelContainer(
+    for: Hotel.self, Room.self, Review.self,
+    configurations: ModelConfiguration(url: URL(fileURLWithPath: "hotels.sqlite")))
+  let context = ModelContext(container)
+  let hotel = Hotel()
+  hotel.name = "Kyoto Inn"
+  context.insert(hotel)
+  let room = Room()
+  room.number = 101
+  room.hotel = hotel  // hotel.rooms holds it at once; the save inserts it too
+  try context.save()
+
+  // Rooms whose hotel is in Kyoto, hotels with a room above 100: SQL subqueries.
+  let kyoto = try context.fetch(
+    FetchDescriptor<Room>(predicate: #Predicate { $0.hotel?.name == "Kyoto Inn" }))
+  let large = try context.fetch(
+    FetchDescriptor<Hotel>(predicate: #Predicate { $0.rooms.contains { $0.number > 100 } }))
+
+  // Every hotel with its rooms, in two queries whatever the number of hotels.
+  var descriptor = FetchDescriptor<Hotel>(sortBy: [SortDescriptor(\.name)])
+  descriptor.relationshipKeyPathsForPrefetching = [\.rooms]
+  for hotel in try context.fetch(descriptor) { print(hotel.name, hotel.rooms.map(\.number)) }
+
+  context.delete(hotel)  // its rooms go with it; its reviews stay, pointing to no hotel
+  try context.save()
+  _ = container
+  _ = context
+  _ = hotel
+  _ = room
+  _ = kyoto
+  _ = large
 }

@@ -12,6 +12,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
+  ("exampleDeclaringRelationships4", exampleDeclaringRelationships4),
   ("examplePersistence1", examplePersistence1),
   ("examplePredicatesSortsSections1", examplePredicatesSortsSections1),
   ("examplePredicatesSortsSections2", examplePredicatesSortsSections2),
