@@ -4,7 +4,8 @@ import SwiftSyntaxMacros
 /// `@_PersistedProperty`, which `@Model` puts on each persisted property: the property becomes
 /// accessors over backing storage `_name` (declared beside it, with the property's type and
 /// initial value): an `init` accessor, so that the class's own initializers assign it as a
-/// stored property; a getter that records the read for observers; a setter that tells them.
+/// stored property; a getter that records the read for observers; a setter that tells them of a change (not of
+/// an equal value assigned, as `@Observable`'s).
 /// The store reads and writes `_name` itself, without observation.
 public struct PersistedPropertyMacro {}
 
@@ -61,6 +62,10 @@ extension PersistedPropertyMacro: AccessorMacro {
         """,
         """
         set {
+          guard _$observationRegistrar.shouldNotify(_\(raw: name).value, newValue) else {
+            _\(raw: name).value = newValue
+            return
+          }
           _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
             _\(raw: name).value = newValue
           }
@@ -83,6 +88,10 @@ extension PersistedPropertyMacro: AccessorMacro {
       """,
       """
       set {
+        guard _$observationRegistrar.shouldNotify(_\(raw: name), newValue) else {
+          _\(raw: name) = newValue
+          return
+        }
         _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
           _\(raw: name) = newValue
         }

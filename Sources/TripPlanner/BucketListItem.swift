@@ -1,5 +1,4 @@
 import Foundation
-import Observation
 import Persistence
 
 /// Something to do on a trip: SampleTrips' bucket-list item. It belongs to one trip, in that
@@ -9,27 +8,25 @@ import Persistence
 /// title that is not blank, a title and details free of control characters, the title at most
 /// ``TripRecord/maximumTextLength`` Unicode scalars long and the details at most
 /// ``BucketListItemRecord/maximumDetailsLength``, a position that is not negative, and a trip.
-@Observable public final class BucketListItem: PersistentModel {
+@Model(table: "bucket_list_items")
+public final class BucketListItem {
   /// The item's identity, unique in a store (files and sync name items by it).
-  public var id: UUID
+  @Attribute(.unique, .preserveValueOnDeletion) public var id: UUID
   /// What to do.
   public var title: String
   /// More about it; may be empty.
   public var details: String
   /// Whether it needs a reservation.
-  public var hasReservation: Bool
+  @Attribute(originalName: "has_reservation") public var hasReservation: Bool
   /// Whether it is in the plan (SampleTrips' "in plan").
-  public var isInPlan: Bool
+  @Attribute(originalName: "is_in_plan") public var isInPlan: Bool
   /// Where it is in its trip's bucket list: the list is ordered by it, ties by ``id`` (so
   /// that stores that synced the same items list them alike).
   public var position: Int
 
-  @ObservationIgnored let tripLink = ToOne<Trip>()
-  /// The trip it belongs to; nil only for an item not yet given one (which cannot be saved).
-  public var trip: Trip? {
-    get { tripLink.value(of: self) }
-    set { tripLink.set(newValue, of: self) }
-  }
+  /// The trip it belongs to (its key is stored in the column `trip`); nil only for an item not
+  /// yet given one (which cannot be saved).
+  @Relationship public var trip: Trip?
 
   /// An empty item with a new random id.
   public init() {
@@ -40,20 +37,6 @@ import Persistence
     isInPlan = false
     position = 0
   }
-
-  private init(loading: Void) {
-    id = BucketListItem.placeholderID
-    title = ""
-    details = ""
-    hasReservation = false
-    isInPlan = false
-    position = 0
-  }
-
-  private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-
-  /// An instance to load a row into, without generating a random id.
-  public static func makeForLoading() -> BucketListItem { BucketListItem(loading: ()) }
 
   /// Creates an item from a record (a new random id when the record has none), in no trip.
   public convenience init(_ record: BucketListItemRecord) {
@@ -78,22 +61,11 @@ import Persistence
       isInPlan: isInPlan, position: position)
   }
 
-  /// The table `bucket_list_items`: the trip's key in `trip` (deleted with the trip).
-  public static let schema = ModelSchema<BucketListItem>(
-    "bucket_list_items",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
-    .attribute(\.title, "title", storage: \._title),
-    .attribute(\.details, "details", storage: \._details),
-    .attribute(\.hasReservation, "has_reservation", storage: \._hasReservation),
-    .attribute(\.isInPlan, "is_in_plan", storage: \._isInPlan),
-    .attribute(\.position, "position", storage: \._position),
-    .toOne(\.trip, "trip", link: \.tripLink, inverse: \.bucketList))
-
   /// Checks the item's rules (see the type's docs).
   public func validateForSave() throws {
     try record.validate()
     // The link, not the trip: a stored row's key needs no query, nor a context.
-    guard tripLink.hasTarget else {
+    guard _trip.hasTarget else {
       throw TripPlannerError(
         code: .invalidTrip,
         message: "bucket-list item \(id.lowercasedString) belongs to no trip; add it to a trip",

@@ -1,5 +1,4 @@
 import Foundation
-import Observation
 import Persistence
 
 /// Where one stays on a trip: SampleTrips' living accommodation. A trip has at most one
@@ -10,9 +9,10 @@ import Persistence
 /// and messages: a name that is not blank, a name, an address and a place identifier free of
 /// control characters and at most ``TripRecord/maximumTextLength`` Unicode scalars long, a
 /// finite latitude in [-90, 90] and longitude in [-180, 180], and a trip.
-@Observable public final class LivingAccommodation: PersistentModel {
+@Model(table: "living_accommodations")
+public final class LivingAccommodation {
   /// The stay's identity, unique in a store.
-  public var id: UUID
+  @Attribute(.unique, .preserveValueOnDeletion) public var id: UUID
   /// What the place is called.
   public var name: String
   /// Its address; may be empty.
@@ -21,15 +21,14 @@ import Persistence
   public var latitude: Double
   /// Degrees east.
   public var longitude: Double
-  /// The place in an outside gazetteer, stored opaquely (as a trip's).
-  public var placeIdentifier: PlaceIdentifier?
+  /// The place in an outside gazetteer, stored opaquely (as a trip's: decoded when first read;
+  /// reads that must not take undecodable bytes for none resolve it first,
+  /// `ModelContext.resolveFaults(_:)`).
+  @Attribute(.codable, originalName: "place_id") public var placeIdentifier: PlaceIdentifier?
 
-  @ObservationIgnored let tripLink = ToOne<Trip>()
-  /// The trip it is the stay of; nil only for a stay not yet given one (which cannot be saved).
-  public var trip: Trip? {
-    get { tripLink.value(of: self) }
-    set { tripLink.set(newValue, of: self) }
-  }
+  /// The trip it is the stay of (its key is stored in the column `trip`, unique: one stay a
+  /// trip); nil only for a stay not yet given one (which cannot be saved).
+  @Relationship public var trip: Trip?
 
   /// An empty stay with a new random id.
   public init() {
@@ -38,20 +37,8 @@ import Persistence
     address = ""
     latitude = 0
     longitude = 0
+    placeIdentifier = nil
   }
-
-  private init(loading: Void) {
-    id = LivingAccommodation.placeholderID
-    name = ""
-    address = ""
-    latitude = 0
-    longitude = 0
-  }
-
-  private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-
-  /// An instance to load a row into, without generating a random id.
-  public static func makeForLoading() -> LivingAccommodation { LivingAccommodation(loading: ()) }
 
   /// Creates a stay from a record (a new random id when the record has none), of no trip.
   public convenience init(_ record: LivingAccommodationRecord) {
@@ -76,23 +63,11 @@ import Persistence
       placeIdentifier: placeIdentifier?.rawValue)
   }
 
-  /// The table `living_accommodations`: the trip's key in `trip`, unique (one stay a trip),
-  /// deleted with the trip.
-  public static let schema = ModelSchema<LivingAccommodation>(
-    "living_accommodations",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
-    .attribute(\.name, "name", storage: \._name),
-    .attribute(\.address, "address", storage: \._address),
-    .attribute(\.latitude, "latitude", storage: \._latitude),
-    .attribute(\.longitude, "longitude", storage: \._longitude),
-    .codable(\.placeIdentifier, "place_id"),
-    .toOne(\.trip, "trip", link: \.tripLink, inverse: \.livingAccommodation))
-
   /// Checks the stay's rules (see the type's docs).
   public func validateForSave() throws {
     try record.validate()
     // The link, not the trip: a stored row's key needs no query, nor a context.
-    guard tripLink.hasTarget else {
+    guard _trip.hasTarget else {
       throw TripPlannerError(
         code: .invalidTrip,
         message: "stay \(id.lowercasedString) belongs to no trip; set it as a trip's stay",

@@ -1,9 +1,8 @@
 import Foundation
-import Observation
 import Persistence
-import Synchronization
 
-/// A planned trip: where, when, and the place it refers to.
+/// A planned trip: where, when, and the place it refers to, with its bucket list and stay;
+/// declared with `@Model` as SwiftData's SampleTrips declares its trip.
 ///
 /// Validation (``TripRecord/validate()``) runs on every save, whichever path the trip came in by: a name and
 /// a destination that are not blank, at most ``TripRecord/maximumTextLength`` Unicode scalars
@@ -11,167 +10,66 @@ import Synchronization
 /// the place identifier too), a finite latitude in [-90, 90] and longitude in [-180, 180], and
 /// an end date not before the start date.
 ///
-/// Observable as an `@Observable` class is, with one difference: its `ObservationRegistrar`
-/// (two allocations, about 100 bytes, and a box of our own that publishes it atomically) is
-/// made when the trip is first read or changed in place through its properties, not when it
-/// is made. A fetch makes trips that nobody may read (a
-/// million of them for a full fetch, or a page of which one is shown); the store reads and
-/// writes them through their backing storage, which needs no registrar. An assignment to a
-/// trip that has none tells no one, as no one can be observing it: observing begins with a
-/// read (`withObservationTracking`), which makes it.
-public final class Trip: PersistentModel, LinksOnFirstUse, Observable {
+/// Observable as an `@Observable` class is, its registrar made when the trip is first read or
+/// changed through its properties (`ModelObservationRegistrar`): a fetch makes trips that
+/// nobody may read (a million of them for a full fetch, or a page of which one is shown), and
+/// the store reads and writes them through their backing storage. The table `trips` keeps the
+/// columns of the stores written before `@Model` (`start_date`, `end_date`, `place_id`).
+@Model(table: "trips")
+public final class Trip {
+  // Longitude indexed with latitude and the default order's columns for bounding-box queries
+  // (`TripQuery.bbox`): a range of longitudes (two, split at the antimeridian) is an index
+  // search, the latitudes are checked and a page sorted by start date and name is chosen in
+  // the index, and only the page's rows are read (a city's thousands of trips cost index
+  // entries, not rows).
+  #Index<Trip>([\.longitude, \.latitude, \.startDate, \.name])
+
   /// The trip's identity, unique in a store (inserting a trip with an existing id updates it).
-  @ObservationTracked public var id: UUID
+  @Attribute(.unique, .preserveValueOnDeletion) public var id: UUID
   /// What the trip is called.
-  @ObservationTracked public var name: String
+  @Attribute(.preserveValueOnDeletion) public var name: String
   /// Where it goes; trips are grouped by it. Stored NFC-normalised.
-  @ObservationTracked public var destination: String
+  @Attribute(.indexed, .preserveValueOnDeletion) public var destination: String
   /// When it starts.
-  @ObservationTracked public var startDate: Date
+  @Attribute(.indexed, originalName: "start_date") public var startDate: Date
   /// When it ends; not before ``startDate``.
-  @ObservationTracked public var endDate: Date
+  @Attribute(originalName: "end_date") public var endDate: Date
   /// Degrees north of the destination.
-  @ObservationTracked public var latitude: Double
+  public var latitude: Double
   /// Degrees east of the destination.
-  @ObservationTracked public var longitude: Double
+  public var longitude: Double
   /// The destination in an outside gazetteer, stored opaquely. A fetched trip keeps the stored
   /// bytes and decodes them when this is first read (trips that share a place share one
   /// identifier); stored bytes that cannot be decoded read as nil, and `trips check` reports
   /// them.
-  public var placeIdentifier: PlaceIdentifier? {
-    get {
-      access(keyPath: \.placeIdentifier)
-      return _placeFault.value
-    }
-    set {
-      withMutation(keyPath: \.placeIdentifier) { _placeFault.value = newValue }
-    }
-  }
   // No initial value: each initializer sets it, so that a trip made from a row initializes it
-  // rather than assigning over a default, which is checked for exclusivity at run time (about
-  // 80 instructions a row).
-  @ObservationIgnored private var _placeFault: CodableFault<PlaceIdentifier>
+  // rather than assigning over a default.
+  @Attribute(.codable, .sharesEqualValues, originalName: "place_id")
+  public var placeIdentifier: PlaceIdentifier?
 
-  // MARK: Relationships, their links made on first use
-
-  /// Where the relationships load from: set by the store when it loads or attaches the trip,
-  /// so that a fetched trip whose plan nobody reads makes no link (see `LinksOnFirstUse`).
-  @exclusivity(unchecked) public var linkOrigin = LinkOrigin()
-
-  @exclusivity(unchecked) var bucketListStorage: ToMany<BucketListItem>?
-  var bucketListLink: ToMany<BucketListItem> { link(&bucketListStorage) }
   /// Things to do there, in ``BucketListItem/position`` order (ties by id); deleted with the
   /// trip. Read from the store on first access (one query), or with the trips that a fetch
   /// prefetches it for.
-  public var bucketList: [BucketListItem] {
-    get { bucketListLink.value(of: self) }
-    set { bucketListLink.set(newValue, of: self) }
-  }
+  @Relationship(
+    deleteRule: .cascade, inverse: \BucketListItem.trip, orderBy: \BucketListItem.position,
+    \BucketListItem.id)
+  public var bucketList: [BucketListItem] = []
 
-  @exclusivity(unchecked) var livingAccommodationStorage: ToOne<LivingAccommodation>?
-  var livingAccommodationLink: ToOne<LivingAccommodation> { link(&livingAccommodationStorage) }
   /// Where one stays, if decided; deleted with the trip.
-  public var livingAccommodation: LivingAccommodation? {
-    get { livingAccommodationLink.value(of: self) }
-    set { livingAccommodationLink.set(newValue, of: self) }
-  }
-
-  // MARK: Observation, with a registrar made on first use
-
-  /// The registrar, in an object of its own.
-  private final class RegistrarBox: Sendable {
-    let registrar = ObservationRegistrar()
-  }
-
-  /// The registrar's box, once made (see the type's docs), published with an atomic
-  /// compare-and-exchange: threads that read a fresh trip at once (a results observer's models
-  /// are read by other threads) agree on one registrar, and observers registered through it
-  /// are never lost to another. Released in `deinit`.
-  private let registrarBox = Atomic<Unmanaged<RegistrarBox>?>(nil)
-
-  deinit { registrarBox.load(ordering: .acquiring)?.release() }
-
-  /// Whether the trip has made its registrar yet.
-  var hasRegistrar: Bool { registrarBox.load(ordering: .acquiring) != nil }
-
-  /// The registrar's box, made now if it was not yet: O(1), one atomic load once made.
-  private var box: RegistrarBox {
-    if let made = registrarBox.load(ordering: .acquiring) { return made.takeUnretainedValue() }
-    let new = Unmanaged.passRetained(RegistrarBox())
-    let (stored, current) = registrarBox.compareExchange(
-      expected: nil, desired: new, ordering: .acquiringAndReleasing)
-    if stored { return new.takeUnretainedValue() }
-    new.release()
-    return current.unsafelyUnwrapped.takeUnretainedValue()
-  }
-
-  /// The registrar, made now if it was not yet (the name `@ObservationTracked`'s in-place
-  /// mutations use).
-  private var _$observationRegistrar: ObservationRegistrar { box.registrar }
-
-  /// Records a read of `keyPath` for an observation being tracked (as `@Observable`'s).
-  nonisolated func access<Member>(keyPath: KeyPath<Trip, Member>) {
-    box.registrar.access(self, keyPath: keyPath)
-  }
-
-  /// Runs `mutation`, telling observers of `keyPath`; without a registrar there are none.
-  nonisolated func withMutation<Member, Result>(
-    keyPath: KeyPath<Trip, Member>, _ mutation: () throws -> Result
-  ) rethrows -> Result {
-    guard let made = registrarBox.load(ordering: .acquiring) else { return try mutation() }
-    return try made.takeUnretainedValue().registrar.withMutation(
-      of: self, keyPath: keyPath, mutation)
-  }
-
-  /// Whether an assignment of `rhs` over `lhs` is a change observers hear of (as
-  /// `@Observable`'s: always, unless the values are equal).
-  private nonisolated func shouldNotifyObservers<Member>(_ lhs: Member, _ rhs: Member) -> Bool {
-    true
-  }
-
-  private nonisolated func shouldNotifyObservers<Member: Equatable>(
-    _ lhs: Member, _ rhs: Member
-  ) -> Bool {
-    lhs != rhs
-  }
+  @Relationship(deleteRule: .cascade, inverse: \LivingAccommodation.trip)
+  public var livingAccommodation: LivingAccommodation?
 
   /// An empty trip with a new random id.
-  public convenience init() {
-    self.init(placeholder: UUID())
-  }
-
-  /// A trip the store fills from a row: no random id is generated (see
-  /// `PersistentModel.makeForLoading()`).
-  private init(placeholder id: UUID) {
-    self.id = id
+  public init() {
+    id = UUID()
     name = ""
     destination = ""
     startDate = Date(timeIntervalSinceReferenceDate: 0)
     endDate = Date(timeIntervalSinceReferenceDate: 0)
     latitude = 0
     longitude = 0
-    _placeFault = CodableFault()
+    placeIdentifier = nil
   }
-
-  /// An instance to load a row into, without generating a random id.
-  public static func makeForLoading() -> Trip { Trip(placeholder: Trip.placeholderID) }
-
-  /// A trip made from a row (see `schema`).
-  private init(
-    id: UUID, name: String, destination: String, startDate: Date, endDate: Date,
-    latitude: Double, longitude: Double, placeFault: CodableFault<PlaceIdentifier>
-  ) {
-    _placeFault = placeFault
-    self.id = id
-    self.name = name
-    self.destination = destination
-    self.startDate = startDate
-    self.endDate = endDate
-    self.latitude = latitude
-    self.longitude = longitude
-  }
-
-  private static let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
   /// Creates a trip from a record (a new random id when the record has none).
   public init(_ record: TripRecord) {
@@ -184,7 +82,7 @@ public final class Trip: PersistentModel, LinksOnFirstUse, Observable {
     endDate = record.endDate
     latitude = record.latitude
     longitude = record.longitude
-    _placeFault = CodableFault(record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
+    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
   }
 
   /// Copies every field of `record` except an absent id.
@@ -206,55 +104,6 @@ public final class Trip: PersistentModel, LinksOnFirstUse, Observable {
       latitude: latitude, longitude: longitude, placeIdentifier: placeIdentifier?.rawValue)
   }
 
-  /// The table `trips`. Rows become new trips through an initializer (`loading`), and refresh
-  /// registered ones through the `@Observable` backing storage (`storage:`) without
-  /// observation bookkeeping; the place identifier is loaded as its stored bytes and decoded
-  /// on first access (`fault:`).
-  public static let schema = ModelSchema<Trip>(
-    "trips",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion, storage: \._id),
-    .attribute(\.name, "name", .preserveValueOnDeletion, storage: \._name),
-    .attribute(
-      \.destination, "destination", .indexed, .preserveValueOnDeletion, storage: \._destination),
-    .attribute(\.startDate, "start_date", .indexed, storage: \._startDate),
-    .attribute(\.endDate, "end_date", storage: \._endDate),
-    .attribute(\.latitude, "latitude", storage: \._latitude),
-    // Indexed with latitude and the default order's columns for bounding-box queries
-    // (`TripQuery.bbox`): a range of longitudes (two, split at the antimeridian) is an index
-    // search, the latitudes are checked and a page sorted by start date and name is chosen in
-    // the index, and only the page's rows are read (a city's thousands of trips cost index
-    // entries, not rows).
-    .attribute(
-      \.longitude, "longitude", .indexed(with: "latitude", "start_date", "name"),
-      storage: \._longitude),
-    .codable(\.placeIdentifier, "place_id", .sharesEqualValues, fault: \._placeFault),
-    .toMany(
-      \.bucketList, "bucket_list", link: \.bucketListLink, existing: \.bucketListStorage,
-      inverse: \.trip, deleteRule: .cascade, orderBy: \.position, \.id),
-    .toOne(
-      \.livingAccommodation, "living_accommodation", link: \.livingAccommodationLink,
-      existing: \.livingAccommodationStorage, inverse: \.trip, deleteRule: .cascade)
-  )
-  .loading { row in
-    try Trip(
-      id: row.next(\.id), name: row.next(\.name), destination: row.next(\.destination),
-      startDate: row.next(\.startDate), endDate: row.next(\.endDate),
-      latitude: row.next(\.latitude), longitude: row.next(\.longitude),
-      placeFault: row.fault(\.placeIdentifier))
-  }
-  // Inserts bind the backing storage directly (no closure call or key-path read per
-  // attribute); the key paths are checked in debug builds only.
-  .saving { trip, row in
-    try row.bind(\.id, trip._id)
-    try row.bind(\.name, trip._name)
-    try row.bind(\.destination, trip._destination)
-    try row.bind(\.startDate, trip._startDate)
-    try row.bind(\.endDate, trip._endDate)
-    try row.bind(\.latitude, trip._latitude)
-    try row.bind(\.longitude, trip._longitude)
-    try row.bind(\.placeIdentifier, fault: trip._placeFault)
-  }
-
   /// The models of a trip store: trips, their bucket-list items and their stays. A container
   /// for trips is made with all three.
   public static let modelTypes: [any PersistentModel.Type] = [
@@ -268,12 +117,19 @@ public final class Trip: PersistentModel, LinksOnFirstUse, Observable {
     if TripRecord.isValid(
       name: _name, destination: _destination, startDate: _startDate, endDate: _endDate,
       latitude: _latitude, longitude: _longitude),
-      _placeFault.value.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
+      _placeIdentifier.value.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
     {
       return
     }
     try record.validate()
   }
+
+  /// Whether the trip has made its observation registrar yet.
+  var hasRegistrar: Bool { _$observationRegistrar.isMade }
+  /// The bucket list's link, if made yet.
+  var bucketListStorage: ToMany<BucketListItem>? { _bucketList }
+  /// The stay's link, if made yet.
+  var livingAccommodationStorage: ToOne<LivingAccommodation>? { _livingAccommodation }
 }
 
 /// A trip's values, without identity in a store: what files and requests carry.

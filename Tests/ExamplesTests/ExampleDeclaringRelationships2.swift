@@ -63,7 +63,8 @@ private func exampleDeclaringRelationships2() async throws {
   try desk.save()
   let reread = ModelContext(journeys)
   let traveler = try reread.fetch(FetchDescriptor<Traveler>())[0]
-  print(traveler.passport?.number ?? "none", traveler.legs.map(\.city))  // O-1689 ["Nikkō", "Sendai"]
+  print(traveler.passport?.number ?? "none")  // O-1689
+  print(traveler.legs.map(\.city))  // ["Nikkō", "Sendai"]
   _ = journeys
   _ = desk
   _ = basho

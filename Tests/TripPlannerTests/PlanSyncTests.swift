@@ -276,7 +276,7 @@ struct PlanSyncTests {
     // Each carried row is recorded at its own time, not the trip's.
     func itemTime(_ store: TripStore) throws -> Int64? {
       let local = try store.context.fetch(FetchDescriptor<BucketListItem>()).first
-      return try local.flatMap { try store.context.persistentIdentifier(for: $0) }
+      return try local.flatMap { store.context.persistentIdentifier(for: $0) }
         .flatMap { try store.context.lastChangeDate(for: $0) }
         .map(FeedChange.milliseconds)
     }

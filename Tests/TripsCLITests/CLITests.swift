@@ -624,7 +624,7 @@ struct BenchmarkSmokeTests {
     let names = phases.compactMap { $0["phase"] as? String }
     for expected in [
       "insert (insert + one save)", "fetch all sorted by start date",
-      "@Model trips: fetch all / C", "@Model trips: fetch all / Trip",
+      "@Model Trip: fetch all / hand-written",
       "sectioned fetch by destination",
       "contains scan (name contains)", "bounds of all from scratch",
       "one-trip change -> bounds current",

@@ -100,6 +100,16 @@ public struct ModelObservationRegistrar: ~Copyable, Sendable {
     made.registrar.access(subject, keyPath: keyPath)
   }
 
+  /// Whether assigning `newValue` over `oldValue` is a change observers hear of: always, for a
+  /// type that is not `Equatable` (as `@Observable`'s).
+  public func shouldNotify<Member>(_ oldValue: Member, _ newValue: Member) -> Bool { true }
+
+  /// Whether assigning `newValue` over `oldValue` is a change observers hear of: unless the
+  /// two are equal (as `@Observable`'s).
+  public func shouldNotify<Member: Equatable>(_ oldValue: Member, _ newValue: Member) -> Bool {
+    oldValue != newValue
+  }
+
   /// Runs `mutation`, telling observers of `keyPath`; without a registrar there are none.
   public func withMutation<Subject: Observable, Member, Result>(
     of subject: Subject, keyPath: KeyPath<Subject, Member>, _ mutation: () throws -> Result
