@@ -34,6 +34,12 @@ extension ModelMacro: MemberMacro {
     let persisted = model.properties.filter { !$0.isTransient && $0.relationship == nil }
     let relationships = model.properties.filter { $0.relationship != nil }
     let onFirstUse = relationships.filter(\.isLinkedOnFirstUse)
+    // `var x: X?` of a type the macro cannot see, named by no `#Unique` or `#Index`: a to-one or
+    // an attribute, as the compiler finds (`_OptionalProperty`); a to-one's key is a column no
+    // row loader reads, so such a model loads through its declarations.
+    let undeclared = persisted.filter {
+      $0.isUndeclaredOptional && model.constraints[$0.name] == nil
+    }
     // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
     // (it keeps faults), and a to-one's key is a column no loader reads: such a model is
     // loaded and bound through its declarations.
@@ -41,7 +47,7 @@ extension ModelMacro: MemberMacro {
       !persisted.contains {
         if case .codable = $0.storage { return true }
         return false
-      } && onFirstUse.count == relationships.count
+      } && onFirstUse.count == relationships.count && undeclared.isEmpty
     var members: [DeclSyntax] = []
     members.append(
       """
@@ -49,10 +55,16 @@ extension ModelMacro: MemberMacro {
       private let _$observationRegistrar = PersistenceCore.ModelObservationRegistrar()
       """)
     let attributes = persisted.map { property -> String in
-      let options = (property.options + model.constraints[property.name, default: []]).map {
-        ", " + $0
-      }.joined()
+      let constraints = model.constraints[property.name, default: []]
+      // `#Index` over several columns covers an `@Attribute(.indexed)` of its first.
+      let own = property.options.filter {
+        $0 != ".indexed" || !constraints.contains { $0.hasPrefix(".indexed") }
+      }
+      let options = (own + constraints).map { ", " + $0 }.joined()
       let head = "\\.\(property.name), \(literal(property.column))\(options)"
+      if property.isUndeclaredOptional && options.isEmpty {
+        return "    ._optional(\(head), storage: \\._\(property.name))"
+      }
       switch property.storage {
       case .native: return "    .attribute(\(head), storage: \\._\(property.name))"
       case .fault: return "    .codable(\(head), fault: \\._\(property.name))"
@@ -139,7 +151,9 @@ extension ModelMacro: MemberMacro {
         }
         """)
     }
-    let defaults = persisted.filter { $0.initializer == nil }.map { property in
+    // An undeclared optional's storage has its initial value (`_OptionalProperty.storage`).
+    let defaults = persisted.filter { $0.initializer == nil && !$0.isUndeclaredOptional }.map {
+      property in
       if case .fault = property.storage {
         return "  self._\(property.name) = PersistenceCore.CodableFault()"
       }
@@ -474,6 +488,8 @@ struct ModelDeclaration {
     }
     // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
     var constraints: [String: [String]] = [:]
+    // `#Index` lists by their first property: the further columns, as literals.
+    var indexes: [String: [[String]]] = [:]
     let columns = Dictionary(
       properties.filter { !$0.isTransient && $0.relationshipAttribute == nil }.map {
         ($0.name, $0.column)
@@ -516,27 +532,50 @@ struct ModelDeclaration {
           names.append(component.declName.baseName.text)
         }
         guard let first = names.first, names.count == array.elements.count else { continue }
+        let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
         if macro == "Unique" {
-          guard names.count == 1 else {
+          let attributeUnique =
+            properties.first { $0.name == first }?.options.contains {
+              $0 == ".unique" || $0.hasPrefix(".unique(") || $0.hasSuffix("AttributeOption.unique")
+            } ?? false
+          if attributeUnique
+            || constraints[first, default: []].contains(where: { $0.hasPrefix(".unique") })
+          {
             diagnostics.append(
               Diagnostic(
                 node: argument.expression,
                 message: ModelDiagnostic.error(
-                  "compositeUnique",
-                  "#Unique over several properties (\(names.joined(separator: ", "))) is not supported yet: the store's upsert looks a row up by one unique column"
+                  "uniqueTwice",
+                  "'\(first)' begins two unique constraints: begin each with another property (a value unique alone is unique with others too)"
                 )))
             valid = false
             continue
           }
-          constraints[first, default: []].append(".unique")
-        } else if names.count == 1 {
-          constraints[first, default: []].append(".indexed")
-        } else {
-          let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
           constraints[first, default: []].append(
-            ".indexed(with: \(rest.joined(separator: ", ")))")
+            rest.isEmpty ? ".unique" : ".unique(with: \(rest.joined(separator: ", ")))")
+        } else {
+          indexes[first, default: []].append(rest)
         }
       }
+    }
+    // A property beginning several indexes keeps the longest: an index on (a, b, c) answers
+    // what one on (a) or (a, b) would (SampleTrips indexes [\.name] and [\.name, \.startDate,
+    // \.endDate]). Two that are not one the other's start cannot be one option.
+    for (first, lists) in indexes.sorted(by: { $0.key < $1.key }) {
+      let longest = lists.max { $0.count < $1.count } ?? []
+      guard lists.allSatisfy({ Array(longest.prefix($0.count)) == $0 }) else {
+        diagnostics.append(
+          Diagnostic(
+            node: Syntax(type.name),
+            message: ModelDiagnostic.error(
+              "indexTwice",
+              "'\(first)' begins two #Index lists that differ after it: begin one with another property"
+            )))
+        valid = false
+        continue
+      }
+      constraints[first, default: []].append(
+        longest.isEmpty ? ".indexed" : ".indexed(with: \(longest.joined(separator: ", ")))")
     }
     guard valid else { return nil }
     self.constraints = constraints
@@ -616,7 +655,15 @@ struct StoredProperty {
     }
     switch kind {
     case .toMany:
-      let empty = initializer?.as(ArrayExprSyntax.self)?.elements.isEmpty ?? false
+      // `= []`, or `= [Room]()` as SampleTrips writes it.
+      let empty =
+        initializer?.as(ArrayExprSyntax.self)?.elements.isEmpty
+        ?? initializer.map { value in
+          guard let call = value.as(FunctionCallExprSyntax.self), call.arguments.isEmpty,
+            call.trailingClosure == nil
+          else { return false }
+          return call.calledExpression.is(ArrayExprSyntax.self)
+        } ?? false
       if !empty {
         return (
           "toManyStart",
@@ -664,6 +711,25 @@ struct StoredProperty {
 
   /// The column: `originalName`, else the property's name.
   var column: String { originalName ?? name }
+
+  /// Whether it is `var x: X?` with nothing saying what `X` is: no `@Relationship`, no
+  /// `@Attribute`, and `X` not a type the store keeps natively by name. `X` may be a model
+  /// (SwiftData's side of a relationship whose inverse the other side names) or a
+  /// `PersistableValue` of one's own; the code `@Model` writes leaves the choice to the
+  /// compiler (`_OptionalProperty`). A `#Unique` or `#Index` naming it makes it an attribute
+  /// (`ModelDeclaration` checks that; this property does not know the class's constraints).
+  var isUndeclaredOptional: Bool {
+    guard !isTransient, relationshipAttribute == nil, attribute == nil,
+      initializer == nil || initializer?.trimmedDescription == "nil",
+      let wrapped = wrappedType?.trimmedDescription
+    else { return false }
+    let name = wrapped.hasPrefix("Foundation.") ? String(wrapped.dropFirst(11)) : wrapped
+    let native: Set<String> = [
+      "String", "Int", "Double", "Bool", "Date", "UUID", "Data", "Swift.String", "Swift.Int",
+      "Swift.Double", "Swift.Bool",
+    ]
+    return !native.contains(name) && !name.hasPrefix("[") && !name.hasPrefix("(")
+  }
 
   /// The wrapped type of an optional type annotation (`T?`, `Optional<T>`), else nil.
   var wrappedType: TypeSyntax? {

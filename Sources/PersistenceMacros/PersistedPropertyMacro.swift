@@ -45,6 +45,22 @@ extension PersistedPropertyMacro: AccessorMacro {
       ]
     case nil: break
     }
+    if property.isUndeclaredOptional {
+      // A to-one or an attribute, as the compiler finds `X` to be (`_OptionalProperty`).
+      return [
+        """
+        get {
+          PersistenceCore._OptionalProperty.get(self, _\(raw: name), \\.\(raw: name), _$observationRegistrar)
+        }
+        """,
+        """
+        set {
+          PersistenceCore._OptionalProperty.set(
+            self, \\._\(raw: name), newValue, \\.\(raw: name), _$observationRegistrar)
+        }
+        """,
+      ]
+    }
     if case .fault = property.storage {
       // An optional `.codable` value behind a fault: rows load its bytes, decoded on first read.
       return [
@@ -121,6 +137,11 @@ extension PersistedPropertyMacro: PeerMacro {
         "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToMany<\(target)>? = nil"
       ]
     case nil: break
+    }
+    if property.isUndeclaredOptional, let wrapped = property.wrappedType {
+      return [
+        "private var _\(raw: property.name) = PersistenceCore._OptionalProperty.storage(\(wrapped).self)"
+      ]
     }
     if case .fault(let wrapped) = property.storage {
       let initial = property.initializer.map { " = PersistenceCore.CodableFault(\($0))" } ?? ""

@@ -303,14 +303,14 @@ struct MacroSpot: Codable, Hashable, Sendable {
 @Suite("@Model: options and constraints it refuses")
 struct ModelMacroOptionDiagnosticsTests {
   @Test(
-    "#Unique over several properties, key paths that are not persisted properties, .codable without a type or a value, an originalName that is not a literal"
+    "a property beginning two unique constraints, key paths that are not persisted properties, .codable without a type or a value, an originalName that is not a literal"
   )
   func refused() throws {
     let (errors, status) = try ModelMacroDiagnosticsTests.typecheck(
       """
       let column = "c"
       @Model final class Constrained {
-        #Unique<Constrained>([\\.a, \\.b])
+        #Unique<Constrained>([\\.a, \\.b], [\\.a])
         #Index<Constrained>([\\.a, \\.missing], [\\.a.count])
         var a = ""
         var b = 0
@@ -323,7 +323,7 @@ struct ModelMacroOptionDiagnosticsTests {
     #expect(status != 0)
     #expect(
       errors == [
-        "3: #Unique over several properties (a, b) is not supported yet: the store's upsert looks a row up by one unique column",
+        "3: 'a' begins two unique constraints: begin each with another property (a value unique alone is unique with others too)",
         "4: #Index names persisted properties of this class, one step each (\\.name): \\.a.count is not one",
         "4: #Index names persisted properties of this class, one step each (\\.name): \\.missing is not one",
         "4: value of type 'Constrained' has no member 'missing'",
@@ -398,6 +398,192 @@ struct ModelMacroOptionsTests {
     #expect(
       try third.fetch(FetchDescriptor<MacroPlace>(sortBy: [SortDescriptor(\.rank)])).map(\.spot)
         == [spot, spot])
+  }
+}
+
+/// SampleTrips' trip constraint: unique by name and dates together.
+@Model final class MacroOuting {
+  #Unique<MacroOuting>([\.name, \.startDate, \.endDate])
+  var name: String
+  var startDate: Date
+  var endDate: Date?
+  var note = ""
+
+  init(name: String, startDate: Date, endDate: Date?, note: String) {
+    self.name = name
+    self.startDate = startDate
+    self.endDate = endDate
+    self.note = note
+  }
+}
+
+@Suite("@Model: #Unique over several properties")
+struct ModelMacroCompositeUniqueTests {
+  @Test(
+    "an insert whose name and dates are stored updates that row, in a batch and alone; other combinations and NULLs insert",
+    arguments: TestEngine.allCases)
+  func upsert(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroOuting.self)
+    let day = Date(timeIntervalSinceReferenceDate: 86_400)
+    let next = day.addingTimeInterval(86_400)
+    func outings() throws -> [String] {
+      try ModelContext(container).fetch(
+        FetchDescriptor<MacroOuting>(sortBy: [SortDescriptor(\.note)])
+      ).map { "\($0.name) \($0.endDate == nil ? "open" : "\($0.endDate! == next)") \($0.note)" }
+    }
+    let context = ModelContext(container)
+    context.insert(MacroOuting(name: "Hike", startDate: day, endDate: next, note: "a"))
+    context.insert(MacroOuting(name: "Hike", startDate: day, endDate: nil, note: "b"))
+    try context.save()
+    // One save of several (a batch of lookups), one matching a stored row, two matching each
+    // other, one differing by a date, one with a NULL (never matches).
+    let batch = ModelContext(container)
+    batch.insert(MacroOuting(name: "Hike", startDate: day, endDate: next, note: "c"))
+    batch.insert(MacroOuting(name: "Swim", startDate: day, endDate: next, note: "d"))
+    batch.insert(MacroOuting(name: "Swim", startDate: day, endDate: next, note: "e"))
+    batch.insert(MacroOuting(name: "Hike", startDate: next, endDate: next, note: "f"))
+    batch.insert(MacroOuting(name: "Hike", startDate: day, endDate: nil, note: "g"))
+    try batch.save()
+    #expect(
+      try outings() == ["Hike open b", "Hike true c", "Swim true e", "Hike true f", "Hike open g"])
+    // Alone (no batch): the upsert of one row.
+    let single = ModelContext(container)
+    single.insert(MacroOuting(name: "Swim", startDate: day, endDate: next, note: "h"))
+    try single.save()
+    #expect(
+      try outings() == ["Hike open b", "Hike true c", "Hike true f", "Hike open g", "Swim true h"])
+    #expect(MacroOuting.schema.attributes[0].options == [.unique(with: "startDate", "endDate")])
+  }
+}
+
+/// SampleTrips' models as its source declares them (made final: see `@Model`): the trip names
+/// both inverses; the item and the stay say `var trip: SampleTrip?` with no `@Relationship`.
+@Model final class SampleTrip {
+  #Index<SampleTrip>([\.name], [\.startDate], [\.endDate], [\.name, \.startDate, \.endDate])
+  #Unique<SampleTrip>([\.name, \.startDate, \.endDate])
+  @Attribute(.preserveValueOnDeletion) var name: String
+  var destination: String
+  @Attribute(.preserveValueOnDeletion) var startDate: Date
+  @Attribute(.preserveValueOnDeletion) var endDate: Date
+  @Relationship(deleteRule: .cascade, inverse: \SampleBucketListItem.trip)
+  var bucketList: [SampleBucketListItem] = [SampleBucketListItem]()
+  @Relationship(deleteRule: .cascade, inverse: \SampleLivingAccommodation.trip)
+  var livingAccommodation: SampleLivingAccommodation?
+  /// A value of a type of our own, which the macro cannot tell from a model.
+  var grade: SampleGrade?
+  @Transient var isSelected = false
+
+  init(name: String, destination: String, startDate: Date, endDate: Date) {
+    self.name = name
+    self.destination = destination
+    self.startDate = startDate
+    self.endDate = endDate
+  }
+}
+
+/// See ``SampleTrip``.
+@Model final class SampleBucketListItem {
+  var title: String
+  var details: String
+  var hasReservation: Bool
+  var isInPlan: Bool
+  var trip: SampleTrip?
+
+  init(title: String, details: String, hasReservation: Bool, isInPlan: Bool) {
+    self.title = title
+    self.details = details
+    self.hasReservation = hasReservation
+    self.isInPlan = isInPlan
+  }
+}
+
+/// See ``SampleTrip``.
+@Model final class SampleLivingAccommodation {
+  var address: String
+  var placeName: String
+  var trip: SampleTrip?
+
+  init(address: String, placeName: String) {
+    self.address = address
+    self.placeName = placeName
+  }
+}
+
+/// A `PersistableValue` of one's own: a letter grade stored as text.
+struct SampleGrade: PersistableValue {
+  let letter: String
+  static var storageType: StorageType { .text }
+  var sqlValue: SQLValue { .text(letter) }
+  init(_ letter: String) { self.letter = letter }
+  init(sqlValue: SQLValue) throws {
+    guard case .text(let text) = sqlValue else {
+      throw PersistenceError(code: .invalidValue, message: "not a grade: \(sqlValue)")
+    }
+    letter = text
+  }
+}
+
+@Suite("@Model: SampleTrips' declarations, a plain optional model property a to-one")
+struct ModelMacroSampleTripsTests {
+  @Test(
+    "var trip: SampleTrip? is the to-one that stores the key; a value of one's own is an attribute; SampleTrips' search predicate, sections, upsert and cascade",
+    arguments: TestEngine.allCases)
+  func sampleTrips(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SampleTrip.self)
+    let context = ModelContext(container)
+    let day = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    let week = day.addingTimeInterval(7 * 86_400)
+    let paris = SampleTrip(name: "Spring", destination: "Paris", startDate: day, endDate: week)
+    paris.grade = SampleGrade("A")
+    let tokyo = SampleTrip(name: "Autumn", destination: "Tokyo", startDate: week, endDate: week)
+    context.insert(paris)
+    context.insert(tokyo)
+    let louvre = SampleBucketListItem(
+      title: "Louvre", details: "", hasReservation: true, isInPlan: true)
+    louvre.trip = paris
+    #expect(paris.bucketList.map(\.title) == ["Louvre"])
+    tokyo.bucketList = [
+      SampleBucketListItem(
+        title: "Louvre replica", details: "", hasReservation: false, isInPlan: false)
+    ]
+    let hotel = SampleLivingAccommodation(address: "1 Rue", placeName: "Hôtel")
+    hotel.trip = paris
+    #expect(paris.livingAccommodation === hotel)
+    try context.save()
+
+    let reader = ModelContext(container)
+    let text = "Louvre"
+    let name = "Spring"
+    let found = try reader.fetch(
+      FetchDescriptor<SampleBucketListItem>(
+        predicate: #Predicate { item in item.title.contains(text) && item.trip?.name == name }))
+    #expect(found.map(\.title) == ["Louvre"])
+    let sections = try reader.fetch(
+      FetchDescriptor<SampleTrip>(sortBy: [SortDescriptor(\.destination)]),
+      sectionBy: \SampleTrip.destination)
+    #expect(sections.map(\.id) == ["Paris", "Tokyo"])
+    let trips = try reader.fetch(FetchDescriptor<SampleTrip>(sortBy: [SortDescriptor(\.name)]))
+    #expect(trips.map { $0.grade?.letter } == [nil, "A"])
+    #expect(trips[1].livingAccommodation?.placeName == "Hôtel")
+    #expect(trips[1].bucketList.first?.trip === trips[1])
+
+    // #Unique over name and dates: the same trip again updates it.
+    let again = ModelContext(container)
+    again.insert(SampleTrip(name: "Spring", destination: "Lyon", startDate: day, endDate: week))
+    try again.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<SampleTrip>()) == 2)
+    // A cascade: the trip's items and stay go with it.
+    let deleter = ModelContext(container)
+    let spring = try deleter.fetch(
+      FetchDescriptor<SampleTrip>(predicate: #Predicate { $0.name == "Spring" }))
+    #expect(spring.map(\.destination) == ["Lyon"])
+    deleter.delete(spring[0])
+    try deleter.save()
+    let left = ModelContext(container)
+    #expect(
+      try left.fetch(FetchDescriptor<SampleBucketListItem>()).map(\.title) == ["Louvre replica"])
+    #expect(try left.fetchCount(FetchDescriptor<SampleLivingAccommodation>()) == 0)
+    #expect(SampleTrip.schema.attributes.map(\.name).contains("grade"))
   }
 }
 
@@ -585,7 +771,7 @@ struct ModelMacroOneToOneTests {
 @Suite("@Model: one-to-one declarations it refuses")
 struct ModelMacroOneToOneDiagnosticsTests {
   @Test(
-    "a to-one naming a to-many as its inverse, orderBy on a to-one, a table name that is not a plain literal: errors saying what to write"
+    "a to-one naming a to-many as its inverse, orderBy on a to-one, a table name that is not a plain literal, indexes that differ after one property: errors saying what to write"
   )
   func refused() throws {
     let (text, status, _) = try ModelMacroDiagnosticsTests.compile(
@@ -614,11 +800,18 @@ struct ModelMacroOneToOneDiagnosticsTests {
         var x = 0
         @Relationship var even: Even?
       }
+      @Model final class Twice {
+        #Index<Twice>([\\.a, \\.b], [\\.a, \\.c], [\\.a])
+        var a = 0
+        var b = 0
+        var c = 0
+      }
       """)
     #expect(other != 0)
     let expected = [
       "1: table: names the model's table: give it as one string literal of letters, digits and underscores",
       "5: orderBy: orders a to-many: 'pair' is a to-one",
+      "11: 'a' begins two #Index lists that differ after it: begin one with another property",
     ]
     #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
   }

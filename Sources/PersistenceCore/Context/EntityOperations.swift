@@ -7,7 +7,11 @@ protocol EntityOperations: AnyObject, Sendable {
   var columnNames: [String] { get }
   /// SQL the context runs for this entity, made once.
   var statements: EntityStatements { get }
+  /// The attributes of every unique constraint (each attribute once), for messages.
   var uniqueIndexes: [Int] { get }
+  /// The unique constraints, each its attributes' indexes, the declaring attribute first
+  /// (``AttributeOption/unique`` alone, ``AttributeOption/unique(with:)`` with the others).
+  var uniqueConstraints: [[Int]] { get }
   var preservedIndexes: [Int] { get }
   /// The layout of a snapshot, which a registration keeps in its tail.
   var snapshotLayout: SnapshotLayout { get }
@@ -95,7 +99,8 @@ final class EntityStatements: Sendable {
   let insert: String
   let selectByKey: String
   let delete: String
-  /// `SELECT "_pk" FROM table WHERE "unique" = ?`, by attribute index.
+  /// `SELECT "_pk" FROM table WHERE "unique" = ? [AND "other" = ? …]`, by the index of the
+  /// constraint's first attribute.
   let lookup: [Int: String]
   /// `SELECT preserved columns FROM table WHERE "_pk" = ?`, or nil.
   let tombstone: String?
@@ -103,7 +108,7 @@ final class EntityStatements: Sendable {
   /// ` = ?` or ` IN (…)`.
   let selectRowsWhereKey: String
 
-  init(name: String, columns: [String], unique: [Int], preserved: [Int]) {
+  init(name: String, columns: [String], unique: [[Int]], preserved: [Int]) {
     let table = quoted(name)
     let quotedColumns = columns.map(quoted)
     self.table = table
@@ -114,8 +119,9 @@ final class EntityStatements: Sendable {
     selectByKey = "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
     delete = "DELETE FROM \(table) WHERE \"_pk\" = ?"
     var lookup: [Int: String] = [:]
-    for index in unique {
-      lookup[index] = "SELECT \"_pk\" FROM \(table) WHERE \(quotedColumns[index]) = ?"
+    for constraint in unique {
+      let conditions = constraint.map { quotedColumns[$0] + " = ?" }.joined(separator: " AND ")
+      lookup[constraint[0]] = "SELECT \"_pk\" FROM \(table) WHERE \(conditions)"
     }
     self.lookup = lookup
     let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
@@ -138,6 +144,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let columnNames: [String]
   let statements: EntityStatements
   let uniqueIndexes: [Int]
+  let uniqueConstraints: [[Int]]
   let preservedIndexes: [Int]
   /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
   let accesses: [AttributeAccess]
@@ -163,7 +170,14 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     hasRelationships = !schema.relationships.isEmpty
     linkOrigin = hasRelationships ? LinkOriginAccess.of(Model.self) : nil
     columnNames = stored.map(\.name)
-    uniqueIndexes = stored.indices.filter { stored[$0].isUnique }
+    let uniqueConstraints = stored.indices.filter { stored[$0].isUnique }.map { first in
+      [first]
+        + stored[first].uniqueCompanions.compactMap { name in
+          stored.firstIndex { $0.name == name }
+        }
+    }
+    self.uniqueConstraints = uniqueConstraints
+    uniqueIndexes = Array(Set(uniqueConstraints.joined())).sorted()
     // A tombstone keeps the `.preserveValueOnDeletion` attributes and, when it keeps any, the
     // keys of the row's to-ones (the same SELECT, one more column each): what names the
     // parent of a deleted child. A model that preserves nothing pays no SELECT a delete.
@@ -172,7 +186,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       stored[$0].preservesValueOnDeletion || (preserves && stored[$0].relationship != nil)
     }
     statements = EntityStatements(
-      name: name, columns: columnNames, unique: uniqueIndexes, preserved: preservedIndexes)
+      name: name, columns: columnNames, unique: uniqueConstraints, preserved: preservedIndexes)
     accesses = stored.map(\.access)
     snapshotLayout = SnapshotLayout(
       stored.map {

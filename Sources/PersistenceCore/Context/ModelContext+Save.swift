@@ -398,32 +398,35 @@ extension ModelContext {
     }
   }
 
-  /// The stored row each of `batch`'s unique values names, per unique attribute (one batch of
-  /// lookups each), or nil when a unique value repeats within the batch (`NULL`s never
-  /// match), where a row of the batch may match another once inserted. O(rows × unique
-  /// attributes).
+  /// The stored row each of `batch`'s unique values names, per unique constraint (one batch
+  /// of lookups each), or nil when a unique value (or combination) repeats within the batch
+  /// (`NULL`s never match), where a row of the batch may match another once inserted.
+  /// O(rows × unique attributes).
   private func lookUp(
     _ batch: ArraySlice<Registration>, entity: any EntityOperations,
     database: any StoreConnection, statements: inout [PreparedKey: any StoreStatement]
   ) throws -> [[Int64?]]? {
     let first = batch.startIndex
     if batch.count > 1 {
-      for unique in entity.uniqueIndexes {
-        var seen = Set<SQLValue>(minimumCapacity: batch.count)
+      for constraint in entity.uniqueConstraints {
+        var seen = Set<[SQLValue]>(minimumCapacity: batch.count)
         for registration in batch {
-          let value = try entity.value(registration.model, attribute: unique)
-          if value != .null, !seen.insert(value).inserted { return nil }
+          let values = try constraint.map { try entity.value(registration.model, attribute: $0) }
+          if !values.contains(.null), !seen.insert(values).inserted { return nil }
         }
       }
     }
     var found: [[Int64?]] = []
-    for unique in entity.uniqueIndexes {
+    for constraint in entity.uniqueConstraints {
       let lookup = try prepared(
-        PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
-        entity.statements.lookup[unique] ?? "", in: &statements, database: database)
+        PreparedKey(entity: ObjectIdentifier(entity), lookup: constraint[0]),
+        entity.statements.lookup[constraint[0]] ?? "", in: &statements, database: database)
       found.append(
-        try database.runBatch(lookup, count: batch.count, answer: .firstColumn) {
-          try entity.bind(batch[first + $0].model, attribute: unique, to: lookup, at: 1)
+        try database.runBatch(lookup, count: batch.count, answer: .firstColumn) { row in
+          for (offset, attribute) in constraint.enumerated() {
+            try entity.bind(
+              batch[first + row].model, attribute: attribute, to: lookup, at: Int32(offset + 1))
+          }
         })
     }
     return found
@@ -431,8 +434,8 @@ extension ModelContext {
 
   /// Inserts a model's row, or, when a `.unique` value already exists, updates that row
   /// (upsert). Returns the key and, for an upsert, the attributes it changed. `found`, when
-  /// given, holds the row each unique attribute's lookup found (in ``EntityOperations/uniqueIndexes``
-  /// order), looked up already in this transaction.
+  /// given, holds the row each unique constraint's lookup found (in
+  /// ``EntityOperations/uniqueConstraints`` order), looked up already in this transaction.
   private func insertRow(
     _ registration: Registration, database: any StoreConnection, writer: HistoryWriter,
     insertStatements: inout [PreparedKey: any StoreStatement], found: [Int64?]? = nil
@@ -440,15 +443,18 @@ extension ModelContext {
     let entity = registration.entity
     let model = registration.model
     var existing: Int64?
-    for (position, unique) in entity.uniqueIndexes.enumerated() {
+    for (position, constraint) in entity.uniqueConstraints.enumerated() {
       let match: Int64?
       if let found {
         match = found[position]
       } else {
         let statement = try prepared(
-          PreparedKey(entity: ObjectIdentifier(entity), lookup: unique),
-          entity.statements.lookup[unique] ?? "", in: &insertStatements, database: database)
-        try entity.bind(model, attribute: unique, to: statement, at: 1)
+          PreparedKey(entity: ObjectIdentifier(entity), lookup: constraint[0]),
+          entity.statements.lookup[constraint[0]] ?? "", in: &insertStatements,
+          database: database)
+        for (offset, attribute) in constraint.enumerated() {
+          try entity.bind(model, attribute: attribute, to: statement, at: Int32(offset + 1))
+        }
         match = try statement.step() ? statement.int64(at: 0) : nil
         statement.reset()
       }

@@ -6,14 +6,25 @@ public struct AttributeOption: Hashable, Sendable {
   private let name: String
   /// For ``indexed(with:)``: the further columns of the index, in order.
   let companions: [String]
-  private init(_ name: String, companions: [String] = []) {
+  /// For ``unique(with:)``: the further columns whose values are unique with this one's.
+  let uniqueCompanions: [String]
+  private init(_ name: String, companions: [String] = [], uniqueCompanions: [String] = []) {
     self.name = name
     self.companions = companions
+    self.uniqueCompanions = uniqueCompanions
   }
 
   /// At most one row has a given value. Inserting a model whose value exists updates that
   /// row instead (SwiftData's upsert). Implies an index.
   public static let unique = AttributeOption("unique")
+  /// At most one row has a given combination of this column's value and those of the columns
+  /// named `columns` (SwiftData's `#Unique<Trip>([\.name, \.startDate, \.endDate])`, which
+  /// `@Model` writes as `.unique(with: "startDate", "endDate")` on `name`). Inserting a model
+  /// whose combination exists updates that row instead (the upsert of ``unique``); a `NULL` in
+  /// any of them never matches. Implies a unique index on the columns, in that order.
+  public static func unique(with columns: String...) -> AttributeOption {
+    AttributeOption("uniqueWith:" + columns.joined(separator: ","), uniqueCompanions: columns)
+  }
   /// The column has an index, for fast predicates and sorts on it.
   public static let indexed = AttributeOption("indexed")
   /// The column has an index on it and the columns named `columns` (in that order): a range of

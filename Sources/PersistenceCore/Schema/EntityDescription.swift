@@ -9,8 +9,10 @@ public struct EntityDescription: Sendable {
     public var storageType: StorageType
     /// Whether the column allows `NULL`.
     public var isOptional: Bool
-    /// Whether the column has a unique index.
+    /// Whether the column has a unique index (alone, or first of ``uniqueCompanions``).
     public var isUnique: Bool
+    /// The further columns of its unique index, if it spans several.
+    public var uniqueCompanions: [String] = []
     /// Whether the column is indexed (alone, or first of ``indexCompanions``).
     public var isIndexed: Bool
     /// The further columns of its index, if it spans several.
@@ -45,8 +47,8 @@ public struct EntityDescription: Sendable {
         return Column(
           name: attribute.name, storageType: attribute.storageType,
           isOptional: attribute.isOptional, isUnique: attribute.isUnique,
-          isIndexed: attribute.isIndexed, indexCompanions: attribute.indexCompanions,
-          defaultValue: try attribute.value(defaults))
+          uniqueCompanions: attribute.uniqueCompanions, isIndexed: attribute.isIndexed,
+          indexCompanions: attribute.indexCompanions, defaultValue: try attribute.value(defaults))
       }
       // A to-one's key: indexed (a one-to-one's uniquely), for the inverse's loads and the
       // delete rules' lookups.
@@ -123,23 +125,35 @@ extension EntityDescription {
 
   /// The indexes of `.unique` and `.indexed` columns (with their companions), in column
   /// order, named alike on every engine: `trips_id_unique`, `trips_destination_index`,
-  /// `trips_longitude_latitude_start_date_name_index`.
+  /// `trips_longitude_latitude_start_date_name_index`, `trips_name_start_date_unique`. A
+  /// column unique alone needs no index of its own besides; one unique with others keeps its
+  /// `.indexed` index too.
   package var indexes: [Index] {
-    columns.compactMap { column in
-      if column.isUnique {
-        return Index(name: "\(name)_\(column.name)_unique", columns: [column.name], isUnique: true)
+    columns.flatMap { column -> [Index] in
+      guard column.isUnique else { return plainIndex(column).map { [$0] } ?? [] }
+      let unique = [column.name] + column.uniqueCompanions
+      let index = Index(
+        name: "\(name)_" + unique.joined(separator: "_") + "_unique", columns: unique,
+        isUnique: true)
+      guard !column.uniqueCompanions.isEmpty, let plain = plainIndex(column) else {
+        return [index]
       }
-      if !column.indexCompanions.isEmpty {
-        let columns = [column.name] + column.indexCompanions
-        return Index(
-          name: "\(name)_" + columns.joined(separator: "_") + "_index", columns: columns,
-          isUnique: false)
-      }
-      if column.isIndexed {
-        return Index(name: "\(name)_\(column.name)_index", columns: [column.name], isUnique: false)
-      }
-      return nil
+      return [index, plain]
     }
+  }
+
+  /// The `.indexed` index of `column`, if it has one.
+  private func plainIndex(_ column: Column) -> Index? {
+    if !column.indexCompanions.isEmpty {
+      let columns = [column.name] + column.indexCompanions
+      return Index(
+        name: "\(name)_" + columns.joined(separator: "_") + "_index", columns: columns,
+        isUnique: false)
+    }
+    if column.isIndexed {
+      return Index(name: "\(name)_\(column.name)_index", columns: [column.name], isUnique: false)
+    }
+    return nil
   }
 
   /// The names of ``indexes``.

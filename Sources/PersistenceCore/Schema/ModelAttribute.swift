@@ -93,7 +93,11 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     try access(model, .value).storedValue(name)
   }
 
-  var isUnique: Bool { options.contains(.unique) }
+  var isUnique: Bool { options.contains(.unique) || !uniqueCompanions.isEmpty }
+  /// The further columns of a several-column unique constraint (``AttributeOption/unique(with:)``).
+  var uniqueCompanions: [String] {
+    options.first { !$0.uniqueCompanions.isEmpty }?.uniqueCompanions ?? []
+  }
   var isIndexed: Bool { options.contains(.indexed) || !indexCompanions.isEmpty }
   /// The further columns of a several-column index (``AttributeOption/indexed(with:)``).
   var indexCompanions: [String] { options.first { !$0.companions.isEmpty }?.companions ?? [] }

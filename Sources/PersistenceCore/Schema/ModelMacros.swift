@@ -160,16 +160,21 @@ public enum ModelDefaults {
 public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
   #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
-/// Makes each list of a `@Model` class's properties unique (`#Unique<Note>([\.slug])`):
-/// inserting a model whose value is stored already updates that row, SwiftData's upsert. A list
-/// of one property is supported; a list of several is a compile-time error for now.
+/// Makes each list of a `@Model` class's properties unique (`#Unique<Note>([\.slug])`,
+/// `#Unique<Trip>([\.name, \.startDate, \.endDate])`): inserting a model whose value, or
+/// combination of values, is stored already updates that row, SwiftData's upsert; a `NULL` in
+/// a combination never matches. Each list is one unique index, over its columns in order
+/// (``AttributeOption/unique`` or ``AttributeOption/unique(with:)`` on its first property); a
+/// property may begin one list.
 @freestanding(declaration)
 public macro Unique<Model>(_ constraints: [PartialKeyPath<Model>]...) =
   #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")
 
 /// Indexes each list of a `@Model` class's properties (`#Index<Trip>([\.start], [\.longitude,
 /// \.latitude])`): a list of one makes an index on its column, a list of several one index on
-/// their columns in that order (``AttributeOption/indexed(with:)``).
+/// their columns in that order (``AttributeOption/indexed(with:)``). Lists that begin with one
+/// property are one index, the longest (`[\.name]` and `[\.name, \.startDate]`: the second
+/// answers what the first would); two that differ after it are a compile-time error.
 @freestanding(declaration)
 public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
   #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")
@@ -177,7 +182,9 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 /// Declares a relationship of a `@Model` class, as SwiftData does: a to-many (`[Room]`, which
 /// starts empty: `= []`) or a to-one (`Hotel?`, which starts as nil). One side names the other
 /// as its `inverse` (naming it on both makes a cycle the compiler refuses); the other side is
-/// marked `@Relationship` too, without arguments. `deleteRule` is what deleting the model does
+/// marked `@Relationship` without arguments, or, for a to-one, written as a plain optional
+/// (`var trip: Trip?`, as SwiftData's SampleTrips writes it: the compiler finds `Trip` to be a
+/// model, see `_OptionalProperty`). `deleteRule` is what deleting the model does
 /// to its related models (``DeleteRule``, `.nullify` by default), declared on the side that
 /// does not store the key.
 ///

@@ -213,6 +213,19 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       }
     }
     for attribute in attributes {
+      if options(of: attribute, unique: true) > 1 || options(of: attribute, unique: false) > 1 {
+        throw bad(
+          "the attribute '\(attribute.name)' has more than one .unique or more than one .indexed option; declare each constraint once"
+        )
+      }
+      for companion in attribute.uniqueCompanions
+      where !attributes.contains(where: {
+        $0.name == companion && !$0.isCodable && $0.name != attribute.name
+      }) {
+        throw bad(
+          "the attribute '\(attribute.name)' is unique with '\(companion)', which is not another stored attribute"
+        )
+      }
       for companion in attribute.indexCompanions
       where !attributes.contains(where: {
         $0.name == companion && !$0.isCodable && $0.name != attribute.name
@@ -227,6 +240,15 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       throw bad("a key path is declared twice")
     }
   }
+}
+
+/// How many of `attribute`'s options are unique constraints (`unique`), or indexes.
+private func options<Model>(of attribute: ModelAttribute<Model>, unique: Bool) -> Int {
+  attribute.options.filter {
+    unique
+      ? ($0 == .unique || !$0.uniqueCompanions.isEmpty)
+      : ($0 == .indexed || !$0.companions.isEmpty)
+  }.count
 }
 
 func isIdentifier(_ name: String) -> Bool {

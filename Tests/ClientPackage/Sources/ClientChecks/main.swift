@@ -389,6 +389,13 @@ check("@Relationship: deleting a guide deletes their tours") {
   return left == tours.filter { $0.guide != "Aiko" }.map(\.title)
 }
 
+// SwiftData's SampleTrips, its models in a container of their own (a file of its own on
+// SQLite; tables of their own on PostgreSQL).
+try checkSampleTrips(
+  engine == "sqlite"
+    ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips.sqlite") : url,
+  { check($0, $1) })
+
 // README's and the articles' persistence examples (Tools/examples.sh copies them here), each
 // in a folder of its own, as the page shows it: on a SQLite file named in the example.
 if engine == "sqlite" {

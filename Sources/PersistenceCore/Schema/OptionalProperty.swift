@@ -1,0 +1,80 @@
+/// What `@Model` writes for a stored property `var x: X?` declared without `@Relationship` or
+/// `@Attribute(.codable)`, whose `X` is not a type the macro knows (`String`, `Date`, …): a
+/// to-one when `X` is a model (SwiftData's side of a relationship whose inverse the other side
+/// names, `var trip: Trip?`), else an attribute of a ``PersistableValue`` of your own. The
+/// macro cannot see types; the compiler chooses among these overloads by `X`'s conformances.
+/// Not called by hand.
+///
+/// Cost: as the to-one or attribute each one stands for. A model with such a property is
+/// loaded and bound through its declarations (no row loader), as a model with a key-storing
+/// to-one is.
+public enum _OptionalProperty {
+  /// The backing storage of a to-one: its link, made with the model (it holds the key column).
+  public static func storage<Target: PersistentModel>(_: Target.Type) -> ToOne<Target> {
+    ToOne()
+  }
+
+  /// The backing storage of an attribute: the value, nil until set.
+  public static func storage<Value: PersistableValue>(_: Value.Type) -> Value? { nil }
+
+  /// Reads a to-one through its link.
+  public static func get<Owner: PersistentModel, Target: PersistentModel>(
+    _ owner: Owner, _ storage: ToOne<Target>, _ keyPath: KeyPath<Owner, Target?>,
+    _ registrar: borrowing ModelObservationRegistrar
+  ) -> Target? {
+    storage.value(of: owner)
+  }
+
+  /// Reads an attribute, recording the read for observers.
+  public static func get<Owner: PersistentModel, Value: PersistableValue>(
+    _ owner: Owner, _ storage: Value?, _ keyPath: KeyPath<Owner, Value?>,
+    _ registrar: borrowing ModelObservationRegistrar
+  ) -> Value? {
+    registrar.access(owner, keyPath: keyPath)
+    return storage
+  }
+
+  // The setters take the storage by key path, not `inout`: setting a to-one updates its
+  // inverse, which may read this model's link while an `inout` access to it would be open.
+
+  /// Sets a to-one through its link (which updates the inverse).
+  public static func set<Owner: PersistentModel, Target: PersistentModel>(
+    _ owner: Owner, _ storage: KeyPath<Owner, ToOne<Target>>, _ newValue: Target?,
+    _ keyPath: KeyPath<Owner, Target?>, _ registrar: borrowing ModelObservationRegistrar
+  ) {
+    owner[keyPath: storage].set(newValue, of: owner)
+  }
+
+  /// Sets an attribute, telling observers of a change, not of an equal value.
+  public static func set<Owner: PersistentModel, Value: PersistableValue>(
+    _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Value?>, _ newValue: Value?,
+    _ keyPath: KeyPath<Owner, Value?>, _ registrar: borrowing ModelObservationRegistrar
+  ) {
+    guard owner[keyPath: storage] != newValue else {
+      owner[keyPath: storage] = newValue
+      return
+    }
+    registrar.withMutation(of: owner, keyPath: keyPath) { owner[keyPath: storage] = newValue }
+  }
+}
+
+extension ModelAttribute {
+  /// The schema's entry for a `@Model` property of `_OptionalProperty`: a to-one that stores
+  /// the key, its inverse found in the related model's schema.
+  public static func _optional<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    storage: @escaping @Sendable (Model) -> ToOne<Target>
+  ) -> ModelAttribute {
+    toOne(keyPath, name, link: storage)
+  }
+
+  /// The schema's entry for a `@Model` property of `_OptionalProperty`: an attribute (with
+  /// no options: a property with `@Attribute` or in a `#Unique` or `#Index` is an attribute,
+  /// which `@Model` declares as such).
+  public static func _optional<Value: PersistableValue>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
+    storage: ReferenceWritableKeyPath<Model, Value?>
+  ) -> ModelAttribute {
+    attribute(keyPath, name, storage: storage)
+  }
+}

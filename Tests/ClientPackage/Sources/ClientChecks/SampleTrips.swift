@@ -1,0 +1,133 @@
+import Foundation
+import Persistence
+
+// SwiftData's SampleTrips models as its source declares them, with `import Persistence` in
+// place of `import SwiftData` and `final` added (see `@Model`): the trip names both inverses,
+// the bucket-list item and the stay say `var trip: Trip?` with no `@Relationship`.
+
+/// The models, in a namespace of their own (README's examples declare a `Trip` too).
+enum SampleTrips {
+  @Model final class Trip {
+    #Index<Trip>([\.name], [\.startDate], [\.endDate], [\.name, \.startDate, \.endDate])
+    #Unique<Trip>([\.name, \.startDate, \.endDate])
+
+    @Attribute(.preserveValueOnDeletion)
+    var name: String
+    var destination: String
+
+    @Attribute(.preserveValueOnDeletion)
+    var startDate: Date
+
+    @Attribute(.preserveValueOnDeletion)
+    var endDate: Date
+
+    @Relationship(deleteRule: .cascade, inverse: \BucketListItem.trip)
+    var bucketList: [BucketListItem] = [BucketListItem]()
+
+    @Relationship(deleteRule: .cascade, inverse: \LivingAccommodation.trip)
+    var livingAccommodation: LivingAccommodation?
+
+    @Transient var isSelected = false
+
+    init(name: String, destination: String, startDate: Date, endDate: Date) {
+      self.name = name
+      self.destination = destination
+      self.startDate = startDate
+      self.endDate = endDate
+    }
+  }
+
+  @Model final class BucketListItem {
+    var title: String
+    var details: String
+    var hasReservation: Bool
+    var isInPlan: Bool
+    var trip: Trip?
+
+    init(title: String, details: String, hasReservation: Bool, isInPlan: Bool) {
+      self.title = title
+      self.details = details
+      self.hasReservation = hasReservation
+      self.isInPlan = isInPlan
+    }
+  }
+
+  @Model final class LivingAccommodation {
+    var address: String
+    var placeName: String
+    var trip: Trip?
+
+    init(address: String, placeName: String) {
+      self.address = address
+      self.placeName = placeName
+    }
+  }
+}
+
+/// Runs SampleTrips' calls on a container of its models at `url`: inserts, the search
+/// predicate, sections by destination, the `#Unique` upsert and a cascade delete. Each answer
+/// is computed here from what was inserted; `check` runs and reports each.
+@MainActor func checkSampleTrips(
+  _ url: URL, _ check: (String, () throws -> Bool) -> Void
+) throws {
+  typealias Trip = SampleTrips.Trip
+  typealias BucketListItem = SampleTrips.BucketListItem
+  typealias LivingAccommodation = SampleTrips.LivingAccommodation
+  let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+  let day = Date(timeIntervalSinceReferenceDate: 800_000_000)
+  let week = day.addingTimeInterval(7 * 86_400)
+  check("SampleTrips: insert trips with a bucket list and a stay set from either side") {
+    let context = ModelContext(container)
+    let paris = Trip(name: "Spring", destination: "Paris", startDate: day, endDate: week)
+    let tokyo = Trip(name: "Autumn", destination: "Tokyo", startDate: week, endDate: week)
+    context.insert(paris)
+    context.insert(tokyo)
+    let louvre = BucketListItem(title: "Louvre", details: "", hasReservation: true, isInPlan: true)
+    louvre.trip = paris
+    tokyo.bucketList = [
+      BucketListItem(title: "Louvre replica", details: "", hasReservation: false, isInPlan: false)
+    ]
+    let hotel = LivingAccommodation(address: "1 Rue", placeName: "Hôtel")
+    paris.livingAccommodation = hotel
+    try context.save()
+    return paris.bucketList.map(\.title) == ["Louvre"] && hotel.trip === paris
+  }
+  check("SampleTrips: the search predicate, item.title.contains(text) && item.trip?.name == name") {
+    let text = "Louvre"
+    let name = "Spring"
+    let found = try ModelContext(container).fetch(
+      FetchDescriptor<BucketListItem>(
+        predicate: #Predicate { item in item.title.contains(text) && item.trip?.name == name }))
+    return found.map(\.title) == ["Louvre"]
+  }
+  check("SampleTrips: sections by destination; relationships read back") {
+    let context = ModelContext(container)
+    let sections = try context.fetch(
+      FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.destination)]),
+      sectionBy: \Trip.destination)
+    let trips = sections.flatMap(\.elements)
+    return sections.map(\.id) == ["Paris", "Tokyo"]
+      && trips.map { $0.livingAccommodation?.placeName } == ["Hôtel", nil]
+      && trips.map { $0.bucketList.map(\.title) } == [["Louvre"], ["Louvre replica"]]
+      && trips.allSatisfy { trip in trip.bucketList.allSatisfy { $0.trip === trip } }
+  }
+  check("SampleTrips: #Unique over name and dates updates the stored trip") {
+    let context = ModelContext(container)
+    context.insert(Trip(name: "Spring", destination: "Lyon", startDate: day, endDate: week))
+    try context.save()
+    let trips = try ModelContext(container).fetch(
+      FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+    return trips.map(\.destination) == ["Tokyo", "Lyon"]
+  }
+  check("SampleTrips: deleting a trip deletes its bucket list and stay") {
+    let context = ModelContext(container)
+    let spring = try context.fetch(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Spring" }))
+    guard let trip = spring.first else { return false }
+    context.delete(trip)
+    try context.save()
+    let reader = ModelContext(container)
+    return try reader.fetch(FetchDescriptor<BucketListItem>()).map(\.title) == ["Louvre replica"]
+      && reader.fetchCount(FetchDescriptor<LivingAccommodation>()) == 0
+  }
+}
