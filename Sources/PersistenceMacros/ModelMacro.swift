@@ -175,6 +175,15 @@ extension ModelMacro: MemberMacro {
         \(raw: name)(_$persistenceEmpty: ())
       }
       """)
+    if !model.declaresID {
+      members.append(
+        """
+        /// The model's identity, what `Identifiable` asks for: the instance itself, as models
+        /// compare by identity (a context holds one per row). Declare `id` to give another
+        /// (written by `@Model`).
+        \(raw: access)var id: ObjectIdentifier { ObjectIdentifier(self) }
+        """)
+    }
     if !model.declaresEmptyInitializer {
       members.append(
         """
@@ -243,6 +252,8 @@ struct ModelDeclaration {
   let access: String
   let properties: [StoredProperty]
   let declaresEmptyInitializer: Bool
+  /// Whether the class declares `id` (which then makes it `Identifiable`).
+  let declaresID: Bool
   /// The options `#Index` and `#Unique` give each property (by name), as written in a schema.
   let constraints: [String: [String]]
 
@@ -321,6 +332,27 @@ struct ModelDeclaration {
       }
     }
     for member in type.memberBlock.members {
+      // A lazy variable would be neither stored nor refused: SwiftData refuses it too.
+      if let variable = member.decl.as(VariableDeclSyntax.self),
+        variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.lazy) }),
+        !variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.static) }),
+        !variable.attributes.contains(where: {
+          if case .attribute(let attribute) = $0 {
+            return attribute.attributeName.trimmedDescription == "Transient"
+          }
+          return false
+        })
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: variable,
+            message: ModelDiagnostic.error(
+              "lazy",
+              "A @Model class does not persist a lazy property: make it a stored 'var', a computed property, or mark it @Transient"
+            )))
+        valid = false
+        continue
+      }
       guard let variable = member.decl.as(VariableDeclSyntax.self),
         let property = StoredProperty(variable)
       else { continue }
@@ -431,6 +463,11 @@ struct ModelDeclaration {
         continue
       }
       properties.append(property)
+    }
+    declaresID = type.memberBlock.members.contains { member in
+      member.decl.as(VariableDeclSyntax.self)?.bindings.contains {
+        $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.text == "id"
+      } ?? false
     }
     let declaresEmptyInitializer = type.memberBlock.members.contains { member in
       guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { return false }

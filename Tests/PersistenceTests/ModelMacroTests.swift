@@ -523,6 +523,20 @@ struct SampleGrade: PersistableValue {
   }
 }
 
+@Suite("@Model: Identifiable")
+struct ModelMacroIdentifiableTests {
+  @Test("a model without an id is identified by the instance; SampleTrips' trip too")
+  func identity() {
+    let first = MacroNote(title: "a")
+    let second = MacroNote(title: "a")
+    #expect(first.id == ObjectIdentifier(first) && first.id != second.id)
+    let ids: Set<SampleTrip.ID> = [
+      SampleTrip(name: "a", destination: "b", startDate: .now, endDate: .now).id
+    ]
+    #expect(ids.count == 1)
+  }
+}
+
 @Suite("@Model: SampleTrips' declarations, a plain optional model property a to-one")
 struct ModelMacroSampleTripsTests {
   @Test(
@@ -771,7 +785,7 @@ struct ModelMacroOneToOneTests {
 @Suite("@Model: one-to-one declarations it refuses")
 struct ModelMacroOneToOneDiagnosticsTests {
   @Test(
-    "a to-one naming a to-many as its inverse, orderBy on a to-one, a table name that is not a plain literal, indexes that differ after one property: errors saying what to write"
+    "a to-one naming a to-many as its inverse, orderBy on a to-one, a table name that is not a plain literal, indexes that differ after one property, a lazy property: errors saying what to write"
   )
   func refused() throws {
     let (text, status, _) = try ModelMacroDiagnosticsTests.compile(
@@ -806,13 +820,23 @@ struct ModelMacroOneToOneDiagnosticsTests {
         var b = 0
         var c = 0
       }
+      @Model final class Lazy {
+        lazy var cached = 0
+      }
+      @Model final class Named {
+        var id = 0
+      }
+      let named: Named.ID = 1
       """)
     #expect(other != 0)
     let expected = [
       "1: table: names the model's table: give it as one string literal of letters, digits and underscores",
       "5: orderBy: orders a to-many: 'pair' is a to-one",
       "11: 'a' begins two #Index lists that differ after it: begin one with another property",
+      "18: A @Model class does not persist a lazy property: make it a stored 'var', a computed property, or mark it @Transient",
     ]
+    // The class declaring `id` is `Identifiable` by it: no error at its lines.
+    #expect(!errors.contains { $0.hasPrefix("20:") || $0.hasPrefix("21:") || $0.hasPrefix("23:") })
     #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
   }
 }

@@ -72,8 +72,14 @@ final class ServerProcess: @unchecked Sendable {
     process.waitUntilExit()
     if process.terminationStatus != 0 {
       // What the server said last, for a failure that the test's own message cannot explain.
+      // A crash report's head (the reason and the crashed thread) first: a report's tail is
+      // its list of images.
+      let log = self.log
+      let crash =
+        log.range(of: "Fatal error").map { log[$0.lowerBound...].prefix(2000) }
+        ?? log.range(of: "*** Program crashed").map { log[$0.lowerBound...].prefix(4000) }
       print(
-        "trips serve ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(process.terminationStatus); its log ends: \(log.suffix(3000))"
+        "trips serve ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(process.terminationStatus); \(crash.map { "it crashed: \($0)\nits log ends: " } ?? "its log ends: ")\(log.suffix(3000))"
       )
     }
     return process.terminationStatus

@@ -28,7 +28,10 @@ import Synchronization
 /// observation as `@Observable` gives it, with the registrar made when a property is first
 /// read or changed (``ModelObservationRegistrar``). Your initializers are your own. The class
 /// is `Hashable` by identity, as SwiftData's models are, so that a predicate can compare a
-/// relationship with `nil`.
+/// relationship with `nil`, and `Identifiable`: by its own `id` when it declares one (a
+/// `UUID`, say), else by the instance (`ObjectIdentifier`); SwiftData's `persistentModelID`
+/// and `modelContext` are not written (``ModelContext/persistentIdentifier(for:)`` gives the
+/// first).
 ///
 /// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
@@ -40,7 +43,7 @@ import Synchronization
 /// existing store's table when its model is renamed or was declared by hand before.
 @attached(member, names: arbitrary)
 @attached(memberAttribute)
-@attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable)
+@attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable, Identifiable)
 public macro Model(table: String? = nil) =
   #externalMacro(module: "PersistenceMacros", type: "ModelMacro")
 
