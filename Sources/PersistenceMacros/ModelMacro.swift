@@ -303,7 +303,7 @@ struct ModelDeclaration {
     var properties: [StoredProperty] = []
     // The links `@Model` writes are named after the relationships made on first use
     // (`roomsLink`).
-    let toManyNames = Set(
+    let linkedNames = Set(
       type.memberBlock.members.compactMap {
         $0.decl.as(VariableDeclSyntax.self).flatMap(StoredProperty.init)
       }.filter(\.isLinkedOnFirstUse).map(\.name))
@@ -313,7 +313,9 @@ struct ModelDeclaration {
     {
       if let literal = argument.expression.as(StringLiteralExprSyntax.self),
         literal.segments.count == 1, case .stringSegment(let segment) = literal.segments.first,
-        !segment.content.text.isEmpty,
+        // The store's rule for a table's name, checked here rather than when a container opens.
+        let first = segment.content.text.unicodeScalars.first, first != "_",
+        !("0"..."9").contains(first),
         segment.content.text.unicodeScalars.allSatisfy({
           ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
             || $0 == "_"
@@ -326,7 +328,7 @@ struct ModelDeclaration {
             node: argument.expression,
             message: ModelDiagnostic.error(
               "table",
-              "table: names the model's table: give it as one string literal of letters, digits and underscores"
+              "table: names the model's table: give it as one string literal of letters, digits and underscores, not starting with '_' or a digit"
             )))
         valid = false
       }
@@ -400,7 +402,7 @@ struct ModelDeclaration {
       }
       if property.name.hasPrefix("`") || ["schema", "linkOrigin"].contains(property.name)
         || (property.name.hasSuffix("Link")
-          && toManyNames.contains(String(property.name.dropLast(4))))
+          && linkedNames.contains(String(property.name.dropLast(4))))
       {
         diagnostics.append(
           Diagnostic(
@@ -465,9 +467,14 @@ struct ModelDeclaration {
       properties.append(property)
     }
     declaresID = type.memberBlock.members.contains { member in
-      member.decl.as(VariableDeclSyntax.self)?.bindings.contains {
+      guard let variable = member.decl.as(VariableDeclSyntax.self),
+        !variable.modifiers.contains(where: {
+          $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class)
+        })
+      else { return false }
+      return variable.bindings.contains {
         $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.text == "id"
-      } ?? false
+      }
     }
     let declaresEmptyInitializer = type.memberBlock.members.contains { member in
       guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { return false }

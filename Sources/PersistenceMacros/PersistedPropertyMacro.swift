@@ -4,8 +4,8 @@ import SwiftSyntaxMacros
 /// `@_PersistedProperty`, which `@Model` puts on each persisted property: the property becomes
 /// accessors over backing storage `_name` (declared beside it, with the property's type and
 /// initial value): an `init` accessor, so that the class's own initializers assign it as a
-/// stored property; a getter that records the read for observers; a setter that tells them of a change (not of
-/// an equal value assigned, as `@Observable`'s).
+/// stored property; a getter that records the read for observers; a setter that tells them of
+/// a change (not of an equal value assigned, as `@Observable`'s).
 /// The store reads and writes `_name` itself, without observation.
 public struct PersistedPropertyMacro {}
 

@@ -333,6 +333,22 @@ struct ModelMacroOptionDiagnosticsTests {
       ])
   }
 
+  @Test(
+    "a hand-written schema refuses an attribute beginning two unique constraints, and one unique with a column it does not have"
+  )
+  func handWrittenUniques() {
+    for (type, message) in [
+      (TwoUniques.self as any PersistentModel.Type, "more than one .unique"),
+      (UniqueWithMissing.self, "is unique with 'day', which is not another stored attribute"),
+    ] {
+      let error = #expect(throws: PersistenceError.self) {
+        try ModelContainer(
+          for: [type], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
+      }
+      #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+  }
+
   @Test("a hand-written schema refuses @Attribute's .codable option")
   func handWrittenCodableOption() {
     #expect(throws: PersistenceError.self) {
@@ -340,6 +356,22 @@ struct ModelMacroOptionDiagnosticsTests {
         for: [WrongOption.self], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
     }
   }
+}
+
+/// An attribute that begins two unique constraints.
+@Observable final class TwoUniques: PersistentModel {
+  var name = ""
+  var day = 0
+  static let schema = ModelSchema<TwoUniques>(
+    "two_uniques", .attribute(\.name, "name", .unique, .unique(with: "day")),
+    .attribute(\.day, "day"))
+}
+
+/// An attribute unique with a column the schema does not have.
+@Observable final class UniqueWithMissing: PersistentModel {
+  var name = ""
+  static let schema = ModelSchema<UniqueWithMissing>(
+    "unique_with_missing", .attribute(\.name, "name", .unique(with: "day")))
 }
 
 /// `.codable` given to a hand-written attribute.
@@ -804,7 +836,7 @@ struct ModelMacroOneToOneDiagnosticsTests {
       "\(text)")
     let (errors, other) = try ModelMacroDiagnosticsTests.typecheck(
       """
-      @Model(table: "bad-name") final class Odd {
+      @Model(table: "1trips") final class Odd {
         var x = 0
       }
       @Model final class Even {
@@ -830,7 +862,7 @@ struct ModelMacroOneToOneDiagnosticsTests {
       """)
     #expect(other != 0)
     let expected = [
-      "1: table: names the model's table: give it as one string literal of letters, digits and underscores",
+      "1: table: names the model's table: give it as one string literal of letters, digits and underscores, not starting with '_' or a digit",
       "5: orderBy: orders a to-many: 'pair' is a to-one",
       "11: 'a' begins two #Index lists that differ after it: begin one with another property",
       "18: A @Model class does not persist a lazy property: make it a stored 'var', a computed property, or mark it @Transient",

@@ -409,6 +409,15 @@ extension ModelContext {
     let first = batch.startIndex
     if batch.count > 1 {
       for constraint in entity.uniqueConstraints {
+        if constraint.count == 1 {
+          // One column (a trip's id): its values, without an array a row.
+          var seen = Set<SQLValue>(minimumCapacity: batch.count)
+          for registration in batch {
+            let value = try entity.value(registration.model, attribute: constraint[0])
+            if value != .null, !seen.insert(value).inserted { return nil }
+          }
+          continue
+        }
         var seen = Set<[SQLValue]>(minimumCapacity: batch.count)
         for registration in batch {
           let values = try constraint.map { try entity.value(registration.model, attribute: $0) }
