@@ -2,7 +2,7 @@ import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxMacros
 
-/// `@Model`: a final class becomes a `PersistentModel` whose stored variables are its
+/// `@Model`: a class becomes a `PersistentModel` whose stored variables are its
 /// attributes, as SwiftData's macro makes them.
 ///
 /// It writes what a hand-written model says (see `ModelSchema`): the schema, a table named as
@@ -120,27 +120,27 @@ extension ModelMacro: MemberMacro {
         \(raw: literal(model.table))\(raw: declarations.isEmpty ? "" : ",\n" + declarations.joined(separator: ",\n"))
       )\(raw: rowCode)
       """)
-    if !onFirstUse.isEmpty {
+    // Every model has its origin: what `modelContext` and `persistentModelID` read.
+    members.append(
+      """
+      /// The context and row this model is in, set by the store: where its relationships
+      /// load from, its `modelContext` and its `persistentModelID` (written by `@Model`).
+      @exclusivity(unchecked) \(raw: access)var linkOrigin = PersistenceCore.LinkOrigin()
+      """)
+    for property in onFirstUse {
+      let linkType: String
+      switch property.relationship {
+      case .toMany(let target): linkType = "ToMany<\(target)>"
+      case .toOne(let target): linkType = "ToOne<\(target)>"
+      case nil: continue
+      }
       members.append(
         """
-        /// Where this model's relationships load from, set by the store (written by `@Model`).
-        @exclusivity(unchecked) \(raw: access)var linkOrigin = PersistenceCore.LinkOrigin()
-        """)
-      for property in onFirstUse {
-        let linkType: String
-        switch property.relationship {
-        case .toMany(let target): linkType = "ToMany<\(target)>"
-        case .toOne(let target): linkType = "ToOne<\(target)>"
-        case nil: continue
+        /// The link of `\(raw: property.name)`, made on first use (written by `@Model`).
+        private var _\(raw: property.name)Link: PersistenceCore.\(raw: linkType) {
+          link(&_\(raw: property.name))
         }
-        members.append(
-          """
-          /// The link of `\(raw: property.name)`, made on first use (written by `@Model`).
-          private var _\(raw: property.name)Link: PersistenceCore.\(raw: linkType) {
-            link(&_\(raw: property.name))
-          }
-          """)
-      }
+        """)
     }
     if fast {
       members.append(
@@ -171,8 +171,8 @@ extension ModelMacro: MemberMacro {
       """
       /// What the store makes a model with before it sets a row's values: your initializers
       /// are not run for a fetched model (written by `@Model`).
-      \(raw: access)static func makeForLoading() -> \(raw: name) {
-        \(raw: name)(_$persistenceEmpty: ())
+      \(raw: access)static func makeForLoading() -> \(raw: model.isFinal ? name : "Self") {
+        \(raw: model.isFinal ? "" : "modelAsSelf(")\(raw: name)(_$persistenceEmpty: ())\(raw: model.isFinal ? "" : ")")
       }
       """)
     if !model.declaresID {
@@ -189,7 +189,7 @@ extension ModelMacro: MemberMacro {
         """
         /// A model with each property's initial value, or its type's empty value: what a column
         /// added to an existing table is filled with (written by `@Model`).
-        \(raw: access)convenience init() {
+        \(raw: access)\(raw: model.isFinal ? "" : "required ")convenience init() {
           self.init(_$persistenceEmpty: ())
         }
         """)
@@ -225,10 +225,7 @@ extension ModelMacro: ExtensionMacro {
       for diagnostic in diagnostics { context.diagnose(diagnostic) }
       return []
     }
-    let hasOnFirstUse = model.properties.contains(where: \.isLinkedOnFirstUse)
-    let wanted = protocols.filter {
-      hasOnFirstUse || !$0.trimmedDescription.hasSuffix("LinksOnFirstUse")
-    }
+    let wanted = protocols
     guard !wanted.isEmpty else { return [] }
     return [
       try ExtensionDeclSyntax(
@@ -241,7 +238,7 @@ extension ModelMacro: ExtensionMacro {
 /// A Swift string literal of `text` (names are identifiers: no escaping needed).
 func literal(_ text: String) -> String { "\"\(text)\"" }
 
-/// The class `@Model` is attached to, checked: a final, non-generic class whose persisted
+/// The class `@Model` is attached to, checked: a non-generic class whose persisted
 /// properties are each a `var` of its own declaration. Nil, with the errors in `diagnostics`,
 /// when it is not.
 struct ModelDeclaration {
@@ -252,6 +249,9 @@ struct ModelDeclaration {
   let access: String
   let properties: [StoredProperty]
   let declaresEmptyInitializer: Bool
+  /// Whether the class is final; one that is not makes `init()` required and
+  /// `makeForLoading()` return `Self`.
+  let isFinal: Bool
   /// Whether the class declares `id` (which then makes it `Identifiable`).
   let declaresID: Bool
   /// The options `#Index` and `#Unique` give each property (by name), as written in a schema.
@@ -274,24 +274,7 @@ struct ModelDeclaration {
     }
     var valid = true
     let modifiers = type.modifiers.map(\.name.tokenKind)
-    if !modifiers.contains(.keyword(.final)) {
-      diagnostics.append(
-        Diagnostic(
-          node: type.classKeyword,
-          message: ModelDiagnostic.error(
-            "notFinal", "@Model needs a final class: the store makes its models by their type"),
-          fixIt: FixIt(
-            message: ModelFixIt(message: "Declare the class final"),
-            changes: [
-              .replace(
-                oldNode: Syntax(type.classKeyword),
-                newNode: Syntax(
-                  TokenSyntax(
-                    .identifier("final class"), leadingTrivia: type.classKeyword.leadingTrivia,
-                    trailingTrivia: type.classKeyword.trailingTrivia, presence: .present)))
-            ])))
-      valid = false
-    }
+    let isFinal = modifiers.contains(.keyword(.final))
     if let generics = type.genericParameterClause {
       diagnostics.append(
         Diagnostic(
@@ -481,6 +464,33 @@ struct ModelDeclaration {
       return initializer.signature.parameterClause.parameters.isEmpty
         && initializer.optionalMark == nil
     }
+    // A class that is not final makes `init()` required, as the protocol's requirement.
+    for member in type.memberBlock.members where !isFinal {
+      guard let initializer = member.decl.as(InitializerDeclSyntax.self),
+        initializer.signature.parameterClause.parameters.isEmpty,
+        initializer.optionalMark == nil,
+        !initializer.modifiers.contains(where: { $0.name.tokenKind == .keyword(.required) })
+      else { continue }
+      diagnostics.append(
+        Diagnostic(
+          node: initializer.initKeyword,
+          message: ModelDiagnostic.error(
+            "notRequired",
+            "The store makes models of '\(type.name.text)' with init(), which a class that is not final must mark required"
+          ),
+          fixIt: FixIt(
+            message: ModelFixIt(message: "Mark it required"),
+            changes: [
+              .replace(
+                oldNode: Syntax(initializer.initKeyword),
+                newNode: Syntax(
+                  TokenSyntax(
+                    .identifier("required init"),
+                    leadingTrivia: initializer.initKeyword.leadingTrivia,
+                    trailingTrivia: initializer.initKeyword.trailingTrivia, presence: .present)))
+            ])))
+      valid = false
+    }
     // An initializer every parameter of which has a default could be called as `init()`,
     // which the store needs and `@Model` writes: `X()` would call that one, not yours.
     for member in type.memberBlock.members {
@@ -625,6 +635,7 @@ struct ModelDeclaration {
     self.constraints = constraints
     self.table = table
     self.declaresEmptyInitializer = declaresEmptyInitializer
+    self.isFinal = isFinal
     name = type.name.trimmedDescription
     let accessKeywords: [Keyword] = [.public, .open, .package]
     access =

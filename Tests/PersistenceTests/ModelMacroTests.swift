@@ -218,18 +218,28 @@ struct ModelMacroDiagnosticsTests {
         var name = ""
         init() { name = "x" }
       }
+      @Model class NotFinal {
+        var name = ""
+        init(name: String) { self.name = name }
+      }
+      @Model open class NotFinalWithInit {
+        var name = ""
+        public required init() { name = "x" }
+      }
       """)
     #expect(errors == [])
     #expect(status == 0)
   }
 
   @Test(
-    "structs, enums, classes that are not final or are generic, and properties it cannot persist")
+    "structs, enums, generic classes, a non-final class's init() not required, and properties it cannot persist"
+  )
   func refused() throws {
     let (errors, status) = try Self.typecheck(
       """
       @Model class NotFinal {
         var name = ""
+        init() {}
       }
       @Model struct AStruct {
         var name = ""
@@ -251,16 +261,16 @@ struct ModelMacroDiagnosticsTests {
     #expect(status != 0)
     #expect(
       errors == [
-        "1: @Model needs a final class: the store makes its models by their type",
-        "4: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
-        "7: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
-        "10: @Model does not apply to a generic class: a table stores one type",
-        "13: class 'Properties' has no initializers",
-        "14: A @Model class persists its variables: declare 'constant' with 'var', or mark it @Transient",
-        "15: A @Transient property needs an initial value: the store makes models from rows without calling your initializers",
-        "16: A persisted property's name is its column's, which cannot start with '_': rename '_hidden', or mark it @Transient",
-        "17: Declare each property of a @Model class on its own (one name per 'var')",
-        "18: A persisted property cannot have willSet or didSet: 'watched' is observed through Observation (withObservationTracking)",
+        "3: The store makes models of 'NotFinal' with init(), which a class that is not final must mark required",
+        "5: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
+        "8: @Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none",
+        "11: @Model does not apply to a generic class: a table stores one type",
+        "14: class 'Properties' has no initializers",
+        "15: A @Model class persists its variables: declare 'constant' with 'var', or mark it @Transient",
+        "16: A @Transient property needs an initial value: the store makes models from rows without calling your initializers",
+        "17: A persisted property's name is its column's, which cannot start with '_': rename '_hidden', or mark it @Transient",
+        "18: Declare each property of a @Model class on its own (one name per 'var')",
+        "19: A persisted property cannot have willSet or didSet: 'watched' is observed through Observation (withObservationTracking)",
       ])
   }
 }
@@ -1030,5 +1040,146 @@ struct ModelMacroReviewTests {
       "17: 'membersLink' is a member @Model writes for the class: rename the property",
     ]
     #expect(errors.filter { expected.contains($0) } == expected, "\(errors)")
+  }
+}
+
+/// A trip declared as SwiftData's SampleTrips declares its models: a class that is not final.
+@Model class OpenTrip {
+  #Unique<OpenTrip>([\.name])
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \OpenStop.trip) var stops: [OpenStop] = []
+
+  init(name: String) { self.name = name }
+}
+
+/// A stop of an ``OpenTrip``, not final either.
+@Model class OpenStop {
+  var title: String
+  var trip: OpenTrip?
+
+  init(title: String) { self.title = title }
+}
+
+/// A subclass of a model: not a model of its own.
+final class SpecialOpenTrip: OpenTrip {}
+
+@Suite("@Model: a class that is not final")
+struct ModelMacroNonFinalTests {
+  @Test(
+    "round-trips with its relationships, a cascade and a #Unique upsert; fetched models are of the class",
+    arguments: TestEngine.allCases)
+  func roundTrip(engine: TestEngine) throws {
+    let container = try engineContainer(engine, OpenTrip.self)
+    let context = ModelContext(container)
+    let trip = OpenTrip(name: "Spring")
+    context.insert(trip)
+    trip.stops = [OpenStop(title: "Louvre"), OpenStop(title: "Orsay")]
+    try context.save()
+
+    let reader = ModelContext(container)
+    let trips = try reader.fetch(FetchDescriptor<OpenTrip>())
+    #expect(trips.map(\.name) == ["Spring"])
+    #expect(trips.map { ObjectIdentifier(type(of: $0)) } == [ObjectIdentifier(OpenTrip.self)])
+    #expect(Set(trips[0].stops.map(\.title)) == ["Louvre", "Orsay"])
+    #expect(trips[0].stops.allSatisfy { $0.trip === trips[0] })
+    let name = "Spring"
+    #expect(
+      try reader.fetchCount(
+        FetchDescriptor<OpenStop>(predicate: #Predicate { $0.trip?.name == name })) == 2)
+    // The same name again updates the stored trip (#Unique).
+    let again = ModelContext(container)
+    again.insert(OpenTrip(name: "Spring"))
+    try again.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<OpenTrip>()) == 1)
+    #expect(OpenTrip.makeForLoading().name == "")
+    #expect(OpenTrip().stops.isEmpty)
+
+    let deleter = ModelContext(container)
+    deleter.delete(try deleter.fetch(FetchDescriptor<OpenTrip>())[0])
+    try deleter.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<OpenStop>()) == 0)
+  }
+
+  @Test(
+    "a subclass kept as its model's class is stored as the model; asked for as itself, it traps")
+  func subclassTraps() async throws {
+    let container = try engineContainer(.sqlite, OpenTrip.self)
+    let context = ModelContext(container)
+    context.insert(SpecialOpenTrip(name: "Special") as OpenTrip)
+    try context.save()
+    let fetched = try ModelContext(container).fetch(FetchDescriptor<OpenTrip>())
+    #expect(fetched.map(\.name) == ["Special"])
+    #expect(fetched.map { $0 is SpecialOpenTrip } == [false])
+    await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let container = try engineContainer(.sqlite, OpenTrip.self)
+      ModelContext(container).insert(SpecialOpenTrip(name: "Special"))
+    }.map { result in
+      let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+      #expect(
+        message.contains(
+          "SpecialOpenTrip is a subclass of the model OpenTrip: a subclass is not a model of its own"
+        ), "\(message)")
+    }
+  }
+}
+
+@Suite("@Model: modelContext and persistentModelID")
+struct ModelMacroContextTests {
+  @Test(
+    "a model's context and identifier: none and temporary in memory; the context's once inserted; the row's once saved, fetched, reset, deleted or its context gone",
+    arguments: TestEngine.allCases)
+  func contextAndIdentifier(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroPlace.self, MacroHotel.self)
+    let place = MacroPlace(code: "KIX", city: "Osaka", rank: 1, spot: nil)
+    let other = MacroPlace(code: "HND", city: "Tokyo", rank: 2, spot: nil)
+    #expect(place.modelContext == nil)
+    #expect(place.persistentModelID.isTemporary)
+    #expect(place.persistentModelID != other.persistentModelID)
+    #expect(place.persistentModelID.description == "MacroPlace/temporary")
+
+    let context = ModelContext(container)
+    context.insert(place)
+    #expect(place.modelContext === context)
+    #expect(place.persistentModelID.isTemporary)
+    #expect(context.registeredModel(for: place.persistentModelID) as MacroPlace? == nil)
+    try context.save()
+    let id = place.persistentModelID
+    #expect(!id.isTemporary)
+    #expect(id == context.persistentIdentifier(for: place))
+    #expect(id.storeIdentifier == container.storeIdentifier)
+    #expect(id.entityName == "MacroPlace")
+    #expect(context.registeredModel(for: id) as MacroPlace? === place)
+
+    let reader = ModelContext(container)
+    let fetched = try reader.fetch(FetchDescriptor<MacroPlace>())
+    #expect(fetched.map(\.persistentModelID) == [id])
+    #expect(fetched[0].modelContext === reader)
+    reader.reset()
+    #expect(fetched[0].modelContext == nil)
+    #expect(fetched[0].persistentModelID == id)
+
+    var scoped: ModelContext? = ModelContext(container)
+    let kept = try #require(try scoped?.fetch(FetchDescriptor<MacroPlace>()).first)
+    #expect(kept.modelContext === scoped)
+    scoped = nil
+    #expect(kept.modelContext == nil)
+    #expect(kept.persistentModelID == id)
+
+    context.delete(place)
+    try context.save()
+    #expect(place.modelContext == nil)
+    #expect(place.persistentModelID == id)
+
+    // A model with relationships, and the models its relationships load.
+    let hotel = MacroHotel(name: "Kyoto Inn")
+    context.insert(hotel)
+    hotel.rooms = [MacroRoom(number: 1)]
+    try context.save()
+    let hotels = try reader.fetch(FetchDescriptor<MacroHotel>())
+    #expect(hotels.map(\.persistentModelID) == [hotel.persistentModelID])
+    #expect(hotels[0].modelContext === reader)
+    #expect(hotels[0].rooms.map { $0.modelContext === reader } == [true])
+    #expect(hotels[0].rooms.map(\.persistentModelID) == hotel.rooms.map(\.persistentModelID))
+    #expect(hotel.rooms.allSatisfy { !$0.persistentModelID.isTemporary })
   }
 }

@@ -50,8 +50,12 @@ protocol EntityOperations: AnyObject, Sendable {
   var relationships: [RelationshipInfo] { get }
   /// Whether the model declares relationships.
   var hasRelationships: Bool { get }
-  /// How the model's ``LinkOrigin`` is set, when it makes its links on first use.
+  /// How the model's ``LinkOrigin`` is set, when it has one (``LinksOnFirstUse``).
   var linkOrigin: LinkOriginAccess? { get }
+  /// Whether the context tells a model where it is (its links, its ``LinkOrigin``) when it
+  /// loads, inserts, saves, deletes or resets it: when the model has relationships or a
+  /// ``LinkOrigin``.
+  var attachesModels: Bool { get }
 }
 
 extension EntityOperations {
@@ -67,10 +71,10 @@ extension EntityOperations {
   /// Detaches a model at its context's reset: a relationship read afterwards (every one is a
   /// fault again) traps, saying why (``ContextReference/reset``).
   /// O(relationships).
-  func detachAtReset(_ model: AnyObject) {
-    linkOrigin?.set(model, .reset, nil)
+  func detachAtReset(_ model: AnyObject, reference: ContextReference) {
+    linkOrigin?.set(model, reference, nil)
     for relationship in relationships {
-      (relationship.existingLink(model) as? RelationshipObservation)?.contextReference = .reset
+      (relationship.existingLink(model) as? RelationshipObservation)?.contextReference = reference
     }
   }
 
@@ -157,18 +161,20 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let relationships: [RelationshipInfo]
   let hasRelationships: Bool
   let linkOrigin: LinkOriginAccess?
+  let attachesModels: Bool
   /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
   let checkedValueTypes = Mutex<Set<ObjectIdentifier>>([])
 
   init() {
-    let schema = Model.schema
+    let schema = Model.modelSchema
     self.schema = schema
     name = schema.name
     let stored = schema.storedAttributes
     declaredCount = schema.attributes.count
     relationships = schema.relationships
     hasRelationships = !schema.relationships.isEmpty
-    linkOrigin = hasRelationships ? LinkOriginAccess.of(Model.self) : nil
+    linkOrigin = LinkOriginAccess.of(Model.self)
+    attachesModels = hasRelationships || linkOrigin != nil
     columnNames = stored.map(\.name)
     let uniqueConstraints = stored.indices.filter { stored[$0].isUnique }.map { first in
       [first]

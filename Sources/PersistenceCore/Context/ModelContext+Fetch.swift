@@ -305,7 +305,7 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "fetchValues needs stored attributes of \(Model.self) of a native type; \(Model.schema.describe(keyPath)) is not one."
+            "fetchValues needs stored attributes of \(Model.self) of a native type; \(Model.modelSchema.describe(keyPath)) is not one."
         )
       }
       return quoted(attribute.name)
@@ -357,7 +357,7 @@ extension ModelContext {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "fetchCounts needs a stored String attribute of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
+          "fetchCounts needs a stored String attribute of \(Model.self); \(Model.modelSchema.describe(keyPath)) is not one."
       )
     }
     let column = quoted(attribute.name)
@@ -621,7 +621,7 @@ extension ModelContext {
     // concrete entity through the existential and made a new existential per row, looking
     // `Entity<Model>`'s metadata up each time: about 330 instructions a row, by callgrind.)
     let operations: any EntityOperations = entity
-    let relates = entity.hasRelationships
+    let relates = entity.attachesModels
     while try statement.step() {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
       let registration = try materializeRow(
@@ -686,7 +686,7 @@ extension ModelContext {
     }
     registration.primaryKey = primaryKey
     registration.isFresh = true
-    if relates ?? entity.hasRelationships {
+    if relates ?? entity.attachesModels {
       entity.attachLoaded(registration.model, key: primaryKey, to: self)
     }
     index(registration)

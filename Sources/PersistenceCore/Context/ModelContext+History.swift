@@ -128,7 +128,7 @@ extension ModelContext {
   public func lastDeletionDate<Model: PersistentModel, Value: PersistableValue>(
     of type: Model.Type, where keyPath: KeyPath<Model, Value>, equals value: Value
   ) throws -> Date? {
-    guard let attribute = Model.schema.attribute(for: keyPath),
+    guard let attribute = Model.modelSchema.attribute(for: keyPath),
       let entity = container.entities[ObjectIdentifier(Model.self)]
     else { return nil }
     let database = try connection()
@@ -157,7 +157,7 @@ extension ModelContext {
   public func lastTombstones<Model: PersistentModel, Value: PersistableValue & Hashable>(
     of type: Model.Type, where keyPath: KeyPath<Model, Value>, in values: [Value]
   ) throws -> [Value: HistoryTombstone] {
-    guard !values.isEmpty, let attribute = Model.schema.attribute(for: keyPath),
+    guard !values.isEmpty, let attribute = Model.modelSchema.attribute(for: keyPath),
       let entity = container.entities[ObjectIdentifier(Model.self)]
     else { return [:] }
     let database = try connection()

@@ -111,7 +111,7 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "The key path \(Model.schema.describe(keyPath)) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
+            "The key path \(Model.modelSchema.describe(keyPath)) to prefetch is not a relationship of \(Model.self); name a .toOne or .toMany."
         )
       }
       guard !owners.isEmpty else { continue }
@@ -349,11 +349,12 @@ extension ModelContext {
   /// O(deleted + nullified rows × relationships).
   func settleRelationships(_ applied: AppliedChanges) throws {
     for delete in applied.deleted {
-      guard let registration = delete.registration, delete.entity.hasRelationships else {
+      guard let registration = delete.registration, delete.entity.attachesModels else {
         continue
       }
       let model = registration.model
-      delete.entity.linkOrigin?.set(model, nil, nil)
+      delete.entity.linkOrigin?.set(
+        model, .deleted(from: container.storeIdentifier), nil)
       for relationship in delete.entity.relationships {
         guard let link = relationship.existingLink(model) else { continue }
         // A to-one still a fault of its key included: the registered model it points to

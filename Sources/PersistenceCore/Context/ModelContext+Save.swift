@@ -215,6 +215,7 @@ extension ModelContext {
         unregister(previous)
       }
       registration.primaryKey = key
+      registration.entity.linkOrigin?.set(registration.model, linkReference, key)
       try registration.entity.recordSnapshot(registration)
       table[key] = registration
       if let changed {

@@ -149,7 +149,7 @@ extension ModelContext {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "enumerateValues(relatedTo:through:) needs a to-one of \(Model.self) that stores the key; \(Model.schema.describe(relationship)) is not one."
+          "enumerateValues(relatedTo:through:) needs a to-one of \(Model.self) that stores the key; \(Model.modelSchema.describe(relationship)) is not one."
       )
     }
     let (columns, attributes) = try valueColumns(entity, keyPaths)
@@ -175,7 +175,7 @@ extension ModelContext {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "enumerateValues needs stored attributes of \(Model.self); \(Model.schema.describe(keyPath)) is not one."
+            "enumerateValues needs stored attributes of \(Model.self); \(Model.modelSchema.describe(keyPath)) is not one."
         )
       }
       attributes.append((attribute.name, attribute.isCodable))

@@ -291,7 +291,7 @@ public final class ModelContext {
     let registration = Registration.make(model: model, entity: operations)
     index(registration)
     pendingInserts.append(registration)
-    if operations.hasRelationships { operations.attach(model, to: self) }
+    if operations.attachesModels { operations.attach(model, to: self) }
   }
 
   /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and
@@ -360,10 +360,9 @@ public final class ModelContext {
   /// not grow with every row ever read. O(registered models).
   public func reset() {
     rollback()
-    if container.hasRelationships {
-      for registration in savedRegistrations where registration.entity.hasRelationships {
-        registration.entity.detachAtReset(registration.model)
-      }
+    let detached = ContextReference.reset(of: container.storeIdentifier)
+    for registration in savedRegistrations where registration.entity.attachesModels {
+      registration.entity.detachAtReset(registration.model, reference: detached)
     }
     rowTables = [:]
     objectIndex = nil
@@ -517,12 +516,17 @@ final class ContextReference {
   weak var context: ModelContext?
   /// Set for the models of an observer: no context, but a source for their relationships.
   let snapshots: SnapshotSource?
-  /// Why a link of this reference cannot load when its context is nil.
-  let whyNone: String
+  /// Why a link of this reference cannot load when its context is nil; nil when it need not
+  /// (a deleted model's: it answers what is in memory).
+  let whyNone: String?
+  /// The store of the models that hold the reference: what names their rows
+  /// (``LinksOnFirstUse/persistentModelID``) after their context is gone.
+  let storeIdentifier: UUID
 
   init(_ context: ModelContext) {
     self.context = context
     snapshots = nil
+    storeIdentifier = context.container.storeIdentifier
     whyNone =
       "its context is gone. Keep the context for as long as its models' relationships are read, or load them with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching)"
   }
@@ -530,21 +534,32 @@ final class ContextReference {
   init(snapshots: SnapshotSource) {
     context = nil
     self.snapshots = snapshots
+    storeIdentifier = snapshots.container.storeIdentifier
     whyNone = "its observer's store is gone"
   }
 
-  private init(whyNone: String) {
+  private init(storeIdentifier: UUID, whyNone: String?) {
     context = nil
     snapshots = nil
+    self.storeIdentifier = storeIdentifier
     self.whyNone = whyNone
   }
 
   /// What the models of a context reset (``ModelContext/reset()``) hold: they are detached
   /// values, whose relationships (made faults again by the reset's rollback) cannot be read.
-  nonisolated(unsafe) static let reset = ContextReference(
-    whyNone:
-      "its context was reset (ModelContext.reset()), which detached the model; fetch it again to read its relationships"
-  )
+  static func reset(of storeIdentifier: UUID) -> ContextReference {
+    ContextReference(
+      storeIdentifier: storeIdentifier,
+      whyNone:
+        "its context was reset (ModelContext.reset()), which detached the model; fetch it again to read its relationships"
+    )
+  }
+
+  /// What a model deleted from the store holds: no context; its relationships answer what is
+  /// in memory.
+  static func deleted(from storeIdentifier: UUID) -> ContextReference {
+    ContextReference(storeIdentifier: storeIdentifier, whyNone: nil)
+  }
 }
 
 /// Where the relationships of an observer's models are loaded from: the container, through a

@@ -153,8 +153,26 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
     self.primaryKey = primaryKey
   }
 
-  /// `entity/primaryKey`.
-  public var description: String { "\(entityName)/\(primaryKey)" }
+  /// The temporary identifier of `model`, not yet saved: no store's, and a key no row has,
+  /// unique while the model lives (the negated address of the instance).
+  init(temporaryFor model: AnyObject, entityName: String) {
+    self.init(
+      storeIdentifier: Self.temporaryStore, entityName: entityName,
+      primaryKey: -Int64(
+        truncatingIfNeeded: UInt(bitPattern: ObjectIdentifier(model)) & UInt(Int64.max)))
+  }
+
+  /// The store identifier of a temporary identifier: all zeros, which no store has.
+  static let temporaryStore = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+  /// Whether this identifies a model not yet saved (see ``LinksOnFirstUse/persistentModelID``):
+  /// it names no row, and the model's identifier changes when it is saved.
+  public var isTemporary: Bool { storeIdentifier == Self.temporaryStore }
+
+  /// `entity/primaryKey`, or `entity/temporary` for a model not yet saved.
+  public var description: String {
+    "\(entityName)/\(isTemporary ? "temporary" : String(primaryKey))"
+  }
 }
 
 /// One section of a sectioned fetch: the models that share a key, in the descriptor's order.

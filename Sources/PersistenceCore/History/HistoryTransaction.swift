@@ -68,7 +68,7 @@ public struct HistoryChange: Sendable {
 
   /// Whether the attribute at `keyPath` was among the updated ones.
   public func updated<Model: PersistentModel>(_ keyPath: PartialKeyPath<Model>) -> Bool {
-    guard let attribute = Model.schema.attribute(for: keyPath) else { return false }
+    guard let attribute = Model.modelSchema.attribute(for: keyPath) else { return false }
     return updatedAttributes.contains(attribute.name)
   }
 }
@@ -84,7 +84,7 @@ public struct HistoryTombstone: Sendable {
   public subscript<Model: PersistentModel, Value: PersistableValue>(
     keyPath: KeyPath<Model, Value>
   ) -> Value? {
-    guard let attribute = Model.schema.attribute(for: keyPath),
+    guard let attribute = Model.modelSchema.attribute(for: keyPath),
       let stored = values[attribute.name]
     else { return nil }
     return try? Value(sqlValue: stored)
@@ -97,7 +97,7 @@ public struct HistoryTombstone: Sendable {
   public func key<Model: PersistentModel, Target: PersistentModel>(
     of keyPath: KeyPath<Model, Target?>
   ) -> Int64? {
-    guard let relationship = Model.schema.relationship(for: keyPath), relationship.storesKey,
+    guard let relationship = Model.modelSchema.relationship(for: keyPath), relationship.storesKey,
       case .integer(let key)? = values[relationship.name]
     else { return nil }
     return key

@@ -165,7 +165,8 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   public func identifier(for model: Model) -> PersistentIdentifier? {
     keysByModel.withLock { $0[ObjectIdentifier(model)] }.map {
       PersistentIdentifier(
-        storeIdentifier: container.storeIdentifier, entityName: Model.schema.name, primaryKey: $0)
+        storeIdentifier: container.storeIdentifier, entityName: Model.modelSchema.name,
+        primaryKey: $0)
     }
   }
 
@@ -235,12 +236,12 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     if change.requiresRefetch || descriptor.fetchLimit != nil || descriptor.fetchOffset != nil
       || loader.value.sortsThroughRelationships || loader.value.finishesThroughRelationships
     {
-      if change.requiresRefetch || change.entities[Model.schema.name] != nil {
+      if change.requiresRefetch || change.entities[Model.modelSchema.name] != nil {
         do { try reload(publish: true) } catch { setLastError(error) }
       }
       return
     }
-    guard let changes = change.entities[Model.schema.name] else { return }
+    guard let changes = change.entities[Model.modelSchema.name] else { return }
     let candidates = changes.inserted.union(changes.updated.keys)
     let loaded: [Int64: Model]
     do {
@@ -503,7 +504,7 @@ final class Loader {
     // A small page cache: the connection reads changed rows by key, and every observer has
     // one, so a hundred of them must not each grow to the store's full cache.
     database = try container.makeConnection(cacheSizeKiB: 2048)
-    let schema = Model.schema
+    let schema = Model.modelSchema
     let operations = Entity<Model>()
     var sectionColumn: String?
     if let sectionBy {
@@ -529,7 +530,7 @@ final class Loader {
     let cache = LoadCache()
     // The models' relationships load from the container (see `SnapshotSource`).
     let snapshots =
-      operations.hasRelationships
+      operations.attachesModels
       ? ContextReference(snapshots: SnapshotSource(container: container)) : nil
     loadRow = { statement in
       do {

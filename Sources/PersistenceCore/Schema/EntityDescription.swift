@@ -37,7 +37,7 @@ public struct EntityDescription: Sendable {
   public var modelType: ObjectIdentifier
 
   init<Model: PersistentModel>(_: Model.Type) throws {
-    let schema = Model.schema
+    let schema = Model.modelSchema
     try schema.validate()
     let defaults = Model()
     name = schema.name

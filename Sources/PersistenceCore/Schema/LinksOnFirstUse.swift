@@ -36,12 +36,35 @@ public struct LinkOrigin {
 ///
 /// A to-one that stores the key keeps an eager link (`let tripLink = ToOne<Trip>()`): the key
 /// is a column, loaded with every row.
+///
+/// The origin also gives SwiftData's ``modelContext`` and ``persistentModelID``. `@Model` makes
+/// every model one, relationships or not; a hand-written model without relationships may
+/// conform for those two. Cost: the origin set for each row loaded (a retain and two stores)
+/// and each model inserted, saved or deleted.
 public protocol LinksOnFirstUse: PersistentModel {
   /// What the store sets when it loads or attaches the model; declare it `= LinkOrigin()`.
   var linkOrigin: LinkOrigin { get set }
 }
 
 extension LinksOnFirstUse {
+  /// The context the model was inserted into or fetched by, while it lives and the model is
+  /// in it; nil for a model made in memory and not inserted, an observer's model, or one
+  /// deleted and saved or detached by ``ModelContext/reset()``, as SwiftData's. O(1).
+  public var modelContext: ModelContext? { linkOrigin.reference?.context }
+
+  /// The identifier of the model's row, as SwiftData's `persistentModelID`: its store's, its
+  /// table's and its key, from the model's ``LinkOrigin`` (no lookup), also after its context
+  /// is gone or it was deleted. For a model not yet saved, a temporary identifier
+  /// (``PersistentIdentifier/isTemporary``) unique among the models alive, which names no row
+  /// and changes when the model is saved. O(1).
+  public var persistentModelID: PersistentIdentifier {
+    if let key = linkOrigin.ownerKey, let store = linkOrigin.reference?.storeIdentifier {
+      return PersistentIdentifier(
+        storeIdentifier: store, entityName: Self.modelSchema.name, primaryKey: key)
+    }
+    return PersistentIdentifier(temporaryFor: self, entityName: Self.modelSchema.name)
+  }
+
   /// The to-many link in `storage`, made now from ``linkOrigin`` if it is not yet. O(1).
   public func link<Element: PersistentModel>(_ storage: inout ToMany<Element>?) -> ToMany<Element> {
     if let made = storage { return made }

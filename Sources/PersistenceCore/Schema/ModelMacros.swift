@@ -2,7 +2,7 @@ import Foundation
 import Observation
 import Synchronization
 
-/// Makes a final class a ``PersistentModel`` whose stored variables are its attributes, as
+/// Makes a class a ``PersistentModel`` whose stored variables are its attributes, as
 /// SwiftData's `@Model` does.
 ///
 /// ```swift
@@ -29,11 +29,15 @@ import Synchronization
 /// read or changed (``ModelObservationRegistrar``). Your initializers are your own. The class
 /// is `Hashable` by identity, as SwiftData's models are, so that a predicate can compare a
 /// relationship with `nil`, and `Identifiable`: by its own `id` when it declares one (a
-/// `UUID`, say), else by the instance (`ObjectIdentifier`); SwiftData's `persistentModelID`
-/// and `modelContext` are not written (``ModelContext/persistentIdentifier(for:)`` gives the
-/// first).
+/// `UUID`, say), else by the instance (`ObjectIdentifier`). It has SwiftData's
+/// `modelContext` and `persistentModelID` (``LinksOnFirstUse/modelContext`` and
+/// ``LinksOnFirstUse/persistentModelID``), read from the ``LinkOrigin`` the store sets when it
+/// loads, inserts, saves, deletes or resets the model.
 ///
-/// Errors at compile time: a struct, an enum, a class that is not final or is generic, a `let`
+/// A class that is not final gets a `required init()` (and one it declares must say
+/// `required`); a subclass of it is not a model of its own (see ``PersistentModel``).
+///
+/// Errors at compile time: a struct, an enum, a generic class, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
 /// with `_` or needing backticks, `schema` or `linkOrigin`, a `@Transient` property without an
 /// initial value, two properties in one `var`, an initializer callable with no arguments

@@ -25,11 +25,18 @@ import Observation
 /// Rows are decoded by column index straight into these key paths: no `Mirror`, and `Codable`
 /// only for `.codable` attributes. The empty initializer supplies the default values used when
 /// an attribute is added to an existing store.
+///
+/// A model that is not `final` (as `@Model class Trip` declares) makes `init()` `required`;
+/// its subclasses are not models of their own: the store traps when asked to keep one, as it
+/// holds the class's attributes only.
 public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
+  /// The class the schema describes: the model itself (`Self`, inferred from ``schema``). It
+  /// is named apart from `Self` so that a non-final class can declare its schema.
+  associatedtype SchemaModel: PersistentModel = Self
   /// Creates an instance with default values; rows are loaded into it through the schema.
   init()
   /// The table and attributes of this model.
-  static var schema: ModelSchema<Self> { get }
+  static var schema: ModelSchema<SchemaModel> { get }
   /// Checks the model before a save writes it (inserted or changed); throw to refuse the whole
   /// save. The default accepts everything.
   func validateForSave() throws
@@ -41,6 +48,29 @@ public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
 }
 
 extension PersistentModel {
+  /// The schema, as a schema of `Self`: what the store uses. O(1): a comparison of two types
+  /// (none once specialized). Traps for a subclass of a model, whose schema is its model's.
+  @inlinable
+  static var modelSchema: ModelSchema<Self> {
+    guard SchemaModel.self == Self.self else { subclassIsNotAModel() }
+    return unsafeBitCast(schema, to: ModelSchema<Self>.self)
+  }
+
+  /// `model`, as `Self`: what a class that is not final returns from `makeForLoading()`
+  /// (written by `@Model`). O(1). Traps for a subclass of a model, as ``modelSchema`` does.
+  public static func modelAsSelf(_ model: SchemaModel) -> Self {
+    guard SchemaModel.self == Self.self else { subclassIsNotAModel() }
+    return unsafeDowncast(model, to: Self.self)
+  }
+
+  /// Stops the program: `Self` is a subclass of a model, which the store cannot keep.
+  @usableFromInline
+  static func subclassIsNotAModel() -> Never {
+    fatalError(
+      "\(Self.self) is a subclass of the model \(SchemaModel.self): a subclass is not a model of its own; keep \(SchemaModel.self) instances"
+    )
+  }
+
   /// Calls `init()`.
   public static func makeForLoading() -> Self { Self() }
 

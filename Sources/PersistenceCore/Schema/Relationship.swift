@@ -291,8 +291,8 @@ extension ModelAttribute {
     /// of the target that names this one as its inverse (SwiftData's declarations name it on
     /// one side). O(the target's relationships).
     @Sendable func back() -> RelationshipInfo? {
-      if let declaredInverse { return Target.schema.relationship(for: declaredInverse) }
-      return Target.schema.relationships.first {
+      if let declaredInverse { return Target.modelSchema.relationship(for: declaredInverse) }
+      return Target.modelSchema.relationships.first {
         ObjectIdentifier($0.target) == ObjectIdentifier(Model.self) && $0.inverse == userPath
       }
     }
@@ -317,8 +317,8 @@ extension ModelAttribute {
         return ObjectIdentifier(back.target) == ObjectIdentifier(Model.self)
           && (back.inverse == userPath || (back.inverse == nil && declaredInverse != nil))
       },
-      targetTable: { Target.schema.name },
-      predicateTable: { PredicateTable(Target.schema) },
+      targetTable: { Target.modelSchema.name },
+      predicateTable: { PredicateTable(Target.modelSchema) },
       updateInverse: { owner, related, linked in
         guard let back = back() else { return }
         back.link(related).linkInverse(of: related, to: owner, linked: linked, info: back)

@@ -80,7 +80,7 @@ public class RelationshipObservation: Observable {
 
   /// The relationship of `owner`'s schema this link holds. O(relationships) once, then O(1).
   final func relationship<Owner: PersistentModel>(of owner: Owner) -> RelationshipInfo {
-    let relationships = Owner.schema.relationships
+    let relationships = Owner.modelSchema.relationships
     if let relationshipIndex { return relationships[relationshipIndex] }
     guard let index = relationships.firstIndex(where: { $0.existingLink(owner) === self }) else {
       preconditionFailure("This \(type(of: self)) is not declared in the schema of \(Owner.self).")
@@ -102,7 +102,8 @@ public class RelationshipObservation: Observable {
     guard let reference = contextReference else { return nil }
     if let context = reference.context { return context }
     if let snapshots = reference.snapshots { return ModelContext(snapshots.container) }
-    unanswerable(owner, info, reference.whyNone)
+    guard let whyNone = reference.whyNone else { return nil }
+    unanswerable(owner, info, whyNone)
   }
 
   /// Makes `models`, just loaded by `context` for an observer's snapshot, snapshots of the

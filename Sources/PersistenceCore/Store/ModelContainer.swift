@@ -65,7 +65,7 @@ public final class ModelContainer: Sendable {
     var types = types
     var reached = Set(types.map { ObjectIdentifier($0) })
     func targets<Model: PersistentModel>(_: Model.Type) -> [any PersistentModel.Type] {
-      Model.schema.relationships.map(\.target)
+      Model.modelSchema.relationships.map(\.target)
     }
     var next = 0
     while next < types.count {
@@ -97,8 +97,8 @@ public final class ModelContainer: Sendable {
     let identifiers = types.map { ObjectIdentifier($0) }
     var relates = false
     func validate<Model: PersistentModel>(_: Model.Type) throws {
-      try Model.schema.validateRelationships(in: identifiers)
-      if !Model.schema.relationships.isEmpty { relates = true }
+      try Model.modelSchema.validateRelationships(in: identifiers)
+      if !Model.modelSchema.relationships.isEmpty { relates = true }
     }
     for type in types { try validate(type) }
     ranks = try Self.ranks(Array(entities.values))

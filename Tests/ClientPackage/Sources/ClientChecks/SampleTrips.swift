@@ -2,12 +2,12 @@ import Foundation
 import Persistence
 
 // SwiftData's SampleTrips models as its source declares them, with `import Persistence` in
-// place of `import SwiftData` and `final` added (see `@Model`): the trip names both inverses,
+// place of `import SwiftData`: the classes are not final, the trip names both inverses,
 // the bucket-list item and the stay say `var trip: Trip?` with no `@Relationship`.
 
 /// The models, in a namespace of their own (README's examples declare a `Trip` too).
 enum SampleTrips {
-  @Model final class Trip {
+  @Model class Trip {
     #Index<Trip>([\.name], [\.startDate], [\.endDate], [\.name, \.startDate, \.endDate])
     #Unique<Trip>([\.name, \.startDate, \.endDate])
 
@@ -37,7 +37,7 @@ enum SampleTrips {
     }
   }
 
-  @Model final class BucketListItem {
+  @Model class BucketListItem {
     var title: String
     var details: String
     var hasReservation: Bool
@@ -52,7 +52,7 @@ enum SampleTrips {
     }
   }
 
-  @Model final class LivingAccommodation {
+  @Model class LivingAccommodation {
     var address: String
     var placeName: String
     var trip: Trip?
@@ -99,6 +99,18 @@ enum SampleTrips {
       FetchDescriptor<BucketListItem>(
         predicate: #Predicate { item in item.title.contains(text) && item.trip?.name == name }))
     return found.map(\.title) == ["Louvre"]
+  }
+  check("SampleTrips: a trip's modelContext and persistentModelID, its items' too") {
+    let context = ModelContext(container)
+    let autumn = try context.fetch(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Autumn" }))
+    guard let trip = autumn.first else { return false }
+    let id = trip.persistentModelID
+    let fresh = Trip(name: "New", destination: "Oslo", startDate: day, endDate: week)
+    return trip.modelContext === context && !id.isTemporary
+      && context.registeredModel(for: id) as Trip? === trip
+      && trip.bucketList.map { $0.modelContext === context } == [true]
+      && fresh.modelContext == nil && fresh.persistentModelID.isTemporary
   }
   check("SampleTrips: sections by destination; relationships read back") {
     let context = ModelContext(container)
