@@ -539,6 +539,20 @@ struct ModelDeclaration {
             )))
         valid = false
       }
+      // A URL has no empty value (`URL(string: "")` is nil) for the model made before a row
+      // is loaded: it would trap when the container opens.
+      if property.relationship == nil, property.initializer == nil,
+        ["URL", "Foundation.URL"].contains(property.type?.trimmedDescription ?? "")
+      {
+        diagnostics.append(
+          Diagnostic(
+            node: node,
+            message: ModelDiagnostic.error(
+              "urlValue",
+              "A URL has no empty value for the model the store makes before loading a row: give '\(property.name)' an initial value, or declare it URL?"
+            )))
+        valid = false
+      }
     }
     // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
     var constraints: [String: [String]] = [:]

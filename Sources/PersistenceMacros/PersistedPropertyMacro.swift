@@ -151,7 +151,17 @@ extension PersistedPropertyMacro: PeerMacro {
     }
     let type = property.type.map { ": \($0)" } ?? ""
     let initial = property.initializer.map { " = \($0)" } ?? ""
-    return ["private var _\(raw: property.name)\(raw: type)\(raw: initial)"]
+    var peers: [DeclSyntax] = ["private var _\(raw: property.name)\(raw: type)\(raw: initial)"]
+    if case .native = property.storage {
+      // A type the store does not keep is an error here, at the property, saying what to do
+      // (`_persistableAttribute`'s unavailable overload), besides the schema's at the class.
+      peers.append(
+        """
+        /// Checks at compile time that the store keeps `\(raw: property.name)`'s type (written by `@Model`).
+        private func _$check_\(raw: property.name)() { PersistenceCore._persistableAttribute(_\(raw: property.name)) }
+        """)
+    }
+    return peers
   }
 }
 

@@ -713,3 +713,9 @@ struct ConcurrentWriterTests {
     #expect(try reader.fetchCount(FetchDescriptor<Note>()) == writers * saves)
   }
 }
+
+/// Runs `sql` on a connection of `container`'s, as an outside writer would (for tests that use
+/// the library as users do, without `@testable`).
+func executeOutside(_ container: ModelContainer, _ sql: String) throws {
+  try ModelContext(container).connection().execute(sql)
+}

@@ -1183,3 +1183,146 @@ struct ModelMacroContextTests {
     #expect(hotel.rooms.allSatisfy { !$0.persistentModelID.isTemporary })
   }
 }
+
+/// The value types beyond the first seven: fixed-width integers, `Float`, `URL`.
+@Model final class MacroMeasure {
+  var label: String
+  var tiny: Int8 = 0
+  var small: Int16 = 0
+  var medium: Int32 = 0
+  var large: Int64 = 0
+  var byte: UInt8 = 0
+  var word: UInt16 = 0
+  var wide: UInt32 = 0
+  var ratio: Float = 0
+  var link = URL(string: "https://example.com/")!
+  var optionalLink: URL?
+  var optionalTiny: Int8?
+
+  init(label: String) { self.label = label }
+}
+
+@Suite("@Model: fixed-width integers, Float and URL")
+struct ModelMacroMoreTypesTests {
+  @Test(
+    "each round-trips at its extremes, compares and sorts in SQL; a stored value out of its range is an error naming the column",
+    arguments: TestEngine.allCases)
+  func moreTypes(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroMeasure.self)
+    let context = ModelContext(container)
+    let low = MacroMeasure(label: "low")
+    low.tiny = .min
+    low.small = .min
+    low.medium = .min
+    low.large = .min
+    low.ratio = -0.1
+    low.link = try #require(URL(string: "https://example.com/caf%C3%A9?q=1&r=%20"))
+    let high = MacroMeasure(label: "high")
+    high.tiny = .max
+    high.small = .max
+    high.medium = .max
+    high.large = .max
+    high.byte = .max
+    high.word = .max
+    high.wide = .max
+    high.ratio = .greatestFiniteMagnitude
+    high.optionalLink = URL(fileURLWithPath: "/tmp/a b")
+    high.optionalTiny = 7
+    context.insert(low)
+    context.insert(high)
+    try context.save()
+
+    let reader = ModelContext(container)
+    let all = try reader.fetch(FetchDescriptor<MacroMeasure>(sortBy: [SortDescriptor(\.large)]))
+    #expect(all.map(\.label) == ["low", "high"])
+    #expect(all.map(\.tiny) == [.min, .max])
+    #expect(all.map(\.small) == [.min, .max])
+    #expect(all.map(\.medium) == [.min, .max])
+    #expect(all.map(\.large) == [.min, .max])
+    #expect(all.map(\.byte) == [0, .max])
+    #expect(all.map(\.word) == [0, .max])
+    #expect(all.map(\.wide) == [0, .max])
+    #expect(all.map(\.ratio) == [-0.1, .greatestFiniteMagnitude])
+    #expect(all.map(\.link) == [low.link, high.link])
+    #expect(all.map(\.optionalLink) == [nil, high.optionalLink])
+    #expect(all.map(\.optionalTiny) == [nil, 7])
+
+    let wideLimit: UInt32 = 4_000_000_000
+    let ratio: Float = -0.1
+    let link = low.link
+    func labels(_ predicate: Predicate<MacroMeasure>) throws -> [String] {
+      let descriptor = FetchDescriptor(predicate: predicate)
+      let found = try reader.fetch(descriptor).map(\.label)
+      #expect(try reader.fetchCount(descriptor) == found.count)
+      return found
+    }
+    #expect(try labels(#Predicate { $0.tiny < 0 }) == ["low"])
+    #expect(try labels(#Predicate { $0.wide > wideLimit }) == ["high"])
+    #expect(try labels(#Predicate { $0.ratio == ratio }) == ["low"])
+    #expect(try labels(#Predicate { $0.link == link }) == ["low"])
+    #expect(try labels(#Predicate { $0.optionalLink == nil }) == ["low"])
+    #expect(try labels(#Predicate { $0.byte == 255 && $0.optionalTiny == 7 }) == ["high"])
+    #expect(
+      try reader.fetch(
+        FetchDescriptor<MacroMeasure>(sortBy: [SortDescriptor(\.tiny, order: .reverse)])
+      ).map(\.label) == ["high", "low"])
+
+    // An outside writer's value out of a type's range: an error naming the column, not a
+    // value wrapped or clamped.
+    for (assignment, column) in [
+      ("\"tiny\" = 300", "tiny"), ("\"byte\" = -1", "byte"), ("\"wide\" = 4294967296", "wide"),
+      ("\"ratio\" = 1e300", "ratio"), ("\"link\" = ''", "link"),
+    ] {
+      try executeOutside(
+        container, "UPDATE \"MacroMeasure\" SET \(assignment) WHERE \"label\" = 'low'")
+      let failure = try #require(
+        throws: PersistenceError.self,
+        performing: { try ModelContext(container).fetch(FetchDescriptor<MacroMeasure>()) })
+      #expect(failure.code == .invalidValue, "\(assignment)")
+      #expect(failure.attribute == column, "\(assignment)")
+      try executeOutside(
+        container,
+        "UPDATE \"MacroMeasure\" SET \"tiny\" = 0, \"byte\" = 0, \"wide\" = 0, \"ratio\" = 0, \"link\" = 'https://example.com/' WHERE \"label\" = 'low'"
+      )
+    }
+  }
+
+  @Test("a URL that is not optional needs an initial value; UInt64 and Decimal are not attributes")
+  func refused() throws {
+    let (errors, status) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      import Foundation
+      @Model final class Links {
+        var home: URL
+        init(home: URL) { self.home = home }
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      errors == [
+        "3: A URL has no empty value for the model the store makes before loading a row: give 'home' an initial value, or declare it URL?"
+      ])
+    // The error is at each property of a type the store does not keep, saying what to do;
+    // not at a `.codable` one.
+    let (text, failed, path) = try ModelMacroDiagnosticsTests.compile(
+      """
+      import Foundation
+      @Model final class Prices {
+        var count: UInt64 = 0
+        var price: Decimal = 0
+        @Attribute(.codable) var exact: Decimal = 0
+      }
+      """)
+    #expect(failed != 0)
+    let origins = text.split(separator: "\n").filter {
+      $0.hasPrefix("`- \(path):") && $0.hasSuffix("note: expanded code originates here")
+    }.map { $0.dropFirst(3 + path.count + 1).prefix(2) }
+    // File lines: the harness's import comes first.
+    #expect(Set(origins).isSuperset(of: ["4:", "5:"]), "\(text)")
+    #expect(!origins.contains("6:"), "\(text)")
+    #expect(
+      text.contains(
+        "'_persistableAttribute' is unavailable: The store keeps String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, and optionals of each: mark the property @Attribute(.codable) to store another Codable type as JSON"
+      ))
+  }
+}

@@ -399,7 +399,7 @@ struct PredicateTranslator {
     throw PersistenceError(
       code: .unsupportedPredicate,
       message:
-        "The predicate compares with a value of type \(type(of: value)), which has no SQL form. Use String, Int, Double, Bool, Date, UUID or Data."
+        "The predicate compares with a value of type \(type(of: value)), which has no SQL form. Use a type an attribute may have (String, Int, Double, Bool, Date, UUID, Data, …: PersistableValue)."
     )
   }
 

@@ -103,8 +103,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   var indexCompanions: [String] { options.first { !$0.companions.isEmpty }?.companions ?? [] }
   var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
 
-  /// An attribute of a type stores keep natively: `String`, `Int`, `Double`, `Bool`, `Date`,
-  /// `UUID`, `Data`, or an optional of one of them.
+  /// An attribute of a type stores keep natively (``PersistableValue``): `String`, `Int`,
+  /// `Int8`…`Int64`, `UInt8`…`UInt32`, `Double`, `Float`, `Bool`, `Date`, `UUID`, `Data`,
+  /// `URL`, or an optional of one of them.
   ///
   /// - Parameters:
   ///   - keyPath: The model's stored property.

@@ -59,7 +59,7 @@ public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "Ma
 /// What `@Model` puts on each persisted property: accessors over backing storage `_name`,
 /// observed as `@Observable`'s are, or over a relationship's link. Not written by hand.
 @attached(accessor, names: named(init), named(get), named(set))
-@attached(peer, names: prefixed(_))
+@attached(peer, names: prefixed(_), prefixed(_$check_))
 public macro _PersistedProperty() =
   #externalMacro(module: "PersistenceMacros", type: "PersistedPropertyMacro")
 
@@ -215,3 +215,16 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 public macro Relationship(
   deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, orderBy: AnyKeyPath...
 ) = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
+
+/// Accepts a value of a type the store keeps: what `@Model` checks each attribute's type with.
+/// Not called by hand.
+@inlinable
+public func _persistableAttribute<Value: PersistableValue>(_: Value) {}
+
+/// What `@Model`'s check finds for a type the store does not keep: an error at the property.
+@available(
+  *, unavailable,
+  message:
+    "The store keeps String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, and optionals of each: mark the property @Attribute(.codable) to store another Codable type as JSON"
+)
+public func _persistableAttribute<Value>(_: Value) {}

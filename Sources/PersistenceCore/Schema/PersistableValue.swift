@@ -2,18 +2,19 @@ import Foundation
 
 /// How a store keeps a value: the class of its column.
 public enum StorageType: String, Sendable {
-  /// `INTEGER`: `Int`, `Bool`.
+  /// `INTEGER`: `Int`, `Int8`…`Int64`, `UInt8`…`UInt32`, `Bool`.
   case integer = "INTEGER"
-  /// `REAL`: `Double`, `Date` (seconds since the reference date, exactly as `Date` holds them).
+  /// `REAL`: `Double`, `Float`, `Date` (seconds since the reference date, exactly as `Date`
+  /// holds them).
   case real = "REAL"
-  /// `TEXT`: `String`, stored NFC-normalised.
+  /// `TEXT`: `String`, stored NFC-normalised; `URL`, as its absolute string.
   case text = "TEXT"
   /// `BLOB`: `Data`, `UUID` (16 bytes), and `.codable` attributes (JSON).
   case blob = "BLOB"
 }
 
-/// A value type that maps to one column: `String`, `Int`, `Double`, `Bool`, `Date`,
-/// `UUID`, `Data`, and optionals of each.
+/// A value type that maps to one column: `String`, `Int`, `Int8`…`Int64`, `UInt8`…`UInt32`,
+/// `Double`, `Float`, `Bool`, `Date`, `UUID`, `Data`, `URL`, and optionals of each.
 ///
 /// Values convert through ``SQLValue``. The library's own conformances also read and bind
 /// columns directly (``read(from:at:)``, ``bind(to:at:)``), without an ``SQLValue`` per row.
