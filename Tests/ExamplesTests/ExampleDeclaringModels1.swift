@@ -28,7 +28,12 @@ private func exampleDeclaringModels1() async throws {
   let newest = try ModelContext(memos).fetch(
     FetchDescriptor<Memo>(sortBy: [SortDescriptor(\.created, order: .reverse)]))
   print(newest.map(\.title))  // ["Pack", "Plan"]
+  let reader = ModelContext(memos)
+  let plan = try reader.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.title == "Plan" }))
+  print(plan[0].modelContext === reader, plan[0].persistentModelID.isTemporary)  // true false
   _ = memos
   _ = writer
   _ = newest
+  _ = reader
+  _ = plan
 }

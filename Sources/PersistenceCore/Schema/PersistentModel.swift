@@ -57,7 +57,7 @@ extension PersistentModel {
   }
 
   /// `model`, as `Self`: what a class that is not final returns from `makeForLoading()`
-  /// (written by `@Model`). O(1). Traps for a subclass of a model, as ``modelSchema`` does.
+  /// (written by `@Model`). O(1). Traps for a subclass of a model, which the store cannot keep.
   public static func modelAsSelf(_ model: SchemaModel) -> Self {
     guard SchemaModel.self == Self.self else { subclassIsNotAModel() }
     return unsafeDowncast(model, to: Self.self)
