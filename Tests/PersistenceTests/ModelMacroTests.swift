@@ -1326,3 +1326,59 @@ struct ModelMacroMoreTypesTests {
       ))
   }
 }
+
+/// Notes of a table without a unique constraint, then declaring one over two columns.
+@Model(table: "repeated_notes") final class RepeatedNote {
+  var title: String
+  var day: Int
+  init(title: String, day: Int) {
+    self.title = title
+    self.day = day
+  }
+}
+
+/// ``RepeatedNote``'s table, the title and day now unique together.
+@Model(table: "repeated_notes") final class UniqueNote {
+  #Unique<UniqueNote>([\.title, \.day])
+  var title: String
+  var day: Int
+  init(title: String, day: Int) {
+    self.title = title
+    self.day = day
+  }
+}
+
+@Suite("@Model: a unique constraint added to a table whose rows break it")
+struct ModelMacroAddedUniqueTests {
+  @Test(
+    "opening the store is an error naming the table and the columns; without repeats, it opens",
+    arguments: TestEngine.allCases)
+  func addedUnique(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let before = ModelContext(try store.container(RepeatedNote.self))
+    before.insert(RepeatedNote(title: "Plan", day: 1))
+    before.insert(RepeatedNote(title: "Plan", day: 1))
+    try before.save()
+    let error = try #require(throws: PersistenceError.self) {
+      try store.container(UniqueNote.self)
+    }
+    #expect(error.code == .uniqueConstraint)
+    #expect(
+      error.message.contains(
+        "The table repeated_notes of the store at"), "\(error)")
+    #expect(
+      error.message.contains(
+        "has rows that repeat a value of (title, day), which the model now declares unique"),
+      "\(error)")
+    // The rows are as they were; once the repeat is gone, the constraint is added.
+    let after = ModelContext(try store.container(RepeatedNote.self))
+    let notes = try after.fetch(FetchDescriptor<RepeatedNote>())
+    #expect(notes.count == 2)
+    notes[1].day = 2
+    try after.save()
+    let unique = ModelContext(try store.container(UniqueNote.self))
+    unique.insert(UniqueNote(title: "Plan", day: 2))
+    try unique.save()
+    #expect(try unique.fetchCount(FetchDescriptor<UniqueNote>()) == 2)
+  }
+}

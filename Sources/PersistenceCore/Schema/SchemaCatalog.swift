@@ -60,7 +60,26 @@ extension SchemaCatalog {
         try execute(addColumn(column, to: entity))
       }
       if migrate {
-        for sql in createIndexes(entity) { try execute(sql) }
+        try addIndexes(of: entity)
+      }
+    }
+  }
+
+  /// Creates `entity`'s indexes on its existing table. A unique one the rows already break (a
+  /// constraint added to a table that has repeated values) is an error naming the table and
+  /// the columns, not the engine's message alone.
+  private func addIndexes(of entity: EntityDescription) throws {
+    for (index, sql) in zip(entity.indexes, createIndexes(entity)) {
+      do {
+        try execute(sql)
+      } catch let error as PersistenceError where index.isUnique && error.code == .uniqueConstraint
+      {
+        let columns = index.columns.joined(separator: ", ")
+        throw PersistenceError(
+          code: .uniqueConstraint,
+          message:
+            "The table \(entity.name) of the store at \(location) has rows that repeat a value of (\(columns)), which the model now declares unique: no unique index was made. Change or delete the repeated rows (with the previous model), then open the store again.",
+          cause: error)
       }
     }
   }
