@@ -37,9 +37,7 @@ extension ModelMacro: MemberMacro {
     // `var x: X?` of a type the macro cannot see, named by no `#Unique` or `#Index`: a to-one or
     // an attribute, as the compiler finds (`_OptionalProperty`); a to-one's key is a column no
     // row loader reads, so such a model loads through its declarations.
-    let undeclared = persisted.filter {
-      $0.isUndeclaredOptional && model.constraints[$0.name] == nil
-    }
+    let undeclared = persisted.filter(\.isUndeclaredOptional)
     // A non-optional `.codable` value is decoded with its row, which a row loader cannot do
     // (it keeps faults), and a to-one's key is a column no loader reads: such a model is
     // loaded and bound through its declarations.
@@ -62,7 +60,7 @@ extension ModelMacro: MemberMacro {
       }
       let options = (own + constraints).map { ", " + $0 }.joined()
       let head = "\\.\(property.name), \(literal(property.column))\(options)"
-      if property.isUndeclaredOptional && options.isEmpty {
+      if property.isUndeclaredOptional {
         return "    ._optional(\(head), storage: \\._\(property.name))"
       }
       switch property.storage {

@@ -498,10 +498,12 @@ struct ModelMacroCompositeUniqueTests {
   }
 }
 
-/// SampleTrips' models as its source declares them (made final: see `@Model`): the trip names
-/// both inverses; the item and the stay say `var trip: SampleTrip?` with no `@Relationship`.
+/// SampleTrips' models as its source declares them: the trip names both inverses; the item
+/// and the stay say `var trip: SampleTrip?` with no `@Relationship`. (An index over a value of
+/// one's own, `grade`, is ours.)
 @Model final class SampleTrip {
-  #Index<SampleTrip>([\.name], [\.startDate], [\.endDate], [\.name, \.startDate, \.endDate])
+  #Index<SampleTrip>(
+    [\.name], [\.startDate], [\.endDate], [\.name, \.startDate, \.endDate], [\.grade])
   #Unique<SampleTrip>([\.name, \.startDate, \.endDate])
   @Attribute(.preserveValueOnDeletion) var name: String
   var destination: String
@@ -620,6 +622,9 @@ struct ModelMacroSampleTripsTests {
     #expect(sections.map(\.id) == ["Paris", "Tokyo"])
     let trips = try reader.fetch(FetchDescriptor<SampleTrip>(sortBy: [SortDescriptor(\.name)]))
     #expect(trips.map { $0.grade?.letter } == [nil, "A"])
+    #expect(
+      try reader.fetchCount(FetchDescriptor<SampleTrip>(predicate: #Predicate { $0.grade != nil }))
+        == 1)
     #expect(trips[1].livingAccommodation?.placeName == "Hôtel")
     #expect(trips[1].bucketList.first?.trip === trips[1])
 
@@ -640,6 +645,9 @@ struct ModelMacroSampleTripsTests {
       try left.fetch(FetchDescriptor<SampleBucketListItem>()).map(\.title) == ["Louvre replica"])
     #expect(try left.fetchCount(FetchDescriptor<SampleLivingAccommodation>()) == 0)
     #expect(SampleTrip.schema.attributes.map(\.name).contains("grade"))
+    #expect(
+      SampleTrip.schema.attributes.first { $0.name == "grade" }?.options.contains(.indexed)
+        == true)
   }
 }
 
@@ -1380,5 +1388,30 @@ struct ModelMacroAddedUniqueTests {
     unique.insert(UniqueNote(title: "Plan", day: 2))
     try unique.save()
     #expect(try unique.fetchCount(FetchDescriptor<UniqueNote>()) == 2)
+  }
+}
+
+@Suite("@Model: #Unique and #Index naming a plain optional")
+struct ModelMacroUndeclaredConstraintTests {
+  @Test(
+    "naming a to-one (a plain optional of a model type) is an error saying it is not an attribute")
+  func toOneInIndex() throws {
+    let (text, status, _) = try ModelMacroDiagnosticsTests.compile(
+      """
+      @Model final class Owner {
+        var name = ""
+        @Relationship(inverse: \\Pet.owner) var pets: [Pet] = []
+      }
+      @Model final class Pet {
+        #Index<Pet>([\\.owner])
+        var name = ""
+        var owner: Owner?
+      }
+      """)
+    #expect(status != 0)
+    #expect(
+      text.contains(
+        "#Unique and #Index name attributes: a to-one (a property of a model type) is not one; its key column is indexed already"
+      ), "\(text)")
   }
 }

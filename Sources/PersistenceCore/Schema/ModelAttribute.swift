@@ -88,6 +88,24 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.relationship = nil
   }
 
+  /// This entry with `options` in place of its own.
+  init(_ other: ModelAttribute, options: Set<Option>) {
+    name = other.name
+    self.options = options
+    storageType = other.storageType
+    isOptional = other.isOptional
+    isCodable = other.isCodable
+    valueTypeName = other.valueTypeName
+    slotSize = other.slotSize
+    slotAlignment = other.slotAlignment
+    slotType = other.slotType
+    destroySlot = other.destroySlot
+    access = other.access
+    keyPath = other.keyPath
+    coder = other.coder
+    relationship = other.relationship
+  }
+
   /// The model's value as stored.
   func value(_ model: Model) throws -> SQLValue {
     try access(model, .value).storedValue(name)

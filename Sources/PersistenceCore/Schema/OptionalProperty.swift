@@ -68,13 +68,36 @@ extension ModelAttribute {
     toOne(keyPath, name, link: storage)
   }
 
-  /// The schema's entry for a `@Model` property of `_OptionalProperty`: an attribute (with
-  /// no options: a property with `@Attribute` or in a `#Unique` or `#Index` is an attribute,
-  /// which `@Model` declares as such).
+  /// The schema's entry for a `@Model` property of `_OptionalProperty`: an attribute (a
+  /// property with `@Attribute` is one, which `@Model` declares as such).
   public static func _optional<Value: PersistableValue>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
     storage: ReferenceWritableKeyPath<Model, Value?>
   ) -> ModelAttribute {
     attribute(keyPath, name, storage: storage)
+  }
+
+  /// The schema's entry for a `@Model` property of `_OptionalProperty` that a `#Unique` or
+  /// `#Index` names: an attribute with those options.
+  public static func _optional<Value: PersistableValue>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String,
+    _ option: AttributeOption, _ more: AttributeOption...,
+    storage: ReferenceWritableKeyPath<Model, Value?>
+  ) -> ModelAttribute {
+    ModelAttribute(attribute(keyPath, name, storage: storage), options: Set([option] + more))
+  }
+
+  /// What a `#Unique` or `#Index` naming a to-one finds: an error where the class is declared.
+  @available(
+    *, unavailable,
+    message:
+      "#Unique and #Index name attributes: a to-one (a property of a model type) is not one; its key column is indexed already"
+  )
+  public static func _optional<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, Target?>, _ name: String,
+    _ option: AttributeOption, _ more: AttributeOption...,
+    storage: @escaping @Sendable (Model) -> ToOne<Target>
+  ) -> ModelAttribute {
+    fatalError("unavailable")
   }
 }
