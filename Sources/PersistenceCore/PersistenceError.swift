@@ -43,6 +43,9 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let historyTokenUnknown = Code("historyTokenUnknown")
     /// The model type was not registered with the container.
     public static let unknownModel = Code("unknownModel")
+    /// A model inserted in a context belongs to another context, or to a row of the store it
+    /// was loaded from: inserting it again would write its row twice.
+    public static let modelInAnotherContext = Code("modelInAnotherContext")
     /// The disk, or the store's size limit, is full; nothing was written.
     public static let storeFull = Code("storeFull")
     /// The store is read-only.
@@ -72,12 +75,13 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
   /// The row the error is about (`trips id 1b4e…, row 17`), when it concerns one stored row.
   public var row: String?
 
-  /// The same error, naming the stored row it concerns.
+  /// The same error, naming the stored row it concerns, and the column when it is known
+  /// (``attribute``): `… (trips id 1b4e…, row 17, column latitude)`.
   public func naming(row: String) -> PersistenceError {
     guard self.row == nil else { return self }
     var error = self
     error.row = row
-    error.message += " (\(row))"
+    error.message += " (\(row)\(attribute.map { ", column \($0)" } ?? ""))"
     return error
   }
 

@@ -110,7 +110,10 @@ public final class TripService: Sendable {
       if let boxIndex { try pool.withStore(author: "service") { try boxIndex.prepare($0) } }
     } catch {
       let reason =
-        boxIndex?.lastError.map { $0.message + ($0.attribute.map { ", column \($0)" } ?? "") }
+        boxIndex?.lastError.map { error in
+          // A row's error names its column already (`PersistenceError.naming(row:)`).
+          error.message + (error.row == nil ? error.attribute.map { ", column \($0)" } ?? "" : "")
+        }
         ?? "\(error)"
       log(
         "bbox pages are answered by the store: the trips could not be indexed in memory: \(reason)")

@@ -1118,6 +1118,23 @@ struct ModelMacroNonFinalTests {
     let fetched = try ModelContext(container).fetch(FetchDescriptor<OpenTrip>())
     #expect(fetched.map(\.name) == ["Special"])
     #expect(fetched.map { $0 is SpecialOpenTrip } == [false])
+    // A subclass instance kept as its model names its row, read through either type.
+    let special = SpecialOpenTrip(name: "Kept")
+    #expect(special.persistentModelID.isTemporary)
+    context.insert(special as OpenTrip)
+    try context.save()
+    #expect(special.modelContext === context)
+    #expect(!special.persistentModelID.isTemporary)
+    #expect(special.persistentModelID == (special as OpenTrip).persistentModelID)
+    #expect(special.persistentModelID.entityName == "OpenTrip")
+    // Asked for as the subclass, a fetch says to fetch the model.
+    let refusal = #expect(throws: PersistenceError.self) {
+      try context.fetch(FetchDescriptor<SpecialOpenTrip>())
+    }
+    #expect(
+      refusal?.message
+        == "SpecialOpenTrip is a subclass of the model OpenTrip: a subclass is not a model of its own. Fetch OpenTrip, and cast."
+    )
     await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let container = try engineContainer(.sqlite, OpenTrip.self)
       ModelContext(container).insert(SpecialOpenTrip(name: "Special"))
@@ -1149,7 +1166,7 @@ struct ModelMacroContextTests {
     context.insert(place)
     #expect(place.modelContext === context)
     #expect(place.persistentModelID.isTemporary)
-    #expect(context.registeredModel(for: place.persistentModelID) as MacroPlace? == nil)
+    #expect(context.registeredModel(for: place.persistentModelID) as MacroPlace? === place)
     try context.save()
     let id = place.persistentModelID
     #expect(!id.isTemporary)
@@ -1280,6 +1297,7 @@ struct ModelMacroMoreTypesTests {
     for (assignment, column) in [
       ("\"tiny\" = 300", "tiny"), ("\"byte\" = -1", "byte"), ("\"wide\" = 4294967296", "wide"),
       ("\"ratio\" = 1e300", "ratio"), ("\"link\" = ''", "link"),
+      ("\"link\" = 'not a url'", "link"),
     ] {
       try executeOutside(
         container, "UPDATE \"MacroMeasure\" SET \(assignment) WHERE \"label\" = 'low'")
@@ -1288,6 +1306,7 @@ struct ModelMacroMoreTypesTests {
         performing: { try ModelContext(container).fetch(FetchDescriptor<MacroMeasure>()) })
       #expect(failure.code == .invalidValue, "\(assignment)")
       #expect(failure.attribute == column, "\(assignment)")
+      #expect(failure.message.hasSuffix(", column \(column))"), "\(failure.message)")
       try executeOutside(
         container,
         "UPDATE \"MacroMeasure\" SET \"tiny\" = 0, \"byte\" = 0, \"wide\" = 0, \"ratio\" = 0, \"link\" = 'https://example.com/' WHERE \"label\" = 'low'"
@@ -1322,6 +1341,37 @@ struct ModelMacroMoreTypesTests {
       }
       """)
     #expect(failed != 0)
+    let (optionals, optionalStatus) = try ModelMacroDiagnosticsTests.typecheck(
+      """
+      import Foundation
+      @Model final class OptionalPrices {
+        var count: UInt64? = nil
+        var price: Decimal?
+        var fine: Int8?
+        init() {}
+      }
+      """)
+    #expect(optionalStatus != 0)
+    #expect(optionals == [], "errors at the file's lines: none are outside the expansions")
+    let (optionalText, _, optionalPath) = try ModelMacroDiagnosticsTests.compile(
+      """
+      import Foundation
+      @Model final class OptionalPrices {
+        var count: UInt64? = nil
+        var price: Decimal?
+        var fine: Int8?
+        init() {}
+      }
+      """)
+    let unkept =
+      "is unavailable: The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+    let errorLines = optionalText.split(separator: "\n").filter {
+      $0.hasPrefix("macro expansion") && $0.contains(": error: ")
+    }
+    #expect(!errorLines.isEmpty && errorLines.allSatisfy { $0.contains(unkept) }, "\(optionalText)")
+    #expect(optionalText.contains("`- \(optionalPath):4:"), "\(optionalText)")
+    #expect(optionalText.contains("`- \(optionalPath):5:"), "\(optionalText)")
+    #expect(!optionalText.contains("`- \(optionalPath):6:"), "\(optionalText)")
     let origins = text.split(separator: "\n").filter {
       $0.hasPrefix("`- \(path):") && $0.hasSuffix("note: expanded code originates here")
     }.map { $0.dropFirst(3 + path.count + 1).prefix(2) }
@@ -1413,5 +1463,76 @@ struct ModelMacroUndeclaredConstraintTests {
       text.contains(
         "#Unique and #Index name attributes: a to-one (a property of a model type) is not one; its key column is indexed already"
       ), "\(text)")
+  }
+}
+
+@Suite("@Model: a model in one context at a time")
+struct ModelMacroOneContextTests {
+  @Test(
+    "a model of another context, or of a stored row, is not inserted: the save says so and writes nothing; an unsaved model leaving its context names none",
+    arguments: TestEngine.allCases)
+  func oneContext(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MacroPlace.self)
+    let first = ModelContext(container)
+    let second = ModelContext(container)
+    let place = MacroPlace(code: "KIX", city: "Osaka", rank: 1, spot: nil)
+    first.insert(place)
+    second.insert(place)
+    #expect(place.modelContext === first)
+    // A temporary identifier finds the inserted model, in its context only.
+    let temporary = place.persistentModelID
+    #expect(first.registeredModel(for: temporary) as MacroPlace? === place)
+    #expect(try first.model(for: temporary, as: MacroPlace.self) === place)
+    #expect(second.registeredModel(for: temporary) as MacroPlace? == nil)
+    let refusal = #expect(throws: PersistenceError.self) { try second.save() }
+    #expect(refusal?.code == .modelInAnotherContext)
+    #expect(refusal?.message.contains("MacroPlace (not saved, in another context)") == true)
+    try second.save()  // told once: the next save writes the rest (nothing)
+    try first.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<MacroPlace>()) == 1)
+
+    // A fetched model inserted elsewhere, while its context lives or after it is gone.
+    let reader = ModelContext(container)
+    let fetched = try reader.fetch(FetchDescriptor<MacroPlace>())[0]
+    let other = ModelContext(container)
+    other.insert(fetched)
+    fetched.rank = 9
+    #expect(throws: PersistenceError.self) { try other.save() }
+    #expect(fetched.modelContext === reader)
+    reader.reset()
+    other.insert(fetched)
+    let afterReset = #expect(throws: PersistenceError.self) { try other.save() }
+    #expect(afterReset?.message.contains("of the store it was loaded from") == true)
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<MacroPlace>()) == 1)
+
+    // Another store's identifier with the same key finds nothing here.
+    let elsewhere = try engineContainer(engine, MacroPlace.self)
+    let foreign = PersistentIdentifier(
+      storeIdentifier: elsewhere.storeIdentifier, entityName: "MacroPlace",
+      primaryKey: place.persistentModelID.primaryKey)
+    #expect(first.registeredModel(for: foreign) as MacroPlace? == nil)
+    #expect(first.registeredModel(for: place.persistentModelID) as MacroPlace? === place)
+
+    // Unsaved models leaving their context (rollback, delete, delete by predicate, reset).
+    let context = ModelContext(container)
+    let rolled = MacroPlace(code: "A", city: "", rank: 0, spot: nil)
+    let deleted = MacroPlace(code: "B", city: "", rank: 0, spot: nil)
+    let matched = MacroPlace(code: "C", city: "", rank: 0, spot: nil)
+    context.insert(rolled)
+    context.rollback()
+    context.insert(deleted)
+    context.delete(deleted)
+    context.insert(matched)
+    try context.delete(model: MacroPlace.self, where: #Predicate { $0.code == "C" })
+    let reset = MacroPlace(code: "D", city: "", rank: 0, spot: nil)
+    context.insert(reset)
+    context.reset()
+    #expect(
+      [rolled, deleted, matched, reset].map { $0.modelContext == nil } == [true, true, true, true])
+    // Each may be inserted again, here or elsewhere.
+    let again = ModelContext(container)
+    again.insert(rolled)
+    try again.save()
+    #expect(rolled.modelContext === again && !rolled.persistentModelID.isTemporary)
   }
 }

@@ -398,11 +398,13 @@ extension ModelContext {
   }
 
   /// The model with `identifier`: the registered instance, or loaded from the store; nil when
-  /// the row does not exist.
+  /// the row does not exist. A temporary identifier finds the model inserted in this context
+  /// and not yet saved, if any.
   public func model<Model: PersistentModel>(
     for identifier: PersistentIdentifier, as _: Model.Type = Model.self
   ) throws -> Model? {
     let entity = try entity(for: Model.self)
+    if identifier.isTemporary { return registeredModel(for: identifier) }
     guard identifier.storeIdentifier == container.storeIdentifier,
       identifier.entityName == entity.name
     else { return nil }

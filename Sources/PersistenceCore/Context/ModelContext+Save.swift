@@ -12,6 +12,10 @@ extension ModelContext {
   /// history transaction that records them (author, time, and per row: insert; update with the
   /// changed attributes; delete with a tombstone of `.preserveValueOnDeletion` attributes).
   ///
+  /// A save after ``insert(_:)`` refused a model (one of another context) throws
+  /// ``PersistenceError/Code/modelInAnotherContext``, naming it, and writes nothing; the next
+  /// save writes the rest.
+  ///
   /// A save with nothing to write does nothing: no transaction, no history, no notification.
   /// If anything fails, the transaction is rolled back and the context is as it was before
   /// the call, so the save can be retried.
@@ -23,6 +27,15 @@ extension ModelContext {
   /// costs three round trips a row; and so do changed rows (their updates, then their history
   /// rows), where they change the same attributes.
   public func save() throws {
+    if !refusedInserts.isEmpty {
+      let refused = refusedInserts
+      refusedInserts.removeAll()
+      throw PersistenceError(
+        code: .modelInAnotherContext,
+        message:
+          "Not inserted, as their rows would be written twice: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
+      )
+    }
     let relates = container.hasRelationships
     if relates { try prepareRelationships() }
     defer { if relates { savingKeys = [:] } }

@@ -203,6 +203,8 @@ public final class ModelContext {
   var rowTables: [String: RowTable] = [:]
   /// Inserted models not yet saved, in insertion order.
   var pendingInserts: [Registration] = []
+  /// The models ``insert(_:)`` refused (of another context), as the next save names them.
+  var refusedInserts: [String] = []
   /// Rows deleted by `delete(model:where:)` that have no registered model.
   var pendingRowDeletes: [String: Set<Int64>] = [:]
   var entities: [ObjectIdentifier: any EntityOperations] = [:]
@@ -281,6 +283,12 @@ public final class ModelContext {
   /// Registers a new model; it is written by the next ``save()``. Inserting a model already in
   /// the context does nothing. A model whose `.unique` value exists in the store updates that
   /// row when saved (upsert).
+  ///
+  /// A model of another context (or loaded from a row of this store, or an observer's) is not
+  /// inserted: its row would be written twice. The next ``save()`` throws
+  /// ``PersistenceError/Code/modelInAnotherContext`` for it, saving nothing; fetch the row in
+  /// this context to change it here (``model(for:as:)`` with its `persistentModelID`). Told
+  /// for models that have a ``LinkOrigin`` (every `@Model`).
   public func insert<Model: PersistentModel>(_ model: Model) {
     if let registration = registration(for: model) {
       registration.isDeleted = false
@@ -288,6 +296,17 @@ public final class ModelContext {
     }
     // Unknown model types are reported by save(), which can throw.
     let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
+    if let origin = operations.linkOrigin, let reference = origin.reference(model) {
+      let elsewhere =
+        reference.context.map { $0 !== self }
+        ?? (reference.snapshots != nil
+          || (reference.whyNone != nil && origin.key(model) != nil))
+      if elsewhere {
+        refusedInserts.append(
+          "\(Model.self) (\(describeOrigin(reference, key: origin.key(model))))")
+        return
+      }
+    }
     let registration = Registration.make(model: model, entity: operations)
     index(registration)
     pendingInserts.append(registration)
@@ -342,6 +361,7 @@ public final class ModelContext {
   /// Discards unsaved work: forgets inserted models, cancels deletes, and puts the values of
   /// changed models back to what was last loaded or saved.
   public func rollback() {
+    refusedInserts.removeAll()
     for registration in pendingInserts { unregister(registration) }
     pendingInserts.removeAll()
     pendingRowDeletes.removeAll()
@@ -447,11 +467,29 @@ public final class ModelContext {
       primaryKey: key)
   }
 
-  /// The model registered in this context for `identifier`, without touching the store.
+  /// Where a refused insert's model belongs, for the error ``save()`` throws.
+  private func describeOrigin(_ reference: ContextReference, key: Int64?) -> String {
+    let row = key.map { "row \($0)" } ?? "not saved"
+    if reference.context != nil { return "\(row), in another context" }
+    if reference.snapshots != nil { return "\(row), a results observer's" }
+    return "\(row) of the store it was loaded from"
+  }
+
+  /// The model registered in this context for `identifier`, without touching the store: a
+  /// row's of this context's store, or an inserted model's not yet saved by its temporary
+  /// identifier (``PersistentIdentifier/isTemporary``). O(1) for a row; O(inserts not yet
+  /// saved) for a temporary identifier.
   public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
     -> Model?
   {
-    rowTables[identifier.entityName]?[identifier.primaryKey]?.model as? Model
+    if identifier.isTemporary {
+      return pendingInserts.lazy.compactMap { $0.model as? Model }.first {
+        PersistentIdentifier(temporaryFor: $0, entityName: identifier.entityName) == identifier
+          && Model.schema.name == identifier.entityName
+      }
+    }
+    guard identifier.storeIdentifier == container.storeIdentifier else { return nil }
+    return rowTables[identifier.entityName]?[identifier.primaryKey]?.model as? Model
   }
 
   /// The registered rows of `entity` (made on first use).
@@ -501,6 +539,9 @@ public final class ModelContext {
       if table[key] === registration { table[key] = nil }
     } else {
       pendingInserts.removeAll { $0 === registration }
+      // Never saved, it leaves the context (rolled back, or deleted before a save): a model
+      // in memory again, in no context (`modelContext` nil).
+      registration.entity.linkOrigin?.set(registration.model, nil, nil)
     }
   }
 }

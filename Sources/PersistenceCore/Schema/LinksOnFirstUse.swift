@@ -60,9 +60,9 @@ extension LinksOnFirstUse {
   public var persistentModelID: PersistentIdentifier {
     if let key = linkOrigin.ownerKey, let store = linkOrigin.reference?.storeIdentifier {
       return PersistentIdentifier(
-        storeIdentifier: store, entityName: Self.modelSchema.name, primaryKey: key)
+        storeIdentifier: store, entityName: Self.schema.name, primaryKey: key)
     }
-    return PersistentIdentifier(temporaryFor: self, entityName: Self.modelSchema.name)
+    return PersistentIdentifier(temporaryFor: self, entityName: Self.schema.name)
   }
 
   /// The to-many link in `storage`, made now from ``linkOrigin`` if it is not yet. O(1).
@@ -109,6 +109,7 @@ extension RelationshipObservation {
 struct LinkOriginAccess: Sendable {
   let set: @Sendable (AnyObject, ContextReference?, Int64?) -> Void
   let reference: @Sendable (AnyObject) -> ContextReference?
+  let key: @Sendable (AnyObject) -> Int64?
 
   /// The access for `Model`, nil when its links are made eagerly.
   static func of<Model: PersistentModel>(_: Model.Type) -> LinkOriginAccess? {
@@ -123,6 +124,7 @@ struct LinkOriginAccess: Sendable {
         model.linkOrigin.reference = reference
         if let key { model.linkOrigin.ownerKey = key }
       },
-      reference: { unsafeDowncast($0, to: Model.self).linkOrigin.reference })
+      reference: { unsafeDowncast($0, to: Model.self).linkOrigin.reference },
+      key: { unsafeDowncast($0, to: Model.self).linkOrigin.ownerKey })
   }
 }

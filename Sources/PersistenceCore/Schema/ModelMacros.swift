@@ -150,7 +150,7 @@ public enum ModelDefaults {
     for candidate in candidates {
       if let value = try? Value(sqlValue: candidate) { return value }
     }
-    preconditionFailure(
+    fatalError(
       "\(Value.self) has no empty value to give a @Model property declared without an initial value: give the property one"
     )
   }

@@ -17,6 +17,38 @@ public enum _OptionalProperty {
   /// The backing storage of an attribute: the value, nil until set.
   public static func storage<Value: PersistableValue>(_: Value.Type) -> Value? { nil }
 
+  /// What a type that is neither a model nor kept by the store finds: an error at the
+  /// property, saying what to do.
+  @available(
+    *, unavailable,
+    message:
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+  )
+  public static func storage<Other>(_: Other.Type) -> Other? { nil }
+
+  /// Reads a property of a type the store does not keep: refused at compile time (see
+  /// ``storage(_:)``).
+  @available(
+    *, unavailable,
+    message:
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+  )
+  public static func get<Owner: PersistentModel, Other>(
+    _ owner: Owner, _ storage: Other?, _ keyPath: KeyPath<Owner, Other?>,
+    _ registrar: borrowing ModelObservationRegistrar
+  ) -> Other? { storage }
+
+  /// Sets a property of a type the store does not keep: refused at compile time.
+  @available(
+    *, unavailable,
+    message:
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+  )
+  public static func set<Owner: PersistentModel, Other>(
+    _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Other?>, _ newValue: Other?,
+    _ keyPath: KeyPath<Owner, Other?>, _ registrar: borrowing ModelObservationRegistrar
+  ) {}
+
   /// Reads a to-one through its link.
   public static func get<Owner: PersistentModel, Target: PersistentModel>(
     _ owner: Owner, _ storage: ToOne<Target>, _ keyPath: KeyPath<Owner, Target?>,
@@ -85,6 +117,20 @@ extension ModelAttribute {
     storage: ReferenceWritableKeyPath<Model, Value?>
   ) -> ModelAttribute {
     ModelAttribute(attribute(keyPath, name, storage: storage), options: Set([option] + more))
+  }
+
+  /// The schema's entry for a property of a type the store does not keep: refused at compile
+  /// time (see `_OptionalProperty.storage(_:)`).
+  @available(
+    *, unavailable,
+    message:
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+  )
+  public static func _optional<Other>(
+    _ keyPath: ReferenceWritableKeyPath<Model, Other?>, _ name: String,
+    storage: ReferenceWritableKeyPath<Model, Other?>
+  ) -> ModelAttribute {
+    fatalError("unavailable")
   }
 
   /// What a `#Unique` or `#Index` naming a to-one finds: an error where the class is declared.

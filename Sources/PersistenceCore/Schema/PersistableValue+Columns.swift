@@ -52,7 +52,9 @@ extension Double {
     guard !isNaN else {
       throw PersistenceError(
         code: .invalidValue,
-        message: "NaN cannot be stored: SQLite would turn it into NULL. Store nil or a number.")
+        message:
+          "NaN cannot be stored: it equals nothing, itself included, so no predicate or sort could find it (SQLite would even turn it into NULL). Store nil or a number."
+      )
     }
     statement.bindDouble(self, at: index)
   }

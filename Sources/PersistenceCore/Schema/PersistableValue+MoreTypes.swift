@@ -79,11 +79,15 @@ extension Float: PersistableValue {
 extension URL: PersistableValue {
   /// `TEXT`: the URL's absolute string.
   public static var storageType: StorageType { .text }
-  /// `absoluteString`.
+  /// `absoluteString` (a URL relative to a base is stored, and read back, absolute: equal by
+  /// `absoluteString`, not by `==`).
   public var sqlValue: SQLValue { .text(absoluteString) }
-  /// Reads `TEXT` that parses as a URL.
+  /// Reads `TEXT` that is a URL as written (an outside writer's `not a url` is an error, not
+  /// a URL with its spaces percent-encoded).
   public init(sqlValue: SQLValue) throws {
-    guard case .text(let text) = sqlValue, let url = URL(string: text) else {
+    guard case .text(let text) = sqlValue,
+      let url = URL(string: text, encodingInvalidCharacters: false)
+    else {
       throw invalid(sqlValue, URL.self)
     }
     self = url

@@ -170,6 +170,13 @@ public final class ModelContainer: Sendable {
 
   func entity<Model: PersistentModel>(for _: Model.Type) throws -> EntityDescription {
     guard let entity = entities[ObjectIdentifier(Model.self)] else {
+      guard Model.SchemaModel.self == Model.self else {
+        throw PersistenceError(
+          code: .unknownModel,
+          message:
+            "\(Model.self) is a subclass of the model \(Model.SchemaModel.self): a subclass is not a model of its own. Fetch \(Model.SchemaModel.self), and cast."
+        )
+      }
       throw PersistenceError(
         code: .unknownModel,
         message: "\(Model.self) is not part of this container. Pass it to ModelContainer(for:).")
