@@ -154,13 +154,17 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
   }
 
   /// The temporary identifier of `model`, not yet saved: no store's, and a key no row has,
-  /// unique while the model lives (the negated address of the instance).
+  /// unique while the model lives (the instance's address mixed with a number drawn once per
+  /// process, so that an identifier written out does not show where the model lives).
   init(temporaryFor model: AnyObject, entityName: String) {
+    let mixed = (UInt64(UInt(bitPattern: ObjectIdentifier(model))) ^ Self.temporarySalt)
     self.init(
       storeIdentifier: Self.temporaryStore, entityName: entityName,
-      primaryKey: -Int64(
-        truncatingIfNeeded: UInt(bitPattern: ObjectIdentifier(model)) & UInt(Int64.max)))
+      primaryKey: -Int64(bitPattern: mixed & UInt64(Int64.max)))
   }
+
+  /// What a temporary identifier's key is mixed with: drawn once per process.
+  private static let temporarySalt = UInt64.random(in: 0...UInt64(Int64.max))
 
   /// The store identifier of a temporary identifier: all zeros, which no store has.
   static let temporaryStore = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
