@@ -1536,3 +1536,33 @@ struct ModelMacroOneContextTests {
     #expect(rolled.modelContext === again && !rolled.persistentModelID.isTemporary)
   }
 }
+
+/// A hand-written model that is not final: its schema names the class, `init()` is required.
+@Observable class OpenHandNote: PersistentModel {
+  var key = ""
+  var text = ""
+  required init() {}
+  init(key: String, text: String) {
+    self.key = key
+    self.text = text
+  }
+  static let schema = ModelSchema<OpenHandNote>(
+    "open_hand_notes", .attribute(\.key, "key", .unique), .attribute(\.text, "text"))
+}
+
+@Suite("A hand-written model that is not final")
+struct OpenHandModelTests {
+  @Test("round-trips, upserts by its unique key, and is fetched as its class")
+  func openHandModel() throws {
+    let container = try engineContainer(.sqlite, OpenHandNote.self)
+    let context = ModelContext(container)
+    context.insert(OpenHandNote(key: "a", text: "one"))
+    try context.save()
+    let again = ModelContext(container)
+    again.insert(OpenHandNote(key: "a", text: "two"))
+    try again.save()
+    let notes = try ModelContext(container).fetch(FetchDescriptor<OpenHandNote>())
+    #expect(notes.map(\.text) == ["two"])
+    #expect(notes.map { ObjectIdentifier(type(of: $0)) } == [ObjectIdentifier(OpenHandNote.self)])
+  }
+}
