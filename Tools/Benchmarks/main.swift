@@ -286,42 +286,30 @@ if options.wants("macro") {
       tb_close(handle)
     }
   }
-  var macroSum: UInt64 = 0
-  var handSum: UInt64 = 0
-  try compare(
-    "@Model Trip, own store / hand",
-    ours: {
-      let trips = try ModelContext(macroContainer).fetch(
-        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
-      macroSum = checksum(trips)
-    },
-    base: {
-      do {
-        let trips = try ModelContext(handContainer).fetch(
-          FetchDescriptor<HandTrip>(sortBy: [SortDescriptor(\.startDate)]))
-        handSum = checksum(trips)
-      } catch {
-        check(false, "hand-written fetch failed: \(error)")
-      }
-    })
-  check(macroSum == handSum, "@Model and hand-written checksums \(macroSum) vs \(handSum)")
-  try compare(
-    "@Model Trip: fetch all / hand-written",
-    ours: {
-      let trips = try ModelContext(container).fetch(
-        FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
-      macroSum = checksum(trips)
-    },
-    base: {
-      do {
-        let trips = try ModelContext(handContainer).fetch(
-          FetchDescriptor<HandTrip>(sortBy: [SortDescriptor(\.startDate)]))
-        handSum = checksum(trips)
-      } catch {
-        check(false, "hand-written fetch failed: \(error)")
-      }
-    })
-  check(macroSum == handSum, "@Model and hand-written checksums \(macroSum) vs \(handSum)")
+  for (name, macroTrips) in [
+    ("@Model Trip, own store / hand", macroContainer),
+    ("@Model Trip: fetch all / hand-written", container),
+  ] {
+    var macroSum: UInt64 = 0
+    var handSum: UInt64 = 0
+    try compare(
+      name,
+      ours: {
+        let trips = try ModelContext(macroTrips).fetch(
+          FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+        macroSum = checksum(trips)
+      },
+      base: {
+        do {
+          let trips = try ModelContext(handContainer).fetch(
+            FetchDescriptor<HandTrip>(sortBy: [SortDescriptor(\.startDate)]))
+          handSum = checksum(trips)
+        } catch {
+          check(false, "hand-written fetch failed: \(error)")
+        }
+      })
+    check(macroSum == handSum, "@Model and hand-written checksums \(macroSum) vs \(handSum)")
+  }
 }
 
 // MARK: Sectioned fetch by destination

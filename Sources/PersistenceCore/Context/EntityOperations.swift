@@ -69,7 +69,7 @@ extension EntityOperations {
   }
 
   /// Detaches a model at its context's reset: a relationship read afterwards (every one is a
-  /// fault again) traps, saying why (``ContextReference/reset``).
+  /// fault again) traps, saying why (`reference`, ``ContextReference/reset(of:)``).
   /// O(relationships).
   func detachAtReset(_ model: AnyObject, reference: ContextReference) {
     linkOrigin?.set(model, reference, nil)

@@ -348,13 +348,14 @@ extension ModelContext {
   /// leaves its owners' arrays and its links; a nullified one points to nothing.
   /// O(deleted + nullified rows × relationships).
   func settleRelationships(_ applied: AppliedChanges) throws {
+    // One reference for every model the save deleted (made only when there is one).
+    lazy var deleted = ContextReference.deleted(from: container.storeIdentifier)
     for delete in applied.deleted {
       guard let registration = delete.registration, delete.entity.attachesModels else {
         continue
       }
       let model = registration.model
-      delete.entity.linkOrigin?.set(
-        model, .deleted(from: container.storeIdentifier), nil)
+      delete.entity.linkOrigin?.set(model, deleted, nil)
       for relationship in delete.entity.relationships {
         guard let link = relationship.existingLink(model) else { continue }
         // A to-one still a fault of its key included: the registered model it points to

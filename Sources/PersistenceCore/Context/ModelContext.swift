@@ -297,13 +297,12 @@ public final class ModelContext {
     // Unknown model types are reported by save(), which can throw.
     let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
     if let origin = operations.linkOrigin, let reference = origin.reference(model) {
+      let key = origin.key(model)
       let elsewhere =
         reference.context.map { $0 !== self }
-        ?? (reference.snapshots != nil
-          || (reference.whyNone != nil && origin.key(model) != nil))
+        ?? (reference.snapshots != nil || (reference.whyNone != nil && key != nil))
       if elsewhere {
-        refusedInserts.append(
-          "\(Model.self) (\(describeOrigin(reference, key: origin.key(model))))")
+        refusedInserts.append("\(Model.self) (\(describeOrigin(reference, key: key)))")
         return
       }
     }
@@ -483,9 +482,9 @@ public final class ModelContext {
     -> Model?
   {
     if identifier.isTemporary {
+      guard Model.schema.name == identifier.entityName else { return nil }
       return pendingInserts.lazy.compactMap { $0.model as? Model }.first {
         PersistentIdentifier(temporaryFor: $0, entityName: identifier.entityName) == identifier
-          && Model.schema.name == identifier.entityName
       }
     }
     guard identifier.storeIdentifier == container.storeIdentifier else { return nil }
