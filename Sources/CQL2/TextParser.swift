@@ -9,7 +9,8 @@ extension CQL2Expression {
   /// (`+ - * / % div ^`, with `^` binding tightest and to the right), and function calls.
   ///
   /// Throws ``CQL2Error`` naming the character where the text stops making sense. Cost:
-  /// O(length of the text); nesting deeper than 100 levels is refused (a stack bound).
+  /// O(length of the text); nesting deeper than 100 levels (parentheses, `NOT`s, signs, powers,
+  /// function calls within one another, each one level) is refused (a stack bound).
   public init(text: String) throws {
     var parser = CQL2TextParser(text)
     self = try parser.parseFilter()
@@ -50,7 +51,9 @@ struct CQL2TextParser {
   private var index = 0
   private var token: CQL2Token = .end
   private var tokenStart = 0
-  private var depth = 0
+  /// How many levels the parser is within: the filter itself is level 0, each parenthesis,
+  /// `NOT`, sign, power or function call one more.
+  private var depth = -1
   static let maximumDepth = 100
 
   init(_ text: String) {
@@ -284,17 +287,14 @@ struct CQL2TextParser {
   // MARK: Scalar expressions
 
   private mutating func parseAdditive() throws -> CQL2Expression {
-    try nested { parser in
-      var left = try parser.parseMultiplicative()
-      while case .symbol(let symbol) = parser.token, symbol == "+" || symbol == "-" {
-        let start = parser.location
-        try parser.advance()
-        let right = try parser.parseMultiplicative()
-        left = CQL2Expression(
-          .arithmetic(symbol == "+" ? .add : .subtract, left, right), at: start)
-      }
-      return left
+    var left = try parseMultiplicative()
+    while case .symbol(let symbol) = token, symbol == "+" || symbol == "-" {
+      let start = location
+      try advance()
+      let right = try parseMultiplicative()
+      left = CQL2Expression(.arithmetic(symbol == "+" ? .add : .subtract, left, right), at: start)
     }
+    return left
   }
 
   private mutating func parseMultiplicative() throws -> CQL2Expression {
@@ -464,7 +464,7 @@ struct CQL2TextParser {
         "'\(text)' is not an instant: give a date (yyyy-mm-dd), a timestamp (RFC 3339) or '..'.",
         at: start)
     }
-    return try parseAdditive()
+    return try nested { try $0.parseAdditive() }
   }
 
   private mutating func signedNumber() throws -> Double {

@@ -22,7 +22,8 @@ import Persistence
 /// A trip's dates are the instants at 00:00 UTC of its days; a `DATE` is the same instant of
 /// its day, and a trip's interval for the temporal functions is `INTERVAL(startDate,
 /// endDate)`. No queryable of a trip is ever null, so `IS NULL` is false for each.
-/// `CASEI` lowercases (Unicode's default case mapping), `ACCENTI` removes diacritics; `LIKE`
+/// `CASEI` case-folds (Unicode's full default case folding: `ß` and `SS`, `ς` and `Σ` match),
+/// `ACCENTI` removes diacritics; `LIKE`
 /// matches `%` with any run of characters and `_` with one character, `\` escaping either.
 ///
 /// Cost: O(size of the filter) to parse and compile; the query as its parts say above.
@@ -35,6 +36,7 @@ public struct TripFilter: Hashable, Sendable, CustomStringConvertible {
   /// Compiles `expression`, or throws `CQL2Error` naming the node at fault (an unknown
   /// property, operands of different types, a function this filter does not define).
   public init(_ expression: CQL2Expression) throws {
+    try Budget.check(expression)
     self.expression = expression
     let probe = try TripFilterCompiler(variable: PredicateExpressions.Variable<Trip>())
       .condition(expression)
@@ -99,18 +101,144 @@ public struct TripFilter: Hashable, Sendable, CustomStringConvertible {
   ]
 }
 
+extension TripFilter {
+  /// What one filter may ask of the server, checked before any work (``TripFilter/init(_:)``
+  /// throws `CQL2Error` naming the limit and where it was passed; the service answers 400).
+  ///
+  /// Each limit bounds a cost a client would otherwise choose: ``maximumTerms`` the work to
+  /// compile and translate a filter, ``maximumDepth`` every recursion over it (and the SQL's
+  /// nesting: SQLite refuses a statement nested about 50 levels deep), ``maximumListItems``
+  /// the parameters of one `IN`, and ``maximumSwiftClauses`` and ``maximumVertices`` the work
+  /// per row of the clauses decided in Swift, the one part of a filter whose cost grows with
+  /// the rows it is decided on (a request's deadline bounds that product). A chain of `AND` or
+  /// `OR` counts ⌈log₂ n⌉ levels of depth (it is compiled as a balanced tree), and an `IN` of
+  /// literals one level (it is one SQL `IN`).
+  public enum Budget {
+    /// The most nodes (properties, literals, operators, functions, list items) in a filter.
+    public static let maximumTerms = 2_000
+    /// The most items of one `IN` list.
+    public static let maximumListItems = 1_000
+    /// The deepest a filter's tree may be, counted as it is compiled.
+    public static let maximumDepth = 30
+    /// The most clauses decided in Swift on each row: `LIKE`, `CASEI`, `ACCENTI`, `/`, `%`,
+    /// `div`, `^`, and `S_INTERSECTS` with a line or a polygon.
+    public static let maximumSwiftClauses = 8
+    /// The most positions of the lines and polygons decided in Swift, all together.
+    public static let maximumVertices = 1_000
+
+    /// Throws when `expression` passes a limit. Cost: O(nodes), no recursion.
+    static func check(_ expression: CQL2Expression) throws {
+      var terms = 0
+      var swiftClauses = 0
+      var vertices = 0
+      var pending: [(node: CQL2Expression, depth: Int)] = [(expression, 1)]
+      func log2(_ count: Int) -> Int {
+        var levels = 0
+        while (1 << levels) < count { levels += 1 }
+        return max(1, levels)
+      }
+      while let (node, depth) = pending.popLast() {
+        terms += 1
+        guard terms <= maximumTerms else {
+          throw CQL2Error(
+            "The filter has more than \(maximumTerms) terms (properties, literals, operators and list items); make it shorter.",
+            at: node.location)
+        }
+        guard depth <= maximumDepth else {
+          throw CQL2Error(
+            "The filter is more than \(maximumDepth) levels deep (operators, functions and negations within one another); make it flatter.",
+            at: node.location)
+        }
+        var children: [CQL2Expression] = []
+        var levels = 1
+        switch node.node {
+        case .boolean, .number, .string, .date, .timestamp, .unbounded, .property: break
+        case .geometry(let geometry):
+          var stack = [geometry]
+          while let next = stack.popLast() {
+            switch next {
+            case .point, .box: terms += 1
+            case .multiPoint(let points): terms += points.count
+            case .lineString(let line): vertices += line.count
+            case .multiLineString(let lines): vertices += lines.reduce(0) { $0 + $1.count }
+            case .polygon(let rings): vertices += rings.reduce(0) { $0 + $1.count }
+            case .multiPolygon(let polygons):
+              vertices += polygons.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } }
+            case .collection(let members): stack += members
+            }
+          }
+          guard vertices <= maximumVertices else {
+            throw CQL2Error(
+              "The filter's lines and polygons have more than \(maximumVertices) positions in all; simplify them.",
+              at: node.location)
+          }
+        case .interval(let a, let b): children = [a, b]
+        case .and(let terms), .or(let terms):
+          children = terms
+          levels = log2(terms.count)
+        case .not(let inner), .isNull(let inner), .negation(let inner): children = [inner]
+        case .comparison(_, let a, let b): children = [a, b]
+        case .like(let a, let b):
+          children = [a, b]
+          swiftClauses += 1
+        case .between(let a, let b, let c):
+          children = [a, b, c]
+          levels = 2
+        case .in(let subject, let items):
+          guard items.count <= maximumListItems else {
+            throw CQL2Error(
+              "The IN list has \(items.count) items; at most \(maximumListItems) are allowed.",
+              at: node.location)
+          }
+          children = [subject] + items
+          levels = 1 + (items.count > 1 ? log2(items.count) : 0)
+        case .caseInsensitive(let inner), .accentInsensitive(let inner):
+          children = [inner]
+          swiftClauses += 1
+        case .arithmetic(let op, let a, let b):
+          children = [a, b]
+          if ![.add, .subtract, .multiply].contains(op) { swiftClauses += 1 }
+        case .spatial(_, let a, let b):
+          children = [a, b]
+          levels = 2
+          let decidedInSwift = [a, b].contains { operand in
+            switch operand.node {
+            case .geometry(.lineString), .geometry(.multiLineString), .geometry(.polygon),
+              .geometry(.multiPolygon), .geometry(.collection):
+              true
+            default: false
+            }
+          }
+          if decidedInSwift { swiftClauses += 1 }
+        case .temporal(_, let a, let b):
+          children = [a, b]
+          levels = 2
+        case .function(_, let arguments): children = arguments
+        }
+        guard swiftClauses <= maximumSwiftClauses else {
+          throw CQL2Error(
+            "The filter has more than \(maximumSwiftClauses) clauses decided row by row (LIKE, CASEI, ACCENTI, /, %, div, ^, lines and polygons); use fewer.",
+            at: node.location)
+        }
+        for child in children.reversed() { pending.append((child, depth + levels)) }
+      }
+    }
+  }
+}
+
 /// `CASEI` and `ACCENTI`.
 enum Fold: String, Sendable {
   case caseInsensitive = "casei"
   case accentInsensitive = "accenti"
 
-  /// `text` lowercased (Unicode's default case mapping) or without its diacritics. ASCII text
+  /// `text` case-folded (Unicode's full default case folding) or without its diacritics. ASCII text
   /// takes a fast path with the same answer (no Foundation call).
   func apply(_ text: String) -> String {
     let ascii = text.utf8.allSatisfy { $0 < 0x80 }
     switch self {
     case .caseInsensitive:
-      guard ascii else { return text.lowercased() }
+      // Unicode's full case folding (ß and SS, ς and σ, ﬁ and FI alike), not lower-casing.
+      guard ascii else { return text.folding(options: .caseInsensitive, locale: nil) }
       guard text.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return text }
       return String(
         decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
@@ -181,11 +309,9 @@ private struct TripFilterCompiler {
     case .geometry(let geometry): return .geometry(geometry)
     case .property(let name): return try property(name, node)
     case .and(let terms):
-      return .bool(
-        try terms.dropFirst().reduce(try condition(terms[0])) { and($0, try condition($1)) })
+      return .bool(balanced(try terms.map(condition), and))
     case .or(let terms):
-      return .bool(
-        try terms.dropFirst().reduce(try condition(terms[0])) { or($0, try condition($1)) })
+      return .bool(balanced(try terms.map(condition), or))
     case .not(let inner): return .bool(not(try condition(inner)))
     case .comparison(let op, let left, let right):
       return .bool(try compare(op, left, right, at: node))
@@ -195,8 +321,8 @@ private struct TripFilterCompiler {
           try compare(.greaterOrEqual, subject, low, at: node),
           try compare(.lessOrEqual, subject, high, at: node)))
     case .in(let subject, let items):
-      let tests = try items.map { try compare(.equal, subject, $0, at: node) }
-      return .bool(tests.dropFirst().reduce(tests[0]) { or($0, $1) })
+      if let list = try literalList(subject, items) { return .bool(list) }
+      return .bool(balanced(try items.map { try compare(.equal, subject, $0, at: node) }, or))
     case .isNull(let subject):
       _ = try value(subject)
       return .bool(PredicateExpressions.Value(false))
@@ -368,6 +494,68 @@ private struct TripFilterCompiler {
     return open(a, b)
   }
 
+  /// `terms` joined by `join` as a balanced tree: a chain of n terms is ⌈log₂ n⌉ levels deep
+  /// in the predicate, its SQL and its evaluation, never n (the depth of every recursion over
+  /// the tree stays small whatever the length a client sends). Terms keep their order.
+  func balanced(
+    _ terms: [Expression<Bool>], _ join: (Expression<Bool>, Expression<Bool>) -> Expression<Bool>
+  ) -> Expression<Bool> {
+    func half(_ part: ArraySlice<Expression<Bool>>) -> Expression<Bool> {
+      guard part.count > 1 else { return part[part.startIndex] }
+      let middle = part.startIndex + part.count / 2
+      return join(half(part[..<middle]), half(part[middle...]))
+    }
+    return half(terms[...])
+  }
+
+  /// `subject IN (…)` as one membership test (SQL `IN (?, ?, …)`, one parameter an item) when
+  /// the subject is a property or value of a kind a list can hold and every item is a literal
+  /// of that kind; nil otherwise (the items are then compared one by one, each checked).
+  func literalList(_ subject: CQL2Expression, _ items: [CQL2Expression]) throws
+    -> Expression<Bool>?
+  {
+    func contains<T: Equatable & Codable & Sendable>(_ values: [T], _ element: Expression<T>)
+      -> Expression<Bool>
+    {
+      func open<E: StandardPredicateExpression<T>>(_ e: E) -> Expression<Bool> {
+        PredicateExpressions.SequenceContains(
+          sequence: PredicateExpressions.Value(values), element: e)
+      }
+      return open(element)
+    }
+    switch try value(subject) {
+    case .number(let element):
+      let numbers = items.compactMap { item -> Double? in
+        if case .number(let number) = item.node { number } else { nil }
+      }
+      return numbers.count == items.count ? contains(numbers, element) : nil
+    case .string(let element):
+      let texts = items.compactMap { item -> String? in
+        if case .string(let text) = item.node { text } else { nil }
+      }
+      return texts.count == items.count ? contains(texts, element) : nil
+    case .instant(let element):
+      let instants = items.compactMap { item -> Date? in
+        switch item.node {
+        case .timestamp(let date): date
+        case .date(let day): CQL2Instant.day(day)
+        default: nil
+        }
+      }
+      return instants.count == items.count ? contains(instants, element) : nil
+    case .uuid(let element):
+      var ids: [UUID] = []
+      for item in items {
+        guard case .string(let text) = item.node else { return nil }
+        // A text that is no UUID is no trip's id: it matches none.
+        if let id = UUID(uuidString: text) { ids.append(id) }
+      }
+      return ids.isEmpty ? PredicateExpressions.Value(false) : contains(ids, element)
+    default:
+      return nil
+    }
+  }
+
   func not(_ a: Expression<Bool>) -> Expression<Bool> {
     func open<E: StandardPredicateExpression<Bool>>(_ e: E) -> Expression<Bool> {
       PredicateExpressions.Negation(e)
@@ -531,8 +719,7 @@ private struct TripFilterCompiler {
         comparison(.equal, longitude, PredicateExpressions.Value(p.x)),
         comparison(.equal, latitude, PredicateExpressions.Value(p.y)))
     case .multiPoint(let points):
-      let tests = try points.map { try intersects(.point($0), at: node) }
-      return tests.dropFirst().reduce(tests[0]) { or($0, $1) }
+      return balanced(try points.map { try intersects(.point($0), at: node) }, or)
     case .box(let west, let south, let east, let north):
       guard (-180...180).contains(west), (-180...180).contains(east), south >= -90, north <= 90
       else {
@@ -546,8 +733,7 @@ private struct TripFilterCompiler {
       return and(range(longitude, west, east), latitudes)
     case .collection(let members):
       guard !members.isEmpty else { return PredicateExpressions.Value(false) }
-      let tests = try members.map { try intersects($0, at: node) }
-      return tests.dropFirst().reduce(tests[0]) { or($0, $1) }
+      return balanced(try members.map { try intersects($0, at: node) }, or)
     case .lineString, .multiLineString, .polygon, .multiPolygon:
       let shape = CQL2PlanarShape(geometry)
       guard let envelope = shape.envelope else { return PredicateExpressions.Value(false) }

@@ -144,7 +144,7 @@ struct FeaturesAPI: Sendable {
   }
 
   /// An error from below (the store, validation) as a response: invalid data is the client's
-  /// (400), a store failure is the server's (500, with the reason but no internals).
+  /// (400), a store failure is the server's (500, its cause in the log, not in the body).
   static func failure(_ error: any Error) -> HTTPResponse {
     // A store that is busy (another writer held it past the busy timeout) or full is not a
     // fault of the server's: 503 with Retry-After, and 507.
@@ -168,16 +168,26 @@ struct FeaturesAPI: Sendable {
         return ServiceError.response(status: 404, description: error.message)
       default:
         let cause = (error.cause as? PersistenceError)?.message ?? error.message
-        return ServiceError.response(status: 500, description: "The store failed: \(cause)")
+        return internalFailure(cause)
       }
     }
     if let error = error as? PersistenceError {
-      return ServiceError.response(status: 500, description: "The store failed: \(error.message)")
+      return internalFailure(error.message)
     }
     if let error = error as? GeoError {
       return ServiceError.response(status: 400, description: error.message)
     }
-    return ServiceError.response(status: 500, description: "The request could not be answered.")
+    return internalFailure("\(error)")
+  }
+
+  /// 500: the server's own failure. Its body says no more than that (a store's message may
+  /// quote SQL, tables and columns, which are no client's business); `cause` goes to the log.
+  static func internalFailure(_ cause: String) -> HTTPResponse {
+    var response = ServiceError.response(
+      status: 500,
+      description: "The server failed to answer this request; its log has the cause.")
+    response.logDetail = cause
+    return response
   }
 
   func route(_ request: HTTPRequest) throws -> HTTPResponse {

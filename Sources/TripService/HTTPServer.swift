@@ -52,6 +52,9 @@ public struct HTTPResponse: Sendable {
   /// For a response that stays open (Server-Sent Events): its bytes come from this stream,
   /// after ``body``'s.
   public var stream: HTTPStream?
+  /// What the server's log says of this response beside its status line (a server error's
+  /// cause); never sent to the client.
+  var logDetail: String?
 
   /// Creates a response.
   public init(
@@ -436,18 +439,19 @@ final class HTTPServer: Sendable {
     for (name, value) in response.headers { MHD_add_response_header(made, name, value) }
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - state.started) / 1e6
+    let detail = response.logDetail.map { " (\(Self.loggable($0, limit: 2_000)))" } ?? ""
     log(
-      "\(method) \(Self.loggable(path)) \(response.status) \(response.body.count) \(String(format: "%.1f", milliseconds))ms"
+      "\(method) \(Self.loggable(path)) \(response.status) \(response.body.count) \(String(format: "%.1f", milliseconds))ms\(detail)"
     )
     return result
   }
 
-  /// A path as it may go into a log line: no control characters, at most 200 characters.
-  static func loggable(_ path: String) -> String {
+  /// A path as it may go into a log line: no control characters, at most `limit` characters.
+  static func loggable(_ path: String, limit: Int = 200) -> String {
     let safe = String(
       String.UnicodeScalarView(
         path.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
-    return safe.count > 200 ? String(safe.prefix(200)) + "…" : safe
+    return safe.count > limit ? String(safe.prefix(limit)) + "…" : safe
   }
 
   static func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {

@@ -126,7 +126,7 @@ enum OpenAPIDocument {
       schema: text()),
     parameter(
       "filter",
-      "A CQL2 filter (OGC API – Features Part 3) over the queryables (/collections/trips/queryables), in filter-lang.",
+      "A CQL2 filter (OGC API – Features Part 3) over the queryables (/collections/trips/queryables), in filter-lang. Its budget: at most \(TripFilter.Budget.maximumTerms) terms, \(TripFilter.Budget.maximumListItems) items in one IN list, \(TripFilter.Budget.maximumDepth) levels of operators within one another (an AND or OR chain of n terms counts log2 n), \(TripFilter.Budget.maximumSwiftClauses) clauses decided row by row (LIKE, CASEI, ACCENTI, /, %, div, ^, lines and polygons) and \(TripFilter.Budget.maximumVertices) positions of lines and polygons; past one, 400 naming it.",
       schema: .object([
         ("type", .string("string")), ("minLength", .number(1)),
         ("maxLength", .number(Double(ItemsQuery.maximumFilterLength))),

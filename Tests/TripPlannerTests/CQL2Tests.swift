@@ -230,4 +230,57 @@ struct CQL2Tests {
     #expect(Fold.caseInsensitive.apply("ÅNGSTRÖM") == "ångström")
     #expect(Fold.accentInsensitive.apply("Zürich Ångström") == "Zurich Angstrom")
   }
+
+  @Test(
+    "the library refuses each shape at ten times its budget before any work, and evaluates long chains at the budget without deep recursion, in SQL and in Swift",
+    arguments: TripPlanTests.Engine.allCases)
+  func budget(engine: TripPlanTests.Engine) throws {
+    func repeated(_ term: String, _ count: Int, _ separator: String) -> String {
+      Array(repeating: term, count: count).joined(separator: separator)
+    }
+    let tooMuch: [(String, String)] = [
+      ("latitude IN (" + repeated("1", 10_000, ",") + ")", "at most 1000"),
+      (repeated("latitude=1", 7_000, " OR "), "more than 2000 terms"),
+      (repeated("latitude<>1", 7_000, " AND "), "more than 2000 terms"),
+      (repeated("latitude", 300, " + ") + " > 0", "more than 30 levels"),
+      (repeated("latitude", 300, " ^ ") + " > 0", "deeper than 100"),
+      (repeated("name LIKE '%a%'", 80, " OR "), "more than 8 clauses"),
+    ]
+    for (text, reason) in tooMuch {
+      #expect {
+        _ = try TripFilter(text: text)
+      } throws: { error in
+        "\(error)".contains(reason)
+      }
+    }
+    let store = try TripStore(url: try TripPlanTests.storeURL(engine, "cql2budget"))
+    for index in 0..<20 {
+      var record = TripPlanTests.kyoto
+      record.latitude = Double(index)
+      _ = try store.add(record)
+    }
+    // A 600-term OR, a 1,000-item IN and a 600-term AND: the predicate is a balanced tree, its
+    // SQL too (SQLite refuses a statement nested about 50 levels deep), and Swift's evaluation
+    // of it recurses ⌈log₂ n⌉ levels.
+    let cases: [(String, Int)] = [
+      ((0..<600).map { "latitude = \($0 % 5)" }.joined(separator: " OR "), 5),
+      ("latitude IN (" + (0..<1_000).map { "\($0 * 2)" }.joined(separator: ",") + ")", 10),
+      (repeated("latitude <> 3", 600, " AND "), 19),
+    ]
+    for (text, count) in cases {
+      var query = TripQuery()
+      query.filter = try TripFilter(text: text)
+      #expect(try store.trips(query).count == count, "\(text.prefix(60))")
+      let trips = try store.trips(TripQuery())
+      let predicate = try #require(query.filter?.predicate)
+      #expect(try trips.filter { try predicate.evaluate($0) }.count == count)
+    }
+  }
+
+  @Test("CASEI is Unicode's full case folding")
+  func caseFolding() {
+    for (a, b) in [("ΣΊΣΥΦΟΣ", "Σίσυφος"), ("STRASSE", "Straße"), ("FISH", "ﬁsh"), ("ǅ", "ǆ")] {
+      #expect(Fold.caseInsensitive.apply(a) == Fold.caseInsensitive.apply(b), "\(a) \(b)")
+    }
+  }
 }

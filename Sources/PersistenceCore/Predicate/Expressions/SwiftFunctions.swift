@@ -236,8 +236,17 @@ final class SwiftFunctionHandle: Sendable {
           message:
             "A Swift function of a predicate takes \(inputs.count) values, not \(values.count).")
       }
-      let arguments: [Any] = try zip(inputs, values).map { type, value in
-        try type.init(sqlValue: value)
+      var arguments: [Any] = []
+      arguments.reserveCapacity(values.count)
+      for (type, value) in zip(inputs, values) {
+        do {
+          arguments.append(try type.init(sqlValue: value))
+        } catch  where value == .null {
+          // SQL's unknown (a NULL column, or a NaN an inner call gave, which SQLite stores
+          // as NULL) given where the function takes no optional: unknown, as SQL's own
+          // functions answer NULL for NULL; the row then does not match, never an error.
+          return .null
+        }
       }
       let result = try function(arguments)
       guard let column = result as? any PersistableValue else {
