@@ -67,8 +67,15 @@ struct FeatureCRS: Sendable {
   }
 
   /// A `bbox` given in this CRS (its 4 numbers in the CRS's axis order) as a box in CRS84.
-  /// A box in EPSG:3857 whose first x is greater than its second crosses the antimeridian, as
-  /// one in CRS84 does. Cost: 2 projections.
+  ///
+  /// In EPSG:3857, x is longitude times a constant, and a web map zoomed out asks for more
+  /// than the world: a box one world wide or wider (20,037,508.34 m on each side of 0) selects
+  /// every longitude; an x beyond the world is unwrapped (−25,000 km is 135.4°E, one world
+  /// west of −224.6°), and a box whose ends then cross 180° selects across the antimeridian.
+  /// A box whose first x is greater than its second, with both within the world, crosses the
+  /// antimeridian, as one in CRS84 does; one that also reaches past the world cannot be meant
+  /// and is a 400. A y beyond the world is a latitude toward its pole (PROJ's inverse, up to
+  /// ±90°). Cost: 2 projections.
   func geographicBox(_ numbers: [Double], text: String) throws -> GeographicBox {
     let (a, b, c, d) = (numbers[0], numbers[1], numbers[2], numbers[3])
     switch kind {
@@ -77,16 +84,42 @@ struct FeatureCRS: Sendable {
     case .epsg4326:
       return try ItemsQuery.checkedBox(west: b, south: a, east: d, north: c, text: text)
     case .projected:
+      let half = Self.webMercatorHalfWidth
+      if a > c, !(-half...half).contains(a) || !(-half...half).contains(c) {
+        throw ServiceError.request(
+          400,
+          "Invalid value '\(HTTPServer.loggable(text))' for 'bbox' in \(uri): a box whose first x is greater than its second crosses the antimeridian, and then both are within ±20037508.34 m; to ask for more than the world, give the smaller x first."
+        )
+      }
       do {
-        let southWest = try projection!.unproject(x: a, y: b)
-        let northEast = try projection!.unproject(x: c, y: d)
+        let southWest = try projection!.unproject(x: Self.unwrapped(a), y: Self.withinPoles(b))
+        let northEast = try projection!.unproject(x: Self.unwrapped(c), y: Self.withinPoles(d))
+        let everyLongitude = a <= c && c - a >= 2 * half
         return try ItemsQuery.checkedBox(
-          west: southWest.longitude, south: southWest.latitude, east: northEast.longitude,
-          north: northEast.latitude, text: text)
+          west: everyLongitude ? -180 : southWest.longitude, south: southWest.latitude,
+          east: everyLongitude ? 180 : northEast.longitude, north: northEast.latitude,
+          text: text)
       } catch let error as GeoError {
         throw ServiceError.request(400, "Invalid value for 'bbox' in \(uri): \(error.message)")
       }
     }
+  }
+
+  /// Half the width of the world in EPSG:3857: π times the sphere's radius (the x of 180°).
+  static let webMercatorHalfWidth = 20_037_508.342_789_244
+
+  /// `x` moved by whole worlds into −half…half (unchanged when it is within).
+  static func unwrapped(_ x: Double) -> Double {
+    let half = webMercatorHalfWidth
+    guard !(-half...half).contains(x) else { return x }
+    let reduced = x - 2 * half * ((x + half) / (2 * half)).rounded(.down)
+    return min(max(reduced, -half), half)
+  }
+
+  /// `y` at most as far from the equator as PROJ's inverse takes it to a finite latitude (a
+  /// y of 1e30 is the pole: latitude 90° is reached, numerically, at about 1.9e8 m).
+  static func withinPoles(_ y: Double) -> Double {
+    min(max(y, -1e9), 1e9)
   }
 }
 
