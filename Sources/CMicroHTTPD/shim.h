@@ -1,11 +1,16 @@
 #ifndef TRIPS_CMICROHTTPD_SHIM_H
 #define TRIPS_CMICROHTTPD_SHIM_H
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <microhttpd.h>
 
 /// The daemon's settings: what MHD_start_daemon's variadic options would carry, which Swift
@@ -128,6 +133,51 @@ static inline void trips_mhd_connection_abort(struct MHD_Connection *connection)
   struct linger reset = {1, 0};
   (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   (void)shutdown(fd, SHUT_RDWR);
+}
+
+/// The socket of `connection`, or -1.
+static inline int trips_mhd_connection_fd(struct MHD_Connection *connection) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Whether the peer of socket `fd` has closed or reset it: a peek at it that neither waits nor
+/// consumes (bytes waiting, a pipelined request, say, mean it is open). 0 when open or unknown.
+static inline int trips_socket_closed(int fd) {
+  if (fd < 0) return 0;
+  char byte;
+  ssize_t count = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (count == 0) return 1;
+  if (count > 0) return 0;
+  return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : 1;
+}
+
+/// Lowers the calling thread's scheduling priority to `nice` (Linux: a thread's own nice
+/// value, by its id).
+static inline void trips_thread_nice(int nice) {
+#ifdef SYS_gettid
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+#endif
+}
+
+/// The client address of `connection` as text in `buffer` (an IPv4 or IPv6 address, no
+/// port); 0 on success, -1 when it is not known.
+static inline int trips_mhd_client_address(struct MHD_Connection *connection, char *buffer,
+                                           size_t size) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == NULL || info->client_addr == NULL) return -1;
+  const struct sockaddr *address = info->client_addr;
+  const void *raw = NULL;
+  if (address->sa_family == AF_INET) {
+    raw = &((const struct sockaddr_in *)(const void *)address)->sin_addr;
+  } else if (address->sa_family == AF_INET6) {
+    raw = &((const struct sockaddr_in6 *)(const void *)address)->sin6_addr;
+  } else {
+    return -1;
+  }
+  return inet_ntop(address->sa_family, raw, buffer, (socklen_t)size) == NULL ? -1 : 0;
 }
 
 #endif

@@ -50,6 +50,10 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let storeFull = Code("storeFull")
     /// The store is read-only.
     public static let readOnly = Code("readOnly")
+    /// The work passed its ``WorkDeadline``'s limit and was stopped; nothing was written.
+    public static let timedOut = Code("timedOut")
+    /// The work was stopped because no one waits for its answer (``WorkDeadline``).
+    public static let abandoned = Code("abandoned")
 
     /// The code's name, such as `notAStore`.
     public var description: String { name }

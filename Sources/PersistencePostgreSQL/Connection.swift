@@ -141,6 +141,7 @@ final class Connection: StoreConnection {
     -> OpaquePointer
   {
     let ends = verb == .commit || verb == .rollback
+    if !ends { try applyDeadline() }
     if PQstatus(handle) == CONNECTION_BAD {
       if transactionOpen && verb != .rollback {
         throw lostTransaction(sql: sql)
@@ -166,10 +167,32 @@ final class Connection: StoreConnection {
     return result
   }
 
+  /// The session's `statement_timeout` in milliseconds (0: none), as this connection set it.
+  private var statementTimeout = 0
+
+  /// Stops now when the ``WorkDeadline`` in force says so, and bounds each statement by its
+  /// limit (`statement_timeout`, set when it changes: one round trip the first time a session
+  /// works under a deadline, and when it works without one again). A statement the server
+  /// cancels for it is ``PersistenceError/Code/timedOut``.
+  private func applyDeadline() throws {
+    let deadline = WorkDeadline.current
+    try deadline?.check()
+    var wanted = 0
+    if let limit = deadline?.limit {
+      let (seconds, attoseconds) = limit.components
+      wanted = max(1, Int(seconds) * 1_000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+    guard wanted != statementTimeout, PQstatus(handle) == CONNECTION_OK else { return }
+    guard let result = PQexec(handle, "SET statement_timeout = \(wanted)") else { return }
+    defer { PQclear(result) }
+    if PQresultStatus(result) == PGRES_COMMAND_OK { statementTimeout = wanted }
+  }
+
   /// A new connection in place of the lost one (`PQreset`), with the session's settings.
   private func reconnect(sql: String) throws {
     PQreset(handle)
     session += 1
+    statementTimeout = 0
     guard PQstatus(handle) == CONNECTION_OK else {
       throw Connection.error(
         sqlState: "", message: "reconnecting failed: \(Connection.message(handle))", sql: sql)
@@ -545,6 +568,10 @@ final class Connection: StoreConnection {
     case "25006": code = .readOnly
     case "53100": code = .storeFull
     case "0A000": code = .unsupportedPredicate
+    case "57014" where WorkDeadline.current?.shouldStop == true:
+      // Cancelled by statement_timeout (applyDeadline): the deadline's own error.
+      let stopped = WorkDeadline.current!.error
+      return PersistenceError(code: stopped.code, message: stopped.message, cause: cause)
     default: code = .engine
     }
     let text =

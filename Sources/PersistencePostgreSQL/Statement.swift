@@ -191,6 +191,9 @@ final class Statement: StoreStatement {
   func step() throws -> Bool {
     if result == nil { try run() }
     row += 1
+    // The rows are here already; what reads them may take long (models made, Swift's part of
+    // a predicate): the deadline in force is checked every 1,024 rows.
+    if row & 1_023 == 1_023 { try WorkDeadline.checkCurrent() }
     return row < rowCount
   }
 

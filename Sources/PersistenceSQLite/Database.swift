@@ -30,6 +30,11 @@ final class Database: StoreConnection {
     self.handle = handle
     self.path = path
     sqlite3_extended_result_codes(handle, 1)
+    // The deadline in force (a server's request's): checked every 1,000 steps of SQLite's
+    // virtual machine (about 10–50 µs of work; a Swift function of a predicate is one step),
+    // so that a query stops inside a long step; SQLite then answers SQLITE_INTERRUPT.
+    sqlite3_progress_handler(
+      handle, 1_000, { _ in WorkDeadline.current?.shouldStop == true ? 1 : 0 }, nil)
   }
 
   deinit {
@@ -157,6 +162,10 @@ final class Database: StoreConnection {
   func error(_ result: Int32, message: String? = nil, sql: String? = nil) -> PersistenceError {
     let text = message ?? String(cString: sqlite3_errmsg(handle))
     let cause = SQLiteResult(code: result, message: text)
+    if result & 0xFF == SQLITE_INTERRUPT, let deadline = WorkDeadline.current, deadline.shouldStop {
+      let stopped = deadline.error
+      return PersistenceError(code: stopped.code, message: stopped.message, cause: cause)
+    }
     switch result & 0xFF {
     case SQLITE_NOTADB:
       return PersistenceError(

@@ -132,6 +132,14 @@ extension TripFilter {
       var swiftClauses = 0
       var vertices = 0
       var pending: [(node: CQL2Expression, depth: Int)] = [(expression, 1)]
+      // A function of literals alone (`CASEI('Paris')`) is decided once, not row by row.
+      func isLiteral(_ node: CQL2Expression) -> Bool {
+        switch node.node {
+        case .string, .number, .boolean, .date, .timestamp: true
+        case .caseInsensitive(let inner), .accentInsensitive(let inner): isLiteral(inner)
+        default: false
+        }
+      }
       func log2(_ count: Int) -> Int {
         var levels = 0
         while (1 << levels) < count { levels += 1 }
@@ -180,7 +188,7 @@ extension TripFilter {
         case .comparison(_, let a, let b): children = [a, b]
         case .like(let a, let b):
           children = [a, b]
-          swiftClauses += 1
+          if !isLiteral(a) || !isLiteral(b) { swiftClauses += 1 }
         case .between(let a, let b, let c):
           children = [a, b, c]
           levels = 2
@@ -194,10 +202,12 @@ extension TripFilter {
           levels = 1 + (items.count > 1 ? log2(items.count) : 0)
         case .caseInsensitive(let inner), .accentInsensitive(let inner):
           children = [inner]
-          swiftClauses += 1
+          if !isLiteral(inner) { swiftClauses += 1 }
         case .arithmetic(let op, let a, let b):
           children = [a, b]
-          if ![.add, .subtract, .multiply].contains(op) { swiftClauses += 1 }
+          if ![.add, .subtract, .multiply].contains(op), !isLiteral(a) || !isLiteral(b) {
+            swiftClauses += 1
+          }
         case .spatial(_, let a, let b):
           children = [a, b]
           levels = 2

@@ -174,6 +174,9 @@ final class BoundsStreams: Sendable {
   }
 
   private let feeds = Mutex<[String: Feed]>([:])
+  /// Who started each query followed (``admitFeed(key:plain:client:followed:creators:settings:kind:)``),
+  /// touched under `feeds`' lock.
+  private let creators = Mutex<[String: String]>([:])
   private let follower: LiveFollower
   private let keepAlive = Mutex<StreamKeepAlive?>(nil)
 
@@ -197,7 +200,8 @@ final class BoundsStreams: Sendable {
   static let viewNames: Set<String> = ["viewport", "padding"]
 
   /// A stream for the request's query: the current report now, then one event per change of
-  /// it. Throws 503 when the query is new and ``StreamSettings/maximumFeeds`` are followed.
+  /// it. Throws 503 when the query is new and may not be followed (``StreamSettings/maximumFeeds``,
+  /// ``StreamSettings/maximumFeedsPerClient``; a query without filters always may).
   func open(request: HTTPRequest, parameters: FeaturesAPI.BoundsParameters) throws
     -> HTTPStream
   {
@@ -209,11 +213,10 @@ final class BoundsStreams: Sendable {
       ?? ""
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
-      guard feeds.count < settings.maximumFeeds else {
-        throw ServiceError.request(
-          503,
-          "This server follows \(settings.maximumFeeds) distinct live bounds queries, its maximum; join one of them (the same filters and crs), or try again later."
-        )
+      try creators.withLock { creators in
+        try admitFeed(
+          key: key, plain: key.isEmpty, client: request.clientAddress, followed: feeds.keys,
+          creators: &creators, settings: settings, kind: "bounds")
       }
       var descriptor = parameters.parsed.unpaged.fetchDescriptor
       descriptor.sortBy = []

@@ -143,6 +143,16 @@ struct FeaturesAPI: Sendable {
     return response
   }
 
+  /// Whether answering `request` may take long whatever the size of its answer: a filter, a
+  /// search (`q`, `destination`), sections (an aggregate of every matching trip), and every
+  /// write (it may wait for the store's write lock). Such requests run on the server's worker
+  /// threads, never holding up those that accept and answer connections. Cost: O(parameters).
+  @Sendable static func mayBeSlow(_ request: HTTPRequest) -> Bool {
+    if !["GET", "HEAD", "OPTIONS"].contains(request.method) { return true }
+    if request.path.hasSuffix("/sections") { return true }
+    return request.query.contains { ["filter", "q", "destination"].contains($0.name) }
+  }
+
   /// An error from below (the store, validation) as a response: invalid data is the client's
   /// (400), a store failure is the server's (500, its cause in the log, not in the body).
   static func failure(_ error: any Error) -> HTTPResponse {
@@ -154,6 +164,16 @@ struct FeaturesAPI: Sendable {
       var response = ServiceError.response(
         status: 503, description: "The store is busy: \(persistence.message) Try again shortly.")
       response.headers.append(("Retry-After", "1"))
+      return response
+    }
+    if let persistence, persistence.code == .timedOut || persistence.code == .abandoned {
+      // The request's deadline (HTTPLimits.requestSeconds, `--request-timeout`) stopped it.
+      var response = ServiceError.response(
+        status: 503,
+        description:
+          "\(persistence.message) Ask for less (a narrower filter or box, a smaller page), or try again when the server is less busy."
+      )
+      response.headers.append(("Retry-After", "5"))
       return response
     }
     if let persistence, persistence.code == .storeFull {
@@ -227,7 +247,8 @@ struct FeaturesAPI: Sendable {
     case .conformance:
       return Self.document(conformance(), type: Self.json)
     case .api:
-      return Self.document(OpenAPIDocument.make(base: links.base), type: Self.openAPI)
+      return Self.document(
+        OpenAPIDocument.make(base: links.base, limits: configuration.limits), type: Self.openAPI)
     case .collections:
       try ItemsQuery.refuseUnknown(request, allowed: ["f"])
       return Self.document(
@@ -616,7 +637,7 @@ struct FeaturesAPI: Sendable {
     if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.open(
       key: Self.streamKey(request), query: parsed.unpaged,
-      lastEventID: request.header("Last-Event-ID"))
+      lastEventID: request.header("Last-Event-ID"), client: request.clientAddress)
     return Self.streamResponse(stream)
   }
 

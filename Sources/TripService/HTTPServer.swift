@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Persistence
 import Synchronization
 
 #if canImport(Glibc)
@@ -19,6 +20,9 @@ public struct HTTPRequest: Sendable {
   public var headers: [String: String]
   /// The body (empty for most requests).
   public var body: Data
+  /// The client's address (IPv4 or IPv6, without its port); empty when not known (a request
+  /// made without a socket).
+  public var clientAddress = ""
 
   /// Creates a request (for tests and for embedding without a socket).
   public init(
@@ -92,6 +96,17 @@ public struct HTTPLimits: Sendable {
   /// with 4 threads, 29 ms with 2, at a slightly higher rate); a request that waits on a
   /// remote database holds its thread, so a server on PostgreSQL may want more.
   public var threads: UInt32 = UInt32(max(2, ProcessInfo.processInfo.activeProcessorCount))
+  /// Seconds one request may work (its handler and the store's queries: ``WorkDeadline``)
+  /// before it is stopped and answered 503; a request whose client hung up is stopped within
+  /// about 100 ms of the next check. 0: no limit.
+  public var requestSeconds: Double = 30
+  /// Threads of their own for requests that may be slow (a filter, a search, sections, a
+  /// write), at a lower priority than the threads serving connections; 0 runs them on those.
+  public var slowRequestThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+  /// Slow requests that may wait for one of those threads (a map tool asks for a filtered
+  /// layer's tiles many at once); past them a slow request is answered 503 with `Retry-After`
+  /// at once. A waiting request holds its connection and its parsed request, nothing else.
+  public var slowRequestQueue = 64
 
   /// The defaults.
   public init() {}
@@ -123,6 +138,13 @@ final class HTTPServer: Sendable {
 
   let handler: Handler
   let admit: Admit
+  /// Whether a request (its body read) may be slow: it then runs on ``workers``.
+  let isSlow: @Sendable (HTTPRequest) -> Bool
+  /// The threads slow requests run on; nil when they run on the daemon's.
+  let workers: WorkerPool?
+  /// Set when ``stop(drainSeconds:)`` begins: work in flight is told to stop (its deadline's
+  /// probe says abandoned).
+  let stopping = Atomic<Bool>(false)
   let limits: HTTPLimits
   let log: @Sendable (String) -> Void
   /// The running daemon; nil once stopped.
@@ -146,18 +168,35 @@ final class HTTPServer: Sendable {
     let pointer: OpaquePointer
   }
 
-  /// The streams open now, closed before the daemon stops (libmicrohttpd must not be stopped
-  /// with a suspended connection).
-  let streams = Mutex<[ObjectIdentifier: HTTPStream]>([:])
+  /// What may hold a connection suspended, which libmicrohttpd must not be stopped with (it
+  /// aborts the process): the streams open now (closed by ``stop(drainSeconds:)``) and the
+  /// requests running on ``workers`` (their connections resumed by it), with whether the stop
+  /// has begun, under one lock. A stream attached or a request offloaded after the stop took
+  /// its list sees `stopping` under the same lock: the stream is closed as it is attached, the
+  /// request answered at once. (A stream attached just after the list was taken, by a request
+  /// in flight at the signal or one on a kept-alive connection, was left suspended, and the
+  /// stop aborted 10 s later.)
+  let suspendable = Mutex(Suspendable())
+
+  struct Suspendable {
+    var streams: [ObjectIdentifier: HTTPStream] = [:]
+    var offloaded: [ObjectIdentifier: RequestState] = [:]
+    var stopping = false
+  }
 
   /// Starts listening on `host:port` (port 0 picks a free one).
   init(
     host: String, port: UInt16, limits: HTTPLimits, tls: (key: String, certificate: String)?,
     log: @escaping @Sendable (String) -> Void, admit: @escaping Admit = { _ in .readBody },
+    isSlow: @escaping @Sendable (HTTPRequest) -> Bool = { _ in false },
     handler: @escaping Handler
   ) throws(ServiceError) {
     self.handler = handler
     self.admit = admit
+    self.isSlow = isSlow
+    workers =
+      limits.slowRequestThreads > 0
+      ? WorkerPool(threads: limits.slowRequestThreads, queue: limits.slowRequestQueue) : nil
     self.limits = limits
     self.log = log
     Self.raiseDescriptorLimit()
@@ -193,6 +232,7 @@ final class HTTPServer: Sendable {
     }
     guard let started else {
       let failure = errno
+      workers?.stop()
       // A daemon that starts without TLS on the same address says the TLS material was at
       // fault (libmicrohttpd reports a refused certificate or key only as a failed start).
       if tls != nil {
@@ -225,7 +265,10 @@ final class HTTPServer: Sendable {
     daemon.withLock { $0 = handle }
   }
 
-  deinit { stop(drainSeconds: 0) }
+  deinit {
+    stop(drainSeconds: 0)
+    workers?.stop()
+  }
 
   /// Stops accepting connections, waits up to `drainSeconds` for the open ones to finish
   /// their requests, then closes everything. Safe to call more than once.
@@ -236,21 +279,37 @@ final class HTTPServer: Sendable {
         return current
       })?.pointer
     else { return }
+    stopping.store(true, ordering: .relaxed)
     let listener = MHD_quiesce_daemon(running)
     if listener >= 0 { close(listener) }
     // Streams end (a suspended connection is resumed to finish), then requests drain; idle
     // keep-alive connections hold nothing up (stopping the daemon closes them).
-    for stream in streams.withLock({ Array($0.values) }) { stream.close() }
+    let (open, offloaded) = suspendable.withLock { suspendable in
+      suspendable.stopping = true
+      return (Array(suspendable.streams.values), Array(suspendable.offloaded.values))
+    }
+    for stream in open { stream.close() }
     // A stream's connection is resumed to end, and the daemon ends it on its own thread: it is
     // waited for too, since libmicrohttpd aborts the process when stopped with a connection
-    // still suspended (a client killed just before SIGTERM left one).
+    // still suspended.
     let deadline = Date().addingTimeInterval(drainSeconds)
-    while requestsInFlight.load(ordering: .acquiring) > 0 || !streams.withLock({ $0.isEmpty }),
-      Date() < deadline
+    while requestsInFlight.load(ordering: .acquiring) > 0
+      || !suspendable.withLock({ $0.streams.isEmpty }), Date() < deadline
     {
       Thread.sleep(forTimeInterval: 0.01)
     }
+    // Work still running on the pool gives its connection back now (it was told to stop: its
+    // answer, when it comes, goes nowhere); libmicrohttpd then closes it.
+    for state in offloaded {
+      state.phase.withLock { phase in
+        if case .running(let connection) = phase {
+          phase = .stopped
+          MHD_resume_connection(connection.pointer)
+        }
+      }
+    }
     MHD_stop_daemon(running)
+    workers?.stop()
   }
 
   /// Connections open now.
@@ -285,6 +344,22 @@ final class HTTPServer: Sendable {
     var keepsBody = true
     /// Bytes of ``HTTPServer/bodyBytesInFlight`` this request holds, given back at completion.
     var reserved = 0
+    /// Where a request that runs on the worker pool is (``Phase``); ``Phase/inline`` for the
+    /// others.
+    let phase = Mutex<Phase>(.inline)
+
+    enum Phase: Sendable {
+      /// Answered on the daemon's thread.
+      case inline
+      /// Its handler runs on the pool; its connection is suspended.
+      case running(ConnectionHandle)
+      /// The handler's answer, to send now that the connection is resumed.
+      case done(HTTPResponse)
+      /// The server stopped before the answer came.
+      case stopped
+      /// The answer was given to libmicrohttpd.
+      case answered
+    }
 
     init(request: HTTPRequest) { self.request = request }
   }
@@ -303,6 +378,7 @@ final class HTTPServer: Sendable {
       // the request from its headers does so now, before a byte of the body is read.
       let path = Self.originForm(url)
       var request = HTTPRequest(method: method, path: path)
+      request.clientAddress = Self.clientAddress(connection)
       let headers = Self.values(connection, .HEADER_KIND)
       request.headers = headers.reduce(into: [:]) { $0[$1.name.lowercased()] = $1.value }
       request.query = Self.values(connection, .GET_ARGUMENT_KIND)
@@ -348,6 +424,20 @@ final class HTTPServer: Sendable {
       return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
+    // A request whose work ran on the pool, called again once its connection is resumed.
+    switch state.phase.withLock({ $0 }) {
+    case .inline: break
+    case .running, .answered: return .YES
+    case .done(let response):
+      state.phase.withLock { $0 = .answered }
+      return respond(connection, method: method, path: url, state: state, response: response)
+    case .stopped:
+      var response = ServiceError.response(
+        status: 503, description: "The server is stopping; try again shortly.")
+      response.headers.append(("Retry-After", "1"))
+      response.headers.append(("Connection", "close"))
+      return respond(connection, method: method, path: url, state: state, response: response)
+    }
     if uploadSize.pointee > 0 {
       let size = uploadSize.pointee
       if state.keepsBody, !state.tooLarge, !state.overBudget, let upload {
@@ -381,8 +471,66 @@ final class HTTPServer: Sendable {
     var request = state.request
     request.body = state.body
     state.body = Data()
-    return respond(
-      connection, method: method, path: url, state: state, response: handler(request))
+    let socket = trips_mhd_connection_fd(connection)
+    guard let workers, isSlow(request) else {
+      return respond(
+        connection, method: method, path: url, state: state,
+        response: work(request, socket: socket))
+    }
+    let key = ObjectIdentifier(state)
+    let admitted = suspendable.withLock { suspendable in
+      guard !suspendable.stopping else { return false }
+      suspendable.offloaded[key] = state
+      return true
+    }
+    guard admitted else {
+      var response = ServiceError.response(
+        status: 503, description: "The server is stopping; try again shortly.")
+      response.headers.append(("Retry-After", "1"))
+      response.headers.append(("Connection", "close"))
+      return respond(connection, method: method, path: url, state: state, response: response)
+    }
+    guard workers.reserve() else {
+      _ = suspendable.withLock { $0.offloaded.removeValue(forKey: key) }
+      var response = ServiceError.response(
+        status: 503,
+        description:
+          "The server is answering as many slow requests (filters, searches, sections, writes) as it has room for; retry in a moment."
+      )
+      response.headers.append(("Retry-After", "1"))
+      return respond(connection, method: method, path: url, state: state, response: response)
+    }
+    // Off the daemon's threads: the connection waits suspended, and is resumed with the answer
+    // (or by stop, which then answers 503).
+    state.phase.withLock { $0 = .running(ConnectionHandle(pointer: connection)) }
+    MHD_suspend_connection(connection)
+    let whole = request
+    workers.submit { [self] in
+      let response = work(whole, socket: socket)
+      _ = suspendable.withLock { $0.offloaded.removeValue(forKey: key) }
+      let delivered = state.phase.withLock { phase -> Bool in
+        guard case .running(let connection) = phase else { return false }
+        phase = .done(response)
+        MHD_resume_connection(connection.pointer)
+        return true
+      }
+      // The server stopped first: a stream made for the answer ends unattached.
+      if !delivered { response.stream?.finished() }
+    }
+    return .YES
+  }
+
+  /// The handler's answer to `request`, under a ``WorkDeadline`` of
+  /// ``HTTPLimits/requestSeconds`` that also stops when the client has closed `socket` or the
+  /// server is stopping.
+  private func work(_ request: HTTPRequest, socket: Int32) -> HTTPResponse {
+    guard limits.requestSeconds > 0 else { return handler(request) }
+    let deadline = WorkDeadline(
+      limit: .milliseconds(Int64((limits.requestSeconds * 1_000).rounded(.up)))
+    ) { [weak self] in
+      (self?.stopping.load(ordering: .relaxed) ?? true) || trips_socket_closed(socket) != 0
+    }
+    return deadline.run { handler(request) }
   }
 
   /// Reserves `bytes` of the memory for bodies in flight for `state`; false when that would
@@ -419,11 +567,17 @@ final class HTTPServer: Sendable {
       if !body.isEmpty { stream.send(String(decoding: body, as: UTF8.self)) }
       stream.attach(ConnectionHandle(pointer: connection))
       let key = ObjectIdentifier(stream)
-      streams.withLock { $0[key] = stream }
+      let stopping = suspendable.withLock { suspendable in
+        suspendable.streams[key] = stream
+        return suspendable.stopping
+      }
+      // Attached after the stop closed the streams it knew: it ends after what is queued, and
+      // is never left suspended.
+      if stopping { stream.close() }
       let previous = stream.onFinish.withLock { $0 }
       stream.onFinish.withLock {
         $0 = { [weak self] in
-          _ = self?.streams.withLock { $0.removeValue(forKey: key) }
+          _ = self?.suspendable.withLock { $0.streams.removeValue(forKey: key) }
           previous?()
         }
       }
@@ -452,6 +606,13 @@ final class HTTPServer: Sendable {
       String.UnicodeScalarView(
         path.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
     return safe.count > limit ? String(safe.prefix(limit)) + "…" : safe
+  }
+
+  /// The address of `connection`'s client, as text.
+  static func clientAddress(_ connection: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: 64)
+    guard trips_mhd_client_address(connection, &buffer, buffer.count) == 0 else { return "" }
+    return String(cString: buffer)
   }
 
   static func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {
@@ -570,6 +731,9 @@ private let requestCompleted: MHD_RequestCompletedCallback = { context, _, reque
   else { return }
   let state = Unmanaged<HTTPServer.RequestState>.fromOpaque(pointer).takeRetainedValue()
   requestContext.pointee = nil
+  // An answer made on the pool that never reached the connection (its client went before the
+  // connection was resumed): a stream in it ends, so that its feed lets the client go.
+  if case .done(let response) = state.phase.withLock({ $0 }) { response.stream?.finished() }
   if let context {
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     if state.reserved > 0 { server.bodyBytesInFlight.subtract(state.reserved, ordering: .relaxed) }

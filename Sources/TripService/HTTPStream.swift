@@ -223,6 +223,12 @@ public struct StreamSettings: Sendable {
   /// with `Retry-After`; clients of a query already followed always join it (a client costs
   /// its connection and its queue, about 40 KiB idle).
   public var maximumFeeds = 16
+  /// Distinct live queries of each kind one client (by its address) may have started and
+  /// that are still followed: a client past it gets 503 for a new query (it may still join a
+  /// followed one), so that no one client holds the slots others need. The service's own
+  /// pages' queries (a stream without filters, as `/map` opens) are always admitted and
+  /// count toward neither limit: one feed of each kind at most.
+  public var maximumFeedsPerClient = 4
 
   /// The defaults: 256 KiB and 5 s, 32 MiB, a comment every 15 s, 16 feeds of each kind.
   public init() {}
@@ -251,4 +257,33 @@ final class StreamKeepAlive: Sendable {
   }
 
   deinit { timer.source.cancel() }
+}
+
+/// Whether a live query new to the server may be followed (``StreamSettings/maximumFeeds``,
+/// ``StreamSettings/maximumFeedsPerClient``): a plain query (no filters: the service's own
+/// pages') always; another while the server follows fewer than its maximum and the client
+/// has started fewer than its share. Called under the feeds' lock; `creators` (query key →
+/// the client that started it) is pruned of queries no longer followed. Cost: O(feeds).
+func admitFeed(
+  key: String, plain: Bool, client: String, followed: some Collection<String>,
+  creators: inout [String: String], settings: StreamSettings, kind: String
+) throws {
+  if plain { return }
+  let live = Set(followed)
+  creators = creators.filter { live.contains($0.key) }
+  let counted = live.count - (live.contains("") || live.contains("stays ") ? 1 : 0)
+  guard counted < settings.maximumFeeds else {
+    throw ServiceError.request(
+      503,
+      "This server follows \(settings.maximumFeeds) distinct live \(kind) queries, its maximum; join one of them (the same filters), or try again later."
+    )
+  }
+  let mine = creators.values.filter { $0 == client }.count
+  guard mine < settings.maximumFeedsPerClient else {
+    throw ServiceError.request(
+      503,
+      "This client has started \(mine) distinct live \(kind) queries that are still followed, its share of the server's \(settings.maximumFeeds); close one, or join a query already followed (the same filters)."
+    )
+  }
+  creators[key] = client
 }

@@ -200,6 +200,9 @@ final class ItemsStreams: Sendable {
   }
 
   private let feeds = Mutex<[String: Feed]>([:])
+  /// Who started each query followed (``admitFeed(key:plain:client:followed:creators:settings:kind:)``),
+  /// touched under `feeds`' lock.
+  private let creators = Mutex<[String: String]>([:])
   private let pool: StorePool
   private let follower: LiveFollower
   /// Transactions whose events a feed keeps for clients that reconnect.
@@ -244,12 +247,15 @@ final class ItemsStreams: Sendable {
     return token
   }
 
-  func open(key: String, query: TripQuery, lastEventID: String?) throws -> HTTPStream {
+  func open(key: String, query: TripQuery, lastEventID: String?, client: String = "") throws
+    -> HTTPStream
+  {
     var descriptor = query.fetchDescriptor
     descriptor.sortBy = []
     descriptor.fetchLimit = nil
     descriptor.fetchOffset = nil
-    return try open(key: key, subject: .trips(descriptor), lastEventID: lastEventID)
+    return try open(
+      key: key, subject: .trips(descriptor), lastEventID: lastEventID, client: client)
   }
 
   /// The stays stream (`GET /collections/stays/items/stream`): `insert`, `update` and
@@ -257,18 +263,22 @@ final class ItemsStreams: Sendable {
   /// trips' (every change to a stay is an update of its trip there). A `Last-Event-ID` within
   /// the feed's log gets exactly the missed events; any other gets one `reset` with every
   /// matching stay. Cost per transaction: O(changed trips), each one's stay read.
-  func openStays(key: String, filter: StayFilter, lastEventID: String?) throws -> HTTPStream {
-    try open(key: "stays " + key, subject: .stays(filter), lastEventID: lastEventID)
+  func openStays(key: String, filter: StayFilter, lastEventID: String?, client: String = "")
+    throws -> HTTPStream
+  {
+    try open(
+      key: "stays " + key, subject: .stays(filter), lastEventID: lastEventID, client: client)
   }
 
-  private func open(key: String, subject: Subject, lastEventID: String?) throws -> HTTPStream {
+  private func open(key: String, subject: Subject, lastEventID: String?, client: String) throws
+    -> HTTPStream
+  {
     let feed = try feeds.withLock { feeds -> Feed in
       if let feed = feeds[key] { return feed }
-      guard feeds.count < settings.maximumFeeds else {
-        throw ServiceError.request(
-          503,
-          "This server follows \(settings.maximumFeeds) distinct live item queries, its maximum; join one of them (the same filters), or try again later."
-        )
+      try creators.withLock { creators in
+        try admitFeed(
+          key: key, plain: key.isEmpty || key == "stays ", client: client, followed: feeds.keys,
+          creators: &creators, settings: settings, kind: "item")
       }
       let feed = try follower.subscribe { store, token in
         switch subject {

@@ -138,6 +138,13 @@ final class LiveFollower: Sendable {
   }
 
   private func start(after token: HistoryToken) -> Task<Void, Never> {
+    // Started by a request, it outlives it: it must not inherit the request's deadline (a
+    // task-local value a new task copies), which would stop every read of the follower once
+    // the request's client went or its time passed.
+    WorkDeadline.$current.withValue(nil) { follow(after: token) }
+  }
+
+  private func follow(after token: HistoryToken) -> Task<Void, Never> {
     let updates = pool.container.historyUpdates(
       HistoryDescriptor(after: token, modelTypes: Self.followedTypes))
     return Task { [weak self] in

@@ -315,8 +315,21 @@ enum OpenAPIDocument {
     ("description", .string("The trip's id (a UUID).")), ("schema", string),
   ])
 
-  /// The document, with `base` as its server.
-  static func make(base: String) -> JSONValue {
+  /// What the service promises about time and room, for the document's description.
+  static func limitsDescription(_ limits: HTTPLimits) -> String {
+    let deadline =
+      limits.requestSeconds > 0
+      ? "Each request may work at most \(Int(limits.requestSeconds)) seconds (trips serve --request-timeout), then it is stopped and answered 503 with Retry-After; a request whose client hung up is stopped too."
+      : "Requests have no time limit (trips serve --request-timeout 0)."
+    let pool =
+      limits.slowRequestThreads > 0
+      ? " Requests that may be slow (a filter, q, destination, sections, every write) run on \(limits.slowRequestThreads) threads of their own with \(limits.slowRequestQueue) more waiting, never holding up the others; past that they are answered 503 with Retry-After at once."
+      : ""
+    return deadline + pool
+  }
+
+  /// The document, with `base` as its server and `limits` in its description.
+  static func make(base: String, limits: HTTPLimits = HTTPLimits()) -> JSONValue {
     let json = FeaturesAPI.json
     let geo = FeaturesAPI.geoJSON
     let paging: [JSONValue] = [
@@ -633,7 +646,12 @@ enum OpenAPIDocument {
         "info",
         .object([
           ("title", .string("Trip planner")), ("version", .string("0.1.0")),
-          ("description", .string("Trips as OGC API – Features, with bounds for map cameras.")),
+          (
+            "description",
+            .string(
+              "Trips as OGC API – Features, with bounds for map cameras. "
+                + limitsDescription(limits))
+          ),
         ])
       ),
       ("servers", .array([.object([("url", .string(base))])])),

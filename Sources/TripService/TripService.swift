@@ -129,7 +129,8 @@ public final class TripService: Sendable {
     let started = try HTTPServer(
       host: configuration.host, port: configuration.port, limits: configuration.limits,
       tls: configuration.tls.map { (key: $0.key, certificate: $0.certificate) }, log: log,
-      admit: { request in api.admit(request) }, handler: { request in api.respond(to: request) })
+      admit: { request in api.admit(request) }, isSlow: FeaturesAPI.mayBeSlow,
+      handler: { request in api.respond(to: request) })
     server.withLock { $0 = started }
   }
 

@@ -65,6 +65,27 @@ enum ServeCommand: Subcommand {
     defaultDescription: "the number of processors, at least 2",
     parse: { UInt32(try CommonOptions.wholeNumber($0, option: "threads", in: 1...256)) })
 
+  static let requestTimeout = Option<Int>(
+    name: "request-timeout", valueName: "seconds",
+    help:
+      "Stop a request that works longer than this (its queries included) and answer 503; a request whose client hung up stops too. 0: no limit.",
+    defaultDescription: "30",
+    parse: {
+      try CommonOptions.wholeNumber($0, option: "request-timeout", in: 0...86_400, unit: "seconds")
+    })
+
+  static let workers = Option<Int>(
+    name: "workers", valueName: "n",
+    help:
+      "Threads for requests that may be slow (a filter, q, destination, sections, writes), apart from --threads; 0 runs them on those.",
+    defaultDescription: "the number of processors, at least 2",
+    parse: { try CommonOptions.wholeNumber($0, option: "workers", in: 0...256) })
+  static let workerQueue = Option<Int>(
+    name: "worker-queue", valueName: "n",
+    help: "Slow requests that may wait for a --workers thread; past them, 503 at once.",
+    defaultDescription: "64",
+    parse: { try CommonOptions.wholeNumber($0, option: "worker-queue", in: 0...100_000) })
+
   static var spec: CommandSpec {
     CommandSpec(
       name: "serve",
@@ -73,7 +94,8 @@ enum ServeCommand: Subcommand {
         "Prints 'Listening on URL' when ready and one line per request on standard error. SIGINT or SIGTERM stops accepting, finishes the requests in flight, and exits 0.",
       options: [
         host, port, tokenFile, tlsCert, tlsKey, cors, readOnly, insecureHTTP, keepAlive,
-        liveQueries, threads, noBoxIndex, CommonOptions.store,
+        liveQueries, threads, workers, workerQueue, requestTimeout, noBoxIndex,
+        CommonOptions.store,
       ])
   }
 
@@ -91,6 +113,11 @@ enum ServeCommand: Subcommand {
     }
     if let count = try arguments[liveQueries] { configuration.streams.maximumFeeds = count }
     if let count = try arguments[threads] { configuration.limits.threads = count }
+    if let count = try arguments[workers] { configuration.limits.slowRequestThreads = count }
+    if let count = try arguments[workerQueue] { configuration.limits.slowRequestQueue = count }
+    if let seconds = try arguments[requestTimeout] {
+      configuration.limits.requestSeconds = Double(seconds)
+    }
     configuration.readOnly = arguments[readOnly]
     configuration.indexesBoxesInMemory = !arguments[noBoxIndex]
     configuration.allowsInsecureHTTP = arguments[insecureHTTP]

@@ -12,6 +12,44 @@ struct MapPageTests {
   }
 
   @Test(
+    "while attackers hold every live-query slot they can (16 distinct item and bounds streams from four addresses, each past its share), /map in headless Chromium still gets its streams: the box, the camera fit and the markers"
+  )
+  func mapUnderStreamAttack() throws {
+    _ = try #require(Chromium.executable, "Tools/install-dependencies.sh --tests installs chromium")
+    let scratch = Scratch()
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let server = try ServerProcess(store: scratch.store)
+    defer { _ = server.stop() }
+    var held: [BoundedStreamsTests.Listener] = []
+    defer { for listener in held { listener.stop() } }
+    for index in 0..<24 {
+      let box = "0,0,1.\(100 + index),1"
+      let from = "127.0.0.\(2 + index % 4)"
+      for kind in ["items", "bounds"] {
+        held.append(
+          try BoundedStreamsTests.Listener(
+            server.url + "/collections/trips/\(kind)/stream?bbox=" + box, in: scratch,
+            seconds: 60, from: from))
+      }
+    }
+    #expect(
+      eventually(30) {
+        held.allSatisfy { $0.status != nil } && held.filter { $0.status == 200 }.count == 32
+      }, "\(held.map(\.status))")
+    let browser = try Chromium(width: 1000, height: 640)
+    defer { browser.close() }
+    try browser.navigate(server.url + "/map")
+    var state: [String: Any] = [:]
+    let loaded = try eventually(20) {
+      state = try pageState(browser)
+      return state["ready"] as? Bool == true && (state["boundsEvents"] as? Int ?? 0) >= 1
+        && state["box"] is [String: Any]
+    }
+    #expect(loaded, "\(state)")
+    #expect(held.filter { $0.status == 200 }.count == 32, "the attackers still hold their slots")
+  }
+
+  @Test(
     "headless Chromium: one point per trip, no console error, the box follows a trip added across 180° within 2 s; a stay set and cleared from another process is drawn and removed"
   )
   func liveMap() throws {

@@ -737,6 +737,9 @@ struct ServeTests {
         "--live-queries", ["0", "10001", "-3", "1e3", "lots", ""], "a whole number from 1 to 10000"
       ),
       ("--threads", ["0", "257", "-1", "2.5", "many", ""], "a whole number from 1 to 256"),
+      ("--workers", ["257", "-1", "2.5", "many", ""], "a whole number from 0 to 256"),
+      ("--worker-queue", ["100001", "-1", "x", ""], "a whole number from 0 to 100000"),
+      ("--request-timeout", ["86401", "-1", "0.5", "x"], "whole seconds from 0 to 86400"),
     ]
     for (option, values, expected) in numbers {
       for value in values {
@@ -1053,10 +1056,13 @@ struct ServeTests {
     for client in clients { client.waitUntilExit() }
     // Changes wake the suspended connections: writing to a gone client fails (the second write
     // after the peer closed, at the latest), the client is dropped, and its feed released.
-    // (Written until then: events that reach a gone client in one write show nothing.)
+    // (Written until then: events that reach a gone client in one write show nothing.) The
+    // service's follower is a task on Swift's cooperative pool, which this test process's
+    // other tests (synchronous, on that pool: two threads on two cores) may hold for tens
+    // of seconds: hence the long wait.
     var index = 0
     #expect(
-      try eventually {
+      try eventually(90) {
         index += 1
         _ = try store.add(
           TripRecord(

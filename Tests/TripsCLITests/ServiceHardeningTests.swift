@@ -572,20 +572,25 @@ struct ReadersNeverCreateTests {
   }
 }
 
-@Suite("Hardening: the cost of live streams is bounded per query, not per client", .serialized)
+@Suite(
+  "Hardening: the cost of live streams is bounded per query, not per client, and shared fairly",
+  .serialized)
 struct BoundedStreamsTests {
   /// A stream read by curl into a file (status line and headers included) for `seconds`.
   final class Listener {
     let process = Process()
     let file: URL
 
-    init(_ url: String, in scratch: Scratch, seconds: Int = 20) throws {
+    /// `from`: the loopback address the client connects from (127.0.0.1 by default): the
+    /// server counts each address's live queries apart.
+    init(_ url: String, in scratch: Scratch, seconds: Int = 20, from: String? = nil) throws {
       file = scratch.file("stream-\(UUID().uuidString).txt")
       process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-      process.arguments = [
-        "-s", "-i", "-N", "--max-time", String(seconds), "-H", "Accept: text/event-stream", "-o",
-        file.path, url,
-      ]
+      process.arguments =
+        [
+          "-s", "-i", "-N", "--max-time", String(seconds), "-H", "Accept: text/event-stream", "-o",
+          file.path, url,
+        ] + (from.map { ["--interface", $0] } ?? [])
       try process.run()
     }
 
@@ -638,19 +643,32 @@ struct BoundedStreamsTests {
         try canonical(listener.firstData ?? "{}") == canonical(expected.text),
         "the stream's document for \(query) is the one GET /bounds gives")
     }
-    // 15 more distinct queries make 16 feeds; the 17th is refused, as a whole response.
+    // Distinct filtered queries: one client (address) may start 4; a fifth is refused with
+    // its share named. Four clients make the server's 16; a 17th is refused, as a whole
+    // response. The plain query's 40 viewports above count toward neither.
     let destinations = try jsonArray(
       try trips(["destinations", "--json"], store: scratch.store).stdout
     )
     .compactMap { $0["destination"] as? String }
     #expect(destinations.count > 20)
+    func stream(_ destination: String) -> String {
+      base + "/stream?destination="
+        + destination.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
     var distinct: [Listener] = []
-    for destination in destinations.prefix(15) {
-      let encoded = destination.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-      distinct.append(try Listener(base + "/stream?destination=" + encoded, in: scratch))
+    for (index, destination) in destinations.prefix(16).enumerated() {
+      distinct.append(
+        try Listener(stream(destination), in: scratch, from: "127.0.0.\(2 + index / 4)"))
+      if index == 3 {
+        #expect(eventually(20) { distinct.allSatisfy { $0.firstData != nil } })
+        let fifth = try Listener(
+          stream(destinations[20]), in: scratch, seconds: 3, from: "127.0.0.2")
+        fifth.process.waitUntilExit()
+        #expect(fifth.status == 503 && fifth.text.contains("its share"), "\(fifth.text)")
+      }
     }
     #expect(eventually(20) { distinct.allSatisfy { $0.firstData != nil } })
-    let encoded = destinations[15].addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    let encoded = destinations[16].addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
     let refused = try curl("GET", base + "/stream?destination=" + encoded)
     #expect(refused.status == 503, "\(refused.text)")
     #expect(refused.headers["retry-after"] == "30", "\(refused.headers)")
@@ -693,11 +711,15 @@ struct BoundedStreamsTests {
     let before = try sessions()
     var listeners: [Listener] = []
     for index in 0..<40 {
+      // From ten addresses, so that the server's maximum, not one client's share, is reached.
       let box = "-180,-90,\(170 + Double(index) / 10),90"
+      let from = "127.0.0.\(2 + index % 10)"
       listeners.append(
-        try Listener(server.url + "/collections/trips/items/stream?bbox=" + box, in: scratch))
+        try Listener(
+          server.url + "/collections/trips/items/stream?bbox=" + box, in: scratch, from: from))
       listeners.append(
-        try Listener(server.url + "/collections/trips/bounds/stream?bbox=" + box, in: scratch))
+        try Listener(
+          server.url + "/collections/trips/bounds/stream?bbox=" + box, in: scratch, from: from))
     }
     #expect(
       eventually(30) {

@@ -555,6 +555,7 @@ extension ModelContext {
     let query = try made ?? Query(descriptor, schema: entity.schema, database: database)
     guard query.finishesInSwift else { return nil }
     var candidates: [(model: Model, key: Int64)] = []
+    let deadline = WorkDeadline.current
     try forEachRow(descriptor, query: query) { model, row in
       candidates.append((model, row.int64(at: 0)))
     }
@@ -568,7 +569,12 @@ extension ModelContext {
     }
     // What Swift's evaluation throws (a force unwrap of nil, say) is no match, as SQL's NULL
     // is: the store's own failures were thrown above.
-    var matches = candidates.filter { (try? descriptor.matches($0.model)) == true }
+    // The work in force stops between rows when its deadline says so (``WorkDeadline``).
+    var matches: [(model: Model, key: Int64)] = []
+    for (index, candidate) in candidates.enumerated() {
+      if index & 255 == 0 { try deadline?.check() }
+      if (try? descriptor.matches(candidate.model)) == true { matches.append(candidate) }
+    }
     matches.sort { a, b in
       if let sectionKey {
         let x = sectionKey(a.model)
