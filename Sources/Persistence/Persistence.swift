@@ -4,14 +4,17 @@
 
 extension ModelContainer {
   /// Opens (creating if needed) a store for the given model types, with the engine its
-  /// configuration calls for (see `ModelConfiguration.defaultEngine()`).
+  /// configuration calls for (see `ModelConfiguration.defaultEngine()`): the one configuration
+  /// given, or without one the persistent default store, `default.store` in the user's data
+  /// folder, as SwiftData's (`ModelConfiguration(isStoredInMemoryOnly: true)` for one in
+  /// memory). Several different configurations are an error.
   ///
   /// - Throws: `PersistenceError` when the store cannot be opened, is not a store, or was
   ///   written by a newer schema; the store is not modified in those cases.
   public convenience init(
     for types: any PersistentModel.Type..., configurations: ModelConfiguration...
   ) throws {
-    try self.init(for: types, configuration: configurations.first ?? ModelConfiguration())
+    try self.init(for: types, configuration: try ModelContainer.onlyConfiguration(configurations))
   }
 
   /// Opens (creating if needed) a store for the given model types with one configuration and

@@ -50,6 +50,9 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let storeFull = Code("storeFull")
     /// The store is read-only.
     public static let readOnly = Code("readOnly")
+    /// A value the query computes is out of the engine's range (PostgreSQL's double precision
+    /// overflowing, where SQLite gives infinity).
+    public static let outOfRange = Code("outOfRange")
     /// The work passed its ``WorkDeadline``'s limit and was stopped; nothing was written.
     public static let timedOut = Code("timedOut")
     /// The work was stopped because no one waits for its answer (``WorkDeadline``).

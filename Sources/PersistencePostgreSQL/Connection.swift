@@ -321,11 +321,20 @@ final class Connection: StoreConnection {
   /// from ``cachedInsert(_:keyColumn:)``, else `lastval()`, the last value any sequence gave
   /// this session (each table's key is an identity column).
   var lastInsertedKey: Int64 {
-    if insertedKeyIsStale {
-      insertedKeyIsStale = false
-      insertedKey = (try? scalarInt("SELECT lastval()")) ?? 0
+    get throws {
+      if insertedKeyIsStale {
+        guard let key = try scalarInt("SELECT lastval()") else {
+          throw PersistenceError(
+            code: .engine,
+            message:
+              "PostgreSQL gave no key for the row just inserted (lastval() answered nothing); nothing can point to it, so the save is stopped."
+          )
+        }
+        insertedKey = key
+        insertedKeyIsStale = false
+      }
+      return insertedKey
     }
-    return insertedKey
   }
 
   /// Whether a transaction is open (or failed, or lost with its connection, and not yet
@@ -568,6 +577,7 @@ final class Connection: StoreConnection {
     case "25006": code = .readOnly
     case "53100": code = .storeFull
     case "0A000": code = .unsupportedPredicate
+    case "22003": code = .outOfRange
     case "57014" where WorkDeadline.current?.shouldStop == true:
       // Cancelled by statement_timeout (applyDeadline): the deadline's own error.
       let stopped = WorkDeadline.current!.error

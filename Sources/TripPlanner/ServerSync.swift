@@ -85,6 +85,11 @@ public final class ServerSync: Sendable {
   private let observation = Mutex<ObservationTrackingToken?>(nil)
   private let stream = Mutex<(any EventStreamFollower)?>(nil)
   private let stateLock = Mutex(())
+  /// One push at a time, and one pull at a time (a push and a pull may overlap): held across
+  /// the HTTP calls, which the store's lock never is (a push waiting 30 s on its server held
+  /// every pull, and the store, that long).
+  private let pushing = NSLock()
+  private let pulling = NSLock()
   private let retry = Mutex(Retry())
   private let retryTimer = Mutex<RetryTimer?>(nil)
 
@@ -159,30 +164,34 @@ public final class ServerSync: Sendable {
   @discardableResult
   public func pushOnce() throws -> SyncResult {
     guard let writer else { return SyncResult() }
-    return try store.withLock { box in
+    pushing.lock()
+    defer { pushing.unlock() }
+    // The feed is read under the store's lock; the HTTP calls are made outside it, and each
+    // batch's token recorded under the state's lock alone.
+    let (key, after, feed) = try store.withLock { box in
       let key = pushKey(box)
       let after = try stateLock.withLock { _ in
         try SyncState.read(stateURL)[key].flatMap(HistoryToken.init)
       }
-      let feed = try box.store.changeFeed(after: after, excludingAuthor: localAuthor)
-      var result = SyncResult()
-      for batch in Self.batches(of: feed, after: after, maximumBytes: pushBatchBytes) {
-        var request = URLRequest(url: server.appendingPathComponent("changes"))
-        request.httpMethod = "POST"
-        request.setValue("Bearer \(writer.token)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(batch.body.utf8)
-        let reply = try Self.send(request)
-        guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
-          throw ServerSyncError(status: 200, message: "The server's answer to a push is not JSON.")
-        }
-        result.applied += object["applied"] as? Int ?? 0
-        result.skipped += object["skipped"] as? Int ?? 0
-        if let resume = batch.resume { try record(key, resume) }
-      }
-      try record(key, feed.resumeToken)
-      return result
+      return (key, after, try box.store.changeFeed(after: after, excludingAuthor: localAuthor))
     }
+    var result = SyncResult()
+    for batch in Self.batches(of: feed, after: after, maximumBytes: pushBatchBytes) {
+      var request = URLRequest(url: server.appendingPathComponent("changes"))
+      request.httpMethod = "POST"
+      request.setValue("Bearer \(writer.token)", forHTTPHeaderField: "Authorization")
+      request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
+      request.httpBody = Data(batch.body.utf8)
+      let reply = try Self.send(request)
+      guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
+        throw ServerSyncError(status: 200, message: "The server's answer to a push is not JSON.")
+      }
+      result.applied += object["applied"] as? Int ?? 0
+      result.skipped += object["skipped"] as? Int ?? 0
+      if let resume = batch.resume { try record(key, resume) }
+    }
+    try record(key, feed.resumeToken)
+    return result
   }
 
   /// A feed cut into request bodies of at most `maximumBytes` (a single larger change goes
@@ -226,16 +235,19 @@ public final class ServerSync: Sendable {
   /// Applies the server's changes since the last pull, once.
   @discardableResult
   public func pullOnce() throws -> SyncResult {
-    try store.withLock { box in
-      let after = try stateLock.withLock { _ in try SyncState.read(stateURL)[pullKey] }
-      var components = URLComponents(
-        url: server.appendingPathComponent("changes"), resolvingAgainstBaseURL: false)!
-      var items: [URLQueryItem] = []
-      if let after { items.append(URLQueryItem(name: "after", value: after)) }
-      if let writer { items.append(URLQueryItem(name: "exclude-author", value: writer.name)) }
-      components.queryItems = items.isEmpty ? nil : items
-      let data = try Self.send(URLRequest(url: components.url!))
-      let feed = try SyncFeed.parse(data, file: server.absoluteString + "/changes")
+    pulling.lock()
+    defer { pulling.unlock() }
+    // The HTTP call outside the store's lock; the feed applied, and its token recorded, under it.
+    let after = try stateLock.withLock { _ in try SyncState.read(stateURL)[pullKey] }
+    var components = URLComponents(
+      url: server.appendingPathComponent("changes"), resolvingAgainstBaseURL: false)!
+    var items: [URLQueryItem] = []
+    if let after { items.append(URLQueryItem(name: "after", value: after)) }
+    if let writer { items.append(URLQueryItem(name: "exclude-author", value: writer.name)) }
+    components.queryItems = items.isEmpty ? nil : items
+    let data = try Self.send(URLRequest(url: components.url!))
+    let feed = try SyncFeed.parse(data, file: server.absoluteString + "/changes")
+    return try store.withLock { box in
       let result = feed.changes.isEmpty ? SyncResult() : try box.store.apply(feed)
       try record(pullKey, feed.resumeToken)
       return result

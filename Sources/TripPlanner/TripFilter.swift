@@ -125,6 +125,9 @@ extension TripFilter {
     public static let maximumSwiftClauses = 8
     /// The most positions of the lines and polygons decided in Swift, all together.
     public static let maximumVertices = 1_000
+    /// The most characters of one `LIKE` pattern (matching costs up to its length times the
+    /// text's, on every row).
+    public static let maximumPatternCharacters = 256
 
     /// Throws when `expression` passes a limit. Cost: O(nodes), no recursion.
     static func check(_ expression: CQL2Expression) throws {
@@ -189,6 +192,14 @@ extension TripFilter {
         case .like(let a, let b):
           children = [a, b]
           if !isLiteral(a) || !isLiteral(b) { swiftClauses += 1 }
+          var literal = b
+          while case .caseInsensitive(let inner) = literal.node { literal = inner }
+          while case .accentInsensitive(let inner) = literal.node { literal = inner }
+          if case .string(let pattern) = literal.node, pattern.count > maximumPatternCharacters {
+            throw CQL2Error(
+              "The LIKE pattern has \(pattern.count) characters; at most \(maximumPatternCharacters) are allowed.",
+              at: b.location)
+          }
         case .between(let a, let b, let c):
           children = [a, b, c]
           levels = 2
@@ -227,7 +238,7 @@ extension TripFilter {
         }
         guard swiftClauses <= maximumSwiftClauses else {
           throw CQL2Error(
-            "The filter has more than \(maximumSwiftClauses) clauses decided row by row (LIKE, CASEI, ACCENTI, /, %, div, ^, lines and polygons); use fewer.",
+            "The filter has more than \(maximumSwiftClauses) functions decided row by row (each LIKE, each CASEI or ACCENTI of a property, each /, %, div or ^, each line or polygon counts one); use fewer.",
             at: node.location)
         }
         for child in children.reversed() { pending.append((child, depth + levels)) }

@@ -45,7 +45,8 @@ public final class TripStore {
 
   /// Opens an in-memory store (for tests and tools).
   public init(inMemoryWithAuthor author: String = "cli") throws {
-    container = try ModelContainer(for: Trip.modelTypes, configuration: ModelConfiguration())
+    container = try ModelContainer(
+      for: Trip.modelTypes, configuration: ModelConfiguration(isStoredInMemoryOnly: true))
     context = ModelContext(container)
     context.author = author
   }

@@ -131,7 +131,9 @@ struct FeaturesAPI: Sendable {
     } catch let error as ServiceError {
       response = ServiceError.response(status: error.status, description: error.message)
       if error.status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
-      if error.status == 503 { response.headers.append(("Retry-After", "30")) }
+      if error.status == 503 || error.status == 429 {
+        response.headers.append(("Retry-After", "30"))
+      }
     } catch {
       response = Self.failure(error)
     }
@@ -144,13 +146,22 @@ struct FeaturesAPI: Sendable {
   }
 
   /// Whether answering `request` may take long whatever the size of its answer: a filter, a
-  /// search (`q`, `destination`), sections (an aggregate of every matching trip), and every
-  /// write (it may wait for the store's write lock). Such requests run on the server's worker
+  /// search (`q`, `destination`), a sort or a deep page (`sortby`, `offset` past 1,000),
+  /// sections (an aggregate of every matching trip), and every write (it may wait for the
+  /// store's write lock). Such requests run on the server's worker
   /// threads, never holding up those that accept and answer connections. Cost: O(parameters).
   @Sendable static func mayBeSlow(_ request: HTTPRequest) -> Bool {
     if !["GET", "HEAD", "OPTIONS"].contains(request.method) { return true }
     if request.path.hasSuffix("/sections") { return true }
-    return request.query.contains { ["filter", "q", "destination"].contains($0.name) }
+    return request.query.contains { item in
+      switch item.name {
+      case "filter", "q", "destination", "sortby": true
+      // A deep page: the rows before it are read and sorted (an unindexed sort at offset
+      // 199,000 of 200,000 trips took 6 s).
+      case "offset": (Int(item.value) ?? 0) > 1_000
+      default: false
+      }
+    }
   }
 
   /// An error from below (the store, validation) as a response: invalid data is the client's
@@ -175,6 +186,13 @@ struct FeaturesAPI: Sendable {
       )
       response.headers.append(("Retry-After", "5"))
       return response
+    }
+    if let persistence, persistence.code == .outOfRange {
+      return ServiceError.response(
+        status: 400,
+        description:
+          "A number the request computes is out of range on this store's engine (PostgreSQL's double precision overflows where SQLite gives infinity); keep the filter's arithmetic within ±1.8e308."
+      )
     }
     if let persistence, persistence.code == .storeFull {
       return ServiceError.response(

@@ -107,6 +107,16 @@ public struct HTTPLimits: Sendable {
   /// layer's tiles many at once); past them a slow request is answered 503 with `Retry-After`
   /// at once. A waiting request holds its connection and its parsed request, nothing else.
   public var slowRequestQueue = 64
+  /// Slow requests one client (by its address) may have running or waiting at once; past it
+  /// its next slow request is answered 429 with `Retry-After` at once, so that no one client
+  /// fills the pool for others. 0: an eighth of the pool's threads and queue, at least 2.
+  public var slowRequestsPerClient = 0
+
+  /// ``slowRequestsPerClient`` as it applies.
+  var slowRequestShare: Int {
+    slowRequestsPerClient > 0
+      ? slowRequestsPerClient : max(2, (slowRequestThreads + slowRequestQueue) / 8)
+  }
 
   /// The defaults.
   public init() {}
@@ -145,6 +155,8 @@ final class HTTPServer: Sendable {
   /// Set when ``stop(drainSeconds:)`` begins: work in flight is told to stop (its deadline's
   /// probe says abandoned).
   let stopping = Atomic<Bool>(false)
+  /// Slow requests running or waiting on ``workers``, by client address.
+  let slowByClient = Mutex<[String: Int]>([:])
   let limits: HTTPLimits
   let log: @Sendable (String) -> Void
   /// The running daemon; nil once stopped.
@@ -472,10 +484,34 @@ final class HTTPServer: Sendable {
     request.body = state.body
     state.body = Data()
     let socket = trips_mhd_connection_fd(connection)
+    // The deadline counts from now: time waiting for a worker is the request's time too.
+    let deadline = deadline(socket: socket)
     guard let workers, isSlow(request) else {
       return respond(
         connection, method: method, path: url, state: state,
-        response: work(request, socket: socket))
+        response: work(request, deadline: deadline))
+    }
+    let client = request.clientAddress
+    let share = limits.slowRequestShare
+    let withinShare = slowByClient.withLock { counts -> Bool in
+      guard counts[client, default: 0] < share else { return false }
+      counts[client, default: 0] += 1
+      return true
+    }
+    guard withinShare else {
+      var response = ServiceError.response(
+        status: 429,
+        description:
+          "This client has \(share) slow requests (filters, searches, sorts, sections, writes) running or waiting, its share of the server's; retry when one is answered."
+      )
+      response.headers.append(("Retry-After", "1"))
+      return respond(connection, method: method, path: url, state: state, response: response)
+    }
+    let release: @Sendable () -> Void = { [self] in
+      slowByClient.withLock { counts in
+        counts[client, default: 1] -= 1
+        if counts[client] == 0 { counts[client] = nil }
+      }
     }
     let key = ObjectIdentifier(state)
     let admitted = suspendable.withLock { suspendable in
@@ -484,6 +520,7 @@ final class HTTPServer: Sendable {
       return true
     }
     guard admitted else {
+      release()
       var response = ServiceError.response(
         status: 503, description: "The server is stopping; try again shortly.")
       response.headers.append(("Retry-After", "1"))
@@ -491,6 +528,7 @@ final class HTTPServer: Sendable {
       return respond(connection, method: method, path: url, state: state, response: response)
     }
     guard workers.reserve() else {
+      release()
       _ = suspendable.withLock { $0.offloaded.removeValue(forKey: key) }
       var response = ServiceError.response(
         status: 503,
@@ -506,7 +544,8 @@ final class HTTPServer: Sendable {
     MHD_suspend_connection(connection)
     let whole = request
     workers.submit { [self] in
-      let response = work(whole, socket: socket)
+      let response = work(whole, deadline: deadline)
+      release()
       _ = suspendable.withLock { $0.offloaded.removeValue(forKey: key) }
       let delivered = state.phase.withLock { phase -> Bool in
         guard case .running(let connection) = phase else { return false }
@@ -520,15 +559,29 @@ final class HTTPServer: Sendable {
     return .YES
   }
 
-  /// The handler's answer to `request`, under a ``WorkDeadline`` of
-  /// ``HTTPLimits/requestSeconds`` that also stops when the client has closed `socket` or the
-  /// server is stopping.
-  private func work(_ request: HTTPRequest, socket: Int32) -> HTTPResponse {
-    guard limits.requestSeconds > 0 else { return handler(request) }
-    let deadline = WorkDeadline(
+  /// A ``WorkDeadline`` of ``HTTPLimits/requestSeconds`` from now that also stops when the
+  /// client has closed `socket` or the server is stopping; nil without a limit.
+  private func deadline(socket: Int32) -> WorkDeadline? {
+    guard limits.requestSeconds > 0 else { return nil }
+    return WorkDeadline(
       limit: .milliseconds(Int64((limits.requestSeconds * 1_000).rounded(.up)))
     ) { [weak self] in
       (self?.stopping.load(ordering: .relaxed) ?? true) || trips_socket_closed(socket) != 0
+    }
+  }
+
+  /// The handler's answer to `request` under `deadline`: one already past (a request that
+  /// waited its whole time for a worker, or whose client went) is answered without work.
+  private func work(_ request: HTTPRequest, deadline: WorkDeadline?) -> HTTPResponse {
+    guard let deadline else { return handler(request) }
+    if deadline.shouldStop {
+      var response = ServiceError.response(
+        status: 503,
+        description:
+          "\(deadline.error.message) It waited that long for a worker; try again when the server is less busy."
+      )
+      response.headers.append(("Retry-After", "5"))
+      return response
     }
     return deadline.run { handler(request) }
   }

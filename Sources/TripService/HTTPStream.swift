@@ -224,7 +224,7 @@ public struct StreamSettings: Sendable {
   /// its connection and its queue, about 40 KiB idle).
   public var maximumFeeds = 16
   /// Distinct live queries of each kind one client (by its address) may have started and
-  /// that are still followed: a client past it gets 503 for a new query (it may still join a
+  /// that are still followed: a client past it gets 429 for a new query (it may still join a
   /// followed one), so that no one client holds the slots others need. The service's own
   /// pages' queries (a stream without filters, as `/map` opens) are always admitted and
   /// count toward neither limit: one feed of each kind at most.
@@ -281,7 +281,7 @@ func admitFeed(
   let mine = creators.values.filter { $0 == client }.count
   guard mine < settings.maximumFeedsPerClient else {
     throw ServiceError.request(
-      503,
+      429,
       "This client has started \(mine) distinct live \(kind) queries that are still followed, its share of the server's \(settings.maximumFeeds); close one, or join a query already followed (the same filters)."
     )
   }

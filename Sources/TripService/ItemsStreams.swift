@@ -319,7 +319,9 @@ final class ItemsStreams: Sendable {
         } else {
           switch subject {
           case .trips(let descriptor):
-            try replay(after: token, upTo: state.last, descriptor: descriptor, into: stream)
+            try replay(
+              after: token, upTo: state.last, descriptor: descriptor,
+              matching: state.matching.count, into: stream)
           case .stays:
             stream.send(
               Self.event(
@@ -419,20 +421,21 @@ final class ItemsStreams: Sendable {
     .object([("id", .string(id.lowercasedString))])
   }
 
-  /// The events after `token` up to `last`, from history; `reset` when that history is gone.
+  /// The most bytes a replay from history sends before it is cut short for a `reset`:
+  /// 256 KiB, or 1 KiB a matching trip when that is more (a reset costs about that).
+  static func replayBudget(matching: Int) -> Int { max(256 * 1_024, matching * 1_024) }
+
+  /// The events after `token` up to `last`, from history; `reset` when that history is gone,
+  /// and when the replay would pass ``replayBudget(matching:)`` (a token of long ago on a
+  /// query few trips match: a `delete` for every trip changed since, which the client mostly
+  /// never had, is an amplification; the reset is the matching trips). Cost: O(changes since
+  /// `token`) reads, at most the budget in bytes sent.
   private func replay(
     after token: HistoryToken, upTo last: HistoryToken, descriptor: FetchDescriptor<Trip>,
-    into stream: HTTPStream
+    matching: Int, into stream: HTTPStream
   ) throws {
     try pool.withStore(author: "service") { store in
-      let transactions: [HistoryTransaction]
-      do {
-        transactions = try store.context.fetchHistory(
-          HistoryDescriptor(after: token, modelTypes: LiveFollower.followedTypes))
-      } catch let error as PersistenceError
-        where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
-          error.code)
-      {
+      func reset(_ reason: String) throws {
         // The trips and their plans in one snapshot.
         let records = try store.context.withSnapshot {
           try store.withPlans(store.context.fetch(descriptor, as: TripRecord.self))
@@ -443,10 +446,23 @@ final class ItemsStreams: Sendable {
             .object([
               ("type", .string("FeatureCollection")),
               ("features", .array(records.map(TripGeoJSON.feature))),
-              ("reason", .string(error.message)),
+              ("reason", .string(reason)),
             ])))
+      }
+      let transactions: [HistoryTransaction]
+      do {
+        transactions = try store.context.fetchHistory(
+          HistoryDescriptor(after: token, modelTypes: LiveFollower.followedTypes))
+      } catch let error as PersistenceError
+        where [.historyTokenExpired, .historyTokenForeign, .historyTokenUnknown].contains(
+          error.code)
+      {
+        try reset(error.message)
         return
       }
+      let budget = Self.replayBudget(matching: matching)
+      var replayed: [String] = []
+      var bytes = 0
       for transaction in transactions where transaction.token <= last {
         var events = ""
         for change in try LiveFollower.tripChanges(transaction, store: store) {
@@ -465,8 +481,17 @@ final class ItemsStreams: Sendable {
             events += Self.event(transaction.token, "delete", Self.deleted(trip.id))
           }
         }
-        if !events.isEmpty { stream.send(events) }
+        guard !events.isEmpty else { continue }
+        bytes += events.utf8.count
+        if bytes > budget {
+          try reset(
+            "The events since this token would take more than \(budget / 1_024) KiB: here is every matching trip."
+          )
+          return
+        }
+        replayed.append(events)
       }
+      for events in replayed { stream.send(events) }
     }
   }
 }

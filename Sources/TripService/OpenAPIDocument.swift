@@ -126,7 +126,7 @@ enum OpenAPIDocument {
       schema: text()),
     parameter(
       "filter",
-      "A CQL2 filter (OGC API – Features Part 3) over the queryables (/collections/trips/queryables), in filter-lang. Its budget: at most \(TripFilter.Budget.maximumTerms) terms, \(TripFilter.Budget.maximumListItems) items in one IN list, \(TripFilter.Budget.maximumDepth) levels of operators within one another (an AND or OR chain of n terms counts log2 n), \(TripFilter.Budget.maximumSwiftClauses) clauses decided row by row (LIKE, CASEI, ACCENTI, /, %, div, ^, lines and polygons) and \(TripFilter.Budget.maximumVertices) positions of lines and polygons; past one, 400 naming it.",
+      "A CQL2 filter (OGC API – Features Part 3) over the queryables (/collections/trips/queryables), in filter-lang. Its budget: at most \(TripFilter.Budget.maximumTerms) terms, \(TripFilter.Budget.maximumListItems) items in one IN list, \(TripFilter.Budget.maximumDepth) levels of operators within one another (an AND or OR chain of n terms counts log2 n), \(TripFilter.Budget.maximumSwiftClauses) functions decided row by row (each LIKE, CASEI or ACCENTI of a property, /, %, div, ^, line or polygon), \(TripFilter.Budget.maximumPatternCharacters) characters in a LIKE pattern and \(TripFilter.Budget.maximumVertices) positions of lines and polygons; past one, 400 naming it.",
       schema: .object([
         ("type", .string("string")), ("minLength", .number(1)),
         ("maxLength", .number(Double(ItemsQuery.maximumFilterLength))),
@@ -323,7 +323,7 @@ enum OpenAPIDocument {
       : "Requests have no time limit (trips serve --request-timeout 0)."
     let pool =
       limits.slowRequestThreads > 0
-      ? " Requests that may be slow (a filter, q, destination, sections, every write) run on \(limits.slowRequestThreads) threads of their own with \(limits.slowRequestQueue) more waiting, never holding up the others; past that they are answered 503 with Retry-After at once."
+      ? " Requests that may be slow (a filter, q, destination, sortby, an offset past 1000, sections, every write) run on \(limits.slowRequestThreads) threads of their own with \(limits.slowRequestQueue) more waiting, never holding up the others; past that they are answered 503 with Retry-After at once, and one client (by its address) past \(limits.slowRequestShare) of them running or waiting 429. A request's time counts from its arrival, waiting included."
       : ""
     return deadline + pool
   }
@@ -550,7 +550,13 @@ enum OpenAPIDocument {
                     response(
                       "The server follows its maximum of distinct live queries (--live-queries); join a followed one or retry after Retry-After.",
                       "application/json")
-                  )
+                  ),
+                  (
+                    "429",
+                    response(
+                      "This client (its address) has started its share of the distinct live queries followed (4 of each kind); close one, join a followed one, or retry after Retry-After.",
+                      "application/json")
+                  ),
                 ])
             )
           ])
@@ -575,7 +581,13 @@ enum OpenAPIDocument {
                     response(
                       "The server follows its maximum of distinct live queries (--live-queries); join a followed one or retry after Retry-After.",
                       "application/json")
-                  )
+                  ),
+                  (
+                    "429",
+                    response(
+                      "This client (its address) has started its share of the distinct live queries followed (4 of each kind); close one, join a followed one, or retry after Retry-After.",
+                      "application/json")
+                  ),
                 ])
             )
           ])
@@ -881,7 +893,13 @@ enum OpenAPIDocument {
                       response(
                         "The server follows its maximum of distinct live queries; Retry-After.",
                         json)
-                    )
+                    ),
+                    (
+                      "429",
+                      response(
+                        "This client (its address) has started its share of the distinct live queries followed; Retry-After.",
+                        json)
+                    ),
                   ])
               )
             ])

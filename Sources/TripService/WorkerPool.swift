@@ -3,7 +3,7 @@ import Foundation
 
 /// Threads of their own for requests that may be slow (a filter, a search, a write), apart from
 /// the threads that accept and answer connections, so that a slow request never holds up a
-/// fast one: a fixed number of threads, at a lower scheduling priority than those (nice 10: on
+/// fast one: a fixed number of threads, at a lower scheduling priority than those (nice 5: on
 /// a busy machine the fast requests get the processors first), and a bounded queue. A job the
 /// pool has no room for is refused at once (the server answers 503 with `Retry-After`).
 ///
@@ -61,7 +61,7 @@ final class WorkerPool: @unchecked Sendable {
   }
 
   private func work() {
-    trips_thread_nice(10)
+    trips_thread_nice(5)
     condition.lock()
     alive += 1
     while true {

@@ -29,7 +29,9 @@ private struct VisitDay: ModelValue {
 
 private func examplePredicatesSortsSections2() async throws {
 
-  let context = ModelContext(try ModelContainer(for: Visit.self))
+  let context = ModelContext(
+    try ModelContainer(
+      for: Visit.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
   let days = try context.fetch(
     FetchDescriptor<Visit>(sortBy: [SortDescriptor(\.day)]), as: VisitDay.self)
   let byPlace = try context.fetch(FetchDescriptor<Visit>(), as: VisitDay.self, sectionBy: \.place)

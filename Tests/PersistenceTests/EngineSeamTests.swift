@@ -60,7 +60,7 @@ final class CountingConnection: StoreConnection {
     engine.counts.withLock { $0.statements += 1 }
     return try inner.cachedStatement(sql)
   }
-  var lastInsertedKey: Int64 { inner.lastInsertedKey }
+  var lastInsertedKey: Int64 { get throws { try inner.lastInsertedKey } }
   var changedRowCount: Int { inner.changedRowCount }
   var isInTransaction: Bool { inner.isInTransaction }
   func beginWriting() throws {

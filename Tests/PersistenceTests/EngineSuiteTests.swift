@@ -36,7 +36,8 @@ func engineContainer(_ engine: TestEngine, _ types: any PersistentModel.Type...)
 {
   switch engine {
   case .sqlite:
-    return try ModelContainer(for: types, configuration: ModelConfiguration())
+    return try ModelContainer(
+      for: types, configuration: ModelConfiguration(isStoredInMemoryOnly: true))
   case .postgreSQL:
     let url = try PostgreSQLCluster.shared.get().makeDatabase("suite")
     return try ModelContainer(

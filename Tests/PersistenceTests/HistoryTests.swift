@@ -11,7 +11,9 @@ struct HistoryTests {
   /// A new store on `engine`: in memory for SQLite, a new database for PostgreSQL.
   func makeContainer(_ engine: TestEngine) throws -> ModelContainer {
     switch engine {
-    case .sqlite: try ModelContainer(for: Note.self, Sample.self)
+    case .sqlite:
+      try ModelContainer(
+        for: Note.self, Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     case .postgreSQL:
       try ModelContainer(
         for: Note.self, Sample.self,
@@ -341,7 +343,9 @@ struct HistoryTests {
 struct RowIdentityTests {
   @Test("never reuses a deleted row's primary key, so history keeps meaning one row")
   func keysNotReused() throws {
-    let context = ModelContext(try ModelContainer(for: Note.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let first = Note(key: "a", text: "")
     context.insert(first)
     try context.save()
@@ -392,7 +396,8 @@ struct HistoryUpdatesTests {
 
   @Test("a token whose history was deleted ends the sequence with historyTokenExpired")
   func expired() async throws {
-    let container = try ModelContainer(for: Note.self)
+    let container = try ModelContainer(
+      for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     for key in ["a", "b", "c"] {
       context.insert(Note(key: key, text: ""))

@@ -997,7 +997,8 @@ struct ModelMacroReviewTests {
     "a fetched model is made without running the class's own init(), with or without a row loader")
   func fetchRunsNoInitializer() throws {
     let container = try ModelContainer(
-      for: [CountedInit.self, MacroRoom.self], configuration: ModelConfiguration())
+      for: [CountedInit.self, MacroRoom.self],
+      configuration: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     for number in 0..<3 {
       let model = CountedInit()

@@ -28,7 +28,11 @@ struct ResultsObserverTests {
     "fetches in init and follows saves from its own and other contexts", arguments: [false, true])
   func followsContexts(onFile: Bool) throws {
     let directory = TemporaryDirectory()
-    let container = onFile ? try fileContainer(directory) : try ModelContainer(for: Note.self)
+    let container =
+      onFile
+      ? try fileContainer(directory)
+      : try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     context.insert(Note(key: "b", text: "2"))
     try context.save()

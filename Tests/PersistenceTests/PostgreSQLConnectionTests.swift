@@ -152,6 +152,20 @@ struct PostgreSQLConnectionTests {
     #expect(second.binary && second.rows == plain.rows)
   }
 
+  @Test(
+    "the key of a row just inserted is an error when PostgreSQL cannot give one (no sequence used in the session), never 0"
+  )
+  func insertedKeyWithoutSequence() throws {
+    let connection = try connect()
+    try connection.execute("CREATE TABLE plain (k bigint PRIMARY KEY, t text)")
+    let insert = try connection.prepare("INSERT INTO plain (k, t) VALUES (?, ?)")
+    insert.bindInt64(7, at: 1)
+    insert.bindText("x", at: 2)
+    try insert.run()
+    #expect(connection.changedRowCount == 1)
+    #expect(throws: PersistenceError.self) { try connection.lastInsertedKey }
+  }
+
   @Test("every value the core binds comes back exactly, with its storage class")
   func roundTrip() throws {
     let connection = try connect()
@@ -175,7 +189,7 @@ struct PostgreSQLConnectionTests {
       blobs[index % blobs.count].withUnsafeBytes { insert.bindBytes($0, at: 4) }
       try insert.run()
       #expect(connection.changedRowCount == 1)
-      #expect(connection.lastInsertedKey == Int64(index + 1))
+      #expect(try connection.lastInsertedKey == Int64(index + 1))
     }
     let select = try connection.prepare("SELECT i, r, t, b, NULL FROM v ORDER BY k")
     var index = 0

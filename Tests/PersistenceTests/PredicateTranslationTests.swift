@@ -232,7 +232,9 @@ struct PredicateSQLTests {
   /// descriptor was made must be the ones that run.
   @Test("a predicate or conditions set on a descriptor after it was made are the ones that run")
   func descriptorChangedAfterInit() throws {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     for (name, small) in [("a", 1), ("b", 2), ("b", 3), ("c", 4)] {
       let sample = Sample()
       sample.name = name
@@ -259,7 +261,9 @@ struct PredicateSQLTests {
 
   @Test("throws for a sort without a stored key path")
   func refusesComputedSort() throws {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let error = try #require(throws: PersistenceError.self) {
       try context.fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.name.count)]))
     }

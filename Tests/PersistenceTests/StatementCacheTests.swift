@@ -115,7 +115,8 @@ struct StatementCacheTests {
 
   @Test("arrays of every length in contains make a few SQL texts, and select what Swift selects")
   func paddedLists() throws {
-    let container = try ModelContainer(for: Note.self)
+    let container = try ModelContainer(
+      for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     let keys = (0..<40).map { "k\($0)" }
     for key in keys { context.insert(Note(key: key, text: key)) }

@@ -11,6 +11,27 @@ import Testing
 
 @Suite("Store and context")
 struct StoreTests {
+  @Test(
+    "ModelConfiguration() is SwiftData's persistent default store (default.store in the user's data folder), in memory only when asked; several different configurations are an error, one given twice is that one"
+  )
+  func defaultConfiguration() throws {
+    #expect(!ModelConfiguration().isStoredInMemoryOnly)
+    #expect(ModelConfiguration().url == ModelConfiguration.defaultStoreURL())
+    #expect(
+      ModelConfiguration.defaultStoreURL(environment: ["XDG_DATA_HOME": "/data"]).path
+        == "/data/default.store")
+    #expect(ModelConfiguration(isStoredInMemoryOnly: true).isStoredInMemoryOnly)
+    let file = ModelConfiguration(
+      url: FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID()).sqlite"))
+    #expect(throws: PersistenceError.self) {
+      _ = try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true), file)
+    }
+    let memory = ModelConfiguration(isStoredInMemoryOnly: true)
+    let container = try ModelContainer(for: Note.self, configurations: memory, memory)
+    #expect(container.configuration.isStoredInMemoryOnly)
+  }
+
   @Test("saves models to a file and reads them back in a new container")
   func savesAndReopens() throws {
     let directory = TemporaryDirectory()
@@ -266,7 +287,8 @@ struct StoreTests {
     "fetchPage agrees with an ordered fetch and a count for every sort, direction, offset and limit"
   )
   func fetchPageAgrees() throws {
-    let container = try ModelContainer(for: Sample.self)
+    let container = try ModelContainer(
+      for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     var generator = SeededGenerator(seed: 7)
     let names = ["", "a", "B", "b", "é", "e\u{301}", "zz", "Ω", "a\u{0}b"]
@@ -441,7 +463,8 @@ struct StoreTests {
     "localizedStandardSorts: SQL and an observer's Swift patches give the order of localizedStandardCompare"
   )
   func localizedStandardSorts() throws {
-    let container = try ModelContainer(for: Sample.self)
+    let container = try ModelContainer(
+      for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let context = ModelContext(container)
     var generator = SeededGenerator(seed: 3)
     let words = [
@@ -629,7 +652,9 @@ struct StoreTests {
 
   @Test("a save inside observation tracking depends only on attributes without storage")
   func saveReadsThroughStorage() throws {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let sample = Sample()
     context.insert(sample)
     let changes = Mutex(0)
@@ -731,7 +756,9 @@ struct StoreTests {
 
   @Test("refuses predicates and sorts on .codable attributes")
   func refusesCodableInQueries() throws {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let error = try #require(throws: PersistenceError.self) {
       try context.fetch(
         FetchDescriptor<Sample>(
@@ -743,7 +770,9 @@ struct StoreTests {
 
   @Test("refuses NaN instead of storing NULL")
   func refusesNaN() throws {
-    let context = ModelContext(try ModelContainer(for: Sample.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Sample.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let sample = Sample()
     sample.score = .nan
     context.insert(sample)
@@ -755,7 +784,9 @@ struct StoreTests {
 
   @Test("refuses saving a model type the container does not know")
   func refusesUnknownModel() throws {
-    let context = ModelContext(try ModelContainer(for: Note.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     context.insert(Sample())
     #expect(throws: PersistenceError.self) { try context.save() }
     #expect(throws: PersistenceError.self) { try context.fetch(FetchDescriptor<Sample>()) }
@@ -763,7 +794,9 @@ struct StoreTests {
 
   @Test("groups a sectioned fetch by key, in code-point order, one section per NFC key")
   func sections() throws {
-    let context = ModelContext(try ModelContainer(for: Note.self))
+    let context = ModelContext(
+      try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
     let rows = [
       ("1", "b", "Zürich"), ("2", "a", "Zu\u{308}rich"), ("3", "c", "Oslo"), ("4", "a", "Ōsaka"),
       ("5", "z", "Oslo"), ("6", "m", "Zürich"),
@@ -921,7 +954,8 @@ struct SharedStoreTests {
   /// container makes its own, and a type not in the container is still refused.
   @Test("contexts of one container share each model type's operations, made once")
   func sharedOperations() throws {
-    let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration())
+    let container = try ModelContainer(
+      for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     let made = Mutex<[ObjectIdentifier]>([])
     DispatchQueue.concurrentPerform(iterations: 16) { _ in
       let context = ModelContext(container)
@@ -933,7 +967,8 @@ struct SharedStoreTests {
     #expect(identities.count == 16 && Set(identities).count == 1)
     let context = ModelContext(container)
     #expect(try ObjectIdentifier(context.entity(for: Note.self)) == identities.first)
-    let other = try ModelContainer(for: Note.self, configurations: ModelConfiguration())
+    let other = try ModelContainer(
+      for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     #expect(try ModelContext(other).entity(for: Note.self) !== context.entity(for: Note.self))
     #expect(throws: PersistenceError.self) { try context.entity(for: Sample.self) }
   }

@@ -97,7 +97,7 @@ final class RecordingConnection: StoreConnection, @unchecked Sendable {
     RecordingStatement(
       inner: try inner.cachedInsert(sql, keyColumn: keyColumn), sql: sql, engine: engine)
   }
-  var lastInsertedKey: Int64 { inner.lastInsertedKey }
+  var lastInsertedKey: Int64 { get throws { try inner.lastInsertedKey } }
   var changedRowCount: Int { inner.changedRowCount }
   var isInTransaction: Bool { inner.isInTransaction }
   func beginWriting() throws { try inner.beginWriting() }

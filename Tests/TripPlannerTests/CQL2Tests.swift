@@ -244,7 +244,7 @@ struct CQL2Tests {
       (repeated("latitude<>1", 7_000, " AND "), "more than 2000 terms"),
       (repeated("latitude", 300, " + ") + " > 0", "more than 30 levels"),
       (repeated("latitude", 300, " ^ ") + " > 0", "deeper than 100"),
-      (repeated("name LIKE '%a%'", 80, " OR "), "more than 8 clauses"),
+      (repeated("name LIKE '%a%'", 80, " OR "), "more than 8 functions"),
     ]
     for (text, reason) in tooMuch {
       #expect {

@@ -178,7 +178,8 @@ struct TripObservationTests {
   /// nobody can be observing it, and it must still behave as an `@Observable` class does.
   @Test("a fetched trip has no registrar until read, and is observed as an @Observable one")
   func registrarOnFirstRead() throws {
-    let container = try ModelContainer(for: Trip.modelTypes, configuration: ModelConfiguration())
+    let container = try ModelContainer(
+      for: Trip.modelTypes, configuration: ModelConfiguration(isStoredInMemoryOnly: true))
     let writer = ModelContext(container)
     writer.insert(
       Trip(

@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+import TripPlanner
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Requests with a deadline, slow work off the threads that answer connections, and work that
 /// stops when its client goes: what keeps a few slow filters from stopping the service.
@@ -39,12 +44,15 @@ struct DeadlineTests {
   }
 
   /// (status, seconds, Retry-After) of a GET through curl, giving up after `maxTime`.
-  static func timed(_ url: String, maxTime: Double = 60) throws -> (Int, Double, String?) {
+  static func timed(_ url: String, maxTime: Double = 60, from address: String = "127.0.0.1")
+    throws -> (Int, Double, String?)
+  {
     let started = Date()
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
     process.arguments = [
-      "-s", "-o", "/dev/null", "-D", "-", "-m", String(maxTime), "-w", "\nstatus:%{http_code}",
+      "-s", "-o", "/dev/null", "-D", "-", "-m", String(maxTime), "--interface", address, "-w",
+      "\nstatus:%{http_code}",
       url,
     ]
     let out = Pipe()
@@ -61,7 +69,7 @@ struct DeadlineTests {
 
   @Test(
     "with four slow filters in flight, items?limit=1 and /conformance answer within 100 ms (median of five), on both engines; more slow requests than the pool holds are 503 with Retry-After at once",
-    .timeLimit(.minutes(4)), arguments: ["sqlite", "postgresql"])
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
   func slowHoldsUpNoOne(engine: String) throws {
     let scratch = Scratch()
     let store = try Self.bigStore(engine, in: scratch)
@@ -73,9 +81,12 @@ struct DeadlineTests {
     #expect(alone == 200)
     let slow = Mutex<[(Int, Double, String?)]>([])
     let group = DispatchGroup()
-    for _ in 0..<4 {
+    // From four addresses: one address may have 2 of this pool's slow requests at once.
+    for index in 0..<4 {
       DispatchQueue.global().async(group: group) {
-        let answer = (try? Self.timed(server.url + Self.slowPath())) ?? (0, 0, nil)
+        let answer =
+          (try? Self.timed(server.url + Self.slowPath(), from: "127.0.0.\(2 + index)"))
+          ?? (0, 0, nil)
         slow.withLock { $0.append(answer) }
       }
     }
@@ -83,9 +94,12 @@ struct DeadlineTests {
     // Past the pool, a slow request is refused at once.
     let extra = Mutex<[(Int, Double, String?)]>([])
     let extras = DispatchGroup()
-    for _ in 0..<4 {
+    for index in 0..<4 {
       DispatchQueue.global().async(group: extras) {
-        let answer = (try? Self.timed(server.url + Self.slowPath(), maxTime: 0.5)) ?? (0, 0, nil)
+        let answer =
+          (try? Self.timed(
+            server.url + Self.slowPath(), maxTime: 0.5, from: "127.0.0.\(10 + index)"))
+          ?? (0, 0, nil)
         extra.withLock { $0.append(answer) }
       }
     }
@@ -108,12 +122,25 @@ struct DeadlineTests {
     #expect(aloneSeconds > 0.3, "the slow filter took \(aloneSeconds) s alone")
     #expect(slow.withLock { $0.allSatisfy { $0.0 == 200 } }, "\(slow.withLock { $0 })")
     #expect(stillSlow, "the slow filters ended before the probes: \(aloneSeconds) s alone")
+    // One address past its share (2 of this pool's 4) is refused with 429 while others
+    // are served.
+    let mine = Mutex<[Int]>([])
+    let share = DispatchGroup()
+    for _ in 0..<3 {
+      DispatchQueue.global().async(group: share) {
+        let answer =
+          (try? Self.timed(server.url + Self.slowPath(), from: "127.0.0.20")) ?? (0, 0, nil)
+        mine.withLock { $0.append(answer.0) }
+      }
+    }
+    share.wait()
+    #expect(mine.withLock { $0.sorted() } == [200, 200, 429], "\(mine.withLock { $0 })")
     #expect(try server.request("/conformance").status == 200)
   }
 
   @Test(
     "a request past --request-timeout is stopped and answered 503 naming the limit, and one whose client hung up stops within a second, on both engines",
-    .timeLimit(.minutes(4)), arguments: ["sqlite", "postgresql"])
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
   func deadlines(engine: String) throws {
     let scratch = Scratch()
     let store = try Self.bigStore(engine, in: scratch)
@@ -153,5 +180,127 @@ struct DeadlineTests {
     #expect(
       stoppedAfter < 0.3 + 0.5 || full < 0.8,
       "the abandoned request ran \(stoppedAfter) s; the whole one takes \(full) s")
+  }
+}
+
+/// A replay from an old `Last-Event-ID` is bounded: past ``ItemsStreams`` replay budget it is
+/// one `reset` with the matching trips, not a `delete` for every trip changed since.
+@Suite("Stream replays are bounded in bytes")
+struct ReplayBudgetTests {
+  @Test(
+    "an old token on a box holding no trip gets one small reset, not 3,000 deletes; a recent token still gets exactly the missed events",
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
+  func replayIsBounded(engine: String) throws {
+    let scratch = Scratch()
+    let generator = tripsExecutable.deletingLastPathComponent().appendingPathComponent(
+      "trips-generate")
+    let csv = scratch.file("many.csv")
+    let process = Process()
+    process.executableURL = generator
+    process.arguments = [
+      "--count", "3000", "--output", csv.path, "--cities",
+      repositoryRoot.appendingPathComponent("Data/cities.csv").path,
+    ]
+    try process.run()
+    process.waitUntilExit()
+    let store =
+      engine == "sqlite"
+      ? scratch.store : URL(string: try PostgreSQLCluster.shared.get().makeDatabase("replay"))!
+    let location = store.isFileURL ? store.path : store.absoluteString
+    #expect(try trips(["import", "--store", location, csv.path]).status == 0)
+    let tokens = try jsonArray(try trips(["history", "--json", "--store", location]).stdout)
+      .compactMap { $0["token"] as? String }
+    let storeID = try #require(tokens.first?.split(separator: ":").first)
+    let server = try ServerProcess(store: store)
+    defer { #expect(server.stop() == 0) }
+    func replay(_ query: String, from token: String) throws -> String {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+      process.arguments = [
+        "-s", "-N", "-m", "6", "-H", "Last-Event-ID: \(token)",
+        server.url + "/collections/trips/items/stream" + query,
+      ]
+      let out = Pipe()
+      process.standardOutput = out
+      try process.run()
+      let data = out.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      return String(decoding: data, as: UTF8.self)
+    }
+    let empty = try replay("?bbox=0,0,0.001,0.001", from: "\(storeID):0")
+    let kinds = serverSentEvents(empty).map(\.kind)
+    #expect(kinds == ["reset"], "\(kinds.prefix(5)) … \(kinds.count) events")
+    #expect(empty.utf8.count < 4_096, "\(empty.utf8.count) bytes")
+    // A recent token: the one change since, exactly.
+    let added = try trips([
+      "add", "--name", "Late", "--destination", "Suva", "--start", "2027-05-01", "--end",
+      "2027-05-09", "--latitude", "0.0005", "--longitude", "0.0005", "--store", location,
+    ])
+    #expect(added.status == 0)
+    let recent = try replay("?bbox=0,0,0.001,0.001", from: try #require(tokens.last))
+    #expect(serverSentEvents(recent).map(\.kind) == ["insert"], "\(recent.prefix(300))")
+  }
+}
+
+/// A sync's HTTP calls are made outside its store's lock: a push waiting on a slow server does
+/// not hold a pull (nor the store) for as long.
+@Suite("Sync: no HTTP call under the store's lock")
+struct SyncLockTests {
+  @Test(
+    "a pull answers within 3 s while a push waits 15 s on a server that is slow to take it",
+    .timeLimit(.minutes(6)))
+  func pullBesideSlowPush() throws {
+    let scratch = Scratch()
+    // A server whose GET /changes is an empty feed at once and whose POST takes 15 s.
+    let script = """
+      import http.server, socketserver, sys, time
+      class H(http.server.BaseHTTPRequestHandler):
+          def log_message(self, *a): pass
+          def reply(self, body):
+              self.send_response(200)
+              self.send_header("Content-Type", "application/json")
+              self.send_header("Content-Length", str(len(body)))
+              self.end_headers()
+              self.wfile.write(body)
+          def do_GET(self):
+              self.reply(b'{"resumeToken":"00000000-0000-0000-0000-000000000001:0"}\\n')
+          def do_POST(self):
+              self.rfile.read(int(self.headers.get("Content-Length", "0")))
+              time.sleep(15)
+              self.reply(b'{"applied":0,"skipped":0}')
+      class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+          daemon_threads = True
+      s = S(("127.0.0.1", 0), H)
+      print(s.server_address[1], flush=True)
+      s.serve_forever()
+      """
+    let server = Process()
+    server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    server.arguments = ["-c", script]
+    let out = Pipe()
+    server.standardOutput = out
+    try server.run()
+    // SIGKILL: the test runner's children may ignore SIGTERM.
+    defer {
+      kill(server.processIdentifier, SIGKILL)
+      server.waitUntilExit()
+    }
+    let port = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(Int(port) != nil, "the fake server printed \(port)")
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let sync = try ServerSync(
+      local: scratch.store, server: URL(string: "http://127.0.0.1:\(port)")!,
+      directions: [.push, .pull], writer: (name: "w", token: "t"),
+      state: scratch.file("state.json"))
+    let pushing = DispatchGroup()
+    DispatchQueue.global().async(group: pushing) { _ = try? sync.pushOnce() }
+    Thread.sleep(forTimeInterval: 1)
+    let started = Date()
+    _ = try sync.pullOnce()
+    let seconds = Date().timeIntervalSince(started)
+    #expect(seconds < 3, "the pull waited \(seconds) s for the push")
+    kill(server.processIdentifier, SIGKILL)
+    pushing.wait()
   }
 }

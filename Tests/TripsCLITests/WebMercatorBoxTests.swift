@@ -47,7 +47,7 @@ struct WebMercatorBoxTests {
 
   @Test(
     "the report's boxes and 60 random ones (wider than the world, past its edge, across 180°, toward the poles) select on items, bounds, sections and streams the trips pyproj puts in them; a box that cannot be meant is a 400",
-    .timeLimit(.minutes(3)), arguments: ["sqlite", "postgresql"])
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
   func boxes(engine: String) throws {
     let scratch = Scratch()
     let store =
@@ -127,15 +127,25 @@ struct WebMercatorBoxTests {
     }
   }
 
-  /// What a stream sends in its first second.
+  /// What a stream sends up to its first `bounds` event (at most 20 s).
   func curlStream(_ url: String) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "-N", "-m", "1", url]
+    process.arguments = ["-s", "-N", "-m", "20", url]
     let out = Pipe()
     process.standardOutput = out
     try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
+    var data = Data()
+    while true {
+      let chunk = out.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      data.append(chunk)
+      let text = String(decoding: data, as: UTF8.self)
+      if let event = text.range(of: "event: bounds"), text[event.upperBound...].contains("\n\n") {
+        break
+      }
+    }
+    if process.isRunning { process.terminate() }
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self)
   }

@@ -519,7 +519,7 @@ extension ModelContext {
       in: &insertStatements, database: database, insertKey: "\"_pk\"")
     try entity.bindAll(model, to: statement)
     try statement.run()
-    let key = database.lastInsertedKey
+    let key = try database.lastInsertedKey
     try writer.record(.insert, entity: entity.name, key: key)
     return (key, nil)
   }
@@ -549,7 +549,7 @@ final class HistoryWriter {
     if let author { statement.bindText(author, at: 1) } else { statement.bindNull(1) }
     statement.bindDouble(timestamp.timeIntervalSinceReferenceDate, at: 2)
     try statement.run()
-    token = database.lastInsertedKey
+    token = try database.lastInsertedKey
   }
 
   /// The statement that writes a change row (the one that returns the row's key when
@@ -633,7 +633,7 @@ final class HistoryWriter {
     try statement.run()
     changeCount += 1
     guard !tombstone.isEmpty else { return }
-    let change = database.lastInsertedKey
+    let change = try database.lastInsertedKey
     let insert = try database.cachedStatement(
       "INSERT INTO _history_tombstones (change, attribute, value) VALUES (?, ?, ?)")
     for (attribute, value) in tombstone {

@@ -80,8 +80,9 @@ public protocol StoreConnection: AnyObject {
   /// ``cachedStatement(_:)`` is.
   func cachedInsert(_ sql: String, keyColumn: String) throws -> any StoreStatement
   /// The primary key of the row the last successful `INSERT` made (read it right after a
-  /// statement from ``cachedInsert(_:keyColumn:)``).
-  var lastInsertedKey: Int64 { get }
+  /// statement from ``cachedInsert(_:keyColumn:)``); throws when the engine cannot tell (a key
+  /// read as 0 would be a wrong row, worse than an error).
+  var lastInsertedKey: Int64 { get throws }
   /// How many rows the last statement changed.
   var changedRowCount: Int { get }
   /// Whether a transaction is open.
@@ -220,7 +221,7 @@ extension StoreConnection {
         answers.append(try statement.step() ? statement.int64(at: 0) : nil)
       case .insertedKey:
         try statement.run()
-        answers.append(lastInsertedKey)
+        answers.append(try lastInsertedKey)
       }
     }
     return answers

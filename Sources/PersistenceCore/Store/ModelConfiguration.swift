@@ -29,10 +29,12 @@ public struct ModelConfiguration: Sendable, Hashable {
     self.cacheSizeKiB = cacheSizeKiB
   }
 
-  /// A store in memory only (when `isStoredInMemoryOnly` is true, the default), shared by the
-  /// container's contexts; pass `false` for the file `default.store` in the user's data folder
-  /// (`$XDG_DATA_HOME`, else `~/.local/share`), never the current directory.
-  public init(isStoredInMemoryOnly: Bool = true) {
+  /// The persistent default store, as SwiftData's `ModelConfiguration()`: the file
+  /// `default.store` in the user's data folder (`$XDG_DATA_HOME`, else `~/.local/share`), never
+  /// the current directory, so that a SwiftData app ported here keeps its data across runs.
+  /// With `isStoredInMemoryOnly: true`, a store in memory only, shared by the container's
+  /// contexts and gone with the container.
+  public init(isStoredInMemoryOnly: Bool = false) {
     self.url = isStoredInMemoryOnly ? nil : Self.defaultStoreURL()
     self.allowsSave = true
     self.busyTimeout = .seconds(5)

@@ -40,16 +40,35 @@ public final class ModelContainer: Sendable {
   /// per request would otherwise pay on its first use of each type.
   private let operations = Mutex<[ObjectIdentifier: any EntityOperations]>([:])
 
-  /// Opens (creating if needed) a store for the given model types with `engine`.
+  /// Opens (creating if needed) a store for the given model types with `engine`: the one
+  /// configuration given, or without one the persistent default store (as SwiftData's).
   ///
   /// - Throws: ``PersistenceError`` when the store cannot be opened, is not a store, or was
-  ///   written by a newer schema; the store is not modified in those cases.
+  ///   written by a newer schema (the store is not modified in those cases), and
+  ///   ``PersistenceError/Code/cannotOpen`` when several different configurations are given.
   public convenience init(
     for types: any PersistentModel.Type..., engine: any StoreEngine,
     configurations: ModelConfiguration...
   ) throws {
     try self.init(
-      for: types, configuration: configurations.first ?? ModelConfiguration(), engine: engine)
+      for: types, configuration: try Self.onlyConfiguration(configurations), engine: engine)
+  }
+
+  /// The one store `configurations` describe: the default store without one; an error for
+  /// several different ones (a container here keeps one store, where SwiftData may split the
+  /// models among several: using only the first would lose the others' data without a word).
+  public static func onlyConfiguration(_ configurations: [ModelConfiguration]) throws
+    -> ModelConfiguration
+  {
+    guard let first = configurations.first else { return ModelConfiguration() }
+    guard configurations.allSatisfy({ $0 == first }) else {
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "A container keeps one store, and \(configurations.count) different configurations were given: give one (put the models in one store), or make one container for each."
+      )
+    }
+    return first
   }
 
   /// Opens (creating if needed) a store for the given model types, and the types their

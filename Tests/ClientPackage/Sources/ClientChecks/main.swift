@@ -396,6 +396,37 @@ try checkSampleTrips(
     ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips.sqlite") : url,
   { check($0, $1) })
 
+// A container made as SwiftData's users make it, `ModelContainer(for: Trip.self)`, keeps its
+// data in the persistent default store (`default.store` in the user's data folder, here a
+// folder of the checks' own): a second container reads what the first saved.
+if engine == "sqlite" {
+  let data = URL(fileURLWithPath: location).appendingPathComponent("data-home")
+  try? FileManager.default.removeItem(at: data)
+  setenv("XDG_DATA_HOME", data.path, 1)
+  check("ModelContainer(for:) without a configuration keeps its data in default.store") {
+    do {
+      let context = ModelContext(try ModelContainer(for: SampleTrips.Trip.self))
+      context.insert(
+        SampleTrips.Trip(
+          name: "Kept", destination: "Kyoto", startDate: Date(timeIntervalSince1970: 0),
+          endDate: Date(timeIntervalSince1970: 86_400)))
+      try context.save()
+    }
+    let again = ModelContext(try ModelContainer(for: SampleTrips.Trip.self))
+    let names = try again.fetch(FetchDescriptor<SampleTrips.Trip>()).map(\.name)
+    return names == ["Kept"]
+      && FileManager.default.fileExists(
+        atPath: data.appendingPathComponent("default.store").path)
+  }
+  refuses("several different configurations", naming: "different configurations") {
+    _ = try ModelContainer(
+      for: SampleTrips.Trip.self,
+      configurations: ModelConfiguration(isStoredInMemoryOnly: true),
+      ModelConfiguration(url: URL(fileURLWithPath: location).appendingPathComponent("x.sqlite")))
+  }
+  unsetenv("XDG_DATA_HOME")
+}
+
 // README's and the articles' persistence examples (Tools/examples.sh copies them here), each
 // in a folder of its own, as the page shows it: on a SQLite file named in the example.
 if engine == "sqlite" {
