@@ -96,7 +96,7 @@ public struct HTTPLimits: Sendable {
   /// with 4 threads, 29 ms with 2, at a slightly higher rate); a request that waits on a
   /// remote database holds its thread, so a server on PostgreSQL may want more.
   public var threads: UInt32 = UInt32(max(2, ProcessInfo.processInfo.activeProcessorCount))
-  /// Seconds one request may work (its handler and the store's queries: ``WorkDeadline``)
+  /// Seconds one request may work (its handler and the store's queries: `WorkDeadline`)
   /// before it is stopped and answered 503; a request whose client hung up is stopped within
   /// about 100 ms of the next check. 0: no limit.
   public var requestSeconds: Double = 30
@@ -559,7 +559,7 @@ final class HTTPServer: Sendable {
     return .YES
   }
 
-  /// A ``WorkDeadline`` of ``HTTPLimits/requestSeconds`` from now that also stops when the
+  /// A `WorkDeadline` of ``HTTPLimits/requestSeconds`` from now that also stops when the
   /// client has closed `socket` or the server is stopping; nil without a limit.
   private func deadline(socket: Int32) -> WorkDeadline? {
     guard limits.requestSeconds > 0 else { return nil }
