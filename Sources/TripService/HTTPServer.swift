@@ -444,11 +444,8 @@ final class HTTPServer: Sendable {
       state.phase.withLock { $0 = .answered }
       return respond(connection, method: method, path: url, state: state, response: response)
     case .stopped:
-      var response = ServiceError.response(
-        status: 503, description: "The server is stopping; try again shortly.")
-      response.headers.append(("Retry-After", "1"))
-      response.headers.append(("Connection", "close"))
-      return respond(connection, method: method, path: url, state: state, response: response)
+      return respond(
+        connection, method: method, path: url, state: state, response: Self.stoppingResponse)
     }
     if uploadSize.pointee > 0 {
       let size = uploadSize.pointee
@@ -521,11 +518,8 @@ final class HTTPServer: Sendable {
     }
     guard admitted else {
       release()
-      var response = ServiceError.response(
-        status: 503, description: "The server is stopping; try again shortly.")
-      response.headers.append(("Retry-After", "1"))
-      response.headers.append(("Connection", "close"))
-      return respond(connection, method: method, path: url, state: state, response: response)
+      return respond(
+        connection, method: method, path: url, state: state, response: Self.stoppingResponse)
     }
     guard workers.reserve() else {
       release()
@@ -557,6 +551,16 @@ final class HTTPServer: Sendable {
       if !delivered { response.stream?.finished() }
     }
     return .YES
+  }
+
+  /// 503 for a request the stop caught (it began while the request waited for a worker, or
+  /// before it was offloaded); the connection is closed after it.
+  static var stoppingResponse: HTTPResponse {
+    var response = ServiceError.response(
+      status: 503, description: "The server is stopping; try again shortly.")
+    response.headers.append(("Retry-After", "1"))
+    response.headers.append(("Connection", "close"))
+    return response
   }
 
   /// A `WorkDeadline` of ``HTTPLimits/requestSeconds`` from now that also stops when the

@@ -271,7 +271,8 @@ func admitFeed(
   if plain { return }
   let live = Set(followed)
   creators = creators.filter { live.contains($0.key) }
-  let counted = live.count - (live.contains("") || live.contains("stays ") ? 1 : 0)
+  // The plain queries (the trips' and the stays' own, in one items dictionary) count not.
+  let counted = live.count { $0 != "" && $0 != "stays " }
   guard counted < settings.maximumFeeds else {
     throw ServiceError.request(
       503,
