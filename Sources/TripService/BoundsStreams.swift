@@ -173,10 +173,7 @@ final class BoundsStreams: Sendable {
     }
   }
 
-  private let feeds = Mutex<[String: Feed]>([:])
-  /// Who started each query followed (``admitFeed(key:plain:client:followed:creators:settings:kind:)``),
-  /// touched under `feeds`' lock.
-  private let creators = Mutex<[String: String]>([:])
+  private let feeds: FeedTable<Feed>
   private let follower: LiveFollower
   private let keepAlive = Mutex<StreamKeepAlive?>(nil)
 
@@ -185,16 +182,17 @@ final class BoundsStreams: Sendable {
   init(follower: LiveFollower, settings: StreamSettings) {
     self.follower = follower
     self.settings = settings
+    feeds = FeedTable(follower: follower, settings: settings, kind: "bounds") { $0.isEmpty }
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
         guard let self else { return [] }
-        return self.feeds.withLock { Array($0.values) }.flatMap(\.clients)
+        return self.feeds.all.flatMap(\.clients)
       }
     }
   }
 
   /// How many distinct queries are followed now.
-  var feedCount: Int { feeds.withLock { $0.count } }
+  var feedCount: Int { feeds.count }
 
   /// The parameters that frame the camera, not the query: left out of a feed's identity.
   static let viewNames: Set<String> = ["viewport", "padding"]
@@ -211,29 +209,19 @@ final class BoundsStreams: Sendable {
     let viewID =
       parameters.viewport.map { "\($0.width)x\($0.height)+\(parameters.padding)" }
       ?? ""
-    let feed = try feeds.withLock { feeds -> Feed in
-      if let feed = feeds[key] { return feed }
-      try creators.withLock { creators in
-        try admitFeed(
-          key: key, plain: key.isEmpty, client: request.clientAddress, followed: feeds.keys,
-          creators: &creators, settings: settings, kind: "bounds")
-      }
-      var descriptor = parameters.parsed.unpaged.fetchDescriptor
-      descriptor.sortBy = []
-      let projection = parameters.projection
+    var descriptor = parameters.parsed.unpaged.fetchDescriptor
+    descriptor.sortBy = []
+    let projection = parameters.projection
+    let feed = try feeds.feed(key: key, client: request.clientAddress) {
       let feed = try follower.subscribe { store, token in
         try Feed(descriptor: descriptor, projection: projection, store: store, token: token)
       }
       feed.onFailure.withLock {
         $0 = { [weak self, weak feed] in
           guard let self, let feed else { return }
-          self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
-          // Off the follower's thread, which may be the caller (a feed that failed a read).
-          let follower = self.follower
-          DispatchQueue.global().async { follower.unsubscribe(feed) }
+          self.feeds.forget(key, feed)
         }
       }
-      feeds[key] = feed
       return feed
     }
     let stream = HTTPStream(settings: settings)
@@ -266,22 +254,12 @@ final class BoundsStreams: Sendable {
   }
 
   private func release(_ key: String, _ feed: Feed) {
-    let removed = feeds.withLock { feeds -> Bool in
-      guard feeds[key] === feed, feed.state.withLock({ $0.views.isEmpty }) else { return false }
-      feeds[key] = nil
-      return true
-    }
-    if removed { follower.unsubscribe(feed) }
+    feeds.release(key, feed) { feed in feed.state.withLock { $0.views.isEmpty } }
   }
 
   /// Ends every stream (the service is stopping).
   func closeAll() {
-    let all = feeds.withLock { feeds -> [Feed] in
-      defer { feeds = [:] }
-      return Array(feeds.values)
-    }
-    for feed in all {
-      follower.unsubscribe(feed)
+    for feed in feeds.closeAll() {
       for client in feed.clients { client.close() }
     }
   }

@@ -262,7 +262,7 @@ final class StreamKeepAlive: Sendable {
 /// Whether a live query new to the server may be followed (``StreamSettings/maximumFeeds``,
 /// ``StreamSettings/maximumFeedsPerClient``): a plain query (no filters: the service's own
 /// pages') always; another while the server follows fewer than its maximum and the client
-/// has started fewer than its share. Called under the feeds' lock; `creators` (query key →
+/// has started fewer than its share. Called under a ``FeedTable``'s lock; `creators` (query key →
 /// the client that started it) is pruned of queries no longer followed. Cost: O(feeds).
 func admitFeed(
   key: String, plain: Bool, client: String, followed: some Collection<String>,

@@ -60,12 +60,18 @@ final class ItemsStreams: Sendable {
       var start: HistoryToken
       var last: HistoryToken
       var clients: [ObjectIdentifier: HTTPStream] = [:]
+      /// Clients being replayed to, outside this lock, with the live events that came
+      /// meanwhile (sent after the replay, in order).
+      var pending: [ObjectIdentifier: (stream: HTTPStream, events: [String])] = [:]
       /// The events of the latest transactions, oldest first, and the newest token dropped
       /// from it (nil while nothing was).
       var log: [(token: HistoryToken, events: String)] = []
       var droppedThrough: HistoryToken?
       /// Set once a read of a changed trip failed: the feed ended its streams.
       var failed = false
+
+      /// Every client, live or being replayed to.
+      var streams: [HTTPStream] { Array(clients.values) + pending.values.map(\.stream) }
     }
     let state: Mutex<State>
     /// Called when the follower fails: the owner forgets the feed.
@@ -79,8 +85,23 @@ final class ItemsStreams: Sendable {
       state = Mutex(State(matching: matching, stays: stays, start: last, last: last))
     }
 
-    /// Classifies each change with the feed's set of matching trips, then queues the events
-    /// for every client. O(changes) plus the query's evaluation on each changed trip.
+    /// What one changed trip is for this feed, read and rendered outside the feed's lock.
+    enum Outcome {
+      /// A trips feed: the trip matches now, with its feature.
+      case matches(key: Int64, feature: String)
+      /// A trips feed: the trip is gone (its id, when known) or does not match.
+      case out(key: Int64, id: UUID?)
+      /// A stays feed: the trip's stay now when it matches, with its feature.
+      case stay(key: Int64, (id: UUID, text: String)?)
+      /// Nothing to tell (a trip deleted since the change).
+      case none
+    }
+
+    /// Reads and evaluates each change (outside the feed's lock: the store's reads and the
+    /// rendering hold up neither the feed's clients nor a client being attached), then
+    /// classifies them with the feed's set of matching trips and queues the events for every
+    /// client under the lock. O(changes) plus the query's evaluation on each changed trip;
+    /// the lock is held O(changes + clients).
     ///
     /// A changed trip that cannot be read or evaluated ends the feed (see ``fail(_:_:)``):
     /// never an event that would say what the store does not (a `delete` for a trip whose
@@ -88,37 +109,38 @@ final class ItemsStreams: Sendable {
     func process(
       _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
-      let failure = state.withLock { state -> (any Error, [HTTPStream])? in
-        guard !state.failed, transaction.token > state.last else { return nil }
-        var events = ""
-        do {
-          switch subject {
-          case .stays(let filter):
-            for change in changes {
-              events += try Self.stayEvents(
-                change, filter, &state.stays, transaction.token, store)
-            }
-          case .trips(let descriptor):
-            for change in changes {
-              events += try Self.tripEvents(
-                change, descriptor, &state.matching, transaction.token, store)
-            }
-          }
-        } catch {
+      // Called in order by the one follower: only a failure can intervene between the two.
+      guard state.withLock({ !$0.failed && transaction.token > $0.last }) else { return }
+      let outcomes: [Outcome]
+      do {
+        outcomes = try changes.map { try Self.outcome($0, subject, store) }
+      } catch {
+        let clients = state.withLock { state -> [HTTPStream] in
           state.failed = true
-          defer { state.clients = [:] }
-          return (error, Array(state.clients.values))
+          defer {
+            state.clients = [:]
+            state.pending = [:]
+          }
+          return state.streams
+        }
+        fail(error, clients)
+        return
+      }
+      state.withLock { state in
+        guard !state.failed, transaction.token > state.last else { return }
+        var events = ""
+        for outcome in outcomes {
+          events += Self.events(outcome, &state, transaction.token)
         }
         state.last = transaction.token
-        guard !events.isEmpty else { return nil }
+        guard !events.isEmpty else { return }
         state.log.append((transaction.token, events))
         if state.log.count > logCapacity {
           state.droppedThrough = state.log.removeFirst().token
         }
         for client in state.clients.values { client.send(events) }
-        return nil
+        for id in state.pending.keys { state.pending[id]?.events.append(events) }
       }
-      if let (error, clients) = failure { fail(error, clients) }
     }
 
     /// Ends the feed after a read failed: each client gets an `error` event (no `id:`, so
@@ -132,77 +154,75 @@ final class ItemsStreams: Sendable {
         forget: onFailure.withLock { $0 })
     }
 
-    /// The events of one changed trip for a trips feed: inserted or updated while it matches
-    /// (moved in is an insert), deleted when it goes or moves out. O(1) besides the query's
-    /// evaluation on the trip and its feature's rendering (once for all feeds). Throws what
-    /// they throw.
-    static func tripEvents(
-      _ change: LiveFollower.Change, _ descriptor: FetchDescriptor<Trip>,
-      _ matching: inout Set<Int64>, _ token: HistoryToken, _ store: TripStore
-    ) throws -> String {
+    /// What `change` is for a feed of `subject`: for trips, whether the trip matches now and
+    /// its feature (rendered once for all feeds); for stays, its stay when that matches, with
+    /// its feature. O(1) besides the query's evaluation on the trip and, for stays, reading
+    /// its stay (a query unless loaded). Throws what they throw.
+    static func outcome(_ change: LiveFollower.Change, _ subject: Subject, _ store: TripStore)
+      throws -> Outcome
+    {
       let key = change.key
-      if change.kind == .delete {
-        guard matching.remove(key) != nil, let id = change.deletedID else { return "" }
-        return ItemsStreams.event(token, "delete", deleted(id))
-      }
-      guard let trip = change.trip else { return "" }
-      let was = matching.contains(key)
-      if try descriptor.matches(trip) {
-        let feature = try change.feature(store)
-        matching.insert(key)
-        return ItemsStreams.event(token, was ? "update" : "insert", text: feature)
-      }
-      guard was else { return "" }
-      matching.remove(key)
-      return ItemsStreams.event(token, "delete", deleted(trip.id))
-    }
-
-    /// The events of one changed trip for a stays feed: its stay inserted, updated or deleted
-    /// as it enters, changes in or leaves the filter (a stay replaced by another is a delete
-    /// and an insert). O(1) besides reading the trip's stay (a query unless loaded). Throws
-    /// what that read throws.
-    static func stayEvents(
-      _ change: LiveFollower.Change, _ filter: StayFilter,
-      _ stays: inout [Int64: (id: UUID, text: String)], _ token: HistoryToken, _ store: TripStore
-    ) throws -> String {
-      let old = stays[change.key]
-      var new: (id: UUID, text: String)?
-      if change.kind != .delete, let trip = change.trip {
+      switch subject {
+      case .trips(let descriptor):
+        if change.kind == .delete { return .out(key: key, id: change.deletedID) }
+        guard let trip = change.trip else { return .none }
+        guard try descriptor.matches(trip) else { return .out(key: key, id: trip.id) }
+        return .matches(key: key, feature: try change.feature(store))
+      case .stays(let filter):
+        guard change.kind != .delete, let trip = change.trip else {
+          return .stay(key: key, nil)
+        }
         try store.context.prefetch([\.livingAccommodation], of: [trip])
-      }
-      if change.kind != .delete, let trip = change.trip, let stay = trip.livingAccommodation,
-        filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id)
-      {
+        guard let stay = trip.livingAccommodation,
+          filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id)
+        else { return .stay(key: key, nil) }
         try store.context.resolveFaults(CollectionOfOne(stay))
-        new = (
-          stay.id,
-          FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
+        return .stay(
+          key: key,
+          (stay.id, FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false))
         )
       }
-      stays[change.key] = new
-      switch (old, new) {
-      case (nil, nil): return ""
-      case (let old?, nil): return ItemsStreams.event(token, "delete", deleted(old.id))
-      case (nil, let new?): return ItemsStreams.event(token, "insert", text: new.text)
-      case (let old?, let new?):
-        if old.id != new.id {
-          return ItemsStreams.event(token, "delete", deleted(old.id))
-            + ItemsStreams.event(token, "insert", text: new.text)
+    }
+
+    /// The events of one outcome, told apart with the feed's state: for trips, inserted or
+    /// updated while it matches (moved in is an insert), deleted when it goes or moves out;
+    /// for stays, inserted, updated or deleted as it enters, changes in or leaves the filter
+    /// (a stay replaced by another is a delete and an insert). O(1).
+    static func events(_ outcome: Outcome, _ state: inout State, _ token: HistoryToken)
+      -> String
+    {
+      switch outcome {
+      case .none: return ""
+      case .matches(let key, let feature):
+        let was = !state.matching.insert(key).inserted
+        return ItemsStreams.event(token, was ? "update" : "insert", text: feature)
+      case .out(let key, let id):
+        guard state.matching.remove(key) != nil, let id else { return "" }
+        return ItemsStreams.event(token, "delete", deleted(id))
+      case .stay(let key, let new):
+        let old = state.stays[key]
+        state.stays[key] = new
+        switch (old, new) {
+        case (nil, nil): return ""
+        case (let old?, nil): return ItemsStreams.event(token, "delete", deleted(old.id))
+        case (nil, let new?): return ItemsStreams.event(token, "insert", text: new.text)
+        case (let old?, let new?):
+          if old.id != new.id {
+            return ItemsStreams.event(token, "delete", deleted(old.id))
+              + ItemsStreams.event(token, "insert", text: new.text)
+          }
+          return old.text == new.text ? "" : ItemsStreams.event(token, "update", text: new.text)
         }
-        return old.text == new.text ? "" : ItemsStreams.event(token, "update", text: new.text)
       }
     }
 
     func followerFailed() {
       onFailure.withLock { $0 }?()
-      for client in state.withLock({ Array($0.clients.values) }) { client.close() }
+      for client in state.withLock({ $0.streams }) { client.close() }
     }
   }
 
-  private let feeds = Mutex<[String: Feed]>([:])
-  /// Who started each query followed (``admitFeed(key:plain:client:followed:creators:settings:kind:)``),
-  /// touched under `feeds`' lock.
-  private let creators = Mutex<[String: String]>([:])
+  private let feeds: FeedTable<Feed>
   private let pool: StorePool
   private let follower: LiveFollower
   /// Transactions whose events a feed keeps for clients that reconnect.
@@ -218,18 +238,20 @@ final class ItemsStreams: Sendable {
     self.pool = pool
     self.follower = follower
     self.settings = settings
+    // The plain queries: the trips' own ("") and the stays' ("stays ").
+    feeds = FeedTable(follower: follower, settings: settings, kind: "item") {
+      $0.isEmpty || $0 == "stays "
+    }
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
         guard let self else { return [] }
-        return self.feeds.withLock { Array($0.values) }.flatMap { feed in
-          feed.state.withLock { Array($0.clients.values) }
-        }
+        return self.feeds.all.flatMap { feed in feed.state.withLock { $0.streams } }
       }
     }
   }
 
   /// How many distinct item queries are followed now.
-  var feedCount: Int { feeds.withLock { $0.count } }
+  var feedCount: Int { feeds.count }
 
   /// The history token a client's `Last-Event-ID` names: nil for none (or empty), 400 for
   /// anything that is not a token, as GET and HEAD both answer. O(length).
@@ -273,13 +295,9 @@ final class ItemsStreams: Sendable {
   private func open(key: String, subject: Subject, lastEventID: String?, client: String) throws
     -> HTTPStream
   {
-    let feed = try feeds.withLock { feeds -> Feed in
-      if let feed = feeds[key] { return feed }
-      try creators.withLock { creators in
-        try admitFeed(
-          key: key, plain: key.isEmpty || key == "stays ", client: client, followed: feeds.keys,
-          creators: &creators, settings: settings, kind: "item")
-      }
+    // Refused before any feed is started for it.
+    let resume = try Self.resumeToken(lastEventID)
+    let feed = try feeds.feed(key: key, client: client) {
       let feed = try follower.subscribe { store, token in
         switch subject {
         case .trips(let descriptor):
@@ -293,66 +311,91 @@ final class ItemsStreams: Sendable {
       feed.onFailure.withLock {
         $0 = { [weak self, weak feed] in
           guard let self, let feed else { return }
-          self.feeds.withLock { if $0[key] === feed { $0[key] = nil } }
-          // Off the follower's thread, which may be the caller (a feed that failed a read).
-          let follower = self.follower
-          DispatchQueue.global().async { follower.unsubscribe(feed) }
+          self.feeds.forget(key, feed)
         }
       }
-      feeds[key] = feed
       return feed
     }
     let stream = HTTPStream(settings: settings)
     stream.send("retry: 2000\n\n")
     let id = ObjectIdentifier(stream)
-    // Replay and registration under the feed's lock: no live event can slip between them.
-    try feed.state.withLock { state in
-      if let token = try Self.resumeToken(lastEventID) {
-        // A token newer than the feed's is replayed from history, which refuses one newer
-        // than the store's (a store restored from an older backup): the client gets `reset`.
-        if token >= state.start, token <= state.last,
-          state.droppedThrough.map({ token >= $0 }) ?? true,
-          token.storeIdentifier == state.last.storeIdentifier
-        {
-          // Exactly what the clients that stayed got.
-          for entry in state.log where entry.token > token { stream.send(entry.events) }
-        } else {
-          switch subject {
-          case .trips(let descriptor):
-            try replay(
-              after: token, upTo: state.last, descriptor: descriptor,
-              matching: state.matching.count, into: stream)
-          case .stays:
-            stream.send(
-              Self.event(
-                state.last, "reset",
-                .object([
-                  ("type", .string("FeatureCollection")),
-                  (
-                    "features",
-                    .array(
-                      state.stays.values.sorted { $0.text < $1.text }.compactMap {
-                        try? JSONValue.parse(Data($0.text.utf8))
-                      })
-                  ),
-                  (
-                    "reason",
-                    .string(
-                      "The token is not among this feed's latest events: here is every matching stay."
-                    )
-                  ),
-                ])))
-          }
-        }
+    // A client within the log is sent it and attached under the feed's lock; one that needs
+    // a replay from history (or a reset) is attached as pending first, replayed outside the
+    // lock up to the feed's last token, then sent the live events that came meanwhile.
+    enum Catchup {
+      case none
+      case history(after: HistoryToken, upTo: HistoryToken, matching: Int)
+      case stays(upTo: HistoryToken, features: [String])
+    }
+    let catchup = feed.state.withLock { state -> Catchup in
+      guard let token = resume else {
+        state.clients[id] = stream
+        return .none
       }
-      state.clients[id] = stream
+      // A token newer than the feed's is replayed from history, which refuses one newer than
+      // the store's (a store restored from an older backup): the client gets `reset`.
+      if token >= state.start, token <= state.last,
+        state.droppedThrough.map({ token >= $0 }) ?? true,
+        token.storeIdentifier == state.last.storeIdentifier
+      {
+        // Exactly what the clients that stayed got.
+        for entry in state.log where entry.token > token { stream.send(entry.events) }
+        state.clients[id] = stream
+        return .none
+      }
+      state.pending[id] = (stream, [])
+      switch subject {
+      case .trips:
+        return .history(after: token, upTo: state.last, matching: state.matching.count)
+      case .stays:
+        return .stays(upTo: state.last, features: state.stays.values.map(\.text))
+      }
+    }
+    do {
+      switch catchup {
+      case .none: break
+      case .history(let token, let last, let matching):
+        guard case .trips(let descriptor) = subject else { break }
+        try replay(
+          after: token, upTo: last, descriptor: descriptor, matching: matching, into: stream)
+      case .stays(let last, let features):
+        stream.send(
+          Self.event(
+            last, "reset",
+            .object([
+              ("type", .string("FeatureCollection")),
+              (
+                "features",
+                .array(features.sorted().compactMap { try? JSONValue.parse(Data($0.utf8)) })
+              ),
+              (
+                "reason",
+                .string(
+                  "The token is not among this feed's latest events: here is every matching stay."
+                )
+              ),
+            ])))
+      }
+    } catch {
+      feed.state.withLock { _ = $0.pending.removeValue(forKey: id) }
+      release(key, feed)
+      throw error
+    }
+    if case .none = catchup {
+    } else {
+      feed.state.withLock { state in
+        // Gone when the feed failed meanwhile: the stream got its error and was closed.
+        guard let (stream, events) = state.pending.removeValue(forKey: id) else { return }
+        for events in events { stream.send(events) }
+        state.clients[id] = stream
+      }
     }
     stream.onFinish.withLock {
       $0 = { [weak self, weak feed] in
         guard let feed else { return }
         let empty = feed.state.withLock { state -> Bool in
           state.clients[id] = nil
-          return state.clients.isEmpty
+          return state.clients.isEmpty && state.pending.isEmpty
         }
         guard empty else { return }
         // Kept a while, so that a client reconnecting soon is replayed from the log.
@@ -366,22 +409,14 @@ final class ItemsStreams: Sendable {
   }
 
   private func release(_ key: String, _ feed: Feed) {
-    let removed = feeds.withLock { feeds -> Bool in
-      guard feeds[key] === feed, feed.state.withLock({ $0.clients.isEmpty }) else { return false }
-      feeds[key] = nil
-      return true
+    feeds.release(key, feed) { feed in
+      feed.state.withLock { $0.clients.isEmpty && $0.pending.isEmpty }
     }
-    if removed { follower.unsubscribe(feed) }
   }
 
   func closeAll() {
-    let all = feeds.withLock { feeds -> [Feed] in
-      defer { feeds = [:] }
-      return Array(feeds.values)
-    }
-    for feed in all {
-      follower.unsubscribe(feed)
-      for client in feed.state.withLock({ Array($0.clients.values) }) { client.close() }
+    for feed in feeds.closeAll() {
+      for client in feed.state.withLock({ $0.streams }) { client.close() }
     }
   }
 

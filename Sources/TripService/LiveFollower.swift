@@ -82,6 +82,9 @@ final class LiveFollower: Sendable {
   private struct State {
     var feeds: [ObjectIdentifier: any LiveFeed] = [:]
     var task: Task<Void, Never>?
+    /// The newest transaction whose feeds were picked by `deliver` (nil before the first):
+    /// a feed made from an older token catches up to it.
+    var picked: HistoryToken?
   }
   private let state = Mutex(State())
   private let pool: StorePool
@@ -96,24 +99,36 @@ final class LiveFollower: Sendable {
   /// the token is missed, nothing before it is delivered. Starts following the store with the
   /// first feed.
   ///
-  /// The follower's lock is held while `make` reads (O(trips its query matches), values, not
-  /// models), so deliveries to the other feeds wait that long: the price of a start that can
-  /// neither miss nor repeat a transaction. Lock order: a streams object's feeds, then this
-  /// follower, then a feed's own state; never the other way.
+  /// `make` reads outside the follower's lock (O(trips its query matches), values, not
+  /// models), so deliveries to the other feeds go on meanwhile. The transactions delivered
+  /// during that read are then read again from history for the new feed alone, under the
+  /// lock that `deliver` takes to pick its feeds (O(those transactions' changes), usually
+  /// none), so that it neither misses nor repeats one. Lock order: this follower, then a
+  /// feed's own state; a feed table's lock is never held here.
   func subscribe<Feed: LiveFeed>(_ make: (TripStore, HistoryToken) throws -> Feed) throws -> Feed {
-    // Under the lock that `deliver` takes to pick its feeds: a transaction read before the
-    // feed is made is older than its token (skipped by the feed), one read after reaches it.
+    let (feed, token) = try pool.withStore(author: "service") { store in
+      try store.context.withSnapshot {
+        let token = try store.context.currentHistoryToken()
+        return (try make(store, token), token)
+      }
+    }
     try state.withLock { state in
-      let (feed, token) = try pool.withStore(author: "service") { store in
-        try store.context.withSnapshot {
-          let token = try store.context.currentHistoryToken()
-          return (try make(store, token), token)
+      if let picked = state.picked, picked > token {
+        try pool.withStore(author: "service") { store in
+          let missed = try store.context.fetchHistory(
+            HistoryDescriptor(after: token, modelTypes: Self.followedTypes))
+          for transaction in missed where transaction.token <= picked {
+            feed.process(transaction, try Self.tripChanges(transaction, store: store), store: store)
+          }
         }
       }
       state.feeds[ObjectIdentifier(feed)] = feed
-      if state.task == nil { state.task = start(after: token) }
-      return feed
+      if state.task == nil {
+        state.task = start(after: token)
+        state.picked = nil
+      }
     }
+    return feed
   }
 
   /// Stops telling `feed`; the last feed stops the following.
@@ -160,7 +175,10 @@ final class LiveFollower: Sendable {
   }
 
   private func deliver(_ transaction: HistoryTransaction) throws {
-    let feeds = state.withLock { Array($0.feeds.values) }
+    let feeds = state.withLock { state -> [any LiveFeed] in
+      state.picked = transaction.token
+      return Array(state.feeds.values)
+    }
     guard !feeds.isEmpty else { return }
     try pool.withStore(author: "service") { store in
       let changes = try Self.tripChanges(transaction, store: store)

@@ -195,12 +195,24 @@ enum OpenAPIDocument {
     ),
   ]
 
+  /// The 503 every operation may answer: past its deadline, the worker pool full, stopping.
+  static let unavailable =
+    "The request was stopped at its time limit (trips serve --request-timeout), the threads for slow requests and their queue are full, or the service is stopping; nothing was changed. Retry after Retry-After."
+
+  /// The 429 of an operation that may be slow (run on the worker pool).
+  static let tooManySlow =
+    "This client (its address) has its share of the slow requests running or waiting (an eighth of the worker pool); retry after Retry-After."
+
+  /// The parameters that make a read slow (``FeaturesAPI`` runs it on the worker pool).
+  static let slowParameters: Set<String> = ["filter", "q", "destination", "sortby", "offset"]
+
   /// The answers every write may get besides its own: the store busy or full.
   static let writeErrors: [(String, JSONValue)] = [
     (
       "503",
       response(
-        "The store is busy (another writer held it past its timeout), or the bodies being read take the server's memory for them; retry after Retry-After.",
+        "The store is busy (another writer held it past its timeout), or the bodies being read take the server's memory for them; or "
+          + unavailable.prefix(1).lowercased() + unavailable.dropFirst(),
         "application/json")
     ),
     ("507", response("The store is full; nothing was written.", "application/json")),
@@ -285,7 +297,18 @@ enum OpenAPIDocument {
             json)
         ))
     }
-    if secured { defaults += writeErrors }
+    if secured {
+      defaults += writeErrors
+    } else {
+      defaults.append(("503", response(unavailable, json)))
+    }
+    if secured || id.contains("Sections")
+      || parameters.contains(where: {
+        if case .string(let name)? = $0["name"] { slowParameters.contains(name) } else { false }
+      })
+    {
+      defaults.append(("429", response(tooManySlow, json)))
+    }
     let own = Set(extra.map(\.0))
     var responses = [ok] + extra + defaults.filter { !own.contains($0.0) }
     responses.sort { $0.0 < $1.0 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("trips: listing and filters", .serialized)
@@ -593,6 +594,40 @@ struct GeneratorTests {
     process.waitUntilExit()
     #expect(process.terminationStatus == 64)
     #expect(message.contains("CSV holds one row a trip"))
+  }
+
+  @Test(
+    "--store takes what trips takes: a postgresql:// URL inserts into that database (no file of that name appears), another scheme is a usage error"
+  )
+  func storeLocations() throws {
+    let database = try PostgreSQLCluster.shared.get().makeDatabase("generated")
+    let scratch = Scratch()
+    let folder = scratch.file("cwd")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    func run(_ arguments: [String]) throws -> (Int32, String) {
+      let process = Process()
+      process.executableURL = generator
+      process.currentDirectoryURL = folder
+      process.arguments =
+        arguments + ["--cities", repositoryRoot.appendingPathComponent("Data/cities.csv").path]
+      let errors = Pipe()
+      process.standardError = errors
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      let message = String(
+        decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      return (process.terminationStatus, message)
+    }
+    let (status, message) = try run(["--count", "250", "--store", database])
+    #expect(status == 0, "\(message)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    let listed = try trips(["list", "--json", "--store", database])
+    #expect(try jsonArray(listed.stdout).count == 250, "\(listed.stderr)")
+    let (refused, why) = try run(["--count", "5", "--store", "https://example.org/trips"])
+    #expect(refused == 64)
+    #expect(why.contains("URL scheme 'https'"), "\(why)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
   }
 }
 

@@ -36,8 +36,12 @@ struct DeadlineTests {
     return store
   }
 
-  /// A filter of 8 clauses decided row by row (the budget's most), matching nothing.
-  static let slowFilter = (0..<4).map { "ACCENTI(name) LIKE '%q\($0)z%'" }.joined(separator: " OR ")
+  /// A filter of 8 clauses decided row by row (the budget's most), matching nothing; each
+  /// `tag` makes a distinct query.
+  static func slowFilter(_ tag: String = "q") -> String {
+    (0..<4).map { "ACCENTI(name) LIKE '%\(tag)\($0)z%'" }.joined(separator: " OR ")
+  }
+  static let slowFilter = slowFilter()
 
   static func slowPath(_ endpoint: String = "/collections/trips/bounds") -> String {
     endpoint + "?filter=" + slowFilter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
@@ -136,6 +140,64 @@ struct DeadlineTests {
     share.wait()
     #expect(mine.withLock { $0.sorted() } == [200, 200, 429], "\(mine.withLock { $0 })")
     #expect(try server.request("/conformance").status == 200)
+  }
+
+  @Test(
+    "a new stream query whose first read is slow holds up neither another stream's start nor the live events of the streams followed, and misses no change made during that read, on both engines",
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
+  func slowStreamStart(engine: String) throws {
+    typealias Listener = BoundedStreamsTests.Listener
+    let scratch = Scratch()
+    let store = try Self.bigStore(engine, in: scratch)
+    let location = store.isFileURL ? store.path : store.absoluteString
+    let server = try ServerProcess(store: store)
+    defer { #expect(server.stop() == 0) }
+    let items = server.url + "/collections/trips/items/stream"
+    func slow(_ tag: String) -> String {
+      items + "?filter="
+        + Self.slowFilter(tag).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
+    func started(_ listener: Listener) -> Bool { listener.status != nil }
+    // The slow query's start alone, for scale.
+    var clock = Date()
+    let alone = try Listener(slow("a"), in: scratch, seconds: 60, from: "127.0.0.2")
+    #expect(eventually(60) { started(alone) })
+    let aloneSeconds = Date().timeIntervalSince(clock)
+    alone.stop()
+    let live = try Listener(items, in: scratch, seconds: 60)
+    #expect(eventually(10) { live.status == 200 })
+    let before = try #require(
+      try jsonArray(try trips(["history", "--json", "--store", location]).stdout).last?["token"]
+        as? String)
+    // A query matching a trip added while its first read runs: it must get that insert,
+    // resuming from the token before it, exactly once.
+    let slowStream = try Listener(
+      slow("b"), in: scratch, seconds: 60, from: "127.0.0.3", lastEventID: before)
+    Thread.sleep(forTimeInterval: 0.3)
+    clock = Date()
+    let other = try Listener(items + "?bbox=0,0,1,1", in: scratch, seconds: 60)
+    #expect(eventually(10) { started(other) })
+    let otherSeconds = Date().timeIntervalSince(clock)
+    let added = try trips([
+      "add", "--name", "Caught b0z", "--destination", "Suva", "--start", "2027-05-01", "--end",
+      "2027-05-09", "--latitude", "-18.1", "--longitude", "178.4", "--store", location,
+    ])
+    #expect(added.status == 0, "\(added.stderr)")
+    clock = Date()
+    #expect(eventually(10) { live.text.contains("event: insert") })
+    let liveSeconds = Date().timeIntervalSince(clock)
+    let slowWasStarting = !started(slowStream)
+    #expect(eventually(60) { slowStream.status == 200 })
+    #expect(aloneSeconds > 1, "the slow query's start took \(aloneSeconds) s alone")
+    #expect(slowWasStarting, "the slow start ended before the probes: \(aloneSeconds) s alone")
+    #expect(otherSeconds < 1, "another query started in \(otherSeconds) s beside a slow start")
+    #expect(liveSeconds < 1, "a followed stream got its event \(liveSeconds) s after the commit")
+    #expect(eventually(10) { slowStream.text.contains("event: insert") })
+    Thread.sleep(forTimeInterval: 0.5)
+    let inserts = serverSentEvents(slowStream.text).filter { $0.kind == "insert" }
+    #expect(inserts.count == 1, "\(slowStream.text.prefix(600))")
+    #expect(
+      (inserts.first?.data["properties"] as? [String: Any])?["name"] as? String == "Caught b0z")
   }
 
   @Test(

@@ -361,6 +361,21 @@ struct ServeTests {
     #expect(api["openapi"] as? String == "3.0.3")
     let paths = try #require(api["paths"] as? [String: [String: Any]])
     #expect(paths.count == 29)
+    // Every operation may be stopped at its deadline (503); one that may be slow (a filter,
+    // sections, a write) may also be refused past its client's share of the workers (429).
+    func responses(_ path: String, _ method: String = "get") -> [String: Any] {
+      (paths[path]?[method] as? [String: Any])?["responses"] as? [String: Any] ?? [:]
+    }
+    for (path, operations) in paths {
+      for (method, operation) in operations {
+        let listed = (operation as? [String: Any])?["responses"] as? [String: Any] ?? [:]
+        #expect(listed["503"] != nil, "\(method) \(path) lists no 503")
+      }
+    }
+    #expect(responses("/collections/trips/items")["429"] != nil)
+    #expect(responses("/collections/trips/sections")["429"] != nil)
+    #expect(responses("/collections/trips/items", "post")["429"] != nil)
+    #expect(responses("/conformance")["429"] == nil)
     let resume = try #require(
       try server.request("/changes").text.split(separator: "\n").last.flatMap {
         try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

@@ -583,7 +583,11 @@ struct BoundedStreamsTests {
 
     /// `from`: the loopback address the client connects from (127.0.0.1 by default): the
     /// server counts each address's live queries apart.
-    init(_ url: String, in scratch: Scratch, seconds: Int = 20, from: String? = nil) throws {
+    /// `lastEventID`: sent as `Last-Event-ID`, to resume after that token.
+    init(
+      _ url: String, in scratch: Scratch, seconds: Int = 20, from: String? = nil,
+      lastEventID: String? = nil
+    ) throws {
       file = scratch.file("stream-\(UUID().uuidString).txt")
       process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
       process.arguments =
@@ -591,6 +595,7 @@ struct BoundedStreamsTests {
           "-s", "-i", "-N", "--max-time", String(seconds), "-H", "Accept: text/event-stream", "-o",
           file.path, url,
         ] + (from.map { ["--interface", $0] } ?? [])
+        + (lastEventID.map { ["-H", "Last-Event-ID: \($0)"] } ?? [])
       try process.run()
     }
 
@@ -605,8 +610,10 @@ struct BoundedStreamsTests {
       text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
     }
 
+    /// Ends the client at once (SIGKILL: the test runner's children may ignore SIGTERM); the
+    /// server sees its connection close.
     func stop() {
-      if process.isRunning { process.terminate() }
+      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
       process.waitUntilExit()
     }
 
@@ -688,6 +695,35 @@ struct BoundedStreamsTests {
           return $0.status == 200 && $0.firstData != nil
         } ?? false
       })
+  }
+
+  @Test(
+    "the plain trips' and stays' streams count toward no maximum: beside both, of nine filtered item queries started at once, --live-queries 4 admits exactly four (a query being started counts) and refuses the others"
+  )
+  func plainQueriesUncounted() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    let server = try ServerProcess(store: scratch.store, ["--live-queries", "4"])
+    defer { _ = server.stop() }
+    let trips = server.url + "/collections/trips/items/stream"
+    let plain = [
+      try Listener(trips, in: scratch),
+      try Listener(server.url + "/collections/stays/items/stream", in: scratch),
+    ]
+    #expect(eventually(10) { plain.allSatisfy { $0.status == 200 } }, "\(plain.map(\.text))")
+    // Nine distinct queries at once, from nine addresses (a client's share is 4): exactly
+    // four admitted, the others refused with the maximum named.
+    let racing = try (0..<9).map { index in
+      try Listener(
+        trips + "?bbox=\(index),0,\(index + 1),1", in: scratch, seconds: 5,
+        from: "127.0.0.\(2 + index)")
+    }
+    #expect(eventually(10) { racing.allSatisfy { $0.status != nil } })
+    #expect(racing.filter { $0.status == 200 }.count == 4, "\(racing.map(\.status))")
+    let past = racing.filter { $0.status == 503 }
+    #expect(past.count == 5, "\(racing.map(\.status))")
+    for listener in past { listener.process.waitUntilExit() }
+    #expect(past.first?.text.contains("follows 4 distinct live item queries") == true)
   }
 
   @Test(

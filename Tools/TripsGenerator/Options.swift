@@ -29,7 +29,8 @@ enum GeneratorOptions {
     name: "output", valueName: "file", help: "Write CSV in the import format here.",
     defaultDescription: "standard output")
   static let store = Option<String>(
-    name: "store", valueName: "file", help: "Insert straight into this trip store instead.")
+    name: "store", valueName: "file|url",
+    help: "Insert straight into this trip store instead: a SQLite file or a postgresql:// URL.")
   static let items = Option<Int>(
     name: "items", valueName: "n",
     help:
@@ -55,7 +56,7 @@ enum GeneratorOptions {
 
   /// What the command line asks for; help or a usage error ends the program here.
   static func parse() -> (
-    count: Int, seed: UInt64, output: String?, store: String?, cities: String?, items: Int,
+    count: Int, seed: UInt64, output: String?, store: URL?, cities: String?, items: Int,
     stays: Bool
   ) {
     do {
@@ -66,7 +67,9 @@ enum GeneratorOptions {
       }
       let settings = (
         count: try parsed[count] ?? 1000, seed: try parsed[seed] ?? 2027,
-        output: try parsed[output], store: try parsed[store], cities: try parsed[cities],
+        output: try parsed[output],
+        store: try parsed[store].map { try storeLocation($0, option: "--store") },
+        cities: try parsed[cities],
         items: try parsed[items] ?? 0, stays: parsed[stays]
       )
       if settings.output != nil, settings.store != nil {

@@ -65,7 +65,7 @@ let settings = GeneratorOptions.parse()
 let count = settings.count
 let seed = settings.seed
 let output = settings.output
-let storePath = settings.store
+let storeURL = settings.store
 let citiesPath = settings.cities
 let items = settings.items
 let stays = settings.stays
@@ -82,8 +82,8 @@ var generator = SyntheticTrips(seed: seed)
 // Plans from a sequence of their own: the trips are the same with plans or without.
 var planGenerator = SyntheticTrips(seed: seed ^ 0x504C_414E_5300_0000)
 
-if let storePath {
-  let store = try TripStore(url: URL(fileURLWithPath: storePath), author: "generator")
+if let storeURL {
+  let store = try TripStore(url: storeURL, author: "generator")
   let batch = 100_000
   var done = 0
   while done < count {
