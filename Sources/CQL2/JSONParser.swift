@@ -9,6 +9,14 @@ extension CQL2Expression {
   /// Throws ``CQL2Error`` naming the member at fault by its path (`$.args[1]`). Cost:
   /// O(size of the document); nesting deeper than 100 operators is refused.
   public init(json: Data) throws {
+    // Refused before decoding: Foundation's decoder costs about O(depth²) and calls a document
+    // past its own limit (about 256 levels) not JSON. An expression level is at most two JSON
+    // levels (an object and its args), and a geometry's coordinates add four.
+    let levels = Self.jsonNesting(json)
+    guard levels <= 2 * CQL2TextParser.maximumDepth + 4 else {
+      throw CQL2Error(
+        "The filter nests deeper than \(CQL2TextParser.maximumDepth) levels.", at: .path("$"))
+    }
     let value: JSONValue
     do {
       value = try JSONDecoder().decode(JSONValue.self, from: json)
@@ -17,6 +25,38 @@ extension CQL2Expression {
     }
     var parser = CQL2JSONParser()
     self = try parser.expression(value, at: "$")
+  }
+}
+
+extension CQL2Expression {
+  /// The deepest nesting of objects and arrays in `json`, strings skipped (escapes included).
+  /// O(bytes), no allocation.
+  static func jsonNesting(_ json: Data) -> Int {
+    var deepest = 0
+    var depth = 0
+    var inString = false
+    var escaped = false
+    for byte in json {
+      if inString {
+        if escaped {
+          escaped = false
+        } else if byte == UInt8(ascii: "\\") {
+          escaped = true
+        } else if byte == UInt8(ascii: "\"") {
+          inString = false
+        }
+        continue
+      }
+      switch byte {
+      case UInt8(ascii: "\""): inString = true
+      case UInt8(ascii: "["), UInt8(ascii: "{"):
+        depth += 1
+        deepest = max(deepest, depth)
+      case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+      default: break
+      }
+    }
+    return deepest
   }
 }
 

@@ -182,7 +182,9 @@ final class BoundsStreams: Sendable {
   init(follower: LiveFollower, settings: StreamSettings) {
     self.follower = follower
     self.settings = settings
-    feeds = FeedTable(follower: follower, settings: settings, kind: "bounds") { $0.isEmpty }
+    feeds = FeedTable(
+      follower: follower, settings: settings, kind: "bounds", isPlain: { $0.isEmpty },
+      clients: { $0.clients })
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
         guard let self else { return [] }
@@ -212,7 +214,7 @@ final class BoundsStreams: Sendable {
     var descriptor = parameters.parsed.unpaged.fetchDescriptor
     descriptor.sortBy = []
     let projection = parameters.projection
-    let feed = try feeds.feed(key: key, client: request.clientAddress) {
+    let feed = try feeds.feed(key: key, client: request.client) {
       let feed = try follower.subscribe { store, token in
         try Feed(descriptor: descriptor, projection: projection, store: store, token: token)
       }
@@ -239,6 +241,7 @@ final class BoundsStreams: Sendable {
       view.clients[id] = stream
       state.views[viewID] = view
     }
+    feeds.joined(feed)
     stream.onFinish.withLock {
       $0 = { [weak self, weak feed] in
         guard let feed else { return }
@@ -254,7 +257,7 @@ final class BoundsStreams: Sendable {
   }
 
   private func release(_ key: String, _ feed: Feed) {
-    feeds.release(key, feed) { feed in feed.state.withLock { $0.views.isEmpty } }
+    feeds.release(key, feed)
   }
 
   /// Ends every stream (the service is stopping).

@@ -176,7 +176,7 @@ extension FeaturesAPI {
     if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.openStays(
       key: Self.streamKey(request), filter: filter,
-      lastEventID: request.header("Last-Event-ID"), client: request.clientAddress)
+      lastEventID: request.header("Last-Event-ID"), client: request.client)
     return Self.streamResponse(stream)
   }
 

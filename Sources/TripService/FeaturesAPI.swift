@@ -655,7 +655,7 @@ struct FeaturesAPI: Sendable {
     if request.method == "HEAD" { return Self.streamResponse(nil) }
     let stream = try itemStreams.open(
       key: Self.streamKey(request), query: parsed.unpaged,
-      lastEventID: request.header("Last-Event-ID"), client: request.clientAddress)
+      lastEventID: request.header("Last-Event-ID"), client: request.client)
     return Self.streamResponse(stream)
   }
 

@@ -9,8 +9,14 @@ import Synchronization
 /// keep-alives that walk the table. Two clients starting the same query at once both read;
 /// the first installed is kept and the other dropped, so a query is followed once.
 ///
-/// The table's lock is a leaf: never held across a store read, a call to the follower or a
-/// feed's own lock. Cost: O(feeds) an admission, O(1) a lookup.
+/// A query followed with no client (an items feed in its grace period, or one whose clients
+/// all closed their connections, which the server would learn only at its next keep-alive)
+/// holds its slot only until it is wanted: a new query past the maximum ends one such query,
+/// and one past its client's share ends one of that client's, rather than being refused (a
+/// client that pans a map from box to box is not refused for the boxes it left).
+///
+/// Lock order: this table, then a feed's own state; the table's lock is never held across a
+/// store read or a call to the follower. Cost: O(feeds) an admission, O(1) a lookup.
 final class FeedTable<Feed: LiveFeed>: Sendable {
   private struct State {
     var feeds: [String: Feed] = [:]
@@ -18,6 +24,9 @@ final class FeedTable<Feed: LiveFeed>: Sendable {
     var starting: [String: Int] = [:]
     /// Who started each query followed or being started (``admitFeed(key:plain:client:followed:creators:settings:kind:)``).
     var creators: [String: String] = [:]
+    /// Feeds handed out by ``feed(key:client:start:)`` whose client is not attached yet: never
+    /// idle meanwhile.
+    var joining: [ObjectIdentifier: Int] = [:]
     var closed = false
   }
   private let state = Mutex(State())
@@ -27,15 +36,20 @@ final class FeedTable<Feed: LiveFeed>: Sendable {
   private let kind: String
   /// Whether a key is a query without filters (the service's own pages'): always admitted.
   private let isPlain: @Sendable (String) -> Bool
+  /// A feed's clients, attached or being attached (called under the table's lock, takes the
+  /// feed's).
+  private let clients: @Sendable (Feed) -> [HTTPStream]
 
   init(
     follower: LiveFollower, settings: StreamSettings, kind: String,
-    isPlain: @escaping @Sendable (String) -> Bool
+    isPlain: @escaping @Sendable (String) -> Bool,
+    clients: @escaping @Sendable (Feed) -> [HTTPStream]
   ) {
     self.follower = follower
     self.settings = settings
     self.kind = kind
     self.isPlain = isPlain
+    self.clients = clients
   }
 
   /// How many distinct queries are followed now.
@@ -45,22 +59,34 @@ final class FeedTable<Feed: LiveFeed>: Sendable {
   var all: [Feed] { state.withLock { Array($0.feeds.values) } }
 
   /// The feed of `key`: the one followed, or a new one from `start` (which subscribes it to
-  /// the follower) once admitted for `client`. Throws the admission's 503 or 429, what
-  /// `start` throws, and 503 when the service stopped meanwhile. `onFailure` of a new feed is
-  /// set to forget it here.
+  /// the follower) once admitted for `client`, past idle queries ended to make room. Throws
+  /// the admission's 503 or 429, what `start` throws, and 503 when the service stopped
+  /// meanwhile. The caller attaches its client to the feed, then calls ``joined(_:)``: until
+  /// then the feed is not idle.
   func feed(key: String, client: String, start: () throws -> Feed) throws -> Feed {
-    let existing = try state.withLock { state -> Feed? in
-      guard !state.closed else { throw Self.stopping }
-      if let feed = state.feeds[key] { return feed }
+    let (existing, ended, refusal) = state.withLock { state -> (Feed?, [Feed], (any Error)?) in
+      guard !state.closed else { return (nil, [], Self.stopping) }
+      if let feed = state.feeds[key] {
+        state.joining[ObjectIdentifier(feed), default: 0] += 1
+        return (feed, [], nil)
+      }
+      var ended: [Feed] = []
       if state.starting[key] == nil {
-        try admitFeed(
-          key: key, plain: isPlain(key), client: client,
-          followed: Array(state.feeds.keys) + state.starting.keys, creators: &state.creators,
-          settings: settings, kind: kind)
+        do {
+          try admit(key, client, &state, ending: &ended)
+        } catch {
+          return (nil, ended, error)
+        }
       }
       state.starting[key, default: 0] += 1
-      return nil
+      return (nil, ended, nil)
     }
+    for feed in ended {
+      follower.unsubscribe(feed)
+      // Clients whose connections closed: libmicrohttpd ends them now.
+      for client in clients(feed) { client.close() }
+    }
+    if let refusal { throw refusal }
     if let existing { return existing }
     let made: Feed
     do {
@@ -72,13 +98,52 @@ final class FeedTable<Feed: LiveFeed>: Sendable {
     let (kept, dropped) = state.withLock { state -> (Feed?, Feed?) in
       Self.finishStart(key, &state)
       guard !state.closed else { return (nil, made) }
-      if let feed = state.feeds[key] { return (feed, made) }
-      state.feeds[key] = made
-      return (made, nil)
+      let kept = state.feeds[key] ?? made
+      state.feeds[key] = kept
+      state.joining[ObjectIdentifier(kept), default: 0] += 1
+      return (kept, kept === made ? nil : made)
     }
     if let dropped { follower.unsubscribe(dropped) }
     guard let kept else { throw Self.stopping }
     return kept
+  }
+
+  /// The client given `feed` by ``feed(key:client:start:)`` is attached (or gave up).
+  func joined(_ feed: Feed) {
+    state.withLock { state in
+      let id = ObjectIdentifier(feed)
+      let left = (state.joining[id] ?? 1) - 1
+      state.joining[id] = left > 0 ? left : nil
+    }
+  }
+
+  /// Admits `key` for `client` (``admitFeed(key:plain:client:followed:creators:settings:kind:)``);
+  /// past the maximum it first ends an idle query of anyone's, past the client's share one of
+  /// the client's own, into `ending`: one whose clients are all gone (``HTTPStream/isGone``).
+  /// O(feeds + their clients) a try, a peek at each client's socket.
+  private func admit(
+    _ key: String, _ client: String, _ state: inout State, ending: inout [Feed]
+  ) throws {
+    while true {
+      do {
+        try admitFeed(
+          key: key, plain: isPlain(key), client: client,
+          followed: Array(state.feeds.keys) + state.starting.keys, creators: &state.creators,
+          settings: settings, kind: kind)
+        return
+      } catch let refusal as ServiceError {
+        let mineOnly = refusal.status == 429
+        guard
+          let idle = state.feeds.first(where: { key, feed in
+            !isPlain(key) && (!mineOnly || state.creators[key] == client)
+              && state.joining[ObjectIdentifier(feed)] == nil
+              && clients(feed).allSatisfy(\.isGone)
+          })
+        else { throw refusal }
+        state.feeds[idle.key] = nil
+        ending.append(idle.value)
+      }
+    }
   }
 
   /// Forgets `feed` (its follower failed, or it failed a read) and unsubscribes it, off the
@@ -89,11 +154,13 @@ final class FeedTable<Feed: LiveFeed>: Sendable {
     DispatchQueue.global().async { follower.unsubscribe(feed) }
   }
 
-  /// Stops following `feed` when it is still `key`'s and `isIdle` (checked under the table's
-  /// lock, so that no client joins it meanwhile).
-  func release(_ key: String, _ feed: Feed, isIdle: (Feed) -> Bool) {
+  /// Stops following `feed` when it is still `key`'s and has no client, none joining
+  /// (checked under the table's lock, so that no client joins it meanwhile).
+  func release(_ key: String, _ feed: Feed) {
     let removed = state.withLock { state -> Bool in
-      guard state.feeds[key] === feed, isIdle(feed) else { return false }
+      guard state.feeds[key] === feed, state.joining[ObjectIdentifier(feed)] == nil,
+        clients(feed).isEmpty
+      else { return false }
       state.feeds[key] = nil
       return true
     }

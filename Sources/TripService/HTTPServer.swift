@@ -24,6 +24,10 @@ public struct HTTPRequest: Sendable {
   /// made without a socket).
   public var clientAddress = ""
 
+  /// The client as fair shares count it (``HTTPServer/shareKey(_:)``): its IPv4 address, or
+  /// its IPv6 address's /64 network.
+  public var client: String { HTTPServer.shareKey(clientAddress) }
+
   /// Creates a request (for tests and for embedding without a socket).
   public init(
     method: String, path: String, query: [(name: String, value: String)] = [],
@@ -488,7 +492,7 @@ final class HTTPServer: Sendable {
         connection, method: method, path: url, state: state,
         response: work(request, deadline: deadline))
     }
-    let client = request.clientAddress
+    let client = request.client
     let share = limits.slowRequestShare
     let withinShare = slowByClient.withLock { counts -> Bool in
       guard counts[client, default: 0] < share else { return false }
@@ -622,7 +626,8 @@ final class HTTPServer: Sendable {
     var made: OpaquePointer?
     if let stream = response.stream, method != "HEAD" {
       if !body.isEmpty { stream.send(String(decoding: body, as: UTF8.self)) }
-      stream.attach(ConnectionHandle(pointer: connection))
+      stream.attach(
+        ConnectionHandle(pointer: connection), socket: trips_mhd_connection_fd(connection))
       let key = ObjectIdentifier(stream)
       let stopping = suspendable.withLock { suspendable in
         suspendable.streams[key] = stream
@@ -663,6 +668,25 @@ final class HTTPServer: Sendable {
       String.UnicodeScalarView(
         path.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
     return safe.count > limit ? String(safe.prefix(limit)) + "…" : safe
+  }
+
+  /// The client that `address` counts as for fair shares (slow requests, live queries): an
+  /// IPv4 address itself (an IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address
+  /// its /64 network (`2001:db8:0:1::/64`: a host is given a whole /64 and may use any
+  /// address in it, so a share per IPv6 address would be no share at all). Text that is not
+  /// an address is itself. O(1).
+  static func shareKey(_ address: String) -> String {
+    guard address.contains(":") else { return address }
+    var raw = in6_addr()
+    guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
+    let bytes = withUnsafeBytes(of: raw) { Array($0) }
+    if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+      return bytes[12...].map(String.init).joined(separator: ".")
+    }
+    let groups = stride(from: 0, to: 8, by: 2).map {
+      String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+    }
+    return groups.joined(separator: ":") + "::/64"
   }
 
   /// The address of `connection`'s client, as text.

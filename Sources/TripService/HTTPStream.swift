@@ -36,6 +36,8 @@ public final class HTTPStream: Sendable {
     var dropped = false
     var suspended = false
     var connection: HTTPServer.ConnectionHandle?
+    /// The connection's socket (-1 before it is attached), peeked by ``isGone``.
+    var socket: Int32 = -1
     /// When the client last took bytes, or last had nothing to read.
     var lastProgress = ContinuousClock.now
   }
@@ -133,6 +135,15 @@ public final class HTTPStream: Sendable {
   /// Whether the stream is still open.
   public var isOpen: Bool { state.withLock { !$0.closed } }
 
+  /// Whether the client is gone: the stream closed, or its socket closed by the client
+  /// (peeked at once; libmicrohttpd, which does not watch a suspended connection, would learn
+  /// it at the next send). O(1), one system call.
+  var isGone: Bool {
+    state.withLock { state in
+      state.closed || (state.connection != nil && trips_socket_closed(state.socket) != 0)
+    }
+  }
+
   /// Resumes a suspended connection (under the lock, so that it can never come before the
   /// suspension it undoes).
   private static func resume(_ state: inout State) {
@@ -142,8 +153,11 @@ public final class HTTPStream: Sendable {
     }
   }
 
-  func attach(_ connection: HTTPServer.ConnectionHandle) {
-    state.withLock { $0.connection = connection }
+  func attach(_ connection: HTTPServer.ConnectionHandle, socket: Int32) {
+    state.withLock { state in
+      state.connection = connection
+      state.socket = socket
+    }
   }
 
   /// libmicrohttpd asks for bytes: some, or none for now (the connection is suspended until
@@ -195,6 +209,7 @@ public final class HTTPStream: Sendable {
     state.withLock {
       $0.closed = true
       $0.connection = nil
+      $0.socket = -1
       $0.suspended = false
     }
     let action = onFinish.withLock { action -> (@Sendable () -> Void)? in

@@ -239,9 +239,10 @@ final class ItemsStreams: Sendable {
     self.follower = follower
     self.settings = settings
     // The plain queries: the trips' own ("") and the stays' ("stays ").
-    feeds = FeedTable(follower: follower, settings: settings, kind: "item") {
-      $0.isEmpty || $0 == "stays "
-    }
+    feeds = FeedTable(
+      follower: follower, settings: settings, kind: "item",
+      isPlain: { $0.isEmpty || $0 == "stays " },
+      clients: { feed in feed.state.withLock { $0.streams } })
     keepAlive.withLock {
       $0 = StreamKeepAlive(every: settings.keepAlive) { [weak self] in
         guard let self else { return [] }
@@ -351,6 +352,7 @@ final class ItemsStreams: Sendable {
         return .stays(upTo: state.last, features: state.stays.values.map(\.text))
       }
     }
+    feeds.joined(feed)
     do {
       switch catchup {
       case .none: break
@@ -409,9 +411,7 @@ final class ItemsStreams: Sendable {
   }
 
   private func release(_ key: String, _ feed: Feed) {
-    feeds.release(key, feed) { feed in
-      feed.state.withLock { $0.clients.isEmpty && $0.pending.isEmpty }
-    }
+    feeds.release(key, feed)
   }
 
   func closeAll() {

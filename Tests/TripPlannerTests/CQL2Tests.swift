@@ -108,6 +108,32 @@ struct CQL2Tests {
     }
   }
 
+  @Test(
+    "CQL2 JSON nested past the limit (operators or GeometryCollections, 100 to 10,000 levels) is refused within 50 ms, naming the nesting, never as 'not JSON'"
+  )
+  func deepJSON() {
+    for levels in [110, 260, 1_000, 10_000] {
+      let collection =
+        String(repeating: "{\"type\":\"GeometryCollection\",\"geometries\":[", count: levels)
+        + "{\"type\":\"Point\",\"coordinates\":[0,0]}" + String(repeating: "]}", count: levels)
+      let operators =
+        String(repeating: "{\"op\":\"not\",\"args\":[", count: levels) + "true"
+        + String(repeating: "]}", count: levels)
+      for json in [
+        "{\"op\":\"s_intersects\",\"args\":[{\"property\":\"geometry\"},\(collection)]}",
+        operators,
+      ] {
+        let started = ContinuousClock.now
+        #expect {
+          _ = try CQL2Expression(json: Data(json.utf8))
+        } throws: { error in
+          "\(error)".contains("nests deeper than")
+        }
+        #expect(ContinuousClock.now - started < .milliseconds(50), "\(levels) levels")
+      }
+    }
+  }
+
   @Test("LIKE: % any run, _ one character, \\ escapes; by Character")
   func like() {
     let cases: [(String, String, Bool)] = [

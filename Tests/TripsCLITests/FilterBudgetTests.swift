@@ -59,8 +59,7 @@ struct FilterBudgetTests {
       if chunk.isEmpty { break }
       data.append(chunk)
     }
-    if process.isRunning { process.terminate() }
-    process.waitUntilExit()
+    endClient(process)
     let status = String(decoding: data, as: UTF8.self).split(separator: " ").dropFirst().first
     return status.flatMap { Int($0) } ?? 0
   }

@@ -610,12 +610,8 @@ struct BoundedStreamsTests {
       text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
     }
 
-    /// Ends the client at once (SIGKILL: the test runner's children may ignore SIGTERM); the
-    /// server sees its connection close.
-    func stop() {
-      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-      process.waitUntilExit()
-    }
+    /// Ends the client at once (``endClient(_:)``); the server sees its connection close.
+    func stop() { endClient(process) }
 
     deinit { stop() }
   }
@@ -724,6 +720,42 @@ struct BoundedStreamsTests {
     #expect(past.count == 5, "\(racing.map(\.status))")
     for listener in past { listener.process.waitUntilExit() }
     #expect(past.first?.text.contains("follows 4 distinct live item queries") == true)
+  }
+
+  @Test(
+    "queries a client left give way at once (not after their 30 s grace, nor at the next keep-alive): the client starts four new ones past its share, another client one past the maximum; queries with clients are never ended for them"
+  )
+  func idleQueriesGiveWay() throws {
+    let scratch = Scratch()
+    _ = try trips(["import", sampleTrips.path], store: scratch.store)
+    // The default keep-alive (15 s): the server would notice a client gone only at the next
+    // one; a query past the share finds it at once.
+    let server = try ServerProcess(store: scratch.store, ["--live-queries", "6"])
+    defer { _ = server.stop() }
+    let trips = server.url + "/collections/trips/items/stream"
+    func open(_ boxes: Range<Int>, from: String) throws -> [Listener] {
+      let listeners = try boxes.map { index in
+        try Listener(trips + "?bbox=\(index),0,\(index + 1),1", in: scratch, from: from)
+      }
+      #expect(eventually(10) { listeners.allSatisfy { $0.status != nil } })
+      return listeners
+    }
+    // A client pans from four boxes to four others: the ones it left give way.
+    let first = try open(0..<4, from: "127.0.0.2")
+    #expect(first.allSatisfy { $0.status == 200 }, "\(first.map(\.status))")
+    for listener in first { listener.stop() }
+    Thread.sleep(forTimeInterval: 0.2)
+    let second = try open(4..<8, from: "127.0.0.2")
+    #expect(second.allSatisfy { $0.status == 200 }, "\(second.map(\.status))")
+    // Another client holds two; the server's 6 are full of queries with clients, but two of
+    // the first client's left ones in their grace period give way.
+    let other = try open(20..<22, from: "127.0.0.3")
+    #expect(other.allSatisfy { $0.status == 200 }, "\(other.map(\.status))")
+    // Now every query followed has a client: a new one is refused, none is ended for it.
+    let refused = try open(30..<31, from: "127.0.0.4")
+    #expect(refused.first?.status == 503, "\(refused.map(\.text))")
+    let stillLive = second + other
+    #expect(stillLive.allSatisfy { $0.process.isRunning })
   }
 
   @Test(

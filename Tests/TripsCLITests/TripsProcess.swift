@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The result of running the built `trips` binary.
 struct Run {
   var stdout: String
@@ -140,4 +144,12 @@ func makeEmptyStore(_ url: URL) throws {
     ["import", "-", "--format", "csv"], store: url,
     stdin: Data("name,destination,start_date,end_date,latitude,longitude\n".utf8))
   guard run.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+}
+
+/// Ends a client process (curl) at once and waits for it: SIGKILL, as the test runner's
+/// threads block SIGTERM and its children inherit that mask (a SIGTERM waits for curl's own
+/// `--max-time`).
+func endClient(_ process: Process) {
+  if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  process.waitUntilExit()
 }

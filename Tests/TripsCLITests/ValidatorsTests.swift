@@ -31,3 +31,20 @@ import Testing
     #expect(Validators.tag(of: Data()) != Validators.tag(of: Data("x".utf8)))
   }
 }
+
+/// Who a fair share counts: an address, or an IPv6 address's /64.
+@Suite struct ShareKeyTests {
+  @Test(
+    "IPv4 as itself, IPv4-mapped IPv6 as its IPv4, IPv6 by its /64 in any spelling, garbage as itself"
+  )
+  func shareKeys() {
+    #expect(HTTPServer.shareKey("192.0.2.7") == "192.0.2.7")
+    #expect(HTTPServer.shareKey("::ffff:192.0.2.7") == "192.0.2.7")
+    #expect(HTTPServer.shareKey("2001:db8:0:1::5") == "2001:db8:0:1::/64")
+    #expect(HTTPServer.shareKey("2001:0db8:0000:0001:ffff:1:2:3") == "2001:db8:0:1::/64")
+    #expect(HTTPServer.shareKey("2001:db8:0:2::5") == "2001:db8:0:2::/64")
+    #expect(HTTPServer.shareKey("::1") == "0:0:0:0::/64")
+    #expect(HTTPServer.shareKey("") == "")
+    #expect(HTTPServer.shareKey("not:an:address") == "not:an:address")
+  }
+}

@@ -145,8 +145,7 @@ struct WebMercatorBoxTests {
         break
       }
     }
-    if process.isRunning { process.terminate() }
-    process.waitUntilExit()
+    endClient(process)
     return String(decoding: data, as: UTF8.self)
   }
 }
