@@ -24,7 +24,7 @@ public struct HTTPRequest: Sendable {
   /// made without a socket).
   public var clientAddress = ""
 
-  /// The client as fair shares count it (``HTTPServer/shareKey(_:)``): its IPv4 address, or
+  /// The client as fair shares count it (`HTTPServer.shareKey(_:)`): its IPv4 address, or
   /// its IPv6 address's /64 network.
   public var client: String { HTTPServer.shareKey(clientAddress) }
 
