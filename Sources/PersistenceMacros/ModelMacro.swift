@@ -111,12 +111,19 @@ extension ModelMacro: MemberMacro {
       \(binds.joined(separator: "\n"))
       }
       """ : ""
+    // Each persisted property's name and documentation, for `ModelSchema.fields`.
+    let described = persisted.map { property -> String in
+      let documentation = StringLiteralExprSyntax(content: property.documentation)
+      return "    (\(literal(property.column)), \(literal(property.name)), \(documentation))"
+    }
+    let describedCode =
+      described.isEmpty ? "" : "\n.described([\n" + described.joined(separator: ",\n") + "\n])"
     members.append(
       """
       /// The table \(raw: literal(model.table)), a column per persisted property (written by `@Model`).
       \(raw: access)static let schema = PersistenceCore.ModelSchema<\(raw: name)>(
         \(raw: literal(model.table))\(raw: declarations.isEmpty ? "" : ",\n" + declarations.joined(separator: ",\n"))
-      )\(raw: rowCode)
+      )\(raw: rowCode)\(raw: describedCode)
       """)
     // Every model has its origin: what `modelContext` and `persistentModelID` read.
     members.append(

@@ -86,19 +86,48 @@ public struct TripFilter: Hashable, Sendable, CustomStringConvertible {
     public let title: String
   }
 
-  /// The queryables of trips, in the order ``Queryable`` lists them.
-  public static let queryables: [Queryable] = [
-    Queryable(name: "id", type: "string", format: "uuid", title: "The trip's identifier"),
-    Queryable(name: "name", type: "string", format: nil, title: "The trip's name"),
-    Queryable(name: "destination", type: "string", format: nil, title: "Where the trip goes"),
-    Queryable(name: "startDate", type: "string", format: "date", title: "The trip's first day"),
-    Queryable(name: "endDate", type: "string", format: "date", title: "The trip's last day"),
-    Queryable(
-      name: "latitude", type: "number", format: nil, title: "The trip's latitude (degrees north)"),
-    Queryable(
-      name: "longitude", type: "number", format: nil, title: "The trip's longitude (degrees east)"),
-    Queryable(name: "geometry", type: "Point", format: nil, title: "The trip's position"),
-  ]
+  /// The queryables of trips: ``Trip``'s fields a filter can compare, in declaration order,
+  /// then `geometry` (its position). Written once over `Trip.schema.fields`, as the filter's
+  /// properties are: a field added to ``Trip`` is a queryable with no other change.
+  public static let queryables: [Queryable] =
+    FilterProperty.fields.map(\.queryable)
+    + [Queryable(name: "geometry", type: "Point", format: nil, title: "The trip's position.")]
+}
+
+/// A field of ``Trip`` a filter can name: its queryable, and how it enters a predicate.
+struct FilterProperty: Sendable {
+  /// How a field's value is compared.
+  enum Kind: Sendable {
+    case string, number, instant, uuid, bool
+  }
+  let queryable: TripFilter.Queryable
+  let kind: Kind
+  /// The property (its type is `kind`'s).
+  nonisolated(unsafe) let keyPath: PartialKeyPath<Trip>
+
+  /// Every persisted field of ``Trip`` whose value a filter compares (text, a number, an
+  /// instant, an identifier, a Boolean), in declaration order; a `.codable` or optional one
+  /// is left out (a filter cannot compare it yet). Made once from `Trip.schema.fields`.
+  static let fields: [FilterProperty] = Trip.schema.fields.compactMap { field in
+    guard !field.isCodable, !field.isOptional else { return nil }
+    let (kind, type, format): (Kind, String, String?)
+    switch ObjectIdentifier(field.valueType) {
+    case ObjectIdentifier(String.self): (kind, type, format) = (.string, "string", nil)
+    case ObjectIdentifier(Double.self): (kind, type, format) = (.number, "number", nil)
+    // A trip's dates are days (``TripDates``).
+    case ObjectIdentifier(Date.self): (kind, type, format) = (.instant, "string", "date")
+    case ObjectIdentifier(UUID.self): (kind, type, format) = (.uuid, "string", "uuid")
+    case ObjectIdentifier(Bool.self): (kind, type, format) = (.bool, "boolean", nil)
+    default: return nil
+    }
+    return FilterProperty(
+      queryable: TripFilter.Queryable(
+        name: field.name, type: type, format: format, title: field.documentation),
+      kind: kind, keyPath: field.keyPath)
+  }
+
+  /// ``fields`` by name.
+  static let byName = Dictionary(fields.map { ($0.queryable.name, $0) }) { first, _ in first }
 }
 
 extension TripFilter {
@@ -416,25 +445,29 @@ private struct TripFilterCompiler {
   }
 
   func property(_ name: String, _ node: CQL2Expression) throws -> Value {
-    switch name {
-    case "id": return .uuid(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.id))
-    case "name": return .string(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.name))
-    case "destination":
-      return .string(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.destination))
-    case "startDate":
-      return .instant(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.startDate))
-    case "endDate":
-      return .instant(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.endDate))
-    case "latitude":
-      return .number(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.latitude))
-    case "longitude":
-      return .number(PredicateExpressions.KeyPath(root: variable, keyPath: \Trip.longitude))
-    case "geometry": return .position
-    default:
+    if name == "geometry" { return .position }
+    guard let property = FilterProperty.byName[name] else {
       throw fail(
         "Unknown property '\(name)'; the trips' queryables are \(TripFilter.queryables.map(\.name).joined(separator: ", ")).",
         node)
     }
+    // Each cast holds: `FilterProperty.fields` chose the kind by the field's type.
+    switch property.kind {
+    case .string: return .string(read(property, String.self))
+    case .number: return .number(read(property, Double.self))
+    case .instant: return .instant(read(property, Date.self))
+    case .uuid: return .uuid(read(property, UUID.self))
+    case .bool: return .bool(read(property, Bool.self))
+    }
+  }
+
+  /// The predicate expression reading `property` (of type `Output`) of the trip.
+  private func read<Output>(_ property: FilterProperty, _: Output.Type) -> Expression<Output> {
+    // A key path is an immutable value, and `Sendable` a marker protocol with no
+    // representation: the field's key path (a literal `@Model` wrote) is shared as it is.
+    let keyPath = unsafeBitCast(
+      property.keyPath as! KeyPath<Trip, Output>, to: (KeyPath<Trip, Output> & Sendable).self)
+    return PredicateExpressions.KeyPath(root: variable, keyPath: keyPath)
   }
 
   // MARK: Comparisons

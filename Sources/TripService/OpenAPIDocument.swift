@@ -354,7 +354,6 @@ enum OpenAPIDocument {
   /// The document, with `base` as its server and `limits` in its description.
   static func make(base: String, limits: HTTPLimits = HTTPLimits()) -> JSONValue {
     let json = FeaturesAPI.json
-    let geo = FeaturesAPI.geoJSON
     let paging: [JSONValue] = [
       parameter(
         "limit", "At most this many trips (default 10; larger than 10000 is taken as 10000).",
@@ -439,10 +438,9 @@ enum OpenAPIDocument {
                 parameters: filters + paging + [crsParameter] + selection,
                 ok: (
                   "200",
-                  response(
+                  featureResponse(
                     "A FeatureCollection with numberMatched, numberReturned and next/prev links.",
-                    geo
-                  )
+                    "TripFeatureCollection")
                 ))
             ),
             (
@@ -450,7 +448,7 @@ enum OpenAPIDocument {
               operation(
                 "Add a trip (a GeoJSON Feature; its properties may carry its bucketList and livingAccommodation)",
                 "createFeature",
-                ok: ("201", response("The trip, with its Location.", geo)),
+                ok: ("201", featureResponse("The trip, with its Location.", "TripFeature")),
                 extra: [
                   ("401", response("A valid bearer token is needed.", json)),
                   ("405", response("The service is read-only.", json)),
@@ -502,7 +500,9 @@ enum OpenAPIDocument {
               "get",
               operation(
                 "One trip", "getFeature", parameters: [idParameter, crsParameter],
-                ok: ("200", response("The trip as a Feature, with its ETag.", geo)),
+                ok: (
+                  "200", featureResponse("The trip as a Feature, with its ETag.", "TripFeature")
+                ),
                 extra: [notModified])
             ),
             (
@@ -510,7 +510,7 @@ enum OpenAPIDocument {
               operation(
                 "Replace a trip (a plan given replaces its plan, one left out keeps it)",
                 "replaceFeature", parameters: [idParameter, ifMatch],
-                ok: ("200", response("The trip, with its new ETag.", geo)),
+                ok: ("200", featureResponse("The trip, with its new ETag.", "TripFeature")),
                 extra: conditionalWrite, body: true, secured: true)
             ),
             (
@@ -518,7 +518,7 @@ enum OpenAPIDocument {
               operation(
                 "Change some of a trip's properties or its geometry", "updateFeature",
                 parameters: [idParameter, ifMatch],
-                ok: ("200", response("The trip, with its new ETag.", geo)),
+                ok: ("200", featureResponse("The trip, with its new ETag.", "TripFeature")),
                 extra: conditionalWrite, body: true, secured: true, method: "PATCH",
                 bodyDescription: mergePatch)
             ),
@@ -694,12 +694,13 @@ enum OpenAPIDocument {
       (
         "components",
         .object([
+          ("schemas", .object(featureSchemas)),
           (
             "securitySchemes",
             .object([
               ("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))
             ])
-          )
+          ),
         ])
       ),
     ])
@@ -851,7 +852,6 @@ enum OpenAPIDocument {
   /// items (GET a page, POST one) and one item (GET, PATCH, DELETE).
   static func planPaths(paging: [JSONValue]) -> [(String, JSONValue)] {
     let json = FeaturesAPI.json
-    let geo = FeaturesAPI.geoJSON
     let trip = parameter(
       "trip", "Only those of the trip with this id.", schema: text(pattern: uuidPattern))
     return FeaturesAPI.PlanCollection.allCases.flatMap { collection -> [(String, JSONValue)] in
@@ -950,9 +950,9 @@ enum OpenAPIDocument {
                 parameters: filters + paging,
                 ok: (
                   "200",
-                  response(
+                  featureResponse(
                     "A FeatureCollection with numberMatched, numberReturned and next/prev links.",
-                    geo)
+                    name + "FeatureCollection")
                 ))
             ),
             (
@@ -962,7 +962,7 @@ enum OpenAPIDocument {
                   ? "Set the stay of the trip properties.tripId names (a Point Feature; 409 when it has one)"
                   : "Add an item to the trip properties.tripId names (a Feature without geometry; at properties.position, else last)",
                 "create\(name)",
-                ok: ("201", response("The \(noun), with its Location.", geo)),
+                ok: ("201", featureResponse("The \(noun), with its Location.", name + "Feature")),
                 extra: [
                   ("401", response("A valid bearer token is needed.", json)),
                   ("405", response("The service is read-only.", json)),
@@ -983,7 +983,10 @@ enum OpenAPIDocument {
               "get",
               operation(
                 "One \(noun)", "get\(name)", parameters: [id],
-                ok: ("200", response("The \(noun) as a Feature, with its ETag.", geo)),
+                ok: (
+                  "200",
+                  featureResponse("The \(noun) as a Feature, with its ETag.", name + "Feature")
+                ),
                 extra: [notModified])
             ),
             (
@@ -991,7 +994,7 @@ enum OpenAPIDocument {
               operation(
                 "Change some of the \(noun)'s properties\(collection == .stays ? " or its geometry" : " (position moves it)")",
                 "update\(name)", parameters: [id, ifMatch],
-                ok: ("200", response("The \(noun), with its new ETag.", geo)),
+                ok: ("200", featureResponse("The \(noun), with its new ETag.", name + "Feature")),
                 extra: write, body: true, secured: true, method: "PATCH",
                 bodyDescription: mergePatch)
             ),

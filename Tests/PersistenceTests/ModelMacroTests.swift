@@ -51,8 +51,51 @@ import Testing
     .attribute(\.attachment, "attachment"))
 }
 
+/// A model whose declaration documents its fields in each way Swift allows.
+@Model final class DocumentedPlace {
+  /// Its name.
+  ///
+  /// A second paragraph, which is not the summary.
+  var name = ""
+  /// Degrees north,
+  /// over two lines.
+  @Attribute(originalName: "lat") var latitude: Double = 0
+  // swift-format-ignore: UseTripleSlashForDocumentationComments
+  /** Where it is listed, "quoted" \ escaped. */
+  var listing: URL?
+  // A plain comment documents nothing.
+  var count: Int64? = nil
+  @Attribute(.codable) var tags: [String] = []
+  @Transient var isSelected = false
+}
+
 @Suite("@Model: SwiftData's declaration of plain attributes")
 struct ModelMacroTests {
+  @Test(
+    "the schema's fields come from the declaration: property names (not columns), unwrapped types, optionality, and each documentation comment's first paragraph"
+  )
+  func fieldsFromTheDeclaration() throws {
+    let fields = DocumentedPlace.schema.fields
+    #expect(fields.map(\.name) == ["name", "latitude", "listing", "count", "tags"])
+    #expect(fields.map(\.column) == ["name", "lat", "listing", "count", "tags"])
+    #expect(fields[0].valueType == String.self && !fields[0].isOptional)
+    #expect(fields[2].valueType == URL.self && fields[2].isOptional)
+    #expect(fields[3].valueType == Int64.self && fields[3].isOptional)
+    #expect(fields[4].valueType == [String].self && fields[4].isCodable)
+    #expect(
+      fields.map(\.documentation) == [
+        "Its name.", "Degrees north, over two lines.", #"Where it is listed, "quoted" \ escaped."#,
+        "", "",
+      ])
+    let place = DocumentedPlace()
+    place.name = "Suva"
+    #expect(fields[0].value(of: place) as? String == "Suva")
+    #expect((fields[3].value(of: place) as? Int64?) == .some(nil))
+    // A schema declared by hand: each field named as its column, undocumented.
+    #expect(HandNote.schema.fields.map(\.name) == HandNote.schema.attributes.map(\.name))
+    #expect(HandNote.schema.fields.allSatisfy { $0.documentation.isEmpty })
+  }
+
   /// Each column as name, storage type and optionality.
   static func columns<Model: PersistentModel>(_: Model.Type) -> [String] {
     Model.schema.attributes.map {

@@ -88,14 +88,14 @@ struct TypedAccessTests {
     await #expect(processExitsWith: .failure) {
       let attribute = ModelAttribute<Note>(
         name: "text", options: [], storageType: .text, isOptional: false, isCodable: false,
-        valueTypeName: "String", slot: String.self, keyPath: \Note.text
+        valueType: String.self, slot: String.self, keyPath: \Note.text
       ) { _, _ in .done }
       _ = try? attribute.value(Note())
     }
     await #expect(processExitsWith: .failure) {
       let attribute = ModelAttribute<Note>(
         name: "text", options: [], storageType: .text, isOptional: false, isCodable: false,
-        valueTypeName: "String", slot: String.self, keyPath: \Note.text
+        valueType: String.self, slot: String.self, keyPath: \Note.text
       ) { _, _ in .matches(true) }
       _ = try? attribute.value(Note())
     }

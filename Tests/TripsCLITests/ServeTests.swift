@@ -353,6 +353,52 @@ struct ServeTests {
         == 240, "clamped, not refused")
   }
 
+  @Test(
+    "/api's feature schemas are written from the models' declarations (every field, its type, its documentation), and every feature the service writes is valid against its collection's schema (jsonschema_rs, formats checked)"
+  )
+  func featureSchemas() throws {
+    let server = try ServerProcess(store: Self.sample)
+    defer { _ = server.stop() }
+    let schemas = try #require(
+      (try server.request("/api").json()["components"] as? [String: Any])?["schemas"]
+        as? [String: [String: Any]])
+    func properties(_ name: String) -> [String: [String: Any]] {
+      schemas[name]?["properties"] as? [String: [String: Any]] ?? [:]
+    }
+    // Every persisted field, by its property name, typed and documented as declared.
+    for (name, fields, leaving) in [
+      ("TripProperties", Trip.schema.fields.map(\.name), ["id", "latitude", "longitude"]),
+      ("BucketListItem", BucketListItem.schema.fields.map(\.name), []),
+      ("LivingAccommodation", LivingAccommodation.schema.fields.map(\.name), []),
+    ] {
+      let described = properties(name)
+      for field in fields where !leaving.contains(field) {
+        #expect(described[field] != nil, "\(name) lacks \(field)")
+      }
+    }
+    let trip = properties("TripProperties")
+    #expect(trip["startDate"]?["format"] as? String == "date-time")
+    #expect(trip["startDate"]?["description"] as? String == "When it starts.")
+    #expect(trip["endDate"]?["description"] as? String == "When it ends; not before `startDate`.")
+    #expect(trip["placeIdentifier"]?["nullable"] as? Bool == true)
+    #expect(properties("BucketListItem")["position"]?["type"] as? String == "integer")
+    // The service's features against them, by an independent validator.
+    let python = repositoryRoot.appendingPathComponent(".build/python-tools/bin/python")
+    let run = try shell(
+      "\"$1\" \"$2\" \"$3\"",
+      arguments: [
+        python.path,
+        repositoryRoot.appendingPathComponent("Tests/Tools/feature_schema_check.py").path,
+        server.url,
+      ])
+    let report = try #require(
+      try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+      "\(run.stderr)")
+    #expect((report["checked"] as? Int ?? 0) > 200, "\(report)")
+    #expect((report["errors"] as? [String]) == [], "\(report)")
+    #expect((report["tamperedPassed"] as? [String]) == [], "\(report)")
+  }
+
   @Test("the OpenAPI document describes only paths that answer")
   func openAPIPathsAnswer() throws {
     let server = try ServerProcess(store: Self.sample)

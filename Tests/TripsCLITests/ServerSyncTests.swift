@@ -189,7 +189,7 @@ struct ServerSyncTests {
         name: "stop\(round)")
       Thread.sleep(forTimeInterval: Double(round) * 0.05)
       kill(watcher.process.processIdentifier, SIGTERM)
-      let stopped = try eventually(10) { !watcher.process.isRunning }
+      let stopped = eventually(10) { !watcher.process.isRunning }
       #expect(stopped, "round \(round): the watcher ran on after SIGTERM")
       if stopped {
         #expect(watcher.process.terminationStatus == 0, "round \(round): \(watcher.errors)")

@@ -26,6 +26,9 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   public let isCodable: Bool
   /// The Swift type of the value, for messages.
   public let valueTypeName: String
+  /// The Swift type of the value: the property's (`String?` for an optional native value),
+  /// the encoded type's for a `.codable` one.
+  public nonisolated(unsafe) let valueType: Any.Type
   /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
   @usableFromInline let slotSize: Int
   @usableFromInline let slotAlignment: Int
@@ -65,7 +68,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   @inlinable
   init<Slot>(
     name: String, options: Set<Option>, storageType: StorageType, isOptional: Bool,
-    isCodable: Bool, valueTypeName: String, slot: Slot.Type, keyPath: AnyKeyPath,
+    isCodable: Bool, valueType: Any.Type, slot: Slot.Type, keyPath: AnyKeyPath,
     coder: (AnyObject & Sendable)? = nil, access: @escaping AttributeAccess
   ) {
     self.keyPath = keyPath
@@ -75,7 +78,8 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     self.storageType = storageType
     self.isOptional = isOptional
     self.isCodable = isCodable
-    self.valueTypeName = valueTypeName
+    self.valueType = valueType
+    self.valueTypeName = "\(valueType)"
     self.slotSize = MemoryLayout<Slot>.size
     self.slotAlignment = MemoryLayout<Slot>.alignment
     self.slotType = ObjectIdentifier(Slot.self)
@@ -96,6 +100,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     isOptional = other.isOptional
     isCodable = other.isCodable
     valueTypeName = other.valueTypeName
+    valueType = other.valueType
     slotSize = other.slotSize
     slotAlignment = other.slotAlignment
     slotType = other.slotType
@@ -153,7 +158,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       nonisolated(unsafe) let storage = storage
       return ModelAttribute(
         name: name, options: options, storageType: Value.storageType,
-        isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+        isOptional: Value.isOptional, isCodable: false, valueType: Value.self,
         slot: Value.self, keyPath: keyPath
       ) { object, operation in
         // The row path first, before anything that needs a key path as an object: the
@@ -170,7 +175,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return ModelAttribute(
       name: name, options: options, storageType: Value.storageType,
-      isOptional: Value.isOptional, isCodable: false, valueTypeName: "\(Value.self)",
+      isOptional: Value.isOptional, isCodable: false, valueType: Value.self,
       slot: Value.self, keyPath: keyPath
     ) { object, operation in
       return try access(
@@ -298,7 +303,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
       nonisolated(unsafe) let storage = storage
       return ModelAttribute(
         name: name, options: options, storageType: .blob, isOptional: isOptional,
-        isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath,
+        isCodable: true, valueType: Value.self, slot: Slot.self, keyPath: keyPath,
         coder: coder
       ) { object, operation in
         let model = unsafeDowncast(object, to: Model.self)
@@ -313,7 +318,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     }
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: isOptional,
-      isCodable: true, valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath,
+      isCodable: true, valueType: Value.self, slot: Slot.self, keyPath: keyPath,
       coder: coder
     ) { object, operation in
       return try codableAccess(
@@ -397,7 +402,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     nonisolated(unsafe) let fault = fault
     return ModelAttribute(
       name: name, options: options, storageType: .blob, isOptional: true, isCodable: true,
-      valueTypeName: "\(Value.self)", slot: Slot.self, keyPath: keyPath, coder: coder
+      valueType: Value.self, slot: Slot.self, keyPath: keyPath, coder: coder
     ) { object, operation in
       let model = unsafeDowncast(object, to: Model.self)
       switch operation {

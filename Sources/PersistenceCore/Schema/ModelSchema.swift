@@ -70,6 +70,10 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   let selectList: String
   /// The table's name, quoted.
   let quotedName: String
+  /// Each attribute's property name and documentation, by column (``described(_:)``).
+  @usableFromInline let descriptions: [String: (name: String, documentation: String)]
+  /// The persisted attributes as formats see them, in column order (``ModelField``).
+  public let fields: [ModelField<Model>]
 
   /// Declares a schema: the table name, then the attributes.
   public init(_ name: String, _ attributes: ModelAttribute<Model>...) {
@@ -95,7 +99,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     -> ModelSchema
   {
     ModelSchema(
-      name: name, attributes: declarations,
+      name: name, attributes: declarations, descriptions: descriptions,
       loader: { statement, cache, firstColumn, snapshot, layout, count in
         var row = ModelRow<Model>(
           statement, cache: cache, firstColumn: firstColumn, snapshot: snapshot, entity: layout)
@@ -132,7 +136,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     _ bind: @escaping @Sendable (Model, inout ModelRowBinder<Model>) throws -> Void
   ) -> ModelSchema {
     ModelSchema(
-      name: name, attributes: declarations, loader: loader,
+      name: name, attributes: declarations, descriptions: descriptions, loader: loader,
       binder: { model, statement, snapshot, isInitialized, layout, count in
         var row = ModelRowBinder<Model>(
           statement, snapshot: snapshot, isInitialized: isInitialized, entity: layout)
@@ -141,11 +145,31 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
       })
   }
 
+  /// The schema, with each attribute's property name and documentation (by column): what
+  /// ``fields`` tells formats. `@Model` writes it from the declaration; a schema declared by
+  /// hand without it names each field as its column.
+  ///
+  /// ```swift
+  /// .described([("start_date", "startDate", "When it starts.")])
+  /// ```
+  public func described(_ fields: [(column: String, name: String, documentation: String)])
+    -> ModelSchema
+  {
+    var descriptions = self.descriptions
+    for field in fields { descriptions[field.column] = (field.name, field.documentation) }
+    return ModelSchema(
+      name: name, attributes: declarations, descriptions: descriptions, loader: loader,
+      binder: binder)
+  }
+
   @usableFromInline
   init(
-    name: String, attributes: [ModelAttribute<Model>], loader: RowLoader?, binder: RowBinder?
+    name: String, attributes: [ModelAttribute<Model>],
+    descriptions: [String: (name: String, documentation: String)] = [:], loader: RowLoader?,
+    binder: RowBinder?
   ) {
     self.name = name
+    self.descriptions = descriptions
     declarations = attributes
     let plain = attributes.filter { $0.relationship == nil }
     self.attributes = plain
@@ -166,6 +190,10 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     }
     selectList = (["\"_pk\""] + predicateColumns.map(\.quotedName)).joined(separator: ", ")
     quotedName = quoted(name)
+    fields = plain.map {
+      ModelField(
+        $0, name: descriptions[$0.name]?.name, documentation: descriptions[$0.name]?.documentation)
+    }
   }
 
   /// The index of the attribute stored at `keyPath`, if any: O(1), one hash of the key path

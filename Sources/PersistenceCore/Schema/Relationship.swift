@@ -329,7 +329,7 @@ extension ModelAttribute {
     } else {
       entry = ModelAttribute(
         name: name, options: [], storageType: .integer, isOptional: true, isCodable: false,
-        valueTypeName: "\(Value.self)", slot: Int?.self, keyPath: keyPath
+        valueType: Value.self, slot: Int?.self, keyPath: keyPath
       ) { _, _ in .done }
     }
     entry.relationship = info
@@ -347,7 +347,7 @@ extension ModelAttribute {
   ) -> ModelAttribute {
     ModelAttribute(
       name: name, options: [], storageType: .integer, isOptional: true, isCodable: false,
-      valueTypeName: "Int?", slot: Int?.self, keyPath: \KeyColumnPath.[column: name]
+      valueType: Int?.self, slot: Int?.self, keyPath: \KeyColumnPath.[column: name]
     ) { object, operation in
       let toOne = link(unsafeDowncast(object, to: Model.self))
       switch operation {
