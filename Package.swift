@@ -78,8 +78,11 @@ let package = Package(
     // The compiler plugin behind `@Model`, `@Transient` and the property macro `@Model`
     // writes, on the toolchain's own SwiftSyntax (the swift-syntax package cannot be fetched
     // here, and the toolchain's modules are the ones its compiler speaks to).
+    // The store's native value types by name: one list for the macro and the store.
+    .target(name: "PersistenceNativeTypes", swiftSettings: swiftSettings),
     .macro(
       name: "PersistenceMacros",
+      dependencies: ["PersistenceNativeTypes"],
       swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
       linkerSettings: [
         .unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost]),
@@ -92,7 +95,7 @@ let package = Package(
     ),
     .target(
       name: "PersistenceCore",
-      dependencies: ["PersistenceMacros"],
+      dependencies: ["PersistenceMacros", "PersistenceNativeTypes"],
       swiftSettings: swiftSettings
     ),
     .target(

@@ -1,3 +1,4 @@
+import PersistenceNativeTypes
 import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxMacros
@@ -328,7 +329,7 @@ struct ModelDeclaration {
         !variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.static) }),
         !variable.attributes.contains(where: {
           if case .attribute(let attribute) = $0 {
-            return attribute.attributeName.trimmedDescription == "Transient"
+            return attribute.baseName == "Transient"
           }
           return false
         })
@@ -797,12 +798,7 @@ struct StoredProperty {
       initializer == nil || initializer?.trimmedDescription == "nil",
       let wrapped = wrappedType?.trimmedDescription
     else { return false }
-    let name = wrapped.hasPrefix("Foundation.") ? String(wrapped.dropFirst(11)) : wrapped
-    let native: Set<String> = [
-      "String", "Int", "Double", "Bool", "Date", "UUID", "Data", "Swift.String", "Swift.Int",
-      "Swift.Double", "Swift.Bool",
-    ]
-    return !native.contains(name) && !name.hasPrefix("[") && !name.hasPrefix("(")
+    return !NativeTypes.contains(wrapped) && !wrapped.hasPrefix("[") && !wrapped.hasPrefix("(")
   }
 
   /// The wrapped type of an optional type annotation (`T?`, `Optional<T>`), else nil.
@@ -863,12 +859,12 @@ struct StoredProperty {
     initializer = binding.initializer?.value.trimmed
     isTransient = variable.attributes.contains { element in
       guard case .attribute(let attribute) = element else { return false }
-      return attribute.attributeName.trimmedDescription == "Transient"
+      return attribute.baseName == "Transient"
     }
     isVariable = variable.bindingSpecifier.tokenKind == .keyword(.var)
     let attribute = variable.attributes.lazy.compactMap { element -> AttributeSyntax? in
       guard case .attribute(let attribute) = element,
-        attribute.attributeName.trimmedDescription == "Attribute"
+        attribute.baseName == "Attribute"
       else { return nil }
       return attribute
     }.first
@@ -876,7 +872,7 @@ struct StoredProperty {
     let relationshipAttribute = variable.attributes.lazy.compactMap {
       element -> AttributeSyntax? in
       guard case .attribute(let attribute) = element,
-        attribute.attributeName.trimmedDescription == "Relationship"
+        attribute.baseName == "Relationship"
       else { return nil }
       return attribute
     }.first

@@ -2,7 +2,6 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
 @Model final private class Memo {
@@ -38,20 +37,18 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
-@Observable final private class Note: PersistentModel {
-  var id = UUID()
-  var title = ""
-  var folder = ""
-  var created = Date()
-  init() {}
-  static let schema = ModelSchema<Note>(
-    "notes",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.title, "title"),
-    .attribute(\.folder, "folder", .indexed),
-    .attribute(\.created, "created", .indexed))
+@Model final private class Gate {
+  /// The gate's number, as on boarding passes.
+  @Attribute(.unique) var number = ""
+  /// The terminal it is in.
+  @Attribute(originalName: "hall") var terminal = ""
 }
 
 private func exampleDeclaringModels3() async throws {
 
+  for field in Gate.schema.fields {
+    print(field.name, field.column, field.valueType, field.documentation)
+  }
+  // number number String The gate's number, as on boarding passes.
+  // terminal hall String The terminal it is in.
 }

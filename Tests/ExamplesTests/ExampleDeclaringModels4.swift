@@ -38,6 +38,13 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Gate {
+  /// The gate's number, as on boarding passes.
+  @Attribute(.unique) var number = ""
+  /// The terminal it is in.
+  @Attribute(originalName: "hall") var terminal = ""
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -50,27 +57,6 @@ private struct Spot: Codable, Hashable, Sendable {
     .attribute(\.title, "title"),
     .attribute(\.folder, "folder", .indexed),
     .attribute(\.created, "created", .indexed))
-}
-
-private struct Cover: Codable, Hashable, Sendable {
-  var url: String
-}
-
-@Observable final private class Album: PersistentModel {
-  var title = ""
-  @ObservationIgnored var _coverFault = CodableFault<Cover>()
-  var cover: Cover? {
-    get {
-      access(keyPath: \.cover)
-      return _coverFault.value
-    }
-    set { withMutation(keyPath: \.cover) { _coverFault.value = newValue } }
-  }
-  init() {}
-  static let schema = ModelSchema<Album>(
-    "albums",
-    .attribute(\.title, "title"),
-    .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
 }
 
 private func exampleDeclaringModels4() async throws {

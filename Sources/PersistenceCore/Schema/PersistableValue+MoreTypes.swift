@@ -1,4 +1,5 @@
 import Foundation
+import PersistenceNativeTypes
 
 // The other value types SwiftData's models declare: the fixed-width integers a column holds
 // (`INTEGER`, a signed 64-bit value), `Float` (`REAL`) and `URL` (`TEXT`). `UInt64` and `UInt`
@@ -93,3 +94,16 @@ extension URL: PersistableValue {
     self = url
   }
 }
+
+/// Each native value type's conformance, by the name ``nativeTypeNames`` gives it (a test
+/// checks that the two agree, so that `@Model`, which reads the names, never takes a native
+/// attribute for something else).
+let nativePersistableTypes: [String: any PersistableValue.Type] = [
+  "String": String.self, "Int": Int.self, "Int8": Int8.self, "Int16": Int16.self,
+  "Int32": Int32.self, "Int64": Int64.self, "UInt8": UInt8.self, "UInt16": UInt16.self,
+  "UInt32": UInt32.self, "Double": Double.self, "Float": Float.self, "Bool": Bool.self,
+  "Date": Date.self, "UUID": UUID.self, "Data": Data.self, "URL": URL.self,
+]
+
+/// The native value types' names, as `@Model` reads them (`PersistenceNativeTypes`).
+package let nativeTypeNames = NativeTypes.names

@@ -38,6 +38,13 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Gate {
+  /// The gate's number, as on boarding passes.
+  @Attribute(.unique) var number = ""
+  /// The terminal it is in.
+  @Attribute(originalName: "hall") var terminal = ""
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -71,32 +78,6 @@ private struct Cover: Codable, Hashable, Sendable {
     "albums",
     .attribute(\.title, "title"),
     .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
-}
-
-@Observable final private class Visit: PersistentModel {
-  var place = ""
-  var day = Date(timeIntervalSinceReferenceDate: 0)
-  var minutes = 0
-  init() {}
-  init(place: String, day: Date, minutes: Int) {
-    self.place = place
-    self.day = day
-    self.minutes = minutes
-  }
-  static let schema = ModelSchema<Visit>(
-    "visits",
-    .attribute(\.place, "place", .indexed),
-    .attribute(\.day, "day"),
-    .attribute(\.minutes, "minutes")
-  )
-  .loading { row in
-    try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
-  }
-  .saving { visit, row in
-    try row.bind(\.place, visit.place)
-    try row.bind(\.day, visit.day)
-    try row.bind(\.minutes, visit.minutes)
-  }
 }
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 5.

@@ -38,6 +38,13 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Gate {
+  /// The gate's number, as on boarding passes.
+  @Attribute(.unique) var number = ""
+  /// The terminal it is in.
+  @Attribute(originalName: "hall") var terminal = ""
+}
+
 @Observable final private class Note: PersistentModel {
   var id = UUID()
   var title = ""
@@ -101,16 +108,5 @@ private struct Cover: Codable, Hashable, Sendable {
 
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 6.
 func exampleDeclaringModels6() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
-  _ = url
-  _ = container
-  _ = context
-  _ = note
+
 }

@@ -9,6 +9,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringModels4", exampleDeclaringModels4),
   ("exampleDeclaringModels5", exampleDeclaringModels5),
   ("exampleDeclaringModels6", exampleDeclaringModels6),
+  ("exampleDeclaringModels7", exampleDeclaringModels7),
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
