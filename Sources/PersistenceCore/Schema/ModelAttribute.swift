@@ -28,7 +28,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   public let valueTypeName: String
   /// The Swift type of the value: the property's (`String?` for an optional native value),
   /// the encoded type's for a `.codable` one.
-  public nonisolated(unsafe) let valueType: Any.Type
+  public let valueType: Any.Type
   /// The bytes and alignment of the attribute's slot in a snapshot (see ``SnapshotSlot``).
   @usableFromInline let slotSize: Int
   @usableFromInline let slotAlignment: Int

@@ -22,7 +22,7 @@ public struct ModelField<Model: PersistentModel>: Sendable {
   public let column: String
   /// The value's type, optional unwrapped: `String` for `String?`; for a `.codable`
   /// attribute, the encoded type.
-  public nonisolated(unsafe) let valueType: Any.Type
+  public let valueType: Any.Type
   /// Whether the property may be nil.
   public let isOptional: Bool
   /// Whether the value is stored opaquely (`.codable`): predicates and sorts cannot use it.

@@ -1,0 +1,106 @@
+import SwiftDiagnostics
+import SwiftSyntax
+
+extension ModelDeclaration {
+  /// The options `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])` give each property
+  /// (by name), as written in a schema: each constraint as an option of its first property,
+  /// with the further columns. Reports what cannot be one into `diagnostics` and clears
+  /// `valid`. O(members + constraints).
+  static func constraints(
+    of type: ClassDeclSyntax, properties: [StoredProperty], diagnostics: inout [Diagnostic],
+    valid: inout Bool
+  ) -> [String: [String]] {
+    // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
+    var constraints: [String: [String]] = [:]
+    // `#Index` lists by their first property: the further columns, as literals.
+    var indexes: [String: [[String]]] = [:]
+    let columns = Dictionary(
+      properties.filter { !$0.isTransient && $0.relationshipAttribute == nil }.map {
+        ($0.name, $0.column)
+      },
+      uniquingKeysWith: { first, _ in first })
+    for member in type.memberBlock.members {
+      guard let expansion = member.decl.as(MacroExpansionDeclSyntax.self) else { continue }
+      let macro = expansion.macroName.text
+      guard macro == "Index" || macro == "Unique" else { continue }
+      for argument in expansion.arguments {
+        guard let array = argument.expression.as(ArrayExprSyntax.self), !array.elements.isEmpty
+        else {
+          diagnostics.append(
+            Diagnostic(
+              node: argument.expression,
+              message: ModelDiagnostic.error(
+                "constraintList",
+                "#\(macro) takes lists of key paths written out, as [\\.name, \\.date]")))
+          valid = false
+          continue
+        }
+        var names: [String] = []
+        for element in array.elements {
+          guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
+            keyPath.components.count == 1,
+            let component = keyPath.components.first?.component.as(
+              KeyPathPropertyComponentSyntax.self),
+            columns[component.declName.baseName.text] != nil
+          else {
+            diagnostics.append(
+              Diagnostic(
+                node: element.expression,
+                message: ModelDiagnostic.error(
+                  "constraintKeyPath",
+                  "#\(macro) names persisted properties of this class, one step each (\\.name): \(element.expression.trimmedDescription) is not one"
+                )))
+            valid = false
+            continue
+          }
+          names.append(component.declName.baseName.text)
+        }
+        guard let first = names.first, names.count == array.elements.count else { continue }
+        let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
+        if macro == "Unique" {
+          let attributeUnique =
+            properties.first { $0.name == first }?.options.contains {
+              $0 == ".unique" || $0.hasPrefix(".unique(") || $0.hasSuffix("AttributeOption.unique")
+            } ?? false
+          if attributeUnique
+            || constraints[first, default: []].contains(where: { $0.hasPrefix(".unique") })
+          {
+            diagnostics.append(
+              Diagnostic(
+                node: argument.expression,
+                message: ModelDiagnostic.error(
+                  "uniqueTwice",
+                  "'\(first)' begins two unique constraints: begin each with another property (a value unique alone is unique with others too)"
+                )))
+            valid = false
+            continue
+          }
+          constraints[first, default: []].append(
+            rest.isEmpty ? ".unique" : ".unique(with: \(rest.joined(separator: ", ")))")
+        } else {
+          indexes[first, default: []].append(rest)
+        }
+      }
+    }
+    // A property beginning several indexes keeps the longest: an index on (a, b, c) answers
+    // what one on (a) or (a, b) would (SampleTrips indexes [\.name] and [\.name, \.startDate,
+    // \.endDate]). Two that are not one the other's start cannot be one option.
+    for (first, lists) in indexes.sorted(by: { $0.key < $1.key }) {
+      let longest = lists.max { $0.count < $1.count } ?? []
+      guard lists.allSatisfy({ Array(longest.prefix($0.count)) == $0 }) else {
+        diagnostics.append(
+          Diagnostic(
+            node: Syntax(type.name),
+            message: ModelDiagnostic.error(
+              "indexTwice",
+              "'\(first)' begins two #Index lists that differ after it: begin one with another property"
+            )))
+        valid = false
+        continue
+      }
+      constraints[first, default: []].append(
+        longest.isEmpty ? ".indexed" : ".indexed(with: \(longest.joined(separator: ", ")))")
+    }
+    return constraints
+  }
+}
