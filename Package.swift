@@ -202,6 +202,20 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
+    // The macros expanded in process (SwiftSyntaxMacroExpansion, from the toolchain's host
+    // folder as the plugin's own modules): golden expansions and each diagnostic by its id.
+    .testTarget(
+      name: "PersistenceMacrosTests",
+      dependencies: ["PersistenceMacros"],
+      resources: [.copy("Expansions")],
+      swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
+      linkerSettings: [
+        .unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost]),
+        .linkedLibrary("SwiftSyntax"), .linkedLibrary("SwiftSyntaxMacros"),
+        .linkedLibrary("SwiftDiagnostics"), .linkedLibrary("SwiftParser"),
+        .linkedLibrary("SwiftSyntaxMacroExpansion"), .linkedLibrary("SwiftBasicFormat"),
+      ]
+    ),
     .testTarget(
       name: "GeoTests",
       dependencies: ["Geo", "TestSupport"],
