@@ -178,14 +178,11 @@ struct FeaturesAPI: Sendable {
       return response
     }
     if let persistence, persistence.code == .timedOut || persistence.code == .abandoned {
-      // The request's deadline (HTTPLimits.requestSeconds, `--request-timeout`) stopped it.
-      var response = ServiceError.response(
-        status: 503,
-        description:
-          "\(persistence.message) Ask for less (a narrower filter or box, a smaller page), or try again when the server is less busy."
+      return ServiceError.deadlineResponse(
+        persistence.message,
+        advice:
+          "Ask for less (a narrower filter or box, a smaller page), or try again when the server is less busy."
       )
-      response.headers.append(("Retry-After", "5"))
-      return response
     }
     if let persistence, persistence.code == .outOfRange {
       return ServiceError.response(

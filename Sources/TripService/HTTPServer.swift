@@ -583,13 +583,9 @@ final class HTTPServer: Sendable {
   private func work(_ request: HTTPRequest, deadline: WorkDeadline?) -> HTTPResponse {
     guard let deadline else { return handler(request) }
     if deadline.shouldStop {
-      var response = ServiceError.response(
-        status: 503,
-        description:
-          "\(deadline.error.message) It waited that long for a worker; try again when the server is less busy."
-      )
-      response.headers.append(("Retry-After", "5"))
-      return response
+      return ServiceError.deadlineResponse(
+        deadline.error.message,
+        advice: "It waited that long for a worker; try again when the server is less busy.")
     }
     return deadline.run { handler(request) }
   }
@@ -693,7 +689,7 @@ final class HTTPServer: Sendable {
   static func clientAddress(_ connection: OpaquePointer) -> String {
     var buffer = [CChar](repeating: 0, count: 64)
     guard trips_mhd_client_address(connection, &buffer, buffer.count) == 0 else { return "" }
-    return String(cString: buffer)
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
   static func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {

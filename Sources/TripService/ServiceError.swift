@@ -59,6 +59,15 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
       body: Data((value.rendered(pretty: false) + "\n").utf8))
   }
 
+  /// The answer to a request its deadline stopped (``HTTPLimits/requestSeconds``,
+  /// `--request-timeout`), or whose client went: 503 with `Retry-After: 5`, `message` (the
+  /// deadline's) and what the client can do. The one place that answer is written.
+  static func deadlineResponse(_ message: String, advice: String) -> HTTPResponse {
+    var response = Self.response(status: 503, description: message + " " + advice)
+    response.headers.append(("Retry-After", "5"))
+    return response
+  }
+
   /// The reason phrase used as the exception's code.
   static func reason(_ status: Int) -> String {
     switch status {
