@@ -147,12 +147,15 @@ struct FeaturesAPI: Sendable {
 
   /// Whether answering `request` may take long whatever the size of its answer: a filter, a
   /// search (`q`, `destination`), a sort or a deep page (`sortby`, `offset` past 1,000),
-  /// sections (an aggregate of every matching trip), and every write (it may wait for the
-  /// store's write lock). Such requests run on the server's worker
+  /// sections (an aggregate of every matching trip), a stream resumed with `Last-Event-ID`
+  /// (a replay from history), and every write (it may wait for the store's write lock). Such requests run on the server's worker
   /// threads, never holding up those that accept and answer connections. Cost: O(parameters).
   @Sendable static func mayBeSlow(_ request: HTTPRequest) -> Bool {
     if !["GET", "HEAD", "OPTIONS"].contains(request.method) { return true }
     if request.path.hasSuffix("/sections") { return true }
+    // A stream resumed from a token may be replayed from history, up to its budget (about
+    // 1 KiB a matching trip: tens of MB on a large store).
+    if request.path.hasSuffix("/stream"), request.header("Last-Event-ID") != nil { return true }
     return request.query.contains { item in
       switch item.name {
       case "filter", "q", "destination", "sortby": true

@@ -84,6 +84,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     case 415: "UnsupportedMediaType"
     case 422: "InvalidTrip"
     case 428: "PreconditionRequired"
+    case 429: "TooManyRequests"
+    case 414: "URITooLong"
+    case 431: "RequestHeaderFieldsTooLarge"
+    case 507: "InsufficientStorage"
     case 503: "ServiceUnavailable"
     default: "ServerError"
     }

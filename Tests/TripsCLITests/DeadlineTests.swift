@@ -201,6 +201,60 @@ struct DeadlineTests {
   }
 
   @Test(
+    "replays from an old Last-Event-ID run on the workers: beside four of them (every trip since the store began, from four addresses), /conformance and items?limit=1 answer within 100 ms, and every replay is answered whole or refused, never cut off empty, on both engines",
+    .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
+  func replaysHoldUpNoOne(engine: String) throws {
+    let scratch = Scratch()
+    let store = try Self.bigStore(engine, in: scratch)
+    let location = store.isFileURL ? store.path : store.absoluteString
+    let first = try #require(
+      try jsonArray(try trips(["history", "--json", "--store", location]).stdout).first?["token"]
+        as? String)
+    let storeID = try #require(first.split(separator: ":").first)
+    let server = try ServerProcess(store: store, ["--workers", "4"])
+    defer { #expect(server.stop() == 0) }
+    let answers = Mutex<[(status: Int, bytes: Int)]>([])
+    let group = DispatchGroup()
+    for index in 0..<4 {
+      DispatchQueue.global().async(group: group) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = [
+          "-s", "-N", "-o", "/dev/null", "-m", "25", "--interface", "127.0.0.\(2 + index)",
+          "-H", "Last-Event-ID: \(storeID):0", "-w", "%{http_code} %{size_download}",
+          server.url + "/collections/trips/items/stream",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        try? process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let parts = text.split(separator: " ").compactMap { Int($0) }
+        answers.withLock { $0.append((parts.first ?? 0, parts.last ?? 0)) }
+      }
+    }
+    Thread.sleep(forTimeInterval: 0.3)
+    for path in ["/conformance", "/collections/trips/items?limit=1"] {
+      var probes: [Double] = []
+      for _ in 0..<5 {
+        let (status, seconds, _) = try Self.timed(server.url + path)
+        #expect(status == 200)
+        probes.append(seconds)
+      }
+      #expect(probes.sorted()[2] < 0.1, "\(path): \(probes.sorted()) beside four replays")
+    }
+    group.wait()
+    let all = answers.withLock { $0 }
+    // A replay answered is every trip (about 400 bytes each), or a refusal at once.
+    #expect(
+      all.allSatisfy {
+        ($0.status == 200 && $0.bytes > 60_000 * 100) || [429, 503].contains($0.status)
+      },
+      "\(all)")
+    #expect(all.contains { $0.status == 200 }, "\(all)")
+  }
+
+  @Test(
     "a request past --request-timeout is stopped and answered 503 naming the limit, and one whose client hung up stops within a second, on both engines",
     .timeLimit(.minutes(6)), arguments: ["sqlite", "postgresql"])
   func deadlines(engine: String) throws {
