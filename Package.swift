@@ -34,6 +34,15 @@ func swiftHostLibraries() -> String {
 
 let swiftHost = swiftHostLibraries()
 
+/// The toolchain's own SwiftSyntax libraries, as the macro plugin and its in-process tests link
+/// them (from `swiftHost`, found again at run time through the rpath).
+let hostSwiftSyntax: [LinkerSetting] =
+  [.unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost])]
+  + [
+    "SwiftSyntax", "SwiftSyntaxMacros", "SwiftSyntaxBuilder", "SwiftDiagnostics", "SwiftParser",
+    "SwiftBasicFormat", "SwiftOperators", "SwiftSyntaxMacroExpansion",
+  ].map { .linkedLibrary($0) }
+
 let swiftSettings: [SwiftSetting] = [
   .swiftLanguageMode(.v6)
 ]
@@ -84,14 +93,7 @@ let package = Package(
       name: "PersistenceMacros",
       dependencies: ["PersistenceNativeTypes"],
       swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
-      linkerSettings: [
-        .unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost]),
-        .linkedLibrary("SwiftSyntax"), .linkedLibrary("SwiftSyntaxMacros"),
-        .linkedLibrary("SwiftSyntaxBuilder"), .linkedLibrary("SwiftDiagnostics"),
-        .linkedLibrary("SwiftParser"), .linkedLibrary("SwiftBasicFormat"),
-        .linkedLibrary("SwiftOperators"), .linkedLibrary("SwiftSyntaxMacroExpansion"),
-        .linkedLibrary("SwiftCompilerPluginMessageHandling"),
-      ]
+      linkerSettings: hostSwiftSyntax + [.linkedLibrary("SwiftCompilerPluginMessageHandling")]
     ),
     .target(
       name: "PersistenceCore",
@@ -209,12 +211,7 @@ let package = Package(
       dependencies: ["PersistenceMacros"],
       resources: [.copy("Expansions")],
       swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
-      linkerSettings: [
-        .unsafeFlags(["-L", swiftHost, "-Xlinker", "-rpath", "-Xlinker", swiftHost]),
-        .linkedLibrary("SwiftSyntax"), .linkedLibrary("SwiftSyntaxMacros"),
-        .linkedLibrary("SwiftDiagnostics"), .linkedLibrary("SwiftParser"),
-        .linkedLibrary("SwiftSyntaxMacroExpansion"), .linkedLibrary("SwiftBasicFormat"),
-      ]
+      linkerSettings: hostSwiftSyntax
     ),
     .testTarget(
       name: "GeoTests",

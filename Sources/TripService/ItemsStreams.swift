@@ -361,22 +361,16 @@ final class ItemsStreams: Sendable {
         try replay(
           after: token, upTo: last, descriptor: descriptor, matching: matching, into: stream)
       case .stays(let last, let features):
+        // The features' texts as they were rendered, joined: no parse of the server's own
+        // JSON (whose failure would have left a stay out of the reset unseen).
+        let reason = JSONValue.string(
+          "The token is not among this feed's latest events: here is every matching stay."
+        ).rendered(pretty: false)
         stream.send(
           Self.event(
             last, "reset",
-            .object([
-              ("type", .string("FeatureCollection")),
-              (
-                "features",
-                .array(features.sorted().compactMap { try? JSONValue.parse(Data($0.utf8)) })
-              ),
-              (
-                "reason",
-                .string(
-                  "The token is not among this feed's latest events: here is every matching stay."
-                )
-              ),
-            ])))
+            text: #"{"type":"FeatureCollection","features":["#
+              + features.sorted().joined(separator: ",") + #"],"reason":"# + reason + "}"))
       }
     } catch {
       feed.state.withLock { _ = $0.pending.removeValue(forKey: id) }

@@ -203,9 +203,6 @@ enum OpenAPIDocument {
   static let tooManySlow =
     "This client (its address) has its share of the slow requests running or waiting (an eighth of the worker pool); retry after Retry-After."
 
-  /// The parameters that make a read slow (``FeaturesAPI`` runs it on the worker pool).
-  static let slowParameters: Set<String> = ["filter", "q", "destination", "sortby", "offset"]
-
   /// The answers every write may get besides its own: the store busy or full.
   static let writeErrors: [(String, JSONValue)] = [
     (
@@ -304,7 +301,11 @@ enum OpenAPIDocument {
     }
     if secured || id.contains("Sections")
       || parameters.contains(where: {
-        if case .string(let name)? = $0["name"] { slowParameters.contains(name) } else { false }
+        if case .string(let name)? = $0["name"] {
+          FeaturesAPI.slowParameters.contains(name)
+        } else {
+          false
+        }
       })
     {
       defaults.append(("429", response(tooManySlow, json)))

@@ -35,7 +35,11 @@ public struct ModelField<Model: PersistentModel>: Sendable {
   /// The property.
   public nonisolated(unsafe) let keyPath: PartialKeyPath<Model>
 
-  init(_ attribute: ModelAttribute<Model>, name: String?, documentation: String?) {
+  /// The field of `attribute`; nil for an entry whose key path does not start at the model
+  /// (a to-one's key column, which is not a field).
+  init?(_ attribute: ModelAttribute<Model>, name: String?, documentation: String?) {
+    guard let keyPath = attribute.keyPath as? PartialKeyPath<Model> else { return nil }
+    self.keyPath = keyPath
     self.name = name ?? attribute.name
     column = attribute.name
     valueType = unwrappedType(attribute.valueType)
@@ -43,8 +47,6 @@ public struct ModelField<Model: PersistentModel>: Sendable {
     isCodable = attribute.isCodable
     isUnique = attribute.options.contains(.unique)
     self.documentation = documentation ?? ""
-    // Every attribute's key path starts at its model (``ModelAttribute`` takes it as one).
-    keyPath = attribute.keyPath as! PartialKeyPath<Model>
   }
 
   /// The field's value in `model`, as `Any` (an optional as it is: `nil` or the value).

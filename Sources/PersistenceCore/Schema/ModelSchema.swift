@@ -190,7 +190,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     }
     selectList = (["\"_pk\""] + predicateColumns.map(\.quotedName)).joined(separator: ", ")
     quotedName = quoted(name)
-    fields = plain.map {
+    fields = plain.compactMap {
       ModelField(
         $0, name: descriptions[$0.name]?.name, documentation: descriptions[$0.name]?.documentation)
     }
