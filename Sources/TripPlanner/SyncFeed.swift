@@ -23,7 +23,7 @@ public struct FeedChange: Hashable, Sendable {
     /// (a delete carries neither: a deleted row's link is not kept in its tombstone).
     case bucketListItem(id: UUID, BucketListItemRecord?, tripID: UUID?)
     /// A stay: its id, and for an insert or an update its values and its trip's id.
-    case livingAccommodation(id: UUID, LivingAccommodationRecord?, tripID: UUID?)
+    case livingAccommodation(id: UUID, FieldValues<LivingAccommodation>?, tripID: UUID?)
   }
 
   /// Creates a change.
@@ -660,7 +660,7 @@ extension TripStore {
       guard let trip = stay.trip else { return nil }
       try context.resolveFaults(CollectionOfOne(stay))
       return (
-        .livingAccommodation(id: stay.id, stay.record, tripID: trip.id),
+        .livingAccommodation(id: stay.id, FieldValues(stay), tripID: trip.id),
         context.persistentIdentifier(for: trip)?.primaryKey
       )
     default:
@@ -701,7 +701,8 @@ extension TripStore {
       try !isListed(stay, FeedRow(model: .livingAccommodation, id: stay.id))
     {
       try context.resolveFaults(CollectionOfOne(stay))
-      rows.append(try carried(stay, .livingAccommodation(id: stay.id, stay.record, tripID: id)))
+      rows.append(
+        try carried(stay, .livingAccommodation(id: stay.id, FieldValues(stay), tripID: id)))
     }
     return rows
   }
@@ -986,11 +987,11 @@ extension TripStore {
       guard
         let trip = try planRowTrip(
           change, over: local, id: id, \LivingAccommodation.id,
-          json: { TripJSON.object($0.record) }, hasValues: record != nil, to: &result,
+          json: { TripJSON.object(FieldValues($0)) }, hasValues: record != nil, to: &result,
           inserted: inserted),
         let record
       else { return }
-      if let local, local.record == record, local.trip === trip {
+      if let local, FieldValues(local) == record, local.trip === trip {
         result.skipped += 1
         return
       }
@@ -1002,7 +1003,7 @@ extension TripStore {
         guard
           try wins(
             change, over: other, id: other.id, \LivingAccommodation.id,
-            json: { TripJSON.object($0.record) })
+            json: { TripJSON.object(FieldValues($0)) })
         else {
           result.skipped += 1
           return
@@ -1010,10 +1011,10 @@ extension TripStore {
         context.delete(other)
       }
       if let local {
-        local.apply(record)
+        record.apply(to: local)
         if local.trip !== trip { trip.livingAccommodation = local }
       } else {
-        let stay = LivingAccommodation(record)
+        let stay = record.newModel()
         context.insert(stay)
         trip.livingAccommodation = stay
       }

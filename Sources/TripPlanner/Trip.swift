@@ -376,11 +376,12 @@ public struct TripPlan: Hashable, Sendable {
   /// The bucket list, in order (each item's `position` is its place here when imported).
   public var bucketList: [BucketListItemRecord]
   /// The stay, or nil for none.
-  public var livingAccommodation: LivingAccommodationRecord?
+  public var livingAccommodation: FieldValues<LivingAccommodation>?
 
   /// Creates a plan.
   public init(
-    bucketList: [BucketListItemRecord] = [], livingAccommodation: LivingAccommodationRecord? = nil
+    bucketList: [BucketListItemRecord] = [],
+    livingAccommodation: FieldValues<LivingAccommodation>? = nil
   ) {
     self.bucketList = bucketList
     self.livingAccommodation = livingAccommodation
@@ -391,7 +392,8 @@ extension Trip {
   /// The trip's bucket list and stay as a plan (reading them: a query each unless loaded).
   public var plan: TripPlan {
     TripPlan(
-      bucketList: bucketList.map(\.record), livingAccommodation: livingAccommodation?.record)
+      bucketList: bucketList.map(\.record),
+      livingAccommodation: livingAccommodation.map(FieldValues.init))
   }
 }
 

@@ -133,7 +133,7 @@ extension TripStore {
   /// lookup of `record`'s id in the unique index when it names another, the save of one or
   /// two rows.
   @discardableResult
-  public func setStay(_ record: LivingAccommodationRecord, forTrip tripID: String) throws
+  public func setStay(_ record: FieldValues<LivingAccommodation>, forTrip tripID: String) throws
     -> LivingAccommodation
   {
     try record.validate()
@@ -141,9 +141,7 @@ extension TripStore {
       let trip = try trip(matching: tripID)
       let current = trip.livingAccommodation
       if let current, record.id == nil || record.id == current.id {
-        var values = record
-        values.id = current.id
-        current.apply(values)
+        record.apply(to: current, leaving: ["id"])
         return current
       }
       if let id = record.id, let other = try stayModel(id) {
@@ -158,7 +156,7 @@ extension TripStore {
           code: .invalidInput, message: Self.reused("stay", id, owner) + ".", field: "id")
       }
       if let current { context.delete(current) }
-      let stay = LivingAccommodation(record)
+      let stay = record.newModel()
       trip.livingAccommodation = stay
       return stay
     }
@@ -169,11 +167,11 @@ extension TripStore {
   ///
   /// Cost: the trip's lookup, one query for its stay, the delete of one row.
   @discardableResult
-  public func clearStay(ofTrip tripID: String) throws -> LivingAccommodationRecord? {
+  public func clearStay(ofTrip tripID: String) throws -> FieldValues<LivingAccommodation>? {
     try changingPlan {
       let trip = try trip(matching: tripID)
       guard let stay = trip.livingAccommodation else { return nil }
-      let record = stay.record
+      let record = FieldValues(stay)
       context.delete(stay)
       return record
     }
@@ -190,7 +188,7 @@ extension TripStore {
   /// trip instead. O(matching) to sort, O(page) models.
   public func stays(
     in box: GeographicBox? = nil, ofTrip tripID: UUID? = nil, offset: Int = 0, limit: Int? = nil
-  ) throws -> (stays: [(record: LivingAccommodationRecord, tripID: UUID)], matched: Int) {
+  ) throws -> (stays: [(record: FieldValues<LivingAccommodation>, tripID: UUID)], matched: Int) {
     let hasBox = box != nil
     let south = box?.south ?? -90
     let north = box?.north ?? 90
@@ -212,17 +210,17 @@ extension TripStore {
     let (stays, matched) = try page(descriptor, offset: offset, limit: limit)
     return try run {
       try context.resolveFaults(stays)
-      return (stays.compactMap { stay in stay.trip.map { (stay.record, $0.id) } }, matched)
+      return (stays.compactMap { stay in stay.trip.map { (FieldValues(stay), $0.id) } }, matched)
     }
   }
 
   /// The stay with this id and its trip's id; nil when there is none. Cost: one lookup in the
   /// unique index on id, and one by key for the trip.
-  public func stay(_ id: UUID) throws -> (record: LivingAccommodationRecord, tripID: UUID)? {
+  public func stay(_ id: UUID) throws -> (record: FieldValues<LivingAccommodation>, tripID: UUID)? {
     try run {
       guard let stay = try stayModel(id), let trip = stay.trip else { return nil }
       try context.resolveFaults(CollectionOfOne(stay))
-      return (stay.record, trip.id)
+      return (FieldValues(stay), trip.id)
     }
   }
 
@@ -393,19 +391,11 @@ extension TripStore {
         }
         try context.enumerateValues(
           relatedTo: trips, through: \LivingAccommodation.trip,
-          [
-            \LivingAccommodation.trip, \LivingAccommodation.id, \LivingAccommodation.name,
-            \LivingAccommodation.address, \LivingAccommodation.latitude,
-            \LivingAccommodation.longitude, \LivingAccommodation.placeIdentifier,
-          ]
+          [\LivingAccommodation.trip] + FieldValues<LivingAccommodation>.keyPaths
         ) { row in
           guard let key = try row.value(Int?.self, at: 0) else { return }
-          plans[Int64(key), default: TripPlan()].livingAccommodation = LivingAccommodationRecord(
-            id: try row.value(UUID.self, at: 1), name: try row.value(String.self, at: 2),
-            address: try row.value(String.self, at: 3),
-            latitude: try row.value(Double.self, at: 4),
-            longitude: try row.value(Double.self, at: 5),
-            placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 6)?.rawValue)
+          plans[Int64(key), default: TripPlan()].livingAccommodation = try FieldValues(
+            row: row, from: 1)
         }
       }
     } catch {
@@ -486,20 +476,12 @@ extension TripStore {
     try context.enumerateValues(
       FetchDescriptor<LivingAccommodation>(
         predicate: #Predicate { ids.contains($0.trip!.id) }),
-      [
-        \LivingAccommodation.trip, \LivingAccommodation.id, \LivingAccommodation.name,
-        \LivingAccommodation.address, \LivingAccommodation.latitude,
-        \LivingAccommodation.longitude, \LivingAccommodation.placeIdentifier,
-      ]
+      [\LivingAccommodation.trip] + FieldValues<LivingAccommodation>.keyPaths
     ) { row in
       guard let key = try row.value(Int?.self, at: 0), let trip = tripIDs[Int64(key)] else {
         return
       }
-      plans[trip, default: TripPlan()].livingAccommodation = LivingAccommodationRecord(
-        id: try row.value(UUID.self, at: 1), name: try row.value(String.self, at: 2),
-        address: try row.value(String.self, at: 3), latitude: try row.value(Double.self, at: 4),
-        longitude: try row.value(Double.self, at: 5),
-        placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 6)?.rawValue)
+      plans[trip, default: TripPlan()].livingAccommodation = try FieldValues(row: row, from: 1)
     }
   }
 
@@ -662,12 +644,10 @@ extension TripStore {
     let current = trip.livingAccommodation
     if let stay = plan.livingAccommodation {
       if let current, stay.id == nil || stay.id == current.id {
-        var values = stay
-        values.id = current.id
-        current.apply(values)
+        stay.apply(to: current, leaving: ["id"])
       } else {
         if let current { context.delete(current) }
-        trip.livingAccommodation = LivingAccommodation(stay)
+        trip.livingAccommodation = stay.newModel()
       }
     } else if let current {
       context.delete(current)

@@ -140,8 +140,8 @@ extension FeaturesAPI {
       request, filters: ["bbox", "bbox-crs", "trip", "f"])
     let tripID = try Self.tripParameter(request)
     let coordinates = try pool.withStore(author: "service") { store in
-      try store.stays(in: parameters.parsed.query.bbox, ofTrip: tripID).stays.map {
-        Coordinate(latitude: $0.record.latitude, longitude: $0.record.longitude)
+      try store.stays(in: parameters.parsed.query.bbox, ofTrip: tripID).stays.compactMap {
+        $0.record.coordinate
       }
     }
     let projection = parameters.projection

@@ -59,9 +59,7 @@ extension FeaturesAPI {
     if collection == .stays {
       let box = try pool.withStore(author: "service") { store in
         GeographicBox.enclosing(
-          try store.stays().stays.map {
-            Coordinate(latitude: $0.record.latitude, longitude: $0.record.longitude)
-          })
+          try store.stays().stays.compactMap(\.record.coordinate))
       }
       members.append(("crs", .array([.string(Self.crs84)])))
       members.append(
@@ -199,26 +197,24 @@ extension FeaturesAPI {
     return document(.object(members), type: geoJSON, status: status)
   }
 
-  /// A stay as a Point feature: its id, and its values and trip's id as properties.
-  static func stayFeature(_ record: LivingAccommodationRecord, tripID: UUID) -> JSONValue {
+  /// A stay as a Point feature: its id, its position as the geometry, and its trip's id and
+  /// other fields (in declaration order) as properties.
+  static func stayFeature(_ values: FieldValues<LivingAccommodation>, tripID: UUID) -> JSONValue {
     .object([
       ("type", .string("Feature")),
-      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
+      ("id", values["id"] ?? .null),
       (
         "geometry",
         .object([
           ("type", .string("Point")),
-          ("coordinates", .array([.number(record.longitude), .number(record.latitude)])),
+          ("coordinates", .array([values["longitude"] ?? .null, values["latitude"] ?? .null])),
         ])
       ),
       (
         "properties",
-        .object([
-          ("tripId", .string(tripID.lowercasedString)),
-          ("name", .string(record.name)),
-          ("address", .string(record.address)),
-          ("placeIdentifier", record.placeIdentifier.map(JSONValue.string) ?? .null),
-        ])
+        .object(
+          [("tripId", .string(tripID.lowercasedString))]
+            + values.jsonMembers(leaving: ["id", "latitude", "longitude"]))
       ),
     ])
   }
@@ -310,7 +306,7 @@ extension FeaturesAPI {
                 "The trip \(trip.lowercasedString) has a stay (\(current.id.lowercasedString)); PATCH or DELETE it."
               )
             }
-            return try store.setStay(record, forTrip: trip.uuidString).record
+            return FieldValues(try store.setStay(record, forTrip: trip.uuidString))
           }
         }
         return Self.stayFeature(stay, tripID: trip)
@@ -380,7 +376,7 @@ extension FeaturesAPI {
           try Self.sameTrip(tripID, current.tripID, collection)
           record.id = uuid
           let stay = try store.setStay(record, forTrip: current.tripID.uuidString)
-          return Self.stayFeature(stay.record, tripID: current.tripID)
+          return Self.stayFeature(FieldValues(stay), tripID: current.tripID)
         }
       }
     }

@@ -179,7 +179,10 @@ final class ItemsStreams: Sendable {
         try store.context.resolveFaults(CollectionOfOne(stay))
         return .stay(
           key: key,
-          (stay.id, FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false))
+          (
+            stay.id,
+            FeaturesAPI.stayFeature(FieldValues(stay), tripID: trip.id).rendered(pretty: false)
+          )
         )
       }
     }
@@ -440,7 +443,7 @@ final class ItemsStreams: Sendable {
         let key = store.context.persistentIdentifier(for: trip)?.primaryKey
       else { continue }
       found[key] = (
-        stay.id, FeaturesAPI.stayFeature(stay.record, tripID: trip.id).rendered(pretty: false)
+        stay.id, FeaturesAPI.stayFeature(FieldValues(stay), tripID: trip.id).rendered(pretty: false)
       )
     }
     return found

@@ -25,7 +25,7 @@ enum ShowCommand: Subcommand {
       members.append(
         (
           "livingAccommodation",
-          trip.livingAccommodation.map { TripJSON.object($0.record) } ?? .null
+          trip.livingAccommodation.map { TripJSON.object(FieldValues($0)) } ?? .null
         ))
       try io.out(JSONValue.object(members).rendered(pretty: true) + "\n")
     } else {

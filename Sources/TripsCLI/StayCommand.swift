@@ -44,11 +44,12 @@ enum StaySetCommand: Subcommand {
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let record = LivingAccommodationRecord(
-      name: try arguments[name] ?? "", address: try arguments[address] ?? "",
-      latitude: try arguments[AddCommand.latitude] ?? 0,
-      longitude: try arguments[AddCommand.longitude] ?? 0,
-      placeIdentifier: try arguments[AddCommand.placeID].flatMap { $0.isEmpty ? nil : $0 })
+    var record = FieldValues<LivingAccommodation>()
+    record.name = try arguments[name] ?? ""
+    record.address = try arguments[address] ?? ""
+    record.latitude = try arguments[AddCommand.latitude] ?? 0
+    record.longitude = try arguments[AddCommand.longitude] ?? 0
+    record.placeIdentifier = .some(try arguments[AddCommand.placeID].flatMap(PlaceIdentifier.init))
     try record.validate()
     let store = try CommonOptions.openForWriting(arguments, io)
     let stay = try store.setStay(record, forTrip: arguments.positionals[0])

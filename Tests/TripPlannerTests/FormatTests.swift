@@ -180,7 +180,7 @@ struct FastWriterTests {
           },
           livingAccommodation: Bool.random(using: &generator)
             ? nil
-            : LivingAccommodationRecord(
+            : stayValues(
               id: UUID(), name: texts.randomElement(using: &generator)!,
               address: texts.randomElement(using: &generator)!,
               latitude: [0, -0.0, 45.5, 1e-7].randomElement(using: &generator)!,

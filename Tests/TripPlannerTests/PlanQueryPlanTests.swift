@@ -34,7 +34,7 @@ struct PlanQueryPlanTests {
           toTrip: trip.id.uuidString)
       }
       try store.setStay(
-        LivingAccommodationRecord(name: "Stay \(index)", latitude: 1, longitude: 2),
+        stayValues(name: "Stay \(index)", latitude: 1, longitude: 2),
         forTrip: trip.id.uuidString)
     }
     let settings = engine == .postgreSQL ? ["enable_seqscan": "off"] : [:]

@@ -58,7 +58,7 @@ struct PlanSyncTests {
       BucketListItemRecord(title: "Kaiseki dinner", details: "Gion", hasReservation: true),
       toTrip: text)
     try a.setStay(
-      LivingAccommodationRecord(
+      stayValues(
         name: "Ryokan", address: "Nanzenji", latitude: 35.01, longitude: 135.79,
         placeIdentifier: "geonames:1857910"), forTrip: text)
     #expect(try pair.push(from: 0).applied == 4)
@@ -71,7 +71,7 @@ struct PlanSyncTests {
     try a.moveBucketListItem(first.id, to: 2)
     try a.updateBucketListItem(first.id) { $0.isInPlan = true }
     try a.setStay(
-      LivingAccommodationRecord(name: "Hotel", latitude: 35.0, longitude: 135.76), forTrip: text)
+      stayValues(name: "Hotel", latitude: 35.0, longitude: 135.76), forTrip: text)
     try pair.push(from: 0)
     #expect(try pair.state(1) == pair.state(0))
     #expect(
@@ -107,12 +107,12 @@ struct PlanSyncTests {
     try a.updateBucketListItem(shared.id) { $0.details = "from A, earlier" }
     try a.addBucketListItem(BucketListItemRecord(title: "Only on A"), toTrip: text)
     try a.setStay(
-      LivingAccommodationRecord(name: "A's ryokan", latitude: 35, longitude: 135.7), forTrip: text)
+      stayValues(name: "A's ryokan", latitude: 35, longitude: 135.7), forTrip: text)
     Self.tick()
     try b.updateBucketListItem(shared.id) { $0.details = "from B, later" }
     try b.addBucketListItem(BucketListItemRecord(title: "Only on B"), toTrip: text)
     try b.setStay(
-      LivingAccommodationRecord(name: "B's hotel", latitude: 35.1, longitude: 135.8),
+      stayValues(name: "B's hotel", latitude: 35.1, longitude: 135.8),
       forTrip: text)
 
     try pair.push(from: 0)
@@ -199,14 +199,14 @@ struct PlanSyncTests {
     let item = try a.addBucketListItem(
       BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
     let stay = try a.setStay(
-      LivingAccommodationRecord(name: "Ryokan", latitude: 35, longitude: 135.7),
+      stayValues(name: "Ryokan", latitude: 35, longitude: 135.7),
       forTrip: owner.id.uuidString)
     try pair.push(from: 0)
     let b = try pair.store(1, author: "sync")
     Self.tick()
     try a.updateBucketListItem(item.id) { $0.title = "Gion at night" }
     try a.setStay(
-      LivingAccommodationRecord(name: "Ryokan Yachiyo", latitude: 35, longitude: 135.7),
+      stayValues(name: "Ryokan Yachiyo", latitude: 35, longitude: 135.7),
       forTrip: owner.id.uuidString)
     let feed = try a.changeFeed(after: pair.after[0], excludingAuthor: "sync")
     for row in [item.id, stay.id] {
@@ -253,7 +253,7 @@ struct PlanSyncTests {
     let item = try a.addBucketListItem(
       BucketListItemRecord(title: "Moss garden"), toTrip: trip.id.uuidString)
     try a.setStay(
-      LivingAccommodationRecord(name: "Machiya", latitude: 35, longitude: 135.7),
+      stayValues(name: "Machiya", latitude: 35, longitude: 135.7),
       forTrip: trip.id.uuidString)
     try pair.push(from: 0)
     Self.tick()

@@ -54,7 +54,7 @@ struct TripPlanTests {
     #expect(first.bucketListStorage != nil && first.livingAccommodationStorage == nil)
     // Set elsewhere, read here: the stay's link is made now and looks the stay up.
     try TripStore(url: url, author: "other").setStay(
-      LivingAccommodationRecord(name: "Inn", latitude: 35, longitude: 135),
+      stayValues(name: "Inn", latitude: 35, longitude: 135),
       forTrip: trip.id.uuidString)
     #expect(first.livingAccommodation?.name == "Inn")
     // An observer's trip: made on first use too, from its snapshots' source.
@@ -116,7 +116,7 @@ struct TripPlanTests {
     let item = try store.addBucketListItem(BucketListItemRecord(title: "before"), toTrip: text)
     try store.addBucketListItem(BucketListItemRecord(title: "first"), toTrip: text, at: 0)
     try store.setStay(
-      LivingAccommodationRecord(name: "Inn", address: "Gion", latitude: 35, longitude: 135.7),
+      stayValues(name: "Inn", address: "Gion", latitude: 35, longitude: 135.7),
       forTrip: text)
     // As the model path reads it, in a context of its own.
     let other = try TripStore(url: url)
@@ -167,10 +167,10 @@ struct TripPlanTests {
       let path = try #require(try store.bucketList(ofTrip: text).first)
       try store.removeBucketListItem(path.id)
       try store.setStay(
-        LivingAccommodationRecord(name: "Ryokan", latitude: 35.0, longitude: 135.77),
+        stayValues(name: "Ryokan", latitude: 35.0, longitude: 135.77),
         forTrip: text)
       let stay = try store.setStay(
-        LivingAccommodationRecord(
+        stayValues(
           name: "Ryokan Yachiyo", address: "Nanzenji", latitude: 35.0107, longitude: 135.7925,
           placeIdentifier: "geonames:1857910"), forTrip: text)
       #expect(try Self.counts(store) == [1, 2, 1])
@@ -185,14 +185,14 @@ struct TripPlanTests {
       #expect(trip.bucketList.map(\.hasReservation) == [true, false])
       #expect(trip.bucketList.map(\.isInPlan) == [false, true])
       let stay = try #require(trip.livingAccommodation)
-      #expect(stay.record.name == "Ryokan Yachiyo" && stay.address == "Nanzenji")
+      #expect(stay.name == "Ryokan Yachiyo" && stay.address == "Nanzenji")
       #expect(stay.placeIdentifier?.rawValue == "geonames:1857910")
       #expect(stay.latitude == 35.0107 && stay.longitude == 135.7925)
 
       #expect(try store.clearStay(ofTrip: id.uuidString)?.name == "Ryokan Yachiyo")
       #expect(try store.clearStay(ofTrip: id.uuidString) == nil)
       try store.setStay(
-        LivingAccommodationRecord(name: "Hotel", latitude: 35, longitude: 135),
+        stayValues(name: "Hotel", latitude: 35, longitude: 135),
         forTrip: id.uuidString)
       let before = try store.context.fetchHistory(HistoryDescriptor()).count
       try store.delete([id])
@@ -246,14 +246,14 @@ struct TripPlanTests {
         "latitude",
         {
           _ = try store.setStay(
-            LivingAccommodationRecord(name: "Inn", latitude: 91, longitude: 0), forTrip: text)
+            stayValues(name: "Inn", latitude: 91, longitude: 0), forTrip: text)
         }
       ),
       (
         "name",
         {
           _ = try store.setStay(
-            LivingAccommodationRecord(name: "In\nn", latitude: 1, longitude: 0), forTrip: text)
+            stayValues(name: "In\nn", latitude: 1, longitude: 0), forTrip: text)
         }
       ),
     ]
@@ -294,7 +294,7 @@ struct TripPlanTests {
     let item = try store.addBucketListItem(
       BucketListItemRecord(title: "Tea ceremony"), toTrip: first.id.uuidString)
     let stay = try store.setStay(
-      LivingAccommodationRecord(name: "Machiya", latitude: 35, longitude: 135.7),
+      stayValues(name: "Machiya", latitude: 35, longitude: 135.7),
       forTrip: first.id.uuidString)
     let (itemID, stayID) = (item.id, stay.id)
     try store.removeBucketListItem(itemID)
@@ -310,7 +310,7 @@ struct TripPlanTests {
       "\(String(describing: added))")
     let set = #expect(throws: TripPlannerError.self) {
       try store.setStay(
-        LivingAccommodationRecord(id: stayID, name: "Reused", latitude: 1, longitude: 2),
+        stayValues(id: stayID, name: "Reused", latitude: 1, longitude: 2),
         forTrip: second.id.uuidString)
     }
     #expect(
@@ -329,7 +329,7 @@ struct TripPlanTests {
     var imported = Self.kyoto
     imported.id = UUID()
     imported.plan = TripPlan(
-      livingAccommodation: LivingAccommodationRecord(
+      livingAccommodation: stayValues(
         id: stayID, name: "Reused", latitude: 1, longitude: 2))
     #expect(throws: TripPlannerError.self) { try store.importRecords([imported]) }
     #expect(try Self.counts(store) == [2, 0, 0])
@@ -339,7 +339,7 @@ struct TripPlanTests {
       BucketListItemRecord(id: itemID, title: "Tea again"), toTrip: first.id.uuidString)
     // A trip deleted with its plan, then imported again from an export, gets its plan back.
     try store.setStay(
-      LivingAccommodationRecord(id: stayID, name: "Machiya", latitude: 35, longitude: 135.7),
+      stayValues(id: stayID, name: "Machiya", latitude: 35, longitude: 135.7),
       forTrip: first.id.uuidString)
     let exported = try store.exportRecords(plans: true).filter { $0.id == first.id }
     _ = try store.delete([first.id])
@@ -360,7 +360,7 @@ struct TripPlanTests {
     other.name = "Elsewhere"
     let taker = try store.add(other)
     let stay = try store.setStay(
-      LivingAccommodationRecord(name: "Ryokan", latitude: 35, longitude: 135.7),
+      stayValues(name: "Ryokan", latitude: 35, longitude: 135.7),
       forTrip: owner.id.uuidString)
     let item = try store.addBucketListItem(
       BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
@@ -371,13 +371,13 @@ struct TripPlanTests {
       for round in 0..<2 {
         let error = #expect(throws: TripPlannerError.self) {
           try store.setStay(
-            LivingAccommodationRecord(id: stay.id, name: "Taken", latitude: 10, longitude: 20),
+            stayValues(id: stay.id, name: "Taken", latitude: 10, longitude: 20),
             forTrip: target.uuidString)
         }
         #expect(error?.code == .invalidInput)
         #expect(error?.message.contains(owner.id.lowercasedString) == true)
         try store.setStay(
-          LivingAccommodationRecord(name: "Own \(round)", latitude: 1, longitude: 2),
+          stayValues(name: "Own \(round)", latitude: 1, longitude: 2),
           forTrip: target.uuidString)
       }
     }
@@ -397,7 +397,7 @@ struct TripPlanTests {
     let own = try #require(try fresh.trip(matching: taker.id.uuidString).livingAccommodation)
     let newID = UUID()
     try fresh.setStay(
-      LivingAccommodationRecord(id: newID, name: "New", latitude: 3, longitude: 4),
+      stayValues(id: newID, name: "New", latitude: 3, longitude: 4),
       forTrip: taker.id.uuidString)
     #expect(try fresh.stay(own.id) == nil)
     #expect(try fresh.stay(newID)?.tripID == taker.id)
@@ -543,11 +543,11 @@ struct TripPlanFileTests {
     try store.addBucketListItem(
       BucketListItemRecord(title: "Fushimi Inari", isInPlan: true), toTrip: kyoto)
     try store.setStay(
-      LivingAccommodationRecord(
+      stayValues(
         name: "Ryokan", address: "Nanzenji", latitude: 35.01, longitude: 135.79,
         placeIdentifier: "geonames:1857910"), forTrip: kyoto)
     try store.setStay(
-      LivingAccommodationRecord(name: "Hostel", latitude: 34.67, longitude: 135.5), forTrip: osaka)
+      stayValues(name: "Hostel", latitude: 34.67, longitude: 135.5), forTrip: osaka)
     return store
   }
 
@@ -641,7 +641,7 @@ struct TripPlanFileTests {
     let far = try attempt { records in
       let index = records.firstIndex { $0.name == "Quiet week" }!
       records[index].plan = TripPlan(
-        livingAccommodation: LivingAccommodationRecord(name: "Pole", latitude: 91, longitude: 0))
+        livingAccommodation: stayValues(name: "Pole", latitude: 91, longitude: 0))
     }
     #expect(
       far.contains { $0.contains("stay: latitude 91.0 is not a number between -90 and 90") },
@@ -703,7 +703,7 @@ struct TripPlanValueTests {
               isInPlan: $0 == 0)
           },
           livingAccommodation: index % 2 == 0
-            ? LivingAccommodationRecord(
+            ? stayValues(
               name: "Stay \(index)", address: "Street", latitude: 35, longitude: 135.7,
               placeIdentifier: index % 4 == 0 ? "geonames:\(index)" : nil) : nil)
       }
@@ -792,7 +792,7 @@ struct TripPlanValueTests {
       }
       if index.isMultiple(of: 2) {
         try store.setStay(
-          LivingAccommodationRecord(name: "Stay \(index)", latitude: 1, longitude: 2),
+          stayValues(name: "Stay \(index)", latitude: 1, longitude: 2),
           forTrip: trip.id.uuidString)
       }
     }

@@ -87,9 +87,12 @@ public struct SyntheticTrips {
       var longitude = trip.longitude + (Double(below(601)) - 300) / 10_000
       if longitude >= 180 { longitude -= 360 }
       if longitude < -180 { longitude += 360 }
-      plan.livingAccommodation = LivingAccommodationRecord(
-        id: uuid(), name: "Guesthouse \(trip.destination)", latitude: latitude,
-        longitude: longitude)
+      var values = FieldValues<LivingAccommodation>()
+      values.id = uuid()
+      values.name = "Guesthouse \(trip.destination)"
+      values.latitude = latitude
+      values.longitude = longitude
+      plan.livingAccommodation = values
     }
     return plan
   }

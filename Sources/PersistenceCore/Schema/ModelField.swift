@@ -32,14 +32,16 @@ public struct ModelField<Model: PersistentModel>: Sendable {
   /// The first paragraph of the property's documentation comment, its lines joined by
   /// spaces; empty when it has none.
   public let documentation: String
-  /// The property.
-  public nonisolated(unsafe) let keyPath: PartialKeyPath<Model>
+  /// The property: a key path is an immutable value, shared between threads as it is (what
+  /// `ModelContext.enumerateValues` reads takes these).
+  public let keyPath: PartialKeyPath<Model> & Sendable
 
   /// The field of `attribute`; nil for an entry whose key path does not start at the model
   /// (a to-one's key column, which is not a field).
   init?(_ attribute: ModelAttribute<Model>, name: String?, documentation: String?) {
     guard let keyPath = attribute.keyPath as? PartialKeyPath<Model> else { return nil }
-    self.keyPath = keyPath
+    // `Sendable` is a marker: the same reference, its immutability stated.
+    self.keyPath = unsafeBitCast(keyPath, to: (PartialKeyPath<Model> & Sendable).self)
     self.name = name ?? attribute.name
     column = attribute.name
     valueType = unwrappedType(attribute.valueType)

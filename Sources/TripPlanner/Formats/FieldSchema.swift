@@ -10,21 +10,7 @@ public enum FieldSchema {
   /// The schema of a value of `type` as JSON features and files write it; nil for a type the
   /// formats do not write (a test checks that every field of the domain's models has one).
   public static func value(of type: Any.Type) -> [(String, JSONValue)]? {
-    func plain(_ name: String, format: String? = nil) -> [(String, JSONValue)] {
-      [("type", .string(name))] + (format.map { [("format", .string($0))] } ?? [])
-    }
-    switch ObjectIdentifier(type) {
-    case ObjectIdentifier(String.self): return plain("string")
-    // A place identifier is written as its raw value.
-    case ObjectIdentifier(PlaceIdentifier.self): return plain("string")
-    case ObjectIdentifier(UUID.self): return plain("string", format: "uuid")
-    // Dates are written as RFC 3339 instants (`2027-01-01T00:00:00Z`).
-    case ObjectIdentifier(Date.self): return plain("string", format: "date-time")
-    case ObjectIdentifier(Double.self): return plain("number", format: "double")
-    case ObjectIdentifier(Int.self), ObjectIdentifier(Int64.self): return plain("integer")
-    case ObjectIdentifier(Bool.self): return plain("boolean")
-    default: return nil
-    }
+    (type as? any FormatValue.Type)?.schemaMembers
   }
 
   /// `field`'s schema: its value's, `nullable` when it is optional, its documentation as

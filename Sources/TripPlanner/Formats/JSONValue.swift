@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON value: read with `JSONDecoder` (type-strict: `true` is never a number), written with
 /// members in the order given.
-public indirect enum JSONValue: Decodable, Equatable, Sendable {
+public indirect enum JSONValue: Decodable, Hashable, Sendable {
   /// `null`.
   case null
   /// `true` or `false`.
@@ -92,6 +92,23 @@ public indirect enum JSONValue: Decodable, Equatable, Sendable {
     case (.object(let a), .object(let b)):
       a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     default: false
+    }
+  }
+
+  /// Hashes the kind and contents (object members in order), as `==` compares them.
+  public func hash(into hasher: inout Hasher) {
+    switch self {
+    case .null: hasher.combine(0)
+    case .bool(let value): hasher.combine(value)
+    case .number(let value): hasher.combine(value)
+    case .string(let value): hasher.combine(value)
+    case .array(let values): hasher.combine(values)
+    case .object(let members):
+      hasher.combine(members.count)
+      for (name, value) in members {
+        hasher.combine(name)
+        hasher.combine(value)
+      }
     }
   }
 

@@ -119,19 +119,7 @@ public enum TripGeoJSON {
       }
       raw(#"],"livingAccommodation":"#)
       if let stay = plan.livingAccommodation {
-        raw(#"{"id":"#)
-        id(stay.id)
-        raw(#","name":"#)
-        string(stay.name)
-        raw(#","address":"#)
-        string(stay.address)
-        raw(#","latitude":"#)
-        number(stay.latitude)
-        raw(#","longitude":"#)
-        number(stay.longitude)
-        raw(#","placeIdentifier":"#)
-        if let place = stay.placeIdentifier { string(place) } else { raw("null") }
-        output.append(UInt8(ascii: "}"))
+        output.append(contentsOf: JSONValue.object(stay.jsonMembers()).utf8())
       } else {
         raw("null")
       }

@@ -14,26 +14,16 @@ extension TripJSON {
     ])
   }
 
-  /// One stay as a JSON object:
+  /// One stay as a JSON object, its fields in declaration order (a field not given, `null`):
   /// `{"id","name","address","latitude","longitude","placeIdentifier"}`.
-  public static func object(_ record: LivingAccommodationRecord) -> JSONValue {
-    .object([
-      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
-      ("name", .string(record.name)),
-      ("address", .string(record.address)),
-      ("latitude", .number(record.latitude)),
-      ("longitude", .number(record.longitude)),
-      ("placeIdentifier", record.placeIdentifier.map(JSONValue.string) ?? .null),
-    ])
+  public static func object(_ values: FieldValues<LivingAccommodation>) -> JSONValue {
+    .object(values.jsonMembers())
   }
 }
 
 extension TripJSON {
   static let itemKeys: Set<String> = [
     "id", "title", "details", "hasReservation", "isInPlan", "position",
-  ]
-  static let stayKeys: Set<String> = [
-    "id", "name", "address", "latitude", "longitude", "placeIdentifier",
   ]
 
   /// Reads a trip object's `bucketList` (an array of items, in order: an item's `position`,
@@ -91,26 +81,12 @@ extension TripJSON {
     return problems.problems.count == before ? record : nil
   }
 
-  /// Reads one stay object; problems go to `line`, named by `label`. Nil when it is malformed.
+  /// Reads one stay object (its fields, as ``FieldValues`` reads them); problems go to
+  /// `line`, named by `label`. Nil when it is malformed.
   static func stay(
     from value: JSONValue, label: String, line: Int?, problems: inout ProblemList
-  ) -> LivingAccommodationRecord? {
-    guard case .object(let members) = value else {
-      problems.add(line, "\(label) must be an object")
-      return nil
-    }
-    let before = problems.problems.count
-    for (key, _) in members where !stayKeys.contains(key) {
-      problems.add(line, "\(label): unknown member '\(key)'")
-    }
-    let reader = MemberReader(object: value, label: label, line: line)
-    let record = LivingAccommodationRecord(
-      id: reader.id(&problems), name: reader.string("name", &problems) ?? "",
-      address: reader.string("address", &problems, required: false) ?? "",
-      latitude: reader.number("latitude", &problems),
-      longitude: reader.number("longitude", &problems),
-      placeIdentifier: reader.string("placeIdentifier", &problems, required: false))
-    return problems.problems.count == before ? record : nil
+  ) -> FieldValues<LivingAccommodation>? {
+    FieldValues.read(value, label: label, line: line, problems: &problems)
   }
 }
 
@@ -206,7 +182,7 @@ extension TripGeoJSON {
   /// (`[longitude, latitude]`), `properties` the stay's `name`, `address`,
   /// `placeIdentifier` and its trip's `tripId`. Throws every problem at once.
   public static func decodeStayFeature(_ data: Data, file: String) throws -> (
-    record: LivingAccommodationRecord, tripID: UUID?
+    record: FieldValues<LivingAccommodation>, tripID: UUID?
   ) {
     var problems = ProblemList(file: file)
     let document = try TripJSON.parseDocument(data, problems: &problems)
@@ -224,7 +200,7 @@ extension TripGeoJSON {
       problems.add(nil, "the geometry must be a Point with [longitude, latitude]")
       members = nil
     }
-    var record: LivingAccommodationRecord?
+    var record: FieldValues<LivingAccommodation>?
     if let members {
       record = TripJSON.stay(
         from: .object(members), label: "properties", line: nil, problems: &problems)

@@ -1,0 +1,17 @@
+import Foundation
+import TripPlanner
+
+/// A stay's values as a test spells them: a new stay's, with these set.
+func stayValues(
+  id: UUID? = nil, name: String, address: String = "", latitude: Double, longitude: Double,
+  placeIdentifier: String? = nil
+) -> FieldValues<LivingAccommodation> {
+  var values = FieldValues<LivingAccommodation>()
+  values.id = id
+  values.name = name
+  values.address = address
+  values.latitude = latitude
+  values.longitude = longitude
+  values.placeIdentifier = .some(placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
+  return values
+}
