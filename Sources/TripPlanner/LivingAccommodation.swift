@@ -19,13 +19,14 @@ public final class LivingAccommodation {
   public var name: String
   /// Its address; may be empty.
   public var address: String
-  /// Degrees north.
+  /// Degrees north, -90 to 90.
   public var latitude: Double
-  /// Degrees east.
+  /// Degrees east, -180 to 180.
   public var longitude: Double
-  /// The place in an outside gazetteer, stored opaquely (as a trip's: decoded when first read;
-  /// reads that must not take undecodable bytes for none resolve it first,
-  /// `ModelContext.resolveFaults(_:)`).
+  /// The place in a gazetteer, such as geonames:1850147.
+  ///
+  /// Stored opaquely, as a trip's: decoded when first read; reads that must not take
+  /// undecodable bytes for none resolve it first (`ModelContext.resolveFaults(_:)`).
   @Attribute(.codable, originalName: "place_id") public var placeIdentifier: PlaceIdentifier?
 
   /// The trip it is the stay of (its key is stored in the column `trip`, unique: one stay a

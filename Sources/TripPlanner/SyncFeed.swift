@@ -21,7 +21,7 @@ public struct FeedChange: Hashable, Sendable {
     case trip(id: UUID, TripRecord?)
     /// A bucket-list item: its id, and for an insert or an update its values and its trip's id
     /// (a delete carries neither: a deleted row's link is not kept in its tombstone).
-    case bucketListItem(id: UUID, BucketListItemRecord?, tripID: UUID?)
+    case bucketListItem(id: UUID, FieldValues<BucketListItem>?, tripID: UUID?)
     /// A stay: its id, and for an insert or an update its values and its trip's id.
     case livingAccommodation(id: UUID, FieldValues<LivingAccommodation>?, tripID: UUID?)
   }
@@ -326,10 +326,12 @@ public struct SyncFeed: Sendable {
       return nil
     }
     /// A plan row's line: its id member, its trip (required but for a delete), its values
-    /// read by `read` (whose id must be the line's), made into a subject by `make`.
-    func planRow<Record>(
-      _ key: String, what: String, read: (JSONValue, inout ProblemList) -> Record?,
-      id recordID: (Record) -> UUID?, make: (UUID, Record?, UUID?) -> FeedChange.Subject
+    /// read by `read` (whose id must be the line's) and checked by its model's rules, made
+    /// into a subject by `make`.
+    func planRow<Model: FieldRules>(
+      _ key: String, what: String,
+      read: (JSONValue, inout ProblemList) -> FieldValues<Model>?,
+      make: (UUID, FieldValues<Model>?, UUID?) -> FeedChange.Subject
     ) -> FeedChange.Subject? {
       guard case .some(let rowID?) = id(key + "Id", required: true),
         case .some(let tripID) = id("tripId", required: !isDelete)
@@ -338,7 +340,10 @@ public struct SyncFeed: Sendable {
         return isDelete ? make(rowID, nil, tripID) : nil
       }
       guard let record = read(member, &problems) else { return nil }
-      guard recordID(record) == rowID else {
+      let violations = record.violations
+      for violation in violations { problems.add(line, "\(key): \(violation.reason)") }
+      guard violations.isEmpty else { return nil }
+      guard record.identity == rowID else {
         problems.add(line, "the \(what)'s id does not match \(key)Id")
         return nil
       }
@@ -349,13 +354,13 @@ public struct SyncFeed: Sendable {
         "bucketListItem", what: "item",
         read: {
           TripJSON.bucketListItem(from: $0, label: "bucketListItem", line: line, problems: &$1)
-        }, id: \.id, make: { .bucketListItem(id: $0, $1, tripID: $2) })
+        }, make: { .bucketListItem(id: $0, $1, tripID: $2) })
     }
     if value["livingAccommodationId"] != nil {
       return planRow(
         "livingAccommodation", what: "stay",
         read: { TripJSON.stay(from: $0, label: "livingAccommodation", line: line, problems: &$1) },
-        id: \.id, make: { .livingAccommodation(id: $0, $1, tripID: $2) })
+        make: { .livingAccommodation(id: $0, $1, tripID: $2) })
     }
     guard case .some(let tripID?) = id("tripId", required: true) else { return nil }
     guard let member = values("trip", what: "trip") else {
@@ -644,7 +649,7 @@ extension TripStore {
       try context.prefetch([\.trip], of: [item])
       guard let trip = item.trip else { return nil }
       return (
-        .bucketListItem(id: item.id, item.record, tripID: trip.id),
+        .bucketListItem(id: item.id, FieldValues(item), tripID: trip.id),
         context.persistentIdentifier(for: trip)?.primaryKey
       )
     case LivingAccommodation.schema.name:
@@ -695,7 +700,7 @@ extension TripStore {
     try context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
     for item in trip.bucketList
     where try !isListed(item, FeedRow(model: .bucketListItem, id: item.id)) {
-      rows.append(try carried(item, .bucketListItem(id: item.id, item.record, tripID: id)))
+      rows.append(try carried(item, .bucketListItem(id: item.id, FieldValues(item), tripID: id)))
     }
     if let stay = trip.livingAccommodation,
       try !isListed(stay, FeedRow(model: .livingAccommodation, id: stay.id))
@@ -960,22 +965,23 @@ extension TripStore {
       let local = try context.fetch(descriptor).first
       guard
         let trip = try planRowTrip(
-          change, over: local, id: id, \BucketListItem.id, json: { TripJSON.object($0.record) },
+          change, over: local, id: id, \BucketListItem.id,
+          json: { TripJSON.object(FieldValues($0)) },
           hasValues: record != nil, to: &result, inserted: inserted),
         let record
       else { return }
       if let local {
-        if local.record == record, local.trip === trip {
+        if FieldValues(local) == record, local.trip === trip {
           result.skipped += 1
           return
         }
         if let owner = local.trip, owner !== trip {
           throw TripStore.ownedElsewhere("bucket-list item", id, owner: owner.id)
         }
-        local.apply(record)
+        record.apply(to: local)
         if local.trip == nil { local.trip = trip }
       } else {
-        let item = BucketListItem(record)
+        let item = record.newModel()
         context.insert(item)
         item.trip = trip
       }

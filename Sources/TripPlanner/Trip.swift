@@ -374,13 +374,13 @@ extension ModelContext {
 /// A trip's bucket list and stay, as files and requests carry them with the trip.
 public struct TripPlan: Hashable, Sendable {
   /// The bucket list, in order (each item's `position` is its place here when imported).
-  public var bucketList: [BucketListItemRecord]
+  public var bucketList: [FieldValues<BucketListItem>]
   /// The stay, or nil for none.
   public var livingAccommodation: FieldValues<LivingAccommodation>?
 
   /// Creates a plan.
   public init(
-    bucketList: [BucketListItemRecord] = [],
+    bucketList: [FieldValues<BucketListItem>] = [],
     livingAccommodation: FieldValues<LivingAccommodation>? = nil
   ) {
     self.bucketList = bucketList
@@ -392,7 +392,7 @@ extension Trip {
   /// The trip's bucket list and stay as a plan (reading them: a query each unless loaded).
   public var plan: TripPlan {
     TripPlan(
-      bucketList: bucketList.map(\.record),
+      bucketList: bucketList.map(FieldValues.init),
       livingAccommodation: livingAccommodation.map(FieldValues.init))
   }
 }

@@ -26,7 +26,7 @@ extension TripStore {
   /// them, and the save of the changed items.
   @discardableResult
   public func addBucketListItem(
-    _ record: BucketListItemRecord, toTrip tripID: String, at position: Int? = nil
+    _ record: FieldValues<BucketListItem>, toTrip tripID: String, at position: Int? = nil
   ) throws -> BucketListItem {
     try record.validate()
     return try changingPlan {
@@ -50,7 +50,7 @@ extension TripStore {
       }
       var list = trip.bucketList
       let index = try Self.insertionIndex(position, count: list.count)
-      let item = BucketListItem(record)
+      let item = record.newModel()
       list.insert(item, at: index)
       Self.renumber(list)
       trip.bucketList = list
@@ -64,16 +64,16 @@ extension TripStore {
   /// Cost: a lookup by the item's unique id, then the save of one row.
   @discardableResult
   public func updateBucketListItem(
-    _ id: UUID, _ change: (inout BucketListItemRecord) throws -> Void
+    _ id: UUID, _ change: (inout FieldValues<BucketListItem>) throws -> Void
   ) throws -> BucketListItem {
     try changingPlan {
       let item = try existingItem(id)
-      var record = item.record
+      var record = FieldValues(item)
       try change(&record)
       record.id = item.id
       record.position = item.position
       try record.validate()
-      item.apply(record)
+      record.apply(to: item)
       return item
     }
   }
@@ -105,10 +105,10 @@ extension TripStore {
   ///
   /// Cost: the item's lookup and its trip's list, O(items of the trip) renumbered and saved.
   @discardableResult
-  public func removeBucketListItem(_ id: UUID) throws -> BucketListItemRecord {
+  public func removeBucketListItem(_ id: UUID) throws -> FieldValues<BucketListItem> {
     try changingPlan {
       let item = try existingItem(id)
-      let record = item.record
+      let record = FieldValues(item)
       if let trip = item.trip {
         var list = trip.bucketList
         list.removeAll { $0 === item }
@@ -232,7 +232,7 @@ extension TripStore {
   /// of the items; O(matching) to sort, O(page) models.
   public func bucketListItems(
     ofTrip tripID: UUID? = nil, search: String? = nil, offset: Int = 0, limit: Int? = nil
-  ) throws -> (items: [(record: BucketListItemRecord, tripID: UUID)], matched: Int) {
+  ) throws -> (items: [(record: FieldValues<BucketListItem>, tripID: UUID)], matched: Int) {
     let hasTrip = tripID != nil
     let trip = tripID ?? UUID()
     let text = search ?? ""
@@ -245,7 +245,7 @@ extension TripStore {
       sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)])
     descriptor.relationshipKeyPathsForPrefetching = [\.trip]
     let (items, matched) = try page(descriptor, offset: offset, limit: limit)
-    return (items.compactMap { item in item.trip.map { (item.record, $0.id) } }, matched)
+    return (items.compactMap { item in item.trip.map { (FieldValues(item), $0.id) } }, matched)
   }
 
   /// One page of `descriptor`'s models and how many match, in one read transaction.
@@ -265,10 +265,12 @@ extension TripStore {
 
   /// The bucket-list item with this id and its trip's id; nil when there is none. Cost: one
   /// lookup in the unique index on id, and one by key for the trip.
-  public func bucketListItem(_ id: UUID) throws -> (record: BucketListItemRecord, tripID: UUID)? {
+  public func bucketListItem(_ id: UUID) throws -> (
+    record: FieldValues<BucketListItem>, tripID: UUID
+  )? {
     try run {
       guard let item = try item(id), let trip = item.trip else { return nil }
-      return (item.record, trip.id)
+      return (FieldValues(item), trip.id)
     }
   }
 
@@ -374,20 +376,11 @@ extension TripStore {
         }
         try context.enumerateValues(
           relatedTo: trips, through: \BucketListItem.trip,
-          [
-            \BucketListItem.trip, \BucketListItem.id, \BucketListItem.title,
-            \BucketListItem.details, \BucketListItem.hasReservation, \BucketListItem.isInPlan,
-            \BucketListItem.position,
-          ]
+          [\BucketListItem.trip] + FieldValues<BucketListItem>.keyPaths
         ) { row in
           guard let key = try row.value(Int?.self, at: 0) else { return }
           plans[Int64(key), default: TripPlan()].bucketList.append(
-            BucketListItemRecord(
-              id: try row.value(UUID.self, at: 1), title: try row.value(String.self, at: 2),
-              details: try row.value(String.self, at: 3),
-              hasReservation: try row.value(Bool.self, at: 4),
-              isInPlan: try row.value(Bool.self, at: 5),
-              position: try row.value(Int.self, at: 6)))
+            try FieldValues(row: row, from: 1))
         }
         try context.enumerateValues(
           relatedTo: trips, through: \LivingAccommodation.trip,
@@ -406,7 +399,8 @@ extension TripStore {
       var plan = plans[key] ?? TripPlan()
       if plan.bucketList.count > 1 {
         plan.bucketList.sort { a, b in
-          a.position != b.position ? a.position < b.position : Self.precedes(a.id, b.id)
+          let (first, second) = (a.position ?? 0, b.position ?? 0)
+          return first != second ? first < second : Self.precedes(a.id, b.id)
         }
       }
       record.plan = plan
@@ -457,21 +451,12 @@ extension TripStore {
       FetchDescriptor<BucketListItem>(
         predicate: #Predicate { ids.contains($0.trip!.id) },
         sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)]),
-      [
-        \BucketListItem.trip, \BucketListItem.id, \BucketListItem.title,
-        \BucketListItem.details, \BucketListItem.hasReservation, \BucketListItem.isInPlan,
-        \BucketListItem.position,
-      ]
+      [\BucketListItem.trip] + FieldValues<BucketListItem>.keyPaths
     ) { row in
       guard let key = try row.value(Int?.self, at: 0), let trip = tripIDs[Int64(key)] else {
         return
       }
-      plans[trip, default: TripPlan()].bucketList.append(
-        BucketListItemRecord(
-          id: try row.value(UUID.self, at: 1), title: try row.value(String.self, at: 2),
-          details: try row.value(String.self, at: 3),
-          hasReservation: try row.value(Bool.self, at: 4),
-          isInPlan: try row.value(Bool.self, at: 5), position: try row.value(Int.self, at: 6)))
+      plans[trip, default: TripPlan()].bucketList.append(try FieldValues(row: row, from: 1))
     }
     try context.enumerateValues(
       FetchDescriptor<LivingAccommodation>(
@@ -634,10 +619,10 @@ extension TripStore {
       var values = record
       values.position = position
       if let id = record.id, let item = existingItems[id], item.trip === trip {
-        item.apply(values)
+        values.apply(to: item)
         list.append(item)
       } else {
-        list.append(BucketListItem(values))
+        list.append(values.newModel())
       }
     }
     trip.bucketList = list  // items no longer listed are deleted (the rule is cascade)

@@ -219,22 +219,17 @@ extension FeaturesAPI {
     ])
   }
 
-  /// A bucket-list item as a feature without geometry.
-  static func itemFeature(_ record: BucketListItemRecord, tripID: UUID) -> JSONValue {
+  /// A bucket-list item as a feature without geometry: its id, and its trip's id and other
+  /// fields (in declaration order) as properties.
+  static func itemFeature(_ values: FieldValues<BucketListItem>, tripID: UUID) -> JSONValue {
     .object([
       ("type", .string("Feature")),
-      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
+      ("id", values["id"] ?? .null),
       ("geometry", .null),
       (
         "properties",
-        .object([
-          ("tripId", .string(tripID.lowercasedString)),
-          ("title", .string(record.title)),
-          ("details", .string(record.details)),
-          ("hasReservation", .bool(record.hasReservation)),
-          ("isInPlan", .bool(record.isInPlan)),
-          ("position", .number(Double(record.position))),
-        ])
+        .object(
+          [("tripId", .string(tripID.lowercasedString))] + values.jsonMembers(leaving: ["id"]))
       ),
     ])
   }
@@ -289,7 +284,7 @@ extension FeaturesAPI {
         let item = try Self.onTrip(trip) {
           try store.addBucketListItem(record, toTrip: trip.uuidString, at: position)
         }
-        return Self.itemFeature(item.record, tripID: trip)
+        return Self.itemFeature(FieldValues(item), tripID: trip)
       case .stays:
         let (record, tripID) = try Self.decodingPlan {
           try TripGeoJSON.decodeStayFeature(request.body, file: "body")
@@ -368,7 +363,7 @@ extension FeaturesAPI {
           if let position, position != item.position {
             item = try store.moveBucketListItem(uuid, to: position)
           }
-          return Self.itemFeature(item.record, tripID: current.tripID)
+          return Self.itemFeature(FieldValues(item), tripID: current.tripID)
         case .stays:
           var (record, tripID) = try Self.decodingPlan {
             try TripGeoJSON.decodeStayFeature(merged, file: "body")

@@ -257,13 +257,14 @@ enum OpenAPIDocument {
   /// every operation may answer. A write (`secured`) also lists 401, 405 (a read-only service,
   /// with `Allow`) and the store's 503 and 507; one with a `body`, 413 and 415 and the media
   /// types the server takes for `method` (``FeaturesAPI/bodyTypes(_:)``) unless `bodyTypes`
-  /// names its own. A GET answering 304
+  /// names its own, each with the schema `bodySchema` names (one of `featureSchemas`, written
+  /// over the models' fields), else any object. A GET answering 304
   /// lists `If-None-Match`. An answer in `extra` takes the place of a default one.
   static func operation(
     _ summary: String, _ id: String, parameters: [JSONValue] = [], ok: (String, JSONValue),
     extra: [(String, JSONValue)] = [], body: Bool = false, secured: Bool = false,
     method: String = "POST", bodyDescription: String? = nil, bodyTypes: [String]? = nil,
-    notAcceptable: String = "Only JSON can be returned."
+    bodySchema: String? = nil, notAcceptable: String = "Only JSON can be returned."
   ) -> JSONValue {
     // A body of its own types (a change feed) is read whatever its Content-Type says.
     let checksType = bodyTypes == nil
@@ -322,9 +323,10 @@ enum OpenAPIDocument {
     ]
     if body {
       var content: [(String, JSONValue)] = []
-      for type in bodyTypes {
-        content.append((type, .object([("schema", .object([("type", .string("object"))]))])))
-      }
+      let schema: JSONValue =
+        bodySchema.map { .object([("$ref", .string("#/components/schemas/" + $0))]) }
+        ?? .object([("type", .string("object"))])
+      for type in bodyTypes { content.append((type, .object([("schema", schema)]))) }
       var requestBody: [(String, JSONValue)] = [("required", .bool(true))]
       if let bodyDescription { requestBody.append(("description", .string(bodyDescription))) }
       requestBody.append(("content", .object(content)))
@@ -459,7 +461,7 @@ enum OpenAPIDocument {
                     response("If-Match was sent: a collection has no version to match.", json)
                   ),
                   ("413", response("The body is larger than 16 MiB.", json)),
-                ], body: true, secured: true)
+                ], body: true, secured: true, bodySchema: "TripFeature")
             ),
           ])
         ),
@@ -512,7 +514,7 @@ enum OpenAPIDocument {
                 "Replace a trip (a plan given replaces its plan, one left out keeps it)",
                 "replaceFeature", parameters: [idParameter, ifMatch],
                 ok: ("200", featureResponse("The trip, with its new ETag.", "TripFeature")),
-                extra: conditionalWrite, body: true, secured: true)
+                extra: conditionalWrite, body: true, secured: true, bodySchema: "TripFeature")
             ),
             (
               "patch",
@@ -521,7 +523,7 @@ enum OpenAPIDocument {
                 parameters: [idParameter, ifMatch],
                 ok: ("200", featureResponse("The trip, with its new ETag.", "TripFeature")),
                 extra: conditionalWrite, body: true, secured: true, method: "PATCH",
-                bodyDescription: mergePatch)
+                bodyDescription: mergePatch, bodySchema: "TripFeature")
             ),
             (
               "delete",
@@ -973,7 +975,7 @@ enum OpenAPIDocument {
                     response("If-Match was sent: a collection has no version to match.", json)
                   ),
                   ("413", response("The body is larger than 16 MiB.", json)),
-                ], body: true, secured: true)
+                ], body: true, secured: true, bodySchema: name + "Feature")
             ),
           ])
         ),
@@ -997,7 +999,7 @@ enum OpenAPIDocument {
                 "update\(name)", parameters: [id, ifMatch],
                 ok: ("200", featureResponse("The \(noun), with its new ETag.", name + "Feature")),
                 extra: write, body: true, secured: true, method: "PATCH",
-                bodyDescription: mergePatch)
+                bodyDescription: mergePatch, bodySchema: name + "Feature")
             ),
             (
               "delete",

@@ -28,9 +28,11 @@ enum BucketCommand: Subcommand {
   static let item = ArgumentSpec(
     name: "item", help: "The item's number in its trip's list (from 1), or its id.")
 
-  static let title = Option<String>(name: "title", valueName: "text", help: "What to do.")
-  static let details = Option<String>(
-    name: "details", valueName: "text", help: "More about it ('' for none).")
+  /// The options of an item's fields but those the commands spell their own way: whether it
+  /// needs a reservation and is in the plan (flags with their negations), and its position
+  /// (1-based `--at`).
+  static let fields = FieldOptions<BucketListItem>(
+    leaving: ["hasReservation", "isInPlan", "position"])
   static let reservation = Flag(name: "reservation", help: "It needs a reservation.")
   static let noReservation = Flag(name: "no-reservation", help: "It needs no reservation.")
   static let inPlan = Flag(name: "in-plan", help: "It is in the plan.")
@@ -125,7 +127,8 @@ enum BucketListCommand: Subcommand {
     let list = try store.bucketList(ofTrip: arguments.positionals[0])
     if arguments[CommonOptions.json] {
       try io.out(
-        JSONValue.array(list.map { TripJSON.object($0.record) }).rendered(pretty: true) + "\n")
+        JSONValue.array(list.map { TripJSON.object(FieldValues($0)) }).rendered(pretty: true) + "\n"
+      )
     } else {
       try io.out(BucketCommand.describe(list))
     }
@@ -137,18 +140,19 @@ enum BucketAddCommand: Subcommand {
   static var spec: CommandSpec {
     CommandSpec(
       name: "add", abstract: "Adds an item to a trip's bucket list and prints the list.",
-      options: [
-        BucketCommand.title.required, BucketCommand.details, BucketCommand.reservation,
-        BucketCommand.inPlan, BucketCommand.position, CommonOptions.author, CommonOptions.store,
+      options: FieldOptions<BucketListItem>(
+        leaving: ["hasReservation", "isInPlan", "position"], required: ["title"]
+      ).options + [
+        BucketCommand.reservation, BucketCommand.inPlan, BucketCommand.position,
+        CommonOptions.author, CommonOptions.store,
       ], arguments: [BucketCommand.trip])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
-    let record = BucketListItemRecord(
-      title: try arguments[BucketCommand.title] ?? "",
-      details: try arguments[BucketCommand.details] ?? "",
-      hasReservation: arguments[BucketCommand.reservation],
-      isInPlan: arguments[BucketCommand.inPlan])
+    var record = FieldValues<BucketListItem>()
+    try BucketCommand.fields.apply(arguments, to: &record)
+    record.hasReservation = arguments[BucketCommand.reservation]
+    record.isInPlan = arguments[BucketCommand.inPlan]
     try record.validate()
     let place = try arguments[BucketCommand.position]
     let store = try CommonOptions.openForWriting(arguments, io)
@@ -170,10 +174,12 @@ enum BucketAddCommand: Subcommand {
 
 /// `trips bucket update`.
 enum BucketUpdateCommand: Subcommand {
-  static let fields: [any OptionDescriptor] = [
-    BucketCommand.title, BucketCommand.details, BucketCommand.reservation,
-    BucketCommand.noReservation, BucketCommand.inPlan, BucketCommand.notInPlan,
-  ]
+  static var fields: [any OptionDescriptor] {
+    BucketCommand.fields.options + [
+      BucketCommand.reservation, BucketCommand.noReservation, BucketCommand.inPlan,
+      BucketCommand.notInPlan,
+    ]
+  }
 
   static var spec: CommandSpec {
     CommandSpec(
@@ -189,8 +195,8 @@ enum BucketUpdateCommand: Subcommand {
         "Nothing to change: give at least one of --\(fields.map(\.spec.name).joined(separator: ", --"))."
       )
     }
-    let title = try arguments[BucketCommand.title]
-    let details = try arguments[BucketCommand.details]
+    var checked = FieldValues<BucketListItem>()
+    try BucketCommand.fields.apply(arguments, to: &checked)  // every value read before the store
     let reservation = try BucketCommand.choice(
       arguments, BucketCommand.reservation, BucketCommand.noReservation)
     let inPlan = try BucketCommand.choice(
@@ -200,8 +206,7 @@ enum BucketUpdateCommand: Subcommand {
     let item = try BucketCommand.item(
       arguments.positionals[1], in: try store.bucketList(ofTrip: trip))
     try store.updateBucketListItem(item.id) { record in
-      if let title { record.title = title }
-      if let details { record.details = details }
+      try BucketCommand.fields.apply(arguments, to: &record)
       if let reservation { record.hasReservation = reservation }
       if let inPlan { record.isInPlan = inPlan }
     }

@@ -21,7 +21,8 @@ enum ShowCommand: Subcommand {
     let trip = try store.trip(matching: arguments.positionals[0])
     if json {
       guard case .object(var members) = TripJSON.object(trip.record) else { return }
-      members.append(("bucketList", .array(trip.bucketList.map { TripJSON.object($0.record) })))
+      members.append(
+        ("bucketList", .array(trip.bucketList.map { TripJSON.object(FieldValues($0)) })))
       members.append(
         (
           "livingAccommodation",

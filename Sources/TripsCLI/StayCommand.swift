@@ -27,29 +27,21 @@ enum StayCommand: Subcommand {
   }
 }
 
-/// `trips stay set`.
+/// `trips stay set`: an option for each field of a stay (``FieldOptions``).
 enum StaySetCommand: Subcommand {
-  static let name = Option<String>(
-    name: "name", valueName: "name", help: "What the place is called.")
-  static let address = Option<String>(
-    name: "address", valueName: "text", help: "Its address ('' for none).")
+  static let fields = FieldOptions<LivingAccommodation>(
+    renamed: ["placeIdentifier": "place-id"], required: ["name", "latitude", "longitude"])
 
   static var spec: CommandSpec {
     CommandSpec(
       name: "set", abstract: "Sets a trip's stay (replacing the one it had) and prints the trip.",
-      options: [
-        name.required, address, AddCommand.latitude.required, AddCommand.longitude.required,
-        AddCommand.placeID, CommonOptions.author, CommonOptions.store,
-      ], arguments: [BucketCommand.trip])
+      options: fields.options + [CommonOptions.author, CommonOptions.store],
+      arguments: [BucketCommand.trip])
   }
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     var record = FieldValues<LivingAccommodation>()
-    record.name = try arguments[name] ?? ""
-    record.address = try arguments[address] ?? ""
-    record.latitude = try arguments[AddCommand.latitude] ?? 0
-    record.longitude = try arguments[AddCommand.longitude] ?? 0
-    record.placeIdentifier = .some(try arguments[AddCommand.placeID].flatMap(PlaceIdentifier.init))
+    try fields.apply(arguments, to: &record)
     try record.validate()
     let store = try CommonOptions.openForWriting(arguments, io)
     let stay = try store.setStay(record, forTrip: arguments.positionals[0])

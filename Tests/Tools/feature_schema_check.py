@@ -3,8 +3,10 @@
 Usage: feature_schema_check.py BASE_URL. Reads /api, turns its OpenAPI 3.0 schemas
 (`nullable`, `$ref` into components) into JSON Schema, and validates, with jsonschema_rs and
 formats checked, a page of each collection, one feature of each, and a trips page with
-`properties=` and `skipGeometry=true`. A copy of each page with one property given a wrong
-type must fail (so that a schema accepting anything is caught). Prints one JSON object:
+`properties=` and `skipGeometry=true`; and that the request bodies of each collection's POST,
+PATCH and PUT are described (not any object) by schemas that take that feature. A copy of each
+page with one property given a wrong type must fail (so that a schema accepting anything is
+caught). Prints one JSON object:
 {"checked": N, "errors": [...], "tamperedPassed": [...]}.
 """
 
@@ -68,6 +70,18 @@ for collection, name in [
             f"{collection} item: {error.message}" for error in validator(name + "Feature").iter_errors(one)
         ]
         checked += 1
+        items = f"/collections/{collection}/items"
+        for path_name, method in [(items, "post"), (items + "/{featureId}", "patch"), (items + "/{featureId}", "put")]:
+            operation = api["paths"][path_name].get(method)
+            if operation is None:
+                continue
+            for media, content in operation["requestBody"]["content"].items():
+                if content["schema"] == {"type": "object"}:
+                    errors.append(f"{method} {path_name} ({media}): the body is not described")
+                    continue
+                body = jsonschema_rs.Draft4Validator(resolve(content["schema"]), validate_formats=True)
+                errors += [f"{method} {path_name} ({media}): {error.message}" for error in body.iter_errors(one)]
+                checked += 1
         member = next(iter(first["properties"]))
         first["properties"][member] = {"wrong": [1]}
         if not list(validator(name + "FeatureCollection").iter_errors(page)):

@@ -170,7 +170,7 @@ struct FastWriterTests {
       if Bool.random(using: &generator) {
         records[records.count - 1].plan = TripPlan(
           bucketList: (0..<Int.random(in: 0...3, using: &generator)).map { position in
-            BucketListItemRecord(
+            itemValues(
               id: Bool.random(using: &generator) ? nil : UUID(),
               title: texts.randomElement(using: &generator)!,
               details: texts.randomElement(using: &generator)!,

@@ -30,7 +30,7 @@ struct PlanQueryPlanTests {
       ids.append(trip.id)
       for item in 0..<3 {
         try store.addBucketListItem(
-          BucketListItemRecord(title: "Item \(index).\(item)", hasReservation: item == 1),
+          itemValues(title: "Item \(index).\(item)", hasReservation: item == 1),
           toTrip: trip.id.uuidString)
       }
       try store.setStay(
@@ -159,7 +159,7 @@ struct PlanQueryPlanTests {
     // Another writer adds an item: its commit is a new history token.
     let writer = try TripStore(url: url, author: "writer")
     let trip = try #require(first.records.first?.id)
-    try writer.addBucketListItem(BucketListItemRecord(title: "Kava"), toTrip: trip.uuidString)
+    try writer.addBucketListItem(itemValues(title: "Kava"), toTrip: trip.uuidString)
     query.offset = 0
     let after = try store.pageRecordsWithPlans(query, index: nil)
     #expect(after.records.first { $0.id == trip }?.plan?.bucketList.map(\.title) == ["Kava"])

@@ -53,9 +53,9 @@ struct PlanSyncTests {
     let a = try pair.store(0)
     let trip = try a.add(TripPlanTests.kyoto)
     let text = trip.id.uuidString
-    let first = try a.addBucketListItem(BucketListItemRecord(title: "Fushimi Inari"), toTrip: text)
+    let first = try a.addBucketListItem(itemValues(title: "Fushimi Inari"), toTrip: text)
     try a.addBucketListItem(
-      BucketListItemRecord(title: "Kaiseki dinner", details: "Gion", hasReservation: true),
+      itemValues(title: "Kaiseki dinner", details: "Gion", hasReservation: true),
       toTrip: text)
     try a.setStay(
       stayValues(
@@ -67,7 +67,7 @@ struct PlanSyncTests {
     // Nothing comes back: B's changes are all by the sync.
     #expect(try pair.push(from: 1) == SyncResult())
 
-    try a.addBucketListItem(BucketListItemRecord(title: "Philosopher's Path"), toTrip: text, at: 0)
+    try a.addBucketListItem(itemValues(title: "Philosopher's Path"), toTrip: text, at: 0)
     try a.moveBucketListItem(first.id, to: 2)
     try a.updateBucketListItem(first.id) { $0.isInPlan = true }
     try a.setStay(
@@ -99,18 +99,18 @@ struct PlanSyncTests {
     let a = try pair.store(0)
     let trip = try a.add(TripPlanTests.kyoto)
     let text = trip.id.uuidString
-    let shared = try a.addBucketListItem(BucketListItemRecord(title: "Tea ceremony"), toTrip: text)
+    let shared = try a.addBucketListItem(itemValues(title: "Tea ceremony"), toTrip: text)
     try pair.push(from: 0)
     let b = try pair.store(1)
 
     Self.tick()
     try a.updateBucketListItem(shared.id) { $0.details = "from A, earlier" }
-    try a.addBucketListItem(BucketListItemRecord(title: "Only on A"), toTrip: text)
+    try a.addBucketListItem(itemValues(title: "Only on A"), toTrip: text)
     try a.setStay(
       stayValues(name: "A's ryokan", latitude: 35, longitude: 135.7), forTrip: text)
     Self.tick()
     try b.updateBucketListItem(shared.id) { $0.details = "from B, later" }
-    try b.addBucketListItem(BucketListItemRecord(title: "Only on B"), toTrip: text)
+    try b.addBucketListItem(itemValues(title: "Only on B"), toTrip: text)
     try b.setStay(
       stayValues(name: "B's hotel", latitude: 35.1, longitude: 135.8),
       forTrip: text)
@@ -134,7 +134,7 @@ struct PlanSyncTests {
     let pair = try Pair(engine)
     let a = try pair.store(0)
     let trip = try a.add(TripPlanTests.kyoto)
-    try a.addBucketListItem(BucketListItemRecord(title: "Early"), toTrip: trip.id.uuidString)
+    try a.addBucketListItem(itemValues(title: "Early"), toTrip: trip.id.uuidString)
     try a.update(trip.id) { $0.name = "Renamed later" }
     let feed = try a.changeFeed(after: nil)
     #expect(feed.changes.map(\.row.model) == [.trip, .bucketListItem])
@@ -163,8 +163,8 @@ struct PlanSyncTests {
     unsent.name = "Unsent"
     let hidden = try pair.store(0, author: "sync").add(unsent)
     let item = try a.addBucketListItem(
-      BucketListItemRecord(title: "Orphan"), toTrip: hidden.id.uuidString)
-    try a.addBucketListItem(BucketListItemRecord(title: "Fine"), toTrip: kept.id.uuidString)
+      itemValues(title: "Orphan"), toTrip: hidden.id.uuidString)
+    try a.addBucketListItem(itemValues(title: "Fine"), toTrip: kept.id.uuidString)
     let feed = try a.changeFeed(after: pair.after[0], excludingAuthor: "sync")
     let b = try pair.store(1, author: "sync")
     let error = #expect(throws: TripPlannerError.self) { try b.apply(feed) }
@@ -176,7 +176,7 @@ struct PlanSyncTests {
     // B deletes a trip; A's later item for it is skipped there, and the delete reaches A.
     try pair.store(1).delete([gone.id])
     let late = try a.addBucketListItem(
-      BucketListItemRecord(title: "Too late"), toTrip: gone.id.uuidString)
+      itemValues(title: "Too late"), toTrip: gone.id.uuidString)
     let lateFeed = SyncFeed(
       changes: try a.changeFeed(after: pair.after[0], excludingAuthor: "sync").changes.filter {
         $0.row.id == late.id
@@ -197,7 +197,7 @@ struct PlanSyncTests {
     other.name = "Elsewhere"
     let taker = try a.add(other)
     let item = try a.addBucketListItem(
-      BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
+      itemValues(title: "Gion"), toTrip: owner.id.uuidString)
     let stay = try a.setStay(
       stayValues(name: "Ryokan", latitude: 35, longitude: 135.7),
       forTrip: owner.id.uuidString)
@@ -251,7 +251,7 @@ struct PlanSyncTests {
     let a = try pair.store(0)
     let trip = try a.add(TripPlanTests.kyoto)
     let item = try a.addBucketListItem(
-      BucketListItemRecord(title: "Moss garden"), toTrip: trip.id.uuidString)
+      itemValues(title: "Moss garden"), toTrip: trip.id.uuidString)
     try a.setStay(
       stayValues(name: "Machiya", latitude: 35, longitude: 135.7),
       forTrip: trip.id.uuidString)
@@ -293,7 +293,7 @@ struct PlanSyncTests {
     let lines: [(String, String)] = [
       (
         #""kind":"insert","tripId":"\#(trip)","bucketListItemId":"\#(item)","bucketListItem":{"id":"\#(item)","title":"x","position":-1}}"#,
-        "bucketListItem: position must be a whole number from 0 to 2147483647"
+        "bucketListItem: position -1 is negative; positions start at 0"
       ),
       (
         #""kind":"insert","tripId":null,"bucketListItemId":"\#(item)","bucketListItem":{"id":"\#(item)","title":"x"}}"#,
@@ -369,7 +369,7 @@ struct PlanSyncTests {
       time: Date(timeIntervalSince1970: 1_800_000_000), kind: .insert,
       subject: .bucketListItem(
         id: UUID(uuidString: item)!,
-        BucketListItemRecord(
+        itemValues(
           id: UUID(uuidString: item)!, title: "Tea \u{1F375}", details: "3 pm",
           hasReservation: true, position: 4), tripID: UUID(uuidString: trip)!))
     let text = SyncFeed(changes: [valid], resumeToken: valid.token).jsonLines

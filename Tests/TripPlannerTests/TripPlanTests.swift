@@ -43,7 +43,7 @@ struct TripPlanTests {
     let url = try Self.storeURL(engine, "lazylinks")
     let store = try TripStore(url: url)
     let trip = try store.add(Self.kyoto)
-    try store.addBucketListItem(BucketListItemRecord(title: "Temple"), toTrip: trip.id.uuidString)
+    try store.addBucketListItem(itemValues(title: "Temple"), toTrip: trip.id.uuidString)
     let context = ModelContext(store.context.container)
     let fetched = try context.fetch(FetchDescriptor<Trip>())
     #expect(fetched.count == 1)
@@ -67,7 +67,7 @@ struct TripPlanTests {
     // A new trip, inserted and saved: its links are made on first use as well.
     let fresh = Trip(Self.kyoto)
     context.insert(fresh)
-    fresh.bucketList = [BucketListItem(BucketListItemRecord(title: "Walk"))]
+    fresh.bucketList = [itemValues(title: "Walk").newModel()]
     try context.save()
     #expect(
       try ModelContext(store.context.container).fetchCount(FetchDescriptor<BucketListItem>())
@@ -82,7 +82,7 @@ struct TripPlanTests {
     let store = try TripStore(url: url)
     let trip = try store.add(Self.kyoto)
     let item = try store.addBucketListItem(
-      BucketListItemRecord(title: "before"), toTrip: trip.id.uuidString)
+      itemValues(title: "before"), toTrip: trip.id.uuidString)
     let writer = try TripStore(url: url, author: "writer")
     var query = TripQuery()
     query.bbox = GeographicBox(west: 130, south: 30, east: 140, north: 40)
@@ -113,8 +113,8 @@ struct TripPlanTests {
     let bare = try store.add(Self.kyoto)
     let trip = try store.add(Self.kyoto)
     let text = trip.id.uuidString
-    let item = try store.addBucketListItem(BucketListItemRecord(title: "before"), toTrip: text)
-    try store.addBucketListItem(BucketListItemRecord(title: "first"), toTrip: text, at: 0)
+    let item = try store.addBucketListItem(itemValues(title: "before"), toTrip: text)
+    try store.addBucketListItem(itemValues(title: "first"), toTrip: text, at: 0)
     try store.setStay(
       stayValues(name: "Inn", address: "Gion", latitude: 35, longitude: 135.7),
       forTrip: text)
@@ -153,11 +153,11 @@ struct TripPlanTests {
       let trip = try store.add(Self.kyoto)
       id = trip.id
       let text = id.uuidString
-      try store.addBucketListItem(BucketListItemRecord(title: "Philosopher's Path"), toTrip: text)
+      try store.addBucketListItem(itemValues(title: "Philosopher's Path"), toTrip: text)
       try store.addBucketListItem(
-        BucketListItemRecord(title: "Kaiseki dinner", hasReservation: true), toTrip: text)
+        itemValues(title: "Kaiseki dinner", hasReservation: true), toTrip: text)
       let first = try store.addBucketListItem(
-        BucketListItemRecord(title: "Fushimi Inari at dawn", isInPlan: true), toTrip: text, at: 0)
+        itemValues(title: "Fushimi Inari at dawn", isInPlan: true), toTrip: text, at: 0)
       #expect(
         try store.bucketList(ofTrip: text).map(\.title) == [
           "Fushimi Inari at dawn", "Philosopher's Path", "Kaiseki dinner",
@@ -211,26 +211,26 @@ struct TripPlanTests {
     let store = try TripStore(url: try Self.storeURL(engine, "planbad"))
     let trip = try store.add(Self.kyoto)
     let text = trip.id.uuidString
-    let item = try store.addBucketListItem(BucketListItemRecord(title: "Gion"), toTrip: text)
+    let item = try store.addBucketListItem(itemValues(title: "Gion"), toTrip: text)
     let long = String(repeating: "a", count: TripRecord.maximumTextLength + 1)
     let cases: [(String, () throws -> Void)] = [
       (
-        "title", { _ = try store.addBucketListItem(BucketListItemRecord(title: " "), toTrip: text) }
+        "title", { _ = try store.addBucketListItem(itemValues(title: " "), toTrip: text) }
       ),
       (
         "title",
-        { _ = try store.addBucketListItem(BucketListItemRecord(title: long), toTrip: text) }
+        { _ = try store.addBucketListItem(itemValues(title: long), toTrip: text) }
       ),
       (
         "details",
         {
           _ = try store.addBucketListItem(
-            BucketListItemRecord(title: "ok", details: "a\u{1B}[31m"), toTrip: text)
+            itemValues(title: "ok", details: "a\u{1B}[31m"), toTrip: text)
         }
       ),
       (
         "position",
-        { _ = try store.addBucketListItem(BucketListItemRecord(title: "ok"), toTrip: text, at: 2) }
+        { _ = try store.addBucketListItem(itemValues(title: "ok"), toTrip: text, at: 2) }
       ),
       ("position", { _ = try store.moveBucketListItem(item.id, to: 1) }),
       ("position", { _ = try store.moveBucketListItem(item.id, to: -1) }),
@@ -239,7 +239,7 @@ struct TripPlanTests {
         "id",
         {
           _ = try store.addBucketListItem(
-            BucketListItemRecord(id: item.id, title: "again"), toTrip: text)
+            itemValues(id: item.id, title: "again"), toTrip: text)
         }
       ),
       (
@@ -264,7 +264,7 @@ struct TripPlanTests {
     }
     let missing = #expect(throws: TripPlannerError.self) {
       try store.addBucketListItem(
-        BucketListItemRecord(title: "ok"), toTrip: UUID().uuidString)
+        itemValues(title: "ok"), toTrip: UUID().uuidString)
     }
     #expect(missing?.code == .notFound)
     let noItem = #expect(throws: TripPlannerError.self) {
@@ -275,7 +275,7 @@ struct TripPlanTests {
     #expect(try store.bucketList(ofTrip: text).map(\.title) == ["Gion"])
 
     // A library save of an item without a trip is refused too.
-    let orphan = BucketListItem(BucketListItemRecord(title: "Nowhere"))
+    let orphan = itemValues(title: "Nowhere").newModel()
     store.context.insert(orphan)
     #expect(throws: (any Error).self) { try store.context.save() }
     store.context.rollback()
@@ -292,7 +292,7 @@ struct TripPlanTests {
     other.name = "Another"
     let second = try store.add(other)
     let item = try store.addBucketListItem(
-      BucketListItemRecord(title: "Tea ceremony"), toTrip: first.id.uuidString)
+      itemValues(title: "Tea ceremony"), toTrip: first.id.uuidString)
     let stay = try store.setStay(
       stayValues(name: "Machiya", latitude: 35, longitude: 135.7),
       forTrip: first.id.uuidString)
@@ -303,7 +303,7 @@ struct TripPlanTests {
 
     let added = #expect(throws: TripPlannerError.self) {
       try store.addBucketListItem(
-        BucketListItemRecord(id: itemID, title: "Reused"), toTrip: second.id.uuidString)
+        itemValues(id: itemID, title: "Reused"), toTrip: second.id.uuidString)
     }
     #expect(
       added?.message.contains("of trip \(owner), since deleted") == true,
@@ -319,7 +319,7 @@ struct TripPlanTests {
     let written = #expect(throws: TripPlannerError.self) {
       try store.write(second.id) { current in
         var record = try #require(current)
-        record.plan = TripPlan(bucketList: [BucketListItemRecord(id: itemID, title: "Reused")])
+        record.plan = TripPlan(bucketList: [itemValues(id: itemID, title: "Reused")])
         return record
       }
     }
@@ -336,7 +336,7 @@ struct TripPlanTests {
 
     // Its own trip takes it back.
     try store.addBucketListItem(
-      BucketListItemRecord(id: itemID, title: "Tea again"), toTrip: first.id.uuidString)
+      itemValues(id: itemID, title: "Tea again"), toTrip: first.id.uuidString)
     // A trip deleted with its plan, then imported again from an export, gets its plan back.
     try store.setStay(
       stayValues(id: stayID, name: "Machiya", latitude: 35, longitude: 135.7),
@@ -363,7 +363,7 @@ struct TripPlanTests {
       stayValues(name: "Ryokan", latitude: 35, longitude: 135.7),
       forTrip: owner.id.uuidString)
     let item = try store.addBucketListItem(
-      BucketListItemRecord(title: "Gion"), toTrip: owner.id.uuidString)
+      itemValues(title: "Gion"), toTrip: owner.id.uuidString)
     let history = try store.context.fetchHistory(HistoryDescriptor()).count
     do {
       // The taker has no stay (the row would be inserted), then has one (it would be replaced).
@@ -383,7 +383,7 @@ struct TripPlanTests {
     }
     let itemError = #expect(throws: TripPlannerError.self) {
       try store.addBucketListItem(
-        BucketListItemRecord(id: item.id, title: "Taken"), toTrip: taker.id.uuidString)
+        itemValues(id: item.id, title: "Taken"), toTrip: taker.id.uuidString)
     }
     #expect(itemError?.message.contains(owner.id.lowercasedString) == true)
     let fresh = try TripStore(url: url)
@@ -412,7 +412,7 @@ struct TripPlanTests {
     let store = try TripStore(url: url)
     let trip = try store.add(Self.kyoto)
     for title in ["a", "b", "c", "d", "e"] {
-      try store.addBucketListItem(BucketListItemRecord(title: title), toTrip: trip.id.uuidString)
+      try store.addBucketListItem(itemValues(title: title), toTrip: trip.id.uuidString)
     }
     let item = try #require(try store.bucketList(ofTrip: trip.id.uuidString).first)
     let id = item.id
@@ -454,10 +454,10 @@ struct TripPlanTests {
     osaka.destination = "Osaka"
     let food = try store.add(osaka)
     for title in ["Tea ceremony", "Green tea ice cream", "Temple"] {
-      try store.addBucketListItem(BucketListItemRecord(title: title), toTrip: kyoto.id.uuidString)
+      try store.addBucketListItem(itemValues(title: title), toTrip: kyoto.id.uuidString)
     }
     try store.addBucketListItem(
-      BucketListItemRecord(title: "Bubble tea"), toTrip: food.id.uuidString)
+      itemValues(title: "Bubble tea"), toTrip: food.id.uuidString)
     let text = "tea"
     let tripName = "Cherry blossoms"
     let found = try store.context.fetch(
@@ -485,12 +485,12 @@ struct TripPlanQueryTests {
     record.destination = "Nara"
     _ = try store.add(record)
     try store.addBucketListItem(
-      BucketListItemRecord(title: "Tea ceremony", details: "matcha", hasReservation: true),
+      itemValues(title: "Tea ceremony", details: "matcha", hasReservation: true),
       toTrip: kyoto.id.uuidString)
     try store.addBucketListItem(
-      BucketListItemRecord(title: "Dōtonbori", isInPlan: true), toTrip: osaka.id.uuidString)
+      itemValues(title: "Dōtonbori", isInPlan: true), toTrip: osaka.id.uuidString)
     try store.addBucketListItem(
-      BucketListItemRecord(title: "Kuromon market"), toTrip: osaka.id.uuidString)
+      itemValues(title: "Kuromon market"), toTrip: osaka.id.uuidString)
     func names(_ change: (inout TripQuery) -> Void) throws -> [String] {
       var query = TripQuery(sort: .name)
       change(&query)
@@ -537,11 +537,11 @@ struct TripPlanFileTests {
     record.name = "Quiet week"
     _ = try store.add(record)
     try store.addBucketListItem(
-      BucketListItemRecord(
+      itemValues(
         title: "Tea ceremony", details: "matcha, \"usucha\"", hasReservation: true),
       toTrip: kyoto)
     try store.addBucketListItem(
-      BucketListItemRecord(title: "Fushimi Inari", isInPlan: true), toTrip: kyoto)
+      itemValues(title: "Fushimi Inari", isInPlan: true), toTrip: kyoto)
     try store.setStay(
       stayValues(
         name: "Ryokan", address: "Nanzenji", latitude: 35.01, longitude: 135.79,
@@ -581,7 +581,7 @@ struct TripPlanFileTests {
     let kyotoIndex = try #require(records.firstIndex { $0.name == "Cherry blossoms" })
     var plan = try #require(records[kyotoIndex].plan)
     let kept = plan.bucketList[1]
-    plan.bucketList = [kept, BucketListItemRecord(title: "Kaiseki dinner")]
+    plan.bucketList = [kept, itemValues(title: "Kaiseki dinner")]
     plan.livingAccommodation = nil
     records[kyotoIndex].plan = plan
     let osakaIndex = try #require(records.firstIndex { $0.name == "Food tour" })
@@ -634,7 +634,7 @@ struct TripPlanFileTests {
     #expect(foreign.contains { $0.contains("belongs to trip") }, "\(foreign)")
     let blank = try attempt { records in
       let index = records.firstIndex { $0.name == "Quiet week" }!
-      records[index].plan = TripPlan(bucketList: [BucketListItemRecord(title: " ")])
+      records[index].plan = TripPlan(bucketList: [itemValues(title: " ")])
     }
     #expect(
       blank.contains { $0.hasSuffix("bucket-list item 1: title must not be empty") }, "\(blank)")
@@ -698,7 +698,7 @@ struct TripPlanValueTests {
       if index % 3 != 0 {
         record.plan = TripPlan(
           bucketList: (0..<(index % 4)).map {
-            BucketListItemRecord(
+            itemValues(
               title: "Item \($0)", details: $0 == 1 ? "details" : "", hasReservation: $0 == 2,
               isInPlan: $0 == 0)
           },
@@ -738,7 +738,7 @@ struct TripPlanValueTests {
       let trip = try store.add(record)
       for item in 0..<(index + 1) {
         try store.addBucketListItem(
-          BucketListItemRecord(title: "Item \(item)", isInPlan: item % 2 == 0),
+          itemValues(title: "Item \(item)", isInPlan: item % 2 == 0),
           toTrip: trip.id.uuidString)
       }
     }
@@ -755,15 +755,15 @@ struct TripPlanValueTests {
       sortBy: [SortDescriptor(\.title)])
     let models = try context.fetch(items, sectionBy: \.trip?.name)
     let values = try ModelContext(store.context.container).fetch(
-      items, as: BucketListItemRecord.self, sectionBy: \.trip?.name)
+      items, as: FieldValues<BucketListItem>.self, sectionBy: \.trip?.name)
     #expect(values.map(\.id) == ["Trip 0", "Trip 3"])
     #expect(values.map(\.id) == models.map(\.id))
-    #expect(values.map { Array($0) } == models.map { $0.map(\.record) })
+    #expect(values.map { Array($0) } == models.map { $0.map(FieldValues.init) })
     var page = items
     page.fetchLimit = 2
     page.fetchOffset = 1
-    let (pageValues, matched) = try context.fetchPage(page, as: BucketListItemRecord.self)
-    #expect(try pageValues == context.fetch(page).map(\.record) && matched == 3)
+    let (pageValues, matched) = try context.fetchPage(page, as: FieldValues<BucketListItem>.self)
+    #expect(try pageValues == context.fetch(page).map(FieldValues.init) && matched == 3)
     var enumerated: [TripRecord] = []
     try context.enumerate(FetchDescriptor<Trip>(), as: TripRecord.self) { enumerated.append($0) }
     #expect(enumerated.count == 5 && enumerated.filter { $0.placeIdentifier != nil }.count == 3)
@@ -788,7 +788,7 @@ struct TripPlanValueTests {
       let trip = try store.add(record)
       for item in 0..<(index % 3) {
         try store.addBucketListItem(
-          BucketListItemRecord(title: "Item \(index).\(item)"), toTrip: trip.id.uuidString)
+          itemValues(title: "Item \(index).\(item)"), toTrip: trip.id.uuidString)
       }
       if index.isMultiple(of: 2) {
         try store.setStay(
@@ -832,11 +832,11 @@ struct TripPlanValueTests {
       record.name = "Trip \(index)"
       ids.append(try store.add(record).id)
       try store.addBucketListItem(
-        BucketListItemRecord(title: "Item \(index)"), toTrip: ids[index].uuidString)
+        itemValues(title: "Item \(index)"), toTrip: ids[index].uuidString)
     }
     let middle = try store.context.currentHistoryToken()
     // A plan row changed before its trip's later change moves after it.
-    try store.addBucketListItem(BucketListItemRecord(title: "Late"), toTrip: ids[0].uuidString)
+    try store.addBucketListItem(itemValues(title: "Late"), toTrip: ids[0].uuidString)
     _ = try store.update(ids[0]) { $0.name = "Renamed" }
     _ = try store.delete([ids[1]])
     for token in [nil, middle] {

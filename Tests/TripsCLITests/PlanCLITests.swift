@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TripPlanner
 
 @Suite("trips bucket and trips stay: a trip's plan from the terminal")
 struct PlanCLITests {
@@ -391,5 +392,52 @@ struct PlanCLITests {
       try server.request("/collections/trips/bounds?stays=false").json()["count"] as? Int == 1)
     #expect(try server.request("/collections/trips/bounds?stays=yes").status == 400)
     #expect(try server.request("HEAD", "/collections/trips/bounds/stream?stays=true").status == 400)
+  }
+
+  @Test(
+    "stay set and bucket add and update take an option for each declared field, its help the field's documentation, its value read by the field's type"
+  )
+  func fieldOptions() throws {
+    let stayHelp = try trips(["stay", "set", "--help"], store: scratch.store).stdout
+    for field in LivingAccommodation.schema.fields where field.name != "id" {
+      let option = field.name == "placeIdentifier" ? "--place-id" : "--" + field.name
+      #expect(
+        stayHelp.contains(option) && stayHelp.contains(field.documentation),
+        "\(field.name) in \(stayHelp)")
+    }
+    let itemHelp = try trips(["bucket", "update", "--help"], store: scratch.store).stdout
+    for field in BucketListItem.schema.fields
+    where !["id", "hasReservation", "isInPlan", "position"].contains(field.name) {
+      #expect(itemHelp.contains("--\(field.name) <text>") && itemHelp.contains(field.documentation))
+    }
+    // Values read by type: a number, a place identifier ('' is none).
+    var run = try trips(
+      ["stay", "set", suva, "--name", "Inn", "--latitude", "north", "--longitude", "1"],
+      store: scratch.store)
+    #expect(run.status == 64)
+    #expect(run.stderr.contains("Invalid value 'north' for '--latitude': expected a number."))
+    run = try trips(
+      [
+        "stay", "set", suva, "--name", "Inn", "--latitude", "1", "--longitude", "2", "--place-id",
+        "geonames:2198148",
+      ], store: scratch.store)
+    #expect(run.status == 0 && run.stdout.contains("Inn (1.0, 2.0) geonames:2198148"), "\(run)")
+    run = try trips(
+      [
+        "stay", "set", suva, "--name", "Inn", "--latitude", "1", "--longitude", "2", "--place-id",
+        "",
+      ],
+      store: scratch.store)
+    #expect(run.status == 0 && run.stdout.contains("Inn (1.0, 2.0)\n"), "\(run)")
+    // An update changes only the fields given.
+    #expect(
+      try trips(
+        ["bucket", "add", suva, "--title", "Kava", "--details", "sulu"], store: scratch.store
+      ).status == 0)
+    run = try trips(["bucket", "update", suva, "1", "--details", ""], store: scratch.store)
+    #expect(run.status == 0 && run.stdout == "1. Kava\n", "\(run)")
+    run = try trips(
+      ["bucket", "update", suva, "1", "--title", "Kava ceremony"], store: scratch.store)
+    #expect(run.stdout == "1. Kava ceremony\n", "\(run)")
   }
 }

@@ -76,11 +76,14 @@ public struct SyntheticTrips {
     var plan = TripPlan()
     for position in 0..<items {
       let template = Self.activities[below(Self.activities.count)]
-      plan.bucketList.append(
-        BucketListItemRecord(
-          id: uuid(), title: template.replacingOccurrences(of: "%@", with: trip.destination),
-          details: below(3) == 0 ? "Book ahead" : "", hasReservation: below(4) == 0,
-          isInPlan: below(2) == 0, position: position))
+      var item = FieldValues<BucketListItem>()
+      item.id = uuid()
+      item.title = template.replacingOccurrences(of: "%@", with: trip.destination)
+      item.details = below(3) == 0 ? "Book ahead" : ""
+      item.hasReservation = below(4) == 0
+      item.isInPlan = below(2) == 0
+      item.position = position
+      plan.bucketList.append(item)
     }
     if stay {
       let latitude = max(-90, min(90, trip.latitude + (Double(below(601)) - 300) / 10_000))

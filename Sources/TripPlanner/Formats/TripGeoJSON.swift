@@ -89,33 +89,12 @@ public enum TripGeoJSON {
       raw("null")
     }
     if let plan = record.plan {
-      // The plan's members as planMembers(_:) renders them, written as they go.
-      func id(_ value: UUID?) {
-        if let value {
-          output.append(UInt8(ascii: "\""))
-          value.writeLowercased(into: &output)
-          output.append(UInt8(ascii: "\""))
-        } else {
-          raw("null")
-        }
-      }
-      func bool(_ value: Bool) { value ? raw("true") : raw("false") }
+      // The plan's members as planMembers(_:) renders them, each row's values written once
+      // over its model's fields.
       raw(#","bucketList":["#)
       for (index, item) in plan.bucketList.enumerated() {
         if index > 0 { output.append(UInt8(ascii: ",")) }
-        raw(#"{"id":"#)
-        id(item.id)
-        raw(#","title":"#)
-        string(item.title)
-        raw(#","details":"#)
-        string(item.details)
-        raw(#","hasReservation":"#)
-        bool(item.hasReservation)
-        raw(#","isInPlan":"#)
-        bool(item.isInPlan)
-        raw(#","position":"#)
-        number(Double(item.position))
-        output.append(UInt8(ascii: "}"))
+        output.append(contentsOf: JSONValue.object(item.jsonMembers()).utf8())
       }
       raw(#"],"livingAccommodation":"#)
       if let stay = plan.livingAccommodation {

@@ -1,17 +1,10 @@
 import Foundation
 
 extension TripJSON {
-  /// One bucket-list item as a JSON object:
-  /// `{"id","title","details","hasReservation","isInPlan","position"}`.
-  public static func object(_ record: BucketListItemRecord) -> JSONValue {
-    .object([
-      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
-      ("title", .string(record.title)),
-      ("details", .string(record.details)),
-      ("hasReservation", .bool(record.hasReservation)),
-      ("isInPlan", .bool(record.isInPlan)),
-      ("position", .number(Double(record.position))),
-    ])
+  /// One bucket-list item as a JSON object, its fields in declaration order (a field not
+  /// given, `null`): `{"id","title","details","hasReservation","isInPlan","position"}`.
+  public static func object(_ values: FieldValues<BucketListItem>) -> JSONValue {
+    .object(values.jsonMembers())
   }
 
   /// One stay as a JSON object, its fields in declaration order (a field not given, `null`):
@@ -22,9 +15,6 @@ extension TripJSON {
 }
 
 extension TripJSON {
-  static let itemKeys: Set<String> = [
-    "id", "title", "details", "hasReservation", "isInPlan", "position",
-  ]
 
   /// Reads a trip object's `bucketList` (an array of items, in order: an item's `position`,
   /// if given, is ignored for its place in the array) and `livingAccommodation` (an object or
@@ -58,27 +48,13 @@ extension TripJSON {
     return problems.problems.count == before ? plan : nil
   }
 
-  /// Reads one bucket-list item object, its `position` included (0 when absent: a plan's
-  /// reader places items by their order instead); problems go to `line`, named by `label`.
-  /// Nil when it is malformed.
+  /// Reads one bucket-list item object (its fields, as ``FieldValues`` reads them), its
+  /// `position` included (0 when absent: a plan's reader places items by their order
+  /// instead); problems go to `line`, named by `label`. Nil when it is malformed.
   static func bucketListItem(
     from element: JSONValue, label: String, line: Int?, problems: inout ProblemList
-  ) -> BucketListItemRecord? {
-    guard case .object(let members) = element else {
-      problems.add(line, "\(label) must be an object")
-      return nil
-    }
-    let before = problems.problems.count
-    for (key, _) in members where !itemKeys.contains(key) {
-      problems.add(line, "\(label): unknown member '\(key)'")
-    }
-    let reader = MemberReader(object: element, label: label, line: line)
-    let record = BucketListItemRecord(
-      id: reader.id(&problems), title: reader.string("title", &problems) ?? "",
-      details: reader.string("details", &problems, required: false) ?? "",
-      hasReservation: reader.bool("hasReservation", &problems),
-      isInPlan: reader.bool("isInPlan", &problems), position: reader.position(&problems))
-    return problems.problems.count == before ? record : nil
+  ) -> FieldValues<BucketListItem>? {
+    FieldValues.read(element, label: label, line: line, problems: &problems)
   }
 
   /// Reads one stay object (its fields, as ``FieldValues`` reads them); problems go to
@@ -90,73 +66,13 @@ extension TripJSON {
   }
 }
 
-/// Reads members of one object of a file, each problem naming the object (`label`).
-private struct MemberReader {
-  let object: JSONValue
-  let label: String
-  let line: Int?
-
-  func string(_ key: String, _ problems: inout ProblemList, required: Bool = true) -> String? {
-    switch object[key] {
-    case .string(let value)?: return value
-    case nil, .null?:
-      if required { problems.add(line, "\(label): \(key) is missing") }
-      return nil
-    default:
-      problems.add(line, "\(label): \(key) must be a string")
-      return nil
-    }
-  }
-
-  func number(_ key: String, _ problems: inout ProblemList) -> Double {
-    switch object[key] {
-    case .number(let value)?: return value
-    case nil, .null?: problems.add(line, "\(label): \(key) is missing")
-    default: problems.add(line, "\(label): \(key) must be a number")
-    }
-    return 0
-  }
-
-  /// `position`: a whole number from 0 to `Int32.max`, or absent (0).
-  func position(_ problems: inout ProblemList) -> Int {
-    switch object["position"] {
-    case nil, .null?: return 0
-    case .number(let value)?
-    where value == value.rounded() && (0...Double(Int32.max)).contains(value):
-      return Int(value)
-    default:
-      problems.add(line, "\(label): position must be a whole number from 0 to \(Int32.max)")
-      return 0
-    }
-  }
-
-  func bool(_ key: String, _ problems: inout ProblemList) -> Bool {
-    switch object[key] {
-    case .bool(let value)?: return value
-    case nil, .null?: return false
-    default:
-      problems.add(line, "\(label): \(key) must be true or false")
-      return false
-    }
-  }
-
-  func id(_ problems: inout ProblemList) -> UUID? {
-    guard let text = string("id", &problems, required: false) else { return nil }
-    guard let id = UUID(uuidString: text) else {
-      problems.add(line, "\(label): id '\(text)' is not a UUID")
-      return nil
-    }
-    return id
-  }
-}
-
 extension TripGeoJSON {
   /// Reads a bucket-list item's Feature (a request body): `id` optional, `geometry` `null` or
   /// absent, `properties` the item's members (`title`, `details`, `hasReservation`,
   /// `isInPlan`, `position`) and its trip's `tripId`. Returns the record, the trip's id (nil
   /// when not given) and the position when given. Throws every problem at once.
   public static func decodeItemFeature(_ data: Data, file: String) throws -> (
-    record: BucketListItemRecord, tripID: UUID?, position: Int?
+    record: FieldValues<BucketListItem>, tripID: UUID?, position: Int?
   ) {
     var problems = ProblemList(file: file)
     let document = try TripJSON.parseDocument(data, problems: &problems)
@@ -165,7 +81,7 @@ extension TripGeoJSON {
     case nil, .null?: break
     default: problems.add(nil, "a bucket-list item has no geometry: it must be null")
     }
-    var record: BucketListItemRecord?
+    var record: FieldValues<BucketListItem>?
     if let members {
       record = TripJSON.bucketListItem(
         from: .object(members), label: "properties", line: nil, problems: &problems)

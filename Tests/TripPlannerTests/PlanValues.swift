@@ -15,3 +15,18 @@ func stayValues(
   values.placeIdentifier = .some(placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
   return values
 }
+
+/// A bucket-list item's values as a test spells them: a new item's, with these set.
+func itemValues(
+  id: UUID? = nil, title: String, details: String = "", hasReservation: Bool = false,
+  isInPlan: Bool = false, position: Int = 0
+) -> FieldValues<BucketListItem> {
+  var values = FieldValues<BucketListItem>()
+  values.id = id
+  values.title = title
+  values.details = details
+  values.hasReservation = hasReservation
+  values.isInPlan = isInPlan
+  values.position = position
+  return values
+}
