@@ -211,7 +211,8 @@ let package = Package(
       dependencies: ["PersistenceMacros"],
       resources: [.copy("Expansions")],
       swiftSettings: swiftSettings + [.unsafeFlags(["-I", swiftHost])],
-      linkerSettings: hostSwiftSyntax
+      // SwiftIDEUtils' FixItApplier applies the macros' fix-its.
+      linkerSettings: hostSwiftSyntax + [.linkedLibrary("SwiftIDEUtils")]
     ),
     .testTarget(
       name: "GeoTests",

@@ -1,15 +1,35 @@
 import SwiftDiagnostics
 import SwiftSyntax
 
-/// A compile-time error of the persistence macros, shown at the declaration it is about.
+/// Every error the persistence macros give, by its stable id: the `MessageID` tools see
+/// (domain `PersistenceMacros`), and what the tests name each one by. Each has a test with a
+/// declaration that earns it.
+enum ModelError: String, CaseIterable {
+  // The class.
+  case notAClass, generic, table, defaultedInitializer, notRequired
+  // A property.
+  case lazy, severalBindings, constant, observers, underscore, reservedName
+  case transientWithoutValue, array
+  // An attribute's options.
+  case codableType, codableValue, urlValue, originalName
+  // `#Unique` and `#Index`.
+  case constraintKeyPath, constraintList, uniqueTwice, indexTwice
+  // A relationship.
+  case relationshipStored, relationshipAttribute, optionalToMany, relationshipType
+  case toManyStart, toOneRule, toOneOrder, toOneStart
+}
+
+/// A compile-time error of the persistence macros, shown at the declaration it is about: one
+/// of the catalogue's (``ModelError``), with its message.
 struct ModelDiagnostic: DiagnosticMessage {
+  let error: ModelError
   let message: String
-  let id: String
+  var id: String { error.rawValue }
   var severity: DiagnosticSeverity { .error }
   var diagnosticID: MessageID { MessageID(domain: "PersistenceMacros", id: id) }
 
-  static func error(_ id: String, _ message: String) -> ModelDiagnostic {
-    ModelDiagnostic(message: message, id: id)
+  static func error(_ error: ModelError, _ message: String) -> ModelDiagnostic {
+    ModelDiagnostic(error: error, message: message)
   }
 }
 

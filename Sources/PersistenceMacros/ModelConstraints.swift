@@ -30,7 +30,7 @@ extension ModelDeclaration {
             Diagnostic(
               node: argument.expression,
               message: ModelDiagnostic.error(
-                "constraintList",
+                .constraintList,
                 "#\(macro) takes lists of key paths written out, as [\\.name, \\.date]")))
           valid = false
           continue
@@ -47,7 +47,7 @@ extension ModelDeclaration {
               Diagnostic(
                 node: element.expression,
                 message: ModelDiagnostic.error(
-                  "constraintKeyPath",
+                  .constraintKeyPath,
                   "#\(macro) names persisted properties of this class, one step each (\\.name): \(element.expression.trimmedDescription) is not one"
                 )))
             valid = false
@@ -69,7 +69,7 @@ extension ModelDeclaration {
               Diagnostic(
                 node: argument.expression,
                 message: ModelDiagnostic.error(
-                  "uniqueTwice",
+                  .uniqueTwice,
                   "'\(first)' begins two unique constraints: begin each with another property (a value unique alone is unique with others too)"
                 )))
             valid = false
@@ -92,7 +92,7 @@ extension ModelDeclaration {
           Diagnostic(
             node: Syntax(type.name),
             message: ModelDiagnostic.error(
-              "indexTwice",
+              .indexTwice,
               "'\(first)' begins two #Index lists that differ after it: begin one with another property"
             )))
         valid = false

@@ -30,7 +30,7 @@ struct ModelDeclaration {
         Diagnostic(
           node: attribute,
           message: ModelDiagnostic.error(
-            "notAClass",
+            .notAClass,
             "@Model applies to a class: a model has an identity its context tracks, and a struct or an enum has none"
           )
         ))
@@ -44,16 +44,10 @@ struct ModelDeclaration {
         Diagnostic(
           node: generics,
           message: ModelDiagnostic.error(
-            "generic", "@Model does not apply to a generic class: a table stores one type")))
+            .generic, "@Model does not apply to a generic class: a table stores one type")))
       valid = false
     }
     var properties: [StoredProperty] = []
-    // The links `@Model` writes are named after the relationships made on first use
-    // (`roomsLink`).
-    let linkedNames = Set(
-      type.memberBlock.members.compactMap {
-        $0.decl.as(VariableDeclSyntax.self).flatMap(StoredProperty.init)
-      }.filter(\.isLinkedOnFirstUse).map(\.name))
     var table = type.name.trimmedDescription
     if case .argumentList(let arguments) = attribute.arguments,
       let argument = arguments.first(where: { $0.label?.text == "table" })
@@ -74,7 +68,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: argument.expression,
             message: ModelDiagnostic.error(
-              "table",
+              .table,
               "table: names the model's table: give it as one string literal of letters, digits and underscores, not starting with '_' or a digit"
             )))
         valid = false
@@ -96,9 +90,10 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "lazy",
+              .lazy,
               "A @Model class does not persist a lazy property: make it a stored 'var', a computed property, or mark it @Transient"
-            )))
+            ),
+            fixIt: ModelFixIts.markTransient(variable)))
         valid = false
         continue
       }
@@ -110,7 +105,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "severalBindings",
+              .severalBindings,
               "Declare each property of a @Model class on its own (one name per 'var')")))
         valid = false
         continue
@@ -120,19 +115,10 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable.bindingSpecifier,
             message: ModelDiagnostic.error(
-              "constant",
+              .constant,
               "A @Model class persists its variables: declare '\(property.name)' with 'var', or mark it @Transient"
             ),
-            fixIt: FixIt(
-              message: ModelFixIt(message: "Declare it with 'var'"),
-              changes: [
-                .replace(
-                  oldNode: Syntax(variable.bindingSpecifier),
-                  newNode: Syntax(
-                    TokenSyntax.keyword(
-                      .var, leadingTrivia: variable.bindingSpecifier.leadingTrivia,
-                      trailingTrivia: variable.bindingSpecifier.trailingTrivia)))
-              ])))
+            fixIt: ModelFixIts.declareVariable(variable)))
         valid = false
         continue
       }
@@ -141,21 +127,20 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "observers",
+              .observers,
               "A persisted property cannot have willSet or didSet: '\(property.name)' is observed through Observation (withObservationTracking)"
             )))
         valid = false
         continue
       }
-      if property.name.hasPrefix("`") || ["schema", "linkOrigin"].contains(property.name)
-        || (property.name.hasSuffix("Link")
-          && linkedNames.contains(String(property.name.dropLast(4))))
+      if property.name.hasPrefix("`")
+        || ["schema", "linkOrigin", "linkOriginSlot"].contains(property.name)
       {
         diagnostics.append(
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "reservedName",
+              .reservedName,
               property.name.hasPrefix("`")
                 ? "A persisted property's name is its column's and a name in the code @Model writes: rename \(property.name), which needs backticks"
                 : "'\(property.name)' is a member @Model writes for the class: rename the property"
@@ -168,7 +153,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "underscore",
+              .underscore,
               "A persisted property's name is its column's, which cannot start with '_': rename '\(property.name)', or mark it @Transient"
             )))
         valid = false
@@ -179,9 +164,10 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "transientWithoutValue",
+              .transientWithoutValue,
               "A @Transient property needs an initial value: the store makes models from rows without calling your initializers"
-            )))
+            ),
+            fixIts: ModelFixIts.addInitialValue(variable, type: property.type).map { [$0] } ?? []))
         valid = false
         continue
       }
@@ -191,10 +177,22 @@ struct ModelDeclaration {
       }
       if property.relationshipAttribute != nil {
         if let problem = property.relationshipProblem {
+          let fixIt: FixIt? =
+            switch problem.id {
+            case .optionalToMany:
+              ModelFixIts.rebind(
+                variable, type: property.wrappedType, value: "[]",
+                message: "Make it an array, empty")
+            case .toManyStart: ModelFixIts.rebind(variable, value: "[]", message: "Start it empty")
+            case .toOneStart:
+              ModelFixIts.rebind(variable, value: nil, message: "Leave out the initial value")
+            default: nil
+            }
           diagnostics.append(
             Diagnostic(
               node: property.relationshipAttribute.map(Syntax.init) ?? Syntax(variable),
-              message: ModelDiagnostic.error(problem.id, problem.message)))
+              message: ModelDiagnostic.error(problem.id, problem.message),
+              fixIts: fixIt.map { [$0] } ?? []))
           valid = false
           continue
         }
@@ -205,7 +203,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              "array",
+              .array,
               "An array is stored as a relationship (@Relationship) or as JSON (@Attribute(.codable)): '\(property.name)' is neither"
             )))
         valid = false
@@ -239,20 +237,10 @@ struct ModelDeclaration {
         Diagnostic(
           node: initializer.initKeyword,
           message: ModelDiagnostic.error(
-            "notRequired",
+            .notRequired,
             "The store makes models of '\(type.name.text)' with init(), which a class that is not final must mark required"
           ),
-          fixIt: FixIt(
-            message: ModelFixIt(message: "Mark it required"),
-            changes: [
-              .replace(
-                oldNode: Syntax(initializer.initKeyword),
-                newNode: Syntax(
-                  TokenSyntax(
-                    .identifier("required init"),
-                    leadingTrivia: initializer.initKeyword.leadingTrivia,
-                    trailingTrivia: initializer.initKeyword.trailingTrivia, presence: .present)))
-            ])))
+          fixIt: ModelFixIts.markRequired(initializer)))
       valid = false
     }
     // An initializer every parameter of which has a default could be called as `init()`,
@@ -267,7 +255,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: initializer.initKeyword,
             message: ModelDiagnostic.error(
-              "defaultedInitializer",
+              .defaultedInitializer,
               "This initializer can be called with no arguments, as the init() that @Model writes for the store: '\(type.name.text)()' would call that one. Declare init() yourself, or give a parameter no default"
             )))
         valid = false
@@ -280,7 +268,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: bad,
             message: ModelDiagnostic.error(
-              "originalName",
+              .originalName,
               "originalName: names the column '\(property.name)' is stored in: give it as one string literal"
             )))
         valid = false
@@ -290,7 +278,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: node,
             message: ModelDiagnostic.error(
-              "codableType",
+              .codableType,
               "A .codable property needs its type written out: '\(property.name)' has none")))
         valid = false
       } else if case .codable = property.storage, property.initializer == nil {
@@ -298,7 +286,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: node,
             message: ModelDiagnostic.error(
-              "codableValue",
+              .codableValue,
               "A .codable property that is not optional needs an initial value: '\(property.name)' has none for the model the store makes before loading a row, or for a column added to an existing table"
             )))
         valid = false
@@ -312,7 +300,7 @@ struct ModelDeclaration {
           Diagnostic(
             node: node,
             message: ModelDiagnostic.error(
-              "urlValue",
+              .urlValue,
               "A URL has no empty value for the model the store makes before loading a row: give '\(property.name)' an initial value, or declare it URL?"
             )))
         valid = false

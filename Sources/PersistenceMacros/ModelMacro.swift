@@ -78,13 +78,13 @@ extension ModelMacro: MemberMacro {
       let head = "\\.\(property.name), \(literal(property.name))"
       if case .toMany = property.relationship {
         return
-          "    .toMany(\(head), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule)\(order))"
+          "    .toMany(\(head), link: \\._$link_\(property.name), existing: \\._\(property.name)\(inverse)\(rule)\(order))"
       }
       if property.isLinkedOnFirstUse {
         // The side of a one-to-one that names its inverse (an inverse that is a to-many picks
         // an overload that is refused, saying to name it on the to-many).
         return
-          "    .toOne(\(head), link: \\._\(property.name)Link, existing: \\._\(property.name)\(inverse)\(rule))"
+          "    .toOne(\(head), link: \\._$link_\(property.name), existing: \\._\(property.name)\(inverse)\(rule))"
       }
       // The side that stores the key; its rule is .nullify (the relationship's check refuses
       // any other).
@@ -129,25 +129,25 @@ extension ModelMacro: MemberMacro {
     // Every model has its origin: what `modelContext` and `persistentModelID` read.
     members.append(
       """
-      /// The context and row this model is in, set by the store: where its relationships
-      /// load from, its `modelContext` and its `persistentModelID` (written by `@Model`).
-      @exclusivity(unchecked) \(raw: access)var linkOrigin = PersistenceCore.LinkOrigin()
+      /// The context and row this model is in, set by the store through `linkOriginSlot`
+      /// (written by `@Model`). Private, set for each row loaded and read for each link made:
+      /// unchecked for exclusivity, as no access overlaps another (a check costs about 100
+      /// instructions an access).
+      @exclusivity(unchecked) private var _$linkOrigin = PersistenceCore.LinkOrigin()
       """)
-    for property in onFirstUse {
-      let linkType: String
-      switch property.relationship {
-      case .toMany(let target): linkType = "ToMany<\(target)>"
-      case .toOne(let target): linkType = "ToOne<\(target)>"
-      case nil: continue
+    members.append(
+      """
+      /// The context and row this model is in: where its relationships load from, its
+      /// `modelContext` and its `persistentModelID` (written by `@Model`).
+      \(raw: access)var linkOrigin: PersistenceCore.LinkOrigin { _$linkOrigin }
+      """)
+    members.append(
+      """
+      /// How the store sets `linkOrigin`; only it can use this (written by `@Model`).
+      \(raw: access)static let linkOriginSlot = PersistenceCore.LinkOriginSlot { model, body in
+        body(&unsafeDowncast(model, to: \(raw: name).self)._$linkOrigin)
       }
-      members.append(
-        """
-        /// The link of `\(raw: property.name)`, made on first use (written by `@Model`).
-        private var _\(raw: property.name)Link: PersistenceCore.\(raw: linkType) {
-          link(&_\(raw: property.name))
-        }
-        """)
-    }
+      """)
     if fast {
       members.append(
         """

@@ -22,8 +22,8 @@ extension PersistedPropertyMacro: AccessorMacro {
     case .toOne where property.isLinkedOnFirstUse:
       // The side of a one-to-one that names its inverse: its link made on first use.
       return [
-        "get { _\(raw: name)Link.value(of: self) }",
-        "set { _\(raw: name)Link.set(newValue, of: self) }",
+        "get { _$link_\(raw: name).value(of: self) }",
+        "set { _$link_\(raw: name).set(newValue, of: self) }",
       ]
     case .toOne:
       // The side that stores the key: an eager link, its key loaded with the row.
@@ -40,8 +40,8 @@ extension PersistedPropertyMacro: AccessorMacro {
         init(initialValue) {
         }
         """,
-        "get { _\(raw: name)Link.value(of: self) }",
-        "set { _\(raw: name)Link.set(newValue, of: self) }",
+        "get { _$link_\(raw: name).value(of: self) }",
+        "set { _$link_\(raw: name).set(newValue, of: self) }",
       ]
     case nil: break
     }
@@ -128,13 +128,15 @@ extension PersistedPropertyMacro: PeerMacro {
     switch property.relationship {
     case .toOne(let target) where property.isLinkedOnFirstUse:
       return [
-        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToOne<\(target)>? = nil"
+        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToOne<\(target)>? = nil",
+        link(property.name, "ToOne<\(target)>"),
       ]
     case .toOne(let target):
       return ["private let _\(raw: property.name) = PersistenceCore.ToOne<\(target)>()"]
     case .toMany(let target):
       return [
-        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToMany<\(target)>? = nil"
+        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToMany<\(target)>? = nil",
+        link(property.name, "ToMany<\(target)>"),
       ]
     case nil: break
     }
@@ -184,4 +186,14 @@ public struct SchemaDeclarationMacro: DeclarationMacro {
   ) throws -> [DeclSyntax] {
     []
   }
+}
+
+/// The link of the relationship `name` (a `linkType` of PersistenceCore), made on first use.
+private func link(_ name: String, _ linkType: String) -> DeclSyntax {
+  """
+  /// The link of `\(raw: name)`, made on first use (written by `@Model`).
+  private var _$link_\(raw: name): PersistenceCore.\(raw: linkType) {
+    link(&_\(raw: name))
+  }
+  """
 }

@@ -40,27 +40,27 @@ struct StoredProperty {
 
   /// Why `@Relationship` cannot apply to this property as declared, as (id, message); nil when
   /// it can.
-  var relationshipProblem: (id: String, message: String)? {
+  var relationshipProblem: (id: ModelError, message: String)? {
     if isTransient || !isVariable {
       return (
-        "relationshipStored", "A relationship is a stored 'var' of the model: '\(name)' is not one"
+        .relationshipStored, "A relationship is a stored 'var' of the model: '\(name)' is not one"
       )
     }
     if attribute != nil {
       return (
-        "relationshipAttribute",
+        .relationshipAttribute,
         "@Attribute does not apply to a relationship: '\(name)' is stored as its related rows' keys"
       )
     }
     if let wrapped = wrappedType, wrapped.is(ArrayTypeSyntax.self) {
       return (
-        "optionalToMany",
+        .optionalToMany,
         "A to-many relationship is an array, not an optional one: declare '\(name)' as \(wrapped.trimmedDescription) = []"
       )
     }
     guard let kind = relationship else {
       return (
-        "relationshipType",
+        .relationshipType,
         "A relationship is an optional model (Hotel?) or an array of models ([Room]): '\(name)' is neither"
       )
     }
@@ -77,23 +77,23 @@ struct StoredProperty {
         } ?? false
       if !empty {
         return (
-          "toManyStart",
+          .toManyStart,
           "A to-many relationship starts empty: declare '\(name)' with '= []', and set it once the model's stored properties are"
         )
       }
     case .toOne:
       if inverse == nil, let rule = deleteRule, !rule.trimmedDescription.hasSuffix(".nullify") {
         return (
-          "toOneRule",
+          .toOneRule,
           "A to-one that names no inverse stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the other side, with 'inverse:'"
         )
       }
       if !orderBy.isEmpty {
-        return ("toOneOrder", "orderBy: orders a to-many: '\(name)' is a to-one")
+        return (.toOneOrder, "orderBy: orders a to-many: '\(name)' is a to-one")
       }
       if initializer != nil {
         return (
-          "toOneStart",
+          .toOneStart,
           "A to-one relationship starts as nil: leave out the initial value of '\(name)', and set it once the model's stored properties are"
         )
       }

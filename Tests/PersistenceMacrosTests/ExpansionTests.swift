@@ -1,5 +1,6 @@
 import Foundation
 import SwiftDiagnostics
+@_spi(FixItApplier) import SwiftIDEUtils
 import SwiftParser
 import SwiftSyntax
 import SwiftSyntaxMacroExpansion
@@ -11,6 +12,13 @@ import Testing
 /// Expands `source` in process with the persistence macros, as the compiler would: the
 /// expanded text, and each diagnostic as "line: id: message".
 func expand(_ source: String) -> (text: String, diagnostics: [String]) {
+  let (text, diagnostics, _) = expandWithFixIts(source)
+  return (text, diagnostics)
+}
+
+/// `source` expanded as ``expand(_:)`` does, and the source with every fix-it of its
+/// diagnostics applied (as `FixItApplier`, what SourceKit uses, applies them).
+func expandWithFixIts(_ source: String) -> (text: String, diagnostics: [String], fixed: String) {
   let file = Parser.parse(source: source)
   let context = BasicMacroExpansionContext(
     sourceFiles: [file: .init(moduleName: "Expansion", fullFilePath: "Expansion.swift")])
@@ -34,7 +42,8 @@ func expand(_ source: String) -> (text: String, diagnostics: [String]) {
     let id = (diagnostic.diagMessage as? ModelDiagnostic)?.id ?? "?"
     return "\(diagnostic.location(converter: converter).line): \(id): \(diagnostic.message)"
   }
-  return (expanded.description, diagnostics)
+  let fixed = FixItApplier.applyFixes(from: context.diagnostics, filterByMessages: nil, to: file)
+  return (expanded.description, diagnostics, fixed)
 }
 
 /// The golden expansion `name` (Expansions/`name`.txt): the source, a line `// expands to:`,
@@ -130,24 +139,72 @@ struct DiagnosticTests {
     #expect(Set(ids) == [id], "\(source): \(expand(source).diagnostics)")
   }
 
-  @Test("every id the macros can give has a case here")
-  func everyIDCovered() throws {
-    let sources = try FileManager.default.contentsOfDirectory(
-      at: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Sources/PersistenceMacros").standardized,
-      includingPropertiesForKeys: nil)
-    var ids: Set<String> = []
-    for file in sources where file.pathExtension == "swift" {
-      let text = try String(contentsOf: file, encoding: .utf8)
-      // An id is the first argument of `ModelDiagnostic.error(` or the first member of a
-      // problem's `return (` (a relationship's), written as a string literal.
-      let pattern = try NSRegularExpression(
-        pattern: #"(?:ModelDiagnostic\.error\(|return \()\s*"([A-Za-z]+)""#)
-      let range = NSRange(text.startIndex..., in: text)
-      for match in pattern.matches(in: text, range: range) {
-        ids.insert(String(text[Range(match.range(at: 1), in: text)!]))
-      }
-    }
-    #expect(ids == Set(Self.cases.map(\.id)), "uncovered: \(ids.subtracting(Self.cases.map(\.id)))")
+  @Test("every id the macros can give has a case here, and every case is one of them")
+  func everyIDCovered() {
+    let catalogue = Set(ModelError.allCases.map(\.rawValue))
+    let covered = Set(Self.cases.map(\.id))
+    #expect(catalogue == covered, "uncovered: \(catalogue.subtracting(covered))")
+  }
+}
+
+/// Each fix-it, applied: the declaration it mends, and that the mended class expands with no
+/// error.
+@Suite("@Model's fix-its, applied")
+struct FixItTests {
+  static let cases: [(id: String, source: String, fixed: String)] = [
+    (
+      "constant", "@Model final class C { let a = 0 }",
+      "@Model final class C { var a = 0 }"
+    ),
+    (
+      "lazy", "@Model final class L {\n  /// Made once.\n  lazy var a = 0\n}",
+      "@Model final class L {\n  /// Made once.\n  @Transient lazy var a = 0\n}"
+    ),
+    (
+      "notRequired", "@Model class N { var a = 0; init() {} }",
+      "@Model class N { var a = 0; required init() {} }"
+    ),
+    (
+      "notRequired", "@Model class N { var a = 0\n  @MainActor public init() {} }",
+      "@Model class N { var a = 0\n  @MainActor public required init() {} }"
+    ),
+    (
+      "transientWithoutValue",
+      "@Model final class T { @Transient var a: Int?; var b = 0 }",
+      "@Model final class T { @Transient var a: Int? = nil; var b = 0 }"
+    ),
+    (
+      "optionalToMany", "@Model final class H { @Relationship var rooms: [Room]? }",
+      "@Model final class H { @Relationship var rooms: [Room] = [] }"
+    ),
+    (
+      "toManyStart", "@Model final class H { @Relationship var rooms: [Room] = [Room()] }",
+      "@Model final class H { @Relationship var rooms: [Room] = [] }"
+    ),
+    (
+      "toManyStart", "@Model final class H {\n  @Relationship var rooms: [Room]\n}",
+      "@Model final class H {\n  @Relationship var rooms: [Room] = []\n}"
+    ),
+    (
+      "toOneStart", "@Model final class R { @Relationship var hotel: Hotel? = Hotel() }",
+      "@Model final class R { @Relationship var hotel: Hotel? }"
+    ),
+  ]
+
+  @Test(
+    "each fix-it mends its declaration, which then expands with no error",
+    arguments: 0..<cases.count)
+  func fixIt(index: Int) {
+    let (id, source, expected) = Self.cases[index]
+    let (_, diagnostics, fixed) = expandWithFixIts(source)
+    #expect(diagnostics.contains { $0.contains(": \(id): ") }, "\(diagnostics)")
+    #expect(fixed == expected)
+    #expect(expand(fixed).diagnostics == [], "\(fixed): \(expand(fixed).diagnostics)")
+  }
+
+  @Test("a value that is not optional gets a placeholder to fill in")
+  func placeholder() {
+    let (_, _, fixed) = expandWithFixIts("@Model final class T { @Transient var a: Int }")
+    #expect(fixed == "@Model final class T { @Transient var a: Int = <#initial value#> }")
   }
 }

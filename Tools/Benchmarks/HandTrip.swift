@@ -46,7 +46,13 @@ final class HandTrip: PersistentModel, LinksOnFirstUse, Observable {
 
   /// Where the relationships load from: set by the store when it loads or attaches the trip,
   /// so that a fetched trip whose plan nobody reads makes no link (see `LinksOnFirstUse`).
-  @exclusivity(unchecked) var linkOrigin = LinkOrigin()
+  @exclusivity(unchecked) private var origin = LinkOrigin()
+  var linkOrigin: LinkOrigin { origin }
+  /// The store's way to set `origin`, as `@Model` writes it: a closure over the private
+  /// property, a direct access.
+  static let linkOriginSlot = LinkOriginSlot { model, body in
+    body(&unsafeDowncast(model, to: HandTrip.self).origin)
+  }
 
   @exclusivity(unchecked) var bucketListStorage: ToMany<HandBucketItem>?
   var bucketListLink: ToMany<HandBucketItem> { link(&bucketListStorage) }

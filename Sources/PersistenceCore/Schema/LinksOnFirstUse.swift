@@ -21,7 +21,9 @@ public struct LinkOrigin {
 ///
 /// ```swift
 /// final class Trip: PersistentModel, LinksOnFirstUse {
-///   var linkOrigin = LinkOrigin()
+///   private var origin = LinkOrigin()
+///   var linkOrigin: LinkOrigin { origin }
+///   static let linkOriginSlot = LinkOriginSlot(\Trip.origin)
 ///   var bucketListStorage: ToMany<BucketListItem>?
 ///   var bucketListLink: ToMany<BucketListItem> { link(&bucketListStorage) }
 ///   var bucketList: [BucketListItem] {
@@ -42,8 +44,35 @@ public struct LinkOrigin {
 /// conform for those two. Cost: the origin set for each row loaded (a retain and two stores)
 /// and each model inserted, saved or deleted.
 public protocol LinksOnFirstUse: PersistentModel {
-  /// What the store sets when it loads or attaches the model; declare it `= LinkOrigin()`.
-  var linkOrigin: LinkOrigin { get set }
+  /// What the store set when it loaded or attached the model: read-only, kept in private
+  /// storage that only the store writes, through ``linkOriginSlot``.
+  var linkOrigin: LinkOrigin { get }
+  /// How the store writes the model's origin, made where the private storage is visible
+  /// (`LinkOriginSlot(\Gallery.origin)`, or `@Model`'s closure); nothing outside the
+  /// persistence layer can use it.
+  static var linkOriginSlot: LinkOriginSlot { get }
+}
+
+/// How the store writes a model's ``LinkOrigin``, kept in private storage: made inside the
+/// model's declaration, where that storage is visible, and used only by the persistence layer
+/// (its members are internal), so that no other code can set a model's context or row.
+public struct LinkOriginSlot: Sendable {
+  /// Calls its argument with the origin of a model (always of the model that made the slot).
+  let modify: @Sendable (AnyObject, (inout LinkOrigin) -> Void) -> Void
+
+  /// A slot over the origin in `keyPath` (a private stored property of `Model`, named inside
+  /// its declaration). Each write goes through the key path (a few hundred instructions;
+  /// `@Model` writes the closure form, a direct access).
+  public init<Model: AnyObject>(_ keyPath: ReferenceWritableKeyPath<Model, LinkOrigin>) {
+    nonisolated(unsafe) let keyPath = keyPath
+    modify = { model, body in body(&unsafeDowncast(model, to: Model.self)[keyPath: keyPath]) }
+  }
+
+  /// A slot that calls `modify` with a model (always of the declaring model's class) and a
+  /// closure to run on its origin in place: `{ body(&unsafeDowncast($0, to: Hotel.self).origin) }`.
+  public init(_ modify: @escaping @Sendable (AnyObject, (inout LinkOrigin) -> Void) -> Void) {
+    self.modify = modify
+  }
 }
 
 extension LinksOnFirstUse {
@@ -118,11 +147,13 @@ struct LinkOriginAccess: Sendable {
   }
 
   private static func make<Model: LinksOnFirstUse>(_: Model.Type) -> LinkOriginAccess {
-    LinkOriginAccess(
+    let slot = Model.linkOriginSlot
+    return LinkOriginAccess(
       set: { model, reference, key in
-        let model = unsafeDowncast(model, to: Model.self)
-        model.linkOrigin.reference = reference
-        if let key { model.linkOrigin.ownerKey = key }
+        slot.modify(model) { origin in
+          origin.reference = reference
+          if let key { origin.ownerKey = key }
+        }
       },
       reference: { unsafeDowncast($0, to: Model.self).linkOrigin.reference },
       key: { unsafeDowncast($0, to: Model.self).linkOrigin.ownerKey })

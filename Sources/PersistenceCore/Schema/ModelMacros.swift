@@ -39,13 +39,17 @@ import Synchronization
 ///
 /// Errors at compile time: a struct, an enum, a generic class, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
-/// with `_` or needing backticks, `schema` or `linkOrigin`, a `@Transient` property without an
-/// initial value, two properties in one `var`, an initializer callable with no arguments
-/// beside the `init()` the macro writes.
+/// with `_` or needing backticks, `schema`, `linkOrigin` or `linkOriginSlot`, a `@Transient`
+/// property without an initial value, two properties in one `var`, an initializer callable
+/// with no arguments beside the `init()` the macro writes.
 ///
 /// `@Model(table: "trips")` names the table (letters, digits and underscores): what keeps an
 /// existing store's table when its model is renamed or was declared by hand before.
-@attached(member, names: arbitrary)
+@attached(
+  member,
+  names: named(_$observationRegistrar), named(schema), named(_$linkOrigin), named(linkOrigin),
+  named(linkOriginSlot), named(init), named(makeForLoading), named(id)
+)
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable, Identifiable)
 public macro Model(table: String? = nil) =
@@ -59,7 +63,7 @@ public macro Transient() = #externalMacro(module: "PersistenceMacros", type: "Ma
 /// What `@Model` puts on each persisted property: accessors over backing storage `_name`,
 /// observed as `@Observable`'s are, or over a relationship's link. Not written by hand.
 @attached(accessor, names: named(init), named(get), named(set))
-@attached(peer, names: prefixed(_), prefixed(_$check_))
+@attached(peer, names: prefixed(_), prefixed(_$check_), prefixed(_$link_))
 public macro _PersistedProperty() =
   #externalMacro(module: "PersistenceMacros", type: "PersistedPropertyMacro")
 

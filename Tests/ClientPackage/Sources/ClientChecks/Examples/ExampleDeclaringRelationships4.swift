@@ -103,7 +103,9 @@ import Persistence
 
 @Observable final private class Gallery: PersistentModel, LinksOnFirstUse {
   var name = ""
-  @ObservationIgnored var linkOrigin = LinkOrigin()
+  @ObservationIgnored private var origin = LinkOrigin()
+  var linkOrigin: LinkOrigin { origin }
+  static let linkOriginSlot = LinkOriginSlot(\Gallery.origin)
   @ObservationIgnored var paintingsStorage: ToMany<Painting>?
   var paintingsLink: ToMany<Painting> { link(&paintingsStorage) }
   var paintings: [Painting] {
