@@ -398,10 +398,10 @@ extension TripStore {
       var record = record
       var plan = plans[key] ?? TripPlan()
       if plan.bucketList.count > 1 {
-        plan.bucketList.sort { a, b in
-          let (first, second) = (a.position ?? 0, b.position ?? 0)
-          return first != second ? first < second : Self.precedes(a.id, b.id)
-        }
+        // Each item's position and id read once, not per comparison.
+        plan.bucketList = plan.bucketList.map { ($0.position ?? 0, $0.id, $0) }.sorted { a, b in
+          a.0 != b.0 ? a.0 < b.0 : Self.precedes(a.1, b.1)
+        }.map(\.2)
       }
       record.plan = plan
       return record

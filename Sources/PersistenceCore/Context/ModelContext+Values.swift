@@ -32,6 +32,24 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
     }
   }
 
+  /// What `read` makes of the value of the `index`th key path as stored (`.codable` bytes
+  /// undecoded): for code that reads columns of types it knows only at run time
+  /// (`Value(sqlValue:)` of a ``PersistableValue`` reads one), with no generic type made per
+  /// call. O(size of the value): text and bytes are copied.
+  ///
+  /// - Throws: what `read` throws; a ``PersistenceError`` named with the row and column, as
+  ///   ``value(_:at:)`` names it.
+  public func storedValue<Value>(at index: Int, _ read: (SQLValue) throws -> Value) throws
+    -> Value
+  {
+    do {
+      return try read(row.value(at: Int32(index + 1)))
+    } catch var failure as PersistenceError {
+      if failure.attribute == nil { failure.attribute = attributes[index].name }
+      throw failure.naming(row: rowName)
+    }
+  }
+
   /// The value of the `index`th key path, a `.codable` attribute, decoded as `Value` from its
   /// stored bytes as a model's access decodes it; nil for `NULL`. Each call decodes (O(bytes));
   /// equal values are not shared as within a fetch.

@@ -1,10 +1,59 @@
 import Foundation
 import Persistence
+import Synchronization
 
 /// A field's ``FormatValue`` type (its value's type, optional unwrapped), nil when the formats
 /// cannot carry it (a test checks that every field of the domain's models has one).
 public func formatType<Model>(of field: ModelField<Model>) -> (any FormatValue.Type)? {
   field.valueType as? any FormatValue.Type
+}
+
+/// What ``FieldValues`` needs of a model's fields, made once per model type: each field's
+/// name, ``FormatValue`` type, key path, optionality and whether it is the identity, and the
+/// index of each field by key path and by name.
+final class FieldTable: Sendable {
+  struct Entry: Sendable {
+    let name: String
+    let type: (any FormatValue.Type)?
+    nonisolated(unsafe) let keyPath: AnyKeyPath
+    let isOptional: Bool
+    let isIdentity: Bool
+    let isCodable: Bool
+  }
+
+  let entries: [Entry]
+  nonisolated(unsafe) let byKeyPath: [AnyKeyPath: Int]
+  let byName: [String: Int]
+  /// The index of the identity, if the model has one.
+  let identity: Int?
+
+  private init<Model>(_ fields: [ModelField<Model>]) {
+    entries = fields.map {
+      Entry(
+        name: $0.name, type: formatType(of: $0), keyPath: $0.keyPath, isOptional: $0.isOptional,
+        isIdentity: $0.isIdentity, isCodable: $0.isCodable)
+    }
+    byKeyPath = Dictionary(
+      fields.enumerated().map { ($0.element.keyPath as AnyKeyPath, $0.offset) },
+      uniquingKeysWith: { first, _ in first })
+    byName = Dictionary(
+      fields.enumerated().map { ($0.element.name, $0.offset) },
+      uniquingKeysWith: { first, _ in first })
+    identity = fields.firstIndex { $0.isIdentity }
+  }
+
+  private static let tables = Mutex<[ObjectIdentifier: FieldTable]>([:])
+
+  /// `Model`'s table: made on first use, then a lookup under a lock.
+  static func of<Model: PersistentModel>(_: Model.Type) -> FieldTable
+  where Model.SchemaModel == Model {
+    tables.withLock { tables in
+      if let table = tables[ObjectIdentifier(Model.self)] { return table }
+      let table = FieldTable(Model.schema.fields)
+      tables[ObjectIdentifier(Model.self)] = table
+      return table
+    }
+  }
 }
 
 /// A model's values without its identity in a store: what files, requests, sync feeds and the
@@ -25,74 +74,79 @@ public func formatType<Model>(of field: ModelField<Model>) -> (any FormatValue.T
 /// print(stay.id as Any)  // nil: not given, a new one is made when it is saved
 /// ```
 ///
-/// Cost: O(fields) to make from a model or apply to one, each field a key-path access; a
-/// read of one field by key path O(fields) to find it.
+/// Cost: O(fields) to make from a model, a row or JSON, or to apply to a model, each field a
+/// key-path access; one field read by key path, a lookup of the key path and the conversion
+/// from its JSON. The model's field table is made once per type (`FieldTable`).
 @dynamicMemberLookup
 public struct FieldValues<Model: PersistentModel>: Sendable, Hashable
 where Model.SchemaModel == Model {
-  /// The given values as JSON, by field name.
-  private var members: [String: JSONValue]
+  /// Each field's value as JSON, in declaration order; nil where it is not given.
+  private var values: [JSONValue?]
+
+  /// The model's field table.
+  static var table: FieldTable { FieldTable.of(Model.self) }
 
   /// The values of a new model (`Model()`), but for its identity (a unique UUID field), which
   /// is not given: a new one is made when the values are saved as a new model.
   public init() {
     self.init(Model())
-    for field in Model.schema.fields where field.isIdentity { members[field.name] = nil }
+    if let identity = Self.table.identity { values[identity] = nil }
   }
 
   /// No value given.
-  init(none: Void) { members = [:] }
+  init(none: Void) { values = Array(repeating: nil, count: Self.table.entries.count) }
 
   /// Every field's value in `model`.
   public init(_ model: Model) {
-    self.init(none: ())
-    for field in Model.schema.fields {
-      guard let type = formatType(of: field),
-        let json = type.json(of: model, at: field.keyPath, optional: field.isOptional)
-      else { continue }
-      members[field.name] = json
+    values = Self.table.entries.map { entry in
+      entry.type?.json(of: model, at: entry.keyPath, optional: entry.isOptional)
     }
   }
 
   /// The field `keyPath` names: its value, or nil when it is not given. Setting nil leaves it
   /// not given. A key path that is not a field (a relationship) reads nil and cannot be set.
   public subscript<Value: FormatValue>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value? {
-    get { Self.name(of: keyPath).flatMap { members[$0] }.flatMap(Value.init(jsonValue:)) }
+    get { Self.table.byKeyPath[keyPath].flatMap { values[$0] }.flatMap(Value.init(jsonValue:)) }
     set {
-      guard let name = Self.name(of: keyPath) else {
+      guard let index = Self.table.byKeyPath[keyPath] else {
         preconditionFailure("\(keyPath) is not a field of \(Model.self)")
       }
-      members[name] = newValue?.jsonValue
+      values[index] = newValue?.jsonValue
     }
   }
 
   /// The value of the model's identity (its unique UUID field), nil when it is not given or
   /// the model has none.
   public var identity: UUID? {
-    Model.schema.fields.first(where: \.isIdentity).flatMap { members[$0.name] }.flatMap(
-      UUID.init(jsonValue:))
+    Self.table.identity.flatMap { values[$0] }.flatMap(UUID.init(jsonValue:))
   }
 
-  /// The value of the field named `name` as JSON, nil when it is not given.
+  /// The value of the field named `name` as JSON, nil when it is not given (or there is no
+  /// such field, which cannot be set).
   public subscript(name: String) -> JSONValue? {
-    get { members[name] }
-    set { members[name] = newValue }
+    get { Self.table.byName[name].flatMap { values[$0] } }
+    set {
+      guard let index = Self.table.byName[name] else {
+        preconditionFailure("\(name) is not a field of \(Model.self)")
+      }
+      values[index] = newValue
+    }
   }
 
   /// The fields' members in declaration order, those named in `leaving` left out and a field
   /// not given as `null`: a JSON object's members as the formats write them.
   public func jsonMembers(leaving: Set<String> = []) -> [(String, JSONValue)] {
-    Model.schema.fields.compactMap { field in
-      leaving.contains(field.name) ? nil : (field.name, members[field.name] ?? .null)
+    zip(Self.table.entries, values).compactMap { entry, value in
+      leaving.contains(entry.name) ? nil : (entry.name, value ?? .null)
     }
   }
 
   /// Sets every given field of `model` but those named in `leaving`.
   public func apply(to model: Model, leaving: Set<String> = []) {
-    for field in Model.schema.fields where !leaving.contains(field.name) {
-      guard let json = members[field.name], let type = formatType(of: field) else { continue }
-      let assigned = type.assign(json, to: model, at: field.keyPath, optional: field.isOptional)
-      precondition(assigned, "\(field.name) holds \(json), not a \(field.valueType)")
+    for (entry, value) in zip(Self.table.entries, values) where !leaving.contains(entry.name) {
+      guard let json = value, let type = entry.type else { continue }
+      let assigned = type.assign(json, to: model, at: entry.keyPath, optional: entry.isOptional)
+      precondition(assigned, "\(entry.name) holds \(json), not a \(type)")
     }
   }
 
@@ -108,8 +162,8 @@ where Model.SchemaModel == Model {
   /// type; a member left out takes its type's value when absent (text empty, flags false,
   /// optionals none), or is a problem when the type has none (numbers, dates) — but for the
   /// model's identity (a unique UUID field), which is then not given. A member that names no
-  /// field (and is not in `accepting`) is a problem; fields in `leaving` are not read. Problems
-  /// go to `line`, each naming `label`. Nil when any was found.
+  /// field is a problem; fields in `leaving` are not read. Problems go to `line`, each naming
+  /// `label`. Nil when any was found.
   static func read(
     _ object: JSONValue, label: String, line: Int?, problems: inout ProblemList,
     leaving: Set<String> = []
@@ -119,21 +173,20 @@ where Model.SchemaModel == Model {
       return nil
     }
     let before = problems.problems.count
-    let fields = Model.schema.fields
-    for (key, _) in given where !fields.contains(where: { $0.name == key }) {
+    let table = Self.table
+    for (key, _) in given where table.byName[key] == nil {
       problems.add(line, "\(label): unknown member '\(key)'")
     }
     var values = FieldValues(none: ())
-    for field in fields where !leaving.contains(field.name) {
-      guard let type = formatType(of: field) else { continue }
+    for (index, field) in table.entries.enumerated() where !leaving.contains(field.name) {
+      guard let type = field.type else { continue }
       let member = given.first { $0.0 == field.name }?.1
       if member == nil || (member == .null && !field.isOptional) {
         if field.isIdentity { continue }
-        let absent: (any FormatValue)? = field.isOptional ? nil : type.valueWhenAbsent
         if field.isOptional {
-          values.members[field.name] = .null
-        } else if let absent {
-          values.members[field.name] = absent.jsonValue
+          values.values[index] = .null
+        } else if let absent = type.valueWhenAbsent {
+          values.values[index] = absent.jsonValue
         } else {
           problems.add(line, "\(label): \(field.name) is missing")
         }
@@ -144,7 +197,7 @@ where Model.SchemaModel == Model {
         problems.add(line, "\(label): \(field.name) must be \(expected)")
         continue
       }
-      values.members[field.name] = json
+      values.values[index] = json
     }
     return problems.problems.count == before ? values : nil
   }
@@ -152,10 +205,24 @@ where Model.SchemaModel == Model {
   /// The fields read from a value row whose columns from `first` on are `Model.schema.fields`
   /// in order (``keyPaths``).
   init(row: borrowing ValueRow<Model>, from first: Int) throws {
-    self.init(none: ())
-    for (offset, field) in Model.schema.fields.enumerated() {
-      guard let type = formatType(of: field) else { continue }
-      members[field.name] = try type.readJSON(row, at: first + offset, optional: field.isOptional)
+    let entries = Self.table.entries
+    values = []
+    values.reserveCapacity(entries.count)
+    for (offset, entry) in entries.enumerated() {
+      guard let type = entry.type else {
+        values.append(nil)
+        continue
+      }
+      // A native value through its stored form; a `.codable` one (or a type without a stored
+      // form) decoded by the row.
+      let stored =
+        entry.isCodable
+        ? nil
+        : try row.storedValue(at: first + offset) {
+          try type.json(stored: $0, optional: entry.isOptional)
+        }
+      values.append(
+        try stored ?? type.readJSON(row, at: first + offset, optional: entry.isOptional))
     }
   }
 
@@ -165,19 +232,11 @@ where Model.SchemaModel == Model {
     Model.schema.fields.map(\.keyPath)
   }
 
-  /// The field name of `keyPath`, nil when it is not a field.
-  private static func name(of keyPath: AnyKeyPath) -> String? {
-    Model.schema.fields.first { $0.keyPath == keyPath }?.name
-  }
-
-  public static func == (lhs: FieldValues, rhs: FieldValues) -> Bool {
-    lhs.members == rhs.members
-  }
-
-  public func hash(into hasher: inout Hasher) {
-    for name in members.keys.sorted() {
-      hasher.combine(name)
-      hasher.combine(members[name]!)
+  /// The fields' values by name, for rules written over them (``FieldRules``).
+  var textFields: some Sequence<(name: String, text: String)> {
+    zip(Self.table.entries, values).lazy.compactMap { entry, value in
+      guard entry.type?.isText == true, case .string(let text)? = value else { return nil }
+      return (entry.name, text)
     }
   }
 }
@@ -201,15 +260,14 @@ extension FieldValues: ModelValue {
   /// The values read straight from a model's row by a value fetch (`ModelContext.fetch(_:as:)`):
   /// no model is made; every field is read, its relationships are not. O(fields).
   public init(row: inout ModelRow<Model>) throws {
-    self.init(none: ())
-    for field in Model.schema.fields {
-      guard let type = formatType(of: field) else {
+    values = []
+    for entry in Self.table.entries {
+      guard let type = entry.type else {
         throw TripPlannerError(
           code: .store,
-          message:
-            "\(Model.self).\(field.name) is a \(field.valueType), which the formats cannot carry.")
+          message: "\(Model.self).\(entry.name) has a type the formats cannot carry.")
       }
-      members[field.name] = try type.next(&row, field.keyPath, optional: field.isOptional)
+      values.append(try type.next(&row, entry.keyPath, optional: entry.isOptional))
     }
   }
 }
@@ -246,12 +304,9 @@ extension FieldValues where Model: FieldRules {
   /// ``FieldRules/maximumLength(of:)`` Unicode scalars); empty when they keep them all.
   public var violations: [(field: String, reason: String)] {
     var found = Model.violations(of: self)
-    for field in Model.schema.fields {
-      guard let type = formatType(of: field), type.isText,
-        case .string(let text)? = members[field.name]
-      else { continue }
+    for (name, text) in textFields {
       found += TripRecord.textViolations(
-        text, field: field.name, label: field.name, maximum: Model.maximumLength(of: field.name))
+        text, field: name, label: name, maximum: Model.maximumLength(of: name))
     }
     return found
   }

@@ -25,6 +25,9 @@ public protocol FormatValue: Sendable {
   static var isText: Bool { get }
   /// JSON Schema's members (OpenAPI 3.0's dialect) for the value: `type` and `format`.
   static var schemaMembers: [(String, JSONValue)] { get }
+  /// The JSON of a stored value of this type (or its optional when `optional`); nil when the
+  /// type is not kept natively (`.codable`), whose rows are read with ``read(_:at:)``.
+  static func json(stored: SQLValue, optional: Bool) throws -> JSONValue?
   /// The value of column `index` of a value row.
   static func read<Model>(_ row: borrowing ValueRow<Model>, at index: Int) throws -> Self
   /// The value of column `index` of a value row, nil for `NULL`.
@@ -91,7 +94,18 @@ extension FormatValue {
   }
 }
 
+extension FormatValue {
+  /// None: a type without a stored form of its own is read with ``read(_:at:)``.
+  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? { nil }
+}
+
 extension FormatValue where Self: PersistableValue {
+  /// `Self(sqlValue:)`'s JSON: no generic type is made per call (a value row read through
+  /// ``read(_:at:)`` looked up `Optional<Self>`'s metadata for each optional column).
+  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? {
+    if optional, stored == .null { return .null }
+    return try Self(sqlValue: stored).jsonValue
+  }
   public static func next<Model>(
     _ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool
   ) throws -> JSONValue {
@@ -296,5 +310,8 @@ extension Optional: FormatValue where Wrapped: FormatValue {
     _ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool
   ) throws -> JSONValue {
     try Wrapped.next(&row, keyPath, optional: true)
+  }
+  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? {
+    try Wrapped.json(stored: stored, optional: true)
   }
 }
