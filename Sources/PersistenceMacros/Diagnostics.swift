@@ -38,3 +38,9 @@ struct ModelFixIt: FixItMessage {
   let message: String
   var fixItID: MessageID { MessageID(domain: "PersistenceMacros", id: message) }
 }
+
+/// A note beside an error, at a second place it is about (the other constraint of two).
+struct ModelNote: NoteMessage {
+  let message: String
+  var noteID: MessageID { MessageID(domain: "PersistenceMacros", id: "note") }
+}

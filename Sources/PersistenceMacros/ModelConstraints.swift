@@ -14,6 +14,9 @@ extension ModelDeclaration {
     var constraints: [String: [String]] = [:]
     // `#Index` lists by their first property: the further columns, as literals.
     var indexes: [String: [[String]]] = [:]
+    // Where each list was written, by its first property: the notes of an error about two.
+    var indexLists: [String: [ExprSyntax]] = [:]
+    var uniqueLists: [String: ExprSyntax] = [:]
     let columns = Dictionary(
       properties.filter { !$0.isTransient && $0.relationshipAttribute == nil }.map {
         ($0.name, $0.column)
@@ -58,27 +61,41 @@ extension ModelDeclaration {
         guard let first = names.first, names.count == array.elements.count else { continue }
         let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
         if macro == "Unique" {
+          let property = properties.first { $0.name == first }
           let attributeUnique =
-            properties.first { $0.name == first }?.options.contains {
+            property?.options.contains {
               $0 == ".unique" || $0.hasPrefix(".unique(") || $0.hasSuffix("AttributeOption.unique")
             } ?? false
           if attributeUnique
             || constraints[first, default: []].contains(where: { $0.hasPrefix(".unique") })
           {
+            // The other constraint: the property's @Attribute(.unique), or an earlier list.
+            let other: Syntax? =
+              attributeUnique
+              ? property?.attribute.map(Syntax.init) : uniqueLists[first].map(Syntax.init)
             diagnostics.append(
               Diagnostic(
                 node: argument.expression,
                 message: ModelDiagnostic.error(
                   .uniqueTwice,
                   "'\(first)' begins two unique constraints: begin each with another property (a value unique alone is unique with others too)"
-                )))
+                ),
+                notes: other.map {
+                  [
+                    Note(
+                      node: $0,
+                      message: ModelNote(message: "the other unique constraint on '\(first)'"))
+                  ]
+                } ?? []))
             valid = false
             continue
           }
+          uniqueLists[first] = argument.expression
           constraints[first, default: []].append(
             rest.isEmpty ? ".unique" : ".unique(with: \(rest.joined(separator: ", ")))")
         } else {
           indexes[first, default: []].append(rest)
+          indexLists[first, default: []].append(argument.expression)
         }
       }
     }
@@ -94,7 +111,12 @@ extension ModelDeclaration {
             message: ModelDiagnostic.error(
               .indexTwice,
               "'\(first)' begins two #Index lists that differ after it: begin one with another property"
-            )))
+            ),
+            notes: indexLists[first, default: []].map {
+              Note(
+                node: Syntax($0),
+                message: ModelNote(message: "an #Index list that begins with '\(first)'"))
+            }))
         valid = false
         continue
       }

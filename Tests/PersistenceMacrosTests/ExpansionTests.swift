@@ -10,7 +10,8 @@ import Testing
 @testable import PersistenceMacros
 
 /// Expands `source` in process with the persistence macros, as the compiler would: the
-/// expanded text, and each diagnostic as "line: id: message".
+/// expanded text, and each diagnostic as "line: id: message", each of its notes after it as
+/// " [note at line: message]".
 func expand(_ source: String) -> (text: String, diagnostics: [String]) {
   let (text, diagnostics, _) = expandWithFixIts(source)
   return (text, diagnostics)
@@ -40,7 +41,11 @@ func expandWithFixIts(_ source: String) -> (text: String, diagnostics: [String],
   let converter = SourceLocationConverter(fileName: "Expansion.swift", tree: file)
   let diagnostics = context.diagnostics.map { diagnostic in
     let id = (diagnostic.diagMessage as? ModelDiagnostic)?.id ?? "?"
+    let notes = diagnostic.notes.map {
+      " [note at \($0.location(converter: converter).line): \($0.message)]"
+    }
     return "\(diagnostic.location(converter: converter).line): \(id): \(diagnostic.message)"
+      + notes.joined()
   }
   let fixed = FixItApplier.applyFixes(from: context.diagnostics, filterByMessages: nil, to: file)
   return (expanded.description, diagnostics, fixed)
@@ -137,6 +142,31 @@ struct DiagnosticTests {
     }
     #expect(ids.contains(id), "\(source): \(expand(source).diagnostics)")
     #expect(Set(ids) == [id], "\(source): \(expand(source).diagnostics)")
+  }
+
+  @Test("two constraints that cannot both be: the error has a note at the other one")
+  func notesAtTheOther() {
+    let unique = expand(
+      "@Model final class K {\n  #Unique<K>([\\.a])\n  #Unique<K>([\\.a, \\.b])\n  var a = 0\n  var b = 0\n}"
+    ).diagnostics
+    #expect(
+      unique.count == 1 && unique[0].hasPrefix("3: uniqueTwice: ")
+        && unique[0].hasSuffix(" [note at 2: the other unique constraint on 'a']"), "\(unique)")
+    let attribute = expand(
+      "@Model final class K {\n  #Unique<K>([\\.a, \\.b])\n  @Attribute(.unique) var a = 0\n  var b = 0\n}"
+    ).diagnostics
+    #expect(
+      attribute.count == 1 && attribute[0].hasPrefix("2: uniqueTwice: ")
+        && attribute[0].hasSuffix(" [note at 3: the other unique constraint on 'a']"),
+      "\(attribute)")
+    let index = expand(
+      "@Model final class K {\n  #Index<K>([\\.a, \\.b])\n  #Index<K>([\\.a, \\.c])\n  var a = 0\n  var b = 0\n  var c = 0\n}"
+    ).diagnostics
+    #expect(
+      index.count == 1 && index[0].hasPrefix("1: indexTwice: ")
+        && index[0].hasSuffix(
+          " [note at 2: an #Index list that begins with 'a'] [note at 3: an #Index list that begins with 'a']"
+        ), "\(index)")
   }
 
   @Test("every id the macros can give has a case here, and every case is one of them")
