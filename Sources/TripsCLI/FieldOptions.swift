@@ -50,7 +50,7 @@ struct FieldOptions<Model: PersistentModel> where Model.SchemaModel == Model {
     var any = false
     for (field, option) in entries {
       guard let json = try arguments[option] else { continue }
-      values[field] = json
+      try values.set(field, json)
       any = true
     }
     return any

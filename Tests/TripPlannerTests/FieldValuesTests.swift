@@ -135,6 +135,30 @@ struct FieldValuesTests {
     #expect(try #require(blank).place == .some(nil))
   }
 
+  @Test(
+    "set by name takes only a value of the field's type, or nothing, and names the field otherwise; the values are unchanged"
+  )
+  func setByName() throws {
+    var values = FieldValues(Self.entry())
+    let before = values
+    for (name, json) in [
+      ("stars", JSONValue.string("four")), ("stars", .number(1.5)), ("notes", .number(1)),
+      ("written", .string("someday")), ("text", .null), ("mood", .string("good")),
+    ] {
+      let error = #expect(throws: TripPlannerError.self) { try values.set(name, json) }
+      #expect(error?.field == name && error?.code == .invalidInput, "\(name)")
+    }
+    #expect(values == before)
+    let id = UUID()
+    try values.set("id", .string(id.uuidString))  // upper case, written lower
+    try values.set("notes", .null)
+    try values.set("stars", nil)
+    #expect(values["id"] == .string(id.lowercasedString) && values.notes == .some(nil))
+    #expect(values.stars == nil)
+    let copy = values.newModel()
+    #expect(copy.id == id && copy.notes == nil && copy.stars == 0)
+  }
+
   @Test("/api's schema of the model is its fields': types, formats, nullable, documentation")
   func schema() {
     let schema = FieldSchema.object(JournalEntry.schema.fields).rendered()

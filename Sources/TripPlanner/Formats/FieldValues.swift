@@ -121,16 +121,33 @@ where Model.SchemaModel == Model {
     Self.table.identity.flatMap { values[$0] }.flatMap(UUID.init(jsonValue:))
   }
 
-  /// The value of the field named `name` as JSON, nil when it is not given (or there is no
-  /// such field, which cannot be set).
+  /// The value of the field named `name` as JSON, nil when it is not given or there is no
+  /// such field.
   public subscript(name: String) -> JSONValue? {
-    get { Self.table.byName[name].flatMap { values[$0] } }
-    set {
-      guard let index = Self.table.byName[name] else {
-        preconditionFailure("\(name) is not a field of \(Model.self)")
-      }
-      values[index] = newValue
+    Self.table.byName[name].flatMap { values[$0] }
+  }
+
+  /// Sets the field named `name` to the value `json` holds (as the field's type reads JSON: a
+  /// UUID in any case, `null` for none of an optional), or leaves it not given for nil.
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidInput`` naming the field when there is no such
+  ///   field or `json` holds no value of its type; the values are unchanged.
+  public mutating func set(_ name: String, _ json: JSONValue?) throws {
+    guard let index = Self.table.byName[name], let type = Self.table.entries[index].type else {
+      throw TripPlannerError(
+        code: .invalidInput, message: "\(Model.self) has no field '\(name)'.", field: name)
     }
+    guard let json else {
+      values[index] = nil
+      return
+    }
+    let optional = Self.table.entries[index].isOptional
+    guard let value = type.normalized(json, optional: optional) else {
+      let expected = optional ? type.expectation + " or null" : type.expectation
+      throw TripPlannerError(
+        code: .invalidInput, message: "\(name) must be \(expected).", field: name)
+    }
+    values[index] = value
   }
 
   /// The fields' members in declaration order, those named in `leaving` left out and a field
