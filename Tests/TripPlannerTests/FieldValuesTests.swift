@@ -65,6 +65,37 @@ struct FieldValuesTests {
     return (values, problems.problems.map(\.reason))
   }
 
+  @Test("the byte writer writes what the JSON tree renders, for every type and for none")
+  func bytesAsTheTree() throws {
+    let entry = Self.entry()
+    var values = FieldValues(entry)
+    func check(_ note: Comment) {
+      var bytes: [UInt8] = []
+      values.writeJSONObject(into: &bytes)
+      #expect(bytes == JSONValue.object(values.jsonMembers()).utf8(), note)
+      bytes = [UInt8(ascii: "[")]
+      values.writeJSONMembers(leaving: ["id", "pinned"], after: true, into: &bytes)
+      #expect(
+        bytes == [UInt8(ascii: "[")]
+          + JSONValue.object(values.jsonMembers(leaving: ["id", "pinned"]))
+          .utf8().dropFirst().dropLast().reduce(into: [UInt8(ascii: ",")]) { $0.append($1) }, note)
+    }
+    check("a whole entry")
+    values.notes = "tab\there, \u{7F} and \"quotes\" \\ back"
+    values.written = Date(timeIntervalSince1970: 1_800_000_000.125)  // a fraction of a second
+    values.latitude = -0.000_001
+    values.stars = Int(1 << 40)
+    values.place = .some(nil)
+    check("escapes, a fraction of a second, a small and a large number, none")
+    values.written = Date(timeIntervalSince1970: -13_000_000_000)  // before 1583
+    values.latitude = 1e300
+    check("a date before the Gregorian reform, a large double")
+    var sparse = FieldValues<JournalEntry>(none: ())
+    sparse.text = "only this"
+    values = sparse
+    check("fields not given are null")
+  }
+
   @Test("every declared field goes to JSON in declaration order and back, and onto a new model")
   func roundTrip() throws {
     let entry = Self.entry()

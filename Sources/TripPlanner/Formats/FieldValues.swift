@@ -80,8 +80,8 @@ final class FieldTable: Sendable {
 @dynamicMemberLookup
 public struct FieldValues<Model: PersistentModel>: Sendable, Hashable
 where Model.SchemaModel == Model {
-  /// Each field's value as JSON, in declaration order; nil where it is not given.
-  private var values: [JSONValue?]
+  /// Each field's value, in declaration order; nil where it is not given.
+  private var values: [FieldValue?]
 
   /// The model's field table.
   static var table: FieldTable { FieldTable.of(Model.self) }
@@ -99,32 +99,35 @@ where Model.SchemaModel == Model {
   /// Every field's value in `model`.
   public init(_ model: Model) {
     values = Self.table.entries.map { entry in
-      entry.type?.json(of: model, at: entry.keyPath, optional: entry.isOptional)
+      entry.type?.fieldValue(of: model, at: entry.keyPath, optional: entry.isOptional)
     }
   }
 
   /// The field `keyPath` names: its value, or nil when it is not given. Setting nil leaves it
   /// not given. A key path that is not a field (a relationship) reads nil and cannot be set.
   public subscript<Value: FormatValue>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value? {
-    get { Self.table.byKeyPath[keyPath].flatMap { values[$0] }.flatMap(Value.init(jsonValue:)) }
+    get { Self.table.byKeyPath[keyPath].flatMap { values[$0] }.flatMap(Value.init(fieldValue:)) }
     set {
       guard let index = Self.table.byKeyPath[keyPath] else {
         preconditionFailure("\(keyPath) is not a field of \(Model.self)")
       }
-      values[index] = newValue?.jsonValue
+      values[index] = newValue?.fieldValue
     }
   }
 
   /// The value of the model's identity (its unique UUID field), nil when it is not given or
   /// the model has none.
   public var identity: UUID? {
-    Self.table.identity.flatMap { values[$0] }.flatMap(UUID.init(jsonValue:))
+    guard let identity = Self.table.identity, case .uuid(let id)? = values[identity] else {
+      return nil
+    }
+    return id
   }
 
   /// The value of the field named `name` as JSON, nil when it is not given or there is no
   /// such field.
   public subscript(name: String) -> JSONValue? {
-    Self.table.byName[name].flatMap { values[$0] }
+    Self.table.byName[name].flatMap { values[$0]?.jsonValue }
   }
 
   /// Sets the field named `name` to the value `json` holds (as the field's type reads JSON: a
@@ -154,16 +157,38 @@ where Model.SchemaModel == Model {
   /// not given as `null`: a JSON object's members as the formats write them.
   public func jsonMembers(leaving: Set<String> = []) -> [(String, JSONValue)] {
     zip(Self.table.entries, values).compactMap { entry, value in
-      leaving.contains(entry.name) ? nil : (entry.name, value ?? .null)
+      leaving.contains(entry.name) ? nil : (entry.name, value?.jsonValue ?? .null)
+    }
+  }
+
+  /// Writes ``jsonMembers(leaving:)`` compactly as a JSON object: the bytes
+  /// `JSONValue.object(jsonMembers(leaving:)).utf8()` makes, without making them.
+  /// O(size of the text).
+  public func writeJSONObject(leaving: Set<String> = [], into output: inout [UInt8]) {
+    output.append(UInt8(ascii: "{"))
+    writeJSONMembers(leaving: leaving, after: false, into: &output)
+    output.append(UInt8(ascii: "}"))
+  }
+
+  /// Writes ``jsonMembers(leaving:)``'s `"name":value` pairs compactly, separated by commas,
+  /// the first preceded by one when `after` (members written before them).
+  public func writeJSONMembers(leaving: Set<String> = [], after: Bool, into output: inout [UInt8]) {
+    var first = !after
+    for (entry, value) in zip(Self.table.entries, values) where !leaving.contains(entry.name) {
+      if !first { output.append(UInt8(ascii: ",")) }
+      first = false
+      JSONValue.writeString(entry.name, into: &output)
+      output.append(UInt8(ascii: ":"))
+      (value ?? .null).writeJSON(into: &output)
     }
   }
 
   /// Sets every given field of `model` but those named in `leaving`.
   public func apply(to model: Model, leaving: Set<String> = []) {
     for (entry, value) in zip(Self.table.entries, values) where !leaving.contains(entry.name) {
-      guard let json = value, let type = entry.type else { continue }
-      let assigned = type.assign(json, to: model, at: entry.keyPath, optional: entry.isOptional)
-      precondition(assigned, "\(entry.name) holds \(json), not a \(type)")
+      guard let value, let type = entry.type else { continue }
+      let assigned = type.assign(value, to: model, at: entry.keyPath, optional: entry.isOptional)
+      precondition(assigned, "\(entry.name) holds \(value), not a \(type)")
     }
   }
 
@@ -203,18 +228,18 @@ where Model.SchemaModel == Model {
         if field.isOptional {
           values.values[index] = .null
         } else if let absent = type.valueWhenAbsent {
-          values.values[index] = absent.jsonValue
+          values.values[index] = absent.fieldValue
         } else {
           problems.add(line, "\(label): \(field.name) is missing")
         }
         continue
       }
-      guard let member, let json = type.normalized(member, optional: field.isOptional) else {
+      guard let member, let value = type.normalized(member, optional: field.isOptional) else {
         let expected = field.isOptional ? type.expectation + " or null" : type.expectation
         problems.add(line, "\(label): \(field.name) must be \(expected)")
         continue
       }
-      values.values[index] = json
+      values.values[index] = value
     }
     return problems.problems.count == before ? values : nil
   }
@@ -236,10 +261,10 @@ where Model.SchemaModel == Model {
         entry.isCodable
         ? nil
         : try row.storedValue(at: first + offset) {
-          try type.json(stored: $0, optional: entry.isOptional)
+          try type.fieldValue(stored: $0, optional: entry.isOptional)
         }
       values.append(
-        try stored ?? type.readJSON(row, at: first + offset, optional: entry.isOptional))
+        try stored ?? type.readField(row, at: first + offset, optional: entry.isOptional))
     }
   }
 
@@ -252,7 +277,7 @@ where Model.SchemaModel == Model {
   /// The fields' values by name, for rules written over them (``FieldRules``).
   var textFields: some Sequence<(name: String, text: String)> {
     zip(Self.table.entries, values).lazy.compactMap { entry, value in
-      guard entry.type?.isText == true, case .string(let text)? = value else { return nil }
+      guard entry.type?.isText == true, case .text(let text)? = value else { return nil }
       return (entry.name, text)
     }
   }
@@ -265,11 +290,11 @@ extension FormatValue {
     optional ? Self?(text: text)?.jsonValue : Self(text: text)?.jsonValue
   }
 
-  /// `json` as this type writes it (a UUID lowercased), nil when it holds no value of it.
-  static func normalized(_ json: JSONValue, optional: Bool) -> JSONValue? {
+  /// The field value `json` holds, nil when it holds no value of this type.
+  static func normalized(_ json: JSONValue, optional: Bool) -> FieldValue? {
     optional
-      ? Self.optional(jsonValue: json).map { $0?.jsonValue ?? .null }
-      : Self(jsonValue: json)?.jsonValue
+      ? Self.optional(jsonValue: json).map { $0?.fieldValue ?? .null }
+      : Self(jsonValue: json)?.fieldValue
   }
 }
 

@@ -11,6 +11,11 @@ public protocol FormatValue: Sendable {
   var jsonValue: JSONValue { get }
   /// The value `json` holds; nil when it holds no value of this type.
   init?(jsonValue json: JSONValue)
+  /// The value as ``FieldValues`` holds it; its ``FieldValue/jsonValue`` is ``jsonValue``. By
+  /// default ``FieldValue/json(_:)``.
+  var fieldValue: FieldValue { get }
+  /// The value `value` holds; nil when it holds no value of this type.
+  init?(fieldValue value: FieldValue)
   /// What a member that holds no value of this type must be, for messages: `a number`.
   static var expectation: String { get }
   /// The value a text holds, as a command line or a CSV field gives it; nil when it holds
@@ -25,23 +30,29 @@ public protocol FormatValue: Sendable {
   static var isText: Bool { get }
   /// JSON Schema's members (OpenAPI 3.0's dialect) for the value: `type` and `format`.
   static var schemaMembers: [(String, JSONValue)] { get }
-  /// The JSON of a stored value of this type (or its optional when `optional`); nil when the
-  /// type is not kept natively (`.codable`), whose rows are read with ``read(_:at:)``.
-  static func json(stored: SQLValue, optional: Bool) throws -> JSONValue?
+  /// The field value of a stored value of this type (or its optional when `optional`); nil
+  /// when the type is not kept natively (`.codable`), whose rows are read with
+  /// ``read(_:at:)``.
+  static func fieldValue(stored: SQLValue, optional: Bool) throws -> FieldValue?
   /// The value of column `index` of a value row.
   static func read<Model>(_ row: borrowing ValueRow<Model>, at index: Int) throws -> Self
   /// The value of column `index` of a value row, nil for `NULL`.
   static func readOptional<Model>(_ row: borrowing ValueRow<Model>, at index: Int) throws -> Self?
-  /// The JSON of the next attribute of a model's row, `keyPath` (of this type, or its optional
-  /// when `optional`): how ``FieldValues`` is a `ModelValue`.
+  /// The field value of the next attribute of a model's row, `keyPath` (of this type, or its
+  /// optional when `optional`): how ``FieldValues`` is a `ModelValue`.
   static func next<Model>(_ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool)
-    throws -> JSONValue
+    throws -> FieldValue
   /// What `json` holds for an optional field of this type: `.some(nil)` for none, nil when it
   /// holds no value of this type. By default `null` is none.
   static func optional(jsonValue json: JSONValue) -> Self??
 }
 
 extension FormatValue {
+  public var fieldValue: FieldValue { .json(jsonValue) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .json(let json) = value, let result = Self(jsonValue: json) else { return nil }
+    self = result
+  }
   public init?(text: String) {
     guard let value = Self(jsonValue: .string(text)) else { return nil }
     self = value
@@ -53,68 +64,72 @@ extension FormatValue {
     json == .null ? .some(nil) : Self(jsonValue: json).map { .some($0) }
   }
 
-  /// The JSON of the property `keyPath` of `model` (of this type, or its optional when
+  /// The field value of the property `keyPath` of `model` (of this type, or its optional when
   /// `optional`); nil when the key path is not one.
-  static func json<Model>(of model: Model, at keyPath: AnyKeyPath, optional: Bool) -> JSONValue? {
-    if optional {
-      guard let keyPath = keyPath as? KeyPath<Model, Self?> else { return nil }
-      return model[keyPath: keyPath]?.jsonValue ?? .null
-    }
-    guard let keyPath = keyPath as? KeyPath<Model, Self> else { return nil }
-    return model[keyPath: keyPath].jsonValue
-  }
-
-  /// Sets the property `keyPath` of `model` to the value `json` holds; false when the key path
-  /// is not one or `json` holds no value of the property's type.
-  static func assign<Model>(
-    _ json: JSONValue, to model: Model, at keyPath: AnyKeyPath, optional: Bool
-  )
-    -> Bool
+  static func fieldValue<Model>(of model: Model, at keyPath: AnyKeyPath, optional: Bool)
+    -> FieldValue?
   {
     if optional {
-      guard let keyPath = keyPath as? ReferenceWritableKeyPath<Model, Self?>,
-        let value = Self.optional(jsonValue: json)
-      else { return false }
-      model[keyPath: keyPath] = value
+      guard let keyPath = keyPath as? KeyPath<Model, Self?> else { return nil }
+      return model[keyPath: keyPath]?.fieldValue ?? .null
+    }
+    guard let keyPath = keyPath as? KeyPath<Model, Self> else { return nil }
+    return model[keyPath: keyPath].fieldValue
+  }
+
+  /// Sets the property `keyPath` of `model` to the value `value` holds; false when the key
+  /// path is not one or `value` holds no value of the property's type.
+  static func assign<Model>(
+    _ value: FieldValue, to model: Model, at keyPath: AnyKeyPath, optional: Bool
+  ) -> Bool {
+    if optional {
+      guard let keyPath = keyPath as? ReferenceWritableKeyPath<Model, Self?> else { return false }
+      if value == .null {
+        model[keyPath: keyPath] = nil
+        return true
+      }
+      guard let held = Self(fieldValue: value) else { return false }
+      model[keyPath: keyPath] = held
       return true
     }
     guard let keyPath = keyPath as? ReferenceWritableKeyPath<Model, Self>,
-      let value = Self(jsonValue: json)
+      let held = Self(fieldValue: value)
     else { return false }
-    model[keyPath: keyPath] = value
+    model[keyPath: keyPath] = held
     return true
   }
 
-  /// The JSON of column `index` of a value row (a value of this type, or its optional).
-  static func readJSON<Model>(_ row: borrowing ValueRow<Model>, at index: Int, optional: Bool)
-    throws -> JSONValue
+  /// The field value of column `index` of a value row (a value of this type, or its optional).
+  static func readField<Model>(_ row: borrowing ValueRow<Model>, at index: Int, optional: Bool)
+    throws -> FieldValue
   {
     optional
-      ? try readOptional(row, at: index)?.jsonValue ?? .null : try read(row, at: index).jsonValue
+      ? try readOptional(row, at: index)?.fieldValue ?? .null
+      : try read(row, at: index).fieldValue
   }
 }
 
 extension FormatValue {
   /// None: a type without a stored form of its own is read with ``read(_:at:)``.
-  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? { nil }
+  public static func fieldValue(stored: SQLValue, optional: Bool) throws -> FieldValue? { nil }
 }
 
 extension FormatValue where Self: PersistableValue {
-  /// `Self(sqlValue:)`'s JSON: no generic type is made per call (a value row read through
-  /// ``read(_:at:)`` looked up `Optional<Self>`'s metadata for each optional column).
-  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? {
+  /// `Self(sqlValue:)`'s field value: no generic type is made per call (a value row read
+  /// through ``read(_:at:)`` looked up `Optional<Self>`'s metadata for each optional column).
+  public static func fieldValue(stored: SQLValue, optional: Bool) throws -> FieldValue? {
     if optional, stored == .null { return .null }
-    return try Self(sqlValue: stored).jsonValue
+    return try Self(sqlValue: stored).fieldValue
   }
   public static func next<Model>(
     _ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool
-  ) throws -> JSONValue {
+  ) throws -> FieldValue {
     if optional {
       // swift-format-ignore: NeverForceUnwrap
-      return try row.next(keyPath as! KeyPath<Model, Self?>).jsonValue
+      return try row.next(keyPath as! KeyPath<Model, Self?>)?.fieldValue ?? .null
     }
     // swift-format-ignore: NeverForceUnwrap
-    return try row.next(keyPath as! KeyPath<Model, Self>).jsonValue
+    return try row.next(keyPath as! KeyPath<Model, Self>).fieldValue
   }
   public static func read<Model>(_ row: borrowing ValueRow<Model>, at index: Int) throws -> Self {
     try row.value(Self.self, at: index)
@@ -128,6 +143,11 @@ extension FormatValue where Self: PersistableValue {
 
 extension String: FormatValue {
   public var jsonValue: JSONValue { .string(self) }
+  public var fieldValue: FieldValue { .text(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .text(let text) = value else { return nil }
+    self = text
+  }
   public init?(jsonValue json: JSONValue) {
     guard case .string(let text) = json else { return nil }
     self = text
@@ -141,6 +161,11 @@ extension String: FormatValue {
 
 extension Double: FormatValue {
   public var jsonValue: JSONValue { .number(self) }
+  public var fieldValue: FieldValue { .number(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .number(let number) = value else { return nil }
+    self = number
+  }
   public init?(jsonValue json: JSONValue) {
     guard case .number(let number) = json else { return nil }
     self = number
@@ -159,6 +184,11 @@ extension Double: FormatValue {
 
 extension Int: FormatValue {
   public var jsonValue: JSONValue { .number(Double(self)) }
+  public var fieldValue: FieldValue { .integer(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .integer(let integer) = value else { return nil }
+    self = integer
+  }
   /// A whole number that an `Int` holds exactly (below 2⁵³ in magnitude: a JSON number is a
   /// double).
   public init?(jsonValue json: JSONValue) {
@@ -180,6 +210,11 @@ extension Int: FormatValue {
 
 extension Bool: FormatValue {
   public var jsonValue: JSONValue { .bool(self) }
+  public var fieldValue: FieldValue { .flag(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .flag(let flag) = value else { return nil }
+    self = flag
+  }
   public init?(jsonValue json: JSONValue) {
     guard case .bool(let value) = json else { return nil }
     self = value
@@ -201,6 +236,11 @@ extension Bool: FormatValue {
 extension UUID: FormatValue {
   /// Lowercase, as every format writes ids.
   public var jsonValue: JSONValue { .string(lowercasedString) }
+  public var fieldValue: FieldValue { .uuid(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .uuid(let id) = value else { return nil }
+    self = id
+  }
   public init?(jsonValue json: JSONValue) {
     guard case .string(let text) = json, let id = UUID(uuidString: text) else { return nil }
     self = id
@@ -215,6 +255,11 @@ extension UUID: FormatValue {
 extension Date: FormatValue {
   /// An RFC 3339 instant (`2027-01-01T00:00:00Z`).
   public var jsonValue: JSONValue { .string(formatFileDate(self, dayOnly: false)) }
+  public var fieldValue: FieldValue { .date(self) }
+  public init?(fieldValue value: FieldValue) {
+    guard case .date(let date) = value else { return nil }
+    self = date
+  }
   /// An ISO 8601 instant with a zone, or a day (`YYYY-MM-DD`, its start in UTC).
   public init?(jsonValue json: JSONValue) {
     guard case .string(let text) = json, let date = TripDates.parse(text) else { return nil }
@@ -230,6 +275,12 @@ extension Date: FormatValue {
 extension PlaceIdentifier: FormatValue {
   /// Its raw value.
   public var jsonValue: JSONValue { .string(rawValue) }
+  /// Its raw value, as text.
+  public var fieldValue: FieldValue { .text(rawValue) }
+  public convenience init?(fieldValue value: FieldValue) {
+    guard case .text(let text) = value else { return nil }
+    self.init(rawValue: text)
+  }
   public convenience init?(jsonValue json: JSONValue) {
     guard case .string(let text) = json else { return nil }
     self.init(rawValue: text)
@@ -251,13 +302,13 @@ extension PlaceIdentifier: FormatValue {
   }
   public static func next<Model>(
     _ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool
-  ) throws -> JSONValue {
+  ) throws -> FieldValue {
     if optional {
       // swift-format-ignore: NeverForceUnwrap
-      return try row.decoded(keyPath as! KeyPath<Model, PlaceIdentifier?>).jsonValue
+      return try row.decoded(keyPath as! KeyPath<Model, PlaceIdentifier?>)?.fieldValue ?? .null
     }
     // swift-format-ignore: NeverForceUnwrap
-    return try row.decoded(keyPath as! KeyPath<Model, PlaceIdentifier>).jsonValue
+    return try row.decoded(keyPath as! KeyPath<Model, PlaceIdentifier>).fieldValue
   }
   /// A blank string is no place, as `null` is.
   public static func optional(jsonValue json: JSONValue) -> PlaceIdentifier?? {
@@ -272,6 +323,17 @@ extension PlaceIdentifier: FormatValue {
 extension Optional: FormatValue where Wrapped: FormatValue {
   /// The value's, or `null`.
   public var jsonValue: JSONValue { self?.jsonValue ?? .null }
+  /// The value's, or ``FieldValue/null``.
+  public var fieldValue: FieldValue { self?.fieldValue ?? .null }
+  public init?(fieldValue value: FieldValue) {
+    if value == .null {
+      self = .none
+    } else if let held = Wrapped(fieldValue: value) {
+      self = held
+    } else {
+      return nil
+    }
+  }
   public init?(jsonValue json: JSONValue) {
     guard let value = Wrapped.optional(jsonValue: json) else { return nil }
     self = value
@@ -308,10 +370,10 @@ extension Optional: FormatValue where Wrapped: FormatValue {
   }
   public static func next<Model>(
     _ row: inout ModelRow<Model>, _ keyPath: AnyKeyPath, optional: Bool
-  ) throws -> JSONValue {
+  ) throws -> FieldValue {
     try Wrapped.next(&row, keyPath, optional: true)
   }
-  public static func json(stored: SQLValue, optional: Bool) throws -> JSONValue? {
-    try Wrapped.json(stored: stored, optional: true)
+  public static func fieldValue(stored: SQLValue, optional: Bool) throws -> FieldValue? {
+    try Wrapped.fieldValue(stored: stored, optional: true)
   }
 }

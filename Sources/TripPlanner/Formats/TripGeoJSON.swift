@@ -94,11 +94,11 @@ public enum TripGeoJSON {
       raw(#","bucketList":["#)
       for (index, item) in plan.bucketList.enumerated() {
         if index > 0 { output.append(UInt8(ascii: ",")) }
-        output.append(contentsOf: JSONValue.object(item.jsonMembers()).utf8())
+        item.writeJSONObject(into: &output)
       }
       raw(#"],"livingAccommodation":"#)
       if let stay = plan.livingAccommodation {
-        output.append(contentsOf: JSONValue.object(stay.jsonMembers()).utf8())
+        stay.writeJSONObject(into: &output)
       } else {
         raw("null")
       }
