@@ -72,37 +72,16 @@ public final class Trip {
   }
 
   /// Creates a trip from a record (a new random id when the record has none).
-  public init(_ record: TripRecord) {
-    // Assigned here, not through `apply`, so that no observation bookkeeping runs for a trip
-    // nobody can be observing yet.
-    id = record.id ?? UUID()
-    name = record.name
-    destination = record.destination
-    startDate = record.startDate
-    endDate = record.endDate
-    latitude = record.latitude
-    longitude = record.longitude
-    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
+  public convenience init(_ record: TripRecord) {
+    self.init()
+    record.apply(to: self)
   }
 
   /// Copies every field of `record` except an absent id.
-  public func apply(_ record: TripRecord) {
-    if let id = record.id { self.id = id }
-    name = record.name
-    destination = record.destination
-    startDate = record.startDate
-    endDate = record.endDate
-    latitude = record.latitude
-    longitude = record.longitude
-    placeIdentifier = record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:))
-  }
+  public func apply(_ record: TripRecord) { record.apply(to: self) }
 
   /// The trip's values as a record.
-  public var record: TripRecord {
-    TripRecord(
-      id: id, name: name, destination: destination, startDate: startDate, endDate: endDate,
-      latitude: latitude, longitude: longitude, placeIdentifier: placeIdentifier?.rawValue)
-  }
+  public var record: TripRecord { TripRecord(FieldValues(self)) }
 
   /// The models of a trip store: trips, their bucket-list items and their stays. A container
   /// for trips is made with all three.
@@ -117,11 +96,19 @@ public final class Trip {
     if TripRecord.isValid(
       name: _name, destination: _destination, startDate: _startDate, endDate: _endDate,
       latitude: _latitude, longitude: _longitude),
-      _placeIdentifier.value.map({ TripRecord.isPlainText($0.rawValue) }) ?? true
+      _placeIdentifier.value.map({ TripRecord.isPlainText($0.rawValue) }) ?? true,
+      Self.otherTextFields.isEmpty
     {
       return
     }
     try record.validate()
+  }
+
+  /// Text fields that the fast path of ``validateForSave()`` does not read: declared beside
+  /// the ones it knows, they are checked with the record's rules.
+  private static let otherTextFields = schema.fields.filter {
+    formatType(of: $0)?.isText == true
+      && ![\Trip.name, \Trip.destination, \Trip.placeIdentifier].contains($0.keyPath)
   }
 
   /// Whether the trip has made its observation registrar yet.
@@ -132,24 +119,21 @@ public final class Trip {
   var livingAccommodationStorage: ToOne<LivingAccommodation>? { _livingAccommodation }
 }
 
-/// A trip's values, without identity in a store: what files and requests carry.
+/// A trip's values, without identity in a store: what files and requests carry. Its fields
+/// are ``Trip``'s declared fields (``FieldValues``), every one given but the id; read and set
+/// each through the trip's key path (`record.name`, `record.startDate = …`), so that a field
+/// declared on ``Trip`` is carried with no other change.
+///
+/// Cost: ``FieldValues``'s; a field read is a lookup of its key path and a match of its case.
+@dynamicMemberLookup
 public struct TripRecord: Hashable, Sendable {
+  /// The trip's fields, each given but the id.
+  public private(set) var values: FieldValues<Trip>
   /// The id, or nil to make a new one.
-  public var id: UUID?
-  /// What the trip is called.
-  public var name: String
-  /// Where it goes.
-  public var destination: String
-  /// When it starts.
-  public var startDate: Date
-  /// When it ends.
-  public var endDate: Date
-  /// Degrees north.
-  public var latitude: Double
-  /// Degrees east.
-  public var longitude: Double
-  /// The place identifier's raw value.
-  public var placeIdentifier: String?
+  public var id: UUID? {
+    get { values.identity }
+    set { values.id = newValue }
+  }
   /// The trip's bucket list and stay, when the record carries them (a JSON or GeoJSON file, a
   /// request); nil when it does not (CSV, a record of the trip alone): importing it then
   /// leaves the trip's plan as it is.
@@ -169,20 +153,52 @@ public struct TripRecord: Hashable, Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(plan) }
   }
 
-  /// Creates a record.
+  /// The record of `values`, whose every field but the id must be given (a new trip's values,
+  /// a trip's, a row's, or an input read whole).
+  public init(_ values: FieldValues<Trip>) {
+    precondition(
+      values.givesAll(but: FieldValues<Trip>.table.identity), "a trip record needs every field")
+    self.values = values
+  }
+
+  /// A record of a new trip's values with these (the fields not named keep a new trip's).
   public init(
     id: UUID? = nil, name: String, destination: String, startDate: Date, endDate: Date,
     latitude: Double, longitude: Double, placeIdentifier: String? = nil
   ) {
-    self.id = id
-    self.name = name
-    self.destination = destination
-    self.startDate = startDate
-    self.endDate = endDate
-    self.latitude = latitude
-    self.longitude = longitude
-    self.placeIdentifier = placeIdentifier
+    values = FieldValues()
+    values.id = id
+    values.name = name
+    values.destination = destination
+    values.startDate = startDate
+    values.endDate = endDate
+    values.latitude = latitude
+    values.longitude = longitude
+    values.placeIdentifier = .some(placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
   }
+
+  /// The field `keyPath` names.
+  public subscript<Value: FormatValue>(dynamicMember keyPath: KeyPath<Trip, Value>) -> Value {
+    get {
+      guard let value = values[dynamicMember: keyPath] else {
+        preconditionFailure("\(keyPath) is not a field of a trip")
+      }
+      return value
+    }
+    set { values[dynamicMember: keyPath] = newValue }
+  }
+
+  /// Sets the field named `name` to the value `json` holds (as the field's type reads JSON;
+  /// `null` for none of an optional field).
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidInput`` naming the field when there is no such
+  ///   field or `json` holds no value of its type; the record is unchanged.
+  public mutating func set(_ name: String, _ json: JSONValue) throws {
+    try values.set(name, json)
+  }
+
+  /// Sets every field of `trip` but an absent id.
+  func apply(to trip: Trip) { values.apply(to: trip) }
 
   /// Parses a decimal number as people write coordinates: `-33.9`, `+151`, `1.5e2`. Nil for
   /// anything else: hexadecimal (`0x10`, which `Double(_:)` would read as 16), `inf`, `nan`,
@@ -302,26 +318,9 @@ public struct TripRecord: Hashable, Sendable {
     return text.allSatisfy(\.isWhitespace)
   }
 
-  /// Every rule the record breaks, as (field, reason); empty when valid.
+  /// Every rule the record breaks, as (field, reason), its plan's too; empty when valid.
   public var violations: [(field: String, reason: String)] {
-    var found: [(String, String)] = []
-    if Self.isBlank(name) { found.append(("name", "name must not be empty")) }
-    if Self.isBlank(destination) {
-      found.append(("destination", "destination must not be empty"))
-    }
-    found += Self.textViolations(name, field: "name", label: "name")
-    found += Self.textViolations(destination, field: "destination", label: "destination")
-    if let placeIdentifier {
-      found += Self.textViolations(placeIdentifier, field: "placeIdentifier", label: "place id")
-    }
-    found += Self.coordinateViolations(latitude: latitude, longitude: longitude)
-    if endDate < startDate {
-      found.append(
-        (
-          "endDate",
-          "end date \(TripDates.format(endDate)) is before start date \(TripDates.format(startDate))"
-        ))
-    }
+    var found = values.violations
     if let plan {
       for (index, item) in plan.bucketList.enumerated() {
         found += item.violations.map {
@@ -358,6 +357,31 @@ public struct TripRecord: Hashable, Sendable {
     throw TripPlannerError(
       code: .invalidTrip, message: violations.map(\.reason).joined(separator: "; "),
       field: first.field)
+  }
+}
+
+extension Trip: FieldRules {
+  /// A name and a destination that are not blank, a latitude in [-90, 90] and a longitude in
+  /// [-180, 180], and an end date not before the start date.
+  public static func violations(of values: FieldValues<Trip>) -> [(field: String, reason: String)] {
+    var found: [(String, String)] = []
+    if let name = values.name, TripRecord.isBlank(name) {
+      found.append(("name", "name must not be empty"))
+    }
+    if let destination = values.destination, TripRecord.isBlank(destination) {
+      found.append(("destination", "destination must not be empty"))
+    }
+    if let latitude = values.latitude, let longitude = values.longitude {
+      found += TripRecord.coordinateViolations(latitude: latitude, longitude: longitude)
+    }
+    if let startDate = values.startDate, let endDate = values.endDate, endDate < startDate {
+      found.append(
+        (
+          "endDate",
+          "end date \(TripDates.format(endDate)) is before start date \(TripDates.format(startDate))"
+        ))
+    }
+    return found
   }
 }
 
@@ -403,10 +427,6 @@ extension TripRecord: ModelValue {
   /// (once per distinct stored value in a fetch); stored bytes that cannot be decoded are an
   /// error naming the trip, as `ModelContext.record(of:)` makes them. ``plan`` is nil.
   public init(row: inout ModelRow<Trip>) throws {
-    try self.init(
-      id: row.next(\.id), name: row.next(\.name), destination: row.next(\.destination),
-      startDate: row.next(\.startDate), endDate: row.next(\.endDate),
-      latitude: row.next(\.latitude), longitude: row.next(\.longitude),
-      placeIdentifier: row.decoded(\.placeIdentifier)?.rawValue)
+    self.init(try FieldValues(row: &row))
   }
 }

@@ -66,6 +66,38 @@ public final class TripBoxIndex: Sendable {
       destination: .none, place: .none)
   }
 
+  /// Where a trip's record keeps the fields the index lays out itself (``Entry``, ``Slot``):
+  /// their indexes in the trip's field table, found by key path once. Any other field
+  /// declared on ``Trip`` is kept with its trip in ``State/otherValues``.
+  struct Layout {
+    let id: Int
+    let name: Int
+    let destination: Int
+    let start: Int
+    let end: Int
+    let latitude: Int
+    let longitude: Int
+    let place: Int
+    /// Whether the trip has fields beyond these.
+    let hasOthers: Bool
+
+    static let trip = Layout()
+
+    private init() {
+      func at(_ keyPath: PartialKeyPath<Trip>) -> Int {
+        guard let index = FieldValues<Trip>.index(of: keyPath) else {
+          preconditionFailure("\(keyPath) is not a field of a trip")
+        }
+        return index
+      }
+      (id, name, destination) = (at(\.id), at(\.name), at(\.destination))
+      (start, end) = (at(\.startDate), at(\.endDate))
+      (latitude, longitude, place) = (at(\.latitude), at(\.longitude), at(\.placeIdentifier))
+      let laidOut: Set = [id, name, destination, start, end, latitude, longitude, place]
+      hasOthers = FieldValues<Trip>.table.entries.count > laidOut.count
+    }
+  }
+
   struct State {
     var token: HistoryToken
     /// Row-major: `row * columns + column`, row 0 from latitude −90, column 0 from longitude
@@ -86,6 +118,9 @@ public final class TripBoxIndex: Sendable {
     var destinations: [String] = []
     var destinationNumbers: [String: UInt32] = [:]
     private(set) var count = 0
+    /// The values of each trip's fields beyond those the index lays out itself (``Layout``),
+    /// by primary key; empty while ``Trip`` has none.
+    var otherValues: [Int64: FieldValues<Trip>] = [:]
     /// The history position of the last change in each cell (tiles' versions).
     var stamps: ChangeStamps
 
@@ -144,17 +179,26 @@ public final class TripBoxIndex: Sendable {
     /// entry that goes into it, which the caller puts there (``insert(key:_:)`` at once,
     /// ``place(_:)`` for a build).
     mutating func add(key: Int64, _ record: TripRecord) -> (cell: Int32, entry: Entry) {
+      let layout = Layout.trip
+      let values = record.values
+      let (latitude, longitude) = (
+        values[field: layout.latitude]?.number ?? 0, values[field: layout.longitude]?.number ?? 0
+      )
       let entry = Entry(
-        longitude: record.longitude, latitude: record.latitude,
-        start: record.startDate.timeIntervalSinceReferenceDate, key: key,
-        name: append(record.name), destination: number(of: record.destination))
-      let cell = TripBoxIndex.cell(latitude: record.latitude, longitude: record.longitude)
+        longitude: longitude, latitude: latitude,
+        start: (values[field: layout.start]?.date ?? .distantPast).timeIntervalSinceReferenceDate,
+        key: key, name: append(values[field: layout.name]?.text ?? ""),
+        destination: number(of: values[field: layout.destination]?.text ?? ""))
+      let cell = TripBoxIndex.cell(latitude: latitude, longitude: longitude)
       setSlot(
         Slot(
-          cell: Int32(cell), end: record.endDate.timeIntervalSinceReferenceDate,
-          id: record.id ?? UUID(), destination: append(record.destination),
-          place: record.placeIdentifier.map { append($0) } ?? .none),
+          cell: Int32(cell),
+          end: (values[field: layout.end]?.date ?? .distantPast).timeIntervalSinceReferenceDate,
+          id: record.id ?? UUID(),
+          destination: append(values[field: layout.destination]?.text ?? ""),
+          place: values[field: layout.place]?.text.map { append($0) } ?? .none),
         of: key)
+      if layout.hasOthers { otherValues[key] = values }
       count += 1
       return (Int32(cell), entry)
     }
@@ -194,6 +238,7 @@ public final class TripBoxIndex: Sendable {
       guard let slot = slot(of: key) else { return }
       let cell = Int(slot.cell)
       setSlot(nil, of: key)
+      if Layout.trip.hasOthers { otherValues[key] = nil }
       count -= 1
       unusedTextBytes += slot.destination.byteCount + slot.place.byteCount
       guard let index = cells[cell].firstIndex(where: { $0.key == key }) else { return }
@@ -258,12 +303,21 @@ public final class TripBoxIndex: Sendable {
     /// The record of the trip `entry` is, from memory. O(1).
     func record(_ entry: Entry) -> TripRecord {
       let slot = slot(of: entry.key) ?? .empty
-      return TripRecord(
-        id: slot.id, name: string(entry.name), destination: string(slot.destination),
-        startDate: Date(timeIntervalSinceReferenceDate: entry.start),
-        endDate: Date(timeIntervalSinceReferenceDate: slot.end), latitude: entry.latitude,
-        longitude: entry.longitude, placeIdentifier: slot.place.isNone ? nil : string(slot.place))
+      let layout = Layout.trip
+      var values = otherValues[entry.key] ?? State.noValues
+      values[field: layout.id] = .uuid(slot.id)
+      values[field: layout.name] = .text(string(entry.name))
+      values[field: layout.destination] = .text(string(slot.destination))
+      values[field: layout.start] = .date(Date(timeIntervalSinceReferenceDate: entry.start))
+      values[field: layout.end] = .date(Date(timeIntervalSinceReferenceDate: slot.end))
+      values[field: layout.latitude] = .number(entry.latitude)
+      values[field: layout.longitude] = .number(entry.longitude)
+      values[field: layout.place] = slot.place.isNone ? .null : .text(string(slot.place))
+      return TripRecord(values)
     }
+
+    /// No field given: what ``record(_:)`` fills in when the trip has no other fields.
+    private static let noValues = FieldValues<Trip>(none: ())
   }
 
   enum Condition {
@@ -286,10 +340,7 @@ public final class TripBoxIndex: Sendable {
   static let columns = 1440
   static let rows = 720
   /// What the index holds of a trip (all of its record), in the order it reads them.
-  private static let keyPaths: [PartialKeyPath<Trip> & Sendable] = [
-    \.id, \.name, \.destination, \.startDate, \.endDate, \.latitude, \.longitude,
-    \.placeIdentifier,
-  ]
+  private static let keyPaths = FieldValues<Trip>.keyPaths
 
   private let condition = Mutex<Condition>(.empty)
   /// How many pages the index has answered (for tests: that a page came from memory).
@@ -537,12 +588,7 @@ public final class TripBoxIndex: Sendable {
 
   /// The record of a row read with ``keyPaths``.
   private static func record(_ row: borrowing ValueRow<Trip>) throws -> TripRecord {
-    TripRecord(
-      id: try row.value(UUID.self, at: 0), name: try row.value(String.self, at: 1),
-      destination: try row.value(String.self, at: 2),
-      startDate: try row.value(Date.self, at: 3), endDate: try row.value(Date.self, at: 4),
-      latitude: try row.value(Double.self, at: 5), longitude: try row.value(Double.self, at: 6),
-      placeIdentifier: try row.decoded(PlaceIdentifier.self, at: 7)?.rawValue)
+    TripRecord(try FieldValues(row: row, from: 0))
   }
 
   static func cell(latitude: Double, longitude: Double) -> Int {

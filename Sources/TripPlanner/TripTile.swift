@@ -90,19 +90,36 @@ public struct TripTile: Sendable {
     }
   }
 
+  /// The trip's fields that a point's geometry gives: not properties.
+  public static let pointGeometry: Set<String> = ["latitude", "longitude"]
+
+  /// A field's value as a tile's property: ids and dates as text (as JSON writes them), none
+  /// left out.
+  static func tileValue(_ value: FieldValue) -> VectorTileWriter.Value? {
+    switch value {
+    case .null: nil
+    case .text(let text): .string(text)
+    case .number(let number): .double(number)
+    case .integer(let integer): integer >= 0 ? .unsigned(UInt64(integer)) : .double(Double(integer))
+    case .flag(let flag): .bool(flag)
+    case .uuid, .date, .json:
+      if case .string(let text) = value.jsonValue {
+        .string(text)
+      } else {
+        .string(value.jsonValue.rendered())
+      }
+    }
+  }
+
   static func encode(_ points: [Point]) -> [UInt8] {
     var layer = VectorTileWriter.Layer(name: pointsLayer, extent: WebMercatorTile.extent)
     for point in points {
       let record = point.record
       layer.addPoint(
         id: UInt64(bitPattern: point.key), x: point.x, y: point.y,
-        properties: [
-          ("id", record.id.map { .string($0.lowercasedString) }),
-          ("name", .string(record.name)), ("destination", .string(record.destination)),
-          ("startDate", .string(TripDates.format(record.startDate))),
-          ("endDate", .string(TripDates.format(record.endDate))),
-          ("placeIdentifier", record.placeIdentifier.map { .string($0) }),
-        ])
+        properties: record.values.fieldValues(leaving: pointGeometry).map { name, value in
+          (name, value.flatMap(tileValue))
+        })
     }
     return VectorTileWriter.tile([layer])
   }

@@ -128,10 +128,7 @@ struct FeatureCRS: Sendable {
 /// neither is given: the whole feature, written straight to bytes.
 struct FeatureSelection {
   /// The properties a trip's feature has, in its order.
-  static let names = [
-    "name", "destination", "startDate", "endDate", "placeIdentifier", "bucketList",
-    "livingAccommodation",
-  ]
+  static let names = TripGeoJSON.propertyNames
   var properties: Set<String>?
   var skipGeometry = false
 

@@ -156,14 +156,12 @@ extension FeaturesAPI {
 
   /// The properties of a layer's features, as JSON Schema.
   static func layerSchema(_ layer: String) -> JSONValue {
+    if layer == TripTile.pointsLayer {
+      // The trip's fields but its point, as the features write them.
+      return FieldSchema.object(Trip.schema.fields, leaving: TripTile.pointGeometry)
+    }
     let properties: [(String, String, String?)] =
-      layer == TripTile.pointsLayer
-      ? [
-        ("id", "string", "uuid"), ("name", "string", nil), ("destination", "string", nil),
-        ("startDate", "string", "date-time"), ("endDate", "string", "date-time"),
-        ("placeIdentifier", "string", nil),
-      ]
-      : [
+      [
         ("count", "integer", nil), ("west", "number", nil), ("south", "number", nil),
         ("east", "number", nil), ("north", "number", nil), ("destination", "string", nil),
       ]

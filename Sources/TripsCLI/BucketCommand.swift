@@ -32,7 +32,11 @@ enum BucketCommand: Subcommand {
   /// needs a reservation and is in the plan (flags with their negations), and its position
   /// (1-based `--at`).
   static let fields = FieldOptions<BucketListItem>(
-    leaving: ["hasReservation", "isInPlan", "position"])
+    leaving: leaving)
+  /// The fields `add` and `update` spell their own way.
+  static var leaving: Set<PartialKeyPath<BucketListItem>> {
+    [\.hasReservation, \.isInPlan, \.position]
+  }
   static let reservation = Flag(name: "reservation", help: "It needs a reservation.")
   static let noReservation = Flag(name: "no-reservation", help: "It needs no reservation.")
   static let inPlan = Flag(name: "in-plan", help: "It is in the plan.")
@@ -141,7 +145,7 @@ enum BucketAddCommand: Subcommand {
     CommandSpec(
       name: "add", abstract: "Adds an item to a trip's bucket list and prints the list.",
       options: FieldOptions<BucketListItem>(
-        leaving: ["hasReservation", "isInPlan", "position"], required: ["title"]
+        leaving: BucketCommand.leaving, required: [\.title]
       ).options + [
         BucketCommand.reservation, BucketCommand.inPlan, BucketCommand.position,
         CommonOptions.author, CommonOptions.store,

@@ -17,15 +17,18 @@ struct FieldOptions<Model: PersistentModel> where Model.SchemaModel == Model {
 
   /// The options of `Model`'s fields but its identity and those in `leaving`; `renamed` gives
   /// a field's option another name than its own in kebab case, `required` the fields a
-  /// command line must give.
-  init(leaving: Set<String> = [], renamed: [String: String] = [:], required: Set<String> = []) {
+  /// command line must give (with `requiringEveryField`, every field that is not optional).
+  init(
+    leaving: Set<PartialKeyPath<Model>> = [], renamed: [PartialKeyPath<Model>: String] = [:],
+    required: Set<PartialKeyPath<Model>> = [], requiringEveryField: Bool = false
+  ) {
     entries = Model.schema.fields.compactMap { field in
-      guard !field.isUnique, !leaving.contains(field.name),
+      guard !field.isUnique, !leaving.contains(field.keyPath),
         let type = formatType(of: field)
       else { return nil }
-      let name = renamed[field.name] ?? Self.kebabCase(field.name)
+      let name = renamed[field.keyPath] ?? Self.kebabCase(field.name)
       let optional = field.isOptional
-      let expected = optional ? type.expectation + " or '' for none" : type.expectation
+      let expected = optional ? type.textExpectation + " or '' for none" : type.textExpectation
       var option = Option<JSONValue>(
         name: name, valueName: type.placeholder,
         help: field.documentation.isEmpty ? "The \(field.name)." : field.documentation
@@ -36,7 +39,9 @@ struct FieldOptions<Model: PersistentModel> where Model.SchemaModel == Model {
         }
         return json
       }
-      if required.contains(field.name) { option = option.required }
+      if required.contains(field.keyPath) || (requiringEveryField && !field.isOptional) {
+        option = option.required
+      }
       return (field.name, option)
     }
   }
@@ -47,13 +52,27 @@ struct FieldOptions<Model: PersistentModel> where Model.SchemaModel == Model {
   /// Sets in `values` each field whose option the command line gives; returns whether any was.
   @discardableResult
   func apply(_ arguments: ParsedArguments, to values: inout FieldValues<Model>) throws -> Bool {
+    try apply(arguments) { try values.set($0, $1) }
+  }
+
+  /// Calls `set` with each field whose option the command line gives and its value; returns
+  /// whether any was.
+  @discardableResult
+  func apply(_ arguments: ParsedArguments, _ set: (String, JSONValue) throws -> Void) throws
+    -> Bool
+  {
     var any = false
     for (field, option) in entries {
       guard let json = try arguments[option] else { continue }
-      try values.set(field, json)
+      try set(field, json)
       any = true
     }
     return any
+  }
+
+  /// Whether the command line gives any of the options.
+  func anyGiven(in arguments: ParsedArguments) -> Bool {
+    entries.contains { arguments.contains($0.option) }
   }
 
   /// `placeIdentifier` → `place-identifier`.

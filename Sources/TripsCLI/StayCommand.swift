@@ -30,7 +30,7 @@ enum StayCommand: Subcommand {
 /// `trips stay set`: an option for each field of a stay (``FieldOptions``).
 enum StaySetCommand: Subcommand {
   static let fields = FieldOptions<LivingAccommodation>(
-    renamed: ["placeIdentifier": "place-id"], required: ["name", "latitude", "longitude"])
+    renamed: [\.placeIdentifier: "place-id"], required: [\.name, \.latitude, \.longitude])
 
   static var spec: CommandSpec {
     CommandSpec(

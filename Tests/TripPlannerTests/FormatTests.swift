@@ -65,7 +65,7 @@ struct FormatTests {
     #expect(
       error.problems.map(\.description) == [
         "trips.csv:3: error: name must not be empty",
-        "trips.csv:4: error: start_date '2027-13-01' is not a date (YYYY-MM-DD or ISO 8601 with a zone)",
+        "trips.csv:4: error: start_date '2027-13-01' is not a date (ISO 8601 with a zone, or YYYY-MM-DD)",
         "trips.csv:5: error: latitude 91.0 is not a number between -90 and 90",
         "trips.csv:6: error: 2 fields, but the header has 6",
       ])

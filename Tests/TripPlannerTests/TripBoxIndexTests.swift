@@ -138,7 +138,9 @@ struct TripBoxIndexTests {
         case 1: record.name = "Änderung \(number)"
         case 2: record.startDate = record.startDate.addingTimeInterval(-86_400 * 30)
         case 3: record.endDate = record.endDate.addingTimeInterval(86_400 * 3)
-        case 4: record.placeIdentifier = record.placeIdentifier == nil ? "wikidata:Q\(number)" : nil
+        case 4:
+          record.placeIdentifier =
+            record.placeIdentifier == nil ? PlaceIdentifier(rawValue: "wikidata:Q\(number)") : nil
         default: record.destination = "Zielort \(number)"
         }
       }
@@ -209,7 +211,7 @@ struct TripBoxIndexTests {
       if key % 2 == 0 {
         expectedBytes +=
           name.utf8.count + record.destination.utf8.count
-          + (record.placeIdentifier?.utf8.count ?? 0)
+          + (record.placeIdentifier?.rawValue.utf8.count ?? 0)
         kept[storedKey] = record
       }
     }

@@ -734,7 +734,8 @@ struct TripPlanValueTests {
       var record = TripPlanTests.kyoto
       record.name = "Trip \(index)"
       record.destination = city
-      record.placeIdentifier = index % 2 == 0 ? "osm:node/\(index % 3)" : nil
+      record.placeIdentifier =
+        index % 2 == 0 ? PlaceIdentifier(rawValue: "osm:node/\(index % 3)") : nil
       let trip = try store.add(record)
       for item in 0..<(index + 1) {
         try store.addBucketListItem(
@@ -784,7 +785,7 @@ struct TripPlanValueTests {
       record.name = "Trip \(index)"
       // Across the antimeridian: the GeoJSON bbox is the enclosing box of all of them.
       record.longitude = index.isMultiple(of: 2) ? 179.5 - Double(index) : -179.5 + Double(index)
-      if index == 3 { record.placeIdentifier = "geonames:\"3\"" }
+      if index == 3 { record.placeIdentifier = PlaceIdentifier(rawValue: "geonames:\"3\"") }
       let trip = try store.add(record)
       for item in 0..<(index % 3) {
         try store.addBucketListItem(

@@ -287,7 +287,7 @@ struct WriteTests {
           "2027-01-02",
           "--latitude", "0x10", "--longitude", "1",
         ],
-        "Error: Invalid value '0x10' for '--latitude': expected a decimal number, such as -33.86."
+        "Error: Invalid value '0x10' for '--latitude': expected a decimal number (such as -33.86 or 151.2)."
       ),
       (
         [
@@ -295,7 +295,7 @@ struct WriteTests {
           "2027-01-02",
           "--latitude", "nan", "--longitude", "1",
         ],
-        "Error: Invalid value 'nan' for '--latitude': expected a decimal number, such as -33.86."
+        "Error: Invalid value 'nan' for '--latitude': expected a decimal number (such as -33.86 or 151.2)."
       ),
       (
         ["bounds", "--viewport", "1000000000x1"],
@@ -315,7 +315,7 @@ struct WriteTests {
       ),
       (["show"], "Error: Missing expected argument '<id>'."),
       (["list", "--limit"], "Error: Missing value for '--limit <n>'."),
-      (["add", "--name", "x"], "Error: Missing expected argument '--destination <destination>'."),
+      (["add", "--name", "x"], "Error: Missing expected argument '--destination <text>'."),
       (
         ["update", "abcd"],
         "Error: Nothing to change: give at least one of --name, --destination, --start, --end, --latitude, --longitude, --place-id."

@@ -412,7 +412,7 @@ struct TextLimitTests {
         switch field {
         case "name": record.name = "A\(control)B"
         case "destination": record.destination = "A\(control)B"
-        default: record.placeIdentifier = "A\(control)B"
+        default: record.placeIdentifier = PlaceIdentifier(rawValue: "A\(control)B")
         }
         #expect(
           record.violations.contains { $0.field == field },

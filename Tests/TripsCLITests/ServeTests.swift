@@ -480,7 +480,7 @@ struct ServeTests {
     let scratch = Scratch()
     var records = Self.randomTrips(1_500, seed: 77)
     for index in records.indices where index % 3 != 0 {
-      records[index].placeIdentifier = "geonames:\(index)/\"x\""
+      records[index].placeIdentifier = PlaceIdentifier(rawValue: "geonames:\(index)/\"x\"")
     }
     let file = scratch.file("random.json")
     try TripFileFormat.json.encode(records).write(to: file)
@@ -515,7 +515,9 @@ struct ServeTests {
         case 0: trip.name = "Renamed \(number) \u{e9}"
         case 1: trip.destination = "Elsewhere \(number)"
         case 2: trip.endDate = trip.endDate.addingTimeInterval(86_400 * 9)
-        case 3: trip.placeIdentifier = trip.placeIdentifier == nil ? "wikidata:Q\(number)" : nil
+        case 3:
+          trip.placeIdentifier =
+            trip.placeIdentifier == nil ? PlaceIdentifier(rawValue: "wikidata:Q\(number)") : nil
         case 4: (trip.latitude, trip.longitude) = (-16.5, 179.99)
         default: trip.startDate = trip.startDate.addingTimeInterval(-86_400 * 40)
         }

@@ -180,7 +180,7 @@ final class HandTrip: PersistentModel, LinksOnFirstUse, Observable {
     endDate = record.endDate
     latitude = record.latitude
     longitude = record.longitude
-    _placeFault = CodableFault(record.placeIdentifier.flatMap(PlaceIdentifier.init(rawValue:)))
+    _placeFault = CodableFault(record.placeIdentifier)
   }
 
   /// The table `trips`. Rows become new trips through an initializer (`loading`), and refresh

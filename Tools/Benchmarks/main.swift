@@ -114,7 +114,7 @@ var cTrips = records.map { record -> tb_trip in
   trip.end_date = record.endDate.timeIntervalSinceReferenceDate
   trip.latitude = record.latitude
   trip.longitude = record.longitude
-  trip.place_id = record.placeIdentifier.map { strdup($0) } ?? nil
+  trip.place_id = record.placeIdentifier.map { strdup($0.rawValue) } ?? nil
   return trip
 }
 

@@ -25,6 +25,22 @@ public enum FieldValue: Hashable, Sendable {
   /// A value of a type without a case of its own, as its JSON.
   case json(JSONValue)
 
+  /// The text, nil for another case.
+  var text: String? {
+    if case .text(let text) = self { text } else { nil }
+  }
+  /// The `Double`, nil for another case.
+  var number: Double? {
+    if case .number(let number) = self { number } else { nil }
+  }
+  /// The date, nil for another case.
+  var date: Date? {
+    if case .date(let date) = self { date } else { nil }
+  }
+
+  /// `id`, or ``null``.
+  static func uuidOrNull(_ id: UUID?) -> FieldValue { id.map(FieldValue.uuid) ?? .null }
+
   /// The value as JSON writes it: ids lowercase, dates as RFC 3339 instants (milliseconds when
   /// they have a fraction of a second), as each type's ``FormatValue/jsonValue`` writes them.
   public var jsonValue: JSONValue {

@@ -26,6 +26,8 @@ final class FieldTable: Sendable {
   let byName: [String: Int]
   /// The index of the identity, if the model has one.
   let identity: Int?
+  /// A new model's values, but for its identity (``FieldValues/init()``), once made.
+  let newValues = Mutex<[FieldValue?]?>(nil)
 
   private init<Model>(_ fields: [ModelField<Model>]) {
     entries = fields.map {
@@ -82,23 +84,38 @@ public struct FieldValues<Model: PersistentModel>: Sendable, Hashable
 where Model.SchemaModel == Model {
   /// Each field's value, in declaration order; nil where it is not given.
   private var values: [FieldValue?]
+  /// The model's field table, kept so that a read looks it up without a lock.
+  private let fields: FieldTable
 
   /// The model's field table.
   static var table: FieldTable { FieldTable.of(Model.self) }
 
   /// The values of a new model (`Model()`), but for its identity (a unique UUID field), which
   /// is not given: a new one is made when the values are saved as a new model.
+  ///
+  /// The values of `Model()` are read once per model type: an initializer that gives each
+  /// new model other values (but for a new random identity) is not read again.
   public init() {
-    self.init(Model())
-    if let identity = Self.table.identity { values[identity] = nil }
+    fields = Self.table
+    if let made = fields.newValues.withLock({ $0 }) {
+      values = made
+      return
+    }
+    values = Self(Model()).values
+    if let identity = fields.identity { values[identity] = nil }
+    fields.newValues.withLock { [values] in $0 = values }
   }
 
   /// No value given.
-  init(none: Void) { values = Array(repeating: nil, count: Self.table.entries.count) }
+  init(none: Void) {
+    fields = Self.table
+    values = Array(repeating: nil, count: fields.entries.count)
+  }
 
   /// Every field's value in `model`.
   public init(_ model: Model) {
-    values = Self.table.entries.map { entry in
+    fields = Self.table
+    values = fields.entries.map { entry in
       entry.type?.fieldValue(of: model, at: entry.keyPath, optional: entry.isOptional)
     }
   }
@@ -106,9 +123,9 @@ where Model.SchemaModel == Model {
   /// The field `keyPath` names: its value, or nil when it is not given. Setting nil leaves it
   /// not given. A key path that is not a field (a relationship) reads nil and cannot be set.
   public subscript<Value: FormatValue>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value? {
-    get { Self.table.byKeyPath[keyPath].flatMap { values[$0] }.flatMap(Value.init(fieldValue:)) }
+    get { fields.byKeyPath[keyPath].flatMap { values[$0] }.flatMap(Value.init(fieldValue:)) }
     set {
-      guard let index = Self.table.byKeyPath[keyPath] else {
+      guard let index = fields.byKeyPath[keyPath] else {
         preconditionFailure("\(keyPath) is not a field of \(Model.self)")
       }
       values[index] = newValue?.fieldValue
@@ -118,16 +135,26 @@ where Model.SchemaModel == Model {
   /// The value of the model's identity (its unique UUID field), nil when it is not given or
   /// the model has none.
   public var identity: UUID? {
-    guard let identity = Self.table.identity, case .uuid(let id)? = values[identity] else {
+    guard let identity = fields.identity, case .uuid(let id)? = values[identity] else {
       return nil
     }
     return id
   }
 
+  /// The value of the field named `name`, nil when it is not given or there is no such field.
+  func fieldValue(named name: String) -> FieldValue? {
+    fields.byName[name].flatMap { values[$0] }
+  }
+
+  /// Whether every field is given but the one at index `skipped`.
+  func givesAll(but skipped: Int?) -> Bool {
+    values.indices.allSatisfy { $0 == skipped || values[$0] != nil }
+  }
+
   /// The value of the field named `name` as JSON, nil when it is not given or there is no
   /// such field.
   public subscript(name: String) -> JSONValue? {
-    Self.table.byName[name].flatMap { values[$0]?.jsonValue }
+    fields.byName[name].flatMap { values[$0]?.jsonValue }
   }
 
   /// Sets the field named `name` to the value `json` holds (as the field's type reads JSON: a
@@ -136,7 +163,7 @@ where Model.SchemaModel == Model {
   /// - Throws: ``TripPlannerError/Code/invalidInput`` naming the field when there is no such
   ///   field or `json` holds no value of its type; the values are unchanged.
   public mutating func set(_ name: String, _ json: JSONValue?) throws {
-    guard let index = Self.table.byName[name], let type = Self.table.entries[index].type else {
+    guard let index = fields.byName[name], let type = fields.entries[index].type else {
       throw TripPlannerError(
         code: .invalidInput, message: "\(Model.self) has no field '\(name)'.", field: name)
     }
@@ -144,7 +171,7 @@ where Model.SchemaModel == Model {
       values[index] = nil
       return
     }
-    let optional = Self.table.entries[index].isOptional
+    let optional = fields.entries[index].isOptional
     guard let value = type.normalized(json, optional: optional) else {
       let expected = optional ? type.expectation + " or null" : type.expectation
       throw TripPlannerError(
@@ -156,8 +183,16 @@ where Model.SchemaModel == Model {
   /// The fields' members in declaration order, those named in `leaving` left out and a field
   /// not given as `null`: a JSON object's members as the formats write them.
   public func jsonMembers(leaving: Set<String> = []) -> [(String, JSONValue)] {
-    zip(Self.table.entries, values).compactMap { entry, value in
+    zip(fields.entries, values).compactMap { entry, value in
       leaving.contains(entry.name) ? nil : (entry.name, value?.jsonValue ?? .null)
+    }
+  }
+
+  /// Each field's name and value (nil when it is not given) in declaration order, those named
+  /// in `leaving` left out.
+  func fieldValues(leaving: Set<String> = []) -> [(String, FieldValue?)] {
+    zip(fields.entries, values).compactMap { entry, value in
+      leaving.contains(entry.name) ? nil : (entry.name, value)
     }
   }
 
@@ -174,7 +209,7 @@ where Model.SchemaModel == Model {
   /// the first preceded by one when `after` (members written before them).
   public func writeJSONMembers(leaving: Set<String> = [], after: Bool, into output: inout [UInt8]) {
     var first = !after
-    for (entry, value) in zip(Self.table.entries, values) where !leaving.contains(entry.name) {
+    for (entry, value) in zip(fields.entries, values) where !leaving.contains(entry.name) {
       if !first { output.append(UInt8(ascii: ",")) }
       first = false
       JSONValue.writeString(entry.name, into: &output)
@@ -185,7 +220,7 @@ where Model.SchemaModel == Model {
 
   /// Sets every given field of `model` but those named in `leaving`.
   public func apply(to model: Model, leaving: Set<String> = []) {
-    for (entry, value) in zip(Self.table.entries, values) where !leaving.contains(entry.name) {
+    for (entry, value) in zip(fields.entries, values) where !leaving.contains(entry.name) {
       guard let value, let type = entry.type else { continue }
       let assigned = type.assign(value, to: model, at: entry.keyPath, optional: entry.isOptional)
       precondition(assigned, "\(entry.name) holds \(value), not a \(type)")
@@ -204,20 +239,25 @@ where Model.SchemaModel == Model {
   /// type; a member left out takes its type's value when absent (text empty, flags false,
   /// optionals none), or is a problem when the type has none (numbers, dates) — but for the
   /// model's identity (a unique UUID field), which is then not given. A member that names no
-  /// field is a problem; fields in `leaving` are not read. Problems go to `line`, each naming
-  /// `label`. Nil when any was found.
+  /// field, or a field in `leaving` (which are not read), is a problem, unless `other` names
+  /// it (members the caller reads). Problems go to `line`, each after `label: ` (nothing for
+  /// an empty label). Nil when any was found.
+  ///
+  /// Cost: O(fields × members).
   static func read(
     _ object: JSONValue, label: String, line: Int?, problems: inout ProblemList,
-    leaving: Set<String> = []
+    leaving: Set<String> = [], other: Set<String> = []
   ) -> FieldValues? {
+    let prefix = label.isEmpty ? "" : label + ": "
     guard case .object(let given) = object else {
-      problems.add(line, "\(label) must be an object")
+      problems.add(line, label.isEmpty ? "expected an object" : "\(label) must be an object")
       return nil
     }
     let before = problems.problems.count
     let table = Self.table
-    for (key, _) in given where table.byName[key] == nil {
-      problems.add(line, "\(label): unknown member '\(key)'")
+    for (key, _) in given
+    where (table.byName[key] == nil || leaving.contains(key)) && !other.contains(key) {
+      problems.add(line, "\(prefix)unknown member '\(key)'")
     }
     var values = FieldValues(none: ())
     for (index, field) in table.entries.enumerated() where !leaving.contains(field.name) {
@@ -230,13 +270,13 @@ where Model.SchemaModel == Model {
         } else if let absent = type.valueWhenAbsent {
           values.values[index] = absent.fieldValue
         } else {
-          problems.add(line, "\(label): \(field.name) is missing")
+          problems.add(line, "\(prefix)\(field.name) is missing")
         }
         continue
       }
       guard let member, let value = type.normalized(member, optional: field.isOptional) else {
         let expected = field.isOptional ? type.expectation + " or null" : type.expectation
-        problems.add(line, "\(label): \(field.name) must be \(expected)")
+        problems.add(line, "\(prefix)\(field.name) must be \(expected)")
         continue
       }
       values.values[index] = value
@@ -247,7 +287,8 @@ where Model.SchemaModel == Model {
   /// The fields read from a value row whose columns from `first` on are `Model.schema.fields`
   /// in order (``keyPaths``).
   init(row: borrowing ValueRow<Model>, from first: Int) throws {
-    let entries = Self.table.entries
+    fields = Self.table
+    let entries = fields.entries
     values = []
     values.reserveCapacity(entries.count)
     for (offset, entry) in entries.enumerated() {
@@ -276,7 +317,7 @@ where Model.SchemaModel == Model {
 
   /// The fields' values by name, for rules written over them (``FieldRules``).
   var textFields: some Sequence<(name: String, text: String)> {
-    zip(Self.table.entries, values).lazy.compactMap { entry, value in
+    zip(fields.entries, values).lazy.compactMap { entry, value in
       guard entry.type?.isText == true, case .text(let text)? = value else { return nil }
       return (entry.name, text)
     }
@@ -302,8 +343,9 @@ extension FieldValues: ModelValue {
   /// The values read straight from a model's row by a value fetch (`ModelContext.fetch(_:as:)`):
   /// no model is made; every field is read, its relationships are not. O(fields).
   public init(row: inout ModelRow<Model>) throws {
+    fields = Self.table
     values = []
-    for entry in Self.table.entries {
+    for entry in fields.entries {
       guard let type = entry.type else {
         throw TripPlannerError(
           code: .store,
@@ -318,6 +360,22 @@ extension ModelField {
   /// Whether the field is the model's identity in files and requests: a unique UUID, which an
   /// input may leave out (a new one is made).
   var isIdentity: Bool { isUnique && valueType == UUID.self && !isOptional }
+}
+
+extension FieldValues {
+  /// Whether both give the same fields the same values.
+  public static func == (lhs: FieldValues, rhs: FieldValues) -> Bool { lhs.values == rhs.values }
+  public func hash(into hasher: inout Hasher) { hasher.combine(values) }
+
+  /// The index of the field `keyPath` in the model's field table, nil when it is not a field:
+  /// found once, then read and set with ``subscript(field:)`` without a lookup.
+  static func index(of keyPath: PartialKeyPath<Model>) -> Int? { table.byKeyPath[keyPath] }
+
+  /// The value of the field at `index` (``index(of:)``), nil when it is not given.
+  subscript(field index: Int) -> FieldValue? {
+    get { values[index] }
+    set { values[index] = newValue }
+  }
 }
 
 extension FieldValues: CustomStringConvertible {

@@ -21,6 +21,9 @@ public protocol FormatValue: Sendable {
   /// The value a text holds, as a command line or a CSV field gives it; nil when it holds
   /// none. By default the text as a JSON string holds it (text, ids, dates).
   init?(text: String)
+  /// What a text that holds no value of this type must be, for messages: `a decimal number
+  /// (such as -33.86 or 151.2)`. By default ``expectation``.
+  static var textExpectation: String { get }
   /// A placeholder for the value in a command's help: `text`, `number`.
   static var placeholder: String { get }
   /// The value of a member an input leaves out; nil when the member is required.
@@ -58,6 +61,7 @@ extension FormatValue {
     self = value
   }
   public static var placeholder: String { "text" }
+  public static var textExpectation: String { expectation }
   public static var valueWhenAbsent: Self? { nil }
   public static var isText: Bool { false }
   public static func optional(jsonValue json: JSONValue) -> Self?? {
@@ -177,6 +181,7 @@ extension Double: FormatValue {
     self = number
   }
   public static var placeholder: String { "number" }
+  public static var textExpectation: String { "a decimal number (such as -33.86 or 151.2)" }
   public static var schemaMembers: [(String, JSONValue)] {
     [("type", .string("number")), ("format", .string("double"))]
   }
@@ -339,6 +344,8 @@ extension Optional: FormatValue where Wrapped: FormatValue {
     self = value
   }
   public static var expectation: String { Wrapped.expectation + " or null" }
+  /// The wrapped type's: an empty text is none.
+  public static var textExpectation: String { Wrapped.textExpectation }
   /// An empty text is none (`--notes ''`); a blank place identifier too.
   public init?(text: String) {
     if text.isEmpty {

@@ -15,12 +15,21 @@ public enum TripGeoJSON {
     return .object(members)
   }
 
-  /// One trip as a Point feature.
+  /// The trip's fields a feature gives elsewhere than in its properties: its id and its
+  /// point.
+  static let outsideProperties: Set<String> = ["id", "latitude", "longitude"]
+
+  /// The properties of a trip's feature, in its order: its fields but its id and point, then
+  /// its plan's members.
+  public static let propertyNames =
+    Trip.schema.fields.map(\.name).filter { !outsideProperties.contains($0) }
+    + TripJSON.planMemberNames
+
+  /// One trip as a Point feature: its id, its point, and its other fields and its plan as
+  /// properties.
   public static func feature(_ record: TripRecord) -> JSONValue {
-    var properties: [(String, JSONValue)] = []
-    if case .object(let members) = TripJSON.object(record) {
-      properties = members.filter { !["id", "latitude", "longitude"].contains($0.0) }
-    }
+    var properties = record.values.jsonMembers(leaving: outsideProperties)
+    if let plan = record.plan { properties += TripJSON.planMembers(plan) }
     return .object([
       ("type", .string("Feature")),
       ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
@@ -45,49 +54,14 @@ public enum TripGeoJSON {
       output.append(
         contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
-    func string(_ text: String) { JSONValue.writeString(text, into: &output) }
-    func number(_ value: Double) {
-      var text = JSONValue.format(value)
-      text.withUTF8 { output.append(contentsOf: $0) }
-    }
-    func date(_ value: Date) {
-      let seconds = value.timeIntervalSince1970
-      if seconds == seconds.rounded() {
-        output.append(UInt8(ascii: "\""))
-        if TripDates.write(value, into: &output) {
-          output.append(UInt8(ascii: "\""))
-          return
-        }
-        output.removeLast()
-      }
-      string(formatFileDate(value, dayOnly: false))
-    }
     raw(#"{"type":"Feature","id":"#)
-    if let id = record.id {
-      output.append(UInt8(ascii: "\""))
-      id.writeLowercased(into: &output)
-      output.append(UInt8(ascii: "\""))
-    } else {
-      raw("null")
-    }
+    FieldValue.uuidOrNull(record.id).writeJSON(into: &output)
     raw(#","geometry":{"type":"Point","coordinates":["#)
-    number(record.longitude)
+    JSONValue.writeNumber(record.longitude, into: &output)
     output.append(UInt8(ascii: ","))
-    number(record.latitude)
-    raw(#"]},"properties":{"name":"#)
-    string(record.name)
-    raw(#","destination":"#)
-    string(record.destination)
-    raw(#","startDate":"#)
-    date(record.startDate)
-    raw(#","endDate":"#)
-    date(record.endDate)
-    raw(#","placeIdentifier":"#)
-    if let place = record.placeIdentifier {
-      string(place)
-    } else {
-      raw("null")
-    }
+    JSONValue.writeNumber(record.latitude, into: &output)
+    raw(#"]},"properties":{"#)
+    record.values.writeJSONMembers(leaving: outsideProperties, after: false, into: &output)
     if let plan = record.plan {
       // The plan's members as planMembers(_:) renders them, each row's values written once
       // over its model's fields.
@@ -177,8 +151,6 @@ public enum TripGeoJSON {
     }
     return TripJSON.record(
       from: properties, line: line, problems: &problems, coordinates: (latitude, longitude),
-      allowedKeys: TripJSON.keys.union(plans ? TripJSON.planKeys : []).subtracting([
-        "latitude", "longitude",
-      ]))
+      plans: plans)
   }
 }

@@ -1,29 +1,21 @@
 import Foundation
 
-/// Trips as JSON: an array of
-/// `{"id","name","destination","startDate","endDate","latitude","longitude","placeIdentifier"}`,
-/// dates in ISO 8601 UTC, `placeIdentifier` a string or `null`. Import also accepts a missing
-/// `id` or `placeIdentifier` and `YYYY-MM-DD` dates; unknown members are an error.
+/// Trips as JSON: an array of objects with a member per field of ``Trip`` in declaration
+/// order (`id`, `name`, `destination`, `startDate`, `endDate`, `latitude`, `longitude`,
+/// `placeIdentifier`), each as its type writes it (``FormatValue``: dates in ISO 8601 UTC,
+/// `null` for none), then the plan's `bucketList` and `livingAccommodation`. Import also
+/// accepts a missing `id` or optional member and `YYYY-MM-DD` dates; unknown members are an
+/// error.
 public enum TripJSON {
-  static let keys: Set<String> = [
-    "id", "name", "destination", "startDate", "endDate", "latitude", "longitude", "placeIdentifier",
-  ]
   /// The members that carry a trip's plan: read by the file decoders (import), refused as
   /// unknown where a plan is not written (a service's request body, a sync feed's trip).
-  static let planKeys: Set<String> = ["bucketList", "livingAccommodation"]
+  static let planKeys = Set(planMemberNames)
+  /// The plan's members, in the order they are written.
+  static let planMemberNames = ["bucketList", "livingAccommodation"]
 
   /// One trip as a JSON object.
   public static func object(_ record: TripRecord) -> JSONValue {
-    var members: [(String, JSONValue)] = [
-      ("id", record.id.map { .string($0.lowercasedString) } ?? .null),
-      ("name", .string(record.name)),
-      ("destination", .string(record.destination)),
-      ("startDate", .string(formatFileDate(record.startDate, dayOnly: false))),
-      ("endDate", .string(formatFileDate(record.endDate, dayOnly: false))),
-      ("latitude", .number(record.latitude)),
-      ("longitude", .number(record.longitude)),
-      ("placeIdentifier", record.placeIdentifier.map(JSONValue.string) ?? .null),
-    ]
+    var members = record.values.jsonMembers()
     if let plan = record.plan { members += planMembers(plan) }
     return .object(members)
   }
@@ -55,9 +47,7 @@ public enum TripJSON {
     var records: [(line: Int?, record: TripRecord)] = []
     for (index, item) in items.enumerated() {
       let line = index < lines.count ? lines[index] : nil
-      if let record = record(
-        from: item, line: line, problems: &problems, allowedKeys: keys.union(planKeys))
-      {
+      if let record = record(from: item, line: line, problems: &problems, plans: true) {
         records.append((line, record))
       }
     }
@@ -66,61 +56,30 @@ public enum TripJSON {
   }
 
   /// Reads one trip object (also the `properties` of a GeoJSON feature, with the coordinates
-  /// given separately).
+  /// given separately, then not members), its plan's members too when `plans`.
   static func record(
     from item: JSONValue, line: Int?, problems: inout ProblemList,
-    coordinates: (latitude: Double, longitude: Double)? = nil, allowedKeys: Set<String> = keys
+    coordinates: (latitude: Double, longitude: Double)? = nil, plans: Bool = false
   ) -> TripRecord? {
-    guard case .object(let members) = item else {
+    guard case .object = item else {
       problems.add(line, "expected a trip object")
       return nil
     }
     let before = problems.problems.count
-    for (key, _) in members where !allowedKeys.contains(key) {
-      problems.add(line, "unknown member '\(key)'")
+    var values = FieldValues<Trip>.read(
+      item, label: "", line: line, problems: &problems,
+      leaving: coordinates == nil ? [] : ["latitude", "longitude"], other: plans ? planKeys : [])
+    if let coordinates {
+      values?.latitude = coordinates.latitude
+      values?.longitude = coordinates.longitude
     }
-    func string(_ key: String, required: Bool = true) -> String? {
-      switch item[key] {
-      case .string(let value): return value
-      case nil, .null?:
-        if required { problems.add(line, "\(key) is missing") }
-        return nil
-      default:
-        problems.add(line, "\(key) must be a string")
-        return nil
-      }
+    var plan: TripPlan?
+    if plans, item["bucketList"] != nil || item["livingAccommodation"] != nil {
+      plan = self.plan(from: item, line: line, problems: &problems)
     }
-    func number(_ key: String) -> Double {
-      switch item[key] {
-      case .number(let value): return value
-      case nil, .null?: problems.add(line, "\(key) is missing")
-      default: problems.add(line, "\(key) must be a number")
-      }
-      return 0
-    }
-    func date(_ key: String) -> Date {
-      guard let text = string(key) else { return Date(timeIntervalSinceReferenceDate: 0) }
-      if let date = TripDates.parse(text) { return date }
-      problems.add(line, "\(key) '\(text)' is not a date (ISO 8601 with a zone, or YYYY-MM-DD)")
-      return Date(timeIntervalSinceReferenceDate: 0)
-    }
-    var id: UUID?
-    if let text = string("id", required: false) {
-      id = UUID(uuidString: text)
-      if id == nil { problems.add(line, "id '\(text)' is not a UUID") }
-    }
-    var record = TripRecord(
-      id: id, name: string("name") ?? "", destination: string("destination") ?? "",
-      startDate: date("startDate"), endDate: date("endDate"),
-      latitude: coordinates?.latitude ?? number("latitude"),
-      longitude: coordinates?.longitude ?? number("longitude"),
-      placeIdentifier: string("placeIdentifier", required: false))
-    if allowedKeys.contains("bucketList"),
-      item["bucketList"] != nil || item["livingAccommodation"] != nil
-    {
-      record.plan = plan(from: item, line: line, problems: &problems)
-    }
-    guard problems.problems.count == before else { return nil }
+    guard let values, problems.problems.count == before else { return nil }
+    var record = TripRecord(values)
+    record.plan = plan
     problems.check(record, line: line)
     return record
   }
