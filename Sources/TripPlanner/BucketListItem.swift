@@ -55,14 +55,21 @@ extension BucketListItem: FieldRules {
   /// The longest the details may be, in Unicode scalars.
   public static let maximumDetailsLength = 2048
 
-  /// A title that is not blank; a position that is not negative.
+  /// A title that is not blank.
+  public static var nonBlankFields: [PartialKeyPath<BucketListItem> & Sendable] {
+    [\BucketListItem.title]
+  }
+
+  /// A position of 0 or more.
+  public static func schemaMembers(of name: String) -> [(String, JSONValue)] {
+    name == "position" ? [("minimum", .number(0))] : []
+  }
+
+  /// A position that is not negative.
   public static func violations(of values: FieldValues<BucketListItem>) -> [(
     field: String, reason: String
   )] {
     var found: [(String, String)] = []
-    if let title = values.title, TripRecord.isBlank(title) {
-      found.append(("title", "title must not be empty"))
-    }
     if let position = values.position, position < 0 {
       found.append(("position", "position \(position) is negative; positions start at 0"))
     }

@@ -57,14 +57,25 @@ public final class LivingAccommodation {
 }
 
 extension LivingAccommodation: FieldRules {
-  /// A name that is not blank; a finite latitude in [-90, 90] and longitude in [-180, 180].
+  /// A name that is not blank.
+  public static var nonBlankFields: [PartialKeyPath<LivingAccommodation> & Sendable] {
+    [\LivingAccommodation.name]
+  }
+
+  /// A latitude in [-90, 90] and a longitude in [-180, 180].
+  public static func schemaMembers(of name: String) -> [(String, JSONValue)] {
+    switch name {
+    case "latitude": [("minimum", .number(-90)), ("maximum", .number(90))]
+    case "longitude": [("minimum", .number(-180)), ("maximum", .number(180))]
+    default: []
+    }
+  }
+
+  /// A finite latitude in [-90, 90] and longitude in [-180, 180].
   public static func violations(of values: FieldValues<LivingAccommodation>) -> [(
     field: String, reason: String
   )] {
     var found: [(String, String)] = []
-    if let name = values.name, TripRecord.isBlank(name) {
-      found.append(("name", "name must not be empty"))
-    }
     if let latitude = values.latitude, let longitude = values.longitude {
       found += TripRecord.coordinateViolations(latitude: latitude, longitude: longitude)
     }

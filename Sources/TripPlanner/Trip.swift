@@ -38,8 +38,9 @@ public final class Trip {
   public var latitude: Double
   /// Degrees east of the destination.
   public var longitude: Double
-  /// The destination in an outside gazetteer, stored opaquely. A fetched trip keeps the stored
-  /// bytes and decodes them when this is first read (trips that share a place share one
+  /// The destination in an outside gazetteer, stored opaquely.
+  ///
+  /// A fetched trip keeps the stored bytes and decodes them when this is first read (trips that share a place share one
   /// identifier); stored bytes that cannot be decoded read as nil, and `trips check` reports
   /// them.
   // No initial value: each initializer sets it, so that a trip made from a row initializes it
@@ -361,16 +362,15 @@ public struct TripRecord: Hashable, Sendable {
 }
 
 extension Trip: FieldRules {
-  /// A name and a destination that are not blank, a latitude in [-90, 90] and a longitude in
-  /// [-180, 180], and an end date not before the start date.
+  /// A name and a destination that are not blank.
+  public static var nonBlankFields: [PartialKeyPath<Trip> & Sendable] {
+    [\Trip.name, \Trip.destination]
+  }
+
+  /// A latitude in [-90, 90] and a longitude in [-180, 180], and an end date not before the
+  /// start date.
   public static func violations(of values: FieldValues<Trip>) -> [(field: String, reason: String)] {
     var found: [(String, String)] = []
-    if let name = values.name, TripRecord.isBlank(name) {
-      found.append(("name", "name must not be empty"))
-    }
-    if let destination = values.destination, TripRecord.isBlank(destination) {
-      found.append(("destination", "destination must not be empty"))
-    }
     if let latitude = values.latitude, let longitude = values.longitude {
       found += TripRecord.coordinateViolations(latitude: latitude, longitude: longitude)
     }

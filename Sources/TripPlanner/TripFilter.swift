@@ -21,7 +21,9 @@ import Persistence
 ///
 /// A trip's dates are the instants at 00:00 UTC of its days; a `DATE` is the same instant of
 /// its day, and a trip's interval for the temporal functions is `INTERVAL(startDate,
-/// endDate)`. No queryable of a trip is ever null, so `IS NULL` is false for each.
+/// endDate)`. An optional field is a queryable too: `IS NULL` is true where it is none, and a
+/// comparison, `LIKE` or `IN` that reads it is false there (and `NOT` of it true), in SQL and in
+/// Swift alike; `IS NULL` is false for every other queryable.
 /// `CASEI` case-folds (Unicode's full default case folding: `ß` and `SS`, `ς` and `Σ` match),
 /// `ACCENTI` removes diacritics; `LIKE`
 /// matches `%` with any run of characters and `_` with one character, `\` escaping either.
@@ -102,14 +104,17 @@ struct FilterProperty: Sendable {
   }
   let queryable: TripFilter.Queryable
   let kind: Kind
+  /// Whether the field is optional (its type is then `kind`'s optional).
+  let isOptional: Bool
   /// The property (its type is `kind`'s).
   nonisolated(unsafe) let keyPath: PartialKeyPath<Trip>
 
   /// Every persisted field of ``Trip`` whose value a filter compares (text, a number, an
-  /// instant, an identifier, a Boolean), in declaration order; a `.codable` or optional one
-  /// is left out (a filter cannot compare it yet). Made once from `Trip.schema.fields`.
+  /// instant, an identifier, a Boolean, or none of them for an optional one), in declaration
+  /// order; a `.codable` one is left out (a filter cannot compare it). Made once from
+  /// `Trip.schema.fields`.
   static let fields: [FilterProperty] = Trip.schema.fields.compactMap { field in
-    guard !field.isCodable, !field.isOptional else { return nil }
+    guard !field.isCodable else { return nil }
     let (kind, type, format): (Kind, String, String?)
     switch ObjectIdentifier(field.valueType) {
     case ObjectIdentifier(String.self): (kind, type, format) = (.string, "string", nil)
@@ -123,7 +128,7 @@ struct FilterProperty: Sendable {
     return FilterProperty(
       queryable: TripFilter.Queryable(
         name: field.name, type: type, format: format, title: field.documentation),
-      kind: kind, keyPath: field.keyPath)
+      kind: kind, isOptional: field.isOptional, keyPath: field.keyPath)
   }
 
   /// ``fields`` by name.
@@ -302,6 +307,13 @@ enum Fold: String, Sendable {
 private struct TripFilterCompiler {
   typealias Expression<Output> = any StandardPredicateExpression<Output>
   let variable: PredicateExpressions.Variable<Trip>
+  /// The conditions that the optional properties read so far are given, one list per
+  /// ``condition(_:)`` being compiled.
+  let guards = Guards()
+
+  final class Guards {
+    var frames: [[Expression<Bool>]] = []
+  }
 
   /// What a node of the filter is, with its type.
   enum Value {
@@ -335,10 +347,21 @@ private struct TripFilterCompiler {
 
   /// The filter as a condition.
   func condition(_ node: CQL2Expression) throws -> Expression<Bool> {
-    guard case .bool(let condition) = try value(node) else {
-      throw fail("This is \(try value(node).typeName), not a condition.", node)
+    // The optional properties this condition reads, each of which must be given for it to
+    // hold: `x != nil && …`, whose `&&` Swift stops at before reading `x!`.
+    guards.frames.append([])
+    let compiled: Value
+    do {
+      compiled = try value(node)
+    } catch {
+      guards.frames.removeLast()
+      throw error
     }
-    return condition
+    let given = guards.frames.removeLast()
+    guard case .bool(let condition) = compiled else {
+      throw fail("This is \(compiled.typeName), not a condition.", node)
+    }
+    return given.isEmpty ? condition : and(balanced(given, and), condition)
   }
 
   // MARK: Nodes
@@ -374,6 +397,11 @@ private struct TripFilterCompiler {
       if let list = try literalList(subject, items) { return .bool(list) }
       return .bool(balanced(try items.map { try compare(.equal, subject, $0, at: node) }, or))
     case .isNull(let subject):
+      if case .property(let name) = subject.node, let property = FilterProperty.byName[name],
+        property.isOptional
+      {
+        return .bool(isNone(property))
+      }
       _ = try value(subject)
       return .bool(PredicateExpressions.Value(false))
     case .like(let subject, let pattern):
@@ -452,6 +480,15 @@ private struct TripFilterCompiler {
         node)
     }
     // Each cast holds: `FilterProperty.fields` chose the kind by the field's type.
+    if property.isOptional {
+      switch property.kind {
+      case .string: return .string(readGiven(property, String.self))
+      case .number: return .number(readGiven(property, Double.self))
+      case .instant: return .instant(readGiven(property, Date.self))
+      case .uuid: return .uuid(readGiven(property, UUID.self))
+      case .bool: return .bool(readGiven(property, Bool.self))
+      }
+    }
     switch property.kind {
     case .string: return .string(read(property, String.self))
     case .number: return .number(read(property, Double.self))
@@ -459,6 +496,47 @@ private struct TripFilterCompiler {
     case .uuid: return .uuid(read(property, UUID.self))
     case .bool: return .bool(read(property, Bool.self))
     }
+  }
+
+  /// The predicate expression reading the optional `property` (of type `Output?`) of the trip
+  /// where it is given: `x!`, with `x != nil` for the condition that reads it
+  /// (``condition(_:)``).
+  private func readGiven<Output: Equatable & Codable & Sendable>(
+    _ property: FilterProperty, _: Output.Type
+  ) -> Expression<Output> {
+    let path = optionalPath(property, Output.self)
+    guards.frames[guards.frames.count - 1].append(
+      PredicateExpressions.NotEqual(lhs: path, rhs: PredicateExpressions.Value<Output?>(nil)))
+    return PredicateExpressions.ForcedUnwrap(path)
+  }
+
+  /// `x == nil` for the optional `property`: `IS NULL`.
+  private func isNone(_ property: FilterProperty) -> Expression<Bool> {
+    switch property.kind {
+    case .string: isNone(property, String.self)
+    case .number: isNone(property, Double.self)
+    case .instant: isNone(property, Date.self)
+    case .uuid: isNone(property, UUID.self)
+    case .bool: isNone(property, Bool.self)
+    }
+  }
+
+  private func isNone<Output: Equatable & Codable & Sendable>(
+    _ property: FilterProperty, _: Output.Type
+  )
+    -> Expression<Bool>
+  {
+    PredicateExpressions.Equal(
+      lhs: optionalPath(property, Output.self), rhs: PredicateExpressions.Value<Output?>(nil))
+  }
+
+  private func optionalPath<Output>(_ property: FilterProperty, _: Output.Type)
+    -> PredicateExpressions.KeyPath<PredicateExpressions.Variable<Trip>, Output?>
+  {
+    // As in `read(_:_:)`.
+    let keyPath = unsafeBitCast(
+      property.keyPath as! KeyPath<Trip, Output?>, to: (KeyPath<Trip, Output?> & Sendable).self)
+    return PredicateExpressions.KeyPath(root: variable, keyPath: keyPath)
   }
 
   /// The predicate expression reading `property` (of type `Output`) of the trip.

@@ -15,6 +15,24 @@ public struct TripQuery: Sendable, Hashable {
     case name
     /// By destination as people read it, then start date.
     case destination
+
+    /// The trip's field the order is by first.
+    public var keyPath: PartialKeyPath<Trip> & Sendable {
+      switch self {
+      case .start: \Trip.startDate
+      case .end: \Trip.endDate
+      case .name: \Trip.name
+      case .destination: \Trip.destination
+      }
+    }
+
+    /// That field's declaration (its name, type and documentation).
+    public var field: ModelField<Trip> {
+      guard let field = Trip.schema.fields.first(where: { $0.keyPath == keyPath }) else {
+        preconditionFailure("\(keyPath) is not a field of a trip")
+      }
+      return field
+    }
   }
 
   /// Trips whose name or destination, or the title of an item of whose bucket list, contains

@@ -444,27 +444,23 @@ struct FeaturesAPI: Sendable {
 
   /// The trips' sortables (the `sortby` parameter's keys) as a JSON Schema.
   func sortables(_ links: Links) -> JSONValue {
-    let titles = [
-      ("startDate", "The trip's first day (the default order)", "date"),
-      ("endDate", "The trip's last day", "date"), ("name", "The trip's name", nil),
-      ("destination", "Where the trip goes", nil),
-    ]
+    // Each order's field as the features write it, titled by its documentation.
+    let properties: [(String, JSONValue)] = TripQuery.Sort.allCases.map { sort in
+      let field = sort.field
+      var members: [(String, JSONValue)] = [
+        ("title", .string(field.documentation + (sort == .start ? " The default order." : "")))
+      ]
+      if case .object(let schema)? = FieldSchema.property(field) {
+        members += schema.filter { $0.0 != "description" }
+      }
+      return (field.name, .object(members))
+    }
     return .object([
       ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
       ("$id", .string(links.base + "/collections/trips/sortables")),
       ("type", .string("object")),
       ("title", .string("Trips")),
-      (
-        "properties",
-        .object(
-          titles.map { name, title, format in
-            var members: [(String, JSONValue)] = [
-              ("title", .string(title)), ("type", .string("string")),
-            ]
-            if let format { members.append(("format", .string(format))) }
-            return (name, .object(members))
-          })
-      ),
+      ("properties", .object(properties)),
       ("additionalProperties", .bool(false)),
     ])
   }

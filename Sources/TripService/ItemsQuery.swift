@@ -243,14 +243,12 @@ struct ItemsQuery {
     } else if key.hasPrefix("+") {
       key.removeFirst()
     }
-    let keys: [String: TripQuery.Sort] = [
-      "startDate": .start, "start": .start, "endDate": .end, "end": .end, "name": .name,
-      "destination": .destination,
-    ]
-    guard let sort = keys[key] else {
+    // Each order by its field's name, and by its own (`start`, `end`).
+    let sorts = TripQuery.Sort.allCases
+    guard let sort = sorts.first(where: { $0.field.name == key || $0.rawValue == key }) else {
       throw ServiceError.request(
         400,
-        "Invalid value '\(HTTPServer.loggable(text))' for 'sortby': expected one of startDate, endDate, name, destination, with - for descending."
+        "Invalid value '\(HTTPServer.loggable(text))' for 'sortby': expected one of \(sorts.map(\.field.name).joined(separator: ", ")), with - for descending."
       )
     }
     return (sort, reverse)

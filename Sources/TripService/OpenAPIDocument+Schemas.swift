@@ -11,7 +11,7 @@ extension OpenAPIDocument {
     func reference(_ name: String) -> JSONValue {
       .object([("$ref", .string("#/components/schemas/" + name))])
     }
-    func feature(_ properties: String, geometry: Bool) -> JSONValue {
+    func feature(_ properties: String, geometry: Bool, input: Bool = false) -> JSONValue {
       let point: JSONValue = .object([
         ("type", .string("object")), ("nullable", .bool(true)),
         (
@@ -27,9 +27,10 @@ extension OpenAPIDocument {
           ])
         ),
       ])
+      let required = ["type"] + (input && geometry ? ["geometry"] : []) + ["properties"]
       return .object([
         ("type", .string("object")),
-        ("required", .array([.string("type"), .string("properties")])),
+        ("required", .array(required.map(JSONValue.string))),
         (
           "properties",
           .object([
@@ -106,6 +107,37 @@ extension OpenAPIDocument {
       ),
       ("BucketListItemFeature", feature("BucketListItemProperties", geometry: false)),
       ("BucketListItemFeatureCollection", collection("BucketListItemFeature")),
+      // What a POST or a PUT must send: required members, nothing unknown, text rules.
+      ("BucketListItemInput", FieldSchema.input(BucketListItem.self)),
+      ("LivingAccommodationInput", FieldSchema.input(LivingAccommodation.self, nullable: true)),
+      (
+        "TripPropertiesInput",
+        FieldSchema.input(
+          Trip.self, leaving: position,
+          adding: [
+            (
+              "bucketList",
+              .object([("type", .string("array")), ("items", reference("BucketListItemInput"))])
+            ),
+            ("livingAccommodation", reference("LivingAccommodationInput")),
+          ])
+      ),
+      ("TripFeatureInput", feature("TripPropertiesInput", geometry: true, input: true)),
+      (
+        "StayPropertiesInput",
+        FieldSchema.input(
+          LivingAccommodation.self, leaving: position, adding: [tripID], requiring: ["tripId"])
+      ),
+      ("StayFeatureInput", feature("StayPropertiesInput", geometry: true, input: true)),
+      (
+        "BucketListItemPropertiesInput",
+        FieldSchema.input(
+          BucketListItem.self, leaving: ["id"], adding: [tripID], requiring: ["tripId"])
+      ),
+      (
+        "BucketListItemFeatureInput",
+        feature("BucketListItemPropertiesInput", geometry: false, input: true)
+      ),
     ]
   }
 

@@ -236,7 +236,7 @@ enum OpenAPIDocument {
     (
       "description",
       .string(
-        "The id of the last event received (a history token, STORE:N): the events after it come first, or one reset when they are no longer at hand. Any other value is 400."
+        "The id of the last event received (a history token, STORE:N): the events after it come first, or one reset when they are no longer at hand. An empty value is none, as if the header were not sent; any other value is 400."
       )
     ),
     (
@@ -246,7 +246,7 @@ enum OpenAPIDocument {
         (
           "pattern",
           .string(
-            "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}:[0-9]{1,18}$"
+            "^[ \t]*([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}:[0-9]{1,18})?[ \t]*$"
           )
         ),
       ])
@@ -461,7 +461,7 @@ enum OpenAPIDocument {
                     response("If-Match was sent: a collection has no version to match.", json)
                   ),
                   ("413", response("The body is larger than 16 MiB.", json)),
-                ], body: true, secured: true, bodySchema: "TripFeature")
+                ], body: true, secured: true, bodySchema: "TripFeatureInput")
             ),
           ])
         ),
@@ -514,7 +514,7 @@ enum OpenAPIDocument {
                 "Replace a trip (a plan given replaces its plan, one left out keeps it)",
                 "replaceFeature", parameters: [idParameter, ifMatch],
                 ok: ("200", featureResponse("The trip, with its new ETag.", "TripFeature")),
-                extra: conditionalWrite, body: true, secured: true, bodySchema: "TripFeature")
+                extra: conditionalWrite, body: true, secured: true, bodySchema: "TripFeatureInput")
             ),
             (
               "patch",
@@ -975,7 +975,7 @@ enum OpenAPIDocument {
                     response("If-Match was sent: a collection has no version to match.", json)
                   ),
                   ("413", response("The body is larger than 16 MiB.", json)),
-                ], body: true, secured: true, bodySchema: name + "Feature")
+                ], body: true, secured: true, bodySchema: name + "FeatureInput")
             ),
           ])
         ),

@@ -34,19 +34,35 @@ enum ShowCommand: Subcommand {
     }
   }
 
+  /// The fields ``describe(_:io:)`` lays out itself.
+  private static var shown: Set<String> {
+    [
+      "id", "name", "destination", "startDate", "endDate", "latitude", "longitude",
+      "placeIdentifier",
+    ]
+  }
+
+  /// A row for each other field declared on ``Trip``: `notes: …`, `none` for none.
+  static func otherFields(of trip: Trip) -> [[String]] {
+    FieldValues(trip).fieldValues(leaving: shown).map { name, value in
+      let text = value.map(\.plainText) ?? ""
+      return [FieldOptions<Trip>.kebabCase(name) + ":", value == .null ? "none" : text]
+    }
+  }
+
   static func describe(_ trip: Trip, io: TerminalIO) -> String {
     let days = Int(((trip.endDate.timeIntervalSince(trip.startDate)) / 86400).rounded(.down)) + 1
-    let table = TextTable(rows: [
-      ["id:", trip.id.lowercasedString],
-      ["name:", trip.name],
-      ["destination:", trip.destination],
-      ["start:", displayDate(trip.startDate, io: io)],
-      ["end:", displayDate(trip.endDate, io: io) + " (\(days) day\(days == 1 ? "" : "s"))"],
-      ["latitude:", "\(trip.latitude)"],
-      ["longitude:", "\(trip.longitude)"],
-      ["place id:", trip.placeIdentifier?.rawValue ?? "none"],
-      ["stay:", StayCommand.describe(trip.livingAccommodation)],
-    ])
+    let table = TextTable(
+      rows: [
+        ["id:", trip.id.lowercasedString],
+        ["name:", trip.name],
+        ["destination:", trip.destination],
+        ["start:", displayDate(trip.startDate, io: io)],
+        ["end:", displayDate(trip.endDate, io: io) + " (\(days) day\(days == 1 ? "" : "s"))"],
+        ["latitude:", "\(trip.latitude)"],
+        ["longitude:", "\(trip.longitude)"],
+        ["place id:", trip.placeIdentifier?.rawValue ?? "none"],
+      ] + otherFields(of: trip) + [["stay:", StayCommand.describe(trip.livingAccommodation)]])
     // Cells are escaped by the table (no control character from data reaches the terminal).
     var text = table.render()
     let list = trip.bucketList

@@ -56,6 +56,23 @@ public enum FieldValue: Hashable, Sendable {
     }
   }
 
+  /// The value as plain text, as a CSV cell or a terminal shows it: text as it is, nothing
+  /// for none, a day for a date at UTC midnight (else an RFC 3339 instant), a number as the
+  /// shortest text that reads back to it, an id lowercase.
+  public var plainText: String {
+    switch self {
+    case .null: ""
+    case .text(let text): text
+    case .number(let number): formatNumber(number)
+    case .integer(let integer): String(integer)
+    case .flag(let flag): flag ? "true" : "false"
+    case .uuid(let id): id.lowercasedString
+    case .date(let date): formatFileDate(date, dayOnly: true)
+    case .json(let json):
+      if case .string(let text) = json { text } else { json.rendered() }
+    }
+  }
+
   /// Writes ``jsonValue`` compactly, without making it: the same bytes as
   /// `jsonValue.utf8()`. O(size of the text); an id and a whole-second date go straight from
   /// their bytes.

@@ -146,9 +146,11 @@ where Model.SchemaModel == Model {
     fields.byName[name].flatMap { values[$0] }
   }
 
-  /// Whether every field is given but the one at index `skipped`.
+  /// Whether every field the formats carry is given but the one at index `skipped`.
   func givesAll(but skipped: Int?) -> Bool {
-    values.indices.allSatisfy { $0 == skipped || values[$0] != nil }
+    values.indices.allSatisfy {
+      $0 == skipped || values[$0] != nil || fields.entries[$0].type == nil
+    }
   }
 
   /// The value of the field named `name` as JSON, nil when it is not given or there is no
@@ -190,7 +192,7 @@ where Model.SchemaModel == Model {
 
   /// Each field's name and value (nil when it is not given) in declaration order, those named
   /// in `leaving` left out.
-  func fieldValues(leaving: Set<String> = []) -> [(String, FieldValue?)] {
+  public func fieldValues(leaving: Set<String> = []) -> [(String, FieldValue?)] {
     zip(fields.entries, values).compactMap { entry, value in
       leaving.contains(entry.name) ? nil : (entry.name, value)
     }
@@ -208,13 +210,28 @@ where Model.SchemaModel == Model {
   /// Writes ``jsonMembers(leaving:)``'s `"name":value` pairs compactly, separated by commas,
   /// the first preceded by one when `after` (members written before them).
   public func writeJSONMembers(leaving: Set<String> = [], after: Bool, into output: inout [UInt8]) {
+    writeJSONMembers(skipping: Self.mask(leaving), after: after, into: &output)
+  }
+
+  /// For each field in declaration order, whether it is named in `names`: made once for a
+  /// writer that leaves the same fields out of every object it writes.
+  static func mask(_ names: Set<String>) -> [Bool] { table.entries.map { names.contains($0.name) } }
+
+  /// Writes the members of the fields `skipping` does not mark (``mask(_:)``; all for nil), as
+  /// ``writeJSONMembers(leaving:after:into:)`` does; indented as an object's members at
+  /// `depth` when `pretty`, as ``JSONValue/rendered(pretty:)`` indents them.
+  func writeJSONMembers(
+    skipping: [Bool]?, after: Bool, pretty: Bool = false, depth: Int = 0,
+    into output: inout [UInt8]
+  ) {
     var first = !after
-    for (entry, value) in zip(fields.entries, values) where !leaving.contains(entry.name) {
+    for index in values.indices where skipping?[index] != true {
       if !first { output.append(UInt8(ascii: ",")) }
       first = false
-      JSONValue.writeString(entry.name, into: &output)
-      output.append(UInt8(ascii: ":"))
-      (value ?? .null).writeJSON(into: &output)
+      if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
+      JSONValue.writeString(fields.entries[index].name, into: &output)
+      output.append(contentsOf: (pretty ? ": " : ":").utf8)
+      (values[index] ?? .null).writeJSON(into: &output)
     }
   }
 
@@ -392,18 +409,34 @@ public protocol FieldRules: PersistentModel where SchemaModel == Self {
   /// The most Unicode scalars the text field `name` may hold; by default
   /// ``TripRecord/maximumTextLength``.
   static func maximumLength(of name: String) -> Int
+  /// The text fields that must hold something but white space; by default none.
+  static var nonBlankFields: [PartialKeyPath<Self> & Sendable] { get }
+  /// JSON Schema's members for the field `name` beyond its type's and the text rules' (a
+  /// number's `minimum` and `maximum`), for an input's schema; by default none.
+  static func schemaMembers(of name: String) -> [(String, JSONValue)]
 }
 
 extension FieldRules {
   public static func maximumLength(of name: String) -> Int { TripRecord.maximumTextLength }
+  public static var nonBlankFields: [PartialKeyPath<Self> & Sendable] { [] }
+  public static func schemaMembers(of name: String) -> [(String, JSONValue)] { [] }
 }
 
 extension FieldValues where Model: FieldRules {
-  /// Every rule the values break, as (field, reason): the model's rules
-  /// (``FieldRules/violations(of:)``), then each text field's (no control characters, at most
+  /// Every rule the values break, as (field, reason): the fields that must not be blank
+  /// (``FieldRules/nonBlankFields``), the model's rules (``FieldRules/violations(of:)``), then
+  /// each text field's (no control characters, at most
   /// ``FieldRules/maximumLength(of:)`` Unicode scalars); empty when they keep them all.
   public var violations: [(field: String, reason: String)] {
-    var found = Model.violations(of: self)
+    var found: [(String, String)] = []
+    for keyPath in Model.nonBlankFields {
+      guard let index = fields.byKeyPath[keyPath], case .text(let text)? = values[index],
+        TripRecord.isBlank(text)
+      else { continue }
+      let name = fields.entries[index].name
+      found.append((name, "\(name) must not be empty"))
+    }
+    found += Model.violations(of: self)
     for (name, text) in textFields {
       found += TripRecord.textViolations(
         text, field: name, label: name, maximum: Model.maximumLength(of: name))

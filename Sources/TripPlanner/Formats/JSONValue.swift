@@ -225,7 +225,7 @@ public indirect enum JSONValue: Decodable, Hashable, Sendable {
     return output
   }
 
-  fileprivate static func newline(into output: inout [UInt8], depth: Int) {
+  static func newline(into output: inout [UInt8], depth: Int) {
     output.append(0x0A)
     output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
   }
@@ -372,6 +372,14 @@ struct JSONArrayWriter {
     output.append(UInt8(ascii: count == 0 ? "[" : ","))
     if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
     value.write(into: &output, pretty: pretty, depth: depth + 1)
+    count += 1
+  }
+
+  /// Starts the array's next element (after its `[`, or a comma), which the caller writes at
+  /// ``depth`` + 1.
+  mutating func beginElement(into output: inout [UInt8]) {
+    output.append(UInt8(ascii: count == 0 ? "[" : ","))
+    if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
     count += 1
   }
 

@@ -12,6 +12,8 @@ public enum TripCSV {
   struct Column {
     let name: String
     let field: String
+    /// The field's index in the trip's field table.
+    let index: Int
     let type: any FormatValue.Type
     let isOptional: Bool
     let isIdentity: Bool
@@ -23,11 +25,11 @@ public enum TripCSV {
   }
 
   /// The columns, in the order export writes them.
-  static let layout: [Column] = Trip.schema.fields.compactMap { field in
+  static let layout: [Column] = Trip.schema.fields.enumerated().compactMap { index, field in
     formatType(of: field).map {
       Column(
-        name: field.column, field: field.name, type: $0, isOptional: field.isOptional,
-        isIdentity: field.isIdentity)
+        name: field.column, field: field.name, index: index, type: $0,
+        isOptional: field.isOptional, isIdentity: field.isIdentity)
     }
   }
 
@@ -116,26 +118,9 @@ public enum TripCSV {
     for record in records {
       text += CSVWriter.line(
         layout.map { column in
-          guard let value = record.values.fieldValue(named: column.field) else { return "" }
-          return cell(value)
+          record.values[field: column.index]?.plainText ?? ""
         })
     }
     return text
-  }
-
-  /// A value as a cell: text as it is, nothing for none, a day for a date at UTC midnight,
-  /// a number as the shortest text that reads back to it.
-  static func cell(_ value: FieldValue) -> String {
-    switch value {
-    case .null: ""
-    case .text(let text): text
-    case .number(let number): formatNumber(number)
-    case .integer(let integer): String(integer)
-    case .flag(let flag): flag ? "true" : "false"
-    case .uuid(let id): id.lowercasedString
-    case .date(let date): formatFileDate(date, dayOnly: true)
-    case .json(let json):
-      if case .string(let text) = json { text } else { json.rendered() }
-    }
   }
 }

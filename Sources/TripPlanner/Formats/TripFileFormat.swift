@@ -109,7 +109,23 @@ public struct TripFileWriter {
     case .csv:
       output = Array(TripCSV.rows(records).utf8)
     case .json:
-      for record in records { array.append(TripJSON.object(record), into: &output) }
+      // Straight to bytes, as `TripJSON.object(record)` renders at the array's depth.
+      let depth = array.depth + 1
+      for record in records {
+        array.beginElement(into: &output)
+        output.append(UInt8(ascii: "{"))
+        record.values.writeJSONMembers(
+          skipping: nil, after: false, pretty: true, depth: depth, into: &output)
+        if let plan = record.plan {
+          for (name, value) in TripJSON.planMembers(plan) {
+            output.append(UInt8(ascii: ","))
+            JSONArrayWriter.memberName(name, pretty: true, depth: depth, into: &output)
+            JSONArrayWriter.write(value, pretty: true, depth: depth + 1, into: &output)
+          }
+        }
+        JSONValue.newline(into: &output, depth: depth)
+        output.append(UInt8(ascii: "}"))
+      }
     case .geojson:
       for record in records { array.append(TripGeoJSON.feature(record), into: &output) }
     }

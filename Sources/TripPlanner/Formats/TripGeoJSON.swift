@@ -19,6 +19,9 @@ public enum TripGeoJSON {
   /// point.
   static let outsideProperties: Set<String> = ["id", "latitude", "longitude"]
 
+  /// ``outsideProperties`` as a mask of the trip's fields.
+  static let outsideMask = FieldValues<Trip>.mask(outsideProperties)
+
   /// The properties of a trip's feature, in its order: its fields but its id and point, then
   /// its plan's members.
   public static let propertyNames =
@@ -61,7 +64,7 @@ public enum TripGeoJSON {
     output.append(UInt8(ascii: ","))
     JSONValue.writeNumber(record.latitude, into: &output)
     raw(#"]},"properties":{"#)
-    record.values.writeJSONMembers(leaving: outsideProperties, after: false, into: &output)
+    record.values.writeJSONMembers(skipping: outsideMask, after: false, into: &output)
     if let plan = record.plan {
       // The plan's members as planMembers(_:) renders them, each row's values written once
       // over its model's fields.
