@@ -799,7 +799,9 @@ struct TripPlanValueTests {
     }
     let whole = try store.exportRecords(plans: true)
     let expected: [TripFileFormat: Data] = [
-      .json: TripJSON.encode(whole), .geojson: TripGeoJSON.encode(whole),
+      // The tree each trip's object makes, rendered: what the byte writer must write.
+      .json: Data((JSONValue.array(whole.map(TripJSON.object)).rendered(pretty: true) + "\n").utf8),
+      .geojson: TripGeoJSON.encode(whole),
       .csv: TripCSV.encode(try store.exportRecords()),
     ]
     for format in TripFileFormat.allCases {

@@ -126,6 +126,21 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
     return value
   }
 
+  /// The next attribute's value as the store keeps it, passed to `read`: how a ``ModelValue``
+  /// that reads every attribute by its type's non-generic conversion (`init(sqlValue:)`) reads
+  /// a row, with no generic type made per column. Only for a value (a model's loader fills its
+  /// snapshot with ``next(_:)``); the attribute is not checked against a key path.
+  ///
+  /// - Throws: what `read` throws (the fetch names the row and the column).
+  @inlinable
+  public mutating func nextStored<Value>(_ read: (SQLValue) throws -> Value) throws -> Value {
+    precondition(snapshot == nil, "ModelRow.nextStored(_:) in a model's row loader: use next(_:)")
+    guard count < slots.count else { try entity.misread(Value.self, at: count) }
+    let value = try read(row.value(at: firstColumn + Int32(count)))
+    count += 1
+    return value
+  }
+
   /// Passes over the next attribute, `keyPath`, without reading it: for a ``ModelValue`` that
   /// does not hold every attribute. Its column is still selected.
   @inlinable @inline(__always)

@@ -368,7 +368,17 @@ extension FieldValues: ModelValue {
           code: .store,
           message: "\(Model.self).\(entry.name) has a type the formats cannot carry.")
       }
-      values.append(try type.next(&row, entry.keyPath, optional: entry.isOptional))
+      if entry.isCodable {
+        values.append(try type.next(&row, entry.keyPath, optional: entry.isOptional))
+        continue
+      }
+      // A native value through its stored form (no generic type made per column).
+      let value = try row.nextStored { try type.fieldValue(stored: $0, optional: entry.isOptional) }
+      guard let value else {
+        throw TripPlannerError(
+          code: .store, message: "\(Model.self).\(entry.name) has no stored form the formats read.")
+      }
+      values.append(value)
     }
   }
 }

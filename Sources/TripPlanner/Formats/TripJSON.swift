@@ -28,10 +28,9 @@ public enum TripJSON {
     ]
   }
 
-  /// Writes an array of trips, indented, with a final newline.
-  public static func encode(_ records: [TripRecord]) -> Data {
-    Data((JSONValue.array(records.map(object)).rendered(pretty: true) + "\n").utf8)
-  }
+  /// Writes an array of trips, indented, with a final newline: `object(_:)` of each, rendered,
+  /// written straight to bytes by ``TripFileWriter``.
+  public static func encode(_ records: [TripRecord]) -> Data { TripFileFormat.json.encode(records) }
 
   /// Reads an array of trips; throws every problem at once.
   public static func decode(_ data: Data, file: String) throws -> [(line: Int?, record: TripRecord)]
