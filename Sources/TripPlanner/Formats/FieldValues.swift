@@ -362,6 +362,7 @@ extension FieldValues: ModelValue {
   public init(row: inout ModelRow<Model>) throws {
     fields = Self.table
     values = []
+    values.reserveCapacity(fields.entries.count)
     for entry in fields.entries {
       guard let type = entry.type else {
         throw TripPlannerError(
