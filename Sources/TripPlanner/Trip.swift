@@ -82,7 +82,7 @@ public final class Trip {
   public func apply(_ record: TripRecord) { record.apply(to: self) }
 
   /// The trip's values as a record.
-  public var record: TripRecord { TripRecord(FieldValues(self)) }
+  public var record: TripRecord { TripRecord(given: FieldValues(self)) }
 
   /// The models of a trip store: trips, their bucket-list items and their stays. A container
   /// for trips is made with all three.
@@ -154,11 +154,28 @@ public struct TripRecord: Hashable, Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(plan) }
   }
 
-  /// The record of `values`, whose every field but the id must be given (a new trip's values,
-  /// a trip's, a row's, or an input read whole).
-  public init(_ values: FieldValues<Trip>) {
+  /// The record of `values` (a new trip's values, `FieldValues(trip)`, or values read whole).
+  ///
+  /// - Throws: ``TripPlannerError/Code/invalidInput`` naming the fields not given, when any
+  ///   but the id is not (a record holds every field of a trip).
+  public init(_ values: FieldValues<Trip>) throws {
+    let missing = values.fieldsNotGiven(but: FieldValues<Trip>.table.identity)
+    guard missing.isEmpty else {
+      throw TripPlannerError(
+        code: .invalidInput,
+        message:
+          "A trip record needs every field of a trip but its id; not given: \(missing.joined(separator: ", ")).",
+        field: missing[0])
+    }
+    self.values = values
+  }
+
+  /// The record of `values`, which the caller made with every field but the id given (a
+  /// trip's, a row's, or an input read whole).
+  init(given values: FieldValues<Trip>) {
     precondition(
-      values.givesAll(but: FieldValues<Trip>.table.identity), "a trip record needs every field")
+      values.fieldsNotGiven(but: FieldValues<Trip>.table.identity).isEmpty,
+      "a trip record needs every field")
     self.values = values
   }
 
@@ -427,6 +444,6 @@ extension TripRecord: ModelValue {
   /// (once per distinct stored value in a fetch); stored bytes that cannot be decoded are an
   /// error naming the trip, as `ModelContext.record(of:)` makes them. ``plan`` is nil.
   public init(row: inout ModelRow<Trip>) throws {
-    self.init(try FieldValues(row: &row))
+    self.init(given: try FieldValues(row: &row))
   }
 }

@@ -313,7 +313,7 @@ public final class TripBoxIndex: Sendable {
       values[field: layout.latitude] = .number(entry.latitude)
       values[field: layout.longitude] = .number(entry.longitude)
       values[field: layout.place] = slot.place.isNone ? .null : .text(string(slot.place))
-      return TripRecord(values)
+      return TripRecord(given: values)
     }
 
     /// No field given: what ``record(_:)`` fills in when the trip has no other fields.
@@ -588,7 +588,7 @@ public final class TripBoxIndex: Sendable {
 
   /// The record of a row read with ``keyPaths``.
   private static func record(_ row: borrowing ValueRow<Trip>) throws -> TripRecord {
-    TripRecord(try FieldValues(row: row, from: 0))
+    TripRecord(given: try FieldValues(row: row, from: 0))
   }
 
   static func cell(latitude: Double, longitude: Double) -> Int {

@@ -29,7 +29,7 @@ enum AddCommand: Subcommand {
 
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     // The required options are there: the parser refuses a command line without them.
-    var record = TripRecord(FieldValues())
+    var record = try TripRecord(FieldValues())
     try fields.apply(arguments) { try record.set($0, $1) }
     record.id = try arguments[id]
     try record.validate()

@@ -96,6 +96,21 @@ struct FieldValuesTests {
     check("fields not given are null")
   }
 
+  @Test("a trip record takes values that give every field but the id, and names the others")
+  func tripRecordNeedsEveryField() throws {
+    var values = FieldValues<Trip>()
+    #expect(try TripRecord(values).id == nil)
+    values.name = nil
+    values.startDate = nil
+    #expect {
+      try TripRecord(values)
+    } throws: { error in
+      let failure = error as? TripPlannerError
+      return failure?.code == .invalidInput && failure?.field == "name"
+        && failure?.message.contains("not given: name, startDate") == true
+    }
+  }
+
   @Test("every declared field goes to JSON in declaration order and back, and onto a new model")
   func roundTrip() throws {
     let entry = Self.entry()

@@ -146,10 +146,12 @@ where Model.SchemaModel == Model {
     fields.byName[name].flatMap { values[$0] }
   }
 
-  /// Whether every field the formats carry is given but the one at index `skipped`.
-  func givesAll(but skipped: Int?) -> Bool {
-    values.indices.allSatisfy {
+  /// The names of the fields the formats carry that are not given, but the one at index
+  /// `skipped`, in declaration order.
+  func fieldsNotGiven(but skipped: Int?) -> [String] {
+    values.indices.compactMap {
       $0 == skipped || values[$0] != nil || fields.entries[$0].type == nil
+        ? nil : fields.entries[$0].name
     }
   }
 

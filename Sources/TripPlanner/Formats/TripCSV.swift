@@ -99,7 +99,7 @@ public enum TripCSV {
         // The value is of the field's type: it was read as that type reads text.
         try? values.set(column.field, value)
       }
-      let record = TripRecord(values)
+      let record = TripRecord(given: values)
       if valid { problems.check(record, line: row.line) }
       records.append((row.line, record))
     }

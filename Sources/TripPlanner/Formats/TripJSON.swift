@@ -77,7 +77,7 @@ public enum TripJSON {
       plan = self.plan(from: item, line: line, problems: &problems)
     }
     guard let values, problems.problems.count == before else { return nil }
-    var record = TripRecord(values)
+    var record = TripRecord(given: values)
     record.plan = plan
     problems.check(record, line: line)
     return record
