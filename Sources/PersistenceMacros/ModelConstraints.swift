@@ -9,10 +9,10 @@ extension ModelDeclaration {
   static func constraints(
     of type: ClassDeclSyntax, properties: [StoredProperty], diagnostics: inout [Diagnostic],
     valid: inout Bool
-  ) -> [String: [String]] {
+  ) -> [String: [ExprSyntax]] {
     // `#Index<T>([\.a], [\.b, \.c])` and `#Unique<T>([\.a])`, as options of their first property.
-    var constraints: [String: [String]] = [:]
-    // `#Index` lists by their first property: the further columns, as literals.
+    var constraints: [String: [ExprSyntax]] = [:]
+    // `#Index` lists by their first property: the further columns.
     var indexes: [String: [[String]]] = [:]
     // Where each list was written, by its first property: the notes of an error about two.
     var indexLists: [String: [ExprSyntax]] = [:]
@@ -59,15 +59,13 @@ extension ModelDeclaration {
           names.append(component.declName.baseName.text)
         }
         guard let first = names.first, names.count == array.elements.count else { continue }
-        let rest = names.dropFirst().map { literal(columns[$0] ?? $0) }
+        let rest = names.dropFirst().map { columns[$0] ?? $0 }
         if macro == "Unique" {
           let property = properties.first { $0.name == first }
           let attributeUnique =
-            property?.options.contains {
-              $0 == ".unique" || $0.hasPrefix(".unique(") || $0.hasSuffix("AttributeOption.unique")
-            } ?? false
+            property?.options.contains { $0.optionName == "unique" } ?? false
           if attributeUnique
-            || constraints[first, default: []].contains(where: { $0.hasPrefix(".unique") })
+            || constraints[first, default: []].contains(where: { $0.optionName == "unique" })
           {
             // The other constraint: the property's @Attribute(.unique), or an earlier list.
             let other: Syntax? =
@@ -91,8 +89,7 @@ extension ModelDeclaration {
             continue
           }
           uniqueLists[first] = argument.expression
-          constraints[first, default: []].append(
-            rest.isEmpty ? ".unique" : ".unique(with: \(rest.joined(separator: ", ")))")
+          constraints[first, default: []].append(option("unique", with: rest))
         } else {
           indexes[first, default: []].append(rest)
           indexLists[first, default: []].append(argument.expression)
@@ -120,9 +117,18 @@ extension ModelDeclaration {
         valid = false
         continue
       }
-      constraints[first, default: []].append(
-        longest.isEmpty ? ".indexed" : ".indexed(with: \(longest.joined(separator: ", ")))")
+      constraints[first, default: []].append(option("indexed", with: longest))
     }
     return constraints
   }
+}
+
+/// `.name`, or `.name(with: "b", "c")` when the constraint has further columns.
+private func option(_ name: String, with columns: [String]) -> ExprSyntax {
+  guard !columns.isEmpty else { return ExprSyntax(MemberAccessExprSyntax(name: .identifier(name))) }
+  return Build.implicitCall(
+    name,
+    columns.enumerated().map { index, column in
+      Build.argument(index == 0 ? "with" : nil, Build.literal(column))
+    })
 }

@@ -9,8 +9,9 @@ struct ModelDeclaration {
   let name: String
   /// The table: `@Model(table:)`'s, else the class's name.
   let table: String
-  /// The access modifier (with a trailing space) the generated schema and `init()` take.
-  let access: String
+  /// The access modifier the generated schema and `init()` take (`open` gives `public`), or
+  /// none.
+  let access: Keyword?
   let properties: [StoredProperty]
   let declaresEmptyInitializer: Bool
   /// Whether the class is final; one that is not makes `init()` required and
@@ -19,7 +20,7 @@ struct ModelDeclaration {
   /// Whether the class declares `id` (which then makes it `Identifiable`).
   let declaresID: Bool
   /// The options `#Index` and `#Unique` give each property (by name), as written in a schema.
-  let constraints: [String: [String]]
+  let constraints: [String: [ExprSyntax]]
 
   init?(
     _ declaration: some DeclGroupSyntax, attribute: AttributeSyntax,
@@ -314,11 +315,14 @@ struct ModelDeclaration {
     self.declaresEmptyInitializer = declaresEmptyInitializer
     self.isFinal = isFinal
     name = type.name.trimmedDescription
-    let accessKeywords: [Keyword] = [.public, .open, .package]
     access =
-      type.modifiers.first { modifier in
-        accessKeywords.contains { modifier.name.tokenKind == .keyword($0) }
-      }.map { $0.name.tokenKind == .keyword(.open) ? "public " : $0.name.text + " " } ?? ""
+      type.modifiers.lazy.compactMap { modifier -> Keyword? in
+        switch modifier.name.tokenKind {
+        case .keyword(.public), .keyword(.open): .public
+        case .keyword(.package): .package
+        default: nil
+        }
+      }.first
     self.properties = properties
   }
 }

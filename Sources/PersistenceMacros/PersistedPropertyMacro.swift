@@ -17,31 +17,31 @@ extension PersistedPropertyMacro: AccessorMacro {
     guard let variable = declaration.as(VariableDeclSyntax.self),
       let property = StoredProperty(variable)
     else { return [] }
-    let name = property.name
+    let keyPath = Build.keyPath(property.identifier)
     switch property.relationship {
     case .toOne where property.isLinkedOnFirstUse:
       // The side of a one-to-one that names its inverse: its link made on first use.
       return [
-        "get { _$link_\(raw: name).value(of: self) }",
-        "set { _$link_\(raw: name).set(newValue, of: self) }",
+        "get { \(property.link).value(of: self) }",
+        "set { \(property.link).set(newValue, of: self) }",
       ]
     case .toOne:
       // The side that stores the key: an eager link, its key loaded with the row.
       return [
-        "get { _\(raw: name).value(of: self) }",
-        "set { _\(raw: name).set(newValue, of: self) }",
+        "get { \(property.backing).value(of: self) }",
+        "set { \(property.backing).set(newValue, of: self) }",
       ]
     case .toMany:
       // Its link made on first use (`LinksOnFirstUse`). It starts empty (`= []`, which the
       // model's check requires): the initial value is not kept.
       return [
         """
-        @storageRestrictions(accesses: _\(raw: name))
+        @storageRestrictions(accesses: \(property.backing))
         init(initialValue) {
         }
         """,
-        "get { _$link_\(raw: name).value(of: self) }",
-        "set { _$link_\(raw: name).set(newValue, of: self) }",
+        "get { \(property.link).value(of: self) }",
+        "set { \(property.link).set(newValue, of: self) }",
       ]
     case nil: break
     }
@@ -50,13 +50,13 @@ extension PersistedPropertyMacro: AccessorMacro {
       return [
         """
         get {
-          PersistenceCore._OptionalProperty.get(self, _\(raw: name), \\.\(raw: name), _$observationRegistrar)
+          PersistenceCore._OptionalProperty.get(self, \(property.backing), \(keyPath), _$observationRegistrar)
         }
         """,
         """
         set {
           PersistenceCore._OptionalProperty.set(
-            self, \\._\(raw: name), newValue, \\.\(raw: name), _$observationRegistrar)
+            self, \(Build.keyPath(property.backing)), newValue, \(keyPath), _$observationRegistrar)
         }
         """,
       ]
@@ -65,25 +65,25 @@ extension PersistedPropertyMacro: AccessorMacro {
       // An optional `.codable` value behind a fault: rows load its bytes, decoded on first read.
       return [
         """
-        @storageRestrictions(initializes: _\(raw: name))
+        @storageRestrictions(initializes: \(property.backing))
         init(initialValue) {
-          _\(raw: name) = PersistenceCore.CodableFault(initialValue)
+          \(property.backing) = PersistenceCore.CodableFault(initialValue)
         }
         """,
         """
         get {
-          _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
-          return _\(raw: name).value
+          _$observationRegistrar.access(self, keyPath: \(keyPath))
+          return \(property.backing).value
         }
         """,
         """
         set {
-          guard _$observationRegistrar.shouldNotify(_\(raw: name).value, newValue) else {
-            _\(raw: name).value = newValue
+          guard _$observationRegistrar.shouldNotify(\(property.backing).value, newValue) else {
+            \(property.backing).value = newValue
             return
           }
-          _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
-            _\(raw: name).value = newValue
+          _$observationRegistrar.withMutation(of: self, keyPath: \(keyPath)) {
+            \(property.backing).value = newValue
           }
         }
         """,
@@ -91,25 +91,25 @@ extension PersistedPropertyMacro: AccessorMacro {
     }
     return [
       """
-      @storageRestrictions(initializes: _\(raw: name))
+      @storageRestrictions(initializes: \(property.backing))
       init(initialValue) {
-        _\(raw: name) = initialValue
+        \(property.backing) = initialValue
       }
       """,
       """
       get {
-        _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
-        return _\(raw: name)
+        _$observationRegistrar.access(self, keyPath: \(keyPath))
+        return \(property.backing)
       }
       """,
       """
       set {
-        guard _$observationRegistrar.shouldNotify(_\(raw: name), newValue) else {
-          _\(raw: name) = newValue
+        guard _$observationRegistrar.shouldNotify(\(property.backing), newValue) else {
+          \(property.backing) = newValue
           return
         }
-        _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
-          _\(raw: name) = newValue
+        _$observationRegistrar.withMutation(of: self, keyPath: \(keyPath)) {
+          \(property.backing) = newValue
         }
       }
       """,
@@ -125,43 +125,50 @@ extension PersistedPropertyMacro: PeerMacro {
     guard let variable = declaration.as(VariableDeclSyntax.self),
       let property = StoredProperty(variable)
     else { return [] }
+    let backing = property.backing
     switch property.relationship {
     case .toOne(let target) where property.isLinkedOnFirstUse:
+      let link: TypeSyntax = "PersistenceCore.ToOne<\(target)>"
       return [
-        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToOne<\(target)>? = nil",
-        link(property.name, "ToOne<\(target)>"),
+        "@exclusivity(unchecked) private var \(backing): \(link)? = nil",
+        firstUseLink(of: property, link),
       ]
     case .toOne(let target):
-      return ["private let _\(raw: property.name) = PersistenceCore.ToOne<\(target)>()"]
+      return ["private let \(backing) = PersistenceCore.ToOne<\(target)>()"]
     case .toMany(let target):
+      let link: TypeSyntax = "PersistenceCore.ToMany<\(target)>"
       return [
-        "@exclusivity(unchecked) private var _\(raw: property.name): PersistenceCore.ToMany<\(target)>? = nil",
-        link(property.name, "ToMany<\(target)>"),
+        "@exclusivity(unchecked) private var \(backing): \(link)? = nil",
+        firstUseLink(of: property, link),
       ]
     case nil: break
     }
     if property.isUndeclaredOptional, let wrapped = property.wrappedType {
-      return [
-        "private var _\(raw: property.name) = PersistenceCore._OptionalProperty.storage(\(wrapped).self)"
-      ]
+      return ["private var \(backing) = PersistenceCore._OptionalProperty.storage(\(wrapped).self)"]
     }
     if case .fault(let wrapped) = property.storage {
-      let initial = property.initializer.map { " = PersistenceCore.CodableFault(\($0))" } ?? ""
-      return [
-        "private var _\(raw: property.name): PersistenceCore.CodableFault<\(wrapped)>\(raw: initial)"
-      ]
+      let type: TypeSyntax = "PersistenceCore.CodableFault<\(wrapped)>"
+      guard let initial = property.initializer else { return ["private var \(backing): \(type)"] }
+      return ["private var \(backing): \(type) = PersistenceCore.CodableFault(\(initial))"]
     }
-    let type = property.type.map { ": \($0)" } ?? ""
-    let initial = property.initializer.map { " = \($0)" } ?? ""
-    var peers: [DeclSyntax] = ["private var _\(raw: property.name)\(raw: type)\(raw: initial)"]
+    // The backing storage has the property's type and initial value, as declared.
+    let binding = PatternBindingSyntax(
+      pattern: IdentifierPatternSyntax(identifier: backing),
+      typeAnnotation: property.type.map { TypeAnnotationSyntax(type: $0) },
+      initializer: property.initializer.map { InitializerClauseSyntax(value: $0) })
+    var peers: [DeclSyntax] = ["private var \(binding)"]
     if case .native = property.storage {
       // A type the store does not keep is an error here, at the property, saying what to do
       // (`_persistableAttribute`'s unavailable overload), besides the schema's at the class.
-      peers.append(
+      let check: DeclSyntax = """
+        private func \(TokenSyntax.identifier("_$check_" + property.name))() { PersistenceCore._persistableAttribute(\(backing)) }
         """
-        /// Checks at compile time that the store keeps `\(raw: property.name)`'s type (written by `@Model`).
-        private func _$check_\(raw: property.name)() { PersistenceCore._persistableAttribute(_\(raw: property.name)) }
-        """)
+      peers.append(
+        Build.documented(
+          check,
+          [
+            "Checks at compile time that the store keeps `\(property.name)`'s type (written by `@Model`)."
+          ]))
     }
     return peers
   }
@@ -188,12 +195,13 @@ public struct SchemaDeclarationMacro: DeclarationMacro {
   }
 }
 
-/// The link of the relationship `name` (a `linkType` of PersistenceCore), made on first use.
-private func link(_ name: String, _ linkType: String) -> DeclSyntax {
-  """
-  /// The link of `\(raw: name)`, made on first use (written by `@Model`).
-  private var _$link_\(raw: name): PersistenceCore.\(raw: linkType) {
-    link(&_\(raw: name))
-  }
-  """
+/// The link of a relationship made on first use, `_$link_name` (a `link` of PersistenceCore).
+private func firstUseLink(of property: StoredProperty, _ link: TypeSyntax) -> DeclSyntax {
+  Build.documented(
+    """
+    private var \(property.link): \(link) {
+      link(&\(property.backing))
+    }
+    """,
+    ["The link of `\(property.name)`, made on first use (written by `@Model`)."])
 }

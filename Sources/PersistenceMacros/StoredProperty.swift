@@ -20,7 +20,7 @@ struct StoredProperty {
   let inverse: ExprSyntax?
   let deleteRule: ExprSyntax?
   /// `@Relationship`'s `orderBy:` key paths, as written.
-  let orderBy: [String]
+  let orderBy: [ExprSyntax]
 
   /// Whether the relationship's link is made on first use (``LinksOnFirstUse``): a to-many, or
   /// a to-one that names its inverse (the side of a one-to-one that does not store the key).
@@ -82,7 +82,7 @@ struct StoredProperty {
         )
       }
     case .toOne:
-      if inverse == nil, let rule = deleteRule, !rule.trimmedDescription.hasSuffix(".nullify") {
+      if inverse == nil, let rule = deleteRule, rule.optionName != "nullify" {
         return (
           .toOneRule,
           "A to-one that names no inverse stores the key and keeps the rule .nullify (deleting a row never deletes what it points to): declare 'deleteRule:' on the other side, with 'inverse:'"
@@ -112,8 +112,8 @@ struct StoredProperty {
   /// Its `@Attribute`, if it has one.
   let attribute: AttributeSyntax?
   /// The options of its `@Attribute` other than `.codable`, as written (`.unique`).
-  let options: [String]
-  /// Whether its `@Attribute` says `.codable`: stored as JSON.
+  let options: [ExprSyntax]
+  /// Whether its `@Attribute` says `.codable` (however its type is spelled): stored as JSON.
   let isCodable: Bool
   /// The column its `@Attribute(originalName:)` names, else nil (the property's name).
   let originalName: String?
@@ -123,6 +123,13 @@ struct StoredProperty {
   /// The column: `originalName`, else the property's name.
   var column: String { originalName ?? name }
 
+  /// The property's name, as the code `@Model` writes uses it.
+  var identifier: TokenSyntax { .identifier(name) }
+  /// Its backing storage, `_name`, which the store reads and writes without observation.
+  var backing: TokenSyntax { .identifier("_" + name) }
+  /// A relationship's link made on first use, `_$link_name`.
+  var link: TokenSyntax { .identifier("_$link_" + name) }
+
   /// Whether it is `var x: X?` with nothing saying what `X` is: no `@Relationship`, no
   /// `@Attribute`, and `X` not a type the store keeps natively by name. `X` may be a model
   /// (SwiftData's side of a relationship whose inverse the other side names) or a
@@ -131,10 +138,12 @@ struct StoredProperty {
   /// (`ModelDeclaration` checks that; this property does not know the class's constraints).
   var isUndeclaredOptional: Bool {
     guard !isTransient, relationshipAttribute == nil, attribute == nil,
-      initializer == nil || initializer?.trimmedDescription == "nil",
-      let wrapped = wrappedType?.trimmedDescription
+      initializer == nil || initializer?.is(NilLiteralExprSyntax.self) == true,
+      let wrapped = wrappedType,
+      !wrapped.is(ArrayTypeSyntax.self), !wrapped.is(DictionaryTypeSyntax.self),
+      !wrapped.is(TupleTypeSyntax.self)
     else { return false }
-    return !NativeTypes.contains(wrapped) && !wrapped.hasPrefix("[") && !wrapped.hasPrefix("(")
+    return !NativeTypes.contains(wrapped.trimmedDescription)
   }
 
   /// The wrapped type of an optional type annotation (`T?`, `Optional<T>`), else nil.
@@ -215,7 +224,7 @@ struct StoredProperty {
     self.relationshipAttribute = relationshipAttribute
     var inverse: ExprSyntax?
     var deleteRule: ExprSyntax?
-    var orderBy: [String] = []
+    var orderBy: [ExprSyntax] = []
     if case .argumentList(let arguments) = relationshipAttribute?.arguments {
       // A variadic's further values have no label: they belong to the label before them.
       var label = ""
@@ -223,13 +232,13 @@ struct StoredProperty {
         if let text = argument.label?.text { label = text }
         if label == "inverse" { inverse = argument.expression.trimmed }
         if label == "deleteRule" { deleteRule = argument.expression.trimmed }
-        if label == "orderBy" { orderBy.append(argument.expression.trimmedDescription) }
+        if label == "orderBy" { orderBy.append(argument.expression.trimmed) }
       }
     }
     self.inverse = inverse
     self.deleteRule = deleteRule
     self.orderBy = orderBy
-    var options: [String] = []
+    var options: [ExprSyntax] = []
     var isCodable = false
     var originalName: String?
     var badOriginalName: ExprSyntax?
@@ -246,11 +255,10 @@ struct StoredProperty {
           }
           continue
         }
-        let option = argument.expression.trimmedDescription
-        if option == ".codable" || option.hasSuffix("AttributeOption.codable") {
+        if argument.expression.optionName == "codable" {
           isCodable = true
         } else {
-          options.append(option)
+          options.append(argument.expression.trimmed)
         }
       }
     }

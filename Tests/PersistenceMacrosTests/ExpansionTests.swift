@@ -169,6 +169,34 @@ struct DiagnosticTests {
         ), "\(index)")
   }
 
+  @Test("options are matched by their last name, however their type is spelled")
+  func qualifiedOptions() {
+    let (text, diagnostics) = expand(
+      """
+      @Model final class Q {
+        @PersistenceCore.Attribute(Schema.Attribute.Option.codable) var tags: [String] = []
+        @Attribute(Schema.Attribute.Option.unique) var code = ""
+        @Relationship(deleteRule: Schema.Relationship.DeleteRule.nullify) var hotel: Hotel?
+      }
+      """)
+    #expect(diagnostics == [])
+    #expect(text.contains(#".codable(\.tags, "tags", storage: \._tags)"#), "\(text)")
+    #expect(
+      text.contains(#".attribute(\.code, "code", Schema.Attribute.Option.unique, storage:"#),
+      "\(text)")
+    // A qualified `.unique` is one: a `#Unique` that begins with the same property is refused.
+    let twice = expand(
+      """
+      @Model final class Q {
+        #Unique<Q>([\\.code, \\.name])
+        @Attribute(Schema.Attribute.Option.unique) var code = ""
+        var name = ""
+      }
+      """
+    ).diagnostics
+    #expect(twice.count == 1 && twice[0].hasPrefix("2: uniqueTwice: "), "\(twice)")
+  }
+
   @Test("every id the macros can give has a case here, and every case is one of them")
   func everyIDCovered() {
     let catalogue = Set(ModelError.allCases.map(\.rawValue))

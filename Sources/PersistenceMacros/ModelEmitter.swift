@@ -1,0 +1,245 @@
+import SwiftSyntax
+import SwiftSyntaxBuilder
+
+/// The members `@Model` writes for a checked declaration, built as syntax (``Build``): each
+/// name an identifier token, each key path, call and list a node, each comment that names
+/// something trivia. The fixed parts are Swift source in which only nodes are interpolated.
+///
+/// Cost: O(properties + constraints) nodes.
+struct ModelEmitter {
+  let model: ModelDeclaration
+  /// The properties stored in columns of the model's table.
+  let persisted: [StoredProperty]
+  let relationships: [StoredProperty]
+  /// Whether the model is loaded and bound by the code written here (a row loader and a
+  /// binder), not through its declarations.
+  ///
+  /// Not for a non-optional `.codable` value, decoded with its row, which a row loader cannot
+  /// do (it keeps faults); nor for a to-one's key, a column no loader reads; nor for
+  /// `var x: X?` of a type the macro cannot see (`_OptionalProperty`), a to-one or an
+  /// attribute as the compiler finds.
+  let loadsByRow: Bool
+
+  init(_ model: ModelDeclaration) {
+    self.model = model
+    persisted = model.properties.filter { !$0.isTransient && $0.relationship == nil }
+    relationships = model.properties.filter { $0.relationship != nil }
+    loadsByRow =
+      !persisted.contains {
+        if case .codable = $0.storage { return true }
+        return false
+      } && relationships.allSatisfy(\.isLinkedOnFirstUse)
+      && !persisted.contains(where: \.isUndeclaredOptional)
+  }
+
+  var typeName: TokenSyntax { .identifier(model.name) }
+
+  /// The model's access modifier (`public` for an `open` class), then `extra`.
+  func modifiers(_ extra: Keyword...) -> DeclModifierListSyntax {
+    DeclModifierListSyntax(
+      ([model.access].compactMap { $0 } + extra).map {
+        DeclModifierSyntax(name: .keyword($0, trailingTrivia: .space))
+      })
+  }
+
+  /// Every member, in the order the expansion shows them.
+  var members: [DeclSyntax] {
+    var members: [DeclSyntax] = [
+      """
+      /// Tells observers of this model's properties (a registrar made on first use).
+      private let _$observationRegistrar = PersistenceCore.ModelObservationRegistrar()
+      """,
+      schema,
+      """
+      /// The context and row this model is in, set by the store through `linkOriginSlot`
+      /// (written by `@Model`). Private, set for each row loaded and read for each link made:
+      /// unchecked for exclusivity, as no access overlaps another (a check costs about 100
+      /// instructions an access).
+      @exclusivity(unchecked) private var _$linkOrigin = PersistenceCore.LinkOrigin()
+      """,
+      """
+      /// The context and row this model is in: where its relationships load from, its
+      /// `modelContext` and its `persistentModelID` (written by `@Model`).
+      \(modifiers())var linkOrigin: PersistenceCore.LinkOrigin { _$linkOrigin }
+      """,
+      """
+      /// How the store sets `linkOrigin`; only it can use this (written by `@Model`).
+      \(modifiers(.static))let linkOriginSlot = PersistenceCore.LinkOriginSlot { model, body in
+        body(&unsafeDowncast(model, to: \(typeName).self)._$linkOrigin)
+      }
+      """,
+    ]
+    if loadsByRow { members.append(rowLoader) }
+    members += [emptyInitializer, makeForLoading]
+    if !model.declaresID {
+      members.append(
+        """
+        /// The model's identity, what `Identifiable` asks for: the instance itself, as models
+        /// compare by identity (a context holds one per row). Declare `id` to give another
+        /// (written by `@Model`).
+        \(modifiers())var id: ObjectIdentifier { ObjectIdentifier(self) }
+        """)
+    }
+    if !model.declaresEmptyInitializer {
+      let modifiers = model.isFinal ? modifiers(.convenience) : modifiers(.required, .convenience)
+      members.append(
+        """
+        /// A model with each property's initial value, or its type's empty value: what a column
+        /// added to an existing table is filled with (written by `@Model`).
+        \(modifiers)init() {
+          self.init(_$persistenceEmpty: ())
+        }
+        """)
+    }
+    return members
+  }
+
+  /// `static let schema`: the table, a declaration per persisted property and relationship,
+  /// the row loader and binder when the model has them, and each field's documentation.
+  var schema: DeclSyntax {
+    let entries =
+      [Build.argument(Build.literal(model.table))]
+      + (persisted.map(attribute) + relationships.map(relationship)).map { Build.argument($0) }
+    var schema: ExprSyntax =
+      "PersistenceCore.ModelSchema<\(typeName)>(\(Build.arguments(entries, onLines: true))\n)"
+    if loadsByRow {
+      let binds = persisted.map { property -> ExprSyntax in
+        if case .fault = property.storage {
+          return
+            "try row.bind(\(Build.keyPath(property.identifier)), fault: model.\(property.backing))"
+        }
+        return "try row.bind(\(Build.keyPath(property.identifier)), model.\(property.backing))"
+      }
+      schema = "\(schema)\n.loading { row in try \(typeName)(_$persistenceLoading: &row) }"
+      schema =
+        binds.isEmpty
+        ? "\(schema)\n.saving { _, _ in }"
+        : "\(schema)\n.saving { model, row in\(Build.statements(binds))\n}"
+    }
+    // Each persisted property's column, name and documentation, for `ModelSchema.fields`.
+    let described = persisted.map { property -> ExprSyntax in
+      let members = [property.column, property.name, property.documentation].map {
+        Build.argument(Build.literal($0))
+      }
+      return ExprSyntax(TupleExprSyntax(elements: Build.arguments(members)))
+    }
+    if !described.isEmpty {
+      let list = ArrayExprSyntax(
+        elements: ArrayElementListSyntax(
+          described.enumerated().map { index, element in
+            ArrayElementSyntax(
+              leadingTrivia: .newline, expression: element,
+              trailingComma: index < described.count - 1 ? .commaToken() : nil)
+          }),
+        rightSquare: .rightSquareToken(leadingTrivia: .newline))
+      schema = "\(schema)\n.described(\(list))"
+    }
+    return Build.documented(
+      "\(modifiers(.static))let schema = \(schema)",
+      ["The table \"\(model.table)\", a column per persisted property (written by `@Model`)."])
+  }
+
+  /// A persisted property's declaration in the schema: `.attribute(\.name, "name", options…,
+  /// storage: \._name)`, `.codable(…)` for JSON, `._optional(…)` for an undeclared optional.
+  func attribute(_ property: StoredProperty) -> ExprSyntax {
+    let constraints = model.constraints[property.name, default: []]
+    // `#Index` over several columns covers an `@Attribute(.indexed)` of its first.
+    let own = property.options.filter {
+      $0.optionName != "indexed" || !constraints.contains { $0.optionName == "indexed" }
+    }
+    let head =
+      [
+        Build.argument(Build.keyPath(property.identifier)),
+        Build.argument(Build.literal(property.column)),
+      ]
+      + (own + constraints).map { Build.argument($0) }
+    let backing = Build.keyPath(property.backing)
+    if property.isUndeclaredOptional {
+      return Build.implicitCall("_optional", head + [Build.argument("storage", backing)])
+    }
+    return switch property.storage {
+    case .native: Build.implicitCall("attribute", head + [Build.argument("storage", backing)])
+    case .fault: Build.implicitCall("codable", head + [Build.argument("fault", backing)])
+    case .codable: Build.implicitCall("codable", head + [Build.argument("storage", backing)])
+    }
+  }
+
+  /// A relationship's declaration in the schema: `.toMany(…)`, or `.toOne(…)` with its link
+  /// made on first use (the side of a one-to-one that names its inverse) or eager (the side
+  /// that stores the key, whose rule is `.nullify`, as the relationship's check requires).
+  func relationship(_ property: StoredProperty) -> ExprSyntax {
+    let head = [
+      Build.argument(Build.keyPath(property.identifier)),
+      Build.argument(Build.literal(property.name)),
+    ]
+    guard property.isLinkedOnFirstUse else {
+      return Build.implicitCall(
+        "toOne", head + [Build.argument("link", Build.keyPath(property.backing))])
+    }
+    var arguments =
+      head + [
+        Build.argument("link", Build.keyPath(property.link)),
+        Build.argument("existing", Build.keyPath(property.backing)),
+      ]
+    if let inverse = property.inverse { arguments.append(Build.argument("inverse", inverse)) }
+    if let rule = property.deleteRule { arguments.append(Build.argument("deleteRule", rule)) }
+    // `orderBy:` is variadic: its further key paths have no label.
+    for (index, order) in property.orderBy.enumerated() {
+      arguments.append(Build.argument(index == 0 ? "orderBy" : nil, order))
+    }
+    if case .toMany = property.relationship { return Build.implicitCall("toMany", arguments) }
+    // An inverse that is a to-many picks an overload that is refused, saying to name it on the
+    // to-many.
+    return Build.implicitCall("toOne", arguments)
+  }
+
+  /// `init(_$persistenceLoading:)`: a model made from a row through its backing storage (no
+  /// key-path call, no observation).
+  var rowLoader: DeclSyntax {
+    let loads = persisted.map { property -> ExprSyntax in
+      let keyPath = Build.keyPath(property.identifier)
+      if case .fault = property.storage {
+        return "self.\(property.backing) = try row.fault(\(keyPath))"
+      }
+      return "self.\(property.backing) = try row.next(\(keyPath))"
+    }
+    return """
+      /// A model made from a row, through the backing storage (written by `@Model`).
+      private init(_$persistenceLoading row: inout PersistenceCore.ModelRow<\(typeName)>) throws {\(Build.statements(loads))
+      }
+      """
+  }
+
+  /// `init(_$persistenceEmpty:)`: each property's initial value, else its type's empty value.
+  /// An undeclared optional's storage has its initial value (`_OptionalProperty.storage`).
+  var emptyInitializer: DeclSyntax {
+    let defaults = persisted.filter { $0.initializer == nil && !$0.isUndeclaredOptional }.map {
+      property -> ExprSyntax in
+      if case .fault = property.storage {
+        return "self.\(property.backing) = PersistenceCore.CodableFault()"
+      }
+      return "self.\(property.backing) = PersistenceCore.ModelDefaults.value()"
+    }
+    return """
+      /// A model with each property's initial value, or its type's empty value, made without
+      /// running your initializers (written by `@Model`).
+      private init(_$persistenceEmpty: Void) {\(Build.statements(defaults))
+      }
+      """
+  }
+
+  /// `makeForLoading()`: what the store makes a model with before it sets a row's values; a
+  /// class that is not final returns `Self`, as the protocol asks.
+  var makeForLoading: DeclSyntax {
+    let made: ExprSyntax = "\(typeName)(_$persistenceEmpty: ())"
+    let type: TypeSyntax = model.isFinal ? TypeSyntax(IdentifierTypeSyntax(name: typeName)) : "Self"
+    let body: ExprSyntax = model.isFinal ? made : "modelAsSelf(\(made))"
+    return """
+      /// What the store makes a model with before it sets a row's values: your initializers
+      /// are not run for a fetched model (written by `@Model`).
+      \(modifiers(.static))func makeForLoading() -> \(type) {
+        \(body)
+      }
+      """
+  }
+}
