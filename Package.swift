@@ -184,7 +184,7 @@ let package = Package(
         "results-plans-100k.txt", "results-serve-plans-100k.txt", "postgresql.sh",
         "serve-plans.sh", "serve-filter.sh", "results-serve-filter-100k.txt", "serve-tiles.sh",
         "results-serve-tiles-1m.txt", "serve-tiles-tipg.sh", "results-serve-tiles-tipg-1m.txt",
-        "results-export-100k.txt", "results-pg-values-100k.txt", "compare.sh",
+        "results-export-100k.txt", "results-pg-values-100k.txt", "compare.sh", "box-index.sh",
         "results-compare-100k.txt", "results-macro-100k.txt",
         "peers", "README.md",
       ],

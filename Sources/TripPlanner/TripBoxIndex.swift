@@ -98,6 +98,46 @@ public final class TripBoxIndex: Sendable {
     }
   }
 
+  /// The fields of a trip the index lays out itself (``Layout``), typed.
+  struct LaidOut {
+    var id: UUID?
+    var name: String
+    var destination: String
+    /// Seconds since the reference date.
+    var start: Double
+    var end: Double
+    var latitude: Double
+    var longitude: Double
+    var place: String?
+
+    init(_ values: FieldValues<Trip>) {
+      let layout = Layout.trip
+      id = values[field: layout.id]?.uuid
+      name = values[field: layout.name]?.text ?? ""
+      destination = values[field: layout.destination]?.text ?? ""
+      start = (values[field: layout.start]?.date ?? .distantPast).timeIntervalSinceReferenceDate
+      end = (values[field: layout.end]?.date ?? .distantPast).timeIntervalSinceReferenceDate
+      latitude = values[field: layout.latitude]?.number ?? 0
+      longitude = values[field: layout.longitude]?.number ?? 0
+      place = values[field: layout.place]?.text
+    }
+
+    /// The fields of a value row of ``TripBoxIndex/keyPaths`` (the trip's fields in order, so
+    /// that a field's index is its column), each read as its type from its column. O(fields
+    /// laid out): a build reads a million rows this way.
+    init(_ row: borrowing ValueRow<Trip>) throws {
+      let layout = Layout.trip
+      id = try row.value(UUID.self, at: layout.id)
+      name = try row.value(String.self, at: layout.name)
+      destination = try row.value(String.self, at: layout.destination)
+      start = try row.value(Date.self, at: layout.start).timeIntervalSinceReferenceDate
+      end = try row.value(Date.self, at: layout.end).timeIntervalSinceReferenceDate
+      latitude = try row.value(Double.self, at: layout.latitude)
+      longitude = try row.value(Double.self, at: layout.longitude)
+      place = try row.decoded(PlaceIdentifier.self, at: layout.place)?.rawValue
+    }
+  }
+
   struct State {
     var token: HistoryToken
     /// Row-major: `row * columns + column`, row 0 from latitude −90, column 0 from longitude
@@ -171,34 +211,42 @@ public final class TripBoxIndex: Sendable {
 
     /// Adds the trip `record` (whose `id` is set) stored under `key`.
     mutating func insert(key: Int64, _ record: TripRecord) {
-      let (cell, entry) = add(key: key, record)
+      let (cell, entry) = add(key: key, LaidOut(record.values), others: record.values)
       cells[Int(cell)].append(entry)
     }
 
-    /// Records the trip `record` stored under `key` by its key, and returns its cell and the
-    /// entry that goes into it, which the caller puts there (``insert(key:_:)`` at once,
-    /// ``place(_:)`` for a build).
-    mutating func add(key: Int64, _ record: TripRecord) -> (cell: Int32, entry: Entry) {
-      let layout = Layout.trip
-      let values = record.values
-      let (latitude, longitude) = (
-        values[field: layout.latitude]?.number ?? 0, values[field: layout.longitude]?.number ?? 0
-      )
+    /// Adds the trip of a value row of ``TripBoxIndex/keyPaths``.
+    mutating func insert(_ row: borrowing ValueRow<Trip>) throws {
+      let (cell, entry) = try add(row)
+      cells[Int(cell)].append(entry)
+    }
+
+    /// Records the trip of a value row of ``TripBoxIndex/keyPaths`` by its key, its laid-out
+    /// fields read straight from their columns (no record made), and returns its cell and the
+    /// entry that goes into it, which the caller puts there (``place(_:)`` for a build).
+    mutating func add(_ row: borrowing ValueRow<Trip>) throws -> (cell: Int32, entry: Entry) {
+      let key = row.identifier.primaryKey
+      return add(
+        key: key, try LaidOut(row),
+        others: Layout.trip.hasOthers ? try FieldValues(row: row, from: 0) : nil)
+    }
+
+    /// Records a trip's fields under `key`: its entry's and slot's from `laidOut`, the rest
+    /// from `others` when the trip has more (``Layout/hasOthers``).
+    private mutating func add(key: Int64, _ laidOut: LaidOut, others: FieldValues<Trip>?) -> (
+      cell: Int32, entry: Entry
+    ) {
       let entry = Entry(
-        longitude: longitude, latitude: latitude,
-        start: (values[field: layout.start]?.date ?? .distantPast).timeIntervalSinceReferenceDate,
-        key: key, name: append(values[field: layout.name]?.text ?? ""),
-        destination: number(of: values[field: layout.destination]?.text ?? ""))
-      let cell = TripBoxIndex.cell(latitude: latitude, longitude: longitude)
+        longitude: laidOut.longitude, latitude: laidOut.latitude, start: laidOut.start, key: key,
+        name: append(laidOut.name), destination: number(of: laidOut.destination))
+      let cell = TripBoxIndex.cell(latitude: laidOut.latitude, longitude: laidOut.longitude)
       setSlot(
         Slot(
-          cell: Int32(cell),
-          end: (values[field: layout.end]?.date ?? .distantPast).timeIntervalSinceReferenceDate,
-          id: record.id ?? UUID(),
-          destination: append(values[field: layout.destination]?.text ?? ""),
-          place: values[field: layout.place]?.text.map { append($0) } ?? .none),
+          cell: Int32(cell), end: laidOut.end, id: laidOut.id ?? UUID(),
+          destination: append(laidOut.destination),
+          place: laidOut.place.map { append($0) } ?? .none),
         of: key)
-      if layout.hasOthers { otherValues[key] = values }
+      if Layout.trip.hasOthers { otherValues[key] = others }
       count += 1
       return (Int32(cell), entry)
     }
@@ -493,7 +541,7 @@ public final class TripBoxIndex: Sendable {
     var state = State(token: token)
     var pending: [(cell: Int32, entry: Entry)] = []
     try context.enumerateValues(FetchDescriptor<Trip>(), keyPaths) { row in
-      pending.append(state.add(key: row.identifier.primaryKey, try record(row)))
+      pending.append(try state.add(row))
     }
     state.place(pending)
     state.shrink()
@@ -563,7 +611,7 @@ public final class TripBoxIndex: Sendable {
   }
 
   private static func insert(_ row: borrowing ValueRow<Trip>, into state: inout State) throws {
-    state.insert(key: row.identifier.primaryKey, try record(row))
+    try state.insert(row)
   }
 
   /// Calls `body` with the key and record of each trip `descriptor` matches, read from its

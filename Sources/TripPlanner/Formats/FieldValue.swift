@@ -38,6 +38,11 @@ public enum FieldValue: Hashable, Sendable {
     if case .date(let date) = self { date } else { nil }
   }
 
+  /// The id, nil for another case.
+  var uuid: UUID? {
+    if case .uuid(let id) = self { id } else { nil }
+  }
+
   /// `id`, or ``null``.
   static func uuidOrNull(_ id: UUID?) -> FieldValue { id.map(FieldValue.uuid) ?? .null }
 
