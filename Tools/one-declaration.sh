@@ -25,8 +25,8 @@ python3 - "$scratch" <<'EOF'
 import sys
 root = sys.argv[1]
 for path, anchor, noun in [
-    ("Sources/TripPlanner/Trip.swift", "  public var placeIdentifier: PlaceIdentifier?\n", "trip"),
-    ("Sources/TripPlanner/LivingAccommodation.swift",
+    ("Sources/TripPlanner/Model/Trip.swift", "  public var placeIdentifier: PlaceIdentifier?\n", "trip"),
+    ("Sources/TripPlanner/Model/LivingAccommodation.swift",
      '  @Attribute(.codable, originalName: "place_id") public var placeIdentifier: PlaceIdentifier?\n',
      "stay"),
 ]:

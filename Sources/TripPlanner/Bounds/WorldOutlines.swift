@@ -70,10 +70,11 @@ public struct WorldOutlines: Sendable {
     candidates.append(
       executable.deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("share/trips/" + fileName))
-    // This file is Sources/TripPlanner/WorldOutlines.swift in the source tree.
+    // This file is Sources/TripPlanner/Bounds/WorldOutlines.swift in the source tree.
     candidates.append(
       URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Data/" + fileName))
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Data/" + fileName))
     return candidates.first { FileManager.default.isReadableFile(atPath: $0.path) }
   }
 
