@@ -19,6 +19,9 @@ final class FieldTable: Sendable {
     let isOptional: Bool
     let isIdentity: Bool
     let isCodable: Bool
+    /// The field's member name as compact JSON writes it, with its colon (`"name":`): written
+    /// for every field of every object of a page.
+    let compactKey: [UInt8]
   }
 
   let entries: [Entry]
@@ -31,9 +34,12 @@ final class FieldTable: Sendable {
 
   private init<Model>(_ fields: [ModelField<Model>]) {
     entries = fields.map {
-      Entry(
+      var key: [UInt8] = []
+      JSONValue.writeString($0.name, into: &key)
+      key.append(UInt8(ascii: ":"))
+      return Entry(
         name: $0.name, type: formatType(of: $0), keyPath: $0.keyPath, isOptional: $0.isOptional,
-        isIdentity: $0.isIdentity, isCodable: $0.isCodable)
+        isIdentity: $0.isIdentity, isCodable: $0.isCodable, compactKey: key)
     }
     byKeyPath = Dictionary(
       fields.enumerated().map { ($0.element.keyPath as AnyKeyPath, $0.offset) },
@@ -227,13 +233,25 @@ where Model.SchemaModel == Model {
     into output: inout [UInt8]
   ) {
     var first = !after
-    for index in values.indices where skipping?[index] != true {
-      if !first { output.append(UInt8(ascii: ",")) }
-      first = false
-      if pretty { JSONValue.newline(into: &output, depth: depth + 1) }
-      JSONValue.writeString(fields.entries[index].name, into: &output)
-      output.append(contentsOf: (pretty ? ": " : ":").utf8)
-      (values[index] ?? .null).writeJSON(into: &output)
+    let entries = fields.entries
+    // Read in place: no copy of a value (and of its text) per member.
+    values.withUnsafeBufferPointer { values in
+      for index in values.indices where skipping?[index] != true {
+        if !first { output.append(UInt8(ascii: ",")) }
+        first = false
+        if pretty {
+          JSONValue.newline(into: &output, depth: depth + 1)
+          JSONValue.writeString(entries[index].name, into: &output)
+          output.append(contentsOf: ": ".utf8)
+        } else {
+          entries[index].compactKey.withUnsafeBufferPointer { output.append(contentsOf: $0) }
+        }
+        if let value = values[index] {
+          value.writeJSON(into: &output)
+        } else {
+          output.append(contentsOf: "null".utf8)
+        }
+      }
     }
   }
 

@@ -19,6 +19,12 @@ public enum TripGeoJSON {
   /// point.
   static let outsideProperties: Set<String> = ["id", "latitude", "longitude"]
 
+  /// The point's fields' indexes in the trip's field table, found by key path once.
+  static let point = (
+    longitude: FieldValues<Trip>.index(of: \Trip.longitude) ?? 0,
+    latitude: FieldValues<Trip>.index(of: \Trip.latitude) ?? 0
+  )
+
   /// ``outsideProperties`` as a mask of the trip's fields.
   static let outsideMask = FieldValues<Trip>.mask(outsideProperties)
 
@@ -60,9 +66,10 @@ public enum TripGeoJSON {
     raw(#"{"type":"Feature","id":"#)
     FieldValue.uuidOrNull(record.id).writeJSON(into: &output)
     raw(#","geometry":{"type":"Point","coordinates":["#)
-    JSONValue.writeNumber(record.longitude, into: &output)
+    // By index (no key path looked up per feature).
+    JSONValue.writeNumber(record.values[field: point.longitude]?.number ?? 0, into: &output)
     output.append(UInt8(ascii: ","))
-    JSONValue.writeNumber(record.latitude, into: &output)
+    JSONValue.writeNumber(record.values[field: point.latitude]?.number ?? 0, into: &output)
     raw(#"]},"properties":{"#)
     record.values.writeJSONMembers(skipping: outsideMask, after: false, into: &output)
     if let plan = record.plan {

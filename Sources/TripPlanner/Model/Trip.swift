@@ -173,7 +173,8 @@ public struct TripRecord: Hashable, Sendable {
   /// The record of `values`, which the caller made with every field but the id given (a
   /// trip's, a row's, or an input read whole).
   init(given values: FieldValues<Trip>) {
-    precondition(
+    // Checked in debug builds: a page of the box index makes a record per trip it serves.
+    assert(
       values.fieldsNotGiven(but: FieldValues<Trip>.table.identity).isEmpty,
       "a trip record needs every field")
     self.values = values
