@@ -49,21 +49,22 @@ struct ModelDeclaration {
       valid = false
     }
     var properties: [StoredProperty] = []
-    var table = type.name.trimmedDescription
+    // A class named with backticks (`` `Trip` ``) has the table `Trip`.
+    var table = type.name.identifier?.name ?? type.name.trimmedDescription
     if case .argumentList(let arguments) = attribute.arguments,
       let argument = arguments.first(where: { $0.label?.text == "table" })
     {
-      if let literal = argument.expression.as(StringLiteralExprSyntax.self),
-        literal.segments.count == 1, case .stringSegment(let segment) = literal.segments.first,
+      if let value = argument.expression.as(StringLiteralExprSyntax.self)?
+        .representedLiteralValue,
         // The store's rule for a table's name, checked here rather than when a container opens.
-        let first = segment.content.text.unicodeScalars.first, first != "_",
+        let first = value.unicodeScalars.first, first != "_",
         !("0"..."9").contains(first),
-        segment.content.text.unicodeScalars.allSatisfy({
+        value.unicodeScalars.allSatisfy({
           ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
             || $0 == "_"
         })
       {
-        table = segment.content.text
+        table = value
       } else {
         diagnostics.append(
           Diagnostic(
@@ -270,7 +271,7 @@ struct ModelDeclaration {
             node: bad,
             message: ModelDiagnostic.error(
               .originalName,
-              "originalName: names the column '\(property.name)' is stored in: give it as one string literal"
+              "originalName: names the column '\(property.name)' is stored in: give it as one string literal, not empty and without interpolation"
             )))
         valid = false
       }

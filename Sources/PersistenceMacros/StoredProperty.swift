@@ -245,11 +245,11 @@ struct StoredProperty {
     if case .argumentList(let arguments) = attribute?.arguments {
       for argument in arguments {
         if argument.label?.text == "originalName" {
-          if let literal = argument.expression.as(StringLiteralExprSyntax.self),
-            literal.segments.count == 1,
-            case .stringSegment(let segment) = literal.segments.first
+          // The literal's value, its escapes read (`"a\"b"` names the column `a"b`).
+          if let value = argument.expression.as(StringLiteralExprSyntax.self)?
+            .representedLiteralValue, !value.isEmpty
           {
-            originalName = segment.content.text
+            originalName = value
           } else {
             badOriginalName = argument.expression
           }

@@ -197,6 +197,24 @@ struct DiagnosticTests {
     #expect(twice.count == 1 && twice[0].hasPrefix("2: uniqueTwice: "), "\(twice)")
   }
 
+  @Test("originalName: is the literal's value, its escapes read, in the schema and in constraints")
+  func originalNameEscapes() {
+    let (text, diagnostics) = expand(
+      #"""
+      @Model final class E {
+        #Unique<E>([\.a, \.b])
+        @Attribute(originalName: "x\"y") var a = ""
+        @Attribute(originalName: "caf\u{E9}") var b = ""
+      }
+      """#)
+    #expect(diagnostics == [])
+    // Each column's name written once as a literal: `x"y` and `café`, not their escapes.
+    #expect(text.contains(##".attribute(\.a, #"x"y"#, .unique(with: "café"), storage:"##), "\(text)")
+    #expect(text.contains(#".attribute(\.b, "café", storage:"#), "\(text)")
+    let empty = expand(#"@Model final class E { @Attribute(originalName: "") var a = "" }"#)
+    #expect(empty.diagnostics.count == 1 && empty.diagnostics[0].contains(": originalName: "))
+  }
+
   @Test("every id the macros can give has a case here, and every case is one of them")
   func everyIDCovered() {
     let catalogue = Set(ModelError.allCases.map(\.rawValue))
