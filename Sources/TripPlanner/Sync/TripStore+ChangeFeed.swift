@@ -1,0 +1,329 @@
+import Foundation
+import Persistence
+
+extension TripStore {
+  /// The model types a sync feed carries: trips and their plans.
+  static let syncedModelTypes: [any PersistentModel.Type] = [
+    Trip.self, BucketListItem.self, LivingAccommodation.self,
+  ]
+  /// Their entities' names, in the same order.
+  static let syncedEntityNames = [
+    Trip.schema.name, BucketListItem.schema.name, LivingAccommodation.schema.name,
+  ]
+
+  /// The changes to trips and their plans after `token` (all kept history when nil), leaving
+  /// out those by `excludedAuthor`: each row's last change, with the row's current values, at
+  /// the time of that change (read afresh, in a context of its own, in one read transaction,
+  /// so values and times agree). Earlier changes of a row in the same span are left out: its
+  /// current values stand for them, and carrying them under their older times would give a
+  /// receiving store the newest values under an old time. A plan row whose trip's change comes
+  /// later in the feed moves into that change's transaction, after it, and a trip's change
+  /// carries its other plan rows (see ``SyncFeed``).
+  ///
+  /// Cost: O(changes after `token`) history rows, one read by key per row changed, for each
+  /// plan row one more for its trip (none when it is already loaded), and for each trip
+  /// inserted or changed two queries for its plan and a history lookup per plan row carried.
+  ///
+  /// - Throws: ``TripPlannerError`` wrapping `historyTokenExpired` when the store no longer
+  ///   keeps the history after `token`: do a full export instead.
+  public func changeFeed(after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil)
+    throws -> SyncFeed
+  {
+    var changes: [FeedChange] = []
+    let resume = try forEachFeedChange(after: token, excludingAuthor: excludedAuthor) {
+      changes.append($0)
+    }
+    return SyncFeed(changes: changes, resumeToken: resume)
+  }
+
+  /// Checks that a feed after `token` can be made (a token of this store, whose history is
+  /// still kept, and not newer than its history), reading nothing else: what a writer asks
+  /// before it opens its output, so that a refused token leaves no file. Nothing for nil.
+  ///
+  /// - Throws: as ``changeFeed(after:excludingAuthor:)`` does for the token.
+  public func checkFeedToken(_ token: HistoryToken?) throws {
+    guard token != nil else { return }
+    var descriptor = HistoryDescriptor(after: token)
+    descriptor.fetchLimit = 0
+    do {
+      _ = try context.fetchHistory(descriptor)
+    } catch let error as PersistenceError {
+      throw TripPlannerError(code: .store, message: error.message, cause: error)
+    }
+  }
+
+  /// Writes ``changeFeed(after:excludingAuthor:)`` as JSON lines (``SyncFeed/jsonLines``) to
+  /// `sink`, `batchSize` lines at a time, then the resume line, as the changes are read
+  /// (``forEachFeedChange(after:excludingAuthor:_:)``): the feed is never held whole. Returns
+  /// how many changes it wrote and the token to resume from.
+  @discardableResult
+  public func writeChangeFeed(
+    after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil,
+    batchSize: Int = 1000, to sink: ([UInt8]) throws -> Void
+  ) throws -> (count: Int, resumeToken: HistoryToken) {
+    var chunk: [UInt8] = []
+    var count = 0
+    let resume = try forEachFeedChange(after: token, excludingAuthor: excludedAuthor) { change in
+      chunk += SyncFeed.line(for: change).utf8
+      count += 1
+      if count.isMultiple(of: max(1, batchSize)) {
+        try sink(chunk)
+        chunk.removeAll(keepingCapacity: true)
+      }
+    }
+    chunk += SyncFeed.resumeLine(resume).utf8
+    try sink(chunk)
+    return (count, resume)
+  }
+
+  /// ``changeFeed(after:excludingAuthor:)``'s changes handed to `body` one at a time, in
+  /// the feed's order, as they are read; returns the token to resume from. What a writer of a
+  /// feed to a file or a socket uses: the feed is never held whole.
+  ///
+  /// Two reads of the history (`ModelContext.enumerateHistory(_:_:)`) in one snapshot: the
+  /// first keeps each changed row's last position (and, for a row deleted, its id's), the
+  /// second reads each row at its last change and hands it over. A plan row whose trip's last
+  /// change comes later waits for it; a trip's change is followed by those rows, then by the
+  /// plan rows it carries.
+  ///
+  /// Cost: O(changes) history rows read twice; one read by key per row changed, for each plan
+  /// row one more for its trip, for each row deleted a lookup of its id, and for each trip
+  /// inserted or changed two queries for its plan and a history lookup per plan row carried.
+  /// Memory: O(rows changed) positions (a few dozen bytes each), the plan rows waiting for a
+  /// later change of their trip, and the models of a thousand rows' reads.
+  ///
+  /// - Throws: as ``changeFeed(after:excludingAuthor:)``, and what `body` throws.
+  @discardableResult
+  public func forEachFeedChange(
+    after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil,
+    _ body: (FeedChange) throws -> Void
+  ) throws -> HistoryToken {
+    /// A row: its model's place in `syncedModelTypes` and its primary key (16 bytes, no text).
+    struct RowKey: Hashable {
+      var entity: Int
+      var key: Int64
+
+      init(entity name: String, key: Int64) {
+        entity = TripStore.syncedEntityNames.firstIndex(of: name) ?? -1
+        self.key = key
+      }
+    }
+    do {
+      var descriptor = HistoryDescriptor(after: token, modelTypes: Self.syncedModelTypes)
+      if let excludedAuthor { descriptor.excludedAuthors = [excludedAuthor] }
+      // A context of its own: the store's long-lived context may hold instances registered by
+      // an earlier feed, whose values would be those of that time, not the current ones.
+      let context = ModelContext(container)
+      return try context.withSnapshot {
+        let currentBefore = try context.currentHistoryToken()
+        // First pass: each row's last position, whether that change is a delete, and for the
+        // ids of rows deleted, the last position a delete of that id has.
+        var last: [RowKey: (position: Int, isDelete: Bool)] = [:]
+        var deletes: [(row: FeedRow, key: RowKey, position: Int)] = []
+        var position = 0
+        var read: HistoryToken?
+        try context.enumerateHistory(descriptor) { transaction, change in
+          let row = RowKey(
+            entity: change.changedIdentifier.entityName, key: change.changedIdentifier.primaryKey)
+          last[row] = (position, change.kind == .delete)
+          if change.kind == .delete, let subject = Self.deletedRow(change) {
+            deletes.append((subject, row, position))
+          }
+          read = transaction.token
+          position += 1
+        }
+        // The last delete of each id that is its row's last change (history can show a change
+        // after a delete: a context that still held the row wrote to it).
+        var deletedIDs: [FeedRow: Int] = [:]
+        for delete in deletes where last[delete.key]?.position == delete.position {
+          deletedIDs[delete.row] = delete.position
+        }
+        deletes = []
+        // Second pass: each row at its last change.
+        var waiting: [Int: [FeedChange]] = [:]
+        var rowsRead = 0
+        position = 0
+        try context.enumerateHistory(descriptor) { transaction, change in
+          defer { position += 1 }
+          let row = RowKey(
+            entity: change.changedIdentifier.entityName, key: change.changedIdentifier.primaryKey)
+          guard last[row]?.position == position else { return }
+          rowsRead += 1
+          if rowsRead.isMultiple(of: 1000) { context.reset() }
+          guard let (subject, tripKey) = try Self.subjectAndTrip(of: change, in: context) else {
+            return
+          }
+          var feedChange = FeedChange(
+            token: transaction.token, author: transaction.author,
+            time: transaction.timestamp, kind: change.kind, subject: subject)
+          if change.kind == .delete {
+            // A row deleted, then another with its id made (or deleted) later: the later one's.
+            if let later = deletedIDs[feedChange.row], later > position { return }
+            if let current = try Self.currentRow(feedChange.row, in: context),
+              let later = last[RowKey(entity: current.entityName, key: current.primaryKey)],
+              later.position > position
+            {
+              return
+            }
+          }
+          // A plan row whose trip changes later waits for that change.
+          if let tripKey,
+            let trip = last[RowKey(entity: Trip.schema.name, key: tripKey)],
+            !trip.isDelete, trip.position > position
+          {
+            waiting[trip.position, default: []].append(feedChange)
+            return
+          }
+          try body(feedChange)
+          guard case .trip(let id, _) = subject, change.kind != .delete else { return }
+          for var moved in waiting.removeValue(forKey: position) ?? [] {
+            moved.token = transaction.token
+            try body(moved)
+          }
+          feedChange.token = transaction.token
+          // Rows the feed has a change of, by row or (a row deleted) by id, are not carried.
+          let carried = try Self.plan(ofTrip: id, carriedBy: feedChange, in: context) {
+            model, feedRow in
+            if deletedIDs[feedRow] != nil { return true }
+            guard let identifier = context.persistentIdentifier(for: model) else { return false }
+            return last[RowKey(entity: identifier.entityName, key: identifier.primaryKey)] != nil
+          }
+          for change in carried { try body(change) }
+        }
+        // Rows left waiting for a trip change that was not read (none in one snapshot).
+        for key in waiting.keys.sorted() { for change in waiting[key]! { try body(change) } }
+        return max(read ?? token ?? currentBefore, currentBefore)
+      }
+    } catch let error as PersistenceError {
+      throw TripPlannerError(code: .store, message: error.message, cause: error)
+    }
+  }
+
+  /// The row a delete is of, by its tombstone's id; nil when it kept none.
+  private static func deletedRow(_ change: HistoryChange) -> FeedRow? {
+    switch change.changedIdentifier.entityName {
+    case Trip.schema.name: change.tombstone?[\Trip.id].map { FeedRow(model: .trip, id: $0) }
+    case BucketListItem.schema.name:
+      change.tombstone?[\BucketListItem.id].map { FeedRow(model: .bucketListItem, id: $0) }
+    case LivingAccommodation.schema.name:
+      change.tombstone?[\LivingAccommodation.id].map {
+        FeedRow(model: .livingAccommodation, id: $0)
+      }
+    default: nil
+    }
+  }
+
+  /// The row of the store with `row`'s id now, if any. One lookup by the unique id.
+  private static func currentRow(_ row: FeedRow, in context: ModelContext) throws
+    -> PersistentIdentifier?
+  {
+    let id = row.id
+    switch row.model {
+    case .trip:
+      return try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
+        .first.flatMap { context.persistentIdentifier(for: $0) }
+    case .bucketListItem:
+      return try context.fetch(
+        FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
+      ).first.flatMap { context.persistentIdentifier(for: $0) }
+    case .livingAccommodation:
+      return try context.fetch(
+        FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+      ).first.flatMap { context.persistentIdentifier(for: $0) }
+    }
+  }
+
+  /// What a history change is about, with the row's current values, and the primary key of
+  /// the trip a plan row's insert or update belongs to (nil for a trip's change and for a
+  /// delete); nil for a row deleted since (outside the history read: the next feed has it) or
+  /// of another model.
+  private static func subjectAndTrip(of change: HistoryChange, in context: ModelContext) throws
+    -> (subject: FeedChange.Subject, tripKey: Int64?)?
+  {
+    let identifier = change.changedIdentifier
+    switch identifier.entityName {
+    case Trip.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\Trip.id].map { (.trip(id: $0, nil), nil) }
+      }
+      // Read as a value: no model is made or kept for a feed's row.
+      guard let record = try context.fetch([identifier], as: TripRecord.self).first,
+        let id = record.id
+      else { return nil }
+      return (.trip(id: id, record), nil)
+    case BucketListItem.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\BucketListItem.id].map {
+          (.bucketListItem(id: $0, nil, tripID: nil), nil)
+        }
+      }
+      // The trip loaded where a failure is thrown (the property would trap).
+      guard let item = try context.model(for: identifier, as: BucketListItem.self) else {
+        return nil
+      }
+      try context.prefetch([\.trip], of: [item])
+      guard let trip = item.trip else { return nil }
+      return (
+        .bucketListItem(id: item.id, FieldValues(item), tripID: trip.id),
+        context.persistentIdentifier(for: trip)?.primaryKey
+      )
+    case LivingAccommodation.schema.name:
+      if change.kind == .delete {
+        return change.tombstone?[\LivingAccommodation.id].map {
+          (.livingAccommodation(id: $0, nil, tripID: nil), nil)
+        }
+      }
+      guard let stay = try context.model(for: identifier, as: LivingAccommodation.self) else {
+        return nil
+      }
+      try context.prefetch([\.trip], of: [stay])
+      guard let trip = stay.trip else { return nil }
+      try context.resolveFaults(CollectionOfOne(stay))
+      return (
+        .livingAccommodation(id: stay.id, FieldValues(stay), tripID: trip.id),
+        context.persistentIdentifier(for: trip)?.primaryKey
+      )
+    default:
+      return nil
+    }
+  }
+
+  /// The plan rows of trip `id` that `isListed` says the feed has no change of, as updates carried by the
+  /// trip's `change` (its token), each at the time of its own last change here (the trip's
+  /// change's time when history no longer has it). Cost: a query for the items and one for the
+  /// stay, and a history lookup per row carried.
+  private static func plan(
+    ofTrip id: UUID, carriedBy change: FeedChange, in context: ModelContext,
+    isListed: (any PersistentModel, FeedRow) throws -> Bool
+  ) throws -> [FeedChange] {
+    guard
+      let trip = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
+        .first
+    else { return [] }
+    func carried(_ model: some PersistentModel, _ subject: FeedChange.Subject) throws
+      -> FeedChange
+    {
+      let time = try context.persistentIdentifier(for: model).flatMap {
+        try context.lastChangeDate(for: $0)
+      }
+      return FeedChange(
+        token: change.token, author: change.author, time: time ?? change.time, kind: .update,
+        subject: subject)
+    }
+    var rows: [FeedChange] = []
+    // Loaded here, where a failure is thrown, not by the properties (which trap).
+    try context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
+    for item in trip.bucketList
+    where try !isListed(item, FeedRow(model: .bucketListItem, id: item.id)) {
+      rows.append(try carried(item, .bucketListItem(id: item.id, FieldValues(item), tripID: id)))
+    }
+    if let stay = trip.livingAccommodation,
+      try !isListed(stay, FeedRow(model: .livingAccommodation, id: stay.id))
+    {
+      try context.resolveFaults(CollectionOfOne(stay))
+      rows.append(
+        try carried(stay, .livingAccommodation(id: stay.id, FieldValues(stay), tripID: id)))
+    }
+    return rows
+  }
+}
