@@ -252,7 +252,7 @@ struct RelationshipTests {
     let store = try engine.makeStore()
     let context = try seed(try store.hotels())
     let hotel = try #require(try context.fetch(FetchDescriptor<Hotel>()).first)
-    let hotelKey = try #require(try context.persistentIdentifier(for: hotel)?.primaryKey)
+    let hotelKey = try #require(context.persistentIdentifier(for: hotel)?.primaryKey)
     let before = try context.currentHistoryToken()
     let room = try #require(hotel.rooms.first)
     context.delete(room)
@@ -599,7 +599,7 @@ struct RelationshipTests {
         try row.value(Int?.self, at: 1).map(Int64.init), forKey: try row.value(Int.self, at: 0))
     }
     for room in try context.fetch(FetchDescriptor<Room>()) {
-      let expected = try room.hotel.flatMap { try context.persistentIdentifier(for: $0) }
+      let expected = room.hotel.flatMap { context.persistentIdentifier(for: $0) }
       #expect(keys[room.number] == .some(expected?.primaryKey), "room \(room.number)")
     }
     #expect(keys[9] == .some(nil))

@@ -242,7 +242,7 @@ struct MapPageTests {
       """)
     #expect(ran is NSNull, "inline script ran: \(String(describing: ran))")
     #expect(
-      try eventually(5) {
+      eventually(5) {
         browser.problems.contains { $0.contains("Content Security Policy") }
       }, "\(browser.problems)")
   }

@@ -10,7 +10,7 @@
 #   RUNS    runs of each side (default 2): base, head, head, base, base, … so that neither
 #           side always goes first on a machine that drifts
 #   OUTPUT  where the raw output of every run goes, each run's after the one before (default
-#           Tools/Benchmarks/results-compare-<SIZE>.txt); the summary goes to standard output
+#           Tools/Benchmarks/results/results-compare-<SIZE>.txt); the summary goes to standard output
 #           and to the end of that file
 #
 # Each side is built in release in a worktree of its own, /tmp/trips-compare/<commit> (HEAD's
@@ -26,7 +26,7 @@ base=${1:-39658ec}
 phases=${2:-fetch,sectioned,contains,insert,memory,serve}
 size=${3:-100000}
 runs=${4:-2}
-output=${5:-Tools/Benchmarks/results-compare-$((size / 1000))k.txt}
+output=${5:-Tools/Benchmarks/results/results-compare-$((size / 1000))k.txt}
 head=$(git rev-parse --short HEAD)
 base=$(git rev-parse --short "$base")
 work=$(mktemp -d /tmp/trips-compare-run.XXXXXX)
