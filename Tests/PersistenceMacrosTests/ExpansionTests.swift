@@ -209,7 +209,8 @@ struct DiagnosticTests {
       """#)
     #expect(diagnostics == [])
     // Each column's name written once as a literal: `x"y` and `café`, not their escapes.
-    #expect(text.contains(##".attribute(\.a, #"x"y"#, .unique(with: "café"), storage:"##), "\(text)")
+    let first = ##".attribute(\.a, #"x"y"#, .unique(with: "café"), storage:"##
+    #expect(text.contains(first), "\(text)")
     #expect(text.contains(#".attribute(\.b, "café", storage:"#), "\(text)")
     let empty = expand(#"@Model final class E { @Attribute(originalName: "") var a = "" }"#)
     #expect(empty.diagnostics.count == 1 && empty.diagnostics[0].contains(": originalName: "))
