@@ -324,13 +324,11 @@ extension TripStore {
   /// one message each naming it by id (and row): what `trips check` reports beyond SQLite's
   /// own check. Empty when every one reads back and is valid.
   ///
-  /// Cost: one pass over each of the three tables, O(rows), one model in memory at a time.
+  /// Cost: one pass over each of the domain's tables (``Trip/modelTypes``), O(rows), one model in memory at a time.
   public func damagedTrips() throws -> [String] {
     try run {
-      try
-        (context.validateStoredRows(of: Trip.self)
-        + context.validateStoredRows(of: BucketListItem.self)
-        + context.validateStoredRows(of: LivingAccommodation.self)).map(Self.describeDamage)
+      try Trip.modelTypes.flatMap { try context.validateStoredRows(of: $0) }
+        .map(Self.describeDamage)
     }
   }
 

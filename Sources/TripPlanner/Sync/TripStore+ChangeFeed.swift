@@ -2,14 +2,14 @@ import Foundation
 import Persistence
 
 extension TripStore {
-  /// The model types a sync feed carries: trips and their plans.
-  static let syncedModelTypes: [any PersistentModel.Type] = [
-    Trip.self, BucketListItem.self, LivingAccommodation.self,
-  ]
+  /// The model types a sync feed carries: trips and their plans (``Trip/modelTypes``).
+  static let syncedModelTypes = Trip.modelTypes
   /// Their entities' names, in the same order.
-  static let syncedEntityNames = [
-    Trip.schema.name, BucketListItem.schema.name, LivingAccommodation.schema.name,
-  ]
+  static let syncedEntityNames = Trip.modelTypes.map { entityName(of: $0) }
+
+  private static func entityName<Model: PersistentModel>(of _: Model.Type) -> String {
+    Model.schema.name
+  }
 
   /// The changes to trips and their plans after `token` (all kept history when nil), leaving
   /// out those by `excludedAuthor`: each row's last change, with the row's current values, at

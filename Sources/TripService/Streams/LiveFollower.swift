@@ -188,9 +188,7 @@ final class LiveFollower: Sendable {
 
   /// What the streams follow: trips, and their plans (a change to a trip's bucket list or
   /// stay is an update of the trip, whose feature carries its plan).
-  static let followedTypes: [any PersistentModel.Type] = [
-    Trip.self, BucketListItem.self, LivingAccommodation.self,
-  ]
+  static let followedTypes = Trip.modelTypes
 
   /// A transaction's changes as the trips it changed: each trip's own change, then, once
   /// each, every trip whose plan changed and whose own row did not, as an update (none for a
