@@ -382,7 +382,7 @@ struct ModelMacroOptionDiagnosticsTests {
         "4: value of type 'Constrained' has no member 'missing'",
         "7: A .codable property needs its type written out: 'inferred' has none",
         "8: A .codable property that is not optional needs an initial value: 'required' has none for the model the store makes before loading a row, or for a column added to an existing table",
-        "9: originalName: names the column 'renamed' is stored in: give it as one string literal",
+        "9: originalName: names the column 'renamed' is stored in: give it as one string literal, not empty and without interpolation",
       ])
   }
 
