@@ -177,8 +177,10 @@ final class HTTPServer: Sendable {
       })?.pointer
     else { return }
     stopping.store(true, ordering: .relaxed)
+    // The listening socket is ours to close once the daemon is stopped, not before: its
+    // threads still take it out of their epoll sets, and libmicrohttpd aborts the process when
+    // that fails on a socket already closed ("Failed to remove listen FD from epoll set").
     let listener = MHD_quiesce_daemon(running)
-    if listener >= 0 { close(listener) }
     // Streams end (a suspended connection is resumed to finish), then requests drain; idle
     // keep-alive connections hold nothing up (stopping the daemon closes them).
     let (open, offloaded) = suspendable.withLock { suspendable in
@@ -206,6 +208,7 @@ final class HTTPServer: Sendable {
       }
     }
     MHD_stop_daemon(running)
+    if listener >= 0 { close(listener) }
     workers?.stop()
   }
 
