@@ -60,6 +60,28 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
 
     /// The code's name, such as `notAStore`.
     public var description: String { name }
+
+    /// Every code this version of the layer throws.
+    public static let known: [Code] = [
+      .notAStore, .newerStore, .schemaMismatch, .cannotOpen, .engine, .unsupportedPredicate,
+      .invalidValue, .uniqueConstraint, .relationshipConstraint, .busy, .historyTokenExpired,
+      .historyTokenForeign, .historyTokenUnknown, .unknownModel, .modelInAnotherContext,
+      .storeFull, .readOnly, .outOfRange, .timedOut, .abandoned,
+    ]
+
+    /// What kind of failure the code is: whose fault, and whether trying again may help. The
+    /// one classification of the layer's codes, which an exit status or an HTTP status is
+    /// chosen by.
+    public var kind: FailureKind {
+      switch self {
+      case .notAStore, .newerStore, .schemaMismatch, .invalidValue, .outOfRange,
+        .historyTokenExpired, .historyTokenForeign, .historyTokenUnknown:
+        .data
+      case .uniqueConstraint, .relationshipConstraint: .conflict
+      case .unsupportedPredicate, .unknownModel, .modelInAnotherContext, .readOnly: .misuse
+      default: .transient
+      }
+    }
   }
 
   /// The kind of failure.
@@ -97,4 +119,23 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     if let cause { return "\(message) (\(cause))" }
     return message
   }
+}
+
+/// What kind of failure an error is, for whoever reports it (an exit status, an HTTP status, a
+/// retry): whose fault it is, and whether trying again may help.
+public enum FailureKind: String, Sendable, CaseIterable {
+  /// The data at hand is at fault: an input, a value, a stored row, a store file, a history
+  /// token. Trying again with the same data fails the same way.
+  case data
+  /// Trying again later may succeed: the store was busy, full or unreachable, its engine
+  /// failed, or the work ran out of time.
+  case transient
+  /// The calling code is at fault: a predicate the layer cannot run, a model not registered,
+  /// a write to a read-only store.
+  case misuse
+  /// What was asked for does not exist.
+  case notFound
+  /// The change conflicts with what the store holds: a unique value taken, a relationship's
+  /// rule.
+  case conflict
 }

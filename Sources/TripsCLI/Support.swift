@@ -194,10 +194,7 @@ enum CommonOptions {
     let author = try arguments[author] ?? "cli"
     do {
       return try TripStore(url: url, author: author, readOnly: true)
-    } catch let error as TripPlannerError {
-      guard let cause = error.cause as? PersistenceError, cause.code == .schemaMismatch else {
-        throw error
-      }
+    } catch let error as PersistenceError where error.code == .schemaMismatch {
       return try TripStore(url: url, author: author)
     }
   }
@@ -300,36 +297,11 @@ func cliError(_ error: any Error) -> CLIError {
   case let error as ServerSyncError:
     return CLIError(kind: .failure, message: error.message)
   case let error as TripPlannerError:
-    switch error.code {
-    case .invalidTrip, .invalidInput:
-      return CLIError(kind: .data, message: error.description)
-    case .missingInput:
-      return CLIError(kind: .noInput, message: error.message)
-    case .store:
-      if let cause = error.cause as? PersistenceError {
-        if [
-          .notAStore, .newerStore, .schemaMismatch, .historyTokenExpired, .historyTokenForeign,
-          .historyTokenUnknown,
-        ].contains(cause.code) {
-          return CLIError(kind: .data, message: cause.message)
-        }
-        if cause.row != nil {
-          return CLIError(
-            kind: .data,
-            message:
-              "A stored trip cannot be read: \(TripStore.describeDamage(cause)). Run 'trips check' to list every damaged trip."
-          )
-        }
-        // The store error's own text already carries the message (and SQLite's detail).
-        return CLIError(kind: .failure, message: cause.description)
-      }
-      return CLIError(kind: .failure, message: error.description)
-    default:
-      return CLIError(kind: .failure, message: error.description)
-    }
+    // The exit status from the one table (FailureStatus), as the service's HTTP status is.
+    let kind = CLIError.Kind(exit: FailureStatus(of: error).exit)
+    return CLIError(kind: kind, message: kind == .noInput ? error.message : error.description)
   case let error as PersistenceError:
-    // A damaged row read outside TripStore's wrapping (`trips history`) is the same data
-    // error, exit 65, as through it.
+    // A damaged row names the trip and points to `trips check`, wherever it was read.
     if error.row != nil {
       return CLIError(
         kind: .data,
@@ -337,12 +309,9 @@ func cliError(_ error: any Error) -> CLIError {
           "A stored trip cannot be read: \(TripStore.describeDamage(error)). Run 'trips check' to list every damaged trip."
       )
     }
-    let kind: CLIError.Kind =
-      [
-        .notAStore, .newerStore, .schemaMismatch, .historyTokenExpired, .historyTokenForeign,
-        .historyTokenUnknown, .invalidValue,
-      ].contains(error.code) ? .data : .failure
-    return CLIError(kind: kind, message: error.description)
+    let kind = CLIError.Kind(exit: FailureStatus(of: error).exit)
+    // The store error's own text carries the message (and the engine's detail) for a failure.
+    return CLIError(kind: kind, message: kind == .data ? error.message : error.description)
   case let error as GeoError:
     return CLIError(kind: .failure, message: error.message)
   case let error as NSError
@@ -485,5 +454,17 @@ final class StopSignals: Sendable {
   func cancel() {
     let end = Self.writeEnd.exchange(-1, ordering: .acquiringAndReleasing)
     if end >= 0 { close(end) }
+  }
+}
+
+extension CLIError.Kind {
+  /// The kind whose exit status is `exit` (``FailureStatus/exit``): 65 data, 66 no input,
+  /// anything else a failure (1).
+  init(exit: Int32) {
+    switch exit {
+    case 65: self = .data
+    case 66: self = .noInput
+    default: self = .failure
+    }
   }
 }

@@ -252,7 +252,7 @@ struct TripBoxIndexTests {
     let outside = try Database(path: url.path, flags: 2)
     try outside.execute("UPDATE trips SET latitude = 'north' WHERE _pk = 3")
     let index = TripBoxIndex()
-    #expect(throws: TripPlannerError.self) { try index.prepare(store) }
+    #expect(throws: PersistenceError.self) { try index.prepare(store) }
     #expect(index.lastError?.attribute == "latitude", "\(String(describing: index.lastError))")
     #expect(index.lastError?.row != nil)
     var query = TripQuery(limit: 20)

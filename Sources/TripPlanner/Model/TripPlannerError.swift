@@ -12,7 +12,8 @@ public struct TripPlannerError: Error, Sendable, CustomStringConvertible {
     public static let missingInput = Code("missingInput")
     /// No trip has the given id, or a prefix matches several.
     public static let notFound = Code("notFound")
-    /// The store failed (the ``TripPlannerError/cause`` is a `PersistenceError`).
+    /// The store holds something the library cannot use (a store's own failures are thrown
+    /// as the layer's `PersistenceError`, unwrapped).
     public static let store = Code("store")
     /// Writing an output file failed.
     public static let output = Code("output")

@@ -188,7 +188,7 @@ extension TripStore {
       return try context.performExclusively(body)
     } catch {
       context.rollback()
-      throw Self.wrap(error)
+      throw error
     }
   }
 

@@ -152,7 +152,7 @@ extension TripStore {
       }
     } catch {
       context.rollback()
-      throw Self.wrap(error)
+      throw error
     }
   }
 
@@ -166,18 +166,14 @@ extension TripStore {
     let ids = records.compactMap(\.id)
     guard !ids.isEmpty else { return records }
     var plans: [UUID: TripPlan] = [:]
-    do {
-      try context.withSnapshot {
-        guard try hasPlanRows() else { return }
-        var start = 0
-        while start < ids.count {
-          let batch = Array(ids[start..<min(start + 500, ids.count)])
-          start += 500
-          try readPlans(of: batch, into: &plans)
-        }
+    try context.withSnapshot {
+      guard try hasPlanRows() else { return }
+      var start = 0
+      while start < ids.count {
+        let batch = Array(ids[start..<min(start + 500, ids.count)])
+        start += 500
+        try readPlans(of: batch, into: &plans)
       }
-    } catch {
-      throw Self.wrap(error)
     }
     return records.map { record in
       var record = record
@@ -195,32 +191,28 @@ extension TripStore {
     precondition(records.count == keys.count, "one key per record")
     guard !records.isEmpty else { return records }
     var plans: [Int64: TripPlan] = [:]
-    do {
-      try context.withSnapshot {
-        guard try hasPlanRows() else { return }
-        let store = context.container.storeIdentifier
-        let trips = keys.map {
-          PersistentIdentifier(storeIdentifier: store, entityName: Trip.schema.name, primaryKey: $0)
-        }
-        try context.enumerateValues(
-          relatedTo: trips, through: \BucketListItem.trip,
-          [\BucketListItem.trip] + FieldValues<BucketListItem>.keyPaths
-        ) { row in
-          guard let key = try row.value(Int?.self, at: 0) else { return }
-          plans[Int64(key), default: TripPlan()].bucketList.append(
-            try FieldValues(row: row, from: 1))
-        }
-        try context.enumerateValues(
-          relatedTo: trips, through: \LivingAccommodation.trip,
-          [\LivingAccommodation.trip] + FieldValues<LivingAccommodation>.keyPaths
-        ) { row in
-          guard let key = try row.value(Int?.self, at: 0) else { return }
-          plans[Int64(key), default: TripPlan()].livingAccommodation = try FieldValues(
-            row: row, from: 1)
-        }
+    try context.withSnapshot {
+      guard try hasPlanRows() else { return }
+      let store = context.container.storeIdentifier
+      let trips = keys.map {
+        PersistentIdentifier(storeIdentifier: store, entityName: Trip.schema.name, primaryKey: $0)
       }
-    } catch {
-      throw Self.wrap(error)
+      try context.enumerateValues(
+        relatedTo: trips, through: \BucketListItem.trip,
+        [\BucketListItem.trip] + FieldValues<BucketListItem>.keyPaths
+      ) { row in
+        guard let key = try row.value(Int?.self, at: 0) else { return }
+        plans[Int64(key), default: TripPlan()].bucketList.append(
+          try FieldValues(row: row, from: 1))
+      }
+      try context.enumerateValues(
+        relatedTo: trips, through: \LivingAccommodation.trip,
+        [\LivingAccommodation.trip] + FieldValues<LivingAccommodation>.keyPaths
+      ) { row in
+        guard let key = try row.value(Int?.self, at: 0) else { return }
+        plans[Int64(key), default: TripPlan()].livingAccommodation = try FieldValues(
+          row: row, from: 1)
+      }
     }
     return zip(records, keys).map { record, key in
       var record = record

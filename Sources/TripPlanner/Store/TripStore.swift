@@ -25,12 +25,8 @@ public final class TripStore {
   ///   - author: Recorded in history for every write.
   ///   - readOnly: Open without writing: no migration, no creation; writes fail.
   public init(url: URL, author: String = "cli", readOnly: Bool = false) throws {
-    do {
-      container = try ModelContainer(
-        for: Trip.modelTypes, configuration: ModelConfiguration(url: url, allowsSave: !readOnly))
-    } catch {
-      throw Self.wrap(error)
-    }
+    container = try ModelContainer(
+      for: Trip.modelTypes, configuration: ModelConfiguration(url: url, allowsSave: !readOnly))
     context = ModelContext(container)
     context.author = author
   }
@@ -186,7 +182,7 @@ public final class TripStore {
   /// trips arrive before the whole result is read, and at most a batch of 1,000 unchanged
   /// trips is held. Cost: one SQL query, O(rows), memory O(batch).
   public func forEachTrip(_ query: TripQuery = TripQuery(), _ body: (Trip) throws -> Void) throws {
-    // Errors thrown by `body` (such as a closed output) pass through unwrapped.
+    // Errors thrown by `body` (such as a closed output) reach the caller as thrown.
     var bodyError: (any Error)?
     do {
       try context.enumerate(query.fetchDescriptor, batchSize: 1_000) { trip in
@@ -197,7 +193,7 @@ public final class TripStore {
       }
     } catch {
       if let bodyError { throw bodyError }
-      throw Self.wrap(error)
+      throw error
     }
   }
 
@@ -216,7 +212,7 @@ public final class TripStore {
       }
     } catch {
       if let bodyError { throw bodyError }
-      throw Self.wrap(error)
+      throw error
     }
   }
 
@@ -311,23 +307,18 @@ public final class TripStore {
       try context.save()
     } catch {
       context.rollback()
-      throw Self.wrap(error)
+      throw error
     }
   }
 
-  /// `body` in `ModelContext.performExclusively(_:)`, store errors wrapped.
+  /// `body` in `ModelContext.performExclusively(_:)`.
   func exclusively<T>(_ body: () throws -> T) throws -> T {
-    do { return try context.performExclusively(body) } catch { throw Self.wrap(error) }
+    try context.performExclusively(body)
   }
 
+  /// `body`: the store's errors reach the caller as the layer throws them
+  /// (`PersistenceError`), the library's own as ``TripPlannerError``.
   func run<T>(_ body: () throws -> T) throws -> T {
-    do { return try body() } catch { throw Self.wrap(error) }
-  }
-
-  static func wrap(_ error: any Error) -> any Error {
-    if let error = error as? PersistenceError {
-      return TripPlannerError(code: .store, message: error.message, cause: error)
-    }
-    return error
+    try body()
   }
 }

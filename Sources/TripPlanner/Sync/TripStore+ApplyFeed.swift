@@ -78,9 +78,6 @@ extension TripStore {
       }
     } catch {
       context.rollback()
-      if let error = error as? PersistenceError {
-        throw TripPlannerError(code: .store, message: error.message, cause: error)
-      }
       throw error
     }
     return result

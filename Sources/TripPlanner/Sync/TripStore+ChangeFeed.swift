@@ -24,7 +24,7 @@ extension TripStore {
   /// plan row one more for its trip (none when it is already loaded), and for each trip
   /// inserted or changed two queries for its plan and a history lookup per plan row carried.
   ///
-  /// - Throws: ``TripPlannerError`` wrapping `historyTokenExpired` when the store no longer
+  /// - Throws: `PersistenceError` with `historyTokenExpired` when the store no longer
   ///   keeps the history after `token`: do a full export instead.
   public func changeFeed(after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil)
     throws -> SyncFeed
@@ -45,11 +45,7 @@ extension TripStore {
     guard token != nil else { return }
     var descriptor = HistoryDescriptor(after: token)
     descriptor.fetchLimit = 0
-    do {
-      _ = try context.fetchHistory(descriptor)
-    } catch let error as PersistenceError {
-      throw TripPlannerError(code: .store, message: error.message, cause: error)
-    }
+    _ = try context.fetchHistory(descriptor)
   }
 
   /// Writes ``changeFeed(after:excludingAuthor:)`` as JSON lines (``SyncFeed/jsonLines``) to
@@ -194,8 +190,6 @@ extension TripStore {
         for key in waiting.keys.sorted() { for change in waiting[key]! { try body(change) } }
         return max(read ?? token ?? currentBefore, currentBefore)
       }
-    } catch let error as PersistenceError {
-      throw TripPlannerError(code: .store, message: error.message, cause: error)
     }
   }
 

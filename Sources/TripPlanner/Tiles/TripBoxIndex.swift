@@ -90,7 +90,7 @@ public final class TripBoxIndex: Sendable {
       }
     } catch {
       record(error)
-      throw TripStore.wrap(error)
+      throw error
     }
   }
 

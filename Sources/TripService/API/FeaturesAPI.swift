@@ -171,50 +171,48 @@ struct FeaturesAPI: Sendable {
   /// An error from below (the store, validation) as a response: invalid data is the client's
   /// (400), a store failure is the server's (500, its cause in the log, not in the body).
   static func failure(_ error: any Error) -> HTTPResponse {
-    // A store that is busy (another writer held it past the busy timeout) or full is not a
-    // fault of the server's: 503 with Retry-After, and 507.
-    let persistence =
-      error as? PersistenceError ?? (error as? TripPlannerError)?.cause as? PersistenceError
-    if let persistence, persistence.code == .busy {
-      var response = ServiceError.response(
-        status: 503, description: "The store is busy: \(persistence.message) Try again shortly.")
-      response.headers.append(("Retry-After", "1"))
-      return response
-    }
-    if let persistence, persistence.code == .timedOut || persistence.code == .abandoned {
-      return ServiceError.deadlineResponse(
-        persistence.message,
-        advice:
-          "Ask for less (a narrower filter or box, a smaller page), or try again when the server is less busy."
-      )
-    }
-    if let persistence, persistence.code == .outOfRange {
-      return ServiceError.response(
-        status: 400,
-        description:
-          "A number the request computes is out of range on this store's engine (PostgreSQL's double precision overflows where SQLite gives infinity); keep the filter's arithmetic within ±1.8e308."
-      )
-    }
-    if let persistence, persistence.code == .storeFull {
-      return ServiceError.response(
-        status: 507, description: "The store is full: \(persistence.message)")
-    }
-    if let error = error as? TripPlannerError {
-      switch error.code {
-      case .invalidTrip, .invalidInput:
-        return ServiceError.response(status: 400, description: error.description)
-      case .notFound:
-        return ServiceError.response(status: 404, description: error.message)
+    // The status from the one table (FailureStatus), as a command's exit status is; the
+    // body says what the client can do about it.
+    let status = FailureStatus(of: error).http
+    if let persistence = error as? PersistenceError {
+      switch status {
+      case 503 where persistence.code == .busy:
+        // Another writer held the store past the busy timeout: not the server's fault.
+        var response = ServiceError.response(
+          status: 503, description: "The store is busy: \(persistence.message) Try again shortly.")
+        response.headers.append(("Retry-After", "1"))
+        return response
+      case 503:
+        return ServiceError.deadlineResponse(
+          persistence.message,
+          advice:
+            "Ask for less (a narrower filter or box, a smaller page), or try again when the server is less busy."
+        )
+      case 400 where persistence.code == .outOfRange:
+        return ServiceError.response(
+          status: 400,
+          description:
+            "A number the request computes is out of range on this store's engine (PostgreSQL's double precision overflows where SQLite gives infinity); keep the filter's arithmetic within ±1.8e308."
+        )
+      case 507:
+        return ServiceError.response(
+          status: 507, description: "The store is full: \(persistence.message)")
+      case 500:
+        // A store's message may quote SQL, tables and columns: the log has it.
+        return internalFailure(persistence.message)
       default:
-        let cause = (error.cause as? PersistenceError)?.message ?? error.message
-        return internalFailure(cause)
+        return ServiceError.response(status: status, description: persistence.message)
       }
     }
-    if let error = error as? PersistenceError {
-      return internalFailure(error.message)
+    if let error = error as? TripPlannerError {
+      switch status {
+      case 500: return internalFailure(error.message)
+      case 404: return ServiceError.response(status: 404, description: error.message)
+      default: return ServiceError.response(status: status, description: error.description)
+      }
     }
     if let error = error as? GeoError {
-      return ServiceError.response(status: 400, description: error.message)
+      return ServiceError.response(status: status, description: error.message)
     }
     return internalFailure("\(error)")
   }

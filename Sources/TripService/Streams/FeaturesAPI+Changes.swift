@@ -55,8 +55,7 @@ extension FeaturesAPI {
     do {
       // The token is checked before the answer starts: a refused one gets its status.
       try pool.withStore(author: "service") { try $0.checkFeedToken(after) }
-    } catch let error as TripPlannerError {
-      guard let cause = error.cause as? PersistenceError else { throw error }
+    } catch let cause as PersistenceError {
       switch cause.code {
       case .historyTokenExpired:
         throw ServiceError.request(
@@ -66,7 +65,7 @@ extension FeaturesAPI {
       case .historyTokenForeign, .historyTokenUnknown:
         throw ServiceError.request(400, "Invalid value for 'after': \(cause.message)")
       default:
-        throw error
+        throw cause
       }
     }
     let headers = [("Content-Type", Self.jsonLines), ("Cache-Control", "no-store")]

@@ -34,9 +34,7 @@ enum SyncCommand: Subcommand {
 
   /// Turns an expired or foreign token into a clear error with what to do.
   static func explain(_ error: any Error) -> any Error {
-    if let cause = (error as? TripPlannerError)?.cause as? PersistenceError
-      ?? error as? PersistenceError
-    {
+    if let cause = error as? PersistenceError {
       switch cause.code {
       case .historyTokenExpired:
         return CLIError(
