@@ -5,7 +5,7 @@ import Persistence
 /// from one table by the error's code, so that a failure reads the same from the command line
 /// and from the service, however deep in the layers it arose.
 ///
-/// | kind (``FailureKind``) | exit | HTTP |
+/// | kind (`FailureKind`) | exit | HTTP |
 /// |---|---|---|
 /// | data in a request or a file (``TripPlannerError/Code/invalidTrip``, `invalidInput`) | 65 | 400 |
 /// | data the store holds or is (a damaged row, not a store, a newer store) | 65 | 500 |
