@@ -420,3 +420,53 @@ struct SyncLockTests {
     pushing.wait()
   }
 }
+
+/// A push whose answer does not say what the server applied is an error, and the pushed token
+/// stays where it was (the push is tried again), never a success of nothing.
+@Suite("Sync: a push's answer must say what was applied")
+struct PushAnswerTests {
+  @Test(
+    "a 200 without applied and skipped fails the push and records nothing", .timeLimit(.minutes(3)))
+  func answerWithoutCounts() throws {
+    let scratch = Scratch()
+    let script = """
+      import http.server, socketserver
+      class H(http.server.BaseHTTPRequestHandler):
+          def log_message(self, *a): pass
+          def do_POST(self):
+              self.rfile.read(int(self.headers.get("Content-Length", "0")))
+              body = b'{"ok":true}'
+              self.send_response(200)
+              self.send_header("Content-Type", "application/json")
+              self.send_header("Content-Length", str(len(body)))
+              self.end_headers()
+              self.wfile.write(body)
+      s = socketserver.TCPServer(("127.0.0.1", 0), H)
+      print(s.server_address[1], flush=True)
+      s.serve_forever()
+      """
+    let server = Process()
+    server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    server.arguments = ["-c", script]
+    let out = Pipe()
+    server.standardOutput = out
+    try server.run()
+    defer {
+      kill(server.processIdentifier, SIGKILL)
+      server.waitUntilExit()
+    }
+    let port = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(Int(port) != nil, "the fake server printed \(port)")
+    #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
+    let state = scratch.file("state.json")
+    let sync = try ServerSync(
+      local: scratch.store, server: URL(string: "http://127.0.0.1:\(port)")!,
+      directions: [.push], writer: (name: "w", token: "t"), state: state)
+    let error = try #require(throws: ServerSyncError.self) { _ = try sync.pushOnce() }
+    #expect(error.message.contains("does not say what it applied"), "\(error.message)")
+    // No pushed token was recorded (its key is "push <store>"): the push is tried again.
+    let saved = (try? String(contentsOf: state, encoding: .utf8)) ?? ""
+    #expect(!saved.contains("push "), "\(saved)")
+  }
+}

@@ -183,11 +183,19 @@ public final class ServerSync: Sendable {
       request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
       request.httpBody = Data(batch.body.utf8)
       let reply = try Self.send(request)
-      guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
-        throw ServerSyncError(status: 200, message: "The server's answer to a push is not JSON.")
+      // A reply that does not say what was applied is no success: the pushed token is not
+      // recorded, and the push is tried again.
+      guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any],
+        let applied = object["applied"] as? Int, let skipped = object["skipped"] as? Int
+      else {
+        throw ServerSyncError(
+          status: 200,
+          message:
+            "The server's answer to a push does not say what it applied (JSON with the numbers applied and skipped): is \(server.absoluteString) a trips server?"
+        )
       }
-      result.applied += object["applied"] as? Int ?? 0
-      result.skipped += object["skipped"] as? Int ?? 0
+      result.applied += applied
+      result.skipped += skipped
       if let resume = batch.resume { try record(key, resume) }
     }
     try record(key, feed.resumeToken)
