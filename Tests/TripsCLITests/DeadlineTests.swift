@@ -390,20 +390,11 @@ struct SyncLockTests {
       print(s.server_address[1], flush=True)
       s.serve_forever()
       """
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    server.arguments = ["-c", script]
-    let out = Pipe()
-    server.standardOutput = out
-    try server.run()
-    // SIGKILL: the test runner's children may ignore SIGTERM.
+    let (server, port) = try startFakeServer(script)
     defer {
       kill(server.processIdentifier, SIGKILL)
       server.waitUntilExit()
     }
-    let port = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-      .trimmingCharacters(in: .whitespacesAndNewlines)
-    #expect(Int(port) != nil, "the fake server printed \(port)")
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
     let sync = try ServerSync(
       local: scratch.store, server: URL(string: "http://127.0.0.1:\(port)")!,
@@ -445,19 +436,11 @@ struct PushAnswerTests {
       print(s.server_address[1], flush=True)
       s.serve_forever()
       """
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    server.arguments = ["-c", script]
-    let out = Pipe()
-    server.standardOutput = out
-    try server.run()
+    let (server, port) = try startFakeServer(script)
     defer {
       kill(server.processIdentifier, SIGKILL)
       server.waitUntilExit()
     }
-    let port = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-      .trimmingCharacters(in: .whitespacesAndNewlines)
-    #expect(Int(port) != nil, "the fake server printed \(port)")
     #expect(try trips(["import", sampleTrips.path], store: scratch.store).status == 0)
     let state = scratch.file("state.json")
     let sync = try ServerSync(
@@ -469,4 +452,20 @@ struct PushAnswerTests {
     let saved = (try? String(contentsOf: state, encoding: .utf8)) ?? ""
     #expect(!saved.contains("push "), "\(saved)")
   }
+}
+
+/// Starts `script` (Python, printing its port on its first line) as a fake HTTP server: the
+/// process, which the caller kills with SIGKILL (the test runner's children may ignore
+/// SIGTERM), and its port.
+func startFakeServer(_ script: String) throws -> (Process, String) {
+  let server = Process()
+  server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+  server.arguments = ["-c", script]
+  let out = Pipe()
+  server.standardOutput = out
+  try server.run()
+  let port = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+    .trimmingCharacters(in: .whitespacesAndNewlines)
+  #expect(Int(port) != nil, "the fake server printed \(port)")
+  return (server, port)
 }

@@ -54,7 +54,13 @@ public struct FailureStatus: Hashable, Sendable {
 
   /// The statuses of a failure of the trip library's with `code`.
   public static func of(_ code: TripPlannerError.Code) -> FailureStatus {
-    code == .missingInput ? FailureStatus(exit: 66, http: 400) : of(code.kind, inRequest: true)
+    switch code {
+    case .missingInput: FailureStatus(exit: 66, http: 400)
+    // What the store holds, or an output file that could not be written: the server's or the
+    // machine's, never the request's.
+    case .store, .output: FailureStatus(exit: 1, http: 500)
+    default: of(code.kind, inRequest: true)
+    }
   }
 
   /// By kind: data is the client's (400) when it came in the request, the server's (500) when
@@ -76,6 +82,9 @@ extension TripPlannerError.Code {
     switch self {
     case .invalidTrip, .invalidInput, .missingInput: .data
     case .notFound: .notFound
+    // An output file that could not be written (a full disk): may succeed later.
+    case .output: .transient
+    // A store that holds what the library cannot use, or a type the formats cannot carry.
     default: .misuse
     }
   }
