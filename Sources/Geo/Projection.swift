@@ -1,4 +1,4 @@
-import CProj
+internal import CProj
 import Foundation
 import Synchronization
 
@@ -242,6 +242,6 @@ public struct ProjError: Error, Sendable, CustomStringConvertible {
   public var description: String { "PROJ error \(code): \(message)" }
 }
 
-// The PROJ context and object are only ever touched inside `Projection.state`'s mutex, one
+// SAFETY: the PROJ context and object are only ever touched inside `Projection.state`'s mutex, one
 // thread at a time, as PROJ requires.
 extension Projection.State: @unchecked Sendable {}

@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 import Foundation
 import PersistenceCore
 import Synchronization
@@ -37,14 +37,11 @@ final class Connection: StoreConnection {
   static let channel = "\"_persistence_changes\""
   /// Whether this connection listens on ``channel`` (again after reconnecting).
   private var listening = false
-  /// Whether the open transaction writes (`beginWriting()`): its commit notifies listeners.
-  @exclusivity(unchecked) private var writing = false
-  /// Whether this connection's transaction is open (`BEGIN` ran, `COMMIT` or `ROLLBACK` not
-  /// yet): a lost connection then loses the transaction, and the caller must hear of it.
-  @exclusivity(unchecked) private var transactionOpen = false
-  /// Set when the session could not be set up: `deinit` (which runs for an initializer that
-  /// throws once every property is set) finishes it rather than pooling it.
-  private var isBroken = false
+  /// Where the session stands (``SessionState``), moved by libpq's transaction status after
+  /// each command: a lost connection inside a transaction loses it, and the caller must hear
+  /// of it; a session that could not be set up is `broken`, and `deinit` (which runs for an
+  /// initializer that throws once every property is set) finishes it rather than pooling it.
+  @exclusivity(unchecked) private var state = SessionState.idle
 
   /// Connects. `conninfo` is anything `PQconnectdb` takes: a `postgresql://` URI or
   /// `key=value` pairs (`service=name` included). A `readOnly` session refuses writes.
@@ -85,7 +82,7 @@ final class Connection: StoreConnection {
       try execute(sessionSQL)
     } catch {
       // Every property is set, so `deinit` runs and finishes the connection, once.
-      isBroken = true
+      state = .broken
       throw error
     }
   }
@@ -93,7 +90,7 @@ final class Connection: StoreConnection {
   deinit {
     cache.removeAll()
     // An idle, sound session goes back to the pool (which finishes it when full).
-    if let pool, !isBroken, !transactionOpen, PQstatus(handle) == CONNECTION_OK,
+    if let pool, state == .idle, PQstatus(handle) == CONNECTION_OK,
       PQtransactionStatus(handle) == PQTRANS_IDLE
     {
       pool.give(handle, setup: sessionSQL)
@@ -143,27 +140,26 @@ final class Connection: StoreConnection {
     let ends = verb == .commit || verb == .rollback
     if !ends { try applyDeadline() }
     if PQstatus(handle) == CONNECTION_BAD {
-      if transactionOpen && verb != .rollback {
+      if state.isInTransaction && verb != .rollback {
+        state = .lostTransaction
         throw lostTransaction(sql: sql)
       }
-      transactionOpen = false
+      state = .idle
       try reconnect(sql: sql)
     }
     var result = send()
     if PQstatus(handle) == CONNECTION_BAD {
       if let result { PQclear(result) }
-      if transactionOpen || ends {
+      if state.isInTransaction || ends {
         // A COMMIT whose answer was lost may or may not have happened.
+        if state.isInTransaction { state = .lostTransaction }
         throw lostTransaction(sql: sql)
       }
       try reconnect(sql: sql)
       result = send()
     }
     guard let result else { throw lostError(sql: sql) }
-    if PQresultStatus(result) == PGRES_COMMAND_OK {
-      if verb == .begin { transactionOpen = true }
-      if ends { transactionOpen = false }
-    }
+    state = state.after(PQtransactionStatus(handle))
     return result
   }
 
@@ -290,7 +286,7 @@ final class Connection: StoreConnection {
   /// earlier session went with it. An error (the connection lost meanwhile) is ignored: the
   /// statements go with the session.
   private func deallocateDropped() {
-    guard !droppedStatements.isEmpty, !transactionOpen else { return }
+    guard !droppedStatements.isEmpty, !state.isInTransaction else { return }
     let names = droppedStatements.filter { $0.session == session }.map(\.name)
     droppedStatements.removeAll()
     guard !names.isEmpty else { return }
@@ -339,12 +335,12 @@ final class Connection: StoreConnection {
 
   /// Whether a transaction is open (or failed, or lost with its connection, and not yet
   /// rolled back).
-  var isInTransaction: Bool { transactionOpen }
+  var isInTransaction: Bool { state.isInTransaction }
 
   /// Whether another context may use the connection: sound, idle, and not listening (a
   /// monitor's connection is its own).
   var isReusable: Bool {
-    !isBroken && !transactionOpen && !listening && PQstatus(handle) == CONNECTION_OK
+    state == .idle && !listening && PQstatus(handle) == CONNECTION_OK
       && PQtransactionStatus(handle) == PQTRANS_IDLE
   }
 
@@ -355,7 +351,7 @@ final class Connection: StoreConnection {
   /// `BEGIN`, then the store's write lock, held until commit or rollback.
   func beginWriting() throws {
     try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-    writing = true
+    state = state.writing
     do {
       try execute("SELECT pg_advisory_xact_lock(\(Connection.writeLockKey))")
     } catch {
@@ -370,17 +366,13 @@ final class Connection: StoreConnection {
   /// Commits; a writing transaction first queues a `NOTIFY` (sent by the server at commit, and
   /// only then), which wakes other processes' monitors.
   func commit() throws {
-    if writing {
-      writing = false
-      try execute("NOTIFY \(Connection.channel)")
-    }
+    if state.isWriting { try execute("NOTIFY \(Connection.channel)") }
     try execute("COMMIT")
   }
 
   func rollback() throws {
     // The transaction ends however the command fares.
-    writing = false
-    defer { transactionOpen = false }
+    defer { state = .idle }
     try execute("ROLLBACK")
   }
 
@@ -456,7 +448,8 @@ final class Connection: StoreConnection {
       return try runInTurn(statement, count: count, answer: answer, binding: binding)
     }
     guard PQstatus(handle) == CONNECTION_OK else {
-      throw transactionOpen ? lostTransaction(sql: statement.sql) : lostError(sql: statement.sql)
+      throw state.isInTransaction
+        ? lostTransaction(sql: statement.sql) : lostError(sql: statement.sql)
     }
     guard PQenterPipelineMode(handle) == 1 else { throw lostError(sql: statement.sql) }
     // Per answer expected, in order: whether it is a run's (true) or a prepare's (false).
@@ -589,100 +582,5 @@ final class Connection: StoreConnection {
       ? "The connection to the PostgreSQL store failed: \(message)" : message
     return PersistenceError(
       code: code, message: sql.map { "\(text) (in: \($0))" } ?? text, cause: cause)
-  }
-}
-
-/// Idle libpq sessions of one store, kept for the next connection: a new PostgreSQL session
-/// costs a server process and milliseconds, while contexts come and go (one per request in a
-/// server). At most ``limit`` are kept. A session given back is reset at once, without waiting
-/// (as `DISCARD ALL`: settings, prepared statements, `LISTEN`s, then the session's settings again,
-/// sent with `PQsendQuery`), and the answer is read when it is taken: the round trip is not on
-/// anyone's path.
-///
-/// The pool owns the sessions it holds and finishes them (`PQfinish`) when full or when it
-/// goes; a session taken belongs to its `Connection` until given back.
-final class ConnectionPool: Sendable {
-  /// A libpq session handle, moved between threads only while idle (not in use by anyone).
-  private struct Handle: @unchecked Sendable {
-    let pointer: OpaquePointer
-    /// The settings its reset restores.
-    let setup: String
-  }
-  private let idle = Mutex<[Handle]>([])
-  /// The most idle sessions kept.
-  let limit: Int
-  /// What `DISCARD ALL` does, in commands that may share a query string (`DISCARD ALL` itself
-  /// may not: a string of several commands runs as one transaction block).
-  static let reset =
-    "CLOSE ALL; RESET ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD SEQUENCES; DISCARD TEMP; "
-
-  init(limit: Int = 8) { self.limit = limit }
-
-  deinit {
-    for handle in idle.withLock({ $0 }) { PQfinish(handle.pointer) }
-  }
-
-  /// An idle session reset with `setup`, or nil (a session whose reset failed is finished).
-  func take(setup: String) -> OpaquePointer? {
-    while let handle = idle.withLock({ $0.popLast() }) {
-      if handle.setup == setup, finishReset(handle.pointer) { return handle.pointer }
-      PQfinish(handle.pointer)
-    }
-    return nil
-  }
-
-  /// Keeps `handle` for the next connection, its reset to `setup` sent now, or finishes it when
-  /// the pool is full.
-  func give(_ handle: OpaquePointer, setup: String) {
-    // Sent before the session is in the pool, where another thread may take it.
-    guard PQsendQuery(handle, ConnectionPool.reset + setup) == 1 else { return PQfinish(handle) }
-    let kept = idle.withLock { sessions in
-      guard sessions.count < limit else { return false }
-      sessions.append(Handle(pointer: handle, setup: setup))
-      return true
-    }
-    if !kept { PQfinish(handle) }
-  }
-
-  /// Reads the answers to the reset sent by ``give(_:setup:)``; true when every part succeeded.
-  private func finishReset(_ handle: OpaquePointer) -> Bool {
-    var ok = true
-    while let result = PQgetResult(handle) {
-      let status = PQresultStatus(result)
-      if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK { ok = false }
-      PQclear(result)
-    }
-    return ok && PQstatus(handle) == CONNECTION_OK
-  }
-}
-
-/// The transaction command a statement starts with, if any: what
-/// ``Connection/send(_:verb:_:)`` needs to know of each command, read from its first bytes
-/// without copying the SQL.
-enum TransactionVerb: Equatable {
-  case begin, commit, rollback, other
-
-  init(_ sql: String) {
-    // The first word's ASCII letters, upper-cased, packed into an integer (a word of more than
-    // eight letters is none of these).
-    var packed: UInt64 = 0
-    var length = 0
-    for byte in sql.utf8 {
-      let upper = byte & ~0x20
-      guard upper >= UInt8(ascii: "A"), upper <= UInt8(ascii: "Z") else { break }
-      length += 1
-      guard length <= 8 else { break }
-      packed = packed << 8 | UInt64(upper)
-    }
-    switch length <= 8 ? packed : 0 {
-    case TransactionVerb.pack("BEGIN"): self = .begin
-    case TransactionVerb.pack("COMMIT"), TransactionVerb.pack("END"): self = .commit
-    case TransactionVerb.pack("ROLLBACK"), TransactionVerb.pack("ABORT"): self = .rollback
-    default: self = .other
-    }
-  }
-
-  private static func pack(_ word: StaticString) -> UInt64 {
-    word.withUTF8Buffer { $0.reduce(0) { $0 << 8 | UInt64($1) } }
   }
 }

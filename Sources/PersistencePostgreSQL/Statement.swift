@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 import Foundation
 import PersistenceCore
 
@@ -407,6 +407,7 @@ final class Statement: StoreStatement {
     }
   }
 
+  // SAFETY: it never leaves the thread that made it: `run()` takes its result over at once.
   /// A failed `PQprepare`, whose result stands for the statement's. Unchecked: it never
   /// leaves the thread that made it (``run()`` takes the result over at once).
   private struct PrepareFailure: Error, @unchecked Sendable {

@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 import Foundation
 import PersistenceCore
 import Synchronization
@@ -19,6 +19,15 @@ public struct SQLiteEngine: StoreEngine {
   ///   is not SQLite or not a store of this library, `newerStore` for
   ///   one a newer version wrote, `cannotOpen` for a path that cannot
   ///   be used; the file is left untouched in each case.
+  /// Removes the store file and SQLite's files beside it (`-wal`, `-shm`, `-journal`) if the
+  /// file is empty or a store of this library with no transaction committed, taking the write
+  /// lock first (waiting up to the configuration's `busyTimeout`); a store in memory, a
+  /// foreign file or one another process is writing is kept.
+  public func removeStoreIfUnwritten(_ configuration: ModelConfiguration) -> Bool {
+    guard let url = configuration.url else { return false }
+    return StoreFile.removeIfUnwritten(at: url, busyTimeout: configuration.busyTimeout)
+  }
+
   public func openStore(
     _ configuration: ModelConfiguration, entities: [EntityDescription]
   ) throws -> any OpenStore {

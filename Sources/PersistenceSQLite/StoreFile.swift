@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 import Foundation
 import PersistenceCore
 
@@ -131,22 +131,7 @@ enum StoreFile {
     }
     try database.execute("BEGIN IMMEDIATE")
     do {
-      try database.execute(
-        """
-        CREATE TABLE IF NOT EXISTS \(metaTable) (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS _history_transactions (
-          token INTEGER PRIMARY KEY AUTOINCREMENT, author TEXT, timestamp REAL NOT NULL);
-        CREATE TABLE IF NOT EXISTS _history_changes (
-          id INTEGER PRIMARY KEY, token INTEGER NOT NULL, entity TEXT NOT NULL,
-          pk INTEGER NOT NULL, kind INTEGER NOT NULL, attributes TEXT);
-        CREATE INDEX IF NOT EXISTS _history_changes_token ON _history_changes (token);
-        CREATE INDEX IF NOT EXISTS _history_changes_row ON _history_changes (entity, pk);
-        CREATE TABLE IF NOT EXISTS _history_tombstones (
-          change INTEGER NOT NULL, attribute TEXT NOT NULL, value,
-          PRIMARY KEY (change, attribute)) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS _history_tombstones_value ON _history_tombstones (attribute, value);
-        INSERT OR IGNORE INTO \(metaTable) (key, value) VALUES ('history_floor', 0);
-        """)
+      try database.execute(SQLiteDialect().coreTables)
       let insertID = try database.prepare(
         "INSERT OR IGNORE INTO \(metaTable) (key, value) VALUES ('store_identifier', ?)")
       insertID.bindText(UUID().uuidString, at: 1)
@@ -294,23 +279,8 @@ enum StoreFile {
       return types
     }
 
-    func typeName(of type: StorageType) -> String { type.rawValue }
-    func createTable(_ entity: EntityDescription) -> String { entity.createTableSQL }
-    func createIndexes(_ entity: EntityDescription) -> [String] { entity.createIndexSQL }
-
-    func addColumn(_ column: EntityDescription.Column, to entity: EntityDescription) -> String {
-      "ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(column.definition)"
-    }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     func execute(_ sql: String) throws { try database.execute(sql) }
   }
-}
-
-/// Removes the SQLite store at `url` if nothing was ever committed to it, under its write lock
-/// (see `StoreFile.removeIfUnwritten(at:busyTimeout:)`); for the package's own command line,
-/// which takes back a store a failed write created.
-///
-/// - Returns: Whether the file was removed.
-package func removeStoreIfUnwritten(at url: URL, busyTimeout: Duration = .seconds(5)) -> Bool {
-  StoreFile.removeIfUnwritten(at: url, busyTimeout: busyTimeout)
 }

@@ -10,6 +10,8 @@ final class StorePool: Sendable {
   let container: ModelContainer
   private let idle = Mutex<[StoreBox]>([])
 
+  // SAFETY: a box is in the pool (behind `idle`'s mutex) or taken by exactly one request, which
+  // alone uses its store until it gives the box back.
   /// A store is used by one thread at a time (it is taken from the pool, then put back).
   final class StoreBox: @unchecked Sendable {
     let store: TripStore

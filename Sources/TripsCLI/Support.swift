@@ -295,7 +295,8 @@ func cliError(_ error: any Error) -> CLIError {
   case OutputError.failed(let reason):
     return CLIError(kind: .failure, message: "Cannot write to standard output: \(reason).")
   case let error as ServerSyncError:
-    return CLIError(kind: .failure, message: error.message)
+    return CLIError(
+      kind: CLIError.Kind(exit: FailureStatus(of: error).exit), message: error.message)
   case let error as TripPlannerError:
     // The exit status from the one table (FailureStatus), as the service's HTTP status is.
     let kind = CLIError.Kind(exit: FailureStatus(of: error).exit)

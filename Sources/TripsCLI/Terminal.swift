@@ -1,6 +1,6 @@
 import CommandLineKit
 import Foundation
-import PersistenceSQLite
+import Persistence
 import Synchronization
 
 /// Where a command reads and writes: the process's streams, or buffers in tests.
@@ -195,7 +195,9 @@ final class StoreCreation: Sendable {
     else { return }
     // Only a store no one wrote to: another process may have made the same store meanwhile
     // and written to it, and that is kept (with the folders above it).
-    guard removeStoreIfUnwritten(at: file) || !FileManager.default.fileExists(atPath: file.path)
+    let configuration = ModelConfiguration(url: file)
+    let removed = (try? configuration.defaultEngine())?.removeStoreIfUnwritten(configuration)
+    guard removed == true || !FileManager.default.fileExists(atPath: file.path)
     else { return }
     for folder in folders {
       guard (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true

@@ -90,6 +90,7 @@ struct StoreCreationTests {
     #expect(FileManager.default.createFile(atPath: garbage.path, contents: Data("not SQL".utf8)))
     #expect(!removeStoreIfUnwritten(at: garbage))
     #expect(!removeStoreIfUnwritten(at: directory.file("missing.sqlite")))
+    #expect(!SQLiteEngine().removeStoreIfUnwritten(ModelConfiguration(isStoredInMemoryOnly: true)))
 
     // Another connection holding the write lock past the timeout: kept, not waited for forever.
     let locked = directory.file("locked.sqlite")
@@ -100,4 +101,9 @@ struct StoreCreationTests {
     try writer.execute("ROLLBACK")
     #expect(FileManager.default.fileExists(atPath: locked.path))
   }
+}
+
+/// The SQLite engine's ``StoreEngine/removeStoreIfUnwritten(_:)`` for the store file at `url`.
+private func removeStoreIfUnwritten(at url: URL, busyTimeout: Duration = .seconds(5)) -> Bool {
+  SQLiteEngine().removeStoreIfUnwritten(ModelConfiguration(url: url, busyTimeout: busyTimeout))
 }

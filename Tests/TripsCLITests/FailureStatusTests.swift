@@ -42,6 +42,24 @@ import TripPlanner
     }
   }
 
+  @Test("a sync server's failure: its kind from the server's status, one exit status and 502")
+  func serverSyncFailures() {
+    let rows: [(status: Int?, kind: FailureKind, exit: Int32)] = [
+      (nil, .transient, 1), (408, .transient, 1), (429, .transient, 1), (500, .transient, 1),
+      (503, .transient, 1), (404, .notFound, 1), (409, .conflict, 1), (400, .data, 65),
+      (410, .data, 65), (413, .data, 65), (422, .data, 65), (401, .misuse, 1), (403, .misuse, 1),
+    ]
+    for row in rows {
+      let error = ServerSyncError(
+        status: row.status, message: "The server said \(row.status ?? 0).")
+      #expect(error.kind == row.kind, "\(row.status ?? 0)")
+      #expect(FailureStatus(of: error) == FailureStatus(exit: row.exit, http: 502))
+      #expect(cliError(error).exitCode == row.exit, "\(row.status ?? 0)")
+      #expect(cliError(error).message == error.message)
+      #expect(FeaturesAPI.failure(error).status == 502, "\(row.status ?? 0)")
+    }
+  }
+
   @Test("a store's failure reaches the caller of TripStore as the layer threw it, with its status")
   func unwrappedThroughTripStore() throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -17,6 +17,20 @@ public protocol StoreEngine: Sendable {
   func openStore(
     _ configuration: ModelConfiguration, entities: [EntityDescription]
   ) throws -> any OpenStore
+
+  /// Removes the store `configuration` names if nothing was ever committed to it (a store a
+  /// failed first write created), under the store's write lock, so that what a writer elsewhere
+  /// committed meanwhile is kept. A command line calls it when the command that created the
+  /// store failed.
+  ///
+  /// - Returns: Whether the store was removed. An engine that does not create its stores keeps
+  ///   every one (the default).
+  func removeStoreIfUnwritten(_ configuration: ModelConfiguration) -> Bool
+}
+
+extension StoreEngine {
+  /// Keeps the store: an engine that does not create stores has none to take back.
+  public func removeStoreIfUnwritten(_ configuration: ModelConfiguration) -> Bool { false }
 }
 
 /// A store an engine has opened: what a ``ModelContainer`` keeps while it lives.

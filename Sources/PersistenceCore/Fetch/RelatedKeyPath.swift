@@ -1,5 +1,6 @@
 import Synchronization
 
+// SAFETY: key paths are immutable objects; the relationship infos are immutable values.
 /// A sort or section key read through to-one relationships: `\Room.hotel?.name` is the `name`
 /// of the row that the room's `hotel` points to (`nil` when it points to none), and
 /// `\Room.hotel?.manager?.name` follows two.
@@ -130,10 +131,12 @@ struct RelatedKeyPath: @unchecked Sendable {
   /// The tables the path reads, other than the model's.
   var tables: [String] { relationships.map { $0.targetTable() } }
 
+  // SAFETY: it holds an immutable `RelatedKeyPath` and is only reached inside `resolved`'s mutex.
   private struct Resolution: @unchecked Sendable {
     let path: RelatedKeyPath?
   }
 
+  // SAFETY: key paths are immutable objects.
   /// A key path as a dictionary key (key paths are immutable; equal ones are one key).
   private struct ObjectKey: Hashable, @unchecked Sendable {
     let keyPath: AnyKeyPath

@@ -461,12 +461,12 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
   }
 }
 
-// All mutable state is in `state` (a Mutex) and the loader, which only `queue` touches. The
+// SAFETY: all mutable state is in `state` (a Mutex) and the loader, which only `queue` touches. The
 // models it hands out are never mutated after they are published.
 extension ResultsObserver: @unchecked Sendable {}
 
-// Only ever read and replaced whole inside `ResultsObserver.state`'s mutex; the models in it are
-// immutable snapshots.
+// SAFETY: only ever read and replaced whole inside `ResultsObserver.state`'s mutex; the models in
+// it are immutable snapshots.
 extension ResultsObserver.State: @unchecked Sendable {}
 
 /// Loads an observer's rows on a connection of its own, as new instances (never registered in

@@ -46,7 +46,16 @@ final class ChangeBroadcaster: Sendable {
 
   /// Tokens announced by this process while a monitor runs, so the monitor skips them.
   private let announced = Mutex<Set<Int64>>([])
-  private let monitorLeases = Mutex<(count: Int, monitor: StoreMonitor?)>((0, nil))
+  private let monitorLeases = Mutex(Leases())
+
+  /// The store monitor and its leases.
+  private struct Leases {
+    var count = 0
+    var monitor: StoreMonitor?
+    /// Monitors being made (outside the lock): while one is, announced tokens are kept, since
+    /// it reads from a token taken before it is installed.
+    var starting = 0
+  }
 
   /// Records, before its commit, that this process announces `token` itself, so that a store
   /// monitor never posts it a second time: noted whether or not a monitor runs, since one may
@@ -59,7 +68,7 @@ final class ChangeBroadcaster: Sendable {
   /// it when it reads the commit, or when it stops).
   func settleAnnounced(_ token: Int64) {
     monitorLeases.withLock { state in
-      if state.monitor == nil { announced.withLock { _ = $0.remove(token) } }
+      if state.monitor == nil && state.starting == 0 { announced.withLock { _ = $0.remove(token) } }
     }
   }
 
@@ -79,10 +88,37 @@ final class ChangeBroadcaster: Sendable {
   }
 
   /// Keeps a store monitor running for `container` while the returned lease lives.
+  ///
+  /// A monitor is made (a connection, a history read, a thread) outside the lock; when two
+  /// first leases make one at once, the first installed is kept and the other stopped.
   func leaseMonitor(for container: ModelContainer) throws -> Subscription {
-    try monitorLeases.withLock { state in
-      if state.monitor == nil { state.monitor = try StoreMonitor(container: container) }
+    let running = monitorLeases.withLock { state in
+      guard state.monitor != nil else {
+        state.starting += 1
+        return false
+      }
       state.count += 1
+      return true
+    }
+    if !running {
+      let made: StoreMonitor
+      do {
+        made = try StoreMonitor(container: container)
+      } catch {
+        monitorLeases.withLock { state in
+          state.starting -= 1
+          if state.monitor == nil && state.starting == 0 { announced.withLock { $0.removeAll() } }
+        }
+        throw error
+      }
+      let surplus = monitorLeases.withLock { state -> StoreMonitor? in
+        state.starting -= 1
+        state.count += 1
+        guard state.monitor == nil else { return made }
+        state.monitor = made
+        return nil
+      }
+      surplus?.stop()
     }
     return Subscription { [weak self] in
       self?.monitorLeases.withLock { state in
@@ -90,8 +126,9 @@ final class ChangeBroadcaster: Sendable {
         if state.count == 0 {
           state.monitor?.stop()
           state.monitor = nil
-          // Tokens noted while it ran that it never read (committed before it started).
-          self?.announced.withLock { $0.removeAll() }
+          // Tokens noted while it ran that it never read (committed before it started),
+          // unless another monitor is being made, which may read them.
+          if state.starting == 0 { self?.announced.withLock { $0.removeAll() } }
         }
       }
     }

@@ -15,6 +15,7 @@ import Persistence
 /// | a conflict (a unique value taken, a relationship's rule) | 1 | 409 |
 /// | transient: busy or out of time (503), full (507), the engine or opening failed (500) | 1 | 503, 507, 500 |
 /// | misuse | 1 | 500 |
+/// | a sync server's failure (``ServerSyncError``): data 65, else 1 | 65, 1 | 502 |
 ///
 /// The layer's errors reach callers as it throws them (``TripStore`` does not wrap them), so
 /// each code has one row here. Cost: O(1).
@@ -35,6 +36,7 @@ public struct FailureStatus: Hashable, Sendable {
     switch error {
     case let error as PersistenceError: self = Self.of(error.code)
     case let error as TripPlannerError: self = Self.of(error.code)
+    case let error as ServerSyncError: self = Self.of(error)
     case is GeoError: self = FailureStatus(exit: 1, http: 400)
     default: self = FailureStatus(exit: 1, http: 500)
     }
@@ -61,6 +63,12 @@ public struct FailureStatus: Hashable, Sendable {
     case .store, .output: FailureStatus(exit: 1, http: 500)
     default: of(code.kind, inRequest: true)
     }
+  }
+
+  /// The statuses of a sync server's failure: by its kind for the exit status; as a request's
+  /// failure, a gateway's (502), whatever the other server answered.
+  public static func of(_ error: ServerSyncError) -> FailureStatus {
+    FailureStatus(exit: error.kind == .data ? 65 : 1, http: 502)
   }
 
   /// By kind: data is the client's (400) when it came in the request, the server's (500) when

@@ -5,15 +5,8 @@ import Synchronization
   import Glibc
 #endif
 
-/// What follows a server's event stream for ``ServerSync``: connects, says when it connects,
-/// when an event arrives and when it fails, and reconnects with back-off until stopped.
-protocol EventStreamFollower: AnyObject, Sendable {
-  func start()
-  func stop()
-}
-
-extension ItemsStreamClient: EventStreamFollower {}
-
+// SAFETY: its mutable state is in `state`, a mutex; `url` and `handler` are immutable and
+// `Sendable`.
 /// Follows a Server-Sent Events stream over plain HTTP/1.1 on a socket of its own, one thread
 /// blocked in `recv` while the stream is quiet.
 ///
@@ -24,7 +17,7 @@ extension ItemsStreamClient: EventStreamFollower {}
 /// block that ends with a blank line and holds an `event:` line is one change. Reconnects with
 /// back-off (0.25 s doubling to 5 s); 40 s without a byte (the server sends a comment every
 /// 15 s) is a dead connection. Cost while quiet: none; per event: O(bytes).
-final class PlainEventStream: EventStreamFollower, @unchecked Sendable {
+final class PlainEventStream: EventStreamFollower, Sendable {
   typealias Event = ItemsStreamClient.Event
 
   private let url: URL

@@ -16,6 +16,27 @@ public struct ServerSyncError: Error, CustomStringConvertible, Sendable {
   public var message: String
   /// The message.
   public var description: String { message }
+
+  /// An error with the server's status (nil when it could not be reached) and a message.
+  public init(status: Int?, message: String) {
+    self.status = status
+    self.message = message
+  }
+
+  /// What kind of failure it is, from the server's status: unreachable (no status), 408, 429
+  /// and 5xx are transient (the sync tries again); 404 is not found; 409 a conflict; 400, 410
+  /// (an expired history token), 413 and 422 the data sent; any other 4xx (401, 403: a bad
+  /// token) the caller's configuration, which trying again does not mend.
+  public var kind: FailureKind {
+    switch status {
+    case nil, 408, 429: .transient
+    case let status? where status >= 500: .transient
+    case 404: .notFound
+    case 409: .conflict
+    case 400, 410, 413, 422: .data
+    default: .misuse
+    }
+  }
 }
 
 /// Keeps a local store and a `trips serve` server in step over HTTP, one way or both ways.
@@ -79,17 +100,18 @@ public final class ServerSync: Sendable {
   /// this goes alone).
   public let pushBatchBytes: Int
 
-  private let store: Mutex<TripStoreBox>
+  private let store: Exclusive<TripStore>
   private let history: HistoryObserver
   private let onEvent: @Sendable (Event) -> Void
   private let observation = Mutex<ObservationTrackingToken?>(nil)
   private let stream = Mutex<(any EventStreamFollower)?>(nil)
-  private let stateLock = Mutex(())
+  /// The state file, read and written one caller at a time.
+  private let stateFile = Exclusive(())
   /// One push at a time, and one pull at a time (a push and a pull may overlap): held across
-  /// the HTTP calls, which the store's lock never is (a push waiting 30 s on its server held
-  /// every pull, and the store, that long).
-  private let pushing = NSLock()
-  private let pulling = NSLock()
+  /// the HTTP calls, which the store never is (a push waiting 30 s on its server held every
+  /// pull, and the store, that long). The lock order is `Exclusive`'s.
+  private let pushing = Exclusive(())
+  private let pulling = Exclusive(())
   private let retry = Mutex(Retry())
   private let retryTimer = Mutex<RetryTimer?>(nil)
 
@@ -100,14 +122,11 @@ public final class ServerSync: Sendable {
     var next = ContinuousClock.now
   }
 
+  // SAFETY: a dispatch source may be resumed and cancelled from any thread; nothing else of it is
+  // used.
   /// Dispatch sources are safe to use from any thread.
   private struct RetryTimer: @unchecked Sendable {
     let source: any DispatchSourceTimer
-  }
-
-  private struct TripStoreBox: @unchecked Sendable {
-    // Used only inside its mutex, one push or pull at a time.
-    let store: TripStore
   }
 
   /// Prepares a sync of the store at `local` with `server`.
@@ -151,7 +170,7 @@ public final class ServerSync: Sendable {
     history = try HistoryObserver(
       container: store.container, excludedAuthors: [localAuthor],
       modelTypes: TripStore.syncedModelTypes)
-    self.store = Mutex(TripStoreBox(store: store))
+    self.store = Exclusive(store)
     self.onEvent = onEvent
   }
 
@@ -164,16 +183,19 @@ public final class ServerSync: Sendable {
   @discardableResult
   public func pushOnce() throws -> SyncResult {
     guard let writer else { return SyncResult() }
-    pushing.lock()
-    defer { pushing.unlock() }
-    // The feed is read under the store's lock; the HTTP calls are made outside it, and each
-    // batch's token recorded under the state's lock alone.
-    let (key, after, feed) = try store.withLock { box in
-      let key = pushKey(box)
-      let after = try stateLock.withLock { _ in
+    return try pushing.use { _ in try pushTurn(writer) }
+  }
+
+  /// One push, in the push's turn.
+  private func pushTurn(_ writer: (name: String, token: String)) throws -> SyncResult {
+    // The feed is read in the store's turn; the HTTP calls are made outside it, and each
+    // batch's token recorded in the state file's turn alone.
+    let (key, after, feed) = try store.use { store in
+      let key = pushKey(store)
+      let after = try stateFile.use { _ in
         try SyncState.read(stateURL)[key].flatMap(HistoryToken.init)
       }
-      return (key, after, try box.store.changeFeed(after: after, excludingAuthor: localAuthor))
+      return (key, after, try store.changeFeed(after: after, excludingAuthor: localAuthor))
     }
     var result = SyncResult()
     for batch in Self.batches(of: feed, after: after, maximumBytes: pushBatchBytes) {
@@ -243,10 +265,13 @@ public final class ServerSync: Sendable {
   /// Applies the server's changes since the last pull, once.
   @discardableResult
   public func pullOnce() throws -> SyncResult {
-    pulling.lock()
-    defer { pulling.unlock() }
-    // The HTTP call outside the store's lock; the feed applied, and its token recorded, under it.
-    let after = try stateLock.withLock { _ in try SyncState.read(stateURL)[pullKey] }
+    try pulling.use { _ in try pullTurn() }
+  }
+
+  /// One pull, in the pull's turn.
+  private func pullTurn() throws -> SyncResult {
+    // The HTTP call outside the store's turn; the feed applied, and its token recorded, in it.
+    let after = try stateFile.use { _ in try SyncState.read(stateURL)[pullKey] }
     var components = URLComponents(
       url: server.appendingPathComponent("changes"), resolvingAgainstBaseURL: false)!
     var items: [URLQueryItem] = []
@@ -255,19 +280,19 @@ public final class ServerSync: Sendable {
     components.queryItems = items.isEmpty ? nil : items
     let data = try Self.send(URLRequest(url: components.url!))
     let feed = try SyncFeed.parse(data, file: server.absoluteString + "/changes")
-    return try store.withLock { box in
-      let result = feed.changes.isEmpty ? SyncResult() : try box.store.apply(feed)
+    return try store.use { store in
+      let result = feed.changes.isEmpty ? SyncResult() : try store.apply(feed)
       try record(pullKey, feed.resumeToken)
       return result
     }
   }
 
-  private func pushKey(_ box: TripStoreBox) -> String {
-    "push " + box.store.container.storeIdentifier.uuidString
+  private func pushKey(_ store: TripStore) -> String {
+    "push " + store.container.storeIdentifier.uuidString
   }
 
   private func record(_ key: String, _ token: HistoryToken) throws {
-    try stateLock.withLock { _ in
+    try stateFile.use { _ in
       var state = try SyncState.read(stateURL)
       state[key] = token.description
       try SyncState.write(state, to: stateURL)
@@ -393,115 +418,5 @@ public final class ServerSync: Sendable {
       }
       return data
     }
-  }
-}
-
-/// Follows a Server-Sent Events stream and says when it connects and when an event arrives;
-/// reconnects with back-off (0.25 s doubling to 5 s) when the connection ends or fails. Only
-/// the fact that something changed is used: the caller reads what changed from history.
-final class ItemsStreamClient: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-  enum Event {
-    case connected
-    case changed
-    case failed(any Error)
-  }
-
-  private let url: URL
-  private let handler: @Sendable (Event) -> Void
-  private let queue = DispatchQueue(label: "trips.sync.stream")
-  private struct State {
-    var session: URLSession?
-    var stopped = false
-    var delay = 0.25
-    var blocks = EventBlocks()
-    var connected = false
-  }
-  private let state = Mutex(State())
-
-  init(url: URL, handler: @escaping @Sendable (Event) -> Void) {
-    self.url = url
-    self.handler = handler
-  }
-
-  func start() { connect() }
-
-  func stop() {
-    let session = state.withLock { state -> URLSession? in
-      state.stopped = true
-      defer { state.session = nil }
-      return state.session
-    }
-    session?.invalidateAndCancel()
-  }
-
-  private func connect() {
-    let configuration = URLSessionConfiguration.default
-    // The server sends a comment every 15 s: a longer silence is a dead connection.
-    configuration.timeoutIntervalForRequest = 40
-    let operations = OperationQueue()
-    operations.maxConcurrentOperationCount = 1
-    let session = URLSession(
-      configuration: configuration, delegate: self, delegateQueue: operations)
-    let proceed = state.withLock { state -> Bool in
-      guard !state.stopped else { return false }
-      state.session = session
-      state.blocks = EventBlocks()
-      state.connected = false
-      return true
-    }
-    guard proceed else {
-      session.invalidateAndCancel()
-      return
-    }
-    var request = URLRequest(url: url)
-    request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-    session.dataTask(with: request).resume()
-  }
-
-  func urlSession(
-    _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-  ) {
-    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-    guard status == 200 else {
-      handler(
-        .failed(
-          ServerSyncError(status: status, message: "\(url.absoluteString) answered \(status).")))
-      completionHandler(.cancel)
-      return
-    }
-    state.withLock {
-      $0.connected = true
-      $0.delay = 0.25
-    }
-    completionHandler(.allow)
-    handler(.connected)
-  }
-
-  func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-    // An event ends with a blank line; one `changed` per chunk that completes any event.
-    let events = state.withLock { $0.blocks.feed([UInt8](data)) }
-    if events > 0 { handler(.changed) }
-  }
-
-  func urlSession(
-    _ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?
-  ) {
-    let delay = state.withLock { state -> Double? in
-      guard !state.stopped, state.session === session else { return nil }
-      let delay = state.delay
-      state.delay = min(state.delay * 2, 5)
-      return delay
-    }
-    session.finishTasksAndInvalidate()
-    guard let delay else { return }
-    handler(
-      .failed(
-        ServerSyncError(
-          status: nil,
-          message:
-            "The stream \(url.absoluteString) ended (\(error?.localizedDescription ?? "closed by the server")); reconnecting."
-        )))
-    queue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.connect() }
   }
 }

@@ -20,19 +20,21 @@ public final class StoreSync: Sendable {
   public let author: String
   /// Where the last pushed token is kept (JSON: source store identifier → token).
   public let stateURL: URL
-  private let stores: Mutex<Stores?> = Mutex(nil)
+  /// Both stores and the state file, one push at a time (see `Exclusive` for the lock order).
+  private let stores: Exclusive<Stores>
   private let token = Mutex<ObservationTrackingToken?>(nil)
   private let timer = Mutex<TimerBox?>(nil)
   private let history: HistoryObserver
   private let onPush: @Sendable (Result<SyncResult, any Error>) -> Void
 
+  // SAFETY: a dispatch source may be resumed and cancelled from any thread; nothing else of it is
+  // used.
   /// Dispatch sources are safe to use from any thread.
   private struct TimerBox: @unchecked Sendable {
     let source: any DispatchSourceTimer
   }
 
-  private struct Stores: @unchecked Sendable {
-    // Used only inside the `stores` mutex, one push at a time.
+  private struct Stores {
     let source: TripStore
     let target: TripStore
   }
@@ -59,15 +61,16 @@ public final class StoreSync: Sendable {
     history = try HistoryObserver(
       container: sourceStore.container, excludedAuthors: [author],
       modelTypes: TripStore.syncedModelTypes)
-    stores.withLock { $0 = Stores(source: sourceStore, target: targetStore) }
+    stores = Exclusive(Stores(source: sourceStore, target: targetStore))
     self.onPush = onPush
   }
 
   /// Pushes the changes since the last push, once.
   @discardableResult
   public func pushOnce() throws -> SyncResult {
-    try stores.withLock { stores in
-      guard let stores else { return SyncResult() }
+    // A push reads one store, writes the other and then the state file: the whole push is
+    // one turn, so that two pushes never apply the same feed.
+    try stores.use { stores in
       let sourceID = stores.source.container.storeIdentifier.uuidString
       var state = try SyncState.read(stateURL)
       let after = state[sourceID].flatMap(HistoryToken.init)

@@ -214,6 +214,10 @@ struct FeaturesAPI: Sendable {
     if let error = error as? GeoError {
       return ServiceError.response(status: status, description: error.message)
     }
+    if let error = error as? ServerSyncError {
+      // Another server failed this one (a gateway's failure): the message names it.
+      return ServiceError.response(status: status, description: error.message)
+    }
     return internalFailure("\(error)")
   }
 

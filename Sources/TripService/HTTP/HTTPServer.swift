@@ -1,4 +1,4 @@
-import CMicroHTTPD
+internal import CMicroHTTPD
 import Foundation
 import Persistence
 import Synchronization
@@ -55,11 +55,15 @@ final class HTTPServer: Sendable {
   /// The port the server listens on.
   var port: UInt16 { boundPort.load(ordering: .relaxed) }
 
+  // SAFETY: the daemon pointer is only passed to libmicrohttpd under the server's mutex (start and
+  // stop), and libmicrohttpd guards its own state.
   /// libmicrohttpd's daemon, touched only under the mutex (and by libmicrohttpd itself).
   struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
   }
 
+  // SAFETY: the pointer is only passed to `MHD_resume_connection`, which libmicrohttpd allows from
+  // any thread, and only while the connection is suspended.
   /// A connection, for resuming it from another thread (which libmicrohttpd allows).
   struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
@@ -315,7 +319,7 @@ struct SocketAddress: CustomStringConvertible {
   }
 }
 
-// SAFETY: a request's state is reached only from libmicrohttpd's calls for its connection
-// (the access handler's calls and the completion callback), which libmicrohttpd makes on one
-// thread at a time for a connection; nothing else keeps a reference to it.
+// SAFETY: a request's state is reached only from libmicrohttpd's calls for its connection (the
+// access handler's calls and the completion callback), which libmicrohttpd makes on one thread at a
+// time for a connection; nothing else keeps a reference to it.
 extension HTTPServer.RequestState: @unchecked Sendable {}

@@ -1,4 +1,4 @@
-import CMicroHTTPD
+internal import CMicroHTTPD
 import Dispatch
 import Foundation
 import Synchronization
@@ -253,6 +253,8 @@ public struct StreamSettings: Sendable {
 /// idle connections, lets a client see the connection is alive, and makes a stalled client's
 /// queue be checked (see ``HTTPStream``) even when no event comes.
 final class StreamKeepAlive: Sendable {
+  // SAFETY: a dispatch source may be resumed and cancelled from any thread; nothing else of it is
+  // used.
   private struct Timer: @unchecked Sendable { let source: any DispatchSourceTimer }
   private let timer: Timer
 

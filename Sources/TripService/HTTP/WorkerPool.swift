@@ -1,6 +1,7 @@
-import CMicroHTTPD
+internal import CMicroHTTPD
 import Foundation
 
+// SAFETY: every mutable property is read and written only while `condition` is locked.
 /// Threads of their own for requests that may be slow (a filter, a search, a write), apart from
 /// the threads that accept and answer connections, so that a slow request never holds up a
 /// fast one: a fixed number of threads, at a lower scheduling priority than those (nice 5: on

@@ -101,10 +101,12 @@ final class LiveFollower: Sendable {
   ///
   /// `make` reads outside the follower's lock (O(trips its query matches), values, not
   /// models), so deliveries to the other feeds go on meanwhile. The transactions delivered
-  /// during that read are then read again from history for the new feed alone, under the
+  /// during that read are then read again from history for the new feed alone, outside the
   /// lock that `deliver` takes to pick its feeds (O(those transactions' changes), usually
-  /// none), so that it neither misses nor repeats one. Lock order: this follower, then a
-  /// feed's own state; a feed table's lock is never held here.
+  /// none), until a look under that lock finds nothing picked since; the feed joins in that
+  /// same turn of the lock, so that it neither misses nor repeats one. Nothing under the lock
+  /// reads the store. Lock order: this follower, then a feed's own state; a feed table's lock
+  /// is never held here.
   func subscribe<Feed: LiveFeed>(_ make: (TripStore, HistoryToken) throws -> Feed) throws -> Feed {
     let (feed, token) = try pool.withStore(author: "service") { store in
       try store.context.withSnapshot {
@@ -112,21 +114,26 @@ final class LiveFollower: Sendable {
         return (try make(store, token), token)
       }
     }
-    try state.withLock { state in
-      if let picked = state.picked, picked > token {
-        try pool.withStore(author: "service") { store in
-          let missed = try store.context.fetchHistory(
-            HistoryDescriptor(after: token, modelTypes: Self.followedTypes))
-          for transaction in missed where transaction.token <= picked {
-            feed.process(transaction, try Self.tripChanges(transaction, store: store), store: store)
-          }
-        }
-      }
+    // Catch up outside the lock on what `deliver` picked meanwhile, until nothing new was
+    // picked; then join the feeds, in the same turn of the lock as that last look.
+    var caughtUp = token
+    while let picked = state.withLock({ state -> HistoryToken? in
+      if let picked = state.picked, picked > caughtUp { return picked }
       state.feeds[ObjectIdentifier(feed)] = feed
       if state.task == nil {
-        state.task = start(after: token)
+        state.task = start(after: caughtUp)
         state.picked = nil
       }
+      return nil
+    }) {
+      try pool.withStore(author: "service") { store in
+        let missed = try store.context.fetchHistory(
+          HistoryDescriptor(after: caughtUp, modelTypes: Self.followedTypes))
+        for transaction in missed where transaction.token <= picked {
+          feed.process(transaction, try Self.tripChanges(transaction, store: store), store: store)
+        }
+      }
+      caughtUp = picked
     }
     return feed
   }

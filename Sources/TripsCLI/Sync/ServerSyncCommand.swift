@@ -74,11 +74,10 @@ enum ServerSyncCommand {
         case .failed(let error):
           // A server that answered no (a bad token, an expired history token: a 4xx) will
           // not change its mind: that ends the watch. An unreachable or busy one (no answer,
-          // 408, 429, 5xx) is waited for, and the push tried again.
-          let status = (error as? ServerSyncError)?.status
-          loop.failed(
-            error,
-            lasting: status.map { (400..<500).contains($0) && $0 != 408 && $0 != 429 } ?? false)
+          // 408, 429, 5xx: ServerSyncError's kind is transient) is waited for, and the push
+          // tried again.
+          let kind = (error as? ServerSyncError)?.kind
+          loop.failed(error, lasting: kind.map { $0 != .transient } ?? false)
         }
       }
     } catch let error as TripPlannerError where error.code == .invalidInput {

@@ -1,6 +1,6 @@
 /// What the core's schema check asks of an engine: the tables, columns and indexes its store
-/// has, and its dialect's statements that add what a model declares. Each engine implements it
-/// over one connection; ``reconcile(_:migrate:)`` and ``hasEverything(_:)`` are then the same
+/// has, and its dialect (``SQLDialect``), in which the core writes what a model declares. Each
+/// engine implements it over one connection; ``reconcile(_:migrate:)`` and ``hasEverything(_:)`` are then the same
 /// check on every engine (a store made by something else, or by a newer schema, is refused the
 /// same way on each).
 package protocol SchemaCatalog {
@@ -11,16 +11,10 @@ package protocol SchemaCatalog {
   /// The names of the store's indexes.
   func indexNames() throws -> Set<String>
   /// The columns of `table` (its primary key `_pk` included or not), by name, each with its
-  /// type as ``typeName(of:)`` names it.
+  /// type as the dialect's ``SQLDialect/typeName(of:)`` names it.
   func columnTypes(of table: String) throws -> [String: String]
-  /// The engine's name of a storage type, as ``columnTypes(of:)`` reports it.
-  func typeName(of type: StorageType) -> String
-  /// The statement that creates `entity`'s table.
-  func createTable(_ entity: EntityDescription) -> String
-  /// The statements that create `entity`'s indexes, each doing nothing where it exists.
-  func createIndexes(_ entity: EntityDescription) -> [String]
-  /// The statement that adds `column` to `entity`'s table, filled with its default value.
-  func addColumn(_ column: EntityDescription.Column, to entity: EntityDescription) -> String
+  /// How the engine spells the statements that create tables and indexes and add columns.
+  var dialect: any SQLDialect { get }
   /// Runs a statement that returns no rows.
   func execute(_ sql: String) throws
 }
@@ -48,16 +42,16 @@ extension SchemaCatalog {
               "The store at \(location) has no table \(entity.name); open it writable once to create it."
           )
         }
-        try execute(createTable(entity))
-        for sql in createIndexes(entity) { try execute(sql) }
+        try execute(dialect.createTable(entity))
+        for sql in dialect.createIndexes(entity) { try execute(sql) }
         continue
       }
       var stored = try columnTypes(of: entity.name)
       stored["_pk"] = nil
       for column in try entity.missingColumns(
-        stored: stored, typeName: typeName(of:), location: location, migrate: migrate)
+        stored: stored, typeName: dialect.typeName(of:), location: location, migrate: migrate)
       {
-        try execute(addColumn(column, to: entity))
+        try execute(dialect.addColumn(column, to: entity))
       }
       if migrate {
         try addIndexes(of: entity)
@@ -69,7 +63,7 @@ extension SchemaCatalog {
   /// constraint added to a table that has repeated values) is an error naming the table and
   /// the columns, not the engine's message alone.
   private func addIndexes(of entity: EntityDescription) throws {
-    for (index, sql) in zip(entity.indexes, createIndexes(entity)) {
+    for (index, sql) in zip(entity.indexes, dialect.createIndexes(entity)) {
       do {
         try execute(sql)
       } catch let error as PersistenceError where index.isUnique && error.code == .uniqueConstraint

@@ -190,6 +190,8 @@ struct EncodingMemo<Value>: Sendable {
 /// is shared by every context).
 @usableFromInline
 final class EncodingCache<Value: Hashable & SendableMetatype>: Sendable {
+  // SAFETY: the map is only reached inside `entries`' mutex, and its keys are values of a type
+  // declared immutable.
   /// The keys are values of a type declared immutable (`sharesEqualValues`); they are only
   /// reached inside the mutex.
   @usableFromInline
@@ -219,11 +221,4 @@ final class EncodingCache<Value: Hashable & SendableMetatype>: Sendable {
   var memo: EncodingMemo<Value> {
     EncodingMemo(get: { self.get($0) }, put: { self.put($0, $1) })
   }
-}
-
-/// Wraps a value that is safe to share but not declared `Sendable` (an immutable key path).
-@usableFromInline
-struct UncheckedSendable<Value>: @unchecked Sendable {
-  @usableFromInline let value: Value
-  @usableFromInline init(_ value: Value) { self.value = value }
 }

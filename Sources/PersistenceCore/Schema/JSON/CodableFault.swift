@@ -61,6 +61,9 @@ public struct CodableFault<Value: Codable & SendableMetatype> {
   }
 }
 
+// SAFETY: its slots and spans are written only while the fetch that fills them runs, on its thread,
+// before any model is handed out; after that they are only read, and decoded values live behind a
+// mutex.
 /// The bytes of one lazily decoded `.codable` column for the rows of one fetch: bytes kept in
 /// chunks, entries found by hash (rows with equal bytes share an entry when the column shares
 /// equal values: a million trips' place identifiers are a few tens of thousands of values),
@@ -91,6 +94,8 @@ public final class CodableBytes<Value: Codable & SendableMetatype>: @unchecked S
     case value(Value)
     case failed(PersistenceError)
   }
+  // SAFETY: only reached inside `decodedEntries`' mutex; each value crosses threads at most once,
+  // decoded.
   /// The entries decoded so far, by entry: sparse, so that a fetch pays nothing per entry for
   /// the values nobody reads (an array of pending entries cost an append under the lock per
   /// row and a generic destroy per entry when the table went, about 900 instructions a row).
