@@ -175,12 +175,7 @@ let package = Package(
         "CommandLineKit", "TripPlanner", "TripService", "TripsSynthetic", "TripsBaseline",
         "Persistence", "Geo",
       ],
-      path: "Tools/Benchmarks",
-      exclude: [
-        "README.md", "HISTORY.md", "results", "peers", "compare.sh", "box-index.sh",
-        "postgresql.sh", "serve-plans.sh", "serve-filter.sh", "serve-tiles.sh",
-        "serve-tiles-tipg.sh",
-      ],
+      path: "Tools/Benchmarks/Sources",
       swiftSettings: swiftSettings
     ),
     .target(

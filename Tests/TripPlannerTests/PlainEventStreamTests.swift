@@ -6,7 +6,7 @@ import Testing
 
 @Suite("The plain-HTTP event stream reader")
 struct PlainEventStreamTests {
-  typealias Reader = PlainEventStream.ResponseReader
+  typealias Reader = PlainHTTP.ResponseReader
 
   static let events = Array(
     "retry: 2000\n\n: keep-alive\n\nevent: change\ndata: {\"a\":1}\n\nevent: change\ndata: 2\n\n"

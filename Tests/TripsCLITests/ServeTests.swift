@@ -920,6 +920,9 @@ struct ServeTests {
     // that author is excluded (no echo).
     let served = try server.request("/changes")
     #expect(served.headers["content-type"] == "application/x-ndjson")
+    // A client may ask for what it is given: JSON lines.
+    let asked = try server.request("/changes", headers: ["Accept: application/x-ndjson"])
+    #expect(asked.status == 200 && asked.text == served.text)
     // Written as it is read (chunked), byte for byte the CLI's feed of the same store.
     #expect(served.text == (try trips(["sync", "export"], store: scratch.store).stdout))
     let lines = served.text.split(separator: "\n")

@@ -53,7 +53,8 @@ public struct ServerSyncError: Error, CustomStringConvertible, Sendable {
 ///   it succeeds; a refusal (4xx) is reported and tried again on the next change.
 /// - Pull (server → local): the server's changes after the last pulled token, less those
 ///   recorded under this writer's name (its own pushes), are read with `GET /changes` and
-///   applied here in one transaction under ``localAuthor``. It pulls when it connects and after
+///   applied here under ``localAuthor`` as they arrive, in batches, the pulled token recorded
+///   after each (see ``pullOnce()``). It pulls when it connects and after
 ///   every event of the server's items stream (`/collections/trips/items/stream`): it follows
 ///   the stream, it does not poll.
 ///
@@ -99,14 +100,20 @@ public final class ServerSync: Sendable {
   /// The most bytes of feed one `POST /changes` carries (4 MiB by default; a change larger than
   /// this goes alone).
   public let pushBatchBytes: Int
+  /// The changes a pull applies at once (the last batch may be smaller).
+  public let pullBatchChanges: Int
 
-  private let store: Exclusive<TripStore>
+  /// The local store, one apply at a time (its container is shared: a push reads a feed in a
+  /// context of its own, outside this).
+  let store: Exclusive<TripStore>
+  /// The local store's container.
+  let container: ModelContainer
   private let history: HistoryObserver
   private let onEvent: @Sendable (Event) -> Void
   private let observation = Mutex<ObservationTrackingToken?>(nil)
   private let stream = Mutex<(any EventStreamFollower)?>(nil)
   /// The state file, read and written one caller at a time.
-  private let stateFile = Exclusive(())
+  let stateFile = Exclusive(())
   /// One push at a time, and one pull at a time (a push and a pull may overlap): held across
   /// the HTTP calls, which the store never is (a push waiting 30 s on its server held every
   /// pull, and the store, that long). The lock order is `Exclusive`'s.
@@ -141,12 +148,14 @@ public final class ServerSync: Sendable {
   ///   - state: The state file; default `<local>.sync-state.json` (for a database, a file in
   ///     the user's data folder).
   ///   - pushBatchBytes: The most bytes of feed one push request carries.
+  ///   - pullBatchChanges: The changes a pull applies at once.
   ///   - onEvent: Called after each push or pull that moved something, and on failures.
   /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
   ///   that is not `http` or `https`, or a push without a writer.
   public init(
     local: URL, server: URL, directions: Directions, writer: (name: String, token: String)?,
     localAuthor: String = "sync", state: URL? = nil, pushBatchBytes: Int = 4 << 20,
+    pullBatchChanges: Int = 2_000,
     onEvent: @escaping @Sendable (Event) -> Void = { _ in }
   ) throws {
     guard ["http", "https"].contains(server.scheme?.lowercased() ?? ""), server.host != nil
@@ -165,19 +174,27 @@ public final class ServerSync: Sendable {
     self.localAuthor = localAuthor
     self.directions = directions
     self.pushBatchBytes = max(1, pushBatchBytes)
+    self.pullBatchChanges = max(1, pullBatchChanges)
     stateURL = state ?? SyncState.defaultURL(for: local)
     let store = try TripStore(url: local, author: localAuthor)
     history = try HistoryObserver(
       container: store.container, excludedAuthors: [localAuthor],
       modelTypes: TripStore.syncedModelTypes)
     self.store = Exclusive(store)
+    container = store.container
     self.onEvent = onEvent
   }
 
+  /// The state file's key of the pulled token: the server's address.
   var pullKey: String { "pull " + server.absoluteString }
 
   /// Sends the local changes since the last push, once, in batches of at most
   /// ``pushBatchBytes``; the pushed token is recorded after each batch the server applied.
+  ///
+  /// The feed is read as it is sent (`TripStore/forEachFeedChange(after:excludingAuthor:_:)`,
+  /// in a context and a read transaction of its own, outside the store's turn, so pulls go on
+  /// meanwhile): the push holds one batch's text, never the whole feed. Memory: O(one batch +
+  /// the feed reader's, a few dozen bytes per row changed).
   ///
   /// - Throws: ``ServerSyncError`` when a batch fails; the batches before it stay pushed.
   @discardableResult
@@ -186,112 +203,29 @@ public final class ServerSync: Sendable {
     return try pushing.use { _ in try pushTurn(writer) }
   }
 
-  /// One push, in the push's turn.
-  private func pushTurn(_ writer: (name: String, token: String)) throws -> SyncResult {
-    // The feed is read in the store's turn; the HTTP calls are made outside it, and each
-    // batch's token recorded in the state file's turn alone.
-    let (key, after, feed) = try store.use { store in
-      let key = pushKey(store)
-      let after = try stateFile.use { _ in
-        try SyncState.read(stateURL)[key].flatMap(HistoryToken.init)
-      }
-      return (key, after, try store.changeFeed(after: after, excludingAuthor: localAuthor))
-    }
-    var result = SyncResult()
-    for batch in Self.batches(of: feed, after: after, maximumBytes: pushBatchBytes) {
-      var request = URLRequest(url: server.appendingPathComponent("changes"))
-      request.httpMethod = "POST"
-      request.setValue("Bearer \(writer.token)", forHTTPHeaderField: "Authorization")
-      request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
-      request.httpBody = Data(batch.body.utf8)
-      let reply = try Self.send(request)
-      // A reply that does not say what was applied is no success: the pushed token is not
-      // recorded, and the push is tried again.
-      guard let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any],
-        let applied = object["applied"] as? Int, let skipped = object["skipped"] as? Int
-      else {
-        throw ServerSyncError(
-          status: 200,
-          message:
-            "The server's answer to a push does not say what it applied (JSON with the numbers applied and skipped): is \(server.absoluteString) a trips server?"
-        )
-      }
-      result.applied += applied
-      result.skipped += skipped
-      if let resume = batch.resume { try record(key, resume) }
-    }
-    try record(key, feed.resumeToken)
-    return result
-  }
-
-  /// A feed cut into request bodies of at most `maximumBytes` (a single larger change goes
-  /// alone), each with the token to record once the server applied it: the feed's resume token
-  /// after the last batch; after a batch that ends between two transactions, the last one's
-  /// token; after one that ends inside a transaction, the token before that transaction (nil
-  /// when none was recorded), so that a push cut short there sends the transaction whole again.
-  static func batches(of feed: SyncFeed, after: HistoryToken?, maximumBytes: Int)
-    -> [(body: String, resume: HistoryToken?)]
-  {
-    let changes = feed.changes
-    var batches: [(body: String, resume: HistoryToken?)] = []
-    var start = 0
-    while start < changes.count {
-      var body = ""
-      var end = start
-      while end < changes.count {
-        let line = SyncFeed.line(for: changes[end])
-        if end > start, body.utf8.count + line.utf8.count > maximumBytes { break }
-        body += line
-        end += 1
-      }
-      let resume: HistoryToken?
-      if end == changes.count {
-        resume = feed.resumeToken
-      } else if changes[end].token != changes[end - 1].token {
-        resume = changes[end - 1].token
-      } else {
-        var first = end
-        while first > 0, changes[first - 1].token == changes[end].token { first -= 1 }
-        resume = first > 0 ? changes[first - 1].token : after
-      }
-      // The line the server's parser requires; the server does not use its value.
-      body += SyncFeed(changes: [], resumeToken: resume ?? feed.resumeToken).jsonLines
-      batches.append((body, end == changes.count ? nil : resume))
-      start = end
-    }
-    return batches
-  }
-
-  /// Applies the server's changes since the last pull, once.
+  /// Applies the server's changes since the last pull, once, as they arrive.
+  ///
+  /// The answer to `GET /changes` is read line by line (over a socket of its own for
+  /// `http://`, no faster than the changes are applied; `https://` answers are read whole
+  /// first), and every ``pullBatchChanges`` changes are applied in the store's turn, as the
+  /// server applies a push's batches: the token recorded after a batch is its last
+  /// transaction's when the batch ends between two, else the one before the transaction it
+  /// ends in, so a pull cut short resumes there (what it applies again is skipped). A bad line
+  /// stops the pull: the batches complete before it stay applied, nothing after it is.
+  /// Memory: O(one batch of changes + 64 KiB).
+  ///
+  /// - Throws: ``ServerSyncError`` when the server cannot be reached or refuses;
+  ///   ``TripPlannerError`` with `invalidInput` for a feed with a bad line or cut short (the
+  ///   batches before it stay applied).
   @discardableResult
   public func pullOnce() throws -> SyncResult {
     try pulling.use { _ in try pullTurn() }
   }
 
-  /// One pull, in the pull's turn.
-  private func pullTurn() throws -> SyncResult {
-    // The HTTP call outside the store's turn; the feed applied, and its token recorded, in it.
-    let after = try stateFile.use { _ in try SyncState.read(stateURL)[pullKey] }
-    var components = URLComponents(
-      url: server.appendingPathComponent("changes"), resolvingAgainstBaseURL: false)!
-    var items: [URLQueryItem] = []
-    if let after { items.append(URLQueryItem(name: "after", value: after)) }
-    if let writer { items.append(URLQueryItem(name: "exclude-author", value: writer.name)) }
-    components.queryItems = items.isEmpty ? nil : items
-    let data = try Self.send(URLRequest(url: components.url!))
-    let feed = try SyncFeed.parse(data, file: server.absoluteString + "/changes")
-    return try store.use { store in
-      let result = feed.changes.isEmpty ? SyncResult() : try store.apply(feed)
-      try record(pullKey, feed.resumeToken)
-      return result
-    }
-  }
+  /// The state file's key of the pushed token: the local store's identity.
+  var pushKey: String { "push " + container.storeIdentifier.uuidString }
 
-  private func pushKey(_ store: TripStore) -> String {
-    "push " + store.container.storeIdentifier.uuidString
-  }
-
-  private func record(_ key: String, _ token: HistoryToken) throws {
+  func record(_ key: String, _ token: HistoryToken) throws {
     try stateFile.use { _ in
       var state = try SyncState.read(stateURL)
       state[key] = token.description

@@ -174,7 +174,7 @@ public struct SyncFeed: Sendable {
 
   /// Reads JSON lines; throws ``TripPlannerError/Code/invalidInput`` listing every bad line.
   public static func parse(_ data: Data, file: String) throws -> SyncFeed {
-    var problems = ProblemList(file: file)
+    var reader = LineReader(file: file)
     var changes: [FeedChange] = []
     var resume: HistoryToken?
     // A line ends at LF or CRLF (`\r\n` is one Character in Swift, so splitting at "\n" alone
@@ -182,45 +182,83 @@ public struct SyncFeed: Sendable {
     let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false) {
       $0 == "\n" || $0 == "\r\n"
     }
-    for (offset, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
-      let number = offset + 1
+    for line in lines {
+      switch reader.read(Substring(line)) {
+      case .change(let change): changes.append(change)
+      case .resume(let token): resume = token
+      case nil: break
+      }
+    }
+    try reader.finish(resumed: resume != nil)
+    return SyncFeed(changes: changes, resumeToken: resume!)  // set: `finish` checked it
+  }
+
+  /// Reads a feed line by line, as it arrives: each change, or the resume token; the problems
+  /// of bad lines are kept, by line number, for ``throwIfAny()`` and ``finish(resumed:)``.
+  /// What ``parse(_:file:)`` and a pull that applies a feed in batches as it streams in use.
+  struct LineReader {
+    /// What one line is.
+    enum Line {
+      case change(FeedChange)
+      case resume(HistoryToken)
+    }
+
+    private var problems: ProblemList
+    private var number = 0
+
+    init(file: String) { problems = ProblemList(file: file) }
+
+    /// Whether a line read so far was bad.
+    var hasProblems: Bool { !problems.problems.isEmpty }
+
+    /// The next line (without its line break): nil for a blank line or a bad one (whose
+    /// problem is kept).
+    mutating func read(_ line: Substring) -> Line? {
+      number += 1
+      guard !line.allSatisfy(\.isWhitespace) else { return nil }
       let value: JSONValue
       do {
         value = try JSONValue.parse(Data(line.utf8))
       } catch let error as JSONValue.ParseError {
         problems.add(number, "not a JSON object: \(error)")
-        continue
+        return nil
       } catch {
         problems.add(number, "not a JSON object")
-        continue
+        return nil
       }
       guard case .object = value else {
         problems.add(number, "not a JSON object")
-        continue
+        return nil
       }
       if case .string(let text)? = value["resumeToken"] {
         guard let token = HistoryToken(text) else {
           problems.add(number, "resumeToken '\(text)' is not a history token")
-          continue
+          return nil
         }
-        resume = token
-        continue
+        return .resume(token)
       }
-      guard let (token, time, kind) = Self.header(of: value, line: number, problems: &problems)
-      else { continue }
+      guard let (token, time, kind) = SyncFeed.header(of: value, line: number, problems: &problems)
+      else { return nil }
       var author: String?
       if case .string(let name)? = value["author"] { author = name }
       let before = problems.problems.count
-      let subject = Self.subject(of: value, kind: kind, line: number, problems: &problems)
-      guard let subject, problems.problems.count == before else { continue }
-      changes.append(
+      let subject = SyncFeed.subject(of: value, kind: kind, line: number, problems: &problems)
+      guard let subject, problems.problems.count == before else { return nil }
+      return .change(
         FeedChange(token: token, author: author, time: time, kind: kind, subject: subject))
     }
-    if resume == nil && problems.problems.isEmpty {
-      problems.add(nil, "the feed has no resumeToken line: it may have been cut short")
+
+    /// Throws ``TripPlannerError/Code/invalidInput`` listing the bad lines read so far, if any.
+    func throwIfAny() throws { try problems.throwIfAny() }
+
+    /// At the feed's end: throws for bad lines, and for a feed without its resume line (cut
+    /// short).
+    mutating func finish(resumed: Bool) throws {
+      if !resumed && problems.problems.isEmpty {
+        problems.add(nil, "the feed has no resumeToken line: it may have been cut short")
+      }
+      try problems.throwIfAny()
     }
-    try problems.throwIfAny()
-    return SyncFeed(changes: changes, resumeToken: resume!)  // set: checked just above
   }
 
   /// The members a change line may have: its header, and per subject its id and values.
@@ -232,7 +270,7 @@ public struct SyncFeed: Sendable {
 
   /// A change line's token, time and kind, each checked on its own so that a problem names
   /// the member and what is wrong with it; nil (with the problems added) when any is wrong.
-  private static func header(of value: JSONValue, line: Int, problems: inout ProblemList)
+  static func header(of value: JSONValue, line: Int, problems: inout ProblemList)
     -> (HistoryToken, Date, HistoryChange.Kind)?
   {
     let before = problems.problems.count
@@ -294,7 +332,7 @@ public struct SyncFeed: Sendable {
 
   /// What one change line is about, by which id member it has (`bucketListItemId`,
   /// `livingAccommodationId`, else a trip's `tripId`), with its values for an insert or update.
-  private static func subject(
+  static func subject(
     of value: JSONValue, kind: HistoryChange.Kind, line: Int, problems: inout ProblemList
   ) -> FeedChange.Subject? {
     func id(_ key: String, required: Bool) -> UUID?? {

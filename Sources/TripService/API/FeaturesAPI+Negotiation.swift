@@ -21,18 +21,18 @@ extension FeaturesAPI {
     }
     if let accept = request.header("Accept"), !accept.isEmpty {
       var isStream = false
+      var json = [
+        "application/json", "application/geo+json", "application/vnd.oai.openapi+json",
+        "application/problem+json", "application/schema+json",
+      ]
       switch route {
       case .boundsStream, .itemsStream, .staysStream: isStream = true
+      // A change feed is JSON lines, and its refusals JSON.
+      case .changes: json.append(Self.jsonLines)
       default: break
       }
       // Streams are Server-Sent Events: a browser's EventSource asks for text/event-stream.
-      let offered =
-        isStream
-        ? ["text/event-stream"]
-        : [
-          "application/json", "application/geo+json", "application/vnd.oai.openapi+json",
-          "application/problem+json", "application/schema+json",
-        ]
+      let offered = isStream ? ["text/event-stream"] : json
       guard Self.accepts(accept, anyOf: offered) else {
         throw ServiceError.request(
           406,
