@@ -12,13 +12,17 @@
 # Needs release builds of trips and trips-generate (`swift build -c release --product trips`,
 # the same for trips-generate), curl and /usr/bin/time (Debian's `time`).
 #
-# Usage: Tools/Benchmarks/sync-pull.sh [SIZE]   (default: 100000)
+# The client runs under an address-space limit (`prlimit --as`, 12 GiB) and a timeout, so
+# that a client that holds the feed whole cannot take the machine down. TRIPS names another
+# build of trips (an older commit's, for a before and after).
+#
+# Usage: [TRIPS=path] Tools/Benchmarks/sync-pull.sh [SIZE]   (default: 100000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${1:-100000}
-trips=$PWD/.build/release/trips
+trips=${TRIPS:-$PWD/.build/release/trips}
 generate=$PWD/.build/release/trips-generate
-for tool in "$trips" "$generate" /usr/bin/curl /usr/bin/time /usr/bin/sqlite3; do
+for tool in "$trips" "$generate" /usr/bin/curl /usr/bin/time /usr/bin/sqlite3 /usr/bin/prlimit; do
   [ -x "$tool" ] || { echo "Missing $tool (see the header of $0)" >&2; exit 66; }
 done
 folder=$(mktemp -d)
@@ -60,7 +64,7 @@ rm -f "$folder/changes.ndjson"
 start
 begin=$(date +%s.%N)
 timeout 1800 /usr/bin/time -f '%M' -o "$folder/time.out" \
-  "$trips" sync watch --from "$url" --once --store "$folder/local.sqlite" >/dev/null
+  prlimit --as=$((12 << 30)) "$trips" sync watch --from "$url" --once --store "$folder/local.sqlite" >/dev/null
 pulled=$(awk -v a="$begin" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 client_peak=$(cat "$folder/time.out")
 server_peak_pull=$(peak "$server")

@@ -109,6 +109,9 @@ extension ServerSync {
       let changes = batch
       batch.removeAll(keepingCapacity: true)
       try store.use { store in
+        // The models a batch registered are let go: the context would otherwise keep every
+        // row of the feed, and each batch's apply would take longer than the last.
+        defer { store.context.reset() }
         if let token = token ?? changes.last?.token, !changes.isEmpty {
           let done = try store.apply(SyncFeed(changes: changes, resumeToken: token))
           result.applied += done.applied
