@@ -10,16 +10,18 @@ import TripPlanner
 /// push sends the local feed as it is read: neither holds a whole feed.
 @Suite("Sync with a server: feeds applied and sent as they stream")
 struct PullStreamTests {
-  /// Adds `count` trips to `store`, one transaction each.
+  /// A trip named `Trip <index>`.
+  func record(_ index: Int) -> TripRecord {
+    TripRecord(
+      name: "Trip \(index)", destination: "D", startDate: TripDates.parse("2027-01-01")!,
+      endDate: TripDates.parse("2027-01-02")!, latitude: 45, longitude: Double(index))
+  }
+
+  /// Adds `count` trips to `store`, one transaction each (through the library: a process per
+  /// trip made these tests slow beside the rest of the suite).
   func addTrips(_ count: Int, to store: URL) throws {
-    for index in 0..<count {
-      let run = try trips(
-        [
-          "add", "--name", "Trip \(index)", "--destination", "D", "--start", "2027-01-01",
-          "--end", "2027-01-02", "--latitude", "45", "--longitude", String(index),
-        ], store: store)
-      #expect(run.status == 0, "\(run.stderr)")
-    }
+    let trips = try TripStore(url: store, author: "test")
+    for index in 0..<count { _ = try trips.add(record(index)) }
   }
 
   /// The server's whole feed (`GET /changes`), one string per line.
@@ -36,13 +38,12 @@ struct PullStreamTests {
   }
 
   func names(_ store: URL) throws -> [String] {
-    let run = try trips(["list", "--json"], store: store)
-    return try jsonArray(run.stdout).compactMap { $0["name"] as? String }.sorted()
+    try TripStore(url: store, author: "test").trips().map(\.name).sorted()
   }
 
   @Test(
     "a pull in batches of one change applies every transaction and records the feed's token; a push in batches of one line sends them all",
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(10)))
   func batchesOfOne() throws {
     let scratch = Scratch()
     let (serverStore, server) = try self.server(of: 5, in: scratch)
@@ -61,7 +62,7 @@ struct PullStreamTests {
 
   @Test(
     "a feed cut short before its resume line: the whole transactions before the cut are applied and their token recorded, the last is not, and the error says so",
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(10)))
   func cutShort() throws {
     let scratch = Scratch()
     let (_, server) = try self.server(of: 4, in: scratch)
@@ -91,16 +92,11 @@ struct PullStreamTests {
 
   @Test(
     "one transaction of four trips pulled in batches of one and cut short: three applied, no token recorded, and the next pull applies the fourth and skips the rest",
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(10)))
   func cutInsideATransaction() throws {
     let scratch = Scratch()
-    let source = scratch.file("source.sqlite")
-    try addTrips(4, to: source)
-    let file = scratch.file("trips.json")
-    #expect(
-      try trips(["export", "--format", "json", "--output", file.path], store: source).status == 0)
     let serverStore = scratch.file("server.sqlite")
-    #expect(try trips(["import", file.path], store: serverStore).status == 0)
+    try TripStore(url: serverStore, author: "test").importRecords((0..<4).map(record))
     let server = try ServerProcess(store: serverStore)
     defer { _ = server.stop() }
     let lines = try feedLines(server)
@@ -129,7 +125,7 @@ struct PullStreamTests {
 
   @Test(
     "a bad line in the middle of a pulled feed: the batches complete before it are applied, none after, and the error names the line",
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(10)))
   func badLineMidway() throws {
     let scratch = Scratch()
     let (_, server) = try self.server(of: 4, in: scratch)
@@ -152,7 +148,7 @@ struct PullStreamTests {
 
   @Test(
     "a push in bodies of one change each, with a pull running meanwhile: the server gets every trip",
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(10)))
   func pushInBatches() throws {
     let scratch = Scratch()
     let tokens = try tokenFile(in: scratch, "alice:" + String(repeating: "x", count: 20))

@@ -157,7 +157,8 @@ final class ItemsStreams: Sendable {
     /// What `change` is for a feed of `subject`: for trips, whether the trip matches now and
     /// its feature (rendered once for all feeds); for stays, its stay when that matches, with
     /// its feature. O(1) besides the query's evaluation on the trip and, for stays, reading
-    /// its stay (a query unless loaded). Throws what they throw.
+    /// its plan as values (`TripStore.withPlans(_:)`: a lookup of the trip's key and a query
+    /// each for its items and stay, through their indexes). Throws what they throw.
     static func outcome(_ change: LiveFollower.Change, _ subject: Subject, _ store: TripStore)
       throws -> Outcome
     {
@@ -172,18 +173,14 @@ final class ItemsStreams: Sendable {
         guard change.kind != .delete, let trip = change.trip else {
           return .stay(key: key, nil)
         }
-        try store.context.prefetch([\.livingAccommodation], of: [trip])
-        guard let stay = trip.livingAccommodation,
-          filter.matches(latitude: stay.latitude, longitude: stay.longitude, tripID: trip.id)
+        // The stay read as values (a failure is thrown; no model's read traps).
+        let plan = try store.withPlans([store.context.record(of: trip)])[0].plan
+        guard let stay = plan?.livingAccommodation, let id = stay.id,
+          let latitude = stay.latitude, let longitude = stay.longitude,
+          filter.matches(latitude: latitude, longitude: longitude, tripID: trip.id)
         else { return .stay(key: key, nil) }
-        try store.context.resolveFaults(CollectionOfOne(stay))
         return .stay(
-          key: key,
-          (
-            stay.id,
-            FeaturesAPI.stayFeature(FieldValues(stay), tripID: trip.id).rendered(pretty: false)
-          )
-        )
+          key: key, (id, FeaturesAPI.stayFeature(stay, tripID: trip.id).rendered(pretty: false)))
       }
     }
 

@@ -69,10 +69,8 @@ final class LiveFollower: Sendable {
     func feature(_ store: TripStore) throws -> String {
       if let rendered { return rendered }
       guard let trip else { return "null" }
-      var record = try store.context.record(of: trip)
-      // Loaded where a failure is thrown (the properties would trap).
-      try store.context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
-      record.plan = trip.plan
+      // The plan read as values (a failure is thrown; no model's read traps).
+      let record = try store.withPlans([store.context.record(of: trip)])[0]
       let text = TripGeoJSON.feature(record).rendered(pretty: false)
       rendered = text
       return text

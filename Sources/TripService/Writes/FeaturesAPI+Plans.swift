@@ -294,11 +294,12 @@ extension FeaturesAPI {
         let stay = try store.context.performExclusively {
           try Self.onTrip(trip) {
             let owner = try store.trip(matching: trip.uuidString)
-            try store.context.prefetch([\.livingAccommodation], of: [owner])
-            if let current = owner.livingAccommodation {
+            // The stay read as values (a failure is thrown; no model's read traps).
+            let plan = try store.withPlans([owner.record])[0].plan
+            if let current = plan?.livingAccommodation {
               throw ServiceError.request(
                 409,
-                "The trip \(trip.lowercasedString) has a stay (\(current.id.lowercasedString)); PATCH or DELETE it."
+                "The trip \(trip.lowercasedString) has a stay (\(current.id?.lowercasedString ?? "")); PATCH or DELETE it."
               )
             }
             return FieldValues(try store.setStay(record, forTrip: trip.uuidString))
