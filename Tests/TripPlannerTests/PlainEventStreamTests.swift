@@ -4,6 +4,10 @@ import Testing
 
 @testable import TripPlanner
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @Suite("The plain-HTTP event stream reader")
 struct PlainEventStreamTests {
   typealias Reader = PlainHTTP.ResponseReader
@@ -98,5 +102,88 @@ struct PlainEventStreamTests {
       _ = try size.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)[...])
       _ = try size.feed(ArraySlice(repeating: UInt8(ascii: "1"), count: 2_000))
     }
+  }
+
+  /// Feeds `wire` to a reader `piece` bytes at a time: the statuses, the body, whether it ended.
+  static func read(_ wire: String, piece: Int) throws -> (
+    statuses: [Int], body: String, ended: Bool
+  ) {
+    let bytes = Array(wire.utf8)
+    var reader = Reader()
+    var statuses: [Int] = []
+    var body: [UInt8] = []
+    var ended = false
+    var start = 0
+    while start < bytes.count, !ended {
+      let answer = try reader.feed(bytes[start..<min(start + piece, bytes.count)])
+      start += piece
+      if let status = answer.status { statuses.append(status) }
+      body += answer.body
+      ended = answer.ended
+    }
+    return (statuses, String(decoding: body, as: UTF8.self), ended)
+  }
+
+  @Test(
+    "an answer of a given length ends with its last byte (a server that keeps the connection open is not waited for); 204 and 304 have no body; an interim 100 or 103 is passed over"
+  )
+  func lengthsAndInterimAnswers() throws {
+    for piece in [1, 3, 1000] {
+      let kept = try Self.read(
+        "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: keep-alive\r\n\r\nabc\ndeMORE",
+        piece: piece)
+      #expect(kept.statuses == [200] && kept.body == "abc\nde" && kept.ended, "\(piece)")
+      let empty = try Self.read("HTTP/1.1 204 No Content\r\n\r\n", piece: piece)
+      #expect(empty.statuses == [204] && empty.body.isEmpty && empty.ended)
+      let interim = try Self.read(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+          + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        piece: piece)
+      #expect(interim.statuses == [200] && interim.body == "ok" && interim.ended, "\(piece)")
+      let unended = try Self.read("HTTP/1.0 200 OK\r\n\r\nuntil close", piece: piece)
+      #expect(unended.body == "until close" && !unended.ended)
+    }
+    #expect(throws: PlainHTTP.Failure.self) {
+      _ = try Self.read("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", piece: 100)
+    }
+  }
+
+  @Test(
+    "a listener that never accepts (its queue full): a GET fails within its timeout, never waits for the kernel's retries",
+    .timeLimit(.minutes(1)))
+  func listenerThatNeverAccepts() throws {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(listener) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+      }
+    }
+    try #require(bound && listen(listener, 0) == 0)
+    let port = Int(UInt16(bigEndian: address.sin_port))
+    // Connections that are never accepted fill the queue; the kernel then drops new SYNs.
+    var fillers: [Int32] = []
+    defer { for filler in fillers { close(filler) } }
+    for _ in 0..<3 {
+      let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
+      withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          _ = connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+      }
+      fillers.append(filler)
+    }
+    let started = ContinuousClock.now
+    #expect(throws: PlainHTTP.Failure.self) {
+      try PlainHTTP.get(
+        URL(string: "http://127.0.0.1:\(port)/changes")!, headers: [], timeout: 2,
+        status: { _ in }, body: { _ in })
+    }
+    // Connecting, or (if the kernel took the connection after all) the first read, gave up.
+    #expect(ContinuousClock.now - started < .seconds(15))
   }
 }

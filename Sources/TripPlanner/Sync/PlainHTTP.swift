@@ -48,14 +48,14 @@ enum PlainHTTP {
     guard url.scheme?.lowercased() == "http", let host = url.host, !host.isEmpty else {
       throw Failure("not an http:// URL with a host")
     }
-    let socket = try connect(host: host, port: url.port ?? 80)
+    let socket = try connect(host: host, port: url.port ?? 80, timeout: timeout)
     defer { close(socket) }
     var wait = timeval(tv_sec: timeout, tv_usec: 0)
     _ = setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
     try send(head("GET", url, headers: headers + [("Connection", "close")]), on: socket)
     var reader = ResponseReader()
     var buffer = [UInt8](repeating: 0, count: 65_536)
-    var chunked = true
+    var endsAtClose = false
     while true {
       let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
       if count < 0 {
@@ -64,13 +64,14 @@ enum PlainHTTP {
         throw Failure(String(cString: strerror(errno)))
       }
       if count == 0 {
-        // A chunked answer ends with its last chunk; one that closes before it was cut short.
-        guard !chunked else { throw Failure("the connection closed before the answer's end") }
+        // A chunked answer ends with its last chunk, one of a given length with its last byte;
+        // one that closes before that was cut short.
+        guard endsAtClose else { throw Failure("the connection closed before the answer's end") }
         return
       }
       let answer = try reader.feed(buffer[..<count])
       if let code = answer.status {
-        chunked = reader.isChunked
+        endsAtClose = reader.endsAtClose
         try status(code)
       }
       if !answer.body.isEmpty { try body(answer.body[...]) }
@@ -79,7 +80,10 @@ enum PlainHTTP {
   }
 
   /// A connected TCP socket to `host`:`port`, the first address that answers.
-  static func connect(host: String, port: Int) throws -> Int32 {
+  /// A connected TCP socket to `host`:`port`, the first address that answers within
+  /// `timeout` seconds (a host that drops packets fails then, not after the kernel's minutes
+  /// of retries).
+  static func connect(host: String, port: Int, timeout: Int = 30) throws -> Int32 {
     var hints = addrinfo()
     hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
     var list: UnsafeMutablePointer<addrinfo>?
@@ -93,13 +97,30 @@ enum PlainHTTP {
     while let address = next {
       next = address.pointee.ai_next
       let socket = Glibc.socket(
-        address.pointee.ai_family, address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
-        address.pointee.ai_protocol)
+        address.pointee.ai_family,
+        address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue)
+          | Int32(SOCK_NONBLOCK.rawValue), address.pointee.ai_protocol)
       guard socket >= 0 else { continue }
-      if Glibc.connect(socket, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
-        return socket
+      if Glibc.connect(socket, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0
+        || errno == EINPROGRESS
+      {
+        var descriptor = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+        var ready = poll(&descriptor, 1, Int32(timeout * 1000))
+        while ready < 0 && errno == EINTR { ready = poll(&descriptor, 1, Int32(timeout * 1000)) }
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if ready == 1, getsockopt(socket, SOL_SOCKET, SO_ERROR, &failure, &length) == 0,
+          failure == 0
+        {
+          // Blocking again: reads wait (up to their own timeout) as before.
+          _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
+          return socket
+        }
+        lastError =
+          ready == 0 ? "no answer in \(timeout) s" : String(cString: strerror(failure))
+      } else {
+        lastError = String(cString: strerror(errno))
       }
-      lastError = String(cString: strerror(errno))
       close(socket)
     }
     throw Failure(lastError)
@@ -117,9 +138,14 @@ enum PlainHTTP {
     private var pending: [UInt8] = []
     private var headRead = false
     private var chunked = false
+    /// The body's bytes still to come, when the head gave a `Content-Length`.
+    private var lengthLeft: Int?
     /// Whether the body is chunked (known once the head is read): its end is then its last
     /// chunk, not the connection's close.
     var isChunked: Bool { chunked }
+    /// Whether the body ends only when the server closes the connection (neither chunked nor
+    /// of a given length).
+    var endsAtClose: Bool { !chunked && lengthLeft == nil }
     /// Bytes left of the current chunk, or nil when a chunk's size line is next.
     private var chunkLeft: Int?
     private var chunkTrailer = false
@@ -150,15 +176,42 @@ enum PlainHTTP {
         guard statusWords.count >= 2, statusWords[0].hasPrefix("HTTP/1."),
           let status = Int(statusWords[1])
         else { throw Failure("not an HTTP/1.1 response") }
+        // An interim answer (100 Continue, 103 Early Hints) is passed over: the final one
+        // follows it.
+        if (100..<200).contains(status) {
+          headRead = false
+          return try feed([])
+        }
         answer.status = status
-        chunked = lines.dropFirst().contains { line in
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
           let parts = line.split(separator: ":", maxSplits: 1)
-          return parts.count == 2
-            && parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "transfer-encoding"
-            && parts[1].lowercased().contains("chunked")
+          guard parts.count == 2 else { continue }
+          fields[parts[0].trimmingCharacters(in: .whitespaces).lowercased()] = parts[1]
+            .trimmingCharacters(in: .whitespaces)
+        }
+        chunked = fields["transfer-encoding"]?.lowercased().contains("chunked") ?? false
+        if status == 204 || status == 304 {
+          lengthLeft = 0
+        } else if !chunked, let text = fields["content-length"] {
+          guard let length = Int(text), length >= 0 else { throw Failure("a bad Content-Length") }
+          lengthLeft = length
         }
       }
       guard chunked else {
+        if let left = lengthLeft {
+          let take = min(left, pending.count)
+          answer.body = Array(pending[..<take])
+          lengthLeft = left - take
+          if take == left {
+            answer.ended = true
+            finished = true
+            pending = []
+          } else {
+            pending.removeAll(keepingCapacity: true)
+          }
+          return answer
+        }
         answer.body = pending
         pending.removeAll(keepingCapacity: true)
         return answer
