@@ -186,4 +186,20 @@ struct PlainEventStreamTests {
     // Connecting, or (if the kernel took the connection after all) the first read, gave up.
     #expect(ContinuousClock.now - started < .seconds(15))
   }
+
+  @Test(
+    "a pulled answer's line that never ends is refused past its limit, the lines before it read")
+  func endlessLine() throws {
+    var splitter = LineSplitter()
+    var lines: [String] = []
+    try splitter.feed(Array("one\ntwo\n".utf8)[...]) { lines.append(String($0)) }
+    let chunk = [UInt8](repeating: 0x61, count: 1 << 20)
+    let error = #expect(throws: TripPlannerError.self) {
+      for _ in 0...(LineSplitter.maximumLine >> 20) {
+        try splitter.feed(chunk[...]) { lines.append(String($0)) }
+      }
+    }
+    #expect(error?.message.contains("over 64 MiB") == true)
+    #expect(lines == ["one", "two"])
+  }
 }

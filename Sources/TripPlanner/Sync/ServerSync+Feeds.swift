@@ -199,6 +199,9 @@ extension ServerSync {
 
 /// Cuts bytes into lines as they arrive: each line handed over without its LF (or CRLF).
 struct LineSplitter {
+  /// The longest line taken (a feed's line is one row, a few KiB): a server that never ends a
+  /// line cannot grow the client's memory past it.
+  static let maximumLine = 64 << 20
   private var pending: [UInt8] = []
 
   /// Hands over every line `bytes` completes.
@@ -215,6 +218,12 @@ struct LineSplitter {
       start = newline + 1
     }
     pending.append(contentsOf: bytes[start...])
+    guard pending.count <= Self.maximumLine else {
+      throw TripPlannerError(
+        code: .invalidInput,
+        message:
+          "A line of the answer is over \(Self.maximumLine >> 20) MiB; nothing of it was applied.")
+    }
   }
 
   /// Hands over the last line, if the bytes did not end with a line break.
