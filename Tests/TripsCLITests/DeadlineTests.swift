@@ -417,7 +417,7 @@ struct SyncLockTests {
 @Suite("Sync: a push's answer must say what was applied")
 struct PushAnswerTests {
   @Test(
-    "a 200 without applied and skipped fails the push and records nothing", .timeLimit(.minutes(3)))
+    "a 200 without applied and skipped fails the push and records nothing", .timeLimit(.minutes(6)))
   func answerWithoutCounts() throws {
     let scratch = Scratch()
     let script = """

@@ -96,7 +96,7 @@ struct TileTests {
 
   @Test(
     "every tile of zooms 0 to 6 holds what an independent computation says (mapbox-vector-tile decodes it): positions, ids, properties, order, clusters with their counts, bounds and destinations, the buffer across the antimeridian; the counts of each zoom add up to the store's",
-    .timeLimit(.minutes(3))
+    .timeLimit(.minutes(6))
   )
   func oracleSQLite() throws {
     try crowdedStore(scratch.store)
