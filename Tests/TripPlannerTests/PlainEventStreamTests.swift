@@ -194,11 +194,13 @@ struct PlainEventStreamTests {
   func endlessLine() throws {
     var splitter = LineSplitter()
     var lines: [String] = []
-    try splitter.feed(Array("one\ntwo\n".utf8)[...]) { lines.append(String($0)) }
+    try splitter.feed(Array("one\ntwo\n".utf8)[...]) {
+      lines.append(String(decoding: $0, as: UTF8.self))
+    }
     let chunk = [UInt8](repeating: 0x61, count: 1 << 20)
     let error = #expect(throws: TripPlannerError.self) {
       for _ in 0...(LineSplitter.maximumLine >> 20) {
-        try splitter.feed(chunk[...]) { lines.append(String($0)) }
+        try splitter.feed(chunk[...]) { lines.append(String(decoding: $0, as: UTF8.self)) }
       }
     }
     #expect(error?.message.contains("over 64 MiB") == true)

@@ -7,6 +7,25 @@ import Testing
 
 @Suite("Sync carries a trip's plan, on every engine")
 struct PlanSyncTests {
+  @Test(
+    "every plan part names its stored id (a field's values are read by it), a member name of its own, and is found by its entity's name"
+  )
+  func planPartsDeclareWhatFeedsRead() {
+    func check<Part: TripPlanPart>(_: Part.Type) {
+      let model = Part()
+      // A key path of the protocol's requirement would read nil here: no field is declared by it.
+      #expect(FieldValues(model)[dynamicMember: Part.idPath] == model.id, "\(Part.self)")
+      #expect(model[keyPath: Part.tripPath] == nil, "\(Part.self)")
+      #expect(Trip.planPart(entityName: Part.entityName) == Part.self, "\(Part.self)")
+      let values = FieldValues(model)
+      let subject = Part.subject(id: model.id, values, tripID: nil)
+      #expect(subject.part?.id == model.id && subject.part?.noun == Part.noun, "\(Part.self)")
+    }
+    for part in Trip.planParts { check(part) }
+    #expect(Set(Trip.planParts.map { $0.memberName }).count == Trip.planParts.count)
+    #expect(Set(SyncFeed.subjectMembers.map(\.id)).count == Trip.planParts.count + 1)
+  }
+
   typealias Engine = TripPlanTests.Engine
 
   /// Two stores of `engine` and a way to push changes between them as `trips sync` does:
@@ -137,7 +156,8 @@ struct PlanSyncTests {
     try a.addBucketListItem(itemValues(title: "Early"), toTrip: trip.id.uuidString)
     try a.update(trip.id) { $0.name = "Renamed later" }
     let feed = try a.changeFeed(after: nil)
-    #expect(feed.changes.map(\.row.model) == [.trip, .bucketListItem])
+    #expect(
+      feed.changes.map(\.row.model) == [Trip.self, BucketListItem.self].map(ObjectIdentifier.init))
     #expect(feed.changes[0].token == feed.changes[1].token)
     #expect(feed.changes[1].time < feed.changes[0].time)
     // Cut one change a body: the trip's transaction goes whole, so no batch splits them.
@@ -265,7 +285,9 @@ struct PlanSyncTests {
     Self.tick()
     try a.update(trip.id) { $0.name = "Kyoto again" }
     let feed = try a.changeFeed(after: pair.after[0], excludingAuthor: "sync")
-    #expect(feed.changes.map(\.row.model) == [.trip, .bucketListItem, .livingAccommodation])
+    #expect(
+      feed.changes.map(\.row.model)
+        == [Trip.self, BucketListItem.self, LivingAccommodation.self].map(ObjectIdentifier.init))
     #expect(try pair.push(from: 0) == SyncResult(applied: 2, skipped: 1))
     try pair.push(from: 1)
     let one = try pair.state(0)
@@ -305,7 +327,7 @@ struct PlanSyncTests {
       ),
       (
         #""kind":"update","tripId":"\#(trip)","bucketListItemId":"\#(trip)","bucketListItem":{"id":"\#(item)","title":"x"}}"#,
-        "the item's id does not match bucketListItemId"
+        "the bucket-list item's id does not match bucketListItemId"
       ),
       (
         #""kind":"update","tripId":"\#(trip)","livingAccommodationId":"not-a-uuid","livingAccommodation":null}"#,
@@ -375,5 +397,18 @@ struct PlanSyncTests {
     let text = SyncFeed(changes: [valid], resumeToken: valid.token).jsonLines
     let read = try SyncFeed.parse(Data(text.utf8), file: "feed")
     #expect(read.changes == [valid])
+    // A byte that is not UTF-8 in a title makes its line bad (never read as U+FFFD), whether
+    // lines end with LF or CRLF.
+    var bytes = Array(text.utf8)
+    let tea = bytes.firstRange(of: Array("Tea".utf8))!
+    bytes[tea.lowerBound + 1] = 0xFF
+    for lineEnd in ["\n", "\r\n"] {
+      let feed = Data(bytes.split(separator: 10).map { $0 + Array(lineEnd.utf8) }.joined())
+      let error = #expect(throws: TripPlannerError.self) { try SyncFeed.parse(feed, file: "feed") }
+      #expect(error?.problems.map(\.line) == [1], "\(String(describing: error))")
+      #expect(
+        error?.problems.first?.reason.contains("not valid UTF-8") == true,
+        "\(String(describing: error))")
+    }
   }
 }

@@ -245,6 +245,15 @@ struct ServerSyncTests {
         ["--from", "http://127.0.0.1:9", "--once"], 1,
         "Error: Cannot reach http://127.0.0.1:9/changes"
       ),
+      // A query would be dropped from every request: refused, not ignored.
+      (
+        ["--from", "http://127.0.0.1:9/?key=1", "--once"], 64,
+        "Error: http://127.0.0.1:9/?key=1 has a query or a fragment"
+      ),
+      (
+        ["--from", "http://127.0.0.1:9/#map", "--once"], 64,
+        "Error: http://127.0.0.1:9/#map has a query or a fragment"
+      ),
     ])
   func garbage(arguments: [String], status: Int32, message: String) throws {
     let scratch = Scratch()
@@ -334,8 +343,9 @@ struct ServerSyncGarbageTests {
         "/changes"
       ),
       ("HTTP/1.1 500 Oops\r\nContent-Length: 5\r\n\r\nboom\n", "answered 500"),
-      ("garbage that is not HTTP at all\r\n\r\n", "Cannot reach"),
-      ("", "Cannot reach"),
+      // Reached, then failed: not "Cannot reach".
+      ("garbage that is not HTTP at all\r\n\r\n", "failed after connecting: not an HTTP/1.1"),
+      ("", "failed after connecting: the connection closed before the answer's end"),
     ])
   func garbage(response: String, says: String) throws {
     let scratch = Scratch()

@@ -19,115 +19,24 @@ extension TripStore {
   func importWithPlans(
     _ records: [(line: Int?, record: TripRecord)], file: String, progress: ((Int) -> Void)?
   ) throws {
-    var problems: [TripPlannerError.Problem] = []
-    var itemLines: [UUID: Int?] = [:]
-    var stayLines: [UUID: Int?] = [:]
-    func claim(_ id: UUID?, _ lines: inout [UUID: Int?], line: Int?, what: String) {
-      guard let id else { return }
-      if let earlier = lines[id] {
-        let place = earlier.map { "on line \($0)" } ?? "earlier in \(file)"
-        problems.append(
-          .init(
-            file: file, line: line,
-            reason: "the \(what) id \(id.lowercasedString) is also \(place); each may appear once"))
-      } else {
-        lines[id] = line
-      }
-    }
-    for (line, record) in records {
-      guard let plan = record.plan else { continue }
-      for item in plan.bucketList {
-        claim(item.id, &itemLines, line: line, what: "bucket-list item")
-      }
-      claim(plan.livingAccommodation?.id, &stayLines, line: line, what: "stay")
-    }
     let tripIDs = records.compactMap(\.record.id)
     let existingTrips = try Self.byID(
       tripIDs,
       fetch: { ids in
         try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { ids.contains($0.id) }))
       }, id: \.id)
-    let existingItems = try Self.byID(
-      Array(itemLines.keys),
-      fetch: { ids in
-        try context.fetch(
-          FetchDescriptor<BucketListItem>(predicate: #Predicate { ids.contains($0.id) }))
-      }, id: \.id)
-    let existingStays = try Self.byID(
-      Array(stayLines.keys),
-      fetch: { ids in
-        try context.fetch(
-          FetchDescriptor<LivingAccommodation>(predicate: #Predicate { ids.contains($0.id) }))
-      }, id: \.id)
-    // An id a deleted item or stay of another trip had: it named that row for its whole life.
-    var newItems: [(UUID, trip: UUID?, line: Int?)] = []
-    var newStays: [(UUID, trip: UUID?, line: Int?)] = []
-    for (line, record) in records {
-      guard let plan = record.plan else { continue }
-      for item in plan.bucketList {
-        if let id = item.id, existingItems[id] == nil { newItems.append((id, record.id, line)) }
-      }
-      if let id = plan.livingAccommodation?.id, existingStays[id] == nil {
-        newStays.append((id, record.id, line))
-      }
-    }
-    func tripKey(_ id: UUID?) -> Int64? {
-      id.flatMap { existingTrips[$0] }.flatMap { context.persistentIdentifier(for: $0) }?
-        .primaryKey
-    }
-    // Most ids are new: their tombstones are looked up 500 at a time, and only the ids some
-    // deletion had are followed to their former trip.
-    let deletedItems = try context.lastTombstones(
-      of: BucketListItem.self, where: \.id, in: newItems.map(\.0))
-    let deletedStays = try context.lastTombstones(
-      of: LivingAccommodation.self, where: \.id, in: newStays.map(\.0))
-    for (id, trip, line) in newItems {
-      guard let tombstone = deletedItems[id] else { continue }
-      if let owner = try formerOwner(
-        BucketListItem.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip),
-        tombstone: tombstone)
-      {
-        problems.append(
-          .init(file: file, line: line, reason: Self.reused("bucket-list item", id, owner)))
-      }
-    }
-    for (id, trip, line) in newStays {
-      guard let tombstone = deletedStays[id] else { continue }
-      if let owner = try formerOwner(
-        LivingAccommodation.self, \.id, \.trip, id, trip: trip, tripKey: tripKey(trip),
-        tombstone: tombstone)
-      {
-        problems.append(.init(file: file, line: line, reason: Self.reused("stay", id, owner)))
-      }
-    }
-    // An item or stay of another trip: moving it silently would take it from that trip.
-    for (line, record) in records {
-      guard let plan = record.plan else { continue }
-      for item in plan.bucketList {
-        if let id = item.id, let owner = existingItems[id]?.trip?.id, owner != record.id {
-          problems.append(
-            .init(
-              file: file, line: line,
-              reason:
-                "the bucket-list item id \(id.lowercasedString) belongs to trip \(owner.lowercasedString) in the store"
-            ))
-        }
-      }
-      if let id = plan.livingAccommodation?.id, let owner = existingStays[id]?.trip?.id,
-        owner != record.id
-      {
-        problems.append(
-          .init(
-            file: file, line: line,
-            reason:
-              "the stay id \(id.lowercasedString) belongs to trip \(owner.lowercasedString) in the store"
-          ))
-      }
+    var problems: [TripPlannerError.Problem] = []
+    for part in Trip.planParts {
+      problems += try planProblems(part, in: records, file: file, trips: existingTrips)
     }
     guard problems.isEmpty else {
       throw TripPlannerError(
         code: .invalidInput, message: "\(file): nothing was imported.", problems: problems)
     }
+    // The plans to be replaced, loaded in one query per part (not one per trip).
+    let replaced = records.compactMap { $0.record.plan == nil ? nil : $0.record.id }
+      .compactMap { existingTrips[$0] }
+    try context.prefetch(Trip.planParts.map { $0.planPath }, of: replaced)
     for (index, entry) in records.enumerated() {
       var record = entry.record
       let plan = record.plan
@@ -140,38 +49,105 @@ extension TripStore {
         trip = Trip(record)
         context.insert(trip)
       }
-      if let plan { replacePlan(of: trip, with: plan, existingItems: existingItems) }
+      if let plan {
+        for part in Trip.planParts { replaceParts(part, of: trip, with: plan) }
+      }
       if let progress, index % 10_000 == 0 { progress(index) }
     }
   }
 
-  /// `trip`'s plan replaced by `plan` (see ``importWithPlans(_:file:progress:)``).
-  private func replacePlan(
-    of trip: Trip, with plan: TripPlan, existingItems: [UUID: BucketListItem]
-  ) {
-    var list: [BucketListItem] = []
-    for (position, record) in plan.bucketList.enumerated() {
-      var values = record
-      values.position = position
-      if let id = record.id, let item = existingItems[id], item.trip === trip {
-        values.apply(to: item)
-        list.append(item)
-      } else {
-        list.append(values.newModel())
+  /// What is wrong with `records`' parts of one kind, each naming its line: an id twice in the
+  /// file, an id of a row of another trip in the store, or one a deleted row of another trip
+  /// had. Cost: one query per 500 ids named, one tombstone lookup per 500 new ids, and a
+  /// lookup of the former trip of each id a deletion had.
+  private func planProblems<Part: TripPlanPart>(
+    _: Part.Type, in records: [(line: Int?, record: TripRecord)], file: String,
+    trips existingTrips: [UUID: Trip]
+  ) throws -> [TripPlannerError.Problem] {
+    var problems: [TripPlannerError.Problem] = []
+    // Each part of the file: its id, its line, its trip.
+    var named: [(id: UUID, line: Int?, trip: UUID?)] = []
+    var lines: [UUID: Int?] = [:]
+    for (line, record) in records {
+      guard let plan = record.plan else { continue }
+      for values in Part.values(in: plan) {
+        guard let id = values[dynamicMember: Part.idPath] else { continue }
+        if let earlier = lines[id] {
+          let place = earlier.map { "on line \($0)" } ?? "earlier in \(file)"
+          problems.append(
+            .init(
+              file: file, line: line,
+              reason:
+                "the \(Part.noun) id \(id.lowercasedString) is also \(place); each may appear once"
+            ))
+        } else {
+          lines[id] = line
+          named.append((id, line, record.id))
+        }
       }
     }
-    trip.bucketList = list  // items no longer listed are deleted (the rule is cascade)
-    let current = trip.livingAccommodation
-    if let stay = plan.livingAccommodation {
-      if let current, stay.id == nil || stay.id == current.id {
-        stay.apply(to: current, leaving: ["id"])
-      } else {
-        if let current { context.delete(current) }
-        trip.livingAccommodation = stay.newModel()
-      }
-    } else if let current {
-      context.delete(current)
+    let existing = try Self.byID(
+      Array(lines.keys),
+      fetch: { ids in try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: ids)))
+      },
+      id: Part.idPath)
+    func tripKey(_ id: UUID?) -> Int64? {
+      id.flatMap { existingTrips[$0] }.flatMap { context.persistentIdentifier(for: $0) }?
+        .primaryKey
     }
+    // An id a deleted row of another trip had: it named that row for its whole life. Most ids
+    // are new: their tombstones are looked up 500 at a time, and only the ids some deletion
+    // had are followed to their former trip.
+    let new = named.filter { existing[$0.id] == nil }
+    let deleted = try context.lastTombstones(of: Part.self, where: Part.idPath, in: new.map(\.id))
+    for (id, line, trip) in new {
+      guard let tombstone = deleted[id] else { continue }
+      if let owner = try formerOwner(
+        Part.self, Part.idPath, Part.tripPath, id, trip: trip, tripKey: tripKey(trip),
+        tombstone: tombstone)
+      {
+        problems.append(.init(file: file, line: line, reason: Self.reused(Part.noun, id, owner)))
+      }
+    }
+    // A row of another trip: moving it silently would take it from that trip.
+    for (line, record) in records {
+      guard let plan = record.plan else { continue }
+      for values in Part.values(in: plan) {
+        if let id = values[dynamicMember: Part.idPath], let owner = existing[id]?.trip?.id,
+          owner != record.id
+        {
+          problems.append(
+            .init(
+              file: file, line: line,
+              reason:
+                "the \(Part.noun) id \(id.lowercasedString) belongs to trip \(owner.lowercasedString) in the store"
+            ))
+        }
+      }
+    }
+    return problems
+  }
+
+  /// `trip`'s parts of one kind replaced by `plan`'s (see ``importWithPlans(_:file:progress:)``):
+  /// a part whose id the trip has (or, for a part a trip has one of, given without an id) keeps
+  /// its row and takes the file's values; the others are new; the trip's parts the plan does
+  /// not list are deleted.
+  private func replaceParts<Part: TripPlanPart>(_: Part.Type, of trip: Trip, with plan: TripPlan) {
+    let current = Part.parts(of: trip)
+    var parts: [Part] = []
+    for values in Part.values(in: plan) {
+      let match =
+        values[dynamicMember: Part.idPath].flatMap { id in current.first { $0.id == id } }
+        ?? (Part.isOnePerTrip && values[dynamicMember: Part.idPath] == nil ? current.first : nil)
+      if let match {
+        values.apply(to: match, leaving: ["id"])
+        parts.append(match)
+      } else {
+        parts.append(values.newModel())
+      }
+    }
+    for old in current where !parts.contains(where: { $0 === old }) { context.delete(old) }
+    Part.setParts(parts, of: trip)
   }
 
   /// The models with `ids`, by id: one query per 500 ids.

@@ -50,6 +50,19 @@ enum PlainHTTP {
     }
     let socket = try connect(host: host, port: url.port ?? 80, timeout: timeout)
     defer { close(socket) }
+    do {
+      try exchange(on: socket, url, headers: headers, timeout: timeout, status: status, body: body)
+    } catch var failure as Failure {
+      failure.connected = true
+      throw failure
+    }
+  }
+
+  /// ``get(_:headers:timeout:status:body:)`` on a connected socket.
+  private static func exchange(
+    on socket: Int32, _ url: URL, headers: [(String, String)], timeout: Int,
+    status: (Int) throws -> Void, body: (ArraySlice<UInt8>) throws -> Void
+  ) throws {
     var wait = timeval(tv_sec: timeout, tv_usec: 0)
     _ = setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
     try send(head("GET", url, headers: headers + [("Connection", "close")]), on: socket)
@@ -129,6 +142,8 @@ enum PlainHTTP {
   /// Why an exchange failed: what the socket or the response said.
   struct Failure: Error, CustomStringConvertible {
     var description: String
+    /// Whether the server was reached (the failure came after connecting).
+    var connected = false
     init(_ description: String) { self.description = description }
   }
 

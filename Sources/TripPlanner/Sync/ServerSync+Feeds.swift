@@ -155,7 +155,7 @@ extension ServerSync {
   ///
   /// - Throws: ``ServerSyncError`` when the server cannot be reached, refuses (not 2xx), or
   ///   the answer is cut short; what `line` throws.
-  static func readLines(_ url: URL, _ line: (Substring) throws -> Void) throws {
+  static func readLines(_ url: URL, _ line: (ArraySlice<UInt8>) throws -> Void) throws {
     var splitter = LineSplitter()
     guard url.scheme?.lowercased() == "http" else {
       var request = URLRequest(url: url)
@@ -181,8 +181,12 @@ extension ServerSync {
           }
         })
     } catch let failure as PlainHTTP.Failure {
+      // Reached, then failed: the answer broke off (a transient failure either way).
       throw ServerSyncError(
-        status: nil, message: "Cannot reach \(url.absoluteString): \(failure.description).")
+        status: nil,
+        message: failure.connected
+          ? "GET \(url.absoluteString) failed after connecting: \(failure.description)."
+          : "Cannot reach \(url.absoluteString): \(failure.description).")
     }
     if let refusal {
       let data = Data(refusal.body)
@@ -197,7 +201,8 @@ extension ServerSync {
   }
 }
 
-/// Cuts bytes into lines as they arrive: each line handed over without its LF (or CRLF).
+/// Cuts bytes into lines as they arrive: each line handed over without its LF (or CRLF), as
+/// bytes (their reader checks they are UTF-8, so a bad byte is an error, never a U+FFFD).
 struct LineSplitter {
   /// The longest line taken (a feed's line is one row, a few KiB): a server that never ends a
   /// line cannot grow the client's memory past it.
@@ -205,7 +210,9 @@ struct LineSplitter {
   private var pending: [UInt8] = []
 
   /// Hands over every line `bytes` completes.
-  mutating func feed(_ bytes: ArraySlice<UInt8>, _ line: (Substring) throws -> Void) throws {
+  mutating func feed(_ bytes: ArraySlice<UInt8>, _ line: (ArraySlice<UInt8>) throws -> Void)
+    throws
+  {
     var start = bytes.startIndex
     while let newline = bytes[start...].firstIndex(of: 10) {
       if pending.isEmpty {
@@ -222,20 +229,19 @@ struct LineSplitter {
       throw TripPlannerError(
         code: .invalidInput,
         message:
-          "A line of the answer is over \(Self.maximumLine >> 20) MiB; nothing of it was applied.")
+          "A line is over \(Self.maximumLine >> 20) MiB; nothing of it was applied.")
     }
   }
 
   /// Hands over the last line, if the bytes did not end with a line break.
-  mutating func finish(_ line: (Substring) throws -> Void) throws {
+  mutating func finish(_ line: (ArraySlice<UInt8>) throws -> Void) throws {
     guard !pending.isEmpty else { return }
     try line(Self.text(pending[...]))
     pending.removeAll()
   }
 
-  private static func text(_ bytes: ArraySlice<UInt8>) -> Substring {
-    let end = bytes.last == 13 ? bytes.endIndex - 1 : bytes.endIndex
-    return Substring(String(decoding: bytes[bytes.startIndex..<end], as: UTF8.self))
+  private static func text(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    bytes.last == 13 ? bytes.dropLast() : bytes
   }
 }
 

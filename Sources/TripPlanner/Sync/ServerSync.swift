@@ -155,7 +155,7 @@ public final class ServerSync: Sendable {
   ///   - pullBatchChanges: The changes a pull applies at once.
   ///   - onEvent: Called after each push or pull that moved something, and on failures.
   /// - Throws: ``TripPlannerError`` with ``TripPlannerError/Code/invalidInput`` for a URL
-  ///   that is not `http` or `https`, or a push without a writer.
+  ///   that is not `http` or `https` or has a query or fragment, or a push without a writer.
   public init(
     local: URL, server: URL, directions: Directions, writer: (name: String, token: String)?,
     localAuthor: String = "sync", state: URL? = nil, pushBatchBytes: Int = 4 << 20,
@@ -167,6 +167,14 @@ public final class ServerSync: Sendable {
       throw TripPlannerError(
         code: .invalidInput,
         message: "\(server.absoluteString) is not an http:// or https:// server address.")
+    }
+    // Requests are made by the server's path: a query or fragment would be dropped unseen.
+    guard server.query == nil, server.fragment == nil else {
+      throw TripPlannerError(
+        code: .invalidInput,
+        message:
+          "\(server.absoluteString) has a query or a fragment; give the server's address without them, as 'trips serve' prints it."
+      )
     }
     if directions.contains(.push), writer == nil {
       throw TripPlannerError(

@@ -49,10 +49,8 @@ public struct FeedChange: Hashable, Sendable {
   /// The trip the change is about, or the trip of the item or stay it is about (nil for an
   /// item's or a stay's delete).
   public var tripID: UUID? {
-    switch subject {
-    case .trip(let id, _): id
-    case .bucketListItem(_, _, let tripID), .livingAccommodation(_, _, let tripID): tripID
-    }
+    if case .trip(let id, _) = subject { return id }
+    return subject.part?.tripID
   }
 
   /// A trip change's values; nil for a delete and for changes of a plan.
@@ -63,28 +61,33 @@ public struct FeedChange: Hashable, Sendable {
 
   /// The changed row's model and id: a row of a feed is named by both.
   var row: FeedRow {
-    switch subject {
-    case .trip(let id, _): FeedRow(model: .trip, id: id)
-    case .bucketListItem(let id, _, _): FeedRow(model: .bucketListItem, id: id)
-    case .livingAccommodation(let id, _, _): FeedRow(model: .livingAccommodation, id: id)
+    if case .trip(let id, _) = subject { return FeedRow(Trip.self, id: id) }
+    func row(_ part: some AnyPartChange) -> FeedRow {
+      FeedRow(type(of: part).Part.self, id: part.change.id)
     }
+    return row(subject.part!)  // not a trip: a part
   }
 
   /// The change's values as a JSON object, for ties between versions (nil for a delete).
   var valuesJSON: String? {
-    switch subject {
-    case .trip(_, let record): record.map { TripJSON.object($0).rendered() }
-    case .bucketListItem(_, let record, _): record.map { TripJSON.object($0).rendered() }
-    case .livingAccommodation(_, let record, _): record.map { TripJSON.object($0).rendered() }
+    if case .trip(_, let record) = subject { return record.map { TripJSON.object($0).rendered() } }
+    func json(_ part: some AnyPartChange) -> String? {
+      part.change.values.map { JSONValue.object($0.jsonMembers()).rendered() }
     }
+    return subject.part.flatMap { json($0) }
   }
 }
 
 /// A row a feed names: its model and its id.
 struct FeedRow: Hashable {
-  enum Model: Hashable { case trip, bucketListItem, livingAccommodation }
-  var model: Model
+  /// The row's model type.
+  var model: ObjectIdentifier
   var id: UUID
+
+  init(_ model: any PersistentModel.Type, id: UUID) {
+    self.model = ObjectIdentifier(model)
+    self.id = id
+  }
 }
 
 extension FeedChange {
@@ -159,15 +162,15 @@ public struct SyncFeed: Sendable {
       ("kind", .string(change.kind.rawValue)),
       ("tripId", change.tripID.map { .string($0.lowercasedString) } ?? .null),
     ]
-    switch change.subject {
-    case .trip(_, let record):
+    func append(_ part: some AnyPartChange) {
+      let key = type(of: part).Part.memberName
+      members.append((key + "Id", .string(part.change.id.lowercasedString)))
+      members.append((key, part.change.values.map { .object($0.jsonMembers()) } ?? .null))
+    }
+    if case .trip(_, let record) = change.subject {
       members.append(("trip", record.map(TripJSON.object) ?? .null))
-    case .bucketListItem(let id, let record, _):
-      members.append(("bucketListItemId", .string(id.lowercasedString)))
-      members.append(("bucketListItem", record.map(TripJSON.object) ?? .null))
-    case .livingAccommodation(let id, let record, _):
-      members.append(("livingAccommodationId", .string(id.lowercasedString)))
-      members.append(("livingAccommodation", record.map(TripJSON.object) ?? .null))
+    } else if let part = change.subject.part {
+      append(part)
     }
     return JSONValue.object(members).rendered() + "\n"
   }
@@ -177,18 +180,18 @@ public struct SyncFeed: Sendable {
     var reader = LineReader(file: file)
     var changes: [FeedChange] = []
     var resume: HistoryToken?
-    // A line ends at LF or CRLF (`\r\n` is one Character in Swift, so splitting at "\n" alone
-    // kept a CRLF feed as one line).
-    let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false) {
-      $0 == "\n" || $0 == "\r\n"
-    }
-    for line in lines {
-      switch reader.read(Substring(line)) {
+    // A line ends at LF or CRLF; its bytes are parsed as they are (invalid UTF-8 is a bad
+    // line, not replacement characters).
+    var splitter = LineSplitter()
+    func take(_ line: ArraySlice<UInt8>) {
+      switch reader.read(line) {
       case .change(let change): changes.append(change)
       case .resume(let token): resume = token
       case nil: break
       }
     }
+    try splitter.feed(ArraySlice(data), take)
+    try splitter.finish(take)
     try reader.finish(resumed: resume != nil)
     return SyncFeed(changes: changes, resumeToken: resume!)  // set: `finish` checked it
   }
@@ -213,12 +216,12 @@ public struct SyncFeed: Sendable {
 
     /// The next line (without its line break): nil for a blank line or a bad one (whose
     /// problem is kept).
-    mutating func read(_ line: Substring) -> Line? {
+    mutating func read(_ line: ArraySlice<UInt8>) -> Line? {
       number += 1
-      guard !line.allSatisfy(\.isWhitespace) else { return nil }
+      guard !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) else { return nil }
       let value: JSONValue
       do {
-        value = try JSONValue.parse(Data(line.utf8))
+        value = try JSONValue.parse(Data(line))
       } catch let error as JSONValue.ParseError {
         problems.add(number, "not a JSON object: \(error)")
         return nil
@@ -263,10 +266,12 @@ public struct SyncFeed: Sendable {
 
   /// The members a change line may have: its header, and per subject its id and values.
   static let headerMembers: Set<String> = ["token", "author", "time", "kind"]
-  static let subjectMembers: [(id: String, values: String)] = [
-    ("bucketListItemId", "bucketListItem"), ("livingAccommodationId", "livingAccommodation"),
-    ("tripId", "trip"),
-  ]
+  /// Per subject, its id member, its values member and what a person calls it: each plan
+  /// part's, then a trip's (last).
+  static let subjectMembers: [(id: String, values: String, noun: String)] =
+    Trip.planParts.map { ($0.memberName + "Id", $0.memberName, $0.noun) } + [
+      ("tripId", "trip", "trip")
+    ]
 
   /// A change line's token, time and kind, each checked on its own so that a problem names
   /// the member and what is wrong with it; nil (with the problems added) when any is wrong.
@@ -311,9 +316,10 @@ public struct SyncFeed: Sendable {
       if planSubjects.count > 1 {
         problems.add(
           line,
-          "a change is about one row: this one names both a bucket-list item and a stay")
+          "a change is about one row: this one names both a \(planSubjects[0].noun) and a \(planSubjects[1].noun)"
+        )
       } else {
-        let subject = planSubjects.first ?? subjectMembers[2]
+        let subject = planSubjects.first ?? subjectMembers.last!
         var allowed = headerMembers.union([subject.id, subject.values])
         allowed.insert("tripId")
         for (name, _) in members where !allowed.contains(name) {
@@ -321,7 +327,7 @@ public struct SyncFeed: Sendable {
           problems.add(
             line,
             known
-              ? "\(name) does not belong in a change of a \(subject.id == "tripId" ? "trip" : subject.values == "bucketListItem" ? "bucket-list item" : "stay")"
+              ? "\(name) does not belong in a change of a \(subject.noun)"
               : "unknown member '\(name)' in a change")
         }
       }
@@ -366,18 +372,18 @@ public struct SyncFeed: Sendable {
     /// A plan row's line: its id member, its trip (required but for a delete), its values
     /// read by `read` (whose id must be the line's) and checked by its model's rules, made
     /// into a subject by `make`.
-    func planRow<Model: FieldRules>(
-      _ key: String, what: String,
-      read: (JSONValue, inout ProblemList) -> FieldValues<Model>?,
-      make: (UUID, FieldValues<Model>?, UUID?) -> FeedChange.Subject
-    ) -> FeedChange.Subject? {
+    func planRow<Part: TripPlanPart>(_: Part.Type) -> FeedChange.Subject? {
+      let key = Part.memberName
+      let what = Part.noun
       guard case .some(let rowID?) = id(key + "Id", required: true),
         case .some(let tripID) = id("tripId", required: !isDelete)
       else { return nil }
       guard let member = values(key, what: what) else {
-        return isDelete ? make(rowID, nil, tripID) : nil
+        return isDelete ? Part.subject(id: rowID, nil, tripID: tripID) : nil
       }
-      guard let record = read(member, &problems) else { return nil }
+      guard
+        let record = FieldValues<Part>.read(member, label: key, line: line, problems: &problems)
+      else { return nil }
       let violations = record.violations
       for violation in violations { problems.add(line, "\(key): \(violation.reason)") }
       guard violations.isEmpty else { return nil }
@@ -385,20 +391,10 @@ public struct SyncFeed: Sendable {
         problems.add(line, "the \(what)'s id does not match \(key)Id")
         return nil
       }
-      return make(rowID, record, tripID)
+      return Part.subject(id: rowID, record, tripID: tripID)
     }
-    if value["bucketListItemId"] != nil {
-      return planRow(
-        "bucketListItem", what: "item",
-        read: {
-          TripJSON.bucketListItem(from: $0, label: "bucketListItem", line: line, problems: &$1)
-        }, make: { .bucketListItem(id: $0, $1, tripID: $2) })
-    }
-    if value["livingAccommodationId"] != nil {
-      return planRow(
-        "livingAccommodation", what: "stay",
-        read: { TripJSON.stay(from: $0, label: "livingAccommodation", line: line, problems: &$1) },
-        make: { .livingAccommodation(id: $0, $1, tripID: $2) })
+    if let part = Trip.planParts.first(where: { value[$0.memberName + "Id"] != nil }) {
+      return planRow(part)
     }
     guard case .some(let tripID?) = id("tripId", required: true) else { return nil }
     guard let member = values("trip", what: "trip") else {

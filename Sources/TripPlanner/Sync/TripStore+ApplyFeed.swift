@@ -52,8 +52,8 @@ extension TripStore {
         var end = start + 1
         while end < changes.count, changes[end].token == changes[start].token { end += 1 }
         let run = changes[start..<end]
-        let planDeletes = run.filter { $0.kind == .delete && $0.row.model != .trip }
-        let rest = run.filter { !($0.kind == .delete && $0.row.model != .trip) }
+        let planDeletes = run.filter { $0.kind == .delete && $0.subject.part != nil }
+        let rest = run.filter { !($0.kind == .delete && $0.subject.part != nil) }
         let ordered = planDeletes + rest
         // Rows carried with the transaction at times of their own are saved at those times.
         var first = 0
@@ -85,13 +85,17 @@ extension TripStore {
 
   /// Throws the rules' violations of every record in `feed`, each naming its row.
   private static func validate(_ feed: SyncFeed) throws {
+    func validate(_ part: some AnyPartChange) throws {
+      let change = part.change
+      try Self.named("\(part.noun) \(change.id.lowercasedString)") {
+        try change.values?.validate()
+      }
+    }
     for change in feed.changes {
-      switch change.subject {
-      case .trip(_, let record): try record?.validate()
-      case .bucketListItem(let id, let record, _):
-        try Self.named("bucket-list item \(id.lowercasedString)") { try record?.validate() }
-      case .livingAccommodation(let id, let record, _):
-        try Self.named("stay \(id.lowercasedString)") { try record?.validate() }
+      if case .trip(_, let record) = change.subject {
+        try record?.validate()
+      } else if let part = change.subject.part {
+        try validate(part)
       }
     }
   }
@@ -124,11 +128,8 @@ extension TripStore {
           try localTrip(tripID) != nil
           || context.lastDeletionDate(of: Trip.self, where: \.id, equals: tripID) != nil
       }
-      if known[tripID] == false {
-        let what =
-          change.row.model == .bucketListItem
-          ? "bucket-list item \(change.row.id.lowercasedString)"
-          : "stay \(change.row.id.lowercasedString)"
+      if known[tripID] == false, let part = change.subject.part {
+        let what = "\(part.noun) \(change.row.id.lowercasedString)"
         throw TripPlannerError(
           code: .invalidInput,
           message:
@@ -146,53 +147,30 @@ extension TripStore {
   /// Cost: per 500 plan rows the feed names, one query for those here and one for their
   /// trips; O(changes) after that.
   private func checkOwners(of feed: SyncFeed) throws {
-    var itemIDs: Set<UUID> = []
-    var stayIDs: Set<UUID> = []
+    var ids: [ObjectIdentifier: Set<UUID>] = [:]  // per part
     for change in feed.changes where change.kind != .delete {
-      switch change.subject {
-      case .trip: break
-      case .bucketListItem(let id, _, _): itemIDs.insert(id)
-      case .livingAccommodation(let id, _, _): stayIDs.insert(id)
-      }
+      guard case .some(let part) = change.subject.part else { continue }
+      ids[change.row.model, default: []].insert(part.id)
     }
-    guard !itemIDs.isEmpty || !stayIDs.isEmpty else { return }
+    guard !ids.isEmpty else { return }
     var owners: [UUID: UUID] = [:]  // a row's trip: here, then as the feed says
-    func readOwners<Row: PersistentModel>(
-      _ ids: Set<UUID>, _ fetch: ([UUID]) throws -> [Row], _ owner: (Row) -> (UUID, UUID?)
-    ) throws {
-      let all = Array(ids)
+    func readOwners<Part: TripPlanPart>(_: Part.Type) throws {
+      let all = Array(ids[ObjectIdentifier(Part.self)] ?? [])
       for start in stride(from: 0, to: all.count, by: 500) {
-        for row in try fetch(Array(all[start..<min(start + 500, all.count)])) {
-          let (id, trip) = owner(row)
-          if let trip { owners[id] = trip }
+        var descriptor = FetchDescriptor<Part>(
+          predicate: Part.predicate(idIn: Array(all[start..<min(start + 500, all.count)])))
+        descriptor.relationshipKeyPathsForPrefetching = [Part.tripPath]
+        for row in try context.fetch(descriptor) {
+          if let trip = row.trip?.id { owners[row.id] = trip }
         }
       }
     }
     try context.withSnapshot {
-      try readOwners(
-        itemIDs,
-        { ids in
-          var descriptor = FetchDescriptor<BucketListItem>(
-            predicate: #Predicate { ids.contains($0.id) })
-          descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-          return try context.fetch(descriptor)
-        }, { (row: BucketListItem) in (row.id, row.trip?.id) })
-      try readOwners(
-        stayIDs,
-        { ids in
-          var descriptor = FetchDescriptor<LivingAccommodation>(
-            predicate: #Predicate { ids.contains($0.id) })
-          descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-          return try context.fetch(descriptor)
-        }, { (row: LivingAccommodation) in (row.id, row.trip?.id) })
+      for part in Trip.planParts { try readOwners(part) }
     }
     for change in feed.changes {
-      let what: String
-      switch change.subject {
-      case .trip: continue
-      case .bucketListItem: what = "bucket-list item"
-      case .livingAccommodation: what = "stay"
-      }
+      guard let part = change.subject.part else { continue }
+      let what = part.noun
       let id = change.row.id
       guard change.kind != .delete else {
         owners[id] = nil
@@ -246,84 +224,67 @@ extension TripStore {
       } else {
         result.skipped += 1
       }
-    case .bucketListItem(let id, let record, _):
-      var descriptor = FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
-      descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-      let local = try context.fetch(descriptor).first
-      guard
-        let trip = try planRowTrip(
-          change, over: local, id: id, \BucketListItem.id,
-          json: { TripJSON.object(FieldValues($0)) },
-          hasValues: record != nil, to: &result, inserted: inserted),
-        let record
-      else { return }
-      if let local {
-        if FieldValues(local) == record, local.trip === trip {
-          result.skipped += 1
-          return
-        }
-        if let owner = local.trip, owner !== trip {
-          throw TripStore.ownedElsewhere("bucket-list item", id, owner: owner.id)
-        }
-        record.apply(to: local)
-        if local.trip == nil { local.trip = trip }
-      } else {
-        let item = record.newModel()
-        context.insert(item)
-        item.trip = trip
-      }
-      result.applied += 1
-    case .livingAccommodation(let id, let record, _):
-      var descriptor = FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
-      descriptor.relationshipKeyPathsForPrefetching = [\.trip]
-      let local = try context.fetch(descriptor).first
-      guard
-        let trip = try planRowTrip(
-          change, over: local, id: id, \LivingAccommodation.id,
-          json: { TripJSON.object(FieldValues($0)) }, hasValues: record != nil, to: &result,
-          inserted: inserted),
-        let record
-      else { return }
-      if let local, FieldValues(local) == record, local.trip === trip {
+    default:  // a plan part
+      try applyPart(change.subject.part!, of: change, to: &result, inserted: inserted)
+    }
+  }
+
+  /// A plan part's change of ``apply(_:to:inserted:)``. A part a trip has one of (a stay)
+  /// replaces another one there only when the change is later than that one's.
+  private func applyPart(
+    _ part: some AnyPartChange, of change: FeedChange, to result: inout SyncResult,
+    inserted: [UUID: Trip]
+  ) throws {
+    let (id, record) = (part.change.id, part.change.values)
+    let local = try localPart(type(of: part).Part.self, id: id)
+    guard
+      let trip = try planRowTrip(
+        change, over: local, id: id, hasValues: record != nil, to: &result, inserted: inserted),
+      let record
+    else { return }
+    if let local, FieldValues(local) == record, local.trip === trip {
+      result.skipped += 1
+      return
+    }
+    if let owner = local?.trip, owner !== trip {
+      throw TripStore.ownedElsewhere(part.noun, id, owner: owner.id)
+    }
+    if type(of: part).Part.isOnePerTrip,
+      let other = type(of: part).Part.parts(of: trip).first, other !== local
+    {
+      // A trip has one: another one here gives way only to a later change.
+      guard try wins(change, over: other, id: other.id) else {
         result.skipped += 1
         return
       }
-      if let owner = local?.trip, owner !== trip {
-        throw TripStore.ownedElsewhere("stay", id, owner: owner.id)
-      }
-      // A trip has one stay: another one here gives way only to a later change.
-      if let other = trip.livingAccommodation, other !== local {
-        guard
-          try wins(
-            change, over: other, id: other.id, \LivingAccommodation.id,
-            json: { TripJSON.object(FieldValues($0)) })
-        else {
-          result.skipped += 1
-          return
-        }
-        context.delete(other)
-      }
-      if let local {
-        record.apply(to: local)
-        if local.trip !== trip { trip.livingAccommodation = local }
-      } else {
-        let stay = record.newModel()
-        context.insert(stay)
-        trip.livingAccommodation = stay
-      }
-      result.applied += 1
+      context.delete(other)
     }
+    if let local {
+      record.apply(to: local)
+      if local.trip !== trip { local.attach(to: trip) }
+    } else {
+      let new = record.newModel()
+      context.insert(new)
+      new.attach(to: trip)
+    }
+    result.applied += 1
+  }
+
+  /// The part with `id` here, its trip loaded; nil when there is none.
+  private func localPart<Part: TripPlanPart>(_: Part.Type, id: UUID) throws -> Part? {
+    var descriptor = FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id]))
+    descriptor.relationshipKeyPathsForPrefetching = [Part.tripPath]
+    return try context.fetch(descriptor).first
   }
 
   /// The steps a plan row's change shares: the rule (a change older than the row's here is
   /// skipped), a change without values (a delete: done here), and the trip its values go to (nil when it was deleted
   /// here: skipped). Nil when the change is done; else the trip to apply the values with.
-  private func planRowTrip<Row: PersistentModel>(
-    _ change: FeedChange, over local: Row?, id: UUID, _ idPath: KeyPath<Row, UUID>,
-    json: (Row) -> JSONValue, hasValues: Bool, to result: inout SyncResult,
-    inserted: [UUID: Trip]
+  private func planRowTrip<Part: TripPlanPart>(
+    _ change: FeedChange, over local: Part?, id: UUID, hasValues: Bool,
+    to result: inout SyncResult, inserted: [UUID: Trip]
   ) throws -> Trip? {
-    guard try wins(change, over: local, id: id, idPath, json: json) else {
+    guard try wins(change, over: local, id: id) else {
       result.skipped += 1
       return nil
     }
@@ -375,6 +336,14 @@ extension TripStore {
     return Self.wins(
       change, overValues: local.map { json($0).rendered() },
       changedAt: FeedChange.milliseconds(here))
+  }
+
+  /// ``wins(_:over:id:_:json:)`` for a plan part, by its id and its values' JSON.
+  private func wins<Part: TripPlanPart>(_ change: FeedChange, over local: Part?, id: UUID)
+    throws -> Bool
+  {
+    try wins(
+      change, over: local, id: id, Part.idPath, json: { .object(FieldValues($0).jsonMembers()) })
   }
 
   /// Whether `change` beats a row here whose values render as `localJSON` (nil when deleted

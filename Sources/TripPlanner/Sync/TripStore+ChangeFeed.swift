@@ -195,16 +195,14 @@ extension TripStore {
 
   /// The row a delete is of, by its tombstone's id; nil when it kept none.
   private static func deletedRow(_ change: HistoryChange) -> FeedRow? {
-    switch change.changedIdentifier.entityName {
-    case Trip.schema.name: change.tombstone?[\Trip.id].map { FeedRow(model: .trip, id: $0) }
-    case BucketListItem.schema.name:
-      change.tombstone?[\BucketListItem.id].map { FeedRow(model: .bucketListItem, id: $0) }
-    case LivingAccommodation.schema.name:
-      change.tombstone?[\LivingAccommodation.id].map {
-        FeedRow(model: .livingAccommodation, id: $0)
-      }
-    default: nil
+    let name = change.changedIdentifier.entityName
+    if name == Trip.schema.name {
+      return change.tombstone?[\Trip.id].map { FeedRow(Trip.self, id: $0) }
     }
+    func row<Part: TripPlanPart>(_: Part.Type) -> FeedRow? {
+      change.tombstone?[Part.idPath].map { FeedRow(Part.self, id: $0) }
+    }
+    return Trip.planPart(entityName: name).flatMap { row($0) }
   }
 
   /// The row of the store with `row`'s id now, if any. One lookup by the unique id.
@@ -212,19 +210,18 @@ extension TripStore {
     -> PersistentIdentifier?
   {
     let id = row.id
-    switch row.model {
-    case .trip:
+    if row.model == ObjectIdentifier(Trip.self) {
       return try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
         .first.flatMap { context.persistentIdentifier(for: $0) }
-    case .bucketListItem:
-      return try context.fetch(
-        FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
-      ).first.flatMap { context.persistentIdentifier(for: $0) }
-    case .livingAccommodation:
-      return try context.fetch(
-        FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
-      ).first.flatMap { context.persistentIdentifier(for: $0) }
     }
+    func current<Part: TripPlanPart>(_: Part.Type) throws -> PersistentIdentifier? {
+      try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id])))
+        .first.flatMap { context.persistentIdentifier(for: $0) }
+    }
+    guard let part = Trip.planParts.first(where: { ObjectIdentifier($0) == row.model }) else {
+      return nil
+    }
+    return try current(part)
   }
 
   /// What a history change is about, with the row's current values, and the primary key of
@@ -245,41 +242,30 @@ extension TripStore {
         let id = record.id
       else { return nil }
       return (.trip(id: id, record), nil)
-    case BucketListItem.schema.name:
-      if change.kind == .delete {
-        return change.tombstone?[\BucketListItem.id].map {
-          (.bucketListItem(id: $0, nil, tripID: nil), nil)
-        }
-      }
-      // The trip loaded where a failure is thrown (the property would trap).
-      guard let item = try context.model(for: identifier, as: BucketListItem.self) else {
-        return nil
-      }
-      try context.prefetch([\.trip], of: [item])
-      guard let trip = item.trip else { return nil }
-      return (
-        .bucketListItem(id: item.id, FieldValues(item), tripID: trip.id),
-        context.persistentIdentifier(for: trip)?.primaryKey
-      )
-    case LivingAccommodation.schema.name:
-      if change.kind == .delete {
-        return change.tombstone?[\LivingAccommodation.id].map {
-          (.livingAccommodation(id: $0, nil, tripID: nil), nil)
-        }
-      }
-      guard let stay = try context.model(for: identifier, as: LivingAccommodation.self) else {
-        return nil
-      }
-      try context.prefetch([\.trip], of: [stay])
-      guard let trip = stay.trip else { return nil }
-      try context.resolveFaults(CollectionOfOne(stay))
-      return (
-        .livingAccommodation(id: stay.id, FieldValues(stay), tripID: trip.id),
-        context.persistentIdentifier(for: trip)?.primaryKey
-      )
     default:
+      guard let part = Trip.planPart(entityName: identifier.entityName) else { return nil }
+      return try partAndTrip(part, of: change, in: context)
+    }
+  }
+
+  /// ``subjectAndTrip(of:in:)`` for a plan part's change.
+  private static func partAndTrip<Part: TripPlanPart>(
+    _: Part.Type, of change: HistoryChange, in context: ModelContext
+  ) throws -> (subject: FeedChange.Subject, tripKey: Int64?)? {
+    if change.kind == .delete {
+      return change.tombstone?[Part.idPath].map { (Part.subject(id: $0, nil, tripID: nil), nil) }
+    }
+    // The trip loaded where a failure is thrown (the property would trap).
+    guard let part = try context.model(for: change.changedIdentifier, as: Part.self) else {
       return nil
     }
+    try context.prefetch([Part.tripPath], of: [part])
+    guard let trip = part.trip else { return nil }
+    try context.resolveFaults(CollectionOfOne(part))
+    return (
+      Part.subject(id: part.id, FieldValues(part), tripID: trip.id),
+      context.persistentIdentifier(for: trip)?.primaryKey
+    )
   }
 
   /// The plan rows of trip `id` that `isListed` says the feed has no change of, as updates carried by the
@@ -306,18 +292,18 @@ extension TripStore {
     }
     var rows: [FeedChange] = []
     // Loaded here, where a failure is thrown, not by the properties (which trap).
-    try context.prefetch([\.bucketList, \.livingAccommodation], of: [trip])
-    for item in trip.bucketList
-    where try !isListed(item, FeedRow(model: .bucketListItem, id: item.id)) {
-      rows.append(try carried(item, .bucketListItem(id: item.id, FieldValues(item), tripID: id)))
+    try context.prefetch(Trip.planParts.map { $0.planPath }, of: [trip])
+    func carry<Part: TripPlanPart>(_: Part.Type) throws {
+      let parts = try Part.parts(of: trip).filter {
+        try !isListed($0, FeedRow(Part.self, id: $0.id))
+      }
+      try context.resolveFaults(parts)
+      for part in parts {
+        rows.append(
+          try carried(part, Part.subject(id: part.id, FieldValues(part), tripID: id)))
+      }
     }
-    if let stay = trip.livingAccommodation,
-      try !isListed(stay, FeedRow(model: .livingAccommodation, id: stay.id))
-    {
-      try context.resolveFaults(CollectionOfOne(stay))
-      rows.append(
-        try carried(stay, .livingAccommodation(id: stay.id, FieldValues(stay), tripID: id)))
-    }
+    for part in Trip.planParts { try carry(part) }
     return rows
   }
 }
