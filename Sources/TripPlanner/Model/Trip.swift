@@ -84,11 +84,9 @@ public final class Trip {
   /// The trip's values as a record.
   public var record: TripRecord { TripRecord(given: FieldValues(self)) }
 
-  /// The models of a trip store: trips, their bucket-list items and their stays. A container
-  /// for trips is made with all three.
-  public static let modelTypes: [any PersistentModel.Type] = [
-    Trip.self, BucketListItem.self, LivingAccommodation.self,
-  ]
+  /// The models of a trip store: trips and the parts of their plans (``planParts``). A
+  /// container for trips is made with all of them.
+  public static let modelTypes: [any PersistentModel.Type] = [Trip.self] + planParts
 
   /// Checks the trip's rules (see the type's docs).
   public func validateForSave() throws {
