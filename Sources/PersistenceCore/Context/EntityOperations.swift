@@ -152,6 +152,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let preservedIndexes: [Int]
   /// Each attribute's access closure, in a non-generic array (see `ModelAttribute.access`).
   let accesses: [AttributeAccess]
+  /// The attributes a load may leave undecoded (`.codable` ones): all that ``resolve(_:)``
+  /// visits.
+  private let resolvableIndexes: [Int]
   let snapshotLayout: SnapshotLayout
   /// What a ``ModelRow`` reads through.
   let rowLayout: EntityLayout
@@ -194,6 +197,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
     statements = EntityStatements(
       name: name, columns: columnNames, unique: uniqueConstraints, preserved: preservedIndexes)
     accesses = stored.map(\.access)
+    resolvableIndexes = stored.indices.filter { stored[$0].isCodable }
     snapshotLayout = SnapshotLayout(
       stored.map {
         SnapshotLayout.Slot(
@@ -212,7 +216,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   func validate(_ model: AnyObject) throws { try cast(model).validateForSave() }
 
   func resolve(_ model: AnyObject) throws {
-    for index in accesses.indices {
+    for index in resolvableIndexes {
       do {
         _ = try accesses[index](model, .resolve)
       } catch var failure as PersistenceError where failure.attribute == nil {

@@ -60,9 +60,13 @@ extension Trip {
   ]
 
   /// The plan part whose entity is named `entityName`; nil for a trip and for other models.
+  /// One hash lookup (a feed asks once per change).
   static func planPart(entityName: String) -> (any TripPlanPart.Type)? {
-    planParts.first { $0.entityName == entityName }
+    planPartsByEntity[entityName]
   }
+
+  private static let planPartsByEntity = Dictionary(
+    uniqueKeysWithValues: planParts.map { ($0.entityName, $0) })
 }
 
 extension BucketListItem: TripPlanPart {
@@ -148,9 +152,35 @@ extension AnyPartChange {
   var noun: String { Part.noun }
 }
 
+// The one place that maps a part's case of `FeedChange.Subject`: its change in the part's own
+// types (`part`), and what a feed reads of every change without them (no box, no generics:
+// a feed reads these once or more per change).
 extension FeedChange.Subject {
-  /// The plan part a change is about, in its own types; nil for a trip. The one place that
-  /// maps a part's case.
+  /// The changed row's id.
+  var rowID: UUID {
+    switch self {
+    case .trip(let id, _), .bucketListItem(let id, _, _), .livingAccommodation(let id, _, _): id
+    }
+  }
+
+  /// The plan part's model; nil for a trip.
+  var partType: (any TripPlanPart.Type)? {
+    switch self {
+    case .trip: nil
+    case .bucketListItem: BucketListItem.self
+    case .livingAccommodation: LivingAccommodation.self
+    }
+  }
+
+  /// The trip a part's insert or update gives; nil for a part's delete and for a trip.
+  var partTripID: UUID? {
+    switch self {
+    case .trip: nil
+    case .bucketListItem(_, _, let tripID), .livingAccommodation(_, _, let tripID): tripID
+    }
+  }
+
+  /// The plan part a change is about, in its own types; nil for a trip.
   var part: (any AnyPartChange)? {
     switch self {
     case .trip: nil

@@ -50,7 +50,7 @@ public struct FeedChange: Hashable, Sendable {
   /// item's or a stay's delete).
   public var tripID: UUID? {
     if case .trip(let id, _) = subject { return id }
-    return subject.part?.tripID
+    return subject.partTripID
   }
 
   /// A trip change's values; nil for a delete and for changes of a plan.
@@ -61,11 +61,7 @@ public struct FeedChange: Hashable, Sendable {
 
   /// The changed row's model and id: a row of a feed is named by both.
   var row: FeedRow {
-    if case .trip(let id, _) = subject { return FeedRow(Trip.self, id: id) }
-    func row(_ part: some AnyPartChange) -> FeedRow {
-      FeedRow(type(of: part).Part.self, id: part.change.id)
-    }
-    return row(subject.part!)  // not a trip: a part
+    FeedRow(subject.partType ?? Trip.self, id: subject.rowID)
   }
 
   /// The change's values as a JSON object, for ties between versions (nil for a delete).
@@ -162,17 +158,24 @@ public struct SyncFeed: Sendable {
       ("kind", .string(change.kind.rawValue)),
       ("tripId", change.tripID.map { .string($0.lowercasedString) } ?? .null),
     ]
-    func append(_ part: some AnyPartChange) {
-      let key = type(of: part).Part.memberName
-      members.append((key + "Id", .string(part.change.id.lowercasedString)))
-      members.append((key, part.change.values.map { .object($0.jsonMembers()) } ?? .null))
-    }
     if case .trip(_, let record) = change.subject {
       members.append(("trip", record.map(TripJSON.object) ?? .null))
     } else if let part = change.subject.part {
-      append(part)
+      appendMembers(of: part, to: &members)
     }
     return JSONValue.object(members).rendered() + "\n"
+  }
+
+  /// A part's id and values members of ``line(for:)``. Specialized for each part (as
+  /// `TripStore.carriedParts` is).
+  @_specialize(where Change == PartChange<BucketListItem>)
+  @_specialize(where Change == PartChange<LivingAccommodation>)
+  private static func appendMembers<Change: AnyPartChange>(
+    of part: Change, to members: inout [(String, JSONValue)]
+  ) {
+    let key = Change.Part.memberName
+    members.append((key + "Id", .string(part.id.lowercasedString)))
+    members.append((key, part.change.values.map { .object($0.jsonMembers()) } ?? .null))
   }
 
   /// Reads JSON lines; throws ``TripPlannerError/Code/invalidInput`` listing every bad line.

@@ -52,8 +52,8 @@ extension TripStore {
         var end = start + 1
         while end < changes.count, changes[end].token == changes[start].token { end += 1 }
         let run = changes[start..<end]
-        let planDeletes = run.filter { $0.kind == .delete && $0.subject.part != nil }
-        let rest = run.filter { !($0.kind == .delete && $0.subject.part != nil) }
+        let planDeletes = run.filter { $0.kind == .delete && $0.subject.partType != nil }
+        let rest = run.filter { !($0.kind == .delete && $0.subject.partType != nil) }
         let ordered = planDeletes + rest
         // Rows carried with the transaction at times of their own are saved at those times.
         var first = 0
@@ -85,18 +85,23 @@ extension TripStore {
 
   /// Throws the rules' violations of every record in `feed`, each naming its row.
   private static func validate(_ feed: SyncFeed) throws {
-    func validate(_ part: some AnyPartChange) throws {
-      let change = part.change
-      try Self.named("\(part.noun) \(change.id.lowercasedString)") {
-        try change.values?.validate()
-      }
-    }
     for change in feed.changes {
       if case .trip(_, let record) = change.subject {
         try record?.validate()
       } else if let part = change.subject.part {
         try validate(part)
       }
+    }
+  }
+
+  /// Throws a part's rules' violations, naming it. Specialized for each part (as
+  /// `carriedParts` is).
+  @_specialize(where Change == PartChange<BucketListItem>)
+  @_specialize(where Change == PartChange<LivingAccommodation>)
+  private static func validate<Change: AnyPartChange>(_ part: Change) throws {
+    let change = part.change
+    try Self.named("\(part.noun) \(change.id.lowercasedString)") {
+      try change.values?.validate()
     }
   }
 
@@ -128,7 +133,7 @@ extension TripStore {
           try localTrip(tripID) != nil
           || context.lastDeletionDate(of: Trip.self, where: \.id, equals: tripID) != nil
       }
-      if known[tripID] == false, let part = change.subject.part {
+      if known[tripID] == false, let part = change.subject.partType {
         let what = "\(part.noun) \(change.row.id.lowercasedString)"
         throw TripPlannerError(
           code: .invalidInput,
@@ -149,8 +154,8 @@ extension TripStore {
   private func checkOwners(of feed: SyncFeed) throws {
     var ids: [ObjectIdentifier: Set<UUID>] = [:]  // per part
     for change in feed.changes where change.kind != .delete {
-      guard case .some(let part) = change.subject.part else { continue }
-      ids[change.row.model, default: []].insert(part.id)
+      guard change.subject.partType != nil else { continue }
+      ids[change.row.model, default: []].insert(change.subject.rowID)
     }
     guard !ids.isEmpty else { return }
     var owners: [UUID: UUID] = [:]  // a row's trip: here, then as the feed says
@@ -169,7 +174,7 @@ extension TripStore {
       for part in Trip.planParts { try readOwners(part) }
     }
     for change in feed.changes {
-      guard let part = change.subject.part else { continue }
+      guard let part = change.subject.partType else { continue }
       let what = part.noun
       let id = change.row.id
       guard change.kind != .delete else {
@@ -231,12 +236,14 @@ extension TripStore {
 
   /// A plan part's change of ``apply(_:to:inserted:)``. A part a trip has one of (a stay)
   /// replaces another one there only when the change is later than that one's.
-  private func applyPart(
-    _ part: some AnyPartChange, of change: FeedChange, to result: inout SyncResult,
+  @_specialize(where Change == PartChange<BucketListItem>)  // as carriedParts is
+  @_specialize(where Change == PartChange<LivingAccommodation>)
+  private func applyPart<Change: AnyPartChange>(
+    _ part: Change, of change: FeedChange, to result: inout SyncResult,
     inserted: [UUID: Trip]
   ) throws {
     let (id, record) = (part.change.id, part.change.values)
-    let local = try localPart(type(of: part).Part.self, id: id)
+    let local = try localPart(Change.Part.self, id: id)
     guard
       let trip = try planRowTrip(
         change, over: local, id: id, hasValues: record != nil, to: &result, inserted: inserted),
@@ -249,8 +256,8 @@ extension TripStore {
     if let owner = local?.trip, owner !== trip {
       throw TripStore.ownedElsewhere(part.noun, id, owner: owner.id)
     }
-    if type(of: part).Part.isOnePerTrip,
-      let other = type(of: part).Part.parts(of: trip).first, other !== local
+    if Change.Part.isOnePerTrip,
+      let other = Change.Part.parts(of: trip).first, other !== local
     {
       // A trip has one: another one here gives way only to a later change.
       guard try wins(change, over: other, id: other.id) else {

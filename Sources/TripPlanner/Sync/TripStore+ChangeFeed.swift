@@ -249,6 +249,8 @@ extension TripStore {
   }
 
   /// ``subjectAndTrip(of:in:)`` for a plan part's change.
+  @_specialize(where Part == BucketListItem)  // see carriedParts
+  @_specialize(where Part == LivingAccommodation)
   private static func partAndTrip<Part: TripPlanPart>(
     _: Part.Type, of change: HistoryChange, in context: ModelContext
   ) throws -> (subject: FeedChange.Subject, tripKey: Int64?)? {
@@ -280,30 +282,36 @@ extension TripStore {
       let trip = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
         .first
     else { return [] }
-    func carried(_ model: some PersistentModel, _ subject: FeedChange.Subject) throws
-      -> FeedChange
-    {
-      let time = try context.persistentIdentifier(for: model).flatMap {
-        try context.lastChangeDate(for: $0)
-      }
-      return FeedChange(
-        token: change.token, author: change.author, time: time ?? change.time, kind: .update,
-        subject: subject)
-    }
     var rows: [FeedChange] = []
     // Loaded here, where a failure is thrown, not by the properties (which trap).
     try context.prefetch(Trip.planParts.map { $0.planPath }, of: [trip])
-    func carry<Part: TripPlanPart>(_: Part.Type) throws {
-      let parts = try Part.parts(of: trip).filter {
-        try !isListed($0, FeedRow(Part.self, id: $0.id))
-      }
-      try context.resolveFaults(parts)
-      for part in parts {
-        rows.append(
-          try carried(part, Part.subject(id: part.id, FieldValues(part), tripID: id)))
-      }
+    for part in Trip.planParts {
+      try carriedParts(part, of: trip, by: change, in: context, isListed: isListed, into: &rows)
     }
-    for part in Trip.planParts { try carry(part) }
     return rows
+  }
+
+  /// ``plan(ofTrip:carriedBy:in:isListed:)`` for one part. Specialized for each part: called
+  /// through `Trip.planParts`, a generic body would look up its types' metadata at every
+  /// call (measured: 4 % more instructions for a feed).
+  @_specialize(where Part == BucketListItem)
+  @_specialize(where Part == LivingAccommodation)
+  private static func carriedParts<Part: TripPlanPart>(
+    _: Part.Type, of trip: Trip, by change: FeedChange, in context: ModelContext,
+    isListed: (any PersistentModel, FeedRow) throws -> Bool, into rows: inout [FeedChange]
+  ) throws {
+    let parts = try Part.parts(of: trip).filter {
+      try !isListed($0, FeedRow(Part.self, id: $0.id))
+    }
+    try context.resolveFaults(parts)
+    for part in parts {
+      let time = try context.persistentIdentifier(for: part).flatMap {
+        try context.lastChangeDate(for: $0)
+      }
+      rows.append(
+        FeedChange(
+          token: change.token, author: change.author, time: time ?? change.time, kind: .update,
+          subject: Part.subject(id: part.id, FieldValues(part), tripID: trip.id)))
+    }
   }
 }
