@@ -17,6 +17,21 @@ extension ModelContainer {
     try self.init(for: types, configuration: try ModelContainer.onlyConfiguration(configurations))
   }
 
+  /// Opens (creating if needed) a store for `schema`'s models, as Xcode's template does
+  /// (`ModelContainer(for: schema, configurations: [modelConfiguration])`): the one
+  /// configuration given, or without one the persistent default store. Several different
+  /// configurations are an error.
+  public convenience init(for schema: Schema, configurations: [ModelConfiguration]) throws {
+    let configuration = try ModelContainer.onlyConfiguration(configurations)
+    try self.init(
+      for: schema, configuration: configuration, engine: configuration.defaultEngine())
+  }
+
+  /// `init(for:configurations:)` with the configurations as arguments.
+  public convenience init(for schema: Schema, configurations: ModelConfiguration...) throws {
+    try self.init(for: schema, configurations: configurations)
+  }
+
   /// Opens (creating if needed) a store for the given model types with one configuration and
   /// the engine it calls for (see `ModelConfiguration.defaultEngine()`).
   public convenience init(

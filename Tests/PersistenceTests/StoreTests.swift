@@ -32,6 +32,59 @@ struct StoreTests {
     #expect(container.configuration.isStoredInMemoryOnly)
   }
 
+  @Test(
+    "Xcode's template compiles and runs: Schema([Model.self]), ModelConfiguration(schema:isStoredInMemoryOnly:), ModelContainer(for: schema, configurations: [configuration]); the container's schema lists what its relationships reach"
+  )
+  func template() throws {
+    // As the template writes it (in memory: a test writes no default.store).
+    let schema = Schema([SampleTrip.self])
+    let modelConfiguration = ModelConfiguration(schema: schema, isStoredInMemoryOnly: true)
+    let container = try ModelContainer(for: schema, configurations: [modelConfiguration])
+    let context = ModelContext(container)
+    context.insert(SampleTrip(name: "Kyoto", destination: "Japan", startDate: .now, endDate: .now))
+    try context.save()
+    #expect(try context.fetchCount(FetchDescriptor<SampleTrip>()) == 1)
+    #expect(
+      container.schema
+        == Schema([SampleTrip.self, SampleBucketListItem.self, SampleLivingAccommodation.self]))
+    #expect(container.schema.entityNames == container.entityNames)
+    #expect(container.schema.version == Schema.Version(1, 0, 0))
+    #expect(container.configurations == [modelConfiguration])
+    // The variadic form, a version, a file named by url, and a configuration's own schema.
+    let directory = TemporaryDirectory()
+    let url = directory.file("template.store")
+    let versioned = try ModelContainer(
+      for: Schema([Note.self], version: Schema.Version(2, 1, 0)),
+      configurations: ModelConfiguration(schema: Schema([SampleTrip.self]), url: url))
+    #expect(versioned.schema.version.description == "2.1.0")
+    #expect(versioned.schema.entityNames.count == 4)
+    #expect(versioned.configuration.url == url && versioned.configuration.name == "default")
+    // Versions order by major, minor, then patch.
+    #expect(Schema.Version(1, 10, 0) > Schema.Version(1, 9, 9))
+    #expect(Schema.Version(2, 0, 0) > Schema.Version(1, 99, 99))
+    #expect(Schema([Note.self, Note.self]) == Schema([Note.self]))
+    #expect(Schema([Note.self]) != Schema([Note.self], version: Schema.Version(1, 0, 1)))
+  }
+
+  @Test(
+    "a named configuration is <name>.store in the user's data folder, never another folder; group and CloudKit arguments compile and change nothing"
+  )
+  func namedConfiguration() {
+    let journal = ModelConfiguration("journal")
+    #expect(journal.name == "journal" && !journal.isStoredInMemoryOnly)
+    #expect(
+      journal.url
+        == ModelConfiguration.dataFolder().appendingPathComponent("journal.store"))
+    let sneaky = ModelConfiguration("../../etc/passwd")
+    #expect(sneaky.url?.deletingLastPathComponent() == ModelConfiguration.dataFolder())
+    #expect(sneaky.url?.lastPathComponent == ".._.._etc_passwd.store")
+    let apple = ModelConfiguration(
+      isStoredInMemoryOnly: true, allowsSave: false, groupContainer: .identifier("group.trips"),
+      cloudKitDatabase: .private("iCloud.trips"))
+    #expect(apple.isStoredInMemoryOnly && !apple.allowsSave && apple.name == "default")
+    #expect(ModelConfiguration().name == "default")
+  }
+
   @Test("saves models to a file and reads them back in a new container")
   func savesAndReopens() throws {
     let directory = TemporaryDirectory()

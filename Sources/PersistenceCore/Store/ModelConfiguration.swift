@@ -1,7 +1,45 @@
 import Foundation
 
-/// Where and how a ``ModelContainer`` keeps its store.
+/// Where and how a ``ModelContainer`` keeps its store, with SwiftData's initializers:
+/// `ModelConfiguration(schema: schema, isStoredInMemoryOnly: false)` as Xcode's template writes
+/// it, `ModelConfiguration(url:)`, `ModelConfiguration(isStoredInMemoryOnly: true)`.
+///
+/// `groupContainer` and `cloudKitDatabase` are accepted, so that a SwiftData app's
+/// configuration compiles, and have no effect here: a store is a file or a PostgreSQL
+/// database named by ``url``, and sync between machines is `trips sync`'s, not CloudKit's.
 public struct ModelConfiguration: Sendable, Hashable {
+  /// Where an app group's store would be kept on Apple's systems. Accepted; no effect here.
+  public enum GroupContainer: Sendable, Hashable {
+    /// The app's group, if it has one.
+    case automatic
+    /// The group with this identifier.
+    case identifier(String)
+    /// No group.
+    case none
+  }
+
+  /// Which CloudKit database would mirror the store on Apple's systems. Accepted; no effect
+  /// here.
+  public enum CloudKitDatabase: Sendable, Hashable {
+    /// The app's container, if it has one.
+    case automatic
+    /// The private database of this container.
+    case `private`(String)
+    /// No CloudKit.
+    case none
+  }
+
+  /// The configuration's name: `default` unless one is given. A persistent store given a
+  /// name and no URL is the file `<name>.store` in the user's data folder (a `/` in the name
+  /// made `_`: the name never reaches another folder).
+  public var name: String
+  /// The models this configuration's store holds, beside those its container is given; nil
+  /// for the container's.
+  public var schema: Schema?
+  /// Accepted for SwiftData's sake; no effect here.
+  public var groupContainer: GroupContainer
+  /// Accepted for SwiftData's sake; no effect here.
+  public var cloudKitDatabase: CloudKitDatabase
   /// The store file, or nil for an in-memory store.
   public var url: URL?
   /// Whether the store lives in memory only, gone when the container is.
@@ -18,25 +56,52 @@ public struct ModelConfiguration: Sendable, Hashable {
   /// writes nothing, as on a full disk.
   public var maximumPageCount: Int?
 
-  /// A store in the file at `url`; its folder is created if needed.
+  /// A store in the file at `url` (its folder is created if needed), or the PostgreSQL
+  /// database a `postgresql://` URL names, as SwiftData's `ModelConfiguration(url:)`.
   public init(
-    url: URL, allowsSave: Bool = true, busyTimeout: Duration = .seconds(5),
-    cacheSizeKiB: Int = 64 * 1024
+    _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
+    cloudKitDatabase: CloudKitDatabase = .automatic
   ) {
+    self.name = name ?? "default"
+    self.schema = schema
+    self.groupContainer = .automatic
+    self.cloudKitDatabase = cloudKitDatabase
     self.url = url
     self.allowsSave = allowsSave
+    self.busyTimeout = .seconds(5)
+    self.cacheSizeKiB = 64 * 1024
+  }
+
+  /// A store at `url` with SQLite's settings: how long a writer waits for another's lock, and
+  /// the page cache per connection.
+  public init(
+    url: URL, allowsSave: Bool = true, busyTimeout: Duration, cacheSizeKiB: Int = 64 * 1024
+  ) {
+    self.init(url: url, allowsSave: allowsSave)
     self.busyTimeout = busyTimeout
     self.cacheSizeKiB = cacheSizeKiB
   }
 
   /// The persistent default store, as SwiftData's `ModelConfiguration()`: the file
-  /// `default.store` in the user's data folder (`$XDG_DATA_HOME`, else `~/.local/share`), never
-  /// the current directory, so that a SwiftData app ported here keeps its data across runs.
-  /// With `isStoredInMemoryOnly: true`, a store in memory only, shared by the container's
-  /// contexts and gone with the container.
-  public init(isStoredInMemoryOnly: Bool = false) {
-    self.url = isStoredInMemoryOnly ? nil : Self.defaultStoreURL()
-    self.allowsSave = true
+  /// `default.store` (`<name>.store` when a name is given) in the user's data folder
+  /// (`$XDG_DATA_HOME`, else `~/.local/share`), never the current directory, so that a
+  /// SwiftData app ported here keeps its data across runs. With `isStoredInMemoryOnly: true`,
+  /// a store in memory only, shared by the container's contexts and gone with the container.
+  public init(
+    _ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false,
+    allowsSave: Bool = true, groupContainer: GroupContainer = .automatic,
+    cloudKitDatabase: CloudKitDatabase = .automatic
+  ) {
+    self.name = name ?? "default"
+    self.schema = schema
+    self.groupContainer = groupContainer
+    self.cloudKitDatabase = cloudKitDatabase
+    self.url =
+      isStoredInMemoryOnly
+      ? nil
+      : Self.dataFolder().appendingPathComponent(
+        (name ?? "default").replacingOccurrences(of: "/", with: "_") + ".store")
+    self.allowsSave = allowsSave
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
   }

@@ -17,6 +17,12 @@ import Synchronization
 public final class ModelContainer: Sendable {
   /// The configuration the store was opened with.
   public let configuration: ModelConfiguration
+  /// The configurations of the container's stores, as SwiftData's: here always the one
+  /// (``configuration``).
+  public var configurations: Set<ModelConfiguration> { [configuration] }
+  /// The models the store holds: those given, those of the configuration's schema, and
+  /// every model their relationships reach; at the version given (1.0.0 without one).
+  public let schema: Schema
   /// The identity of the store, kept in it; history tokens carry it.
   public let storeIdentifier: UUID
   let entities: [ObjectIdentifier: EntityDescription]
@@ -73,15 +79,27 @@ public final class ModelContainer: Sendable {
 
   /// Opens (creating if needed) a store for the given model types, and the types their
   /// relationships reach, with one configuration and `engine`.
-  public init(
+  public convenience init(
     for types: [any PersistentModel.Type], configuration: ModelConfiguration,
     engine: any StoreEngine
+  ) throws {
+    try self.init(for: Schema(types), configuration: configuration, engine: engine)
+  }
+
+  /// Opens (creating if needed) a store for `schema`'s models, those of the configuration's
+  /// schema, and the types their relationships reach, with one configuration and `engine`.
+  public init(
+    for schema: Schema, configuration: ModelConfiguration, engine: any StoreEngine
   ) throws {
     self.configuration = configuration
     // The types given and every type their relationships reach, as SwiftData's container
     // finds them: a container for trips alone stores their bucket lists too. O(types +
     // relationships).
-    var types = types
+    var types = schema.types
+    for type in configuration.schema?.types ?? []
+    where !types.contains(where: { $0 == type }) {
+      types.append(type)
+    }
     var reached = Set(types.map { ObjectIdentifier($0) })
     func targets<Model: PersistentModel>(_: Model.Type) -> [any PersistentModel.Type] {
       Model.modelSchema.relationships.map(\.target)
@@ -120,6 +138,7 @@ public final class ModelContainer: Sendable {
       if !Model.modelSchema.relationships.isEmpty { relates = true }
     }
     for type in types { try validate(type) }
+    self.schema = Schema(types, version: schema.version)
     ranks = try Self.ranks(Array(entities.values))
     hasRelationships = relates
     self.entities = entities

@@ -418,6 +418,22 @@ if engine == "sqlite" {
       && FileManager.default.fileExists(
         atPath: data.appendingPathComponent("default.store").path)
   }
+  // Xcode's template, as it writes it: the same default store.
+  check("Xcode's template: Schema, ModelConfiguration(schema:isStoredInMemoryOnly:)") {
+    let sharedModelContainer: ModelContainer = {
+      let schema = Schema([SampleTrips.Trip.self])
+      let modelConfiguration = ModelConfiguration(schema: schema, isStoredInMemoryOnly: false)
+      do {
+        return try ModelContainer(for: schema, configurations: [modelConfiguration])
+      } catch {
+        fatalError("Could not create ModelContainer: \(error)")
+      }
+    }()
+    let names = try ModelContext(sharedModelContainer).fetch(
+      FetchDescriptor<SampleTrips.Trip>()
+    ).map(\.name)
+    return names == ["Kept"] && sharedModelContainer.schema.entityNames.count == 3
+  }
   refuses("several different configurations", naming: "different configurations") {
     _ = try ModelContainer(
       for: SampleTrips.Trip.self,
