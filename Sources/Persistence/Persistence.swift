@@ -48,7 +48,7 @@ extension ModelConfiguration {
   ///
   /// - Throws: `cannotOpen` for a URL of another scheme, naming it.
   public func defaultEngine() throws -> any StoreEngine {
-    guard let url, !url.isFileURL else { return SQLiteEngine() }
+    guard let url = storeURL, !url.isFileURL else { return SQLiteEngine() }
     if PostgreSQLEngine.handles(url) { return PostgreSQLEngine() }
     throw PersistenceError(
       code: .cannotOpen,

@@ -28,11 +28,11 @@ public struct PostgreSQLEngine: StoreEngine {
   public func openStore(
     _ configuration: ModelConfiguration, entities: [EntityDescription]
   ) throws -> any OpenStore {
-    guard let url = configuration.url, Self.handles(url) else {
+    guard let url = configuration.storeURL, Self.handles(url) else {
       throw PersistenceError(
         code: .cannotOpen,
         message:
-          "The PostgreSQL engine opens postgresql:// URLs only, not \(configuration.url?.absoluteString ?? "a store in memory")."
+          "The PostgreSQL engine opens postgresql:// URLs only, not \(configuration.storeURL?.absoluteString ?? "a store in memory")."
       )
     }
     let location = Self.displayName(of: url)

@@ -24,7 +24,7 @@ public struct SQLiteEngine: StoreEngine {
   /// lock first (waiting up to the configuration's `busyTimeout`); a store in memory, a
   /// foreign file or one another process is writing is kept.
   public func removeStoreIfUnwritten(_ configuration: ModelConfiguration) -> Bool {
-    guard let url = configuration.url else { return false }
+    guard let url = configuration.storeURL else { return false }
     return StoreFile.removeIfUnwritten(at: url, busyTimeout: configuration.busyTimeout)
   }
 
@@ -33,7 +33,7 @@ public struct SQLiteEngine: StoreEngine {
   ) throws -> any OpenStore {
     let path: String
     let flags: Int32
-    if let url = configuration.url {
+    if let url = configuration.storeURL {
       path = configuration.allowsSave ? url.path : try StoreFile.readOnlyPath(for: url)
       flags = configuration.allowsSave ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY
     } else {
@@ -41,11 +41,11 @@ public struct SQLiteEngine: StoreEngine {
       flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
     }
     let (database, identifier) = try StoreFile.open(
-      path: path, url: configuration.url, flags: flags, entities: entities,
+      path: path, url: configuration.storeURL, flags: flags, entities: entities,
       configuration: configuration)
     return SQLiteStore(
       path: path, flags: flags, configuration: configuration, identifier: identifier,
-      anchor: configuration.url == nil ? database : nil)
+      anchor: configuration.storeURL == nil ? database : nil)
   }
 }
 

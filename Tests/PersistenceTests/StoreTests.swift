@@ -76,12 +76,15 @@ struct StoreTests {
       journal.url
         == ModelConfiguration.dataFolder().appendingPathComponent("journal.store"))
     let sneaky = ModelConfiguration("../../etc/passwd")
-    #expect(sneaky.url?.deletingLastPathComponent() == ModelConfiguration.dataFolder())
-    #expect(sneaky.url?.lastPathComponent == ".._.._etc_passwd.store")
+    #expect(sneaky.url.deletingLastPathComponent() == ModelConfiguration.dataFolder())
+    #expect(sneaky.url.lastPathComponent == ".._.._etc_passwd.store")
     let apple = ModelConfiguration(
       isStoredInMemoryOnly: true, allowsSave: false, groupContainer: .identifier("group.trips"),
       cloudKitDatabase: .private("iCloud.trips"))
     #expect(apple.isStoredInMemoryOnly && !apple.allowsSave && apple.name == "default")
+    // In memory, the url is SwiftData's /dev/null; no engine opens it.
+    #expect(apple.url.path == "/dev/null" && apple.storeURL == nil)
+    #expect(journal.storeURL == journal.url)
     #expect(ModelConfiguration().name == "default")
   }
 

@@ -165,9 +165,9 @@ struct TripStorePlainFormsTests {
     let home = ModelConfiguration.defaultStoreURL(environment: ["HOME": "/home/x"])
     #expect(home.path == "/home/x/.local/share/default.store")
     #expect(
-      ModelConfiguration(isStoredInMemoryOnly: false).url?.path.hasSuffix("default.store") == true)
+      ModelConfiguration(isStoredInMemoryOnly: false).url.path.hasSuffix("default.store") == true)
     #expect(
-      ModelConfiguration(isStoredInMemoryOnly: false).url?.deletingLastPathComponent().path
+      ModelConfiguration(isStoredInMemoryOnly: false).url.deletingLastPathComponent().path
         != FileManager.default.currentDirectoryPath)
   }
 }

@@ -43,7 +43,7 @@ public final class HistoryObserver: Observable, Sendable {
       self?.receive(change)
     }
     self.subscription.withLock { $0 = subscription }
-    if container.configuration.url != nil {
+    if container.configuration.storeURL != nil {
       let lease = try container.broadcaster.leaseMonitor(for: container)
       monitorLease.withLock { $0 = lease }
     }

@@ -51,7 +51,7 @@ extension ModelContainer {
         if change.failure == nil { drain() }
       }
       var lease: ChangeBroadcaster.Subscription?
-      if configuration.url != nil {
+      if configuration.storeURL != nil {
         do {
           lease = try broadcaster.leaseMonitor(for: self)
         } catch {

@@ -104,7 +104,7 @@ public final class ResultsObserver<Model: PersistentModel>: Observable {
     subscription = container.broadcaster.subscribe { [weak self] change in
       self?.enqueue(change)
     }
-    if container.configuration.url != nil {
+    if container.configuration.storeURL != nil {
       monitorLease = try container.broadcaster.leaseMonitor(for: container)
     }
     try queue.sync { try self.reload(publish: false) }

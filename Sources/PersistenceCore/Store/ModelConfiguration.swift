@@ -40,10 +40,12 @@ public struct ModelConfiguration: Sendable, Hashable {
   public var groupContainer: GroupContainer
   /// Accepted for SwiftData's sake; no effect here.
   public var cloudKitDatabase: CloudKitDatabase
-  /// The store file, or nil for an in-memory store.
-  public var url: URL?
+  /// The store file or database, as SwiftData's: `/dev/null` for a store in memory only.
+  public var url: URL
   /// Whether the store lives in memory only, gone when the container is.
-  public var isStoredInMemoryOnly: Bool { url == nil }
+  public var isStoredInMemoryOnly: Bool
+  /// Where the store is kept; nil for a store in memory only. What an engine opens.
+  public var storeURL: URL? { isStoredInMemoryOnly ? nil : url }
   /// Whether contexts may save. A store opened with `false` is opened read-only.
   public var allowsSave: Bool
   /// How long a writer waits for another writer's lock before failing with
@@ -67,6 +69,7 @@ public struct ModelConfiguration: Sendable, Hashable {
     self.groupContainer = .automatic
     self.cloudKitDatabase = cloudKitDatabase
     self.url = url
+    self.isStoredInMemoryOnly = false
     self.allowsSave = allowsSave
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
@@ -98,9 +101,10 @@ public struct ModelConfiguration: Sendable, Hashable {
     self.cloudKitDatabase = cloudKitDatabase
     self.url =
       isStoredInMemoryOnly
-      ? nil
+      ? URL(fileURLWithPath: "/dev/null")
       : Self.dataFolder().appendingPathComponent(
         (name ?? "default").replacingOccurrences(of: "/", with: "_") + ".store")
+    self.isStoredInMemoryOnly = isStoredInMemoryOnly
     self.allowsSave = allowsSave
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
