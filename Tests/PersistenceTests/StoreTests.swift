@@ -59,6 +59,14 @@ struct StoreTests {
     #expect(versioned.schema.version.description == "2.1.0")
     #expect(versioned.schema.entityNames.count == 4)
     #expect(versioned.configuration.url == url && versioned.configuration.name == "default")
+    // SwiftData's in-memory URL opens a store in memory.
+    let null = ModelContext(
+      try ModelContainer(
+        for: Note.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "/dev/null"))
+      ))
+    null.insert(Note(key: "n", text: "in memory"))
+    try null.save()
+    #expect(try null.fetchCount(FetchDescriptor<Note>()) == 1)
     // Versions order by major, minor, then patch.
     #expect(Schema.Version(1, 10, 0) > Schema.Version(1, 9, 9))
     #expect(Schema.Version(2, 0, 0) > Schema.Version(1, 99, 99))
@@ -85,6 +93,11 @@ struct StoreTests {
     // In memory, the url is SwiftData's /dev/null; no engine opens it.
     #expect(apple.url.path == "/dev/null" && apple.storeURL == nil)
     #expect(journal.storeURL == journal.url)
+    // /dev/null given as a URL is a store in memory, as in SwiftData: a container opens and
+    // saves in memory, never /dev/null as a file.
+    let null = ModelConfiguration(url: URL(fileURLWithPath: "/dev/null"))
+    #expect(null.isStoredInMemoryOnly && null.storeURL == nil)
+    #expect(null == ModelConfiguration(isStoredInMemoryOnly: true))
     #expect(ModelConfiguration().name == "default")
   }
 

@@ -60,6 +60,7 @@ public struct ModelConfiguration: Sendable, Hashable {
 
   /// A store in the file at `url` (its folder is created if needed), or the PostgreSQL
   /// database a `postgresql://` URL names, as SwiftData's `ModelConfiguration(url:)`.
+  /// `/dev/null` is a store in memory only, as in SwiftData.
   public init(
     _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
     cloudKitDatabase: CloudKitDatabase = .automatic
@@ -69,7 +70,7 @@ public struct ModelConfiguration: Sendable, Hashable {
     self.groupContainer = .automatic
     self.cloudKitDatabase = cloudKitDatabase
     self.url = url
-    self.isStoredInMemoryOnly = false
+    self.isStoredInMemoryOnly = url.isFileURL && url.standardizedFileURL.path == "/dev/null"
     self.allowsSave = allowsSave
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
