@@ -162,7 +162,10 @@ enum StoreFile {
   /// - Returns: Whether the file was removed.
   static func removeIfUnwritten(at url: URL, busyTimeout: Duration) -> Bool {
     let path = url.path
-    guard FileManager.default.fileExists(atPath: path),
+    // A regular file only: never a device (`/dev/null` reads as an empty database), a folder
+    // or a socket, whatever a caller names.
+    var status = stat()
+    guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
       let database = try? Database(path: path, flags: SQLITE_OPEN_READWRITE)
     else { return false }
     try? configure(database, configuration: ModelConfiguration(url: url, busyTimeout: busyTimeout))

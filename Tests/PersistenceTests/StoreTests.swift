@@ -101,6 +101,34 @@ struct StoreTests {
     #expect(ModelConfiguration().name == "default")
   }
 
+  @Test(
+    "what a configuration cannot be is refused clearly: read-only in memory; a relative XDG_DATA_HOME is ignored; an empty name is the default; an unwritten store is removed only when it is a regular file"
+  )
+  func configurationEdges() throws {
+    let error = #expect(throws: PersistenceError.self) {
+      _ = try ModelContainer(
+        for: Schema([Note.self]),
+        configurations: [ModelConfiguration(isStoredInMemoryOnly: true, allowsSave: false)])
+    }
+    #expect(error?.code == .cannotOpen)
+    #expect(error?.message.contains("cannot be opened read-only") == true)
+    #expect(
+      ModelConfiguration.dataFolder(environment: ["XDG_DATA_HOME": "relative", "HOME": "/home/u"])
+        .path == "/home/u/.local/share")
+    #expect(ModelConfiguration("").name == "default")
+    #expect(ModelConfiguration("").url.lastPathComponent == "default.store")
+    // A FIFO (as a device would) reads as an empty database: it is never unlinked.
+    let directory = TemporaryDirectory()
+    let fifo = directory.file("pipe.store")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    #expect(!SQLiteEngine().removeStoreIfUnwritten(ModelConfiguration(url: fifo)))
+    #expect(FileManager.default.fileExists(atPath: fifo.path))
+    #expect(
+      !SQLiteEngine().removeStoreIfUnwritten(
+        ModelConfiguration(url: URL(fileURLWithPath: "/dev/null"))))
+    #expect(FileManager.default.fileExists(atPath: "/dev/null"))
+  }
+
   @Test("saves models to a file and reads them back in a new container")
   func savesAndReopens() throws {
     let directory = TemporaryDirectory()

@@ -41,9 +41,10 @@ public struct ModelConfiguration: Sendable, Hashable {
   /// Accepted for SwiftData's sake; no effect here.
   public var cloudKitDatabase: CloudKitDatabase
   /// The store file or database, as SwiftData's: `/dev/null` for a store in memory only.
-  public var url: URL
+  /// Set once, with ``isStoredInMemoryOnly``, so that the two never disagree.
+  public private(set) var url: URL
   /// Whether the store lives in memory only, gone when the container is.
-  public var isStoredInMemoryOnly: Bool
+  public private(set) var isStoredInMemoryOnly: Bool
   /// Where the store is kept; nil for a store in memory only. What an engine opens.
   public var storeURL: URL? { isStoredInMemoryOnly ? nil : url }
   /// Whether contexts may save. A store opened with `false` is opened read-only.
@@ -65,7 +66,7 @@ public struct ModelConfiguration: Sendable, Hashable {
     _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
     cloudKitDatabase: CloudKitDatabase = .automatic
   ) {
-    self.name = name ?? "default"
+    self.name = Self.name(name)
     self.schema = schema
     self.groupContainer = .automatic
     self.cloudKitDatabase = cloudKitDatabase
@@ -96,7 +97,7 @@ public struct ModelConfiguration: Sendable, Hashable {
     allowsSave: Bool = true, groupContainer: GroupContainer = .automatic,
     cloudKitDatabase: CloudKitDatabase = .automatic
   ) {
-    self.name = name ?? "default"
+    self.name = Self.name(name)
     self.schema = schema
     self.groupContainer = groupContainer
     self.cloudKitDatabase = cloudKitDatabase
@@ -104,11 +105,17 @@ public struct ModelConfiguration: Sendable, Hashable {
       isStoredInMemoryOnly
       ? URL(fileURLWithPath: "/dev/null")
       : Self.dataFolder().appendingPathComponent(
-        (name ?? "default").replacingOccurrences(of: "/", with: "_") + ".store")
+        Self.name(name).replacingOccurrences(of: "/", with: "_") + ".store")
     self.isStoredInMemoryOnly = isStoredInMemoryOnly
     self.allowsSave = allowsSave
     self.busyTimeout = .seconds(5)
     self.cacheSizeKiB = 64 * 1024
+  }
+
+  /// A configuration's name: `default` for none and for an empty one.
+  private static func name(_ given: String?) -> String {
+    guard let given, !given.isEmpty else { return "default" }
+    return given
   }
 
   /// `$XDG_DATA_HOME/default.store`, else `~/.local/share/default.store`.
@@ -118,11 +125,12 @@ public struct ModelConfiguration: Sendable, Hashable {
     dataFolder(environment: environment).appendingPathComponent("default.store")
   }
 
-  /// The user's data folder (XDG Base Directory): `$XDG_DATA_HOME`, else `~/.local/share`.
+  /// The user's data folder (XDG Base Directory): `$XDG_DATA_HOME` when it is an absolute
+  /// path (a relative one is ignored, as the specification says), else `~/.local/share`.
   public static func dataFolder(
     environment: [String: String] = ProcessInfo.processInfo.environment
   ) -> URL {
-    if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+    if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
       return URL(fileURLWithPath: data)
     }
     let home =

@@ -91,6 +91,13 @@ public final class ModelContainer: Sendable {
   public init(
     for schema: Schema, configuration: ModelConfiguration, engine: any StoreEngine
   ) throws {
+    if configuration.isStoredInMemoryOnly, !configuration.allowsSave {
+      throw PersistenceError(
+        code: .cannotOpen,
+        message:
+          "A store in memory only starts empty, so it cannot be opened read-only (allowsSave: false): give allowsSave: true, or the URL of a store to read."
+      )
+    }
     self.configuration = configuration
     // The types given and every type their relationships reach, as SwiftData's container
     // finds them: a container for trips alone stores their bucket lists too. O(types +
