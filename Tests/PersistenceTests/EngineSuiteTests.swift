@@ -63,6 +63,24 @@ struct TestStore: @unchecked Sendable {
 @Suite("Every engine: store and context")
 struct EngineSuiteTests {
   @Test(
+    "Xcode's template on a store of each engine: a Schema and ModelConfiguration(schema:url:) save, and another container reads what it saved",
+    arguments: TestEngine.allCases)
+  func templateOnEachEngine(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let schema = Schema([Sample.self])
+    let configuration = ModelConfiguration(schema: schema, url: store.url)
+    do {
+      let container = try ModelContainer(for: schema, configurations: [configuration])
+      #expect(container.schema == schema && container.configurations == [configuration])
+      let context = ModelContext(container)
+      context.insert(Sample())
+      try context.save()
+    }
+    let again = try ModelContainer(for: schema, configurations: configuration)
+    #expect(try ModelContext(again).fetchCount(FetchDescriptor<Sample>()) == 1)
+  }
+
+  @Test(
     "withSnapshot: reads inside see one snapshot while another connection commits; a save inside fails",
     arguments: TestEngine.allCases)
   func withSnapshot(engine: TestEngine) throws {
