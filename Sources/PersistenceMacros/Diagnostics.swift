@@ -9,7 +9,7 @@ enum ModelError: String, CaseIterable {
   case notAClass, generic, table, defaultedInitializer, notRequired
   // A property.
   case lazy, severalBindings, constant, observers, underscore, reservedName
-  case transientWithoutValue, array
+  case transientWithoutValue, unorderedNumber
   // An attribute's options.
   case codableType, codableValue, urlValue, originalName
   // `#Unique` and `#Index`.

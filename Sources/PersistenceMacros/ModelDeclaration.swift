@@ -198,15 +198,18 @@ struct ModelDeclaration {
           valid = false
           continue
         }
-      } else if !property.isTransient && !property.isCodable
-        && property.type?.is(ArrayTypeSyntax.self) == true
+      } else if !property.isTransient && !property.isCodable,
+        let problem = NativeTypes.refusal(
+          of: (property.wrappedType ?? property.type)?.trimmedDescription ?? "")
       {
+        // `Codable`, so the compiler would keep it as JSON, opaque to predicates and sorts
+        // (`InferredAttributes`): refused here, saying why and what to write instead.
         diagnostics.append(
           Diagnostic(
             node: variable,
             message: ModelDiagnostic.error(
-              .array,
-              "An array is stored as a relationship (@Relationship) or as JSON (@Attribute(.codable)): '\(property.name)' is neither"
+              .unorderedNumber,
+              "\(problem.why): declare '\(property.name)' \(problem.instead), or mark it @Attribute(.codable) to keep it as JSON, opaque to predicates and sorts"
             )))
         valid = false
         continue

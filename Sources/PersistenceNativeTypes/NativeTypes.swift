@@ -15,13 +15,41 @@ package enum NativeTypes {
 
   private static let set = Set(names)
 
+  /// Number types that are `Codable` but not kept, by name: why, and the type to declare
+  /// instead. A property of one would otherwise be kept as JSON, which predicates and sorts
+  /// cannot read.
+  static let refused: [String: (why: String, instead: String)] = [
+    "UInt64": (
+      "A UInt64 has no INTEGER column that keeps its order (half its values are above Int64.max), so predicates and sorts would answer wrongly",
+      "Int64"
+    ),
+    "UInt": (
+      "A UInt has no INTEGER column that keeps its order (half its values are above Int64.max), so predicates and sorts would answer wrongly",
+      "Int"
+    ),
+    "Decimal": (
+      "A Decimal has no exact column that also sorts (a REAL would round it)",
+      "an Int of minor units"
+    ),
+  ]
+
+  /// Why the type `spelling` names is refused as an attribute, bare or qualified by its
+  /// module, and what to declare instead; nil for any other. O(1).
+  package static func refusal(of spelling: some StringProtocol) -> (why: String, instead: String)? {
+    refused[String(unqualified(spelling))]
+  }
+
+  /// `spelling` without its module.
+  static func unqualified(_ spelling: some StringProtocol) -> Substring {
+    let name = Substring(spelling)
+    for module in modules where name.hasPrefix(module) {
+      return name.dropFirst(module.count)
+    }
+    return name
+  }
+
   /// Whether `spelling` names a native type, bare or qualified by its module. O(1).
   package static func contains(_ spelling: some StringProtocol) -> Bool {
-    var name = Substring(spelling)
-    for module in modules where name.hasPrefix(module) {
-      name = name.dropFirst(module.count)
-      break
-    }
-    return set.contains(String(name))
+    set.contains(String(unqualified(spelling)))
   }
 }

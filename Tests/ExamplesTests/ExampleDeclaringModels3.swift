@@ -37,18 +37,45 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
-@Model final private class Gate {
-  /// The gate's number, as on boarding passes.
-  @Attribute(.unique) var number = ""
-  /// The terminal it is in.
-  @Attribute(originalName: "hall") var terminal = ""
+@Model final private class Outing {
+  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  struct Address: Codable, Hashable {
+    var street: String
+    var city: String
+  }
+
+  var name: String
+  var reason: Reason
+  var address: Address
+  var stops: [String] = []
+  var fallback: Reason?
+
+  init(name: String, reason: Reason, address: Address, fallback: Reason? = nil) {
+    self.name = name
+    self.reason = reason
+    self.address = address
+    self.fallback = fallback
+  }
 }
 
 private func exampleDeclaringModels3() async throws {
 
-  for field in Gate.schema.fields {
-    print(field.name, field.column, field.valueType, field.documentation)
-  }
-  // number number String The gate's number, as on boarding passes.
-  // terminal hall String The terminal it is in.
+  let outings = try ModelContainer(
+    for: Outing.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+  let context = ModelContext(outings)
+  context.insert(
+    Outing(name: "Grandma's", reason: .family, address: .init(street: "1 Elm St", city: "Osaka")))
+  context.insert(
+    Outing(
+      name: "Spa", reason: .wellness, address: .init(street: "2 Oak St", city: "Kyoto"),
+      fallback: .family))
+  try context.save()
+  let family = Outing.Reason.family
+  let visits = try context.fetch(
+    FetchDescriptor<Outing>(predicate: #Predicate { $0.reason == family || $0.fallback == family }))
+  print(visits.map(\.address.city))  // ["Osaka", "Kyoto"]
+  _ = outings
+  _ = context
+  _ = family
+  _ = visits
 }

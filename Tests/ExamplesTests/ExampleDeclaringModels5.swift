@@ -38,6 +38,27 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Outing {
+  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  struct Address: Codable, Hashable {
+    var street: String
+    var city: String
+  }
+
+  var name: String
+  var reason: Reason
+  var address: Address
+  var stops: [String] = []
+  var fallback: Reason?
+
+  init(name: String, reason: Reason, address: Address, fallback: Reason? = nil) {
+    self.name = name
+    self.reason = reason
+    self.address = address
+    self.fallback = fallback
+  }
+}
+
 @Model final private class Gate {
   /// The gate's number, as on boarding passes.
   @Attribute(.unique) var number = ""
@@ -57,27 +78,6 @@ private struct Spot: Codable, Hashable, Sendable {
     .attribute(\.title, "title"),
     .attribute(\.folder, "folder", .indexed),
     .attribute(\.created, "created", .indexed))
-}
-
-private struct Cover: Codable, Hashable, Sendable {
-  var url: String
-}
-
-@Observable final private class Album: PersistentModel {
-  var title = ""
-  @ObservationIgnored var _coverFault = CodableFault<Cover>()
-  var cover: Cover? {
-    get {
-      access(keyPath: \.cover)
-      return _coverFault.value
-    }
-    set { withMutation(keyPath: \.cover) { _coverFault.value = newValue } }
-  }
-  init() {}
-  static let schema = ModelSchema<Album>(
-    "albums",
-    .attribute(\.title, "title"),
-    .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
 }
 
 private func exampleDeclaringModels5() async throws {

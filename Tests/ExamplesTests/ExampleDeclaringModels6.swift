@@ -38,6 +38,27 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Outing {
+  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  struct Address: Codable, Hashable {
+    var street: String
+    var city: String
+  }
+
+  var name: String
+  var reason: Reason
+  var address: Address
+  var stops: [String] = []
+  var fallback: Reason?
+
+  init(name: String, reason: Reason, address: Address, fallback: Reason? = nil) {
+    self.name = name
+    self.reason = reason
+    self.address = address
+    self.fallback = fallback
+  }
+}
+
 @Model final private class Gate {
   /// The gate's number, as on boarding passes.
   @Attribute(.unique) var number = ""
@@ -78,32 +99,6 @@ private struct Cover: Codable, Hashable, Sendable {
     "albums",
     .attribute(\.title, "title"),
     .codable(\.cover, "cover", .sharesEqualValues, fault: \._coverFault))
-}
-
-@Observable final private class Visit: PersistentModel {
-  var place = ""
-  var day = Date(timeIntervalSinceReferenceDate: 0)
-  var minutes = 0
-  init() {}
-  init(place: String, day: Date, minutes: Int) {
-    self.place = place
-    self.day = day
-    self.minutes = minutes
-  }
-  static let schema = ModelSchema<Visit>(
-    "visits",
-    .attribute(\.place, "place", .indexed),
-    .attribute(\.day, "day"),
-    .attribute(\.minutes, "minutes")
-  )
-  .loading { row in
-    try Visit(place: row.next(\.place), day: row.next(\.day), minutes: row.next(\.minutes))
-  }
-  .saving { visit, row in
-    try row.bind(\.place, visit.place)
-    try row.bind(\.day, visit.day)
-    try row.bind(\.minutes, visit.minutes)
-  }
 }
 
 private func exampleDeclaringModels6() async throws {

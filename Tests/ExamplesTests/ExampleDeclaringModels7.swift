@@ -38,6 +38,27 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Outing {
+  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  struct Address: Codable, Hashable {
+    var street: String
+    var city: String
+  }
+
+  var name: String
+  var reason: Reason
+  var address: Address
+  var stops: [String] = []
+  var fallback: Reason?
+
+  init(name: String, reason: Reason, address: Address, fallback: Reason? = nil) {
+    self.name = name
+    self.reason = reason
+    self.address = address
+    self.fallback = fallback
+  }
+}
+
 @Model final private class Gate {
   /// The gate's number, as on boarding passes.
   @Attribute(.unique) var number = ""
@@ -107,16 +128,5 @@ private struct Cover: Codable, Hashable, Sendable {
 }
 
 private func exampleDeclaringModels7() async throws {
-  let url = URL(fileURLWithPath: "notes.sqlite")
-  let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-  let context = ModelContext(container)
-  context.author = "editor"
-  let note = Note()
-  note.title = "Ideas"
-  context.insert(note)
-  try context.save()
-  _ = url
-  _ = container
-  _ = context
-  _ = note
+
 }

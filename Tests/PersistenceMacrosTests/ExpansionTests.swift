@@ -95,7 +95,7 @@ struct DiagnosticTests {
     ("reservedName", "@Model final class R { var schema = 0 }"),
     ("underscore", "@Model final class U { var _a = 0 }"),
     ("transientWithoutValue", "@Model final class T { @Transient var a: Int; init() { a = 0 } }"),
-    ("array", "@Model final class A { var a: [Int] = [] }"),
+    ("unorderedNumber", "@Model final class A { var a: UInt64 = 0 }"),
     ("notRequired", "@Model class N { var a = 0; init() {} }"),
     ("defaultedInitializer", "@Model final class D { var a = 0; init(a: Int = 0) { self.a = a } }"),
     ("originalName", "@Model final class O { @Attribute(originalName: name) var a = 0 }"),

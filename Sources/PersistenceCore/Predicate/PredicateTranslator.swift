@@ -457,6 +457,9 @@ struct PredicateTranslator {
 /// Lets the translator see whether a value boxed in `Any` is `nil`.
 protocol OptionalValue: SendableMetatype {
   var isNone: Bool { get }
+  /// The column form of a non-nil `value` of this very type whose wrapped type is not a
+  /// ``PersistableValue`` (see ``TypeConformances/Facts/sqlValue(unchecked:)``).
+  static func wrappedSQLValue<Value>(unchecked value: Value) -> SQLValue?
 }
 
 extension Optional: OptionalValue {

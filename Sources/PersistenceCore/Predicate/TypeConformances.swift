@@ -22,12 +22,21 @@ enum TypeConformances {
     /// The type as a value with a column form, if it is one.
     var persistable: (any PersistableValue.Type)?
 
+    /// The type as a `RawRepresentable` whose raw value has a column form (an enum
+    /// attribute's), if it is one.
+    var rawRepresentable: (any (RawRepresentable & SendableMetatype).Type)?
+
     /// The column form of `value`, a value of this very type, as the attribute would store
-    /// it: `NULL` for `nil`, nil when the type has no column form. The one rule for the
-    /// translator's constants and the shape walk's leaves; no box and no dynamic cast.
+    /// it: `NULL` for `nil`, the raw value's for a `RawRepresentable` (an optional of one
+    /// unwrapped first), nil when the type has no column form. The one rule for the
+    /// translator's constants and the shape walk's leaves; no box and no dynamic cast for a
+    /// ``PersistableValue``.
     func sqlValue<Value>(unchecked value: Value) -> SQLValue? {
       if let optional, optional.isNone(unchecked: value) { return .null }
-      return persistable?.sqlValue(unchecked: value)
+      if let persistable { return persistable.sqlValue(unchecked: value) }
+      if let rawRepresentable { return rawRepresentable.rawSQLValue(unchecked: value) }
+      if let optional { return optional.wrappedSQLValue(unchecked: value) }
+      return nil
     }
   }
 
@@ -40,7 +49,8 @@ enum TypeConformances {
     let found = Facts(
       node: type as? any SQLTranslatable.Type,
       optional: type as? any OptionalValue.Type,
-      persistable: type as? any PersistableValue.Type)
+      persistable: type as? any PersistableValue.Type,
+      rawRepresentable: type as? any (RawRepresentable & SendableMetatype).Type)
     table.withLock { $0[key] = found }
     return found
   }
@@ -85,5 +95,30 @@ extension PersistableValue {
     return withUnsafePointer(to: value) { pointer in
       UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.sqlValue
     }
+  }
+}
+
+extension RawRepresentable {
+  /// The column form of `value`, a value of this very type (as for ``PersistableValue``'s):
+  /// its raw value's, nil when the raw value has none.
+  static func rawSQLValue<Value>(unchecked value: Value) -> SQLValue? {
+    assert(Value.self == Self.self)
+    let raw = withUnsafePointer(to: value) { pointer in
+      UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.rawValue
+    }
+    return TypeConformances.facts(for: RawValue.self).sqlValue(unchecked: raw)
+  }
+}
+
+extension Optional {
+  /// The column form of `value`, a non-nil value of this very type whose wrapped type is not a
+  /// ``PersistableValue`` (an optional enum): the wrapped value's.
+  static func wrappedSQLValue<Value>(unchecked value: Value) -> SQLValue? {
+    assert(Value.self == Self.self)
+    let wrapped = withUnsafePointer(to: value) { pointer in
+      UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee
+    }
+    guard let wrapped else { return .null }
+    return TypeConformances.facts(for: Wrapped.self).sqlValue(unchecked: wrapped)
   }
 }

@@ -164,8 +164,9 @@ public enum ModelDefaults {
 /// `@Attribute(.unique)`, `@Attribute(.preserveValueOnDeletion)`, `@Attribute(.codable)`,
 /// `@Attribute(originalName: "start_date")`, and ours, `.indexed`, `.indexed(with:)` and
 /// `.sharesEqualValues`. `originalName` names the column the property is stored in (the
-/// property's name by default). `.codable` stores any `Codable` value as JSON, opaque to
-/// predicates and sorts; an optional one is kept as its stored bytes and decoded on first read
+/// property's name by default). An enum with raw values is a column of its raw value, and any
+/// other `Codable` type JSON, without an option. `.codable` stores any `Codable` value as JSON,
+/// opaque to predicates and sorts (an enum's too); an optional one is kept as its stored bytes and decoded on first read
 /// (a ``CodableFault``), a non-optional one is decoded with its row and needs an initial value.
 @attached(peer)
 public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
@@ -229,6 +230,6 @@ public func _persistableAttribute<Value: PersistableValue>(_: Value) {}
 @available(
   *, unavailable,
   message:
-    "The store keeps String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, and optionals of each: mark the property @Attribute(.codable) to store another Codable type as JSON"
+    "The store keeps String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, enums with their raw values, other Codable types as JSON, and optionals of each: make the type Codable, or a PersistableValue; an array of models is a to-many, marked @Relationship"
 )
 public func _persistableAttribute<Value>(_: Value) {}

@@ -22,7 +22,7 @@ public enum _OptionalProperty {
   @available(
     *, unavailable,
     message:
-      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, of enums with their raw values, and of other Codable types as JSON: make the type Codable, or a PersistableValue"
   )
   public static func storage<Other>(_: Other.Type) -> Other? { nil }
 
@@ -31,7 +31,7 @@ public enum _OptionalProperty {
   @available(
     *, unavailable,
     message:
-      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, of enums with their raw values, and of other Codable types as JSON: make the type Codable, or a PersistableValue"
   )
   public static func get<Owner: PersistentModel, Other>(
     _ owner: Owner, _ storage: Other?, _ keyPath: KeyPath<Owner, Other?>,
@@ -42,7 +42,7 @@ public enum _OptionalProperty {
   @available(
     *, unavailable,
     message:
-      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, of enums with their raw values, and of other Codable types as JSON: make the type Codable, or a PersistableValue"
   )
   public static func set<Owner: PersistentModel, Other>(
     _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Other?>, _ newValue: Other?,
@@ -124,7 +124,7 @@ extension ModelAttribute {
   @available(
     *, unavailable,
     message:
-      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types: mark the property @Attribute(.codable) to store another Codable type as JSON"
+      "The store keeps optionals of models (a to-one), of String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, of enums with their raw values, and of other Codable types as JSON: make the type Codable, or a PersistableValue"
   )
   public static func _optional<Other>(
     _ keyPath: ReferenceWritableKeyPath<Model, Other?>, _ name: String,

@@ -2,7 +2,6 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
 @Model final private class Memo {
@@ -38,6 +37,27 @@ private struct Spot: Codable, Hashable, Sendable {
   }
 }
 
+@Model final private class Outing {
+  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  struct Address: Codable, Hashable {
+    var street: String
+    var city: String
+  }
+
+  var name: String
+  var reason: Reason
+  var address: Address
+  var stops: [String] = []
+  var fallback: Reason?
+
+  init(name: String, reason: Reason, address: Address, fallback: Reason? = nil) {
+    self.name = name
+    self.reason = reason
+    self.address = address
+    self.fallback = fallback
+  }
+}
+
 @Model final private class Gate {
   /// The gate's number, as on boarding passes.
   @Attribute(.unique) var number = ""
@@ -45,21 +65,12 @@ private struct Spot: Codable, Hashable, Sendable {
   @Attribute(originalName: "hall") var terminal = ""
 }
 
-@Observable final private class Note: PersistentModel {
-  var id = UUID()
-  var title = ""
-  var folder = ""
-  var created = Date()
-  init() {}
-  static let schema = ModelSchema<Note>(
-    "notes",
-    .attribute(\.id, "id", .unique, .preserveValueOnDeletion),
-    .attribute(\.title, "title"),
-    .attribute(\.folder, "folder", .indexed),
-    .attribute(\.created, "created", .indexed))
-}
-
 /// Sources/PersistenceCore/PersistenceCore.docc/DeclaringModels.md, swift block 4.
 func exampleDeclaringModels4() async throws {
 
+  for field in Gate.schema.fields {
+    print(field.name, field.column, field.valueType, field.documentation)
+  }
+  // number number String The gate's number, as on boarding passes.
+  // terminal hall String The terminal it is in.
 }

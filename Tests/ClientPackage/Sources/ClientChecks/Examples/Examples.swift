@@ -10,6 +10,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringModels5", exampleDeclaringModels5),
   ("exampleDeclaringModels6", exampleDeclaringModels6),
   ("exampleDeclaringModels7", exampleDeclaringModels7),
+  ("exampleDeclaringModels8", exampleDeclaringModels8),
   ("exampleDeclaringRelationships1", exampleDeclaringRelationships1),
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
