@@ -219,7 +219,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// newer encodings. Values are encoded with sorted keys, so equal values store equal bytes.
   /// Decoding happens when a row is loaded; with ``AttributeOption/sharesEqualValues`` rows
   /// with equal bytes share one decoded value (decoded once per fetch). `storage` is as for
-  /// ``attribute(_:_:_:storage:)``.
+  /// `attribute(_:_:_:storage:)`.
   @inlinable @inline(__always)
   public static func codable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
@@ -286,7 +286,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
 
   /// A `.codable` attribute whose property holds `Stored` (the value, or its optional):
   /// `wrap` turns a decoded value (nil for `NULL`) into the property's value or throws,
-  /// `unwrap` is the reverse. As for ``attribute(_:_:_:storage:)``, each branch makes its own
+  /// `unwrap` is the reverse. As for `attribute(_:_:_:storage:)`, each branch makes its own
   /// closure around literal key paths.
   @inlinable @inline(__always)
   static func codable<Value: Codable & SendableMetatype, Stored>(
@@ -391,7 +391,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
   /// A `.codable` attribute kept in a ``CodableFault``: loads write the fault (and, for models
   /// others may observe, the property first, which decodes); saves and comparisons read the
   /// fault, so an unread value is never decoded; writes others must see go through `keyPath`.
-  /// One closure around literal key paths, as for ``attribute(_:_:_:storage:)``.
+  /// One closure around literal key paths, as for `attribute(_:_:_:storage:)`.
   @inlinable @inline(__always)
   static func lazyCodable<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value?>, _ name: String, _ options: Set<Option>,

@@ -51,7 +51,7 @@ extension ModelAttribute {
   }
 
   /// An attribute of any other `Codable` type, written without `.codable`: stored as
-  /// ``codable(_:_:_:storage:)-swift.type.method`` stores it (JSON, opaque to predicates and
+  /// `codable(_:_:_:storage:)` stores it (JSON, opaque to predicates and
   /// sorts).
   @_disfavoredOverload @inlinable @inline(__always)
   public static func attribute<Value: Codable & SendableMetatype>(
@@ -77,7 +77,7 @@ extension ModelAttribute {
 
   /// An attribute whose property holds `Stored` and whose column holds `Raw`, a type stores
   /// keep natively: `wrap` makes the property's value from the column's (throwing for a value
-  /// that names no case), `unwrap` is the reverse. As for ``attribute(_:_:_:storage:)``, each
+  /// that names no case), `unwrap` is the reverse. As for `attribute(_:_:_:storage:)`, each
   /// branch makes its own closure around literal key paths.
   @inlinable @inline(__always)
   static func rawValued<Stored: Equatable & SendableMetatype, Raw: PersistableValue>(

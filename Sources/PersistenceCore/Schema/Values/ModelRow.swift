@@ -129,7 +129,7 @@ public struct ModelRow<Model: PersistentModel>: ~Copyable {
   /// The next attribute's value as the store keeps it, passed to `read`: how a ``ModelValue``
   /// that reads every attribute by its type's non-generic conversion (`init(sqlValue:)`) reads
   /// a row, with no generic type made per column. Only for a value (a model's loader fills its
-  /// snapshot with ``next(_:)``); the attribute is not checked against a key path.
+  /// snapshot with `next(_:)`); the attribute is not checked against a key path.
   ///
   /// - Throws: what `read` throws (the fetch names the row and the column).
   @inlinable

@@ -2,7 +2,7 @@
 /// map, no registrar, no snapshot; each string and byte buffer made once, from the row.
 ///
 /// Declare it beside the model, reading the model's attributes in the schema's order as the
-/// model's own ``ModelSchema/loading(_:)`` does, native ones with ``ModelRow/next(_:)``,
+/// model's own ``ModelSchema/loading(_:)`` does, native ones with `ModelRow.next(_:)`,
 /// `.codable` ones decoded with `ModelRow.decoded(_:)`, and those the
 /// value does not hold passed over with ``ModelRow/skip(_:)``:
 ///

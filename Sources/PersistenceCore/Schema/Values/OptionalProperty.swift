@@ -27,7 +27,7 @@ public enum _OptionalProperty {
   public static func storage<Other>(_: Other.Type) -> Other? { nil }
 
   /// Reads a property of a type the store does not keep: refused at compile time (see
-  /// ``storage(_:)``).
+  /// `storage(_:)`).
   @available(
     *, unavailable,
     message:
