@@ -12,24 +12,37 @@ extension ModelContainer {
   /// - Throws: `PersistenceError` when the store cannot be opened, is not a store, or was
   ///   written by a newer schema; the store is not modified in those cases.
   public convenience init(
-    for types: any PersistentModel.Type..., configurations: ModelConfiguration...
+    for types: any PersistentModel.Type...,
+    migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+    configurations: ModelConfiguration...
   ) throws {
-    try self.init(for: types, configuration: try ModelContainer.onlyConfiguration(configurations))
+    let configuration = try ModelContainer.onlyConfiguration(configurations)
+    try self.init(
+      for: Schema(types), migrationPlan: migrationPlan, configuration: configuration,
+      engine: configuration.defaultEngine())
   }
 
   /// Opens (creating if needed) a store for `schema`'s models, as Xcode's template does
   /// (`ModelContainer(for: schema, configurations: [modelConfiguration])`): the one
   /// configuration given, or without one the persistent default store. Several different
-  /// configurations are an error.
-  public convenience init(for schema: Schema, configurations: [ModelConfiguration]) throws {
+  /// configurations are an error. With `migrationPlan`, a store of an older version is first
+  /// migrated (see `MigrationStage`).
+  public convenience init(
+    for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+    configurations: [ModelConfiguration]
+  ) throws {
     let configuration = try ModelContainer.onlyConfiguration(configurations)
     try self.init(
-      for: schema, configuration: configuration, engine: configuration.defaultEngine())
+      for: schema, migrationPlan: migrationPlan, configuration: configuration,
+      engine: configuration.defaultEngine())
   }
 
-  /// `init(for:configurations:)` with the configurations as arguments.
-  public convenience init(for schema: Schema, configurations: ModelConfiguration...) throws {
-    try self.init(for: schema, configurations: configurations)
+  /// `init(for:migrationPlan:configurations:)` with the configurations as arguments.
+  public convenience init(
+    for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+    configurations: ModelConfiguration...
+  ) throws {
+    try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
   }
 
   /// Opens (creating if needed) a store for the given model types with one configuration and

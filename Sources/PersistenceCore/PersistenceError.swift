@@ -57,6 +57,9 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public static let timedOut = Code("timedOut")
     /// The work was stopped because no one waits for its answer (``WorkDeadline``).
     public static let abandoned = Code("abandoned")
+    /// A stage of a ``SchemaMigrationPlan`` failed, or the plan cannot take the store to the
+    /// program's version; the store was left as it was (``PersistenceError/cause`` says why).
+    public static let migrationFailed = Code("migrationFailed")
 
     /// The code's name, such as `notAStore`.
     public var description: String { name }
@@ -66,7 +69,7 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
       .notAStore, .newerStore, .schemaMismatch, .cannotOpen, .engine, .unsupportedPredicate,
       .invalidValue, .uniqueConstraint, .relationshipConstraint, .busy, .historyTokenExpired,
       .historyTokenForeign, .historyTokenUnknown, .unknownModel, .modelInAnotherContext,
-      .storeFull, .readOnly, .outOfRange, .timedOut, .abandoned,
+      .storeFull, .readOnly, .outOfRange, .timedOut, .abandoned, .migrationFailed,
     ]
 
     /// What kind of failure the code is: whose fault, and whether trying again may help. The
@@ -75,7 +78,7 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     public var kind: FailureKind {
       switch self {
       case .notAStore, .newerStore, .schemaMismatch, .invalidValue, .outOfRange,
-        .historyTokenExpired, .historyTokenForeign, .historyTokenUnknown:
+        .historyTokenExpired, .historyTokenForeign, .historyTokenUnknown, .migrationFailed:
         .data
       case .uniqueConstraint, .relationshipConstraint: .conflict
       case .unsupportedPredicate, .unknownModel, .modelInAnotherContext, .readOnly: .misuse

@@ -60,7 +60,7 @@ public struct PostgreSQLEngine: StoreEngine {
 }
 
 /// An open PostgreSQL store: where new connections go.
-final class PostgreSQLStore: OpenStore {
+final class PostgreSQLStore: MigratableStore {
   let conninfo: String
   let location: String
   let identifier: UUID
@@ -82,6 +82,11 @@ final class PostgreSQLStore: OpenStore {
   /// meaning here (the server keeps the cache).
   func makeConnection(cacheSizeKiB: Int?) throws -> any StoreConnection {
     try Connection(conninfo: conninfo, location: location, readOnly: !allowsSave, pool: pool)
+  }
+
+  /// The schema check over `connection`, one of this store's (a migration's).
+  func catalog(on connection: any StoreConnection) -> any SchemaCatalog {
+    StoreSchema.Catalog(connection: connection as! Connection)
   }
 
   /// The server keeps its own consistency: checks that every table of the store can be read.
@@ -272,5 +277,10 @@ enum StoreSchema {
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
     func execute(_ sql: String) throws { try connection.execute(sql) }
+
+    /// PostgreSQL drops the indexes over the column with it.
+    func dropColumn(_ column: String, of table: String) throws {
+      try connection.execute("ALTER TABLE \(quoted(table)) DROP COLUMN \(quoted(column))")
+    }
   }
 }

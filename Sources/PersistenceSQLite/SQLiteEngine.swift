@@ -50,7 +50,7 @@ public struct SQLiteEngine: StoreEngine {
 }
 
 /// An open SQLite store: where new connections open, and how they are set up.
-final class SQLiteStore: OpenStore {
+final class SQLiteStore: MigratableStore {
   let path: String
   let flags: Int32
   let configuration: ModelConfiguration
@@ -80,6 +80,11 @@ final class SQLiteStore: OpenStore {
     if let cacheSizeKiB { configuration.cacheSizeKiB = cacheSizeKiB }
     try StoreFile.configure(database, configuration: configuration)
     return database
+  }
+
+  /// The schema check over `connection`, one of this store's (a migration's).
+  func catalog(on connection: any StoreConnection) -> any SchemaCatalog {
+    StoreFile.Catalog(database: connection as! Database)
   }
 
   /// `PRAGMA integrity_check`.

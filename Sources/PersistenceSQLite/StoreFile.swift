@@ -285,5 +285,18 @@ enum StoreFile {
     var dialect: any SQLDialect { SQLiteDialect() }
 
     func execute(_ sql: String) throws { try database.execute(sql) }
+
+    /// Drops the indexes over the column first: SQLite refuses to drop an indexed column.
+    func dropColumn(_ column: String, of table: String) throws {
+      let indexes = try database.prepare(
+        "SELECT DISTINCT list.name FROM pragma_index_list(?1) AS list, pragma_index_info(list.name) AS info WHERE info.name = ?2 AND list.origin = 'c'"
+      )
+      indexes.bindText(table, at: 1)
+      indexes.bindText(column, at: 2)
+      var names: [String] = []
+      while try indexes.step() { names.append(indexes.text(at: 0)) }
+      for name in names { try database.execute("DROP INDEX \(quoted(name))") }
+      try database.execute("ALTER TABLE \(quoted(table)) DROP COLUMN \(quoted(column))")
+    }
   }
 }

@@ -25,6 +25,8 @@ public final class ModelContainer: Sendable {
   public let schema: Schema
   /// The identity of the store, kept in it; history tokens carry it.
   public let storeIdentifier: UUID
+  /// The plan the store was migrated by when it opened, if one was given.
+  public let migrationPlan: (any SchemaMigrationPlan.Type)?
   let entities: [ObjectIdentifier: EntityDescription]
   /// Each table's rank: 0 for a model whose table has no foreign key, else one more than the
   /// highest rank of the tables it points to. A save inserts rows in rank order, so that no
@@ -88,9 +90,22 @@ public final class ModelContainer: Sendable {
 
   /// Opens (creating if needed) a store for `schema`'s models, those of the configuration's
   /// schema, and the types their relationships reach, with one configuration and `engine`.
+  ///
+  /// With `migrationPlan`, a store written at an older version of the models is first taken
+  /// to this one through the plan's stages, in one transaction (see ``MigrationStage``), and
+  /// the store records its version. The version is `schema`'s, or, for a schema at the
+  /// default version, that of the plan's schema whose models include `schema`'s.
+  ///
+  /// - Throws: ``PersistenceError/Code/migrationFailed`` when a stage fails (naming it and
+  ///   its step) or the plan cannot take the store to this version;
+  ///   ``PersistenceError/Code/newerStore`` for a store at a newer version. The store is left
+  ///   as it was in each case.
   public init(
-    for schema: Schema, configuration: ModelConfiguration, engine: any StoreEngine
+    for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+    configuration: ModelConfiguration, engine: any StoreEngine
   ) throws {
+    let schema = try migrationPlan.map { try SchemaMigration.versioned(schema, in: $0) } ?? schema
+    self.migrationPlan = migrationPlan
     if configuration.isStoredInMemoryOnly, !configuration.allowsSave {
       throw PersistenceError(
         code: .cannotOpen,
@@ -149,9 +164,19 @@ public final class ModelContainer: Sendable {
     ranks = try Self.ranks(Array(entities.values))
     hasRelationships = relates
     self.entities = entities
+    if let migrationPlan {
+      try SchemaMigration.run(
+        migrationPlan, to: schema.version, configuration: configuration, engine: engine)
+    }
     store = try engine.openStore(
       configuration, entities: entities.values.sorted { $0.name < $1.name })
     storeIdentifier = store.identifier
+    if migrationPlan != nil, configuration.allowsSave {
+      let connection = try store.makeConnection(cacheSizeKiB: nil)
+      if try SchemaMigration.storedVersion(connection) != schema.version {
+        try SchemaMigration.record(schema.version, connection)
+      }
+    }
     operations.withLock { $0 = made }
   }
 

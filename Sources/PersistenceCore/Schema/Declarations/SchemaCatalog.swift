@@ -17,6 +17,9 @@ package protocol SchemaCatalog {
   var dialect: any SQLDialect { get }
   /// Runs a statement that returns no rows.
   func execute(_ sql: String) throws
+  /// Removes `column` from `table`, with the indexes over it: what a migration does with a
+  /// column the new version of a model no longer declares.
+  func dropColumn(_ column: String, of table: String) throws
 }
 
 extension SchemaCatalog {
@@ -31,7 +34,12 @@ extension SchemaCatalog {
   ///   or column is missing and `migrate` is false, or a column's type differs from the
   ///   declared one; ``PersistenceError/Code/newerStore`` when a table has columns the entity
   ///   does not declare. Nothing is changed before the check of an entity has passed.
-  package func reconcile(_ entities: [EntityDescription], migrate: Bool) throws {
+  ///
+  /// With `dropsUndeclared` (a migration plan's stage moving the tables to a new version),
+  /// columns an entity no longer declares are removed instead of refused.
+  package func reconcile(
+    _ entities: [EntityDescription], migrate: Bool, dropsUndeclared: Bool = false
+  ) throws {
     let tables = try tableNames()
     for entity in EntityDescription.referenceOrder(entities) {
       guard tables.contains(entity.name) else {
@@ -48,6 +56,13 @@ extension SchemaCatalog {
       }
       var stored = try columnTypes(of: entity.name)
       stored["_pk"] = nil
+      if dropsUndeclared {
+        let declared = Set(entity.columns.map(\.name))
+        for column in stored.keys.sorted() where !declared.contains(column) {
+          try dropColumn(column, of: entity.name)
+          stored[column] = nil
+        }
+      }
       for column in try entity.missingColumns(
         stored: stored, typeName: dialect.typeName(of:), location: location, migrate: migrate)
       {

@@ -15,6 +15,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
   ("exampleDeclaringRelationships4", exampleDeclaringRelationships4),
+  ("exampleMigratingSchemas1", exampleMigratingSchemas1),
   ("examplePersistence1", examplePersistence1),
   ("examplePredicatesSortsSections1", examplePredicatesSortsSections1),
   ("examplePredicatesSortsSections2", examplePredicatesSortsSections2),
