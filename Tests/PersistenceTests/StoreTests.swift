@@ -1179,3 +1179,48 @@ struct FullStoreTests {
     #expect(try container.checkIntegrity().isEmpty)
   }
 }
+
+@Suite("Schema's entities, as SwiftData describes them")
+struct SchemaEntityTests {
+  @Test(
+    "entities, attributes, relationships, unique constraints and indexes of SampleTrips' models")
+  func sampleTrips() throws {
+    let schema = Schema([SampleTrip.self, SampleBucketListItem.self, Outing.self])
+    #expect(schema.entities.map(\.name) == ["SampleTrip", "SampleBucketListItem", "Outing"])
+    #expect(Set(schema.entitiesByName.keys) == ["SampleTrip", "SampleBucketListItem", "Outing"])
+    #expect(schema.entity(for: SampleLivingAccommodation.self) == nil)
+    let trip = try #require(schema.entity(for: SampleTrip.self))
+    #expect(trip == schema.entitiesByName["SampleTrip"])
+    #expect(
+      trip.storedProperties.map(\.name) == [
+        "name", "destination", "startDate", "endDate", "grade", "bucketList",
+        "livingAccommodation",
+      ])
+    #expect(
+      Set(trip.attributes.map(\.name)) == ["name", "destination", "startDate", "endDate", "grade"])
+    let name = try #require(trip.attributesByName["name"])
+    #expect(name.valueType == String.self && !name.isOptional && name.isUnique)
+    #expect(name.options.contains(.preserveValueOnDeletion))
+    #expect(name.defaultValue as? String == "")
+    #expect(trip.attributesByName["grade"]?.isOptional == true)
+    #expect(trip.uniquenessConstraints == [["name", "startDate", "endDate"]])
+    #expect(trip.indices.contains(["startDate"]) && trip.indices.contains(["grade"]))
+    let bucketList = try #require(trip.relationshipsByName["bucketList"])
+    #expect(bucketList.destination == "SampleBucketListItem")
+    #expect(!bucketList.isToOneRelationship)
+    #expect(bucketList.deleteRule == .cascade)
+    #expect(bucketList.keypath == \SampleTrip.bucketList)
+    #expect(bucketList.inverseKeyPath == \SampleBucketListItem.trip)
+    #expect(trip.relationshipsByName["livingAccommodation"]?.isToOneRelationship == true)
+    #expect(trip.superentity == nil && trip.subentities.isEmpty)
+
+    // A column of another name, an enum's raw value, a struct's JSON.
+    let outing = try #require(schema.entity(for: Outing.self))
+    #expect(outing.attributesByName["reason"]?.valueType == Outing.Reason.self)
+    #expect(outing.attributesByName["reason"]?.defaultValue as? Outing.Reason == .family)
+    #expect(outing.attributesByName["address"]?.options == [])
+    let venue = try #require(Schema([QualifiedVenue.self]).entities.first)
+    #expect(venue.attributesByName["city"]?.originalName == "town")
+    #expect(venue.attributesByName["code"]?.originalName == "code")
+  }
+}

@@ -11,7 +11,9 @@ import Foundation
 ///
 /// A container for a schema stores its types and every type their relationships reach
 /// (``ModelContainer/schema`` lists them all). Two schemas are equal when they list the same
-/// types, in any order, at the same version.
+/// types, in any order, at the same version. ``entities`` describes each model as SwiftData's
+/// `Schema.Entity` does: its attributes (``Attribute``), relationships (``Relationship``),
+/// unique constraints and indexes.
 public final class Schema: Sendable, Hashable, CustomStringConvertible {
   /// A schema's version: major, minor and patch, compared in that order.
   public struct Version: Codable, Hashable, Comparable, Sendable, CustomStringConvertible {
