@@ -278,6 +278,26 @@ enum StoreSchema {
 
     func execute(_ sql: String) throws { try connection.execute(sql) }
 
+    func indexNames(of table: String) throws -> Set<String> {
+      let statement = try connection.prepare(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ? AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE contype = 'p')"
+      )
+      statement.bindText(table, at: 1)
+      var names = Set<String>()
+      while try statement.step() { names.insert(statement.text(at: 0)) }
+      return names
+    }
+
+    func notNullColumns(of table: String) throws -> Set<String> {
+      let statement = try connection.prepare(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND is_nullable = 'NO'"
+      )
+      statement.bindText(table, at: 1)
+      var names = Set<String>()
+      while try statement.step() { names.insert(statement.text(at: 0)) }
+      return names
+    }
+
     /// PostgreSQL drops the indexes over the column with it.
     func dropColumn(_ column: String, of table: String) throws {
       try connection.execute("ALTER TABLE \(quoted(table)) DROP COLUMN \(quoted(column))")

@@ -286,6 +286,25 @@ enum StoreFile {
 
     func execute(_ sql: String) throws { try database.execute(sql) }
 
+    func indexNames(of table: String) throws -> Set<String> {
+      let statement = try database.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL"
+      )
+      statement.bindText(table, at: 1)
+      var names = Set<String>()
+      while try statement.step() { names.insert(statement.text(at: 0)) }
+      return names
+    }
+
+    func notNullColumns(of table: String) throws -> Set<String> {
+      let info = try database.prepare("PRAGMA table_info(\(quoted(table)))")
+      var names = Set<String>()
+      while try info.step() {
+        if info.int64(at: 3) != 0 { names.insert(info.text(at: 1)) }
+      }
+      return names
+    }
+
     /// Drops the indexes over the column first: SQLite refuses to drop an indexed column.
     func dropColumn(_ column: String, of table: String) throws {
       let indexes = try database.prepare(

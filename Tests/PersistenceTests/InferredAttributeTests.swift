@@ -9,7 +9,13 @@ import Testing
 /// A model as SwiftData's users declare one, with enums, a struct and arrays as attributes and
 /// no `.codable` on any of them (WWDC 2025's `PersonalTrip.Reason`).
 @Model final class Outing {
-  enum Reason: String, CaseIterable, Codable { case family, reunion, wellness, unknown }
+  enum Reason: String, CaseIterable, Codable, Comparable {
+    case family, reunion, wellness, unknown
+    /// Declaration order, which is not the raw values' (`"unknown" < "wellness"`).
+    static func < (lhs: Reason, rhs: Reason) -> Bool {
+      allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+  }
   /// Not `CaseIterable`, raw values that are not the empty value: its empty value is its first
   /// declared case.
   enum Priority: Int, Codable, Comparable {
@@ -46,6 +52,23 @@ import Testing
     // properties are, as a to-one is.
     self.fallback = fallback
     self.second = second
+  }
+}
+
+/// An enum of one case: no bytes at all.
+enum OneCase: String, Codable { case only }
+
+/// A struct of fixed-width integers and a one-case enum, without initial values.
+@Model final class Measured {
+  struct Size: Codable, Equatable {
+    var width: Int32
+    var depth: UInt8
+  }
+  var size: Size
+  @Attribute(.preserveValueOnDeletion) var only: OneCase
+  init(size: Size, only: OneCase) {
+    self.size = size
+    self.only = only
   }
 }
 
@@ -124,15 +147,30 @@ struct InferredAttributeTests {
     #expect(
       try context.fetchCount(
         FetchDescriptor<Outing>(predicate: #Predicate { $0.fallback == nil })) == 2)
+    // An ordering comparison is refused: SQL would order raw values, which an enum's own `<`
+    // need not follow (Swift's evaluation, an observer's, would answer otherwise).
     let high = Outing.Priority.high
-    #expect(
-      try context.fetchCount(
-        FetchDescriptor<Outing>(predicate: #Predicate { $0.priority >= high })) == 2)
-    // Sorted by the raw value, as SQL orders the column.
-    let sorted = try context.fetch(
-      FetchDescriptor<Outing>(
-        sortBy: [SortDescriptor(\.priority, order: .reverse), SortDescriptor(\.name)]))
-    #expect(sorted.map(\.name) == ["a", "c", "b"])
+    let ordering = #expect(throws: PersistenceError.self) {
+      try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { $0.priority >= high }))
+    }
+    #expect(ordering?.code == .unsupportedPredicate)
+    #expect(ordering?.message.contains("stored as its raw value") == true)
+    // Sorted by the raw value, as SQL orders the column; Swift's order of the same sorts (what
+    // an observer patches its results with) agrees, whatever the enum's own `<` says.
+    let descriptor = FetchDescriptor<Outing>(
+      sortBy: [SortDescriptor(\.reason, order: .reverse), SortDescriptor(\.name)])
+    let sorted = try context.fetch(descriptor)
+    #expect(sorted.map(\.name) == ["b", "c", "a"])
+    #expect(Outing.Reason.wellness < .unknown, "declaration order")
+    #expect(Outing.Reason.unknown.rawValue < Outing.Reason.wellness.rawValue)
+    for (first, second) in zip(sorted, sorted.dropFirst()) {
+      #expect(descriptor.precedes(first, 0, second, 1))
+      #expect(!descriptor.precedes(second, 1, first, 0))
+    }
+    let optional = FetchDescriptor<Outing>(sortBy: [SortDescriptor(\.fallback)])
+    let byFallback = try context.fetch(optional)
+    #expect(byFallback.map(\.fallback) == [nil, nil, .reunion])
+    #expect(optional.precedes(byFallback[1], 1, byFallback[2], 2))
   }
 
   @Test("the store keeps the raw value, NULL for nil, and JSON for a struct or an array")
@@ -208,10 +246,58 @@ struct InferredAttributeTests {
       var inner: Outing.Address
       var maybe: Outing.Reason?
     }
-    let nested = try Nested(from: EmptyDecoder())
+    let nested = try EmptyDecoder.empty(Nested.self, at: [], depth: 0)
     #expect(nested.list == [] && nested.map == [:] && nested.maybe == nil)
     #expect(nested.date == Date(timeIntervalSinceReferenceDate: 0))
-    #expect(throws: DecodingError.self) { try Outing.Reason(from: EmptyDecoder()) }
-    #expect(throws: DecodingError.self) { try UUID(from: EmptyDecoder()) }
+    #expect(throws: DecodingError.self) {
+      try EmptyDecoder.empty(Outing.Reason.self, at: [], depth: 0)
+    }
+    #expect(throws: DecodingError.self) { try EmptyDecoder.empty(UUID.self, at: [], depth: 0) }
+    // Every integer type, and a type that asks for its own kind again (an enum of Int8 raw
+    // values reads an Int8; one that reads itself would ask forever): a value or an error,
+    // never a loop.
+    struct Widths: Codable, Equatable {
+      var a: Int8, b: Int16, c: Int32, d: Int64, e: UInt, f: UInt8, g: UInt16, h: UInt32
+      var i: UInt64
+    }
+    #expect(
+      try EmptyDecoder.empty(Widths.self, at: [], depth: 0)
+        == Widths(a: 0, b: 0, c: 0, d: 0, e: 0, f: 0, g: 0, h: 0, i: 0))
+    enum Level: Int8, Codable {
+      case low = 1
+      case high = 2
+    }
+    #expect(throws: DecodingError.self) { try EmptyDecoder.empty(Level.self, at: [], depth: 0) }
+    struct Itself: Codable {
+      var value: Int
+      init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Itself.self).value
+      }
+    }
+    #expect(throws: DecodingError.self) { try EmptyDecoder.empty(Itself.self, at: [], depth: 0) }
+    final class Chain: Codable {
+      var next: Chain
+      init(from decoder: any Decoder) throws {
+        next = try decoder.container(keyedBy: CodingKeys.self).decode(Chain.self, forKey: .next)
+      }
+    }
+    #expect(throws: DecodingError.self) { try EmptyDecoder.empty(Chain.self, at: [], depth: 0) }
+  }
+
+  @Test("a one-case enum's empty value is its case; a struct of integers is all zeros")
+  func emptyEdgeValues() throws {
+    #expect(ModelDefaults.value() as OneCase == .only)
+    let container = try ModelContainer(
+      for: [Measured.self], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
+    let context = ModelContext(container)
+    context.insert(Measured(size: .init(width: 3, depth: 4), only: .only))
+    try context.save()
+    #expect(try context.fetch(FetchDescriptor<Measured>()).map(\.size.width) == [3])
+    #expect(Measured().size == Measured.Size(width: 0, depth: 0))
+    // A deleted row's preserved enum, read back from its tombstone.
+    for model in try context.fetch(FetchDescriptor<Measured>()) { context.delete(model) }
+    try context.save()
+    let tombstone = try #require(context.fetchHistory().last?.changes.first?.tombstone)
+    #expect(tombstone[\Measured.only] == .only)
   }
 }

@@ -309,3 +309,123 @@ struct MigrationTests {
     #expect(try Self.rows(store) == before)
   }
 }
+
+// A version that removes a unique constraint and a whole model, then one that makes a
+// property optional.
+
+enum CabinSchemaV1: VersionedSchema {
+  static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+  static var models: [any PersistentModel.Type] { [Cabin.self, Berth.self] }
+
+  @Model final class Cabin {
+    @Attribute(.unique) var code: String
+    var note: String
+    @Relationship(deleteRule: .deny, inverse: \Berth.cabin) var berths: [Berth] = []
+    init(code: String, note: String) {
+      self.code = code
+      self.note = note
+    }
+  }
+
+  @Model final class Berth {
+    var label: String
+    var cabin: Cabin?
+    init(label: String) { self.label = label }
+  }
+}
+
+enum CabinSchemaV2: VersionedSchema {
+  static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+  static var models: [any PersistentModel.Type] { [Cabin.self] }
+
+  @Model final class Cabin {
+    var code: String
+    var note: String
+    init(code: String, note: String) {
+      self.code = code
+      self.note = note
+    }
+  }
+}
+
+enum CabinSchemaV3: VersionedSchema {
+  static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
+  static var models: [any PersistentModel.Type] { [Cabin.self] }
+
+  @Model final class Cabin {
+    var code: String
+    var note: String?
+    init(code: String) { self.code = code }
+  }
+}
+
+enum CabinPlan: SchemaMigrationPlan {
+  static var schemas: [any VersionedSchema.Type] {
+    [CabinSchemaV1.self, CabinSchemaV2.self, CabinSchemaV3.self]
+  }
+  static var stages: [MigrationStage] { [] }
+}
+
+@Suite("A migration removes what the new version no longer declares")
+struct MigrationRemovalTests {
+  @Test(
+    "a removed unique constraint and a removed model's table (with its foreign key) go; a changed optionality is refused, naming the column",
+    arguments: TestEngine.allCases)
+  func removals(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    do {
+      let container = try ModelContainer(
+        for: CabinSchemaV1.Cabin.self, CabinSchemaV1.Berth.self,
+        configurations: ModelConfiguration(url: store.url))
+      let context = ModelContext(container)
+      let cabin = CabinSchemaV1.Cabin(code: "A1", note: "sea view")
+      context.insert(cabin)
+      let berth = CabinSchemaV1.Berth(label: "upper")
+      context.insert(berth)
+      berth.cabin = cabin
+      try context.save()
+    }
+    let container = try ModelContainer(
+      for: Schema(versionedSchema: CabinSchemaV2.self), migrationPlan: CabinPlan.self,
+      configurations: ModelConfiguration(url: store.url))
+    let context = ModelContext(container)
+    // The unique index is gone: a second cabin of the same code is a row of its own.
+    context.insert(CabinSchemaV2.Cabin(code: "A1", note: "garden"))
+    try context.save()
+    let cabins = try context.fetch(FetchDescriptor<CabinSchemaV2.Cabin>())
+    #expect(cabins.map(\.note).sorted() == ["garden", "sea view"])
+    // Berth's table is gone, and with it the foreign key that kept a cabin from going.
+    let connection = try container.makeConnection()
+    #expect(throws: (any Error).self) { try connection.scalarInt("SELECT count(*) FROM \"Berth\"") }
+    for cabin in cabins { context.delete(cabin) }
+    try context.save()
+    #expect(try context.fetchCount(FetchDescriptor<CabinSchemaV2.Cabin>()) == 0)
+
+    context.insert(CabinSchemaV2.Cabin(code: "B2", note: "x"))
+    try context.save()
+    let optional = try #require(throws: PersistenceError.self) {
+      try ModelContainer(
+        for: CabinSchemaV3.Cabin.self, migrationPlan: CabinPlan.self,
+        configurations: ModelConfiguration(url: store.url))
+    }
+    #expect(optional.code == .migrationFailed)
+    #expect(optional.message.contains("Cabin.note is NOT NULL in the store"), "\(optional)")
+    #expect(optional.message.contains("optionality is not changed in place"), "\(optional)")
+    #expect(try context.fetchCount(FetchDescriptor<CabinSchemaV2.Cabin>()) == 1)
+  }
+
+  @Test("a store with no recorded version, opened read-only, says so")
+  func unversionedReadOnly() throws {
+    let store = try TestEngine.sqlite.makeStore()
+    _ = try ModelContainer(
+      for: Schema(versionedSchema: CabinSchemaV2.self),
+      configurations: ModelConfiguration(url: store.url))
+    let error = try #require(throws: PersistenceError.self) {
+      try ModelContainer(
+        for: CabinSchemaV2.Cabin.self, migrationPlan: CabinPlan.self,
+        configurations: ModelConfiguration(url: store.url, allowsSave: false))
+    }
+    #expect(
+      error.message.contains("records no schema version (taken to be the plan's first, 1.0.0)"))
+  }
+}

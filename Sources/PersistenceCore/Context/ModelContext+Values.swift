@@ -70,7 +70,7 @@ public struct ValueRow<Model: PersistentModel>: ~Copyable {
         var failure = PersistenceError(
           code: .invalidValue,
           message:
-            "Cannot decode the .codable attribute \(attributes[index].name) as \(Value.self).",
+            "Cannot decode the JSON attribute \(attributes[index].name) as \(Value.self).",
           cause: error)
         failure.attribute = attributes[index].name
         throw failure.naming(row: rowName)

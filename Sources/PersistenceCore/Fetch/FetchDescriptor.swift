@@ -113,6 +113,18 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
     return combined
   }
 
+  /// The order of `a` and `b` by the raw values at `keyPath` (-1, 0, 1), as the store orders
+  /// them, when its values are an enum's (or an optional one's) kept as their raw value; nil
+  /// for any other key path. Cost: one lookup of the value type's facts.
+  static func rawValueOrder(_ keyPath: PartialKeyPath<Model>, _ a: Model, _ b: Model) -> Int? {
+    let facts = TypeConformances.facts(for: type(of: keyPath).valueType)
+    guard facts.persistable == nil, facts.rawRepresentable != nil || facts.optional != nil,
+      let left = try? PredicateTranslator.sqlValue(of: a[keyPath: keyPath]),
+      let right = try? PredicateTranslator.sqlValue(of: b[keyPath: keyPath])
+    else { return nil }
+    return PageHeap.compare(left, right)
+  }
+
   /// Whether `a` comes before `b` in the descriptor's order (its sorts, localized ones with
   /// `localizedStandardCompare`, then the primary keys), as the store orders them.
   func precedes(_ a: Model, _ aKey: Int64, _ b: Model, _ bKey: Int64) -> Bool {
@@ -124,6 +136,12 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
         }
         if order == .orderedSame { continue }
         return order == .orderedAscending
+      }
+      // An enum attribute is ordered by its raw value, as the store orders its column (its
+      // own `<` may order otherwise).
+      if let keyPath = sort.keyPath, let order = Self.rawValueOrder(keyPath, a, b) {
+        if order == 0 { continue }
+        return (order < 0) == (sort.order == .forward)
       }
       switch sort.compare(a, b) {
       case .orderedAscending: return true

@@ -154,7 +154,7 @@ struct Query {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "The .codable attribute '\(attribute.name)' of \(Model.self) is opaque: it cannot be used in a sort, as in SwiftData."
+          "The attribute '\(attribute.name)' of \(Model.self) is kept as JSON (.codable, or a Codable type that is no enum of raw values), which is opaque: it cannot be used in a sort, as in SwiftData."
       )
     }
     return (quoted(attribute.name), attribute.isOptional)

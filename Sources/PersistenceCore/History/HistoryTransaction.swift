@@ -90,6 +90,17 @@ public struct HistoryTombstone: Sendable {
     return try? Value(sqlValue: stored)
   }
 
+  /// The preserved value of the enum attribute at `keyPath` (kept as its raw value), or nil
+  /// when it was not preserved or names no case.
+  public subscript<Model: PersistentModel, Value: RawRepresentable>(
+    keyPath: KeyPath<Model, Value>
+  ) -> Value? where Value.RawValue: PersistableValue {
+    guard let attribute = Model.modelSchema.attribute(for: keyPath),
+      let stored = values[attribute.name], let raw = try? Value.RawValue(sqlValue: stored)
+    else { return nil }
+    return Value(rawValue: raw)
+  }
+
   /// The primary key of the row that the deleted row's to-one at `keyPath` pointed to, as
   /// ``PersistentIdentifier/primaryKey`` of the related model's rows; nil when it pointed to
   /// none, or when the tombstone did not keep it (a model whose attributes are none of them

@@ -178,7 +178,7 @@ struct PredicateTranslator {
       throw PersistenceError(
         code: .unsupportedPredicate,
         message:
-          "The .codable attribute '\(column.name)' of \(row.table.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
+          "The attribute '\(column.name)' of \(row.table.modelName) is kept as JSON (.codable, or a Codable type that is no enum of raw values), which is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
       )
     }
     if let alias = row.alias {

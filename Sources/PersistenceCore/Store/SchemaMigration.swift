@@ -36,9 +36,11 @@ public protocol SchemaMigrationPlan: SendableMetatype {
 /// - `lightweight`: the tables are moved to the new version's declarations: new tables, new
 ///   columns (their rows given the property's initial value, `NULL` for an optional), new
 ///   indexes and unique constraints; the columns of properties the new version removed are
-///   dropped, with their indexes. A renamed property keeps its column through
-///   `@Attribute(originalName:)`. A table of a model the new version removed is kept. A
-///   property whose type changes needs a custom stage around a new property.
+///   dropped, with their indexes, and so are the indexes and unique constraints it no longer
+///   declares. A renamed property keeps its column through `@Attribute(originalName:)`. The
+///   table of a model the new version removed is dropped, with its rows. A property whose type
+///   or optionality changes needs a custom stage around a new property (the stage that would
+///   change it in place fails, naming the column).
 /// - `custom`: as `lightweight`, with `willMigrate` run before, on a context of the old
 ///   version's models (to remove the repeats a new `#Unique` would refuse, say), and
 ///   `didMigrate` after, on a context of the new version's (to fill a new property from
@@ -123,7 +125,7 @@ enum SchemaMigration {
     let catalog = migratable.catalog(on: connection)
     try connection.beginWriting()
     do {
-      let stored = try storedVersion(connection)
+      let stored = try storedVersion(connection, location: catalog.location)
       let tables = try catalog.tableNames()
       let known = Set(schemas.flatMap { Schema(versionedSchema: $0).entityNames })
       if stored == nil && tables.isDisjoint(with: known) {
@@ -142,11 +144,15 @@ enum SchemaMigration {
             "The store at \(catalog.location) is at schema version \(from), newer than this program's \(version): open it with the newer program. It was not changed."
         )
       }
+      let recorded =
+        stored == nil
+        ? "records no schema version (taken to be the plan's first, \(from))"
+        : "is at schema version \(from)"
       guard configuration.allowsSave else {
         throw PersistenceError(
           code: .schemaMismatch,
           message:
-            "The store at \(catalog.location) is at schema version \(from), older than this program's \(version): open it writable once to migrate it."
+            "The store at \(catalog.location) \(recorded), older than this program's \(version): open it writable once to migrate it."
         )
       }
       guard let start = schemas.firstIndex(where: { $0.versionIdentifier == from }) else {
@@ -249,9 +255,10 @@ enum SchemaMigration {
     }
     /// A context on `schema`'s models over the migration's connection; what `body` leaves
     /// unsaved is saved.
+    @discardableResult
     func withContext(
       _ schema: any VersionedSchema.Type, moving: Bool, _ body: (ModelContext) throws -> Void
-    ) throws {
+    ) throws -> [String] {
       let container = try ModelContainer(
         for: Schema(versionedSchema: schema), configuration: configuration,
         engine: engine.moving(moving))
@@ -259,12 +266,19 @@ enum SchemaMigration {
       context.author = "migration"
       try body(context)
       if context.hasChanges { try context.save() }
+      return container.schema.entityNames
     }
     if case .custom(_, _, let willMigrate?, _) = stage {
       try step("willMigrate") { try withContext(old, moving: false, willMigrate) }
     }
     try step("moving the tables to \(new.versionIdentifier)") {
-      try withContext(new, moving: true) { _ in }
+      let kept = Set(try withContext(new, moving: true) { _ in })
+      // The tables of models the new version removed go, with their rows.
+      let tables = try engine.catalog.tableNames()
+      for name in Schema(versionedSchema: old).entityNames
+      where !kept.contains(name) && tables.contains(name) {
+        try engine.catalog.execute("DROP TABLE \(quoted(name))")
+      }
       try record(new.versionIdentifier, engine.connection.base)
     }
     if case .custom(_, _, _, let didMigrate?) = stage {
@@ -273,7 +287,9 @@ enum SchemaMigration {
   }
 
   /// The version the store records, nil when it records none.
-  static func storedVersion(_ connection: any StoreConnection) throws -> Schema.Version? {
+  static func storedVersion(_ connection: any StoreConnection, location: String = "")
+    throws -> Schema.Version?
+  {
     guard
       let text = try connection.scalarText(
         "SELECT value FROM \(StoreLayout.metaTable) WHERE key = '\(versionKey)'")
@@ -283,7 +299,9 @@ enum SchemaMigration {
     else {
       throw PersistenceError(
         code: .notAStore,
-        message: "The store records the schema version '\(text)', which is not major.minor.patch.")
+        message:
+          "The store\(location.isEmpty ? "" : " at \(location)") records the schema version '\(text)' (key '\(versionKey)' of \(StoreLayout.metaTable)), which is not major.minor.patch: it was written by something else, or edited by hand."
+      )
     }
     return Schema.Version(major, minor, patch)
   }
@@ -320,6 +338,7 @@ struct MigrationEngine: StoreEngine {
   let isMoving: Bool
 
   var connection: SavepointConnection { shared.value }
+  var catalog: any SchemaCatalog { checker.value }
 
   init(
     store: any OpenStore, connection: SavepointConnection, catalog: any SchemaCatalog,

@@ -107,8 +107,16 @@ private func relatedEquality(_ side: SQLFragment, _ value: SQLFragment, equal: B
 }
 
 extension PredicateExpressions.Comparison: SQLTranslatable {
-  /// `<`, `<=`, `>`, `>=`. Text compares by code point on NFC text, as Swift's `<` does.
+  /// `<`, `<=`, `>`, `>=`. Text compares by code point on NFC text, as Swift's `<` does. An
+  /// enum kept as its raw value is refused: SQL would order its raw values, which its own `<`
+  /// need not follow (and Swift's evaluation of the predicate, an observer's, would not).
   func translate(_ translator: inout PredicateTranslator) throws -> TranslatedExpression {
+    let facts = TypeConformances.facts(for: LHS.Output.self)
+    if facts.persistable == nil, facts.rawRepresentable != nil {
+      throw translator.unsupported(
+        "an ordering comparison (<, <=, >, >=) of \(LHS.Output.self), an enum stored as its raw value: its own < need not order as its raw values do. Compare with == or !=, or [values].contains"
+      )
+    }
     let symbol =
       switch op {
       case .lessThan: "<"

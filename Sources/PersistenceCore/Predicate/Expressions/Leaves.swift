@@ -47,7 +47,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
         throw PersistenceError(
           code: .unsupportedPredicate,
           message:
-            "The .codable attribute '\(column.name)' of \(translator.modelName) is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
+            "The attribute '\(column.name)' of \(translator.modelName) is kept as JSON (.codable, or a Codable type that is no enum of raw values), which is opaque: it cannot be used in a predicate or a sort, as in SwiftData."
         )
       }
       // Inside a subquery, named with the table: the subquery's could have such a column.

@@ -20,6 +20,10 @@ package protocol SchemaCatalog {
   /// Removes `column` from `table`, with the indexes over it: what a migration does with a
   /// column the new version of a model no longer declares.
   func dropColumn(_ column: String, of table: String) throws
+  /// The names of the indexes of `table` that can be dropped (not its primary key's).
+  func indexNames(of table: String) throws -> Set<String>
+  /// The columns of `table` that are `NOT NULL`.
+  func notNullColumns(of table: String) throws -> Set<String>
 }
 
 extension SchemaCatalog {
@@ -57,11 +61,7 @@ extension SchemaCatalog {
       var stored = try columnTypes(of: entity.name)
       stored["_pk"] = nil
       if dropsUndeclared {
-        let declared = Set(entity.columns.map(\.name))
-        for column in stored.keys.sorted() where !declared.contains(column) {
-          try dropColumn(column, of: entity.name)
-          stored[column] = nil
-        }
+        try dropUndeclared(entity, stored: &stored)
       }
       for column in try entity.missingColumns(
         stored: stored, typeName: dialect.typeName(of:), location: location, migrate: migrate)
@@ -71,6 +71,33 @@ extension SchemaCatalog {
       if migrate {
         try addIndexes(of: entity)
       }
+    }
+  }
+
+  /// What a migration's move to a new version does before the columns are compared: drops
+  /// the columns and indexes `entity` no longer declares (a removed property, unique
+  /// constraint or index), and refuses a column whose optionality changed, which is not
+  /// changed in place.
+  private func dropUndeclared(_ entity: EntityDescription, stored: inout [String: String])
+    throws
+  {
+    let declared = Set(entity.columns.map(\.name))
+    for column in stored.keys.sorted() where !declared.contains(column) {
+      try dropColumn(column, of: entity.name)
+      stored[column] = nil
+    }
+    let indexes = Set(entity.indexNames)
+    for index in try indexNames(of: entity.name).sorted() where !indexes.contains(index) {
+      try execute("DROP INDEX \(quoted(index))")
+    }
+    let notNull = try notNullColumns(of: entity.name)
+    for column in entity.columns where stored[column.name] != nil {
+      guard column.isOptional == notNull.contains(column.name) else { continue }
+      throw PersistenceError(
+        code: .schemaMismatch,
+        message:
+          "The column \(entity.name).\(column.name) is \(column.isOptional ? "NOT NULL" : "nullable") in the store, and the new version declares it \(column.isOptional ? "optional" : "not optional"): a property's optionality is not changed in place. Add a new property, copy the values to it in a custom stage's didMigrate, and remove the old one in a later version."
+      )
     }
   }
 

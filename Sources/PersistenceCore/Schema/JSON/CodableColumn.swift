@@ -50,7 +50,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
       return data
     } catch {
       throw PersistenceError(
-        code: .invalidValue, message: "Cannot encode the .codable attribute \(name) of \(model).",
+        code: .invalidValue, message: "Cannot encode the JSON attribute \(name) of \(model).",
         cause: error)
     }
   }
@@ -108,7 +108,7 @@ final class CodableColumn<Value: Codable & SendableMetatype>: Sendable {
       var failure = PersistenceError(
         code: .invalidValue,
         message:
-          "Cannot decode the .codable attribute \(name) of \(model) as \(Value.self): its Codable implementation must read every encoding it has written.",
+          "Cannot decode the JSON attribute \(name) of \(model) as \(Value.self): its Codable implementation must read every encoding it has written.",
         cause: error)
       failure.attribute = name
       throw failure

@@ -337,7 +337,7 @@ extension ModelDefaults {
   public static func value<Value: Codable & SendableMetatype>() -> Value {
     EmptyValues.value(Value.self) {
       do {
-        return try Value(from: EmptyDecoder())
+        return try EmptyDecoder.empty(Value.self, at: [], depth: 0)
       } catch {
         fatalError(
           "\(Value.self) has no empty value to give a @Model property declared without an initial value (\(error)): give the property one"
@@ -352,14 +352,15 @@ extension ModelDefaults {
   }
 
   /// The first declared case of an enum without payloads: its tag 0, all-zero memory of the
-  /// type's size, which is 1 or 2 bytes for such an enum of 2 to 65,536 cases. Taken only when
+  /// type's size, which is 0 bytes for one case and 1 or 2 for 2 to 65,536 cases. Taken only when
   /// its raw value reads back as the same case, which a garbage value would not.
   private static func firstDeclaredCase<Value: RawRepresentable & Equatable & SendableMetatype>(
     _ type: Value.Type
   ) -> Value? where Value.RawValue: PersistableValue {
-    guard _isPOD(Value.self), (1...2).contains(MemoryLayout<Value>.size) else { return nil }
+    // A one-case enum has no bytes at all.
+    guard _isPOD(Value.self), (0...2).contains(MemoryLayout<Value>.size) else { return nil }
     let zero = withUnsafeTemporaryAllocation(
-      byteCount: MemoryLayout<Value>.size, alignment: MemoryLayout<Value>.alignment
+      byteCount: max(MemoryLayout<Value>.size, 1), alignment: MemoryLayout<Value>.alignment
     ) { bytes in
       bytes.initializeMemory(as: UInt8.self, repeating: 0)
       return bytes.load(as: Value.self)
