@@ -136,7 +136,8 @@ struct ModelDeclaration {
         continue
       }
       if property.name.hasPrefix("`")
-        || ["schema", "linkOrigin", "linkOriginSlot"].contains(property.name)
+        || ["schema", "linkOrigin", "linkOriginSlot", "loadsPropertiesOnFirstUse"].contains(
+          property.name)
       {
         diagnostics.append(
           Diagnostic(

@@ -63,6 +63,10 @@ struct ModelEmitter {
       \(modifiers())var linkOrigin: PersistenceCore.LinkOrigin { _$linkOrigin }
       """,
       """
+      /// The accessors load what a fetch with `propertiesToFetch` left (written by `@Model`).
+      \(modifiers(.static))var loadsPropertiesOnFirstUse: Bool { true }
+      """,
+      """
       /// How the store sets `linkOrigin`; only it can use this (written by `@Model`).
       \(modifiers(.static))let linkOriginSlot = PersistenceCore.LinkOriginSlot { model, body in
         body(&unsafeDowncast(model, to: \(typeName).self)._$linkOrigin)

@@ -45,16 +45,24 @@ extension PersistedPropertyMacro: AccessorMacro {
       ]
     case nil: break
     }
+    // What a fetch with `propertiesToFetch` left is loaded on the first read or write of it.
+    let load: ExprSyntax = """
+      if _$linkOrigin.hasPropertiesToLoad {
+        PersistenceCore.LinkOrigin.loadProperties(of: self, \(keyPath))
+      }
+      """
     if property.isUndeclaredOptional {
       // A to-one or an attribute, as the compiler finds `X` to be (`_OptionalProperty`).
       return [
         """
         get {
-          PersistenceCore._OptionalProperty.get(self, \(property.backing), \(keyPath), _$observationRegistrar)
+          \(load)
+          return PersistenceCore._OptionalProperty.get(self, \(property.backing), \(keyPath), _$observationRegistrar)
         }
         """,
         """
         set {
+          \(load)
           PersistenceCore._OptionalProperty.set(
             self, \(Build.keyPath(property.backing)), newValue, \(keyPath), _$observationRegistrar)
         }
@@ -72,12 +80,14 @@ extension PersistedPropertyMacro: AccessorMacro {
         """,
         """
         get {
+          \(load)
           _$observationRegistrar.access(self, keyPath: \(keyPath))
           return \(property.backing).value
         }
         """,
         """
         set {
+          \(load)
           guard _$observationRegistrar.shouldNotify(\(property.backing).value, newValue) else {
             \(property.backing).value = newValue
             return
@@ -98,12 +108,14 @@ extension PersistedPropertyMacro: AccessorMacro {
       """,
       """
       get {
+        \(load)
         _$observationRegistrar.access(self, keyPath: \(keyPath))
         return \(property.backing)
       }
       """,
       """
       set {
+        \(load)
         guard _$observationRegistrar.shouldNotify(\(property.backing), newValue) else {
           \(property.backing) = newValue
           return

@@ -2,40 +2,30 @@
 // then run Tools/examples.sh.
 
 import Foundation
-import Observation
 import Persistence
 
-@Observable final private class Visit: PersistentModel {
-  var place = ""
-  var day = Date(timeIntervalSinceReferenceDate: 0)
-  var note = ""
-  init() {}
-  static let schema = ModelSchema<Visit>(
-    "visits",
-    .attribute(\.place, "place", .indexed),
-    .attribute(\.day, "day"),
-    .attribute(\.note, "note"))
-}
-
-private struct VisitDay: ModelValue {
+@Model final private class Excursion {
   var place: String
-  var day: Date
-  init(row: inout ModelRow<Visit>) throws {
-    place = try row.next(\.place)
-    day = try row.next(\.day)
-    try row.skip(\.note)
+  var notes: String
+  init(place: String, notes: String) {
+    self.place = place
+    self.notes = notes
   }
 }
 
 private func examplePredicatesSortsSections2() async throws {
 
-  let context = ModelContext(
-    try ModelContainer(
-      for: Visit.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
-  let days = try context.fetch(
-    FetchDescriptor<Visit>(sortBy: [SortDescriptor(\.day)]), as: VisitDay.self)
-  let byPlace = try context.fetch(FetchDescriptor<Visit>(), as: VisitDay.self, sectionBy: \.place)
-  _ = context
-  _ = days
-  _ = byPlace
+  let excursions = try ModelContainer(
+    for: Excursion.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+  let writer = ModelContext(excursions)
+  writer.insert(Excursion(place: "Suva", notes: String(repeating: "long notes ", count: 100)))
+  try writer.save()
+  var descriptor = FetchDescriptor<Excursion>()
+  descriptor.propertiesToFetch = [\.place]
+  let found = try ModelContext(excursions).fetch(descriptor)
+  print(found.map(\.place))  // ["Suva"]
+  print(found[0].notes.count)  // 1100, loaded on this first read
+  _ = excursions
+  _ = writer
+  _ = found
 }

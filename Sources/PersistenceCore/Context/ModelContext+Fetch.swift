@@ -26,6 +26,16 @@ extension ModelContext {
     // The rows' keys, when relationships are to be prefetched for them.
     let prefetches = !descriptor.prefetching.keyPaths.isEmpty
     var keys: [Int64] = []
+    if !descriptor.fetching.keyPaths.isEmpty,
+      let partial = try partialFetch(descriptor, entity: entity, database: database)
+    {
+      try forEachRow(descriptor, query: partial.query, partial: partial.load) { model, row in
+        results.append(model)
+        if prefetches { keys.append(row.int64(at: 0)) }
+      }
+      if prefetches { try prefetch(descriptor, of: results, keys: keys, entity: entity) }
+      return models(results, as: Model.self)
+    }
     if let kept = try keptRows(descriptor, entity: entity, database: database) {
       try forEachRow(descriptor, prepared: kept) { model, row in
         results.append(model)

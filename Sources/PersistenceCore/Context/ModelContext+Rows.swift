@@ -88,7 +88,7 @@ extension ModelContext {
   func forEachRow<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, sectionColumn: String? = nil, query made: Query? = nil,
     prepared: (statement: any StoreStatement, bindings: [SQLValue])? = nil,
-    _ body: (Model, any StoreRow) -> Void
+    partial: PartialLoad? = nil, _ body: (Model, any StoreRow) -> Void
   ) throws {
     let entity = try entity(for: Model.self)
     if let prepared {
@@ -100,13 +100,14 @@ extension ModelContext {
       try made
       ?? Query(descriptor, schema: entity.schema, sectionColumn: sectionColumn, database: database)
     try forEachRow(
-      of: try database.cachedStatement(query.sql), bindings: query.bindings, entity: entity, body)
+      of: try database.cachedStatement(query.sql), bindings: query.bindings, entity: entity,
+      partial: partial, body)
   }
 
   /// Runs `statement` with `bindings` and calls `body` with each row's registered model.
   func forEachRow<Model: PersistentModel>(
     of statement: any StoreStatement, bindings: [SQLValue], entity: Entity<Model>,
-    _ body: (Model, any StoreRow) -> Void
+    partial: PartialLoad? = nil, _ body: (Model, any StoreRow) -> Void
   ) throws {
     statement.returnsTableColumns()
     statement.bindValues(bindings)
@@ -125,7 +126,7 @@ extension ModelContext {
       if let deleted, deleted.contains(statement.int64(at: 0)) { continue }
       let registration = try materializeRow(
         statement, entity: operations, cache: cache, table: table, allNew: allNew,
-        relates: relates)
+        relates: relates, partial: partial)
       if registration.isDeleted { continue }
       body(unsafeDowncast(registration.model, to: Model.self), statement)
     }
@@ -154,17 +155,21 @@ extension ModelContext {
   /// generic metadata is looked up per row. `allNew` tells that the table was empty when the
   /// query started: rows are then appended without a lookup (see `RowTable`).
   ///
+  /// With `partial` (a fetch with `propertiesToFetch`, whose row holds the empty values of
+  /// the attributes it left), a registered model is returned as it is, and a new one is
+  /// marked to load those attributes on first use.
+  ///
   /// Cost: one lookup by key (none when `allNew`); a new row adds one table entry and two
   /// allocations (the model and its registration, which holds the snapshot). Never inlined:
   /// see `forEachRow(of:bindings:entity:_:)`.
   @inline(never)
   func materializeRow(
     _ statement: any StoreRow, entity: any EntityOperations, cache: LoadCache, table: RowTable,
-    allNew: Bool = false, relates: Bool? = nil
+    allNew: Bool = false, relates: Bool? = nil, partial: PartialLoad? = nil
   ) throws -> Registration {
     let primaryKey = statement.int64(at: 0)
     if !allNew, let registration = table[primaryKey] {
-      if !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
+      if partial == nil, !registration.isDeleted, entity.changedIndexes(registration).isEmpty {
         do {
           try entity.load(
             registration.model, isNew: false, into: registration, from: statement,
@@ -187,6 +192,10 @@ extension ModelContext {
     registration.isFresh = true
     if relates ?? entity.attachesModels {
       entity.attachLoaded(registration.model, key: primaryKey, to: self)
+    }
+    if let partial {
+      entity.linkOrigin?.setPartial(registration.model, partial)
+      partial.keys.append(primaryKey)
     }
     index(registration)
     if allNew {

@@ -43,6 +43,23 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
     get { prefetching.keyPaths.map { unsafeDowncast($0, to: PartialKeyPath<Model>.self) } }
     set { prefetching.keyPaths = newValue }
   }
+  /// The attributes to load with the models, as SwiftData's: the others are loaded when one of
+  /// them is first read or set, for every model of the fetch still without them, in one query
+  /// per 10,000 models. Empty (the default) loads every attribute. Key paths of attributes;
+  /// relationships are loaded as always. A model already in the context is returned as it
+  /// is. Honoured for `@Model` classes (``LinksOnFirstUse/loadsPropertiesOnFirstUse``);
+  /// others, and a fetch whose predicate or sort Swift must finish, load every attribute.
+  ///
+  /// Cost: the query selects the attributes given (the others are constants, their empty
+  /// values); the first read of another attribute runs one more query for the batch. Honoured
+  /// by ``ModelContext/fetch(_:)``; pages, sections, enumerations and observers load every
+  /// attribute.
+  public var propertiesToFetch: [PartialKeyPath<Model>] {
+    get { fetching.keyPaths.map { unsafeDowncast($0, to: PartialKeyPath<Model>.self) } }
+    set { fetching.keyPaths = newValue }
+  }
+  /// The key paths of ``propertiesToFetch``, kept without the model's type.
+  @usableFromInline var fetching: KeyPathList
   /// The key paths of ``relationshipKeyPathsForPrefetching``, kept without the model's type:
   /// a fetch asks whether there are any without the generic array's metadata.
   @usableFromInline var prefetching: KeyPathList
@@ -57,6 +74,7 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
     self.predicate = predicate
     self.sortBy = sortBy
     prefetching = KeyPathList()
+    fetching = KeyPathList()
     if let predicate { predicateParts = PredicateParts(predicate) }
   }
 

@@ -23,7 +23,9 @@ struct Options {
   ]
 
   /// Phases that run only when named: long measurements beside the comparison.
-  static let optInPhaseNames = ["observers", "serve", "streams", "relationships", "plans"]
+  static let optInPhaseNames = [
+    "observers", "serve", "streams", "relationships", "plans", "tailored",
+  ]
 
   /// Whether the phase `name` (one of ``phaseNames`` or ``optInPhaseNames``) runs.
   func wants(_ name: String) -> Bool {

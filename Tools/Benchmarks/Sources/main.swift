@@ -252,6 +252,33 @@ if options.wants("fetch") {
   check(oursSum == baseSum, "fetch all checksums \(oursSum) vs \(baseSum)")
 }
 
+// MARK: A tailored fetch: two properties of each trip, beside a fetch of every property
+
+if options.wants("tailored") {
+  var tailoredSum = 0
+  var fullSum = 0
+  func sum(_ trips: [Trip]) -> Int {
+    trips.reduce(0) { $0 &+ $1.name.utf8.count &+ Int($1.startDate.timeIntervalSince1970) }
+  }
+  try compare(
+    "fetch of name and start date (propertiesToFetch) / fetch all (ours)",
+    ours: {
+      var descriptor = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
+      descriptor.propertiesToFetch = [\.name, \.startDate]
+      tailoredSum = sum(try ModelContext(container).fetch(descriptor))
+    },
+    base: {
+      do {
+        fullSum = sum(
+          try ModelContext(container).fetch(
+            FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])))
+      } catch {
+        fatalError("fetch all failed: \(error)")
+      }
+    })
+  check(tailoredSum == fullSum, "tailored fetch sums \(tailoredSum) vs \(fullSum)")
+}
+
 // MARK: @Model trips: what the macro generates for Trip, beside the hand-written trip it replaced
 
 if options.wants("macro") {

@@ -39,7 +39,8 @@ import Synchronization
 ///
 /// Errors at compile time: a struct, an enum, a generic class, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
-/// with `_` or needing backticks, `schema`, `linkOrigin` or `linkOriginSlot`, a `@Transient`
+/// with `_` or needing backticks, `schema`, `linkOrigin`, `linkOriginSlot` or
+/// `loadsPropertiesOnFirstUse`, a `@Transient`
 /// property without an initial value, two properties in one `var`, an initializer callable
 /// with no arguments beside the `init()` the macro writes.
 ///
@@ -48,7 +49,8 @@ import Synchronization
 @attached(
   member,
   names: named(_$observationRegistrar), named(schema), named(_$linkOrigin), named(linkOrigin),
-  named(linkOriginSlot), named(init), named(makeForLoading), named(id)
+  named(linkOriginSlot), named(loadsPropertiesOnFirstUse), named(init), named(makeForLoading),
+  named(id)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable, Identifiable)

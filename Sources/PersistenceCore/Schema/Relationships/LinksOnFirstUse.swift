@@ -9,9 +9,18 @@ public struct LinkOrigin {
   /// The primary key of the row the model was loaded from; nil for a model not loaded from
   /// the store.
   public internal(set) var ownerKey: Int64?
+  /// The attributes a fetch with `propertiesToFetch` left to load on first use, and the
+  /// other models of that fetch (``PartialLoad``); nil when every attribute is loaded.
+  var partial: PartialLoad?
 
   /// No context, no row: a model made in memory.
   public init() {}
+
+  /// Whether a fetch with `propertiesToFetch` left some of the model's attributes to load on
+  /// first use: what `@Model`'s accessors check (one load and one branch) before they call
+  /// ``loadProperties(of:_:)``.
+  @inlinable public var hasPropertiesToLoad: Bool { _hasPartial }
+  @usableFromInline var _hasPartial: Bool { partial != nil }
 }
 
 /// A model whose relationships keep their link (``ToMany``, or a ``ToOne`` whose inverse
@@ -51,6 +60,16 @@ public protocol LinksOnFirstUse: PersistentModel {
   /// (`LinkOriginSlot(\Gallery.origin)`, or `@Model`'s closure); nothing outside the
   /// persistence layer can use it.
   static var linkOriginSlot: LinkOriginSlot { get }
+  /// Whether the model's accessors load the attributes a fetch with `propertiesToFetch` left
+  /// (they call ``LinkOrigin/loadProperties(of:_:)`` when ``LinkOrigin/hasPropertiesToLoad``):
+  /// true for `@Model`'s. False by default: a fetch then loads every attribute, whatever
+  /// `propertiesToFetch` says.
+  static var loadsPropertiesOnFirstUse: Bool { get }
+}
+
+extension LinksOnFirstUse {
+  /// False: the model's accessors do not load what a partial fetch left.
+  public static var loadsPropertiesOnFirstUse: Bool { false }
 }
 
 /// How the store writes a model's ``LinkOrigin``, kept in private storage: made inside the
@@ -139,6 +158,13 @@ struct LinkOriginAccess: Sendable {
   let set: @Sendable (AnyObject, ContextReference?, Int64?) -> Void
   let reference: @Sendable (AnyObject) -> ContextReference?
   let key: @Sendable (AnyObject) -> Int64?
+  /// Sets the model's ``LinkOrigin/partial``.
+  let setPartial: @Sendable (AnyObject, PartialLoad?) -> Void
+  /// The model's ``LinkOrigin/partial``.
+  let partial: @Sendable (AnyObject) -> PartialLoad?
+  /// Whether the model's accessors load what a partial fetch left
+  /// (``LinksOnFirstUse/loadsPropertiesOnFirstUse``).
+  let loadsOnFirstUse: Bool
 
   /// The access for `Model`, nil when its links are made eagerly.
   static func of<Model: PersistentModel>(_: Model.Type) -> LinkOriginAccess? {
@@ -156,6 +182,9 @@ struct LinkOriginAccess: Sendable {
         }
       },
       reference: { unsafeDowncast($0, to: Model.self).linkOrigin.reference },
-      key: { unsafeDowncast($0, to: Model.self).linkOrigin.ownerKey })
+      key: { unsafeDowncast($0, to: Model.self).linkOrigin.ownerKey },
+      setPartial: { model, partial in slot.modify(model) { $0.partial = partial } },
+      partial: { unsafeDowncast($0, to: Model.self).linkOrigin.partial },
+      loadsOnFirstUse: Model.loadsPropertiesOnFirstUse)
   }
 }

@@ -19,6 +19,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("examplePersistence1", examplePersistence1),
   ("examplePredicatesSortsSections1", examplePredicatesSortsSections1),
   ("examplePredicatesSortsSections2", examplePredicatesSortsSections2),
+  ("examplePredicatesSortsSections3", examplePredicatesSortsSections3),
   ("exampleREADME1", exampleREADME1),
   ("exampleREADME2", exampleREADME2),
 ]
