@@ -160,6 +160,17 @@ struct TailoredFetchTests {
     }
     #expect(error?.code == .unsupportedPredicate)
     #expect(error?.message.contains("not a stored attribute of Voyager") == true)
+    // A hand-written model loads every attribute, and is refused the same key path alike.
+    var notes = FetchDescriptor<Note>()
+    notes.propertiesToFetch = [\.key, \.key.count]
+    let hand = try ModelContainer(
+      for: [Note.self], configuration: ModelConfiguration(isStoredInMemoryOnly: true))
+    let handError = #expect(throws: PersistenceError.self) {
+      try ModelContext(hand).fetch(notes)
+    }
+    #expect(handError?.message.contains("not a stored attribute of Note") == true)
+    notes.propertiesToFetch = [\.key]
+    #expect(try ModelContext(hand).fetch(notes).isEmpty)
     // Every attribute asked for: a plain fetch.
     descriptor.propertiesToFetch = [\.code, \.name, \.home, \.age, \.notes, \.stops, \.badge]
     #expect(try ModelContext(container).fetch(descriptor).count == 3)

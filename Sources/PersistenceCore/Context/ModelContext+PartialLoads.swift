@@ -93,9 +93,10 @@ extension ModelContext {
   func partialFetch<Model: PersistentModel>(
     _ descriptor: FetchDescriptor<Model>, entity: Entity<Model>, database: any StoreConnection
   ) throws -> (query: Query, load: PartialLoad)? {
-    guard entity.linkOrigin?.loadsOnFirstUse == true else { return nil }
     let wanted = Set(descriptor.fetching.keyPaths)
     let stored = entity.schema.storedAttributes
+    // Checked for every model, also one that loads every attribute: a key path that names no
+    // attribute is the caller's mistake whatever the model.
     for keyPath in wanted where entity.schema.attributeIndex(for: keyPath) == nil {
       throw PersistenceError(
         code: .unsupportedPredicate,
@@ -103,6 +104,7 @@ extension ModelContext {
           "propertiesToFetch names \(keyPath), which is not a stored attribute of \(Model.self)."
       )
     }
+    guard entity.linkOrigin?.loadsOnFirstUse == true else { return nil }
     // A to-one's key is always read: its link is made with the model.
     let missing = stored.indices.filter {
       stored[$0].relationship == nil && !wanted.contains(stored[$0].keyPath)
