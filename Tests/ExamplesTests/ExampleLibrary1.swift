@@ -7,7 +7,7 @@ import TripPlanner
 
 private func exampleLibrary1() async throws {
   let data = Data()
-  let lastToken: HistoryToken? = nil
+  let lastToken: DefaultHistoryToken? = nil
   let other = try TripStore(inMemoryWithAuthor: "sync")
 
   let store = try TripStore(url: TripStore.defaultURL(), author: "my-service")

@@ -8,7 +8,7 @@ import TripPlanner
 
 private func exampleLibrary2() async throws {
   let store = try TripStore(inMemoryWithAuthor: "app")
-  let lastToken: HistoryToken? = nil
+  let lastToken: DefaultHistoryToken? = nil
 
   // A query that keeps following the store: this process, other contexts, other processes.
   let observer = try ResultsObserver(

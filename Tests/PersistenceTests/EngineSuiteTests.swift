@@ -126,7 +126,8 @@ struct EngineSuiteTests {
     }
     let last = try context.currentHistoryToken()
     // Every transaction deleted: only the history floor remembers where tokens were.
-    let beyond = HistoryToken(storeIdentifier: container.storeIdentifier, value: last.value + 1)
+    let beyond = DefaultHistoryToken(
+      storeIdentifier: container.storeIdentifier, value: last.value + 1)
     #expect(try context.deleteHistory(before: beyond) == 3)
     #expect(try context.fetchHistory().isEmpty)
     #expect(try context.currentHistoryToken() == last)
@@ -226,7 +227,7 @@ struct EngineSuiteTests {
     #expect(history.count == 3)
     #expect(history.map(\.author) == ["tester", "tester", "tester"])
     #expect(history.map { $0.changes.map(\.kind) } == [[.insert], [.update], [.update]])
-    #expect(history[1].changes[0].updatedAttributes == ["text"])
+    #expect(history[1].changes[0].updatedAttributeNames == ["text"])
     let tokens = history.map(\.token)
     #expect(zip(tokens, tokens.dropFirst()).allSatisfy { $0 < $1 })
     #expect(try other.fetchHistory(HistoryDescriptor(after: tokens[1])).map(\.token) == [tokens[2]])
@@ -291,8 +292,8 @@ struct EngineSuiteTests {
     #expect(updates.count == 299)
     // (A save's changed rows come in the context's order, not the order they were changed.)
     let regrouped = notes.indices.filter { $0 != 150 && $0 % 3 == 0 }.count
-    #expect(updates.filter { $0.updatedAttributes == ["grp"] }.count == regrouped)
-    #expect(updates.filter { $0.updatedAttributes == ["text"] }.count == 299 - regrouped)
+    #expect(updates.filter { $0.updatedAttributeNames == ["grp"] }.count == regrouped)
+    #expect(updates.filter { $0.updatedAttributeNames == ["text"] }.count == 299 - regrouped)
   }
 
   @Test(
@@ -347,7 +348,8 @@ struct EngineSuiteTests {
     #expect(try context.fetchCount(FetchDescriptor<Note>()) == 12)
     let deletes = try #require(try context.fetchHistory().last).changes
     #expect(deletes.count == 13 && deletes.allSatisfy { $0.kind == .delete })
-    #expect(deletes.compactMap { $0.tombstone?[\Note.key] }.sorted().first == "k00")
+    #expect(
+      deletes.compactMap { $0.tombstone(as: Note.self)?[\.key] as? String }.sorted().first == "k00")
     try context.deleteHistory(before: try #require(try context.fetchHistory().last).token)
     #expect(try context.fetchHistory().count == 1)
   }
@@ -394,9 +396,13 @@ struct EngineSuiteTests {
     // Preserved values come back from a deletion's tombstone in their own types.
     context.delete(try #require(try context.fetch(FetchDescriptor<Sample>()).first))
     try context.save()
-    let tombstone = try #require(try context.fetchHistory().last?.changes.first?.tombstone)
-    #expect(tombstone[\Sample.id] == sample.id)
-    #expect(tombstone[\Sample.name] == "Zürich \u{e9}")
+    let change = try #require(try context.fetchHistory().last?.changes.first)
+    guard case .delete(let deleted as DefaultHistoryDelete<Sample>) = change else {
+      Issue.record("not a delete of a Sample: \(change)")
+      return
+    }
+    #expect(deleted.tombstone[\.id] as? UUID == sample.id)
+    #expect(deleted.tombstone[\.name] as? String == "Zürich \u{e9}")
   }
 
   @Test("sections by key in code-point order", arguments: TestEngine.allCases)
@@ -717,8 +723,8 @@ struct ConcurrentWriterTests {
         }
       }
     }
-    var seen: [HistoryToken] = []
-    var last: HistoryToken?
+    var seen: [DefaultHistoryToken] = []
+    var last: DefaultHistoryToken?
     func follow() throws {
       let transactions = try reader.fetchHistory(HistoryDescriptor(after: last))
       seen += transactions.map(\.token)

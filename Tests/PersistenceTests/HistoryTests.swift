@@ -43,13 +43,14 @@ struct HistoryTests {
     #expect(history.count == 3)
     #expect(history.map(\.author) == ["app", "app", "app"])
     #expect(history.map { $0.changes.map(\.kind) } == [[.insert], [.update], [.delete]])
-    #expect(history[1].changes[0].updatedAttributes == ["text", "grp"])
+    #expect(history[1].changes[0].updatedAttributeNames == ["text", "grp"])
     #expect(history[1].changes[0].updated(\Note.text))
     #expect(!history[1].changes[0].updated(\Note.key))
-    let tombstone = try #require(history[2].changes[0].tombstone)
-    #expect(tombstone[\Note.key] == "a")
-    #expect(tombstone[\Note.text] == nil, "text is not .preserveValueOnDeletion")
-    let identifiers = Set(history.flatMap { $0.changes.map(\.changedIdentifier) })
+    let tombstone = try #require(history[2].changes[0].tombstone(as: Note.self))
+    #expect(tombstone[\.key] as? String == "a")
+    #expect(tombstone[\.text] == nil, "text is not .preserveValueOnDeletion")
+    #expect(history[2].changes[0].tombstone(as: Sample.self) == nil, "a Note's, not a Sample's")
+    let identifiers = Set(history.flatMap { $0.changes.map(\.changedPersistentIdentifier) })
     #expect(identifiers.count == 1)
   }
 
@@ -119,22 +120,24 @@ struct HistoryTests {
     let history = try ModelContext(container).fetchHistory()
     #expect(history.count == 2)
     let changes = try #require(history.last).changes
-    let described = changes.map { "\($0.kind) \($0.changedIdentifier.entityName)" }.sorted()
+    let described = changes.map { "\($0.kind) \($0.changedPersistentIdentifier.entityName)" }
+      .sorted()
     #expect(
       described == [
         "delete notes", "delete samples", "insert notes", "insert notes", "insert samples",
         "update notes", "update samples",
       ])
     for change in changes where change.kind == .delete {
-      let tombstone = try #require(change.tombstone)
-      if change.changedIdentifier.entityName == "notes" {
-        #expect(tombstone[\Note.key] == "a")
-      } else {
-        #expect(tombstone[\Sample.name] == "s1")
+      switch change {
+      case .delete(let deleted as DefaultHistoryDelete<Note>):
+        #expect(deleted.tombstone[\.key] as? String == "a")
+      case .delete(let deleted as DefaultHistoryDelete<Sample>):
+        #expect(deleted.tombstone[\.name] as? String == "s1")
+      default: Issue.record("a delete of neither model: \(change)")
       }
     }
     #expect(
-      Set(changes.filter { $0.kind == .update }.map(\.updatedAttributes))
+      Set(changes.filter { $0.kind == .update }.map(\.updatedAttributeNames))
         == [["text"], ["count"]])
   }
 
@@ -155,10 +158,10 @@ struct HistoryTests {
     #expect(try context.currentHistoryToken() == tokens[4])
     // Tokens survive encoding, so a consumer can persist them.
     let decoded = try JSONDecoder().decode(
-      HistoryToken.self, from: try JSONEncoder().encode(tokens[1]))
+      DefaultHistoryToken.self, from: try JSONEncoder().encode(tokens[1]))
     #expect(decoded == tokens[1])
-    #expect(HistoryToken(tokens[1].description) == tokens[1])
-    #expect(HistoryToken("garbage") == nil)
+    #expect(DefaultHistoryToken(tokens[1].description) == tokens[1])
+    #expect(DefaultHistoryToken("garbage") == nil)
   }
 
   @Test(
@@ -205,7 +208,7 @@ struct HistoryTests {
       HistoryDescriptor(after: tokens.last!),
     ]
     struct Row: Equatable {
-      let token: HistoryToken
+      let token: DefaultHistoryToken
       let author: String?
       let time: Date
       let kind: HistoryChange.Kind
@@ -213,11 +216,12 @@ struct HistoryTests {
       let attributes: Set<String>
       let tombstone: [String: SQLValue]?
     }
-    func row(_ transaction: HistoryTransaction, _ change: HistoryChange) -> Row {
+    func row(_ transaction: DefaultHistoryTransaction, _ change: HistoryChange) -> Row {
       Row(
         token: transaction.token, author: transaction.author, time: transaction.timestamp,
-        kind: change.kind, row: change.changedIdentifier, attributes: change.updatedAttributes,
-        tombstone: change.tombstone?.values)
+        kind: change.kind, row: change.changedPersistentIdentifier,
+        attributes: change.updatedAttributeNames,
+        tombstone: change.kind == .delete ? change.record?.preserved : nil)
     }
     for (index, descriptor) in descriptors.enumerated() {
       let fetched = try app.fetchHistory(descriptor).flatMap { transaction in
@@ -229,7 +233,9 @@ struct HistoryTests {
       #expect(!fetched.isEmpty || index == descriptors.count - 1, "descriptor \(index)")
     }
     #expect(
-      try app.fetchHistory().flatMap(\.changes).contains { $0.tombstone?[\Note.key] == "n4" })
+      try app.fetchHistory().flatMap(\.changes).contains {
+        $0.tombstone(as: Note.self)?[\.key] as? String == "n4"
+      })
     // The body's error ends the read; an expired token is refused as fetchHistory refuses it.
     struct Stop: Error {}
     var seen = 0
@@ -265,7 +271,9 @@ struct HistoryTests {
     let notes = try app.fetchHistory(HistoryDescriptor(modelTypes: [Note.self]))
     #expect(notes.count == 2)
     #expect(
-      notes.allSatisfy { $0.changes.allSatisfy { $0.changedIdentifier.entityName == "notes" } })
+      notes.allSatisfy {
+        $0.changes.allSatisfy { $0.changedPersistentIdentifier.entityName == "notes" }
+      })
     #expect(
       try app.fetchHistory(HistoryDescriptor(authors: ["sync"], modelTypes: [Sample.self])).isEmpty)
   }

@@ -201,7 +201,7 @@ struct HistoryObserverTests {
 
     // The seed: observe eventCounter, then fetch the history after the last token, upload it.
     let uploaded = Mutex<[String]>([])
-    let lastToken = Mutex<HistoryToken?>(nil)
+    let lastToken = Mutex<DefaultHistoryToken?>(nil)
     let reader = ModelContext(container)
     let readerBox = UncheckedSendable(reader)
     let lock = NSLock()
@@ -441,5 +441,64 @@ struct ObservedResultsTests {
     }
     results.insert(7, at: 0)
     #expect(Self.check(results, [7], limit: limit))
+  }
+}
+
+extension HistoryObserverTests {
+  @Test(
+    "SwiftData's initializer: tokens by store count what waits after them, observed models and authors filter, a token of another kind is refused",
+    arguments: TestEngine.allCases)
+  func swiftDataInitializer(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Note.self, Sample.self)
+    let app = ModelContext(container)
+    app.author = "App"
+    app.insert(Note(key: "a", text: ""))
+    try app.save()
+    let start = try app.currentHistoryToken()
+    app.insert(Note(key: "b", text: ""))
+    try app.save()
+    app.insert(Sample())
+    try app.save()
+    let server = ModelContext(container)
+    server.author = "Server"
+    server.insert(Note(key: "s", text: ""))
+    try server.save()
+
+    let fromNow = try HistoryObserver(observedModels: [Note.self], modelContainer: container)
+    #expect(fromNow.eventCounter == 0 && fromNow.observedModels.count == 1)
+    #expect(fromNow.modelContainer === container)
+    let tokens: [String: any HistoryToken] = [container.storeIdentifier.uuidString: start]
+    let waiting = try HistoryObserver(
+      historyTokens: tokens, observedModels: [Note.self], authors: ["App"],
+      modelContainer: container)
+    #expect(waiting.eventCounter == 1, "b's insert; not the Sample's, not Server's")
+    let everything = try HistoryObserver(historyTokens: tokens, modelContainer: container)
+    #expect(everything.eventCounter == 3)
+    let otherStore = try HistoryObserver(
+      historyTokens: [UUID().uuidString: start], modelContainer: container)
+    #expect(otherStore.eventCounter == 0, "no token for this store: from now on")
+
+    app.insert(Note(key: "c", text: ""))
+    try app.save()
+    #expect(eventually { waiting.eventCounter == 2 && fromNow.eventCounter == 1 })
+
+    struct OtherToken: HistoryToken {
+      var value = 0
+      static func < (lhs: OtherToken, rhs: OtherToken) -> Bool { lhs.value < rhs.value }
+    }
+    #expect {
+      try HistoryObserver(
+        historyTokens: [container.storeIdentifier.uuidString: OtherToken()],
+        modelContainer: container)
+    } throws: {
+      ($0 as? PersistenceError)?.code == .historyTokenForeign
+    }
+    let expiredStore = ModelContext(container)
+    try expiredStore.deleteHistory(before: try expiredStore.currentHistoryToken())
+    #expect {
+      try HistoryObserver(historyTokens: tokens, modelContainer: container)
+    } throws: {
+      ($0 as? PersistenceError)?.code == .historyTokenExpired
+    }
   }
 }

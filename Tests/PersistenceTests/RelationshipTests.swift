@@ -263,15 +263,19 @@ struct RelationshipTests {
     try context.save()
     let deletes = try context.fetchHistory(HistoryDescriptor(after: before)).flatMap(\.changes)
       .filter { $0.kind == .delete }
-    let rooms = deletes.filter { $0.changedIdentifier.entityName == "rooms" }
+    let rooms = deletes.filter { $0.changedPersistentIdentifier.entityName == "rooms" }
     #expect(rooms.count == 3)
-    #expect(rooms.allSatisfy { $0.tombstone?.key(of: \Room.hotel) == hotelKey })
-    #expect(rooms.compactMap { $0.tombstone?[\Room.number] }.sorted() == [1, 2, 3])
-    let reviews = deletes.filter { $0.changedIdentifier.entityName == "reviews" }
+    #expect(rooms.allSatisfy { $0.tombstone(as: Room.self)?.key(of: \.hotel) == hotelKey })
     #expect(
-      reviews.count == 1 && reviews.allSatisfy { $0.tombstone?.key(of: \Review.hotel) == nil })
-    let hotels = deletes.filter { $0.changedIdentifier.entityName == "hotels" }
-    #expect(hotels.count == 1 && hotels.first?.tombstone?[\Hotel.name] == "Kyoto Inn")
+      rooms.compactMap { $0.tombstone(as: Room.self)?[\.number] as? Int }.sorted() == [1, 2, 3])
+    let reviews = deletes.filter { $0.changedPersistentIdentifier.entityName == "reviews" }
+    #expect(
+      reviews.count == 1
+        && reviews.allSatisfy { $0.tombstone(as: Review.self)?.key(of: \.hotel) == nil })
+    let hotels = deletes.filter { $0.changedPersistentIdentifier.entityName == "hotels" }
+    #expect(
+      hotels.count == 1
+        && hotels.first?.tombstone(as: Hotel.self)?[\.name] as? String == "Kyoto Inn")
   }
 
   @Test(
@@ -671,13 +675,14 @@ struct RelationshipTests {
     let transactions = try context.fetchHistory(HistoryDescriptor(after: token))
     #expect(transactions.count == 1)
     let changes = try #require(transactions.first).changes
-    let deleted = changes.filter { $0.kind == .delete }.map(\.changedIdentifier.entityName)
+    let deleted = changes.filter { $0.kind == .delete }.map(
+      \.changedPersistentIdentifier.entityName)
     #expect(deleted.sorted() == ["hotels", "managers", "rooms", "rooms", "rooms"])
     // Children before the rows they point to.
     #expect(deleted.last == "hotels")
     let updates = changes.filter { $0.kind == .update }
-    #expect(updates.map(\.changedIdentifier.entityName) == ["reviews"])
-    #expect(updates.first?.updatedAttributes == ["hotel"])
+    #expect(updates.map(\.changedPersistentIdentifier.entityName) == ["reviews"])
+    #expect(updates.first?.updatedAttributeNames == ["hotel"])
   }
 
   @Test(

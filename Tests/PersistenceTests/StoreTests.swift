@@ -178,7 +178,7 @@ struct StoreTests {
     let history = try other.fetchHistory()
     #expect(history.count == 2)
     #expect(history[1].changes.map(\.kind) == [.update])
-    #expect(history[1].changes[0].updatedAttributes == ["text"])
+    #expect(history[1].changes[0].updatedAttributeNames == ["text"])
   }
 
   @Test("upserts on a unique attribute", arguments: TestEngine.allCases)
@@ -195,7 +195,7 @@ struct StoreTests {
     #expect(try context.fetch(FetchDescriptor<Note>()).first === replacement)
     let last = try #require(try context.fetchHistory().last)
     #expect(last.changes.map(\.kind) == [.update])
-    #expect(last.changes[0].updatedAttributes == ["text"])
+    #expect(last.changes[0].updatedAttributeNames == ["text"])
   }
 
   @Test("rolls back inserts, deletes and changes", arguments: TestEngine.allCases)
@@ -250,7 +250,10 @@ struct StoreTests {
     #expect(try reader.fetchCount(FetchDescriptor<Note>()) == 5)
     let deletes = try #require(try reader.fetchHistory().last).changes
     #expect(deletes.count == 5 && deletes.allSatisfy { $0.kind == .delete })
-    #expect(Set(deletes.compactMap { $0.tombstone?[\Note.key] }) == ["k0", "k2", "k4", "k6", "k8"])
+    #expect(
+      Set(deletes.compactMap { $0.tombstone(as: Note.self)?[\.key] as? String }) == [
+        "k0", "k2", "k4", "k6", "k8",
+      ])
   }
 
   @Test("counts, pages and lists identifiers in SQL", arguments: TestEngine.allCases)

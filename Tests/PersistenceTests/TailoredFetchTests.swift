@@ -108,8 +108,9 @@ struct TailoredFetchTests {
     try fresh.save()
     fresh.delete(again[1])
     try fresh.save()
-    let tombstone = try #require(fresh.fetchHistory().last?.changes.first?.tombstone)
-    #expect(tombstone[\Voyager.badge] == "b1")
+    let tombstone = try #require(
+      fresh.fetchHistory().last?.changes.first?.tombstone(as: Voyager.self))
+    #expect(tombstone[\.badge] as? String == "b1")
   }
 
   @Test(

@@ -32,7 +32,7 @@ struct PlanSyncTests {
   /// edits by `cli`, applied changes by `sync`, left out of the feed back.
   final class Pair {
     let urls: [URL]
-    var after: [HistoryToken?] = [nil, nil]
+    var after: [DefaultHistoryToken?] = [nil, nil]
 
     init(_ engine: Engine) throws {
       urls = [
@@ -387,7 +387,8 @@ struct PlanSyncTests {
     }
     // A valid item line reads back as the line it was written from.
     let valid = FeedChange(
-      token: HistoryToken(storeIdentifier: UUID(uuidString: store)!, value: 1), author: "cli",
+      token: DefaultHistoryToken(storeIdentifier: UUID(uuidString: store)!, value: 1),
+      author: "cli",
       time: Date(timeIntervalSince1970: 1_800_000_000), kind: .insert,
       subject: .bucketListItem(
         id: UUID(uuidString: item)!,

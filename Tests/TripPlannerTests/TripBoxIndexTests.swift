@@ -155,7 +155,8 @@ struct TripBoxIndexTests {
     #expect(
       index.page(
         box: boxes[0], reverse: false, offset: 0, limit: 5,
-        token: HistoryToken(storeIdentifier: current.storeIdentifier, value: current.value - 1),
+        token: DefaultHistoryToken(
+          storeIdentifier: current.storeIdentifier, value: current.value - 1),
         context: reader.context) == nil)
     // History deleted after the index's token: it rebuilds.
     _ = try writer.importRecords((0..<5).map { _ in Self.record(&generator) })
@@ -192,7 +193,7 @@ struct TripBoxIndexTests {
 
   @Test("the text arena compacts without changing a page; keys far beyond the store's go aside")
   func arenaAndKeys() throws {
-    let token = HistoryToken(storeIdentifier: UUID(), value: 1)
+    let token = DefaultHistoryToken(storeIdentifier: UUID(), value: 1)
     var state = TripBoxIndex.State(token: token)
     var generator = SeededGenerator(seed: 5)
     var expectedBytes = 0

@@ -41,10 +41,11 @@ struct TripStoreTests {
       var trip = record(id.uuidString, name)
       trip.id = id
       let change = FeedChange(
-        token: HistoryToken(storeIdentifier: source, value: token), author: "cli", time: time,
+        token: DefaultHistoryToken(storeIdentifier: source, value: token), author: "cli",
+        time: time,
         kind: kind, tripID: id, trip: trip)
       return SyncFeed(
-        changes: [change], resumeToken: HistoryToken(storeIdentifier: source, value: token))
+        changes: [change], resumeToken: DefaultHistoryToken(storeIdentifier: source, value: token))
     }
     let made = Date()
     // The insert arrives (applied now, after `made`), then the update made at `made + 1`,

@@ -77,7 +77,7 @@ import TripPlanner
     // A history token of another store: refused bare too.
     let store = try TripStore(url: folder.appendingPathComponent("trips.sqlite"), author: "test")
     let token = try #require(throws: PersistenceError.self) {
-      try store.checkFeedToken(HistoryToken(storeIdentifier: UUID(), value: 1))
+      try store.checkFeedToken(DefaultHistoryToken(storeIdentifier: UUID(), value: 1))
     }
     #expect(token.code == .historyTokenForeign)
     #expect(FeaturesAPI.failure(token).status == 400)

@@ -1,58 +1,109 @@
 import Foundation
 
 extension ModelContext {
-  /// The transactions matching `descriptor`, oldest first.
+  /// The transactions `descriptor` selects: SwiftData's `fetchHistory(_:)`. Oldest first
+  /// unless the descriptor sorts otherwise.
   ///
-  /// Cost: an indexed range scan of the history after the token, O(transactions + changes).
+  /// Cost: an indexed range scan of the transactions the SQL part of the descriptor selects
+  /// (see ``HistoryDescriptor``), then each one's changes by the changes' token index,
+  /// O(transactions + changes); a predicate or sort SQL cannot run reads every transaction in
+  /// the range.
   ///
   /// - Throws: ``PersistenceError/Code/historyTokenExpired`` when transactions after the token
-  ///   were deleted by ``deleteHistory(before:)`` (do a full refetch, then continue from
-  ///   ``currentHistoryToken()``), ``PersistenceError/Code/historyTokenForeign`` for a token of
-  ///   another store, ``PersistenceError/Code/historyTokenUnknown`` for a token newer than any
-  ///   this store issued.
-  public func fetchHistory(_ descriptor: HistoryDescriptor = HistoryDescriptor()) throws
-    -> [HistoryTransaction]
-  {
+  ///   (the descriptor's, or one its predicate compares with) were deleted
+  ///   (do a full refetch, then continue from ``currentHistoryToken()``),
+  ///   ``PersistenceError/Code/historyTokenForeign`` for a token of another store,
+  ///   ``PersistenceError/Code/historyTokenUnknown`` for a token newer than any this store
+  ///   issued.
+  public func fetchHistory(
+    _ descriptor: HistoryDescriptor<DefaultHistoryTransaction> = HistoryDescriptor()
+  ) throws -> [DefaultHistoryTransaction] {
     let database = try connection()
-    let after = try historyStart(descriptor, database)
-    var sql = "SELECT token, author, timestamp FROM _history_transactions WHERE token > ?"
+    let plan = HistoryQueryPlan(descriptor)
+    let after = try historyStart(descriptor, plan, database)
+    var sql = "SELECT t.token, t.author, t.timestamp FROM _history_transactions t WHERE t.token > ?"
     var bindings: [SQLValue] = [.integer(after)]
-    if let authors = descriptor.authors {
-      sql +=
-        " AND author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
-      bindings += authors.sorted().map { .text($0) }
-    }
-    if !descriptor.excludedAuthors.isEmpty {
-      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
-      sql += " AND (author IS NULL OR author NOT IN (\(placeholders.joined(separator: ", "))))"
-      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
-    }
-    sql += " ORDER BY token"
+    Self.addAuthorConditions(descriptor, to: &sql, &bindings)
+    for condition in plan.conditions { sql += " AND \(condition)" }
+    bindings += plan.bindings
+    sql += plan.newestFirst ? " ORDER BY t.token DESC" : " ORDER BY t.token"
     let statement = try database.prepare(sql)
     statement.bindValues(bindings)
-    var transactions: [HistoryTransaction] = []
-    let limit = descriptor.fetchLimit ?? Int.max
+    var transactions: [DefaultHistoryTransaction] = []
+    // With the order in SQL, the limit ends the scan; else every match is read, then sorted.
+    let limit = plan.sortInSQL ? (descriptor.fetchLimit ?? Int.max) : Int.max
     while transactions.count < limit, try statement.step() {
       let token = statement.int64(at: 0)
       let changes = try self.changes(
         token: token, entityNames: descriptor.entityNames, database: database)
       if descriptor.entityNames != nil && changes.isEmpty { continue }
-      transactions.append(
-        HistoryTransaction(
-          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
-          author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
-          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
-          changes: changes))
+      let transaction = DefaultHistoryTransaction(
+        token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+        author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
+        timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
+        changes: changes)
+      if !plan.predicateInSQL, let predicate = descriptor.predicate,
+        try !predicate.evaluate(transaction)
+      {
+        continue
+      }
+      transactions.append(transaction)
+    }
+    if !plan.sortInSQL {
+      transactions.sort(using: descriptor.sortBy)
+      if let limit = descriptor.fetchLimit { transactions = Array(transactions.prefix(limit)) }
     }
     return transactions
+  }
+
+  /// Deletes the transactions `descriptor` selects: SwiftData's `deleteHistory(_:)`.
+  ///
+  /// A token before the newest transaction deleted then expires: history fetched after it
+  /// throws ``PersistenceError/Code/historyTokenExpired``, since transactions after it are gone
+  /// (a reader that has seen everything up to that transaction reads on).
+  ///
+  /// Cost: the fetch of ``fetchHistory(_:)`` (tokens only when the descriptor needs no
+  /// changes), then per 500 transactions one delete of their tombstones, changes and
+  /// transactions, in one write transaction.
+  ///
+  /// - Throws: the errors of ``fetchHistory(_:)``.
+  public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
+    let tokens = try fetchHistory(descriptor).map(\.token.value).sorted()
+    guard let newest = tokens.last else { return }
+    let database = try connection()
+    try database.beginWriting()
+    do {
+      var start = 0
+      while start < tokens.count {
+        let batch = tokens[start..<min(start + 500, tokens.count)]
+        start += 500
+        let list = Array(repeating: "?", count: batch.count).joined(separator: ", ")
+        for sql in [
+          "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token IN (\(list)))",
+          "DELETE FROM _history_changes WHERE token IN (\(list))",
+          "DELETE FROM _history_transactions WHERE token IN (\(list))",
+        ] {
+          let statement = try database.prepare(sql)
+          statement.bindValues(batch.map { .integer($0) })
+          try statement.run()
+        }
+      }
+      try raiseHistoryFloor(to: newest + 1, database)
+      try database.commit()
+    } catch {
+      try? database.rollback()
+      throw error
+    }
   }
 
   /// Deletes the transactions before `token` (keeping `token` itself and later ones). Fetching
   /// history after an older token then throws ``PersistenceError/Code/historyTokenExpired``.
   ///
+  /// Cost: three range deletes by the token indexes, in one write transaction.
+  ///
   /// - Returns: How many transactions were deleted.
   @discardableResult
-  public func deleteHistory(before token: HistoryToken) throws -> Int {
+  public func deleteHistory(before token: DefaultHistoryToken) throws -> Int {
     try check(token)
     let database = try connection()
     try database.beginWriting()
@@ -62,13 +113,13 @@ extension ModelContext {
         "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token < ?)",
         "DELETE FROM _history_changes WHERE token < ?",
         "DELETE FROM _history_transactions WHERE token < ?",
-        "UPDATE \(StoreLayout.metaTable) SET value = ?1 WHERE key = 'history_floor' AND CAST(value AS BIGINT) < ?1",
       ] {
         let statement = try database.prepare(sql)
         statement.bindInt64(token.value, at: 1)
         try statement.run()
         if sql.hasPrefix("DELETE FROM _history_transactions") { deleted = database.changedRowCount }
       }
+      try raiseHistoryFloor(to: token.value, database)
       try database.commit()
     } catch {
       try? database.rollback()
@@ -77,11 +128,37 @@ extension ModelContext {
     return deleted
   }
 
+  /// Raises the history floor (history before it was deleted) to `floor`, if it is lower.
+  private func raiseHistoryFloor(to floor: Int64, _ database: any StoreConnection) throws {
+    let statement = try database.prepare(
+      "UPDATE \(StoreLayout.metaTable) SET value = ?1 WHERE key = 'history_floor' AND CAST(value AS BIGINT) < ?1"
+    )
+    statement.bindInt64(floor, at: 1)
+    try statement.run()
+  }
+
+  /// Adds the descriptor's author filters to a query of `_history_transactions` aliased `t`.
+  private static func addAuthorConditions(
+    _ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, to sql: inout String,
+    _ bindings: inout [SQLValue]
+  ) {
+    if let authors = descriptor.authors {
+      sql +=
+        " AND t.author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
+      bindings += authors.sorted().map { .text($0) }
+    }
+    if !descriptor.excludedAuthors.isEmpty {
+      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
+      sql += " AND (t.author IS NULL OR t.author NOT IN (\(placeholders.joined(separator: ", "))))"
+      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
+    }
+  }
+
   /// The token of the newest transaction this context can read (position 0 when there is
   /// none): history fetched after it holds only what happens from now on. In a read
   /// transaction (``withSnapshot(_:)``) it is the snapshot's: every transaction up to it is in
   /// the snapshot, none after it.
-  public func currentHistoryToken() throws -> HistoryToken {
+  public func currentHistoryToken() throws -> DefaultHistoryToken {
     // Not the engine's count of tokens issued: PostgreSQL's sequence is outside transactions,
     // so it counts a writer's token before its commit is readable, and commits after this
     // snapshot began. History deleted before a token keeps that token (the floor) current.
@@ -89,11 +166,12 @@ extension ModelContext {
     let statement = try connection().cachedStatement(Self.currentTokenSQL)
     defer { statement.reset() }
     guard try statement.step() else {
-      return HistoryToken(storeIdentifier: container.storeIdentifier, value: 0)
+      return DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: 0)
     }
     let newest = statement.isNull(at: 0) ? 0 : statement.int64(at: 0)
     let floor = statement.isNull(at: 1) ? 0 : statement.int64(at: 1)
-    return HistoryToken(storeIdentifier: container.storeIdentifier, value: max(newest, floor - 1))
+    return DefaultHistoryToken(
+      storeIdentifier: container.storeIdentifier, value: max(newest, floor - 1))
   }
 
   /// When the row of `identifier` last changed, by the history still kept, leaving out
@@ -156,7 +234,7 @@ extension ModelContext {
   /// one query a tombstone found, for its values.
   public func lastTombstones<Model: PersistentModel, Value: PersistableValue & Hashable>(
     of type: Model.Type, where keyPath: KeyPath<Model, Value>, in values: [Value]
-  ) throws -> [Value: HistoryTombstone] {
+  ) throws -> [Value: HistoryTombstone<Model>] {
     guard !values.isEmpty, let attribute = Model.modelSchema.attribute(for: keyPath),
       let entity = container.entities[ObjectIdentifier(Model.self)]
     else { return [:] }
@@ -187,17 +265,22 @@ extension ModelContext {
         changes.append((value, statement.int64(at: 1)))
       }
     }
-    var tombstones: [Value: HistoryTombstone] = [:]
+    var tombstones: [Value: HistoryTombstone<Model>] = [:]
     for (value, change) in changes {
-      tombstones[value] = try tombstone(change: change, entity: entity.name, database: database)
+      tombstones[value] = HistoryTombstone(
+        values: try preservedValues(change: change, entity: entity.name, database: database))
     }
     return tombstones
   }
 
   /// The tombstone of the deletion of the row `identifier` names, by the history still kept;
   /// nil when it has none (the row exists, or its deletion was pruned, or its model preserves
-  /// nothing). Cost: one query over the changes' index by row, one for the values.
-  public func tombstone(of identifier: PersistentIdentifier) throws -> HistoryTombstone? {
+  /// nothing, or `identifier` names a row of another model than `Model`). Cost: one query
+  /// over the changes' index by row, one for the values.
+  public func tombstone<Model: PersistentModel>(
+    of identifier: PersistentIdentifier, as _: Model.Type
+  ) throws -> HistoryTombstone<Model>? {
+    guard identifier.entityName == Model.entityName else { return nil }
     let database = try connection()
     let statement = try database.cachedStatement(
       """
@@ -212,10 +295,12 @@ extension ModelContext {
       return statement.int64(at: 0)
     }()
     guard let change else { return nil }
-    return try tombstone(change: change, entity: identifier.entityName, database: database)
+    return HistoryTombstone(
+      values: try preservedValues(change: change, entity: identifier.entityName, database: database)
+    )
   }
 
-  private func check(_ token: HistoryToken) throws {
+  private func check(_ token: DefaultHistoryToken) throws {
     guard token.storeIdentifier == container.storeIdentifier else {
       throw PersistenceError(
         code: .historyTokenForeign,
@@ -241,18 +326,28 @@ extension ModelContext {
   /// its `changes` left empty), as the rows are read: no transaction's changes are held, so a
   /// history of a million changes is read in O(1) memory. What ``fetchHistory(_:)`` returns,
   /// one change at a time, less the transactions without a change of `entityNames`' models;
-  /// `fetchLimit` counts transactions.
+  /// `fetchLimit` counts transactions. The descriptor's predicate may only compare the token,
+  /// timestamp or author (what runs in SQL: see ``HistoryDescriptor``), and its sort only
+  /// order oldest first; others throw ``PersistenceError/Code/unsupportedPredicate``.
   ///
   /// Cost: one range scan of the changes' token index after the token, O(changes after it,
   /// of every model), a delete's tombstone read with it; nothing for a token that is current.
   ///
   /// - Throws: the errors of ``fetchHistory(_:)``, and `body`'s, which end the read.
   public func enumerateHistory(
-    _ descriptor: HistoryDescriptor = HistoryDescriptor(),
-    _ body: (_ transaction: HistoryTransaction, _ change: HistoryChange) throws -> Void
+    _ descriptor: HistoryDescriptor<DefaultHistoryTransaction> = HistoryDescriptor(),
+    _ body: (_ transaction: DefaultHistoryTransaction, _ change: HistoryChange) throws -> Void
   ) throws {
     let database = try connection()
-    let after = try historyStart(descriptor, database)
+    let plan = HistoryQueryPlan(descriptor)
+    guard plan.predicateInSQL, plan.sortInSQL, !plan.newestFirst else {
+      throw PersistenceError(
+        code: .unsupportedPredicate,
+        message:
+          "enumerateHistory reads changes as they stream, oldest first: its predicate may only compare the token, timestamp or author with values, joined by &&, and it cannot sort otherwise. Use fetchHistory for other predicates and orders."
+      )
+    }
+    let after = try historyStart(descriptor, plan, database)
     // Driven by the changes' token index (a range after `after`, in order); the models are
     // told apart here, not in SQL, where a test of the entity would have the engine read its
     // whole index by entity and sort.
@@ -262,92 +357,95 @@ extension ModelContext {
       WHERE c.token > ?
       """
     var bindings: [SQLValue] = [.integer(after)]
-    if let authors = descriptor.authors {
-      sql +=
-        " AND t.author IN (\(Array(repeating: "?", count: authors.count).joined(separator: ", ")))"
-      bindings += authors.sorted().map { .text($0) }
-    }
-    if !descriptor.excludedAuthors.isEmpty {
-      let placeholders = Array(repeating: "?", count: descriptor.excludedAuthors.count)
-      sql += " AND (t.author IS NULL OR t.author NOT IN (\(placeholders.joined(separator: ", "))))"
-      bindings += descriptor.excludedAuthors.sorted().map { .text($0) }
-    }
+    Self.addAuthorConditions(descriptor, to: &sql, &bindings)
+    for condition in plan.conditions { sql += " AND \(condition)" }
+    bindings += plan.bindings
     sql += " ORDER BY c.token, c.id"
     let statement = try database.prepare(sql)
     statement.bindValues(bindings)
     let limit = descriptor.fetchLimit ?? Int.max
-    var transaction: HistoryTransaction?
+    var transaction: DefaultHistoryTransaction?
     var count = 0
     while try statement.step() {
       if let entityNames = descriptor.entityNames, !entityNames.contains(statement.text(at: 4)) {
         continue
       }
       let token = statement.int64(at: 0)
+      guard let change = try change(statement, from: 3, token: token, database: database) else {
+        continue
+      }
       if transaction?.token.value != token {
         count += 1
         if count > limit { break }
-        transaction = HistoryTransaction(
-          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+        transaction = DefaultHistoryTransaction(
+          token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
           author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
           timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)), changes: [])
       }
-      try body(transaction!, try change(statement, from: 3, database: database))
+      try body(transaction!, change)
     }
   }
 
-  /// The value after which `descriptor`'s history starts (0 for all kept), its token checked:
-  /// of this store, not expired, not newer than any issued.
-  private func historyStart(_ descriptor: HistoryDescriptor, _ database: any StoreConnection)
-    throws -> Int64
-  {
-    guard let token = descriptor.token else { return 0 }
-    try check(token)
+  /// The value after which `descriptor`'s history starts (0 for all kept), and each token it
+  /// or its predicate compares with checked: of this store, not expired, not newer than any
+  /// issued.
+  private func historyStart(
+    _ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, _ plan: HistoryQueryPlan,
+    _ database: any StoreConnection
+  ) throws -> Int64 {
+    for token in plan.tokens { try check(token) }
+    let tokens = (descriptor.token.map { [$0] } ?? []) + plan.lowerBounds
+    guard let oldest = tokens.min() else { return 0 }
+    for token in tokens { try check(token) }
     let floor = try historyFloor(database)
-    guard token.value >= floor - 1 else {
+    guard oldest.value >= floor - 1 else {
       throw PersistenceError(
         code: .historyTokenExpired,
         message:
-          "The history token \(token) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+          "The history token \(oldest) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
       )
     }
     let latest = try database.lastIssuedHistoryToken()
-    guard token.value <= latest else {
+    if let newest = tokens.max(), newest.value > latest {
       throw PersistenceError(
         code: .historyTokenUnknown,
         message:
-          "The history token \(token) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
+          "The history token \(newest) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
       )
     }
-    return token.value
+    return descriptor.token?.value ?? 0
   }
 
   /// The change of the row the current row of `statement` holds from column `first` on (id,
-  /// entity, pk, kind, attributes), with its tombstone when it is a delete.
+  /// entity, pk, kind, attributes), with its tombstone when it is a delete, typed by its
+  /// model; nil for a row of a table this container's schema does not hold.
   private func change(
-    _ statement: any StoreStatement, from first: Int32, database: any StoreConnection
-  )
-    throws -> HistoryChange
-  {
+    _ statement: any StoreStatement, from first: Int32, token: Int64,
+    database: any StoreConnection
+  ) throws -> HistoryChange? {
     let entity = statement.text(at: first + 1)
+    guard let modelType = container.modelTypesByEntity[entity] else { return nil }
     let kind: HistoryChange.Kind =
       switch statement.int64(at: first + 3) {
       case 0: .insert
       case 1: .update
       default: .delete
       }
-    var change = HistoryChange(
+    let changeID = statement.int64(at: first)
+    let record = HistoryChangeRecord(
       kind: kind,
-      changedIdentifier: PersistentIdentifier(
+      identifier: PersistentIdentifier(
         storeIdentifier: container.storeIdentifier, entityName: entity,
         primaryKey: statement.int64(at: first + 2)),
-      updatedAttributes: statement.isNull(at: first + 4)
+      changeIdentifier: changeID, transactionIdentifier: token,
+      attributeNames: statement.isNull(at: first + 4)
         ? [] : Set(statement.text(at: first + 4).split(separator: ",").map(String.init)),
-      tombstone: nil)
-    if kind == .delete {
-      change.tombstone = try tombstone(
-        change: statement.int64(at: first), entity: entity, database: database)
+      preserved: kind == .delete
+        ? try preservedValues(change: changeID, entity: entity, database: database) : [:])
+    func make<Model: PersistentModel>(_ type: Model.Type) -> HistoryChange {
+      HistoryChange.make(type, record)
     }
-    return change
+    return make(modelType)
   }
 
   private func changes(
@@ -359,7 +457,9 @@ extension ModelContext {
     var changes: [HistoryChange] = []
     while try statement.step() {
       if let entityNames, !entityNames.contains(statement.text(at: 1)) { continue }
-      changes.append(try change(statement, from: 0, database: database))
+      if let change = try change(statement, from: 0, token: token, database: database) {
+        changes.append(change)
+      }
     }
     return changes
   }
@@ -367,9 +467,9 @@ extension ModelContext {
   /// The preserved values of a deleted row. An engine whose tombstone column has one type
   /// (PostgreSQL keeps them as text) gives them back as text; each is read back into its
   /// column's storage class (``SQLValue/coerced(to:)``).
-  private func tombstone(
+  private func preservedValues(
     change: Int64, entity: String, database: any StoreConnection
-  ) throws -> HistoryTombstone {
+  ) throws -> [String: SQLValue] {
     let statement = try database.cachedStatement(
       "SELECT attribute, value FROM _history_tombstones WHERE change = ?")
     statement.bindInt64(change, at: 1)
@@ -381,6 +481,6 @@ extension ModelContext {
       values[attribute] =
         columns.first { $0.name == attribute }.map { value.coerced(to: $0.storageType) } ?? value
     }
-    return HistoryTombstone(values: values)
+    return values
   }
 }

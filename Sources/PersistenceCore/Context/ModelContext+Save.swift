@@ -244,7 +244,7 @@ extension ModelContext {
     if let token = writer.token, writer.changeCount > 0 {
       container.broadcaster.post(
         StoreChange(
-          token: HistoryToken(storeIdentifier: container.storeIdentifier, value: token),
+          token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
           author: author, entities: changes.filter { !$0.value.isEmpty }))
       container.broadcaster.settleAnnounced(token)
     }

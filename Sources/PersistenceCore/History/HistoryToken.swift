@@ -1,11 +1,16 @@
 import Foundation
 
-/// Marks a point in a store's history: the transaction of one save.
+/// A point in a store's history, as SwiftData's `HistoryToken`: tokens of one store are
+/// ordered, and `Codable`, so that a consumer can persist the last one it processed and resume
+/// after a restart. This store's tokens are ``DefaultHistoryToken``s.
+public protocol HistoryToken: Codable, Comparable, Hashable, Sendable {}
+
+/// Marks a point in a store's history: the transaction of one save. SwiftData's
+/// `DefaultHistoryToken`.
 ///
-/// Tokens of one store are ordered by commit. They are `Codable`, so a consumer can persist the
-/// last token it processed and resume after a restart. A token carries its store's identifier;
-/// using it with another store throws ``PersistenceError/Code/historyTokenForeign``.
-public struct HistoryToken: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+/// Tokens of one store are ordered by commit. A token carries its store's identifier; using it
+/// with another store throws ``PersistenceError/Code/historyTokenForeign``.
+public struct DefaultHistoryToken: HistoryToken, CustomStringConvertible {
   /// The identifier of the store the token belongs to.
   public let storeIdentifier: UUID
   /// The transaction's position in the store's history (increasing, never reused).
@@ -18,7 +23,9 @@ public struct HistoryToken: Hashable, Comparable, Codable, Sendable, CustomStrin
   }
 
   /// Orders tokens by position (tokens of different stores are not meaningfully ordered).
-  public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.value < rhs.value }
+  public static func < (lhs: DefaultHistoryToken, rhs: DefaultHistoryToken) -> Bool {
+    lhs.value < rhs.value
+  }
 
   /// `<store>:<position>`, the form the CLI prints and accepts.
   public var description: String { "\(storeIdentifier.uuidString.lowercased()):\(value)" }

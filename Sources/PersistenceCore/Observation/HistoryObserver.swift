@@ -24,6 +24,10 @@ public final class HistoryObserver: Observable, Sendable {
   private let entityNames: Set<String>?
   private let subscription = Mutex<ChangeBroadcaster.Subscription?>(nil)
   private let monitorLease = Mutex<ChangeBroadcaster.Subscription?>(nil)
+  /// The container whose store the observer follows.
+  public let modelContainer: ModelContainer
+  /// The models whose changes are counted; empty for all.
+  public let observedModels: [any PersistentModel.Type]
 
   /// Starts following `container`'s store.
   ///
@@ -38,6 +42,8 @@ public final class HistoryObserver: Observable, Sendable {
   ) throws {
     self.authors = authors
     self.excludedAuthors = excludedAuthors
+    self.modelContainer = container
+    self.observedModels = modelTypes ?? []
     self.entityNames = modelTypes.map { Set($0.map { $0.entityName }) }
     let subscription = container.broadcaster.subscribe { [weak self] change in
       self?.receive(change)
@@ -49,7 +55,50 @@ public final class HistoryObserver: Observable, Sendable {
     }
   }
 
-  /// How many matching transactions have arrived since the observer was made.
+  /// Starts following `modelContainer`'s store, as SwiftData's `HistoryObserver`.
+  ///
+  /// - Parameters:
+  ///   - historyTokens: Where each store's history was last read, by store identifier
+  ///     (``DefaultHistoryTransaction/storeIdentifier``). When this store's is given, the
+  ///     matching transactions already after it are counted at once; nil or no entry for this
+  ///     store counts only what commits from now on.
+  ///   - observedModels: Count only transactions that change these models; empty for all.
+  ///   - authors: Count only transactions by these authors; empty for all.
+  ///   - modelContainer: The store to follow.
+  ///   - isolation: Accepted as SwiftData's; the counter is safe to read from any isolation.
+  ///
+  /// Cost: with a token, one history read after it (O(transactions after it)); then as
+  /// ``init(container:authors:excludedAuthors:modelTypes:)``.
+  ///
+  /// - Throws: a token of another store, expired or unknown: as ``ModelContext/fetchHistory(_:)``.
+  public convenience init(
+    historyTokens: [String: any HistoryToken]? = nil,
+    observedModels: [any PersistentModel.Type] = [], authors: Set<String> = [],
+    modelContainer: ModelContainer, isolation: isolated (any Actor)? = #isolation
+  ) throws {
+    let modelTypes = observedModels.isEmpty ? nil : observedModels
+    try self.init(
+      container: modelContainer, authors: authors.isEmpty ? nil : authors, modelTypes: modelTypes)
+    guard
+      let given = historyTokens?[modelContainer.storeIdentifier.uuidString]
+        ?? historyTokens?[modelContainer.storeIdentifier.uuidString.lowercased()]
+    else { return }
+    guard let token = given as? DefaultHistoryToken else {
+      throw PersistenceError(
+        code: .historyTokenForeign,
+        message:
+          "The history token \(given) is not one of this store's (a DefaultHistoryToken); this store is \(modelContainer.storeIdentifier)."
+      )
+    }
+    let waiting = try ModelContext(modelContainer).fetchHistory(
+      HistoryDescriptor(
+        after: token, authors: authors.isEmpty ? nil : authors, modelTypes: modelTypes)
+    ).count
+    counter.withLock { $0 += waiting }
+  }
+
+  /// How many matching transactions have arrived since the observer was made (with those
+  /// waiting after the token it was given, if any).
   public var eventCounter: Int {
     registrar.access(self, keyPath: \.eventCounter)
     return counter.withLock { $0 }

@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 extension ModelContainer {
-  /// The transactions after `descriptor.token` that match it (authors, excluded authors, model
-  /// types), as an asynchronous sequence: first those already in history, then each new one as
+  /// The transactions after `descriptor.token` that match it (predicate, authors, excluded
+  /// authors, model types), as an asynchronous sequence: first those already in history, then each new one as
   /// it is committed, from this process or another one writing the same file. The Swift 6 way
   /// to follow history from a task or an actor: no context crosses a concurrency boundary.
   ///
@@ -21,13 +21,25 @@ extension ModelContainer {
   ///
   /// Cost: after each commit, one history query after the last token delivered, O(new
   /// transactions + their changes); nothing per transaction already delivered.
-  public func historyUpdates(_ descriptor: HistoryDescriptor = HistoryDescriptor())
-    -> AsyncThrowingStream<HistoryTransaction, any Error>
+  public func historyUpdates(
+    _ descriptor: HistoryDescriptor<DefaultHistoryTransaction> = HistoryDescriptor()
+  )
+    -> AsyncThrowingStream<DefaultHistoryTransaction, any Error>
   {
     AsyncThrowingStream { continuation in
+      let plan = HistoryQueryPlan(descriptor)
+      guard plan.sortInSQL, !plan.newestFirst else {
+        continuation.finish(
+          throwing: PersistenceError(
+            code: .unsupportedPredicate,
+            message:
+              "historyUpdates delivers transactions as they commit, oldest first: its descriptor cannot sort otherwise."
+          ))
+        return
+      }
       let queue = DispatchQueue(label: "persistence.history-updates")
       let context = UncheckedSendable(ModelContext(self))
-      let last = Mutex<HistoryToken?>(descriptor.token)
+      let last = Mutex<DefaultHistoryToken?>(descriptor.token)
       let finished = Atomic<Bool>(false)
       /// Delivers what is new, on the queue (one reader at a time, in token order).
       let drain: @Sendable () -> Void = {

@@ -47,7 +47,8 @@ final class StoreMonitor: Sendable {
   /// Stops polling.
   func stop() { stopped.value.store(true, ordering: .sequentiallyConsistent) }
 
-  private static func run(context: ModelContext, from start: HistoryToken, stopped: StopFlag) {
+  private static func run(context: ModelContext, from start: DefaultHistoryToken, stopped: StopFlag)
+  {
     let container = context.container
     var lastToken = start
     var lastVersion: Int64?
@@ -94,19 +95,19 @@ final class StoreMonitor: Sendable {
 
   /// Posts the transactions after `token` that this process did not announce itself.
   private static func deliver(
-    after token: HistoryToken, context: ModelContext, container: ModelContainer
-  ) throws -> HistoryToken {
+    after token: DefaultHistoryToken, context: ModelContext, container: ModelContainer
+  ) throws -> DefaultHistoryToken {
     var last = token
     for transaction in try context.fetchHistory(HistoryDescriptor(after: token)) {
       last = transaction.token
       guard container.broadcaster.claimForeign(transaction.token.value) else { continue }
       var entities: [String: StoreChange.EntityChanges] = [:]
       for change in transaction.changes {
-        let key = change.changedIdentifier.primaryKey
-        let name = change.changedIdentifier.entityName
+        let key = change.changedPersistentIdentifier.primaryKey
+        let name = change.changedPersistentIdentifier.entityName
         switch change.kind {
         case .insert: entities[name, default: .init()].inserted.insert(key)
-        case .update: entities[name, default: .init()].updated[key] = change.updatedAttributes
+        case .update: entities[name, default: .init()].updated[key] = change.updatedAttributeNames
         case .delete: entities[name, default: .init()].deleted.insert(key)
         }
       }

@@ -15,7 +15,7 @@ public struct StoreChange: Sendable {
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
   }
   /// The history token of the save's transaction.
-  public var token: HistoryToken
+  public var token: DefaultHistoryToken
   /// The author of the context that saved.
   public var author: String?
   /// Changes by entity (table) name.
@@ -135,7 +135,7 @@ final class ChangeBroadcaster: Sendable {
   }
 
   /// Tells every handler that following the store failed (`error`) or works again (nil).
-  func postFailure(_ error: PersistenceError?, token: HistoryToken) {
+  func postFailure(_ error: PersistenceError?, token: DefaultHistoryToken) {
     post(
       StoreChange(
         token: token, author: nil, entities: [:], failure: error, recovered: error == nil))

@@ -28,6 +28,8 @@ public final class ModelContainer: Sendable {
   /// The plan the store was migrated by when it opened, if one was given.
   public let migrationPlan: (any SchemaMigrationPlan.Type)?
   let entities: [ObjectIdentifier: EntityDescription]
+  /// Each model type by its table name (history names a change's model by its table).
+  let modelTypesByEntity: [String: any PersistentModel.Type]
   /// Each table's rank: 0 for a model whose table has no foreign key, else one more than the
   /// highest rank of the tables it points to. A save inserts rows in rank order, so that no
   /// row is written before the rows it points to, and deletes in the reverse.
@@ -164,6 +166,8 @@ public final class ModelContainer: Sendable {
     ranks = try Self.ranks(Array(entities.values))
     hasRelationships = relates
     self.entities = entities
+    modelTypesByEntity = Dictionary(
+      types.map { ($0.entityName, $0) }, uniquingKeysWith: { first, _ in first })
     if let migrationPlan {
       try SchemaMigration.run(
         migrationPlan, to: schema.version, configuration: configuration, engine: engine)

@@ -256,7 +256,7 @@ extension TripStore {
   /// tombstone).
   func formerOwner<Model: PersistentModel>(
     _ type: Model.Type, _ idPath: KeyPath<Model, UUID>, _ tripPath: KeyPath<Model, Trip?>,
-    _ id: UUID, trip: UUID?, tripKey: Int64?, tombstone known: HistoryTombstone? = nil
+    _ id: UUID, trip: UUID?, tripKey: Int64?, tombstone known: HistoryTombstone<Model>? = nil
   ) throws -> UUID? {
     guard
       let tombstone = try known
@@ -267,7 +267,7 @@ extension TripStore {
       storeIdentifier: container.storeIdentifier, entityName: Trip.schema.name, primaryKey: key)
     let owner =
       try context.fetch([identifier], as: TripRecord.self).first?.id
-      ?? context.tombstone(of: identifier)?[\Trip.id]
+      ?? context.tombstone(of: identifier, as: Trip.self)?[\.id] as? UUID
     guard let owner, owner != trip else { return nil }
     return owner
   }

@@ -244,7 +244,9 @@ extension TripStore {
   /// change `index` saw in the tile's cells (or the store's current one, when the index
   /// cannot answer for this snapshot). What an `ETag` is made of, without making the tile.
   /// Cost: O(t + changes) to follow t transactions since the index's last answer, plus O(1).
-  public func tileVersion(_ tile: WebMercatorTile, index: TripBoxIndex) throws -> HistoryToken {
+  public func tileVersion(_ tile: WebMercatorTile, index: TripBoxIndex) throws
+    -> DefaultHistoryToken
+  {
     try run {
       try context.withSnapshot {
         let token = try context.currentHistoryToken()
@@ -258,7 +260,7 @@ extension TripStore {
   /// `answer` gives nil (the index cannot answer for this snapshot).
   private func inIndexSnapshot<Answer>(
     _ query: TripQuery,
-    _ answer: (_ box: GeographicBox, _ limit: Int, _ token: HistoryToken) throws -> Answer?
+    _ answer: (_ box: GeographicBox, _ limit: Int, _ token: DefaultHistoryToken) throws -> Answer?
   ) throws -> Answer? {
     guard query.isPagedBox, let box = query.bbox, let limit = query.limit else { return nil }
     return try run {

@@ -16,7 +16,7 @@ public final class TripStore {
   /// between them.
   var betweenPageReads: (() -> Void)?
   /// Whether the store held plan rows at a history token (see ``hasPlanRows()``).
-  var planRows: (token: HistoryToken, exist: Bool)?
+  var planRows: (token: DefaultHistoryToken, exist: Bool)?
 
   /// Opens (creating if needed, folders included) the store at `url`.
   ///

@@ -12,7 +12,7 @@ extension ServerSync {
   func pushTurn(_ writer: (name: String, token: String)) throws -> SyncResult {
     let key = pushKey
     let after = try stateFile.use { _ in
-      try SyncState.read(stateURL)[key].flatMap(HistoryToken.init)
+      try SyncState.read(stateURL)[key].flatMap(DefaultHistoryToken.init)
     }
     // Not the store's turn: a feed reader of its own over the shared container, so that a
     // pull's apply is never held behind this push's HTTP calls.
@@ -58,11 +58,11 @@ extension ServerSync {
   /// A feed cut into request bodies of at most `maximumBytes` (a single larger change goes
   /// alone), each with the token to record once the server applied it (see ``FeedBatcher``);
   /// the last batch's is nil (the feed's resume token is recorded after it).
-  static func batches(of feed: SyncFeed, after: HistoryToken?, maximumBytes: Int)
-    -> [(body: String, resume: HistoryToken?)]
+  static func batches(of feed: SyncFeed, after: DefaultHistoryToken?, maximumBytes: Int)
+    -> [(body: String, resume: DefaultHistoryToken?)]
   {
     var batcher = FeedBatcher(after: after, maximumBytes: maximumBytes)
-    var batches: [(body: String, resume: HistoryToken?)] = []
+    var batches: [(body: String, resume: DefaultHistoryToken?)] = []
     for change in feed.changes {
       if let batch = batcher.add(change) { batches.append((batch.body, batch.resume)) }
     }
@@ -84,7 +84,7 @@ extension ServerSync {
     var reader = SyncFeed.LineReader(file: file)
     var batch: [FeedChange] = []
     var result = SyncResult()
-    var resume: HistoryToken?
+    var resume: DefaultHistoryToken?
     var applied = 0
     /// Throws for the bad lines read so far, saying what was applied before them.
     func checkLines() throws {
@@ -101,10 +101,10 @@ extension ServerSync {
     }
     /// The token of the last change read, and of the transaction before its own (where a pull
     /// cut inside a transaction resumes).
-    var last: HistoryToken?
-    var beforeCurrent = after.flatMap(HistoryToken.init)
+    var last: DefaultHistoryToken?
+    var beforeCurrent = after.flatMap(DefaultHistoryToken.init)
     /// Applies the batch (if its lines were all good) and records `token`, if any.
-    func apply(recording token: HistoryToken?) throws {
+    func apply(recording token: DefaultHistoryToken?) throws {
       try checkLines()
       let changes = batch
       batch.removeAll(keepingCapacity: true)
@@ -258,19 +258,19 @@ struct FeedBatcher {
   /// A request body and the token to record once the server applied it.
   struct Batch {
     var body: String
-    var resume: HistoryToken?
+    var resume: DefaultHistoryToken?
   }
 
   let maximumBytes: Int
   private var body = ""
   private var count = 0
   /// The token of the last change added.
-  private var last: HistoryToken?
+  private var last: DefaultHistoryToken?
   /// The token of the transaction before the current one (where a batch that ends inside the
   /// current one resumes): at first the token the feed was read after.
-  private var beforeCurrent: HistoryToken?
+  private var beforeCurrent: DefaultHistoryToken?
 
-  init(after: HistoryToken?, maximumBytes: Int) {
+  init(after: DefaultHistoryToken?, maximumBytes: Int) {
     beforeCurrent = after
     self.maximumBytes = max(1, maximumBytes)
   }

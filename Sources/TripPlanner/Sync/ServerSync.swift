@@ -237,7 +237,7 @@ public final class ServerSync: Sendable {
   /// The state file's key of the pushed token: the local store's identity.
   var pushKey: String { "push " + container.storeIdentifier.uuidString }
 
-  func record(_ key: String, _ token: HistoryToken) throws {
+  func record(_ key: String, _ token: DefaultHistoryToken) throws {
     try stateFile.use { _ in
       var state = try SyncState.read(stateURL)
       state[key] = token.description

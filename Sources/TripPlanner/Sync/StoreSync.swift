@@ -73,7 +73,7 @@ public final class StoreSync: Sendable {
     try stores.use { stores in
       let sourceID = stores.source.container.storeIdentifier.uuidString
       var state = try SyncState.read(stateURL)
-      let after = state[sourceID].flatMap(HistoryToken.init)
+      let after = state[sourceID].flatMap(DefaultHistoryToken.init)
       let feed = try stores.source.changeFeed(after: after, excludingAuthor: author)
       let result = feed.changes.isEmpty ? SyncResult() : try stores.target.apply(feed)
       state[sourceID] = feed.resumeToken.description

@@ -5,7 +5,7 @@ import Persistence
 /// and the row's current values (history keeps only attribute names, as SwiftData's does).
 public struct FeedChange: Hashable, Sendable {
   /// The history token of the change's transaction in the source store.
-  public var token: HistoryToken
+  public var token: DefaultHistoryToken
   /// Who made it.
   public var author: String?
   /// When it was committed.
@@ -28,7 +28,8 @@ public struct FeedChange: Hashable, Sendable {
 
   /// Creates a change.
   public init(
-    token: HistoryToken, author: String?, time: Date, kind: HistoryChange.Kind, subject: Subject
+    token: DefaultHistoryToken, author: String?, time: Date, kind: HistoryChange.Kind,
+    subject: Subject
   ) {
     self.token = token
     self.author = author
@@ -39,7 +40,7 @@ public struct FeedChange: Hashable, Sendable {
 
   /// Creates a change of a trip.
   public init(
-    token: HistoryToken, author: String?, time: Date, kind: HistoryChange.Kind, tripID: UUID,
+    token: DefaultHistoryToken, author: String?, time: Date, kind: HistoryChange.Kind, tripID: UUID,
     trip: TripRecord?
   ) {
     self.init(
@@ -130,10 +131,10 @@ public struct SyncFeed: Sendable {
   /// The changes, oldest first.
   public var changes: [FeedChange]
   /// Export after this token next time.
-  public var resumeToken: HistoryToken
+  public var resumeToken: DefaultHistoryToken
 
   /// Creates a feed.
-  public init(changes: [FeedChange], resumeToken: HistoryToken) {
+  public init(changes: [FeedChange], resumeToken: DefaultHistoryToken) {
     self.changes = changes
     self.resumeToken = resumeToken
   }
@@ -145,7 +146,7 @@ public struct SyncFeed: Sendable {
   }
 
   /// The feed's last line, with the token to resume from.
-  static func resumeLine(_ token: HistoryToken) -> String {
+  static func resumeLine(_ token: DefaultHistoryToken) -> String {
     JSONValue.object([("resumeToken", .string(token.description))]).rendered() + "\n"
   }
 
@@ -182,7 +183,7 @@ public struct SyncFeed: Sendable {
   public static func parse(_ data: Data, file: String) throws -> SyncFeed {
     var reader = LineReader(file: file)
     var changes: [FeedChange] = []
-    var resume: HistoryToken?
+    var resume: DefaultHistoryToken?
     // A line ends at LF or CRLF; its bytes are parsed as they are (invalid UTF-8 is a bad
     // line, not replacement characters).
     var splitter = LineSplitter()
@@ -206,7 +207,7 @@ public struct SyncFeed: Sendable {
     /// What one line is.
     enum Line {
       case change(FeedChange)
-      case resume(HistoryToken)
+      case resume(DefaultHistoryToken)
     }
 
     private var problems: ProblemList
@@ -237,7 +238,7 @@ public struct SyncFeed: Sendable {
         return nil
       }
       if case .string(let text)? = value["resumeToken"] {
-        guard let token = HistoryToken(text) else {
+        guard let token = DefaultHistoryToken(text) else {
           problems.add(number, "resumeToken '\(text)' is not a history token")
           return nil
         }
@@ -279,7 +280,7 @@ public struct SyncFeed: Sendable {
   /// A change line's token, time and kind, each checked on its own so that a problem names
   /// the member and what is wrong with it; nil (with the problems added) when any is wrong.
   static func header(of value: JSONValue, line: Int, problems: inout ProblemList)
-    -> (HistoryToken, Date, HistoryChange.Kind)?
+    -> (DefaultHistoryToken, Date, HistoryChange.Kind)?
   {
     let before = problems.problems.count
     func text(_ key: String, _ example: String) -> String? {
@@ -291,7 +292,7 @@ public struct SyncFeed: Sendable {
       return nil
     }
     let tokenText = text("token", "\"STORE-UUID:42\"")
-    let token = tokenText.flatMap(HistoryToken.init)
+    let token = tokenText.flatMap(DefaultHistoryToken.init)
     if let tokenText, token == nil {
       problems.add(
         line,

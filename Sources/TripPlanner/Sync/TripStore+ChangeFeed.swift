@@ -26,7 +26,9 @@ extension TripStore {
   ///
   /// - Throws: `PersistenceError` with `historyTokenExpired` when the store no longer
   ///   keeps the history after `token`: do a full export instead.
-  public func changeFeed(after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil)
+  public func changeFeed(
+    after token: DefaultHistoryToken?, excludingAuthor excludedAuthor: String? = nil
+  )
     throws -> SyncFeed
   {
     var changes: [FeedChange] = []
@@ -41,7 +43,7 @@ extension TripStore {
   /// before it opens its output, so that a refused token leaves no file. Nothing for nil.
   ///
   /// - Throws: as ``changeFeed(after:excludingAuthor:)`` does for the token.
-  public func checkFeedToken(_ token: HistoryToken?) throws {
+  public func checkFeedToken(_ token: DefaultHistoryToken?) throws {
     guard token != nil else { return }
     var descriptor = HistoryDescriptor(after: token)
     descriptor.fetchLimit = 0
@@ -54,9 +56,9 @@ extension TripStore {
   /// how many changes it wrote and the token to resume from.
   @discardableResult
   public func writeChangeFeed(
-    after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil,
+    after token: DefaultHistoryToken?, excludingAuthor excludedAuthor: String? = nil,
     batchSize: Int = 1000, to sink: ([UInt8]) throws -> Void
-  ) throws -> (count: Int, resumeToken: HistoryToken) {
+  ) throws -> (count: Int, resumeToken: DefaultHistoryToken) {
     var chunk: [UInt8] = []
     var count = 0
     let resume = try forEachFeedChange(after: token, excludingAuthor: excludedAuthor) { change in
@@ -91,9 +93,9 @@ extension TripStore {
   /// - Throws: as ``changeFeed(after:excludingAuthor:)``, and what `body` throws.
   @discardableResult
   public func forEachFeedChange(
-    after token: HistoryToken?, excludingAuthor excludedAuthor: String? = nil,
+    after token: DefaultHistoryToken?, excludingAuthor excludedAuthor: String? = nil,
     _ body: (FeedChange) throws -> Void
-  ) throws -> HistoryToken {
+  ) throws -> DefaultHistoryToken {
     /// A row: its model's place in `syncedModelTypes` and its primary key (16 bytes, no text).
     struct RowKey: Hashable {
       var entity: Int
@@ -117,10 +119,11 @@ extension TripStore {
         var last: [RowKey: (position: Int, isDelete: Bool)] = [:]
         var deletes: [(row: FeedRow, key: RowKey, position: Int)] = []
         var position = 0
-        var read: HistoryToken?
+        var read: DefaultHistoryToken?
         try context.enumerateHistory(descriptor) { transaction, change in
           let row = RowKey(
-            entity: change.changedIdentifier.entityName, key: change.changedIdentifier.primaryKey)
+            entity: change.changedPersistentIdentifier.entityName,
+            key: change.changedPersistentIdentifier.primaryKey)
           last[row] = (position, change.kind == .delete)
           if change.kind == .delete, let subject = Self.deletedRow(change) {
             deletes.append((subject, row, position))
@@ -142,7 +145,8 @@ extension TripStore {
         try context.enumerateHistory(descriptor) { transaction, change in
           defer { position += 1 }
           let row = RowKey(
-            entity: change.changedIdentifier.entityName, key: change.changedIdentifier.primaryKey)
+            entity: change.changedPersistentIdentifier.entityName,
+            key: change.changedPersistentIdentifier.primaryKey)
           guard last[row]?.position == position else { return }
           rowsRead += 1
           if rowsRead.isMultiple(of: 1000) { context.reset() }
@@ -195,12 +199,12 @@ extension TripStore {
 
   /// The row a delete is of, by its tombstone's id; nil when it kept none.
   private static func deletedRow(_ change: HistoryChange) -> FeedRow? {
-    let name = change.changedIdentifier.entityName
+    let name = change.changedPersistentIdentifier.entityName
     if name == Trip.schema.name {
-      return change.tombstone?[\Trip.id].map { FeedRow(Trip.self, id: $0) }
+      return (change.tombstone(as: Trip.self)?[\.id] as? UUID).map { FeedRow(Trip.self, id: $0) }
     }
     func row<Part: TripPlanPart>(_: Part.Type) -> FeedRow? {
-      change.tombstone?[Part.idPath].map { FeedRow(Part.self, id: $0) }
+      (change.tombstone(as: Part.self)?[Part.idPath] as? UUID).map { FeedRow(Part.self, id: $0) }
     }
     return Trip.planPart(entityName: name).flatMap { row($0) }
   }
@@ -231,11 +235,11 @@ extension TripStore {
   private static func subjectAndTrip(of change: HistoryChange, in context: ModelContext) throws
     -> (subject: FeedChange.Subject, tripKey: Int64?)?
   {
-    let identifier = change.changedIdentifier
+    let identifier = change.changedPersistentIdentifier
     switch identifier.entityName {
     case Trip.schema.name:
       if change.kind == .delete {
-        return change.tombstone?[\Trip.id].map { (.trip(id: $0, nil), nil) }
+        return (change.tombstone(as: Trip.self)?[\.id] as? UUID).map { (.trip(id: $0, nil), nil) }
       }
       // Read as a value: no model is made or kept for a feed's row.
       guard let record = try context.fetch([identifier], as: TripRecord.self).first,
@@ -255,10 +259,13 @@ extension TripStore {
     _: Part.Type, of change: HistoryChange, in context: ModelContext
   ) throws -> (subject: FeedChange.Subject, tripKey: Int64?)? {
     if change.kind == .delete {
-      return change.tombstone?[Part.idPath].map { (Part.subject(id: $0, nil, tripID: nil), nil) }
+      return (change.tombstone(as: Part.self)?[Part.idPath] as? UUID).map {
+        (Part.subject(id: $0, nil, tripID: nil), nil)
+      }
     }
     // The trip loaded where a failure is thrown (the property would trap).
-    guard let part = try context.model(for: change.changedIdentifier, as: Part.self) else {
+    guard let part = try context.model(for: change.changedPersistentIdentifier, as: Part.self)
+    else {
       return nil
     }
     try context.prefetch([Part.tripPath], of: [part])

@@ -116,7 +116,7 @@ extension TripBoxIndex {
   }
 
   struct State {
-    var token: HistoryToken
+    var token: DefaultHistoryToken
     /// Row-major: `row * columns + column`, row 0 from latitude −90, column 0 from longitude
     /// −180. A trip whose coordinates are not finite numbers is kept in cell 0 (no box selects
     /// it; SQL's comparisons do not either).
@@ -141,7 +141,7 @@ extension TripBoxIndex {
     /// The history position of the last change in each cell (tiles' versions).
     var stamps: ChangeStamps
 
-    init(token: HistoryToken) {
+    init(token: DefaultHistoryToken) {
       self.token = token
       stamps = ChangeStamps(base: token.value)
     }

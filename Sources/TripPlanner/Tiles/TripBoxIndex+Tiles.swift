@@ -72,7 +72,8 @@ extension TripBoxIndex {
   /// for the c cells the tile and its buffer cover and the m trips in them, plus the points'
   /// records or the clusters' destinations from memory (``TripTileBuilder``). A change the
   /// index follows while a tile is being made copies the arrays it changes (copy on write).
-  func tile(_ tile: WebMercatorTile, token: HistoryToken, context: ModelContext) -> TripTile? {
+  func tile(_ tile: WebMercatorTile, token: DefaultHistoryToken, context: ModelContext) -> TripTile?
+  {
     // The tile is made from a copy of the state (its arrays shared, copied on write), outside
     // the lock: a tile of a million trips does not hold up the pages and tiles of others.
     guard let state = withState(token: token, context: context, { copy($0) }) else { return nil }
@@ -81,7 +82,9 @@ extension TripBoxIndex {
 
   private func copy(_ state: borrowing State) -> State { copy state }
 
-  private static func tile(_ tile: WebMercatorTile, token: HistoryToken, state: State) -> TripTile {
+  private static func tile(_ tile: WebMercatorTile, token: DefaultHistoryToken, state: State)
+    -> TripTile
+  {
     var builder = TripTileBuilder<(cell: Int32, slot: Int32), UInt32>(tile: tile)
     for window in tile.windows(buffer: TripTile.buffer) {
       for row in Self.row(window.south)...Self.row(window.north) {
@@ -98,7 +101,7 @@ extension TripBoxIndex {
         }
       }
     }
-    let version = HistoryToken(
+    let version = DefaultHistoryToken(
       storeIdentifier: token.storeIdentifier, value: Self.version(of: tile, in: state))
     return builder.build(
       version: version,
@@ -109,11 +112,11 @@ extension TripBoxIndex {
 
   /// The last change the index knows of in the cells of `tile` and its buffer, as of
   /// `token`; nil when the index cannot answer for this snapshot. O(1) after catching up.
-  func version(of tile: WebMercatorTile, token: HistoryToken, context: ModelContext)
-    -> HistoryToken?
+  func version(of tile: WebMercatorTile, token: DefaultHistoryToken, context: ModelContext)
+    -> DefaultHistoryToken?
   {
     withState(token: token, context: context) { state in
-      HistoryToken(
+      DefaultHistoryToken(
         storeIdentifier: token.storeIdentifier, value: Self.version(of: tile, in: state))
     }
   }

@@ -33,7 +33,7 @@ public final class TripBoxIndex: Sendable {
     case ready(State)
     /// The build failed at this token (a row the index cannot read): the store answers pages
     /// until the store changes.
-    case failed(HistoryToken)
+    case failed(DefaultHistoryToken)
 
     /// The ready state, leaving the condition empty (the caller then holds the only copy), or
     /// nil when it is not ready.
@@ -102,7 +102,7 @@ public final class TripBoxIndex: Sendable {
   /// - Returns: nil when the index cannot answer for this snapshot: it was already brought
   ///   past it by a newer one, or it could not be built from this store. Ask the store instead.
   func page(
-    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
+    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: DefaultHistoryToken,
     context: ModelContext
   ) -> (keys: [PersistentIdentifier], matched: Int)? {
     answer(box: box, reverse: reverse, offset: offset, limit: limit, token: token, context: context)
@@ -118,7 +118,7 @@ public final class TripBoxIndex: Sendable {
   /// The records of the page ``page(box:reverse:offset:limit:token:context:)`` chooses, made
   /// from memory, and how many trips are in the box; nil when it would be nil.
   func pageRecords(
-    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
+    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: DefaultHistoryToken,
     context: ModelContext
   ) -> (records: [TripRecord], keys: [Int64], matched: Int)? {
     answer(box: box, reverse: reverse, offset: offset, limit: limit, token: token, context: context)
@@ -129,7 +129,7 @@ public final class TripBoxIndex: Sendable {
 
   /// The page's entries, made into an answer by `make` under the index's lock.
   private func answer<Answer>(
-    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: HistoryToken,
+    box: GeographicBox, reverse: Bool, offset: Int, limit: Int, token: DefaultHistoryToken,
     context: ModelContext, _ make: (borrowing State, [Entry]) -> Answer
   ) -> (Answer, matched: Int)? {
     let answer = withState(token: token, context: context) { state in
@@ -145,7 +145,7 @@ public final class TripBoxIndex: Sendable {
   /// snapshot `context` reads in), under the index's lock; nil when the index cannot answer
   /// for this snapshot (it was brought past it, or cannot be built from this store).
   func withState<Answer>(
-    token: HistoryToken, context: ModelContext, _ body: (borrowing State) -> Answer
+    token: DefaultHistoryToken, context: ModelContext, _ body: (borrowing State) -> Answer
   ) -> Answer? {
     condition.withLock { condition in
       var state: State
@@ -153,7 +153,7 @@ public final class TripBoxIndex: Sendable {
       // The state is taken out of the condition, so that it is unique while it changes: a
       // binding of it kept meanwhile would make every change copy its arrays (tens of
       // megabytes at a million trips).
-      var readyToken: HistoryToken?
+      var readyToken: DefaultHistoryToken?
       if case .ready(let ready) = condition { readyToken = ready.token }
       if let readyToken, readyToken.storeIdentifier == token.storeIdentifier, readyToken > token {
         return nil
@@ -197,7 +197,7 @@ public final class TripBoxIndex: Sendable {
   // MARK: Building and following the store
 
   /// The index of every trip in the snapshot `context` reads. O(n).
-  static func built(token: HistoryToken, context: ModelContext) throws -> State {
+  static func built(token: DefaultHistoryToken, context: ModelContext) throws -> State {
     var state = State(token: token)
     var pending: [(cell: Int32, entry: Entry)] = []
     try context.enumerateValues(FetchDescriptor<Trip>(), keyPaths) { row in
@@ -210,10 +210,10 @@ public final class TripBoxIndex: Sendable {
 
   /// Brings `state` from its token to `token` through the history between them, or rebuilds
   /// it when that history is gone. O(t + changes × log n).
-  static func catchUp(_ state: inout State, to token: HistoryToken, context: ModelContext)
+  static func catchUp(_ state: inout State, to token: DefaultHistoryToken, context: ModelContext)
     throws
   {
-    let transactions: [HistoryTransaction]
+    let transactions: [DefaultHistoryTransaction]
     do {
       transactions = try context.fetchHistory(
         HistoryDescriptor(after: state.token, modelTypes: [Trip.self]))
@@ -229,7 +229,7 @@ public final class TripBoxIndex: Sendable {
     var lastChange: [Int64: Int64] = [:]
     for transaction in transactions {
       for change in transaction.changes {
-        let key = change.changedIdentifier.primaryKey
+        let key = change.changedPersistentIdentifier.primaryKey
         lastChange[key] = transaction.token.value
         switch change.kind {
         case .insert:

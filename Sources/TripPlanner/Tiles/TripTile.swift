@@ -77,7 +77,7 @@ public struct TripTile: Sendable {
   public let content: Content
   /// The history token of the tile's last change, or a later one: when it is the same for
   /// two answers of the same tile and query, their content is the same.
-  public let version: HistoryToken
+  public let version: DefaultHistoryToken
 
   /// The tile as MVT 2.1: a `trips` layer of points (their key as the id; `id`, `name`,
   /// `destination`, `startDate`, `endDate` and `placeIdentifier` as properties) or a
@@ -188,7 +188,7 @@ struct TripTileBuilder<Reference, Destination: Hashable> {
   /// `destination` gives a trip's destination as a key (one per text), and `text` the text of
   /// a key.
   func build(
-    version: HistoryToken, record: (Reference) -> TripRecord,
+    version: DefaultHistoryToken, record: (Reference) -> TripRecord,
     destination: (Reference) -> Destination, text: (Destination) -> String
   ) -> TripTile {
     if candidates.count <= TripTile.featureBudget {

@@ -9,7 +9,7 @@ import TripPlanner
 /// first request after a change pays O(n), the others O(1). Nothing is held per trip.
 final class CollectionExtent: Sendable {
   struct Value: Sendable {
-    var token: HistoryToken
+    var token: DefaultHistoryToken
     var box: GeographicBox?
     var span: (Date, Date)?
   }

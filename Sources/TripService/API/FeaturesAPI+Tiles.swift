@@ -418,7 +418,7 @@ extension FeaturesAPI {
 /// and their keys (128 MiB).
 final class TileCache: Sendable {
   struct Entry: Sendable {
-    var version: HistoryToken
+    var version: DefaultHistoryToken
     var tag: String
     /// Nil for a 304.
     var body: Data?
@@ -437,7 +437,7 @@ final class TileCache: Sendable {
   private let state = Mutex(Generations())
 
   /// The tile kept for `key`, if it was made at `version`.
-  func entry(_ key: String, version: HistoryToken) -> Entry? {
+  func entry(_ key: String, version: DefaultHistoryToken) -> Entry? {
     state.withLock { state in
       if let entry = state.newer[key] { return entry.version == version ? entry : nil }
       guard let entry = state.older.removeValue(forKey: key), entry.version == version else {
@@ -472,7 +472,7 @@ final class TileCache: Sendable {
 
   /// A strong tag: the store, the version and the request (the bytes of a tile are the same
   /// for the same three).
-  static func tag(_ key: String, version: HistoryToken) -> String {
+  static func tag(_ key: String, version: DefaultHistoryToken) -> String {
     var hash = Validators.fnvOffset
     for byte in (version.storeIdentifier.uuidString + "|" + key).utf8 {
       Validators.fnv(&hash, byte)

@@ -20,10 +20,10 @@ import Synchronization
 /// table holds at most ``capacity`` requests (emptied when full), about 200 bytes each.
 final class Validators: Sendable {
   static let capacity = 4_096
-  private let table = Mutex<[String: (token: HistoryToken, tag: String)]>([:])
+  private let table = Mutex<[String: (token: DefaultHistoryToken, tag: String)]>([:])
 
   /// The tag kept for `key` if it was made at `token`.
-  func tag(for key: String, at token: HistoryToken) -> String? {
+  func tag(for key: String, at token: DefaultHistoryToken) -> String? {
     table.withLock { table in
       guard let kept = table[key], kept.token == token else { return nil }
       return kept.tag
@@ -31,7 +31,7 @@ final class Validators: Sendable {
   }
 
   /// Keeps `tag`, made at `token`, for `key`.
-  func keep(_ tag: String, for key: String, at token: HistoryToken) {
+  func keep(_ tag: String, for key: String, at token: DefaultHistoryToken) {
     table.withLock { table in
       if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
       table[key] = (token, tag)

@@ -40,7 +40,7 @@ final class BoundsStreams: Sendable {
       var coordinates: [Int64: Coordinate]
       var cover: CoordinateCover
       var points: ProjectedPointCover?
-      var last: HistoryToken
+      var last: DefaultHistoryToken
       var report: BoundsReport
       var views: [String: View] = [:]
       /// Whether a publication of the report is queued (changes before it runs share it).
@@ -61,7 +61,7 @@ final class BoundsStreams: Sendable {
     /// keys and coordinates as values, no models (models only for a query SQL cannot finish).
     init(
       descriptor: FetchDescriptor<Trip>, projection: Projection, store: TripStore,
-      token: HistoryToken
+      token: DefaultHistoryToken
     ) throws {
       self.descriptor = descriptor
       self.projection = projection
@@ -101,7 +101,7 @@ final class BoundsStreams: Sendable {
     /// does: an `error` event, then the streams end (a trip left out of the cover would be a
     /// wrong report).
     func process(
-      _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
+      _ transaction: DefaultHistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
       let failure = state.withLock { state -> (any Error, [HTTPStream])? in
         guard !state.failed, transaction.token > state.last else { return nil }
@@ -165,7 +165,7 @@ final class BoundsStreams: Sendable {
 
     /// One event of `report` for clients of `parameters`, with `token` as its id.
     static func render(
-      _ report: BoundsReport, _ parameters: FeaturesAPI.BoundsParameters, token: HistoryToken
+      _ report: BoundsReport, _ parameters: FeaturesAPI.BoundsParameters, token: DefaultHistoryToken
     ) -> String {
       let document = FeaturesAPI.boundsDocument(report, parameters)
       return

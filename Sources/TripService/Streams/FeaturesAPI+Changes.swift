@@ -38,9 +38,9 @@ extension FeaturesAPI {
     for name in ["after", "exclude-author"] where request.queryValues(name).count > 1 {
       throw ServiceError.request(400, "The parameter '\(name)' is given more than once.")
     }
-    var after: HistoryToken?
+    var after: DefaultHistoryToken?
     if let text = request.queryValues("after").last {
-      guard let token = HistoryToken(text) else {
+      guard let token = DefaultHistoryToken(text) else {
         throw ServiceError.request(
           400,
           "Invalid value '\(HTTPServer.loggable(text))' for 'after': expected a history token (<store>:<number>)."

@@ -57,16 +57,16 @@ final class ItemsStreams: Sendable {
       /// For a stays feed: each matching stay by its trip's key, with its feature's text.
       var stays: [Int64: (id: UUID, text: String)] = [:]
       /// The token the feed started after, and the last one it processed.
-      var start: HistoryToken
-      var last: HistoryToken
+      var start: DefaultHistoryToken
+      var last: DefaultHistoryToken
       var clients: [ObjectIdentifier: HTTPStream] = [:]
       /// Clients being replayed to, outside this lock, with the live events that came
       /// meanwhile (sent after the replay, in order).
       var pending: [ObjectIdentifier: (stream: HTTPStream, events: [String])] = [:]
       /// The events of the latest transactions, oldest first, and the newest token dropped
       /// from it (nil while nothing was).
-      var log: [(token: HistoryToken, events: String)] = []
-      var droppedThrough: HistoryToken?
+      var log: [(token: DefaultHistoryToken, events: String)] = []
+      var droppedThrough: DefaultHistoryToken?
       /// Set once a read of a changed trip failed: the feed ended its streams.
       var failed = false
 
@@ -79,7 +79,7 @@ final class ItemsStreams: Sendable {
 
     init(
       subject: Subject, matching: Set<Int64>, stays: [Int64: (id: UUID, text: String)] = [:],
-      last: HistoryToken
+      last: DefaultHistoryToken
     ) {
       self.subject = subject
       state = Mutex(State(matching: matching, stays: stays, start: last, last: last))
@@ -107,7 +107,7 @@ final class ItemsStreams: Sendable {
     /// never an event that would say what the store does not (a `delete` for a trip whose
     /// read failed, an update without its plan).
     func process(
-      _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
+      _ transaction: DefaultHistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore
     ) {
       // Called in order by the one follower: only a failure can intervene between the two.
       guard state.withLock({ !$0.failed && transaction.token > $0.last }) else { return }
@@ -188,7 +188,7 @@ final class ItemsStreams: Sendable {
     /// updated while it matches (moved in is an insert), deleted when it goes or moves out;
     /// for stays, inserted, updated or deleted as it enters, changes in or leaves the filter
     /// (a stay replaced by another is a delete and an insert). O(1).
-    static func events(_ outcome: Outcome, _ state: inout State, _ token: HistoryToken)
+    static func events(_ outcome: Outcome, _ state: inout State, _ token: DefaultHistoryToken)
       -> String
     {
       switch outcome {
@@ -256,12 +256,12 @@ final class ItemsStreams: Sendable {
 
   /// The history token a client's `Last-Event-ID` names: nil for none (or empty), 400 for
   /// anything that is not a token, as GET and HEAD both answer. O(length).
-  static func resumeToken(_ lastEventID: String?) throws -> HistoryToken? {
+  static func resumeToken(_ lastEventID: String?) throws -> DefaultHistoryToken? {
     // A field's value is read without the white space around it (RFC 9110, 5.5).
     guard let lastEventID = lastEventID?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")),
       !lastEventID.isEmpty
     else { return nil }
-    guard let token = HistoryToken(lastEventID) else {
+    guard let token = DefaultHistoryToken(lastEventID) else {
       throw ServiceError.request(
         400,
         "Invalid Last-Event-ID '\(HTTPServer.loggable(lastEventID))': expected a history token."
@@ -325,8 +325,8 @@ final class ItemsStreams: Sendable {
     // lock up to the feed's last token, then sent the live events that came meanwhile.
     enum Catchup {
       case none
-      case history(after: HistoryToken, upTo: HistoryToken, matching: Int)
-      case stays(upTo: HistoryToken, features: [String])
+      case history(after: DefaultHistoryToken, upTo: DefaultHistoryToken, matching: Int)
+      case stays(upTo: DefaultHistoryToken, features: [String])
     }
     let catchup = feed.state.withLock { state -> Catchup in
       guard let token = resume else {
@@ -415,12 +415,12 @@ final class ItemsStreams: Sendable {
   }
 
   /// One event.
-  static func event(_ token: HistoryToken, _ kind: String, _ data: JSONValue) -> String {
+  static func event(_ token: DefaultHistoryToken, _ kind: String, _ data: JSONValue) -> String {
     event(token, kind, text: data.rendered(pretty: false))
   }
 
   /// One event whose data is rendered already.
-  static func event(_ token: HistoryToken, _ kind: String, text: String) -> String {
+  static func event(_ token: DefaultHistoryToken, _ kind: String, text: String) -> String {
     "id: \(token.description)\nevent: \(kind)\ndata: \(text)\n\n"
   }
 
@@ -468,7 +468,8 @@ final class ItemsStreams: Sendable {
   /// never had, is an amplification; the reset is the matching trips). Cost: O(changes since
   /// `token`) reads, at most the budget in bytes sent.
   private func replay(
-    after token: HistoryToken, upTo last: HistoryToken, descriptor: FetchDescriptor<Trip>,
+    after token: DefaultHistoryToken, upTo last: DefaultHistoryToken,
+    descriptor: FetchDescriptor<Trip>,
     matching: Int, into stream: HTTPStream
   ) throws {
     try pool.withStore(author: "service") { store in
@@ -486,7 +487,7 @@ final class ItemsStreams: Sendable {
               ("reason", .string(reason)),
             ])))
       }
-      let transactions: [HistoryTransaction]
+      let transactions: [DefaultHistoryTransaction]
       do {
         transactions = try store.context.fetchHistory(
           HistoryDescriptor(after: token, modelTypes: LiveFollower.followedTypes))

@@ -9,7 +9,7 @@ protocol LiveFeed: AnyObject, Sendable {
   /// Applies a transaction; called on the follower's task, one transaction at a time, in
   /// order. `store` is the store the changed trips were read with (valid during the call).
   func process(
-    _ transaction: HistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore)
+    _ transaction: DefaultHistoryTransaction, _ changes: [LiveFollower.Change], store: TripStore)
   /// The store can no longer be followed: end the feed's streams (their clients reconnect).
   func followerFailed()
 }
@@ -82,7 +82,7 @@ final class LiveFollower: Sendable {
     var task: Task<Void, Never>?
     /// The newest transaction whose feeds were picked by `deliver` (nil before the first):
     /// a feed made from an older token catches up to it.
-    var picked: HistoryToken?
+    var picked: DefaultHistoryToken?
   }
   private let state = Mutex(State())
   private let pool: StorePool
@@ -105,7 +105,9 @@ final class LiveFollower: Sendable {
   /// same turn of the lock, so that it neither misses nor repeats one. Nothing under the lock
   /// reads the store. Lock order: this follower, then a feed's own state; a feed table's lock
   /// is never held here.
-  func subscribe<Feed: LiveFeed>(_ make: (TripStore, HistoryToken) throws -> Feed) throws -> Feed {
+  func subscribe<Feed: LiveFeed>(_ make: (TripStore, DefaultHistoryToken) throws -> Feed) throws
+    -> Feed
+  {
     let (feed, token) = try pool.withStore(author: "service") { store in
       try store.context.withSnapshot {
         let token = try store.context.currentHistoryToken()
@@ -115,7 +117,7 @@ final class LiveFollower: Sendable {
     // Catch up outside the lock on what `deliver` picked meanwhile, until nothing new was
     // picked; then join the feeds, in the same turn of the lock as that last look.
     var caughtUp = token
-    while let picked = state.withLock({ state -> HistoryToken? in
+    while let picked = state.withLock({ state -> DefaultHistoryToken? in
       if let picked = state.picked, picked > caughtUp { return picked }
       state.feeds[ObjectIdentifier(feed)] = feed
       if state.task == nil {
@@ -157,14 +159,14 @@ final class LiveFollower: Sendable {
     task?.cancel()
   }
 
-  private func start(after token: HistoryToken) -> Task<Void, Never> {
+  private func start(after token: DefaultHistoryToken) -> Task<Void, Never> {
     // Started by a request, it outlives it: it must not inherit the request's deadline (a
     // task-local value a new task copies), which would stop every read of the follower once
     // the request's client went or its time passed.
     WorkDeadline.$current.withValue(nil) { follow(after: token) }
   }
 
-  private func follow(after token: HistoryToken) -> Task<Void, Never> {
+  private func follow(after token: DefaultHistoryToken) -> Task<Void, Never> {
     let updates = pool.container.historyUpdates(
       HistoryDescriptor(after: token, modelTypes: Self.followedTypes))
     return Task { [weak self] in
@@ -179,7 +181,7 @@ final class LiveFollower: Sendable {
     }
   }
 
-  private func deliver(_ transaction: HistoryTransaction) throws {
+  private func deliver(_ transaction: DefaultHistoryTransaction) throws {
     let feeds = state.withLock { state -> [any LiveFeed] in
       state.picked = transaction.token
       return Array(state.feeds.values)
@@ -199,11 +201,13 @@ final class LiveFollower: Sendable {
   /// each, every trip whose plan changed and whose own row did not, as an update (none for a
   /// trip gone since). Cost: O(changes) reads by key, and for each plan row its trip (by its
   /// link, or by the key its tombstone kept).
-  static func tripChanges(_ transaction: HistoryTransaction, store: TripStore) throws -> [Change] {
+  static func tripChanges(_ transaction: DefaultHistoryTransaction, store: TripStore) throws
+    -> [Change]
+  {
     let tripEntity = Trip.schema.name
     let direct = Set(
-      transaction.changes.lazy.filter { $0.changedIdentifier.entityName == tripEntity }
-        .map(\.changedIdentifier.primaryKey))
+      transaction.changes.lazy.filter { $0.changedPersistentIdentifier.entityName == tripEntity }
+        .map(\.changedPersistentIdentifier.primaryKey))
     var changes: [Change] = []
     changes.reserveCapacity(transaction.changes.count)
     var planTrips: [Int64] = []
@@ -213,13 +217,15 @@ final class LiveFollower: Sendable {
       if let key, !direct.contains(key), listed.insert(key).inserted { planTrips.append(key) }
     }
     for change in transaction.changes {
-      let identifier = change.changedIdentifier
+      let identifier = change.changedPersistentIdentifier
       let key = identifier.primaryKey
       switch identifier.entityName {
       case tripEntity:
         if change.kind == .delete {
           changes.append(
-            Change(key: key, kind: .delete, trip: nil, deletedID: change.tombstone?[\Trip.id]))
+            Change(
+              key: key, kind: .delete, trip: nil,
+              deletedID: change.tombstone(as: Trip.self)?[\.id] as? UUID))
         } else {
           let trip = try store.context.model(for: identifier, as: Trip.self)
           changes.append(Change(key: key, kind: change.kind, trip: trip, deletedID: nil))
@@ -247,8 +253,8 @@ final class LiveFollower: Sendable {
   private static func tripKey<Row: PersistentModel>(
     of change: HistoryChange, _ link: KeyPath<Row, Trip?>, store: TripStore
   ) throws -> Int64? {
-    if change.kind == .delete { return change.tombstone?.key(of: link) }
-    guard let row = try store.context.model(for: change.changedIdentifier, as: Row.self),
+    if change.kind == .delete { return change.tombstone(as: Row.self)?.key(of: link) }
+    guard let row = try store.context.model(for: change.changedPersistentIdentifier, as: Row.self),
       let trip = row[keyPath: link]
     else { return nil }
     return store.context.persistentIdentifier(for: trip)?.primaryKey

@@ -32,17 +32,17 @@ enum HistoryCommand: Subcommand {
     let context = store.context
     var descriptor = HistoryDescriptor(modelTypes: Trip.modelTypes)
     if let text = try arguments[after] {
-      if let token = HistoryToken(text) {
+      if let token = DefaultHistoryToken(text) {
         descriptor.token = token
       } else if let value = Int64(text), value >= 0 {
-        descriptor.token = HistoryToken(
+        descriptor.token = DefaultHistoryToken(
           storeIdentifier: store.container.storeIdentifier, value: value)
       } else {
         throw CLIError.usage("Invalid value '\(text)' for '--after': expected a history token.")
       }
     }
     if let author = try arguments[by] { descriptor.authors = [author] }
-    let transactions: [HistoryTransaction]
+    let transactions: [DefaultHistoryTransaction]
     do {
       transactions = try context.fetchHistory(descriptor)
     } catch {
@@ -70,7 +70,10 @@ enum HistoryCommand: Subcommand {
                       (part.member, part.id.map { .string($0.lowercasedString) } ?? .null))
                   }
                   members.append(
-                    ("attributes", .array(change.updatedAttributes.sorted().map(JSONValue.string))))
+                    (
+                      "attributes",
+                      .array(change.updatedAttributeNames.sorted().map(JSONValue.string))
+                    ))
                   return .object(members)
                 })
             ),
@@ -92,7 +95,8 @@ enum HistoryCommand: Subcommand {
       for change in transaction.changes {
         let subject = subjects[change]
         var detail =
-          change.kind == .update ? change.updatedAttributes.sorted().joined(separator: ", ") : ""
+          change.kind == .update
+          ? change.updatedAttributeNames.sorted().joined(separator: ", ") : ""
         if let part = subject.part {
           let name = "\(part.noun) \(part.id.map { String($0.lowercasedString.prefix(8)) } ?? "?")"
           detail = detail.isEmpty ? name : "\(name): \(detail)"
@@ -118,19 +122,17 @@ struct HistorySubjects {
   }
   private var subjects: [PersistentIdentifier: Subject] = [:]
 
-  init(_ transactions: [HistoryTransaction], context: ModelContext) throws {
+  init(_ transactions: [DefaultHistoryTransaction], context: ModelContext) throws {
     let changes = transactions.flatMap(\.changes)
     // Rows are never renumbered, so a deleted row's tombstone names it for its earlier
     // inserts and updates too.
     var deletedTrips: [Int64: UUID] = [:]
-    var tombstones: [PersistentIdentifier: HistoryTombstone] = [:]
-    for change in changes {
-      guard let tombstone = change.tombstone else { continue }
-      tombstones[change.changedIdentifier] = tombstone
-      if change.changedIdentifier.entityName == Trip.schema.name,
-        let id = tombstone[\Trip.id]
-      {
-        deletedTrips[change.changedIdentifier.primaryKey] = id
+    // A deleted row's change, by row: its tombstone, read as its model's.
+    var deletions: [PersistentIdentifier: HistoryChange] = [:]
+    for change in changes where change.kind == .delete {
+      deletions[change.changedPersistentIdentifier] = change
+      if let id = change.tombstone(as: Trip.self)?[\.id] as? UUID {
+        deletedTrips[change.changedPersistentIdentifier.primaryKey] = id
       }
     }
     func trip(key: Int64?) throws -> UUID? {
@@ -141,26 +143,28 @@ struct HistorySubjects {
         primaryKey: key)
       return try context.model(for: identifier, as: Trip.self)?.id
     }
-    for change in changes where subjects[change.changedIdentifier] == nil {
-      let identifier = change.changedIdentifier
-      let tombstone = tombstones[identifier]
+    for change in changes where subjects[change.changedPersistentIdentifier] == nil {
+      let identifier = change.changedPersistentIdentifier
+      let deletion = deletions[identifier]
       var subject = Subject()
       switch identifier.entityName {
       case BucketListItem.schema.name:
         if let item = try context.model(for: identifier, as: BucketListItem.self) {
           subject = Subject(tripID: item.trip?.id, part: ("item", "bucketListItemId", item.id))
         } else {
+          let tombstone = deletion?.tombstone(as: BucketListItem.self)
           subject = Subject(
-            tripID: try trip(key: tombstone?.key(of: \BucketListItem.trip)),
-            part: ("item", "bucketListItemId", tombstone?[\BucketListItem.id]))
+            tripID: try trip(key: tombstone?.key(of: \.trip)),
+            part: ("item", "bucketListItemId", tombstone?[\.id] as? UUID))
         }
       case LivingAccommodation.schema.name:
         if let stay = try context.model(for: identifier, as: LivingAccommodation.self) {
           subject = Subject(tripID: stay.trip?.id, part: ("stay", "livingAccommodationId", stay.id))
         } else {
+          let tombstone = deletion?.tombstone(as: LivingAccommodation.self)
           subject = Subject(
-            tripID: try trip(key: tombstone?.key(of: \LivingAccommodation.trip)),
-            part: ("stay", "livingAccommodationId", tombstone?[\LivingAccommodation.id]))
+            tripID: try trip(key: tombstone?.key(of: \.trip)),
+            part: ("stay", "livingAccommodationId", tombstone?[\.id] as? UUID))
         }
       default:
         subject.tripID =
@@ -172,7 +176,7 @@ struct HistorySubjects {
   }
 
   subscript(change: HistoryChange) -> Subject {
-    subjects[change.changedIdentifier] ?? Subject()
+    subjects[change.changedPersistentIdentifier] ?? Subject()
   }
 }
 
@@ -191,11 +195,11 @@ enum HistoryPruneCommand: Subcommand {
   static func run(_ arguments: ParsedArguments, _ io: TerminalIO) throws {
     let store = try CommonOptions.openForWriting(arguments, io)
     let text = try arguments[before] ?? ""
-    let token: HistoryToken
-    if let parsed = HistoryToken(text) {
+    let token: DefaultHistoryToken
+    if let parsed = DefaultHistoryToken(text) {
       token = parsed
     } else if let value = Int64(text), value >= 0 {
-      token = HistoryToken(storeIdentifier: store.container.storeIdentifier, value: value)
+      token = DefaultHistoryToken(storeIdentifier: store.container.storeIdentifier, value: value)
     } else {
       throw CLIError.usage("Invalid value '\(text)' for '--before': expected a history token.")
     }

@@ -23,9 +23,9 @@ enum SyncCommand: Subcommand {
     throw CLIError.usage("Missing subcommand: export, apply or watch.")
   }
 
-  static func token(_ text: String?) throws -> HistoryToken? {
+  static func token(_ text: String?) throws -> DefaultHistoryToken? {
     guard let text else { return nil }
-    guard let token = HistoryToken(text) else {
+    guard let token = DefaultHistoryToken(text) else {
       throw CLIError.usage(
         "Invalid value '\(text)' for '--after': expected a history token (<store>:<number>).")
     }
@@ -86,7 +86,7 @@ enum SyncExportCommand: Subcommand {
     } catch {
       throw SyncCommand.explain(error)
     }
-    var written: (count: Int, resumeToken: HistoryToken)?
+    var written: (count: Int, resumeToken: DefaultHistoryToken)?
     try OutputFile.write(to: output, io: io) { sink in
       do {
         written = try store.writeChangeFeed(after: after, excludingAuthor: excluded, to: sink)

@@ -142,4 +142,42 @@ enum SampleTrips {
     return try reader.fetch(FetchDescriptor<BucketListItem>()).map(\.title) == ["Louvre replica"]
       && reader.fetchCount(FetchDescriptor<LivingAccommodation>()) == 0
   }
+  check(
+    "SampleTrips: history as the 2024 and 2025 talks read it (a token predicate, newest first, typed changes, tombstones)"
+  ) {
+    let context = ModelContext(container)
+    let all = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+    guard all.count >= 2 else { return false }
+    let token = all[all.count - 2].token
+    var historyDescriptor = HistoryDescriptor<DefaultHistoryTransaction>()
+    historyDescriptor.predicate = #Predicate { transaction in transaction.token > token }
+    let after = try context.fetchHistory(historyDescriptor)
+    var latest = HistoryDescriptor<DefaultHistoryTransaction>(
+      sortBy: [SortDescriptor(\.token, order: .reverse)])
+    latest.fetchLimit = 1
+    let newest = try context.fetchHistory(latest)
+    var insertedTrips = 0
+    var updatedDestinations = 0
+    var deletedNames: [String] = []
+    for transaction in all {
+      for change in transaction.changes {
+        switch change {
+        case .insert(_ as DefaultHistoryInsert<Trip>):
+          insertedTrips += 1
+        case .update(let historyUpdate as DefaultHistoryUpdate<Trip>):
+          for attribute in historyUpdate.updatedAttributes where attribute == \Trip.destination {
+            updatedDestinations += 1
+          }
+        case .delete(let historyDelete as DefaultHistoryDelete<Trip>):
+          if let tripName = historyDelete.tombstone[\.name] as? String {
+            deletedNames.append(tripName)
+          }
+        default:
+          break
+        }
+      }
+    }
+    return after.map(\.token) == [all[all.count - 1].token] && newest == [all[all.count - 1]]
+      && insertedTrips >= 2 && updatedDestinations == 1 && deletedNames == ["Spring"]
+  }
 }

@@ -1,0 +1,229 @@
+import Foundation
+
+/// Which history to fetch: SwiftData's `HistoryDescriptor`, with a predicate, sort and limit,
+/// and the fields this store adds (after a token, by authors, for some model types).
+///
+/// ```swift
+/// var descriptor = HistoryDescriptor<DefaultHistoryTransaction>(
+///   predicate: #Predicate { $0.token > lastToken })
+/// descriptor.sortBy = [SortDescriptor(\.token, order: .reverse)]
+/// descriptor.fetchLimit = 1
+/// let latest = try context.fetchHistory(descriptor)
+/// ```
+///
+/// Cost: the parts of the predicate that compare ``DefaultHistoryTransaction/token`` or
+/// ``DefaultHistoryTransaction/timestamp`` with a value, or ``DefaultHistoryTransaction/author``
+/// with `==`, joined by `&&`, run in SQL, as a sort by the token does; any other part of the
+/// predicate is evaluated on each transaction the SQL selects (with its changes read), and
+/// any other sort reads every such transaction before the limit applies.
+public struct HistoryDescriptor<TransactionType: HistoryTransaction>: Sendable {
+  /// Only transactions for which this is true; nil for all.
+  public var predicate: Predicate<TransactionType>?
+  /// The order of the transactions: oldest first when empty.
+  public var sortBy: [SortDescriptor<TransactionType>]
+  /// At most this many transactions.
+  public var fetchLimit: Int?
+  /// Only transactions after this token; nil for all that are kept.
+  public var token: DefaultHistoryToken?
+  /// Only transactions by these authors; nil for any author.
+  public var authors: Set<String>?
+  /// Leave out transactions by these authors (for example changes a sync applied, so that they
+  /// are not sent back where they came from).
+  public var excludedAuthors: Set<String> = []
+  /// Only changes to these entities (table names); nil for all. Transactions left with no
+  /// change are left out.
+  public var entityNames: Set<String>?
+
+  /// Creates a descriptor, as SwiftData's.
+  public init(
+    predicate: Predicate<TransactionType>? = nil, sortBy: [SortDescriptor<TransactionType>] = []
+  ) {
+    self.predicate = predicate
+    self.sortBy = sortBy
+  }
+}
+
+extension HistoryDescriptor where TransactionType == DefaultHistoryTransaction {
+  /// Creates a descriptor of the transactions after `token`, by `authors`, changing
+  /// `modelTypes`' rows.
+  public init(
+    after token: DefaultHistoryToken? = nil, authors: Set<String>? = nil,
+    modelTypes: [any PersistentModel.Type]? = nil, fetchLimit: Int? = nil
+  ) {
+    self.init()
+    self.token = token
+    self.authors = authors
+    self.entityNames = modelTypes.map { Set($0.map { $0.entityName }) }
+    self.fetchLimit = fetchLimit
+  }
+}
+
+extension PersistentModel {
+  /// The table name from the schema.
+  static var entityName: String { schema.name }
+}
+
+/// What of a history predicate and sort runs in SQL.
+struct HistoryQueryPlan {
+  /// The conditions on `_history_transactions` (aliased `t`), with their bindings.
+  var conditions: [String] = []
+  var bindings: [SQLValue] = []
+  /// Tokens the predicate compares with: each is checked to be of this store.
+  var tokens: [DefaultHistoryToken] = []
+  /// Those the transactions must come after (`>`, `>=`, `==`), checked as a descriptor's token
+  /// is: not expired, not newer than any issued.
+  var lowerBounds: [DefaultHistoryToken] = []
+  /// Whether SQL decides the whole predicate (else it is evaluated on each transaction).
+  var predicateInSQL = true
+  /// Whether SQL gives the whole order.
+  var sortInSQL = true
+  /// Whether the SQL order is newest first.
+  var newestFirst = false
+
+  init(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) {
+    if let predicate = descriptor.predicate {
+      if let expression = predicate.expression as? any HistorySQLExpression {
+        predicateInSQL = expression.addSQL(to: &self)
+      } else {
+        predicateInSQL = false
+      }
+    }
+    for (index, sort) in descriptor.sortBy.enumerated() {
+      let byToken =
+        sort.keyPath == \DefaultHistoryTransaction.token
+        || sort.keyPath == \DefaultHistoryTransaction.transactionIdentifier
+        || sort.keyPath == \DefaultHistoryTransaction.id
+      guard byToken else {
+        sortInSQL = false
+        break
+      }
+      // A later sort key after the token never decides (tokens are unique).
+      if index == 0 { newestFirst = sort.order == .reverse }
+      break
+    }
+  }
+}
+
+/// A predicate expression whose meaning, or part of it, is a condition on
+/// `_history_transactions`.
+protocol HistorySQLExpression {
+  /// Adds the condition to `plan`; true when it is the expression's whole meaning (false when
+  /// the predicate must also be evaluated in Swift).
+  func addSQL(to plan: inout HistoryQueryPlan) -> Bool
+}
+
+extension PredicateExpressions.Conjunction: HistorySQLExpression {
+  func addSQL(to plan: inout HistoryQueryPlan) -> Bool {
+    // Each side narrows on its own: a side SQL cannot read leaves the other's condition sound.
+    let left = (lhs as? any HistorySQLExpression)?.addSQL(to: &plan) ?? false
+    let right = (rhs as? any HistorySQLExpression)?.addSQL(to: &plan) ?? false
+    return left && right
+  }
+}
+
+extension PredicateExpressions.Comparison: HistorySQLExpression {
+  func addSQL(to plan: inout HistoryQueryPlan) -> Bool {
+    let operators: [PredicateExpressions.ComparisonOperator: String] = [
+      .lessThan: "<", .lessThanOrEqual: "<=", .greaterThan: ">", .greaterThanOrEqual: ">=",
+    ]
+    let mirrored: [PredicateExpressions.ComparisonOperator: String] = [
+      .lessThan: ">", .lessThanOrEqual: ">=", .greaterThan: "<", .greaterThanOrEqual: "<=",
+    ]
+    if let column = historyColumn(lhs), let value = historyValue(rhs, for: column),
+      let sql = operators[op]
+    {
+      plan.add(column, sql, value)
+      return true
+    }
+    if let column = historyColumn(rhs), let value = historyValue(lhs, for: column),
+      let sql = mirrored[op]
+    {
+      plan.add(column, sql, value)
+      return true
+    }
+    return false
+  }
+}
+
+extension PredicateExpressions.Equal: HistorySQLExpression {
+  func addSQL(to plan: inout HistoryQueryPlan) -> Bool {
+    if let column = historyColumn(lhs), let value = historyValue(rhs, for: column) {
+      plan.add(column, "=", value)
+      return true
+    }
+    if let column = historyColumn(rhs), let value = historyValue(lhs, for: column) {
+      plan.add(column, "=", value)
+      return true
+    }
+    return false
+  }
+}
+
+/// A column of `_history_transactions` a predicate may compare.
+enum HistoryColumn {
+  case token, timestamp, author
+}
+
+/// A value a history predicate compares a column with.
+enum HistoryValue {
+  case token(DefaultHistoryToken)
+  case date(Date)
+  case author(String?)
+}
+
+extension HistoryQueryPlan {
+  mutating func add(_ column: HistoryColumn, _ sql: String, _ value: HistoryValue) {
+    switch (column, value) {
+    case (.token, .token(let token)):
+      conditions.append("t.token \(sql) ?")
+      bindings.append(.integer(token.value))
+      tokens.append(token)
+      if sql != "<" && sql != "<=" { lowerBounds.append(token) }
+    case (.timestamp, .date(let date)):
+      conditions.append("t.timestamp \(sql) ?")
+      bindings.append(.real(date.timeIntervalSinceReferenceDate))
+    case (.author, .author(let author?)):
+      conditions.append("t.author = ?")
+      bindings.append(.text(author))
+    case (.author, .author(nil)):
+      conditions.append("t.author IS NULL")
+    default:
+      predicateInSQL = false
+    }
+  }
+}
+
+/// The column `expression` reads, when it is a key path of the transaction that is one.
+private func historyColumn(_ expression: Any) -> HistoryColumn? {
+  typealias Variable = PredicateExpressions.Variable<DefaultHistoryTransaction>
+  if let path = expression as? PredicateExpressions.KeyPath<Variable, DefaultHistoryToken>,
+    path.keyPath == \DefaultHistoryTransaction.token
+  {
+    return .token
+  }
+  if let path = expression as? PredicateExpressions.KeyPath<Variable, Date>,
+    path.keyPath == \DefaultHistoryTransaction.timestamp
+  {
+    return .timestamp
+  }
+  if let path = expression as? PredicateExpressions.KeyPath<Variable, String?>,
+    path.keyPath == \DefaultHistoryTransaction.author
+  {
+    return .author
+  }
+  return nil
+}
+
+/// The value `expression` is, when it is a constant of `column`'s type.
+private func historyValue(_ expression: Any, for column: HistoryColumn) -> HistoryValue? {
+  switch column {
+  case .token:
+    (expression as? PredicateExpressions.Value<DefaultHistoryToken>).map { .token($0.value) }
+  case .timestamp:
+    (expression as? PredicateExpressions.Value<Date>).map { .date($0.value) }
+  case .author:
+    (expression as? PredicateExpressions.Value<String?>).map { .author($0.value) }
+      ?? (expression as? PredicateExpressions.Value<String>).map { .author($0.value) }
+      ?? (expression is PredicateExpressions.NilLiteral<String> ? .author(nil) : nil)
+  }
+}
