@@ -1025,7 +1025,11 @@ struct AutosaveTests {
     let container = try engineContainer(engine, Note.self)
     let manual = ModelContext(container)
     manual.insert(Note(key: "a", text: ""))
-    #expect(try manual.fetchCount(FetchDescriptor<Note>()) == 0)
+    var stored = FetchDescriptor<Note>()
+    stored.includePendingChanges = false
+    #expect(try manual.fetchCount(stored) == 0)
+    #expect(try manual.fetchCount(FetchDescriptor<Note>()) == 1, "the unsaved insert, counted")
+    #expect(manual.hasChanges)
     manual.rollback()
 
     let automatic = ModelContext(container)

@@ -3,7 +3,9 @@ import Foundation
 // Counts, and the statements a context keeps for the predicate shapes it ran.
 
 extension ModelContext {
-  /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL.
+  /// The number of models matching `descriptor` (its limit and offset applied), counted in SQL,
+  /// with the models inserted and not saved that match (evaluated in Swift) unless the
+  /// descriptor leaves them out (``FetchDescriptor/includePendingChanges``).
   ///
   /// Cost: the predicate's translation (O(size of the predicate)), then one SQL query that an
   /// index on a compared attribute serves (O(log n + matches) in the index; a scan otherwise).
@@ -13,6 +15,18 @@ extension ModelContext {
   public func fetchCount<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int
   {
     try autosaveIfNeeded()
+    if !pendingInserts.isEmpty, descriptor.includePendingChanges {
+      let inserted = try pendingInserts(matching: descriptor).count
+      if inserted > 0 {
+        var stored = descriptor
+        stored.includePendingChanges = false
+        stored.fetchLimit = nil
+        stored.fetchOffset = nil
+        let all = try fetchCount(stored) + inserted
+        let past = max(all - (descriptor.fetchOffset ?? 0), 0)
+        return descriptor.fetchLimit.map { min(past, $0) } ?? past
+      }
+    }
     let entity = try entity(for: Model.self)
     let database = try connection()
     // A window (limit, offset) applies to the rows before they are counted: a subquery then;

@@ -5,8 +5,9 @@ extension ModelContext {
   ///
   /// The predicate and sort descriptors run in the store's engine, as SQL; nothing is filtered in memory. Rows
   /// already registered in this context return their existing instance (refreshed from the
-  /// store unless it has unsaved changes). Models inserted but not saved are not included;
-  /// models marked for deletion are left out.
+  /// store unless it has unsaved changes). Models inserted and not saved that match are
+  /// included, unless the descriptor says otherwise
+  /// (``FetchDescriptor/includePendingChanges``); models marked for deletion are left out.
   ///
   /// Cost: the SQL query (an index serves equality, ranges and sorts on indexed attributes),
   /// then O(rows × attributes) to load. A fetch whose predicate shape, sorts and window this
@@ -18,6 +19,10 @@ extension ModelContext {
   public func fetch<Model: PersistentModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model]
   {
     try autosaveIfNeeded()
+    if !pendingInserts.isEmpty, descriptor.includePendingChanges {
+      let inserted = try pendingInserts(matching: descriptor)
+      if !inserted.isEmpty { return try merging(inserted, into: descriptor) }
+    }
     let entity = try entity(for: Model.self)
     let database = try connection()
     // Collected as objects: appending to an array of the generic `Model` looked up the array's
@@ -288,6 +293,18 @@ extension ModelContext {
   ) throws -> [PersistentIdentifier] {
     try autosaveIfNeeded()
     let entity = try entity(for: Model.self)
+    if !pendingInserts.isEmpty, descriptor.includePendingChanges {
+      let inserted = try pendingInserts(matching: descriptor)
+      if !inserted.isEmpty {
+        return try merging(inserted, into: descriptor).map { model in
+          if let key = registration(for: model)?.primaryKey {
+            return PersistentIdentifier(
+              storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: key)
+          }
+          return PersistentIdentifier(temporaryFor: model, entityName: entity.name)
+        }
+      }
+    }
     return try fetchPrimaryKeys(descriptor).map {
       PersistentIdentifier(
         storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: $0)

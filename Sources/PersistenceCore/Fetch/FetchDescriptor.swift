@@ -31,6 +31,18 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
   /// it a `SortDescriptor` on a string orders by code point, as Swift's `<` does, and on Linux
   /// Foundation's `SortDescriptor` has no comparator that could say this (only `.lexical`).
   public var localizedStandardSorts: [KeyPath<Model, String> & Sendable] = []
+  /// Whether models inserted in the context and not yet saved are included, as SwiftData's
+  /// (true by default): those that match the predicate, evaluated in Swift, join the stored
+  /// ones in the descriptor's order (after the stored ones they tie with, in insertion order),
+  /// before the window applies. Models deleted and not saved are always left out; a saved
+  /// model's unsaved changes do not move it (the store's values are matched and sorted).
+  /// Honoured by ``ModelContext/fetch(_:)``, ``ModelContext/fetchCount(_:)`` and
+  /// ``ModelContext/fetchIdentifiers(_:)``.
+  ///
+  /// Cost: nothing while the context has no unsaved insert; else O(unsaved inserts) to find
+  /// the model's, and when any matches, the stored models up to the window's end are fetched,
+  /// then sorted with them in Swift.
+  public var includePendingChanges = true
   /// At most this many models.
   public var fetchLimit: Int?
   /// Skip this many models first.

@@ -189,7 +189,8 @@ public struct TripQuery: Sendable, Hashable {
   }
 
   /// The query as a fetch descriptor: ``predicate``, and ``boxPredicate``, ``planPredicates``
-  /// and the ``filter``'s predicate as conditions.
+  /// and the ``filter``'s predicate as conditions; stored trips only (`includePendingChanges`
+  /// false).
   public var fetchDescriptor: FetchDescriptor<Trip> {
     var descriptor = FetchDescriptor(predicate: predicate, sortBy: sortDescriptors)
     descriptor.conditions =
@@ -201,6 +202,9 @@ public struct TripQuery: Sendable, Hashable {
     }
     descriptor.fetchLimit = limit
     descriptor.fetchOffset = offset
+    // The stored trips: the store saves each change at once, so a trip inserted in its context
+    // and not saved is one whose save failed (or one the caller has not saved yet).
+    descriptor.includePendingChanges = false
     return descriptor
   }
 }

@@ -198,6 +198,7 @@ extension TripStore {
   /// one by key for the trip, one over the items' index on their trip.
   func item(_ id: UUID) throws -> BucketListItem? {
     var descriptor = FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.id == id })
+      .storedOnly
     descriptor.relationshipKeyPathsForPrefetching = [\.trip]
     guard let item = try context.fetch(descriptor).first else { return nil }
     if let trip = item.trip { try context.prefetch([\.bucketList], of: [trip]) }
@@ -208,6 +209,7 @@ extension TripStore {
   /// by key for the trip.
   func stayModel(_ id: UUID) throws -> LivingAccommodation? {
     var descriptor = FetchDescriptor<LivingAccommodation>(predicate: #Predicate { $0.id == id })
+      .storedOnly
     descriptor.relationshipKeyPathsForPrefetching = [\.trip]
     return try context.fetch(descriptor).first
   }

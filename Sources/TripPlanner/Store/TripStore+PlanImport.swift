@@ -23,7 +23,8 @@ extension TripStore {
     let existingTrips = try Self.byID(
       tripIDs,
       fetch: { ids in
-        try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { ids.contains($0.id) }))
+        try context.fetch(
+          FetchDescriptor<Trip>(predicate: #Predicate { ids.contains($0.id) }).storedOnly)
       }, id: \.id)
     var problems: [TripPlannerError.Problem] = []
     for part in Trip.planParts {
@@ -88,7 +89,8 @@ extension TripStore {
     }
     let existing = try Self.byID(
       Array(lines.keys),
-      fetch: { ids in try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: ids)))
+      fetch: { ids in
+        try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: ids)).storedOnly)
       },
       id: Part.idPath)
     func tripKey(_ id: UUID?) -> Int64? {

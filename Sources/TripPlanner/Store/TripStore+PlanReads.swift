@@ -35,6 +35,7 @@ extension TripStore {
       },
       sortBy: [SortDescriptor(\.name), SortDescriptor(\.id)])
     descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    descriptor.includePendingChanges = false
     let (stays, matched) = try page(descriptor, offset: offset, limit: limit)
     return try run {
       try context.resolveFaults(stays)
@@ -72,6 +73,7 @@ extension TripStore {
       },
       sortBy: [SortDescriptor(\.position), SortDescriptor(\.id)])
     descriptor.relationshipKeyPathsForPrefetching = [\.trip]
+    descriptor.includePendingChanges = false
     let (items, matched) = try page(descriptor, offset: offset, limit: limit)
     return (items.compactMap { item in item.trip.map { (FieldValues(item), $0.id) } }, matched)
   }
@@ -126,7 +128,7 @@ extension TripStore {
     do {
       return try context.performExclusively {
         let trip = try context.fetch(
-          FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
+          FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }).storedOnly
         ).first
         var current: TripRecord?
         if let trip {
@@ -140,7 +142,7 @@ extension TripStore {
         try context.save()
         guard
           let saved = try context.fetch(
-            FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
+            FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }).storedOnly
           ).first
         else {
           throw TripPlannerError(
@@ -245,9 +247,9 @@ extension TripStore {
   public func hasPlanRows() throws -> Bool {
     let token = try context.currentHistoryToken()
     if let known = planRows, known.token == token { return known.exist }
-    var first = FetchDescriptor<BucketListItem>()
+    var first = FetchDescriptor<BucketListItem>().storedOnly
     first.fetchLimit = 1
-    var firstStay = FetchDescriptor<LivingAccommodation>()
+    var firstStay = FetchDescriptor<LivingAccommodation>().storedOnly
     firstStay.fetchLimit = 1
     let exist =
       try !context.fetchIdentifiers(first).isEmpty

@@ -365,7 +365,7 @@ extension TripStore {
     if let uuid = UUID(uuidString: text) {
       let trips = try run {
         try resolved(
-          context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid })))
+          context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == uuid }).storedOnly))
       }
       if let trip = trips.first { return trip }
       throw TripPlannerError(code: .notFound, message: "No trip has the id \(id).")
@@ -387,7 +387,8 @@ extension TripStore {
       try resolved(
         context.fetch(
           FetchDescriptor<Trip>(
-            predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) })))
+            predicate: #Predicate { $0.id >= lower && (!hasUpper || $0.id < bound) }
+          ).storedOnly))
     }
     let matches = candidates.filter {
       $0.id.lowercasedString.filter(\.isHexDigit).hasPrefix(digits)

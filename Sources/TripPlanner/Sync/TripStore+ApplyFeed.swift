@@ -165,6 +165,7 @@ extension TripStore {
         var descriptor = FetchDescriptor<Part>(
           predicate: Part.predicate(idIn: Array(all[start..<min(start + 500, all.count)])))
         descriptor.relationshipKeyPathsForPrefetching = [Part.tripPath]
+        descriptor.includePendingChanges = false
         for row in try context.fetch(descriptor) {
           if let trip = row.trip?.id { owners[row.id] = trip }
         }
@@ -194,7 +195,8 @@ extension TripStore {
   }
 
   private func localTrip(_ id: UUID) throws -> Trip? {
-    try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).first
+    try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }).storedOnly)
+      .first
   }
 
   /// One change of ``apply(_:)``, unsaved; `inserted` holds the trips inserted since the last
@@ -279,7 +281,7 @@ extension TripStore {
 
   /// The part with `id` here, its trip loaded; nil when there is none.
   private func localPart<Part: TripPlanPart>(_: Part.Type, id: UUID) throws -> Part? {
-    var descriptor = FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id]))
+    var descriptor = FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id])).storedOnly
     descriptor.relationshipKeyPathsForPrefetching = [Part.tripPath]
     return try context.fetch(descriptor).first
   }

@@ -215,11 +215,13 @@ extension TripStore {
   {
     let id = row.id
     if row.model == ObjectIdentifier(Trip.self) {
-      return try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
-        .first.flatMap { context.persistentIdentifier(for: $0) }
+      return try context.fetch(
+        FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }).storedOnly
+      )
+      .first.flatMap { context.persistentIdentifier(for: $0) }
     }
     func current<Part: TripPlanPart>(_: Part.Type) throws -> PersistentIdentifier? {
-      try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id])))
+      try context.fetch(FetchDescriptor<Part>(predicate: Part.predicate(idIn: [id])).storedOnly)
         .first.flatMap { context.persistentIdentifier(for: $0) }
     }
     guard let part = Trip.planParts.first(where: { ObjectIdentifier($0) == row.model }) else {
@@ -286,8 +288,10 @@ extension TripStore {
     isListed: (any PersistentModel, FeedRow) throws -> Bool
   ) throws -> [FeedChange] {
     guard
-      let trip = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }))
-        .first
+      let trip = try context.fetch(
+        FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id }).storedOnly
+      )
+      .first
     else { return [] }
     var rows: [FeedChange] = []
     // Loaded here, where a failure is thrown, not by the properties (which trap).
