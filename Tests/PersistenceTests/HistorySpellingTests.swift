@@ -69,7 +69,7 @@ struct HistorySpellingTests {
     // The transaction's other SwiftData members.
     let transaction = try #require(all.first)
     #expect(transaction.transactionIdentifier == first.value && transaction.id == first.value)
-    #expect(transaction.storeIdentifier == container.storeIdentifier.uuidString)
+    #expect(transaction.storeIdentifier == container.storeIdentifier.uuidString.lowercased())
   }
 
   @Test(
@@ -209,10 +209,11 @@ struct HistorySpellingTests {
         predicate: #Predicate { $0.token > token && $0.author == "app" && when < $0.timestamp }))
     #expect(whole.predicateInSQL && whole.sortInSQL && !whole.newestFirst)
     #expect(whole.conditions == ["t.token > ?", "t.author = ?", "t.timestamp > ?"])
-    #expect(whole.lowerBounds == [token])
+    #expect(whole.lowerBounds == [7] && whole.sqlStart == 7 && whole.tokens == [token])
     let part = HistoryQueryPlan(
       HistoryDescriptor(predicate: #Predicate { $0.changes.count == 2 && $0.token <= token }))
     #expect(!part.predicateInSQL && part.conditions == ["t.token <= ?"] && part.lowerBounds.isEmpty)
+    #expect(part.sqlStart == 0 && part.tokens == [token])
     let either = HistoryQueryPlan(
       HistoryDescriptor(predicate: #Predicate { $0.token > token || $0.author == "app" }))
     #expect(!either.predicateInSQL && either.conditions.isEmpty)
@@ -224,5 +225,152 @@ struct HistorySpellingTests {
     #expect(newest.sortInSQL && newest.newestFirst)
     sorted.sortBy = [SortDescriptor(\.timestamp)]
     #expect(!HistoryQueryPlan(sorted).sortInSQL)
+  }
+
+  /// A store with `count` transactions, each inserting a note (author "app"), and their tokens.
+  func transactions(_ count: Int, _ engine: TestEngine) throws -> (
+    ModelContext, [DefaultHistoryToken]
+  ) {
+    let context = ModelContext(try HistoryTests().makeContainer(engine))
+    context.author = "app"
+    for index in 0..<count {
+      context.insert(Note(key: "n\(index)", text: ""))
+      try context.save()
+    }
+    return (context, try context.fetchHistory().map(\.token))
+  }
+
+  @Test(
+    "tokens are checked wherever the predicate compares them: another store's under || or !, an expired lower bound Swift evaluates, >= a deleted one; the latest lower bound decides",
+    arguments: TestEngine.allCases)
+  func tokensCheckedEverywhere(engine: TestEngine) throws {
+    let (context, tokens) = try transactions(10, engine)
+    let foreign = DefaultHistoryToken(storeIdentifier: UUID(), value: 2)
+    for predicate in [
+      #Predicate<DefaultHistoryTransaction> { $0.token > foreign || $0.author == "zzz" },
+      #Predicate<DefaultHistoryTransaction> { !($0.token <= foreign) },
+    ] {
+      #expect {
+        try context.fetchHistory(HistoryDescriptor(predicate: predicate))
+      } throws: {
+        ($0 as? PersistenceError)?.code == .historyTokenForeign
+      }
+    }
+    #expect((foreign < tokens[2]) != (tokens[2] < foreign), "tokens of two stores are ordered")
+    try context.deleteHistory(before: tokens[7])  // 1–7 gone: the floor is token 8
+    let (t2, t7, t8) = (tokens[1], tokens[6], tokens[7])
+    for predicate in [
+      #Predicate<DefaultHistoryTransaction> { $0.token > t2 || $0.author == "zzz" },
+      #Predicate<DefaultHistoryTransaction> { $0.token >= t7 },
+      #Predicate<DefaultHistoryTransaction> { !($0.token <= t2) },
+    ] {
+      #expect {
+        try context.fetchHistory(HistoryDescriptor(predicate: predicate))
+      } throws: {
+        ($0 as? PersistenceError)?.code == .historyTokenExpired
+      }
+    }
+    #expect(
+      try context.fetchHistory(HistoryDescriptor(predicate: #Predicate { $0.token >= t8 })).count
+        == 3)
+    #expect(
+      try context.fetchHistory(
+        HistoryDescriptor(predicate: #Predicate { $0.token > t2 && $0.token > t8 })
+      ).count == 2)
+    var after = HistoryDescriptor(after: t8)
+    after.predicate = #Predicate { $0.token > t2 }
+    #expect(try context.fetchHistory(after).count == 2)
+  }
+
+  @Test(
+    "a negative fetchLimit is refused everywhere, never a crash nor everything deleted; deleting before a token never issued is refused",
+    arguments: TestEngine.allCases)
+  func limitsAndFutureTokens(engine: TestEngine) async throws {
+    let (context, tokens) = try transactions(3, engine)
+    var negative = HistoryDescriptor<DefaultHistoryTransaction>()
+    negative.fetchLimit = -1
+    var sorted = negative
+    sorted.sortBy = [SortDescriptor(\.timestamp)]
+    for descriptor in [negative, sorted] {
+      for run in [
+        { _ = try context.fetchHistory(descriptor) },
+        { try context.deleteHistory(descriptor) },
+        { try context.enumerateHistory(negative) { _, _ in } },
+      ] {
+        #expect {
+          try run()
+        } throws: {
+          ($0 as? PersistenceError)?.code == .invalidValue
+        }
+      }
+    }
+    await #expect {
+      for try await _ in context.container.historyUpdates(negative) {}
+    } throws: {
+      ($0 as? PersistenceError)?.code == .invalidValue
+    }
+    let future = DefaultHistoryToken(
+      storeIdentifier: context.container.storeIdentifier, value: 1000)
+    #expect {
+      try context.deleteHistory(before: future)
+    } throws: {
+      ($0 as? PersistenceError)?.code == .historyTokenUnknown
+    }
+    #expect(try context.fetchHistory().map(\.token) == tokens)
+    #expect(try context.currentHistoryToken() == tokens[2])
+  }
+
+  @Test(
+    "deleting the history of some models keeps the other models' changes in the same transactions",
+    arguments: TestEngine.allCases)
+  func deleteSomeModels(engine: TestEngine) throws {
+    let context = ModelContext(try HistoryTests().makeContainer(engine))
+    context.insert(Note(key: "a", text: ""))
+    context.insert(Sample())
+    try context.save()
+    context.insert(Sample())
+    try context.save()
+    context.insert(Note(key: "b", text: ""))
+    try context.save()
+    try context.deleteHistory(HistoryDescriptor(modelTypes: [Note.self]))
+    let left = try context.fetchHistory()
+    #expect(
+      left.map { $0.changes.map(\.changedPersistentIdentifier.entityName) } == [
+        ["samples"], ["samples"],
+      ])
+  }
+
+  @Test(
+    "historyUpdates: a fetchLimit is a page, everything waiting is delivered; a predicate's lower bound does not end the stream when history it delivered is deleted; an author is matched as Swift matches strings",
+    arguments: TestEngine.allCases)
+  func streams(engine: TestEngine) async throws {
+    let (context, tokens) = try transactions(6, engine)
+    var paged = HistoryDescriptor(after: tokens[0])
+    paged.fetchLimit = 2
+    var received: [DefaultHistoryToken] = []
+    for try await transaction in context.container.historyUpdates(paged) {
+      received.append(transaction.token)
+      if received.count == 5 { break }
+    }
+    #expect(received == Array(tokens[1...]))
+
+    let first = tokens[0]
+    let stream = context.container.historyUpdates(
+      HistoryDescriptor(predicate: #Predicate { $0.token > first }))
+    var iterator = stream.makeAsyncIterator()
+    for _ in 1..<6 { _ = try await iterator.next() }
+    try context.deleteHistory(before: tokens[3])
+    context.insert(Note(key: "later", text: ""))
+    try context.save()
+    let next = try await iterator.next()
+    #expect(next?.token.value == tokens[5].value + 1)
+
+    let composed = ModelContext(context.container)
+    composed.author = "cafe\u{301}"
+    composed.insert(Note(key: "café", text: ""))
+    try composed.save()
+    #expect(
+      try context.fetchHistory(HistoryDescriptor(predicate: #Predicate { $0.author == "café" }))
+        .count == 1)
   }
 }

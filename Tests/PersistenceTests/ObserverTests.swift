@@ -474,6 +474,11 @@ extension HistoryObserverTests {
     #expect(waiting.eventCounter == 1, "b's insert; not the Sample's, not Server's")
     let everything = try HistoryObserver(historyTokens: tokens, modelContainer: container)
     #expect(everything.eventCounter == 3)
+    let id = container.storeIdentifier.uuidString
+    let mixedCase = String(id.prefix(4)).lowercased() + id.dropFirst(4)
+    #expect(
+      try HistoryObserver(historyTokens: [mixedCase: start], modelContainer: container)
+        .eventCounter == 3, "a store identifier in any case")
     let otherStore = try HistoryObserver(
       historyTokens: [UUID().uuidString: start], modelContainer: container)
     #expect(otherStore.eventCounter == 0, "no token for this store: from now on")

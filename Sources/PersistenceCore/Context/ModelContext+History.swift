@@ -56,7 +56,9 @@ extension ModelContext {
     return transactions
   }
 
-  /// Deletes the transactions `descriptor` selects: SwiftData's `deleteHistory(_:)`.
+  /// Deletes the transactions `descriptor` selects: SwiftData's `deleteHistory(_:)`. With
+  /// ``HistoryDescriptor/entityNames`` (model types), only those models' changes are deleted,
+  /// and a transaction left without a change.
   ///
   /// A token before the newest transaction deleted then expires: history fetched after it
   /// throws ``PersistenceError/Code/historyTokenExpired``, since transactions after it are gone
@@ -70,6 +72,10 @@ extension ModelContext {
   public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
     let tokens = try fetchHistory(descriptor).map(\.token.value).sorted()
     guard let newest = tokens.last else { return }
+    // With model types, only their changes go; a transaction left without any goes too.
+    let entities = descriptor.entityNames.map { $0.sorted() } ?? []
+    let entityList = Array(repeating: "?", count: entities.count).joined(separator: ", ")
+    let ofEntities = entities.isEmpty ? "" : " AND entity IN (\(entityList))"
     let database = try connection()
     try database.beginWriting()
     do {
@@ -78,13 +84,23 @@ extension ModelContext {
         let batch = tokens[start..<min(start + 500, tokens.count)]
         start += 500
         let list = Array(repeating: "?", count: batch.count).joined(separator: ", ")
-        for sql in [
-          "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token IN (\(list)))",
-          "DELETE FROM _history_changes WHERE token IN (\(list))",
-          "DELETE FROM _history_transactions WHERE token IN (\(list))",
+        for (sql, byEntity) in [
+          (
+            "DELETE FROM _history_tombstones WHERE change IN (SELECT id FROM _history_changes WHERE token IN (\(list))\(ofEntities))",
+            true
+          ),
+          ("DELETE FROM _history_changes WHERE token IN (\(list))\(ofEntities)", true),
+          (
+            "DELETE FROM _history_transactions WHERE token IN (\(list))"
+              + (entities.isEmpty
+                ? ""
+                : " AND NOT EXISTS (SELECT 1 FROM _history_changes c WHERE c.token = _history_transactions.token)"),
+            false
+          ),
         ] {
           let statement = try database.prepare(sql)
-          statement.bindValues(batch.map { .integer($0) })
+          statement.bindValues(
+            batch.map { .integer($0) } + (byEntity ? entities.map { .text($0) } : []))
           try statement.run()
         }
       }
@@ -106,6 +122,15 @@ extension ModelContext {
   public func deleteHistory(before token: DefaultHistoryToken) throws -> Int {
     try check(token)
     let database = try connection()
+    // One past the last issued deletes everything; further would expire tokens not issued.
+    let latest = try database.lastIssuedHistoryToken()
+    guard token.value <= latest + 1 else {
+      throw PersistenceError(
+        code: .historyTokenUnknown,
+        message:
+          "The history token \(token) is newer than this store's history, which ends at \(latest): deleting before it would expire tokens the store has not issued. Nothing was deleted."
+      )
+    }
     try database.beginWriting()
     var deleted = 0
     do {
@@ -386,31 +411,39 @@ extension ModelContext {
     }
   }
 
-  /// The value after which `descriptor`'s history starts (0 for all kept), and each token it
-  /// or its predicate compares with checked: of this store, not expired, not newer than any
-  /// issued.
+  /// The value after which `descriptor`'s history starts (0 for all kept), and the tokens it
+  /// and its predicate hold checked: every one of this store; the start the query reads from
+  /// (the descriptor's token, or the latest lower bound its SQL sets), and, when that start
+  /// is in deleted history, every lower bound the predicate sets anywhere, not expired; no
+  /// lower bound newer than any token issued. A negative `fetchLimit` is refused.
   private func historyStart(
     _ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, _ plan: HistoryQueryPlan,
     _ database: any StoreConnection
   ) throws -> Int64 {
+    if let limit = descriptor.fetchLimit, limit < 0 {
+      throw PersistenceError(
+        code: .invalidValue,
+        message: "A history descriptor's fetchLimit is \(limit); give 0 or more, or nil for all.")
+    }
+    if let token = descriptor.token { try check(token) }
     for token in plan.tokens { try check(token) }
-    let tokens = (descriptor.token.map { [$0] } ?? []) + plan.lowerBounds
-    guard let oldest = tokens.min() else { return 0 }
-    for token in tokens { try check(token) }
+    let start = max(descriptor.token?.value ?? 0, plan.sqlStart)
+    let bounds = (descriptor.token.map { [$0.value] } ?? []) + plan.lowerBounds
+    guard !bounds.isEmpty else { return descriptor.token?.value ?? 0 }
     let floor = try historyFloor(database)
-    guard oldest.value >= floor - 1 else {
+    if start < floor - 1, let expired = bounds.filter({ $0 < floor - 1 }).min() {
       throw PersistenceError(
         code: .historyTokenExpired,
         message:
-          "The history token \(oldest) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
+          "The history token \(DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: expired)) has expired: the store no longer keeps the history after it (history before \(floor) was deleted). Refetch everything, then continue from the current token."
       )
     }
     let latest = try database.lastIssuedHistoryToken()
-    if let newest = tokens.max(), newest.value > latest {
+    if let newest = bounds.max(), newest > latest {
       throw PersistenceError(
         code: .historyTokenUnknown,
         message:
-          "The history token \(newest) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
+          "The history token \(DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: newest)) is newer than this store's history, which ends at \(latest): it was not issued by this copy of the store (was the store restored from an older backup?). Take a full copy instead of resuming from it."
       )
     }
     return descriptor.token?.value ?? 0

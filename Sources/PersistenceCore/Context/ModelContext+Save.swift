@@ -546,7 +546,8 @@ final class HistoryWriter {
   func begin(author: String?, timestamp: Date) throws {
     let statement = try database.cachedInsert(
       "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)", keyColumn: "token")
-    if let author { statement.bindText(author, at: 1) } else { statement.bindNull(1) }
+    // NFC, as stored text is: a history predicate's `author ==` runs in SQL on the bytes.
+    if let author { statement.bindText(author.nfc, at: 1) } else { statement.bindNull(1) }
     statement.bindDouble(timestamp.timeIntervalSinceReferenceDate, at: 2)
     try statement.run()
     token = try database.lastInsertedKey

@@ -68,11 +68,15 @@ struct HistoryQueryPlan {
   /// The conditions on `_history_transactions` (aliased `t`), with their bindings.
   var conditions: [String] = []
   var bindings: [SQLValue] = []
-  /// Tokens the predicate compares with: each is checked to be of this store.
+  /// Every token the predicate holds, wherever: each is checked to be of this store.
   var tokens: [DefaultHistoryToken] = []
-  /// Those the transactions must come after (`>`, `>=`, `==`), checked as a descriptor's token
-  /// is: not expired, not newer than any issued.
-  var lowerBounds: [DefaultHistoryToken] = []
+  /// The positions the transactions must come after by the predicate (a `>` bound as it is,
+  /// a `>=` or `==` bound one less), wherever it compares the token, SQL's parts or Swift's:
+  /// checked as a descriptor's token is (not expired, not newer than any issued), unless the
+  /// SQL starts after the expired history anyway.
+  var lowerBounds: [Int64] = []
+  /// The position the SQL conditions start after (0 when they set no lower bound).
+  var sqlStart: Int64 = 0
   /// Whether SQL decides the whole predicate (else it is evaluated on each transaction).
   var predicateInSQL = true
   /// Whether SQL gives the whole order.
@@ -87,6 +91,10 @@ struct HistoryQueryPlan {
       } else {
         predicateInSQL = false
       }
+      var walk = HistoryTokenWalk()
+      walk.visit(predicate.expression, negated: false)
+      tokens = walk.tokens
+      lowerBounds = walk.lowerBounds
     }
     for (index, sort) in descriptor.sortBy.enumerated() {
       let byToken =
@@ -177,14 +185,18 @@ extension HistoryQueryPlan {
     case (.token, .token(let token)):
       conditions.append("t.token \(sql) ?")
       bindings.append(.integer(token.value))
-      tokens.append(token)
-      if sql != "<" && sql != "<=" { lowerBounds.append(token) }
+      switch sql {
+      case ">": sqlStart = max(sqlStart, token.value)
+      case ">=", "=": sqlStart = max(sqlStart, token.value - 1)
+      default: break
+      }
     case (.timestamp, .date(let date)):
       conditions.append("t.timestamp \(sql) ?")
       bindings.append(.real(date.timeIntervalSinceReferenceDate))
     case (.author, .author(let author?)):
+      // Authors are recorded NFC: compared as Swift compares strings (canonical equivalence).
       conditions.append("t.author = ?")
-      bindings.append(.text(author))
+      bindings.append(.text(author.nfc))
     case (.author, .author(nil)):
       conditions.append("t.author IS NULL")
     default:
@@ -225,5 +237,91 @@ private func historyValue(_ expression: Any, for column: HistoryColumn) -> Histo
     (expression as? PredicateExpressions.Value<String?>).map { .author($0.value) }
       ?? (expression as? PredicateExpressions.Value<String>).map { .author($0.value) }
       ?? (expression is PredicateExpressions.NilLiteral<String> ? .author(nil) : nil)
+  }
+}
+
+/// A walk of a history predicate's whole tree for the tokens it holds and the lower bounds it
+/// sets on the token (through `!`, `&&`, `||` and any other node), so that no token escapes
+/// the checks because Swift, not SQL, evaluates its comparison. O(nodes), by reflection.
+struct HistoryTokenWalk {
+  var tokens: [DefaultHistoryToken] = []
+  var lowerBounds: [Int64] = []
+
+  mutating func visit(_ node: Any, negated: Bool) {
+    if let value = node as? PredicateExpressions.Value<DefaultHistoryToken> {
+      tokens.append(value.value)
+      return
+    }
+    if let bound = node as? any HistoryTokenBound, let found = bound.lowerBound(negated: negated) {
+      lowerBounds.append(found)
+    }
+    let flips = node is any HistoryNegation
+    for child in Mirror(reflecting: node).children {
+      visit(child.value, negated: flips ? !negated : negated)
+    }
+  }
+}
+
+/// A `!` node: the bounds below it point the other way.
+protocol HistoryNegation {}
+extension PredicateExpressions.Negation: HistoryNegation {}
+
+/// A node that may bound the token from below.
+protocol HistoryTokenBound {
+  /// The position the token must come after, as the node bounds it (a `>=` bound one less),
+  /// under `negated` `!`s; nil when it sets no lower bound.
+  func lowerBound(negated: Bool) -> Int64?
+}
+
+extension PredicateExpressions.Comparison: HistoryTokenBound {
+  func lowerBound(negated: Bool) -> Int64? {
+    // Normalized to `token OP value`.
+    var op = op
+    var value: DefaultHistoryToken
+    if historyColumn(lhs) == .token, case .token(let token)? = historyValue(rhs, for: .token) {
+      value = token
+    } else if historyColumn(rhs) == .token,
+      case .token(let token)? = historyValue(lhs, for: .token)
+    {
+      value = token
+      op =
+        switch op {
+        case .lessThan: .greaterThan
+        case .lessThanOrEqual: .greaterThanOrEqual
+        case .greaterThan: .lessThan
+        case .greaterThanOrEqual: .lessThanOrEqual
+        @unknown default: op
+        }
+    } else {
+      return nil
+    }
+    if negated {
+      op =
+        switch op {
+        case .lessThan: .greaterThanOrEqual
+        case .lessThanOrEqual: .greaterThan
+        case .greaterThan: .lessThanOrEqual
+        case .greaterThanOrEqual: .lessThan
+        @unknown default: op
+        }
+    }
+    switch op {
+    case .greaterThan: return value.value
+    case .greaterThanOrEqual: return value.value - 1
+    default: return nil
+    }
+  }
+}
+
+extension PredicateExpressions.Equal: HistoryTokenBound {
+  func lowerBound(negated: Bool) -> Int64? {
+    guard !negated else { return nil }
+    if historyColumn(lhs) == .token, case .token(let token)? = historyValue(rhs, for: .token) {
+      return token.value - 1
+    }
+    if historyColumn(rhs) == .token, case .token(let token)? = historyValue(lhs, for: .token) {
+      return token.value - 1
+    }
+    return nil
   }
 }

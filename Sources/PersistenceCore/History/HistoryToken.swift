@@ -22,9 +22,15 @@ public struct DefaultHistoryToken: HistoryToken, CustomStringConvertible {
     self.value = value
   }
 
-  /// Orders tokens by position (tokens of different stores are not meaningfully ordered).
+  /// Orders the tokens of a store by position. Tokens of different stores are ordered by
+  /// their stores' identifiers, which says nothing of their history: never equal, so that the
+  /// order agrees with `==` (history refuses another store's token,
+  /// ``PersistenceError/Code/historyTokenForeign``).
   public static func < (lhs: DefaultHistoryToken, rhs: DefaultHistoryToken) -> Bool {
-    lhs.value < rhs.value
+    guard lhs.storeIdentifier == rhs.storeIdentifier else {
+      return lhs.storeIdentifier.uuidString < rhs.storeIdentifier.uuidString
+    }
+    return lhs.value < rhs.value
   }
 
   /// `<store>:<position>`, the form the CLI prints and accepts.

@@ -39,8 +39,9 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
   public var transactionIdentifier: Int64 { token.value }
   /// The transaction's position in its store's history.
   public var id: Int64 { token.value }
-  /// The identifier of the store the transaction belongs to, as text.
-  public var storeIdentifier: String { token.storeIdentifier.uuidString }
+  /// The identifier of the store the transaction belongs to, as text (lowercase, as a token's
+  /// ``DefaultHistoryToken/description`` writes it).
+  public var storeIdentifier: String { token.storeIdentifier.uuidString.lowercased() }
   /// SwiftData's bundle identifier of the program that saved. This store does not record
   /// which program wrote a transaction: it is always empty. Tell writers apart by
   /// ``author``.

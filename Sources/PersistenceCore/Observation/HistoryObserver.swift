@@ -59,7 +59,7 @@ public final class HistoryObserver: Observable, Sendable {
   ///
   /// - Parameters:
   ///   - historyTokens: Where each store's history was last read, by store identifier
-  ///     (``DefaultHistoryTransaction/storeIdentifier``). When this store's is given, the
+  ///     (``DefaultHistoryTransaction/storeIdentifier``, in any case). When this store's is given, the
   ///     matching transactions already after it are counted at once; nil or no entry for this
   ///     store counts only what commits from now on.
   ///   - observedModels: Count only transactions that change these models; empty for all.
@@ -79,9 +79,11 @@ public final class HistoryObserver: Observable, Sendable {
     let modelTypes = observedModels.isEmpty ? nil : observedModels
     try self.init(
       container: modelContainer, authors: authors.isEmpty ? nil : authors, modelTypes: modelTypes)
+    let store = modelContainer.storeIdentifier.uuidString
     guard
-      let given = historyTokens?[modelContainer.storeIdentifier.uuidString]
-        ?? historyTokens?[modelContainer.storeIdentifier.uuidString.lowercased()]
+      let given = historyTokens?.first(where: {
+        $0.key.caseInsensitiveCompare(store) == .orderedSame
+      })?.value
     else { return }
     guard let token = given as? DefaultHistoryToken else {
       throw PersistenceError(

@@ -19,8 +19,12 @@ extension ModelContainer {
   /// and when the store cannot be read. It stops following when the task iterating it is
   /// cancelled or the sequence is released.
   ///
-  /// Cost: after each commit, one history query after the last token delivered, O(new
-  /// transactions + their changes); nothing per transaction already delivered.
+  /// A `fetchLimit` is the size of a page: each commit delivers everything new, a page at a
+  /// time. A negative one ends the sequence with ``PersistenceError/Code/invalidValue``.
+  ///
+  /// Cost: after each commit, one history query after the last token read (delivered or
+  /// left out by the descriptor), O(new transactions + their changes), and one read of the
+  /// newest token; nothing per transaction already read.
   public func historyUpdates(
     _ descriptor: HistoryDescriptor<DefaultHistoryTransaction> = HistoryDescriptor()
   )
@@ -46,11 +50,29 @@ extension ModelContainer {
         queue.async {
           guard !finished.load(ordering: .relaxed) else { return }
           do {
-            var query = descriptor
-            query.token = last.withLock { $0 }
-            for transaction in try context.value.fetchHistory(query) {
-              continuation.yield(transaction)
-              last.withLock { $0 = transaction.token }
+            while true {
+              var query = descriptor
+              query.token = last.withLock { $0 }
+              // The matches and the newest token read in one snapshot: every transaction up
+              // to that token was scanned, so a filter's misses are not read again.
+              let (transactions, scanned) = try context.value.withSnapshot {
+                (
+                  try context.value.fetchHistory(query),
+                  try context.value.currentHistoryToken()
+                )
+              }
+              for transaction in transactions {
+                continuation.yield(transaction)
+                last.withLock { $0 = transaction.token }
+              }
+              // A full page (`fetchLimit`): more may be waiting; read on.
+              if let limit = descriptor.fetchLimit, limit > 0, transactions.count == limit {
+                continue
+              }
+              last.withLock { token in
+                if (token?.value ?? 0) < scanned.value { token = scanned }
+              }
+              break
             }
           } catch {
             finished.store(true, ordering: .relaxed)
