@@ -87,10 +87,66 @@ struct PendingInsertTests {
     #expect(try context.fetch(FetchDescriptor<Note>()).map(\.key) == ["a", "c", "e", "d"])
     #expect(try context.fetchCount(FetchDescriptor<Note>()) == 4)
 
+    // An evaluation that throws is no match, as SQL's NULL is: the same answer saved or not.
     let sample = ModelContext(try HistoryTests().makeContainer(engine))
+    let stored = Sample()
+    stored.note = "x"
+    sample.insert(stored)
+    try sample.save()
     sample.insert(Sample())  // note is nil
     let unwrapping = FetchDescriptor<Sample>(predicate: #Predicate { $0.note! == "x" })
-    #expect(throws: (any Error).self) { try sample.fetch(unwrapping) }
-    #expect(throws: (any Error).self) { try sample.fetchCount(unwrapping) }
+    #expect(try sample.fetch(unwrapping).map(\.note) == ["x"])
+    #expect(try sample.fetchCount(unwrapping) == 1)
+    // Integer arithmetic could trap in Swift where SQL answers: refused while inserts wait.
+    let overflowing = Sample()
+    overflowing.count = .max
+    sample.insert(overflowing)
+    let arithmetic = FetchDescriptor<Sample>(predicate: #Predicate { $0.count + 1 > 5 })
+    #expect {
+      try sample.fetch(arithmetic)
+    } throws: {
+      ($0 as? PersistenceError)?.code == .unsupportedPredicate
+    }
+    var storedOnly = arithmetic
+    storedOnly.includePendingChanges = false
+    #expect(try sample.fetch(storedOnly).isEmpty)
+  }
+
+  @Test(
+    "negative windows read as SQL reads them; a stored model's unsaved edit does not move it; pages are of stored models",
+    arguments: TestEngine.allCases)
+  func windowsEditsAndPages(engine: TestEngine) throws {
+    let context = try context(engine)
+    var negative = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)])
+    negative.fetchOffset = -1
+    #expect(try context.fetch(negative).map(\.key) == ["a", "b", "c", "d", "e"])
+    #expect(try context.fetchCount(negative) == 5)
+    #expect(try context.fetchIdentifiers(negative).count == 5)
+    negative.fetchOffset = nil
+    negative.fetchLimit = -1
+    #expect(try context.fetch(negative).count == 5 && context.fetchCount(negative) == 5)
+
+    let a = try #require(
+      context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)])).first)
+    a.key = "z"
+    // The stored ones keep the store's order (by their stored keys: a, c, e); an inserted one
+    // is placed by comparing it with their current values.
+    let keys = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)]))
+      .map(\.key)
+    #expect(keys.filter { ["z", "c", "e"].contains($0) } == ["z", "c", "e"])
+    #expect(keys.count == 5 && keys.filter { ["b", "d"].contains($0) } == ["b", "d"])
+    // Identifiers without a sort load no model.
+    let fresh = ModelContext(context.container)
+    fresh.insert(Note(key: "d", text: "new"))
+    fresh.insert(Note(key: "b", text: "new"))
+    let identifiers = try fresh.fetchIdentifiers(FetchDescriptor<Note>())
+    #expect(identifiers.map(\.isTemporary) == [false, false, false, true, true])
+    #expect(fresh.registeredCount == 2, "the two inserted; no stored note loaded")
+
+    var page = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.key)])
+    #expect(try fresh.fetchPage(page).matched == 3)
+    page.fetchLimit = 10
+    #expect(try fresh.fetchPage(page).matched == 3)
+    #expect(try fresh.fetchModelsPage(page).models.map(\.key) == ["a", "c", "e"])
   }
 }

@@ -22,9 +22,11 @@ extension ModelContext {
         stored.includePendingChanges = false
         stored.fetchLimit = nil
         stored.fetchOffset = nil
+        // A negative offset is none and a negative limit no limit, as the SQL window reads them.
         let all = try fetchCount(stored) + inserted
-        let past = max(all - (descriptor.fetchOffset ?? 0), 0)
-        return descriptor.fetchLimit.map { min(past, $0) } ?? past
+        let past = max(all - max(descriptor.fetchOffset ?? 0, 0), 0)
+        guard let limit = descriptor.fetchLimit, limit >= 0 else { return past }
+        return min(past, limit)
       }
     }
     let entity = try entity(for: Model.self)

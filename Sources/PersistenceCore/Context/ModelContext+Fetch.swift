@@ -296,13 +296,22 @@ extension ModelContext {
     if !pendingInserts.isEmpty, descriptor.includePendingChanges {
       let inserted = try pendingInserts(matching: descriptor)
       if !inserted.isEmpty {
-        return try merging(inserted, into: descriptor).map { model in
-          if let key = registration(for: model)?.primaryKey {
-            return PersistentIdentifier(
-              storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: key)
-          }
-          return PersistentIdentifier(temporaryFor: model, entityName: entity.name)
+        let widened = widenedForMerge(descriptor)
+        func identifier(_ key: Int64) -> PersistentIdentifier {
+          PersistentIdentifier(
+            storeIdentifier: container.storeIdentifier, entityName: entity.name, primaryKey: key)
         }
+        // Models are loaded only when a sort must compare them with the inserted ones.
+        let stored: [(element: PersistentIdentifier, model: Model?)] =
+          descriptor.sortBy.isEmpty
+          ? try fetchPrimaryKeys(widened).map { (identifier($0), nil) }
+          : try fetch(widened).map { model in
+            (identifier(registration(for: model)?.primaryKey ?? 0), model)
+          }
+        return merged(
+          stored,
+          inserted.map { (PersistentIdentifier(temporaryFor: $0, entityName: entity.name), $0) },
+          descriptor)
       }
     }
     return try fetchPrimaryKeys(descriptor).map {

@@ -16,6 +16,9 @@ extension ModelContext {
   /// ``FetchDescriptor/localizedStandardSorts`` order (collations that call back into Swift),
   /// it answers with those two queries instead.
   ///
+  /// A page is of stored models: the context's unsaved inserts are not in it, whatever
+  /// ``FetchDescriptor/includePendingChanges`` says.
+  ///
   /// Cost: O(m log k) time for m matching rows and k = offset + limit, O(k) memory; a row that
   /// sorts after the page is dismissed on its first sort column alone in most cases.
   ///
@@ -34,10 +37,12 @@ extension ModelContext {
         }, page.matched
       )
     }
-    var unpaged = descriptor
+    var stored = descriptor
+    stored.includePendingChanges = false
+    var unpaged = stored
     unpaged.fetchLimit = nil
     unpaged.fetchOffset = nil
-    return (try fetchIdentifiers(descriptor), try fetchCount(unpaged))
+    return (try fetchIdentifiers(stored), try fetchCount(unpaged))
   }
 
   /// One page of the models matching `descriptor` and how many match in all, as
@@ -58,10 +63,12 @@ extension ModelContext {
       if let page = try pageKeys(descriptor, entity: entity) {
         return (try models(primaryKeys: page.keys, entity: entity), page.matched)
       }
-      var unpaged = descriptor
+      var stored = descriptor
+      stored.includePendingChanges = false
+      var unpaged = stored
       unpaged.fetchLimit = nil
       unpaged.fetchOffset = nil
-      return (try fetch(descriptor), try fetchCount(unpaged))
+      return (try fetch(stored), try fetchCount(unpaged))
     }
   }
 

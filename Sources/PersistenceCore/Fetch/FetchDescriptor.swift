@@ -32,16 +32,22 @@ public struct FetchDescriptor<Model: PersistentModel>: Sendable {
   /// Foundation's `SortDescriptor` has no comparator that could say this (only `.lexical`).
   public var localizedStandardSorts: [KeyPath<Model, String> & Sendable] = []
   /// Whether models inserted in the context and not yet saved are included, as SwiftData's
-  /// (true by default): those that match the predicate, evaluated in Swift, join the stored
-  /// ones in the descriptor's order (after the stored ones they tie with, in insertion order),
-  /// before the window applies. Models deleted and not saved are always left out; a saved
-  /// model's unsaved changes do not move it (the store's values are matched and sorted).
-  /// Honoured by ``ModelContext/fetch(_:)``, ``ModelContext/fetchCount(_:)`` and
-  /// ``ModelContext/fetchIdentifiers(_:)``.
+  /// (true by default): those that match the predicate, evaluated in Swift (an evaluation that
+  /// throws is no match, as SQL's `NULL` is), join the stored ones in the descriptor's order
+  /// (after the stored ones they tie with, in insertion order), before the window applies.
+  /// Models deleted and not saved are always left out. Unlike SwiftData's, a saved model's
+  /// unsaved changes neither match nor move it: the store's values are matched and sorted
+  /// (an inserted model is placed by comparing it with the stored models' current values).
+  /// A predicate with integer arithmetic is refused while there are unsaved inserts of the
+  /// model (Swift's evaluation could trap where SQL answers). Honoured by
+  /// ``ModelContext/fetch(_:)``, ``ModelContext/fetchCount(_:)`` and
+  /// ``ModelContext/fetchIdentifiers(_:)``; pages, sections, enumerations, values and
+  /// observers read stored models only.
   ///
-  /// Cost: nothing while the context has no unsaved insert; else O(unsaved inserts) to find
-  /// the model's, and when any matches, the stored models up to the window's end are fetched,
-  /// then sorted with them in Swift.
+  /// Cost: nothing while the context has no unsaved insert; else O(unsaved inserts) per call
+  /// to find the model's and evaluate the predicate on them (a loop that fetches before each
+  /// insert is quadratic: set it false there), and when any matches, the stored models up to
+  /// the window's end are fetched (for identifiers with a sort, loaded) and merged with them.
   public var includePendingChanges = true
   /// At most this many models.
   public var fetchLimit: Int?
