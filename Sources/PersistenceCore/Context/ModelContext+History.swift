@@ -64,9 +64,9 @@ extension ModelContext {
   /// throws ``PersistenceError/Code/historyTokenExpired``, since transactions after it are gone
   /// (a reader that has seen everything up to that transaction reads on).
   ///
-  /// Cost: the fetch of ``fetchHistory(_:)`` (tokens only when the descriptor needs no
-  /// changes), then per 500 transactions one delete of their tombstones, changes and
-  /// transactions, in one write transaction.
+  /// Cost: the fetch of ``fetchHistory(_:)`` (changes and tombstones read, which the
+  /// predicate and the model types may need), then per 500 transactions one delete of their
+  /// tombstones, changes and transactions, in one write transaction.
   ///
   /// - Throws: the errors of ``fetchHistory(_:)``.
   public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {

@@ -31,15 +31,12 @@ extension ModelContext {
           "The predicate on \(Model.self) computes with numbers, which Swift cannot evaluate on the context's unsaved inserts without the risk of stopping the program (an overflow, a division by zero) where SQL answers. Save first, or set includePendingChanges to false."
       )
     }
-    var matching = candidates.filter { (try? descriptor.matches($0)) == true }
-    if !descriptor.sortBy.isEmpty, matching.count > 1 {
-      let order = Dictionary(
-        uniqueKeysWithValues: matching.enumerated().map { (ObjectIdentifier($1), Int64($0)) })
-      matching.sort { a, b in
-        descriptor.precedes(a, order[ObjectIdentifier(a)]!, b, order[ObjectIdentifier(b)]!)
-      }
-    }
-    return matching
+    let matching = candidates.filter { (try? descriptor.matches($0)) == true }
+    guard !descriptor.sortBy.isEmpty, matching.count > 1 else { return matching }
+    // Insertion order breaks ties.
+    return matching.enumerated().sorted { a, b in
+      descriptor.precedes(a.element, Int64(a.offset), b.element, Int64(b.offset))
+    }.map(\.element)
   }
 
   /// `stored`, the window's stored models in the store's order, merged with the unsaved

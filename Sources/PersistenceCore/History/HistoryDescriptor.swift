@@ -96,18 +96,14 @@ struct HistoryQueryPlan {
       tokens = walk.tokens
       lowerBounds = walk.lowerBounds
     }
-    for (index, sort) in descriptor.sortBy.enumerated() {
+    // Only the first sort can decide: the token is unique, so none after it ever does.
+    if let sort = descriptor.sortBy.first {
       let byToken =
         sort.keyPath == \DefaultHistoryTransaction.token
         || sort.keyPath == \DefaultHistoryTransaction.transactionIdentifier
         || sort.keyPath == \DefaultHistoryTransaction.id
-      guard byToken else {
-        sortInSQL = false
-        break
-      }
-      // A later sort key after the token never decides (tokens are unique).
-      if index == 0 { newestFirst = sort.order == .reverse }
-      break
+      sortInSQL = byToken
+      newestFirst = byToken && sort.order == .reverse
     }
   }
 }
