@@ -19,9 +19,13 @@ struct ModelEmitter {
   /// `var x: X?` of a type the macro cannot see (`_OptionalProperty`), a to-one or an
   /// attribute as the compiler finds.
   let loadsByRow: Bool
+  /// The superclass, when the class is a subclass of a model (it inherits `PersistentModel`):
+  /// the first type of its inheritance clause.
+  let superclass: TypeSyntax?
 
-  init(_ model: ModelDeclaration) {
+  init(_ model: ModelDeclaration, superclass: TypeSyntax? = nil) {
     self.model = model
+    self.superclass = superclass
     persisted = model.properties.filter { !$0.isTransient && $0.relationship == nil }
     relationships = model.properties.filter { $0.relationship != nil }
     loadsByRow =
@@ -29,7 +33,7 @@ struct ModelEmitter {
         if case .codable = $0.storage { return true }
         return false
       } && relationships.allSatisfy(\.isLinkedOnFirstUse)
-      && !persisted.contains(where: \.isUndeclaredOptional)
+      && !persisted.contains(where: \.isUndeclaredOptional) && superclass == nil
   }
 
   var typeName: TokenSyntax { .identifier(model.name) }
@@ -42,8 +46,23 @@ struct ModelEmitter {
       })
   }
 
+  /// `private` for a final class; else the class's access and `private(set)`, as the accessors
+  /// of its subclasses read it.
+  var linkOriginModifiers: DeclModifierListSyntax {
+    guard !model.isFinal else {
+      return [DeclModifierSyntax(name: .keyword(.private, trailingTrivia: .space))]
+    }
+    return modifiers()
+      + [
+        DeclModifierSyntax(
+          name: .keyword(.private), detail: DeclModifierDetailSyntax(detail: .identifier("set")),
+          trailingTrivia: .space)
+      ]
+  }
+
   /// Every member, in the order the expansion shows them.
   var members: [DeclSyntax] {
+    if superclass != nil { return subclassMembers }
     var members: [DeclSyntax] = [
       """
       /// Tells observers of this model's properties (a registrar made on first use).
@@ -52,10 +71,10 @@ struct ModelEmitter {
       schema,
       """
       /// The context and row this model is in, set by the store through `linkOriginSlot`
-      /// (written by `@Model`). Private, set for each row loaded and read for each link made:
+      /// (written by `@Model`). Set for each row loaded and read for each link made:
       /// unchecked for exclusivity, as no access overlaps another (a check costs about 100
-      /// instructions an access).
-      @exclusivity(unchecked) private var _$linkOrigin = PersistenceCore.LinkOrigin()
+      /// instructions an access). Read by the accessors of subclasses.
+      @exclusivity(unchecked) \(linkOriginModifiers)var _$linkOrigin = PersistenceCore.LinkOrigin()
       """,
       """
       /// The context and row this model is in: where its relationships load from, its
@@ -75,6 +94,16 @@ struct ModelEmitter {
     ]
     if loadsByRow { members.append(rowLoader) }
     members += [emptyInitializer, makeForLoading]
+    if !model.isFinal {
+      members += [
+        inheritedDeclarations,
+        """
+        /// None: a root model's schema is ``schema`` (written by `@Model`; each subclass
+        /// overrides it).
+        \(modifiers(.class))var _$subclassSchema: Any? { nil }
+        """,
+      ]
+    }
     if !model.declaresID {
       members.append(
         """
@@ -98,12 +127,108 @@ struct ModelEmitter {
     return members
   }
 
+  /// The members of a subclass of a model: its own registrar, schema (over the superclass's
+  /// declarations, ``inheritedDeclarations``), empty initializer and `makeForLoading()`; the
+  /// rest it inherits.
+  var subclassMembers: [DeclSyntax] {
+    let schemaName = TokenSyntax.identifier("_$schema_" + model.name)
+    var schema: ExprSyntax =
+      "PersistenceCore.ModelSchema<\(typeName)>(subclassOf: \(superclass!).self, entity: \(Build.literal(model.name)), \(declarationsName)(\(typeName).self))"
+    if let described = describedList { schema = "\(schema)\n.described(\(described))" }
+    var members: [DeclSyntax] = [
+      """
+      /// Tells observers of this model's properties (a registrar made on first use).
+      private let _$observationRegistrar = PersistenceCore.ModelObservationRegistrar()
+      """,
+      Build.documented(
+        "\(modifiers(.static))let \(schemaName) = \(schema)",
+        [
+          "The schema of the subclass \(model.name): its superclass's attributes, then its own, in the table of its root model (written by `@Model`)."
+        ]),
+      """
+      /// The subclass's schema (written by `@Model`).
+      \(modifiers(.override, .class))var _$subclassSchema: Any? { \(schemaName) }
+      """,
+      emptyInitializer,
+      makeForLoading,
+      inheritedDeclarations,
+    ]
+    if !model.declaresEmptyInitializer {
+      members.append(
+        """
+        /// A model with each property's initial value, or its type's empty value (written by
+        /// `@Model`).
+        \(modifiers(.required, .convenience))init() {
+          self.init(_$persistenceEmpty: ())
+        }
+        """)
+    }
+    return members
+  }
+
+  /// The name of the class's declarations over a subclass (``inheritedDeclarations``).
+  var declarationsName: TokenSyntax { .identifier("_$declarations_" + model.name) }
+
+  /// `static func _$declarations_Name<S: Name>(_: S.Type) -> [ModelAttribute<S>]`: the class's
+  /// attributes (its superclass's first, for a subclass) declared over `S`, what a subclass's
+  /// schema starts with. A model with relationships has none yet: a subclass of it is refused
+  /// where it calls this.
+  var inheritedDeclarations: DeclSyntax {
+    let root: TypeSyntax = "S"
+    let own = ArrayExprSyntax(
+      elements: ArrayElementListSyntax(
+        persisted.enumerated().map { index, property in
+          ArrayElementSyntax(
+            leadingTrivia: .newline, expression: attribute(property, root: root),
+            trailingComma: index < persisted.count - 1 ? .commaToken() : nil)
+        }),
+      rightSquare: .rightSquareToken(leadingTrivia: persisted.isEmpty ? [] : .newline))
+    let body: ExprSyntax =
+      if let superclass {
+        "\(superclass)._$declarations_\(raw: superclass.trimmedDescription)(S.self) + \(own)"
+      } else {
+        "\(own)"
+      }
+    let unavailable: AttributeSyntax? =
+      relationships.isEmpty
+      ? nil
+      : "@available(*, unavailable, message: \"a subclass of a model with relationships is not supported yet\")"
+    return """
+      /// The attributes of \(raw: model.name), over a subclass `S` (written by `@Model`).
+      \(unavailable.map { "\($0)\n" } ?? "")\(modifiers(.static))func \(declarationsName)<S: \(typeName)>(_: S.Type) -> [PersistenceCore.ModelAttribute<S>] {
+        \(body)
+      }
+      """
+  }
+
+  /// Each persisted property's column, name and documentation, for `ModelSchema.fields`; nil
+  /// when there is none.
+  var describedList: ArrayExprSyntax? {
+    let described = persisted.map { property -> ExprSyntax in
+      let members = [property.column, property.name, property.documentation].map {
+        Build.argument(Build.literal($0))
+      }
+      return ExprSyntax(TupleExprSyntax(elements: Build.arguments(members)))
+    }
+    guard !described.isEmpty else { return nil }
+    return ArrayExprSyntax(
+      elements: ArrayElementListSyntax(
+        described.enumerated().map { index, element in
+          ArrayElementSyntax(
+            leadingTrivia: .newline, expression: element,
+            trailingComma: index < described.count - 1 ? .commaToken() : nil)
+        }),
+      rightSquare: .rightSquareToken(leadingTrivia: .newline))
+  }
+
   /// `static let schema`: the table, a declaration per persisted property and relationship,
   /// the row loader and binder when the model has them, and each field's documentation.
   var schema: DeclSyntax {
     let entries =
       [Build.argument(Build.literal(model.table))]
-      + (persisted.map(attribute) + relationships.map(relationship)).map { Build.argument($0) }
+      + (persisted.map { attribute($0) } + relationships.map(relationship)).map {
+        Build.argument($0)
+      }
     var schema: ExprSyntax =
       "PersistenceCore.ModelSchema<\(typeName)>(\(Build.arguments(entries, onLines: true))\n)"
     if loadsByRow {
@@ -121,23 +246,7 @@ struct ModelEmitter {
         : "\(schema)\n.saving { model, row in\(Build.statements(binds))\n}"
     }
     // Each persisted property's column, name and documentation, for `ModelSchema.fields`.
-    let described = persisted.map { property -> ExprSyntax in
-      let members = [property.column, property.name, property.documentation].map {
-        Build.argument(Build.literal($0))
-      }
-      return ExprSyntax(TupleExprSyntax(elements: Build.arguments(members)))
-    }
-    if !described.isEmpty {
-      let list = ArrayExprSyntax(
-        elements: ArrayElementListSyntax(
-          described.enumerated().map { index, element in
-            ArrayElementSyntax(
-              leadingTrivia: .newline, expression: element,
-              trailingComma: index < described.count - 1 ? .commaToken() : nil)
-          }),
-        rightSquare: .rightSquareToken(leadingTrivia: .newline))
-      schema = "\(schema)\n.described(\(list))"
-    }
+    if let list = describedList { schema = "\(schema)\n.described(\(list))" }
     return Build.documented(
       "\(modifiers(.static))let schema = \(schema)",
       ["The table \"\(model.table)\", a column per persisted property (written by `@Model`)."])
@@ -145,7 +254,7 @@ struct ModelEmitter {
 
   /// A persisted property's declaration in the schema: `.attribute(\.name, "name", options…,
   /// storage: \._name)`, `.codable(…)` for JSON, `._optional(…)` for an undeclared optional.
-  func attribute(_ property: StoredProperty) -> ExprSyntax {
+  func attribute(_ property: StoredProperty, root: TypeSyntax? = nil) -> ExprSyntax {
     let constraints = model.constraints[property.name, default: []]
     // `#Index` over several columns covers an `@Attribute(.indexed)` of its first.
     let own = property.options.filter {
@@ -153,11 +262,11 @@ struct ModelEmitter {
     }
     let head =
       [
-        Build.argument(Build.keyPath(property.identifier)),
+        Build.argument(Build.keyPath(property.identifier, root: root)),
         Build.argument(Build.literal(property.column)),
       ]
       + (own + constraints).map { Build.argument($0) }
-    let backing = Build.keyPath(property.backing)
+    let backing = Build.keyPath(property.backing, root: root)
     if property.isUndeclaredOptional {
       return Build.implicitCall("_optional", head + [Build.argument("storage", backing)])
     }
@@ -224,10 +333,19 @@ struct ModelEmitter {
       }
       return "self.\(property.backing) = PersistenceCore.ModelDefaults.value()"
     }
+    // A class that is not final shares it with its subclasses, which call it.
+    let modifiers =
+      model.isFinal
+      ? DeclModifierListSyntax([
+        DeclModifierSyntax(name: .keyword(.private, trailingTrivia: .space))
+      ])
+      : superclass == nil ? modifiers() : modifiers(.override)
+    let statements =
+      superclass == nil ? defaults : defaults + ["super.init(_$persistenceEmpty: ())"]
     return """
       /// A model with each property's initial value, or its type's empty value, made without
       /// running your initializers (written by `@Model`).
-      private init(_$persistenceEmpty: Void) {\(Build.statements(defaults))
+      \(modifiers)init(_$persistenceEmpty: Void) {\(Build.statements(statements))
       }
       """
   }
@@ -238,10 +356,13 @@ struct ModelEmitter {
     let made: ExprSyntax = "\(typeName)(_$persistenceEmpty: ())"
     let type: TypeSyntax = model.isFinal ? TypeSyntax(IdentifierTypeSyntax(name: typeName)) : "Self"
     let body: ExprSyntax = model.isFinal ? made : "modelAsSelf(\(made))"
+    let modifiers =
+      model.isFinal
+      ? modifiers(.static) : superclass == nil ? modifiers(.class) : modifiers(.override, .class)
     return """
       /// What the store makes a model with before it sets a row's values: your initializers
       /// are not run for a fetched model (written by `@Model`).
-      \(modifiers(.static))func makeForLoading() -> \(type) {
+      \(modifiers)func makeForLoading() -> \(type) {
         \(body)
       }
       """

@@ -29,7 +29,59 @@ extension ModelMacro: MemberMacro {
     var diagnostics: [Diagnostic] = []
     guard let model = ModelDeclaration(declaration, attribute: node, diagnostics: &diagnostics)
     else { return [] }
-    return ModelEmitter(model).members
+    let superclass = Self.superclass(of: declaration, conformingTo: protocols)
+    if superclass != nil {
+      guard Self.subclassProblems(model, attribute: node).isEmpty else { return [] }
+    }
+    return ModelEmitter(model, superclass: superclass).members
+  }
+
+  /// The superclass of a subclass of a model: the first type of the inheritance clause, when
+  /// the class already conforms to `PersistentModel` (the compiler leaves it out of
+  /// `protocols`, the conformances still to add) and that type is not a protocol a model
+  /// names. Nil for a root model.
+  static func superclass(
+    of declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax]
+  ) -> TypeSyntax? {
+    guard
+      !protocols.contains(where: {
+        ["PersistentModel", "PersistenceCore.PersistentModel"].contains($0.trimmedDescription)
+      }),
+      let first = declaration.inheritanceClause?.inheritedTypes.first?.type
+    else { return nil }
+    let known: Set = [
+      "PersistentModel", "Identifiable", "Hashable", "Equatable", "Codable", "Sendable",
+      "Observable", "LinksOnFirstUse", "AnyObject", "CustomStringConvertible",
+    ]
+    let name = first.trimmedDescription.split(separator: ".").last.map(String.init) ?? ""
+    return known.contains(name) ? nil : first.trimmed
+  }
+
+  /// What a subclass of a model may not declare yet, as errors.
+  static func subclassProblems(_ model: ModelDeclaration, attribute: AttributeSyntax)
+    -> [Diagnostic]
+  {
+    var problems: [Diagnostic] = []
+    if case .argumentList(let arguments) = attribute.arguments,
+      let table = arguments.first(where: { $0.label?.text == "table" })
+    {
+      problems.append(
+        Diagnostic(
+          node: table,
+          message: ModelDiagnostic.error(
+            .table,
+            "A subclass of a model is kept in its root model's table: leave out table:")))
+    }
+    for property in model.properties where property.relationship != nil {
+      problems.append(
+        Diagnostic(
+          node: property.declaration,
+          message: ModelDiagnostic.error(
+            .subclassRelationship,
+            "A subclass of a model cannot declare a relationship yet: declare '\(property.name)' on the root model"
+          )))
+    }
+    return problems
   }
 }
 
@@ -55,9 +107,13 @@ extension ModelMacro: ExtensionMacro {
     in context: some MacroExpansionContext
   ) throws -> [ExtensionDeclSyntax] {
     var diagnostics: [Diagnostic] = []
-    guard ModelDeclaration(declaration, attribute: node, diagnostics: &diagnostics) != nil else {
+    guard let model = ModelDeclaration(declaration, attribute: node, diagnostics: &diagnostics)
+    else {
       for diagnostic in diagnostics { context.diagnose(diagnostic) }
       return []
+    }
+    if Self.superclass(of: declaration, conformingTo: protocols) != nil {
+      for problem in Self.subclassProblems(model, attribute: node) { context.diagnose(problem) }
     }
     guard !protocols.isEmpty else { return [] }
     let inherited = InheritedTypeListSyntax(

@@ -6,11 +6,12 @@ import SwiftSyntaxBuilder
 /// comment is trivia. Nothing the macros write is text spliced into source.
 enum Build {
   /// `\.name`: a key path of one property of the type it is used on.
-  static func keyPath(_ name: TokenSyntax) -> ExprSyntax {
+  static func keyPath(_ name: TokenSyntax, root: TypeSyntax? = nil) -> ExprSyntax {
     let component = KeyPathPropertyComponentSyntax(
       declName: DeclReferenceExprSyntax(baseName: name))
     return ExprSyntax(
       KeyPathExprSyntax(
+        root: root,
         components: [
           KeyPathComponentSyntax(period: .periodToken(), component: .property(component))
         ]

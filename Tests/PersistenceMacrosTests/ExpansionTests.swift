@@ -23,10 +23,12 @@ func expandWithFixIts(_ source: String) -> (text: String, diagnostics: [String],
   let file = Parser.parse(source: source)
   let context = BasicMacroExpansionContext(
     sourceFiles: [file: .init(moduleName: "Expansion", fullFilePath: "Expansion.swift")])
-  // `@Model`'s extension role conforms the class as its declaration asks.
-  let conformances: [TypeSyntax] = [
-    "PersistentModel", "LinksOnFirstUse", "Hashable", "Identifiable",
-  ]
+  // `@Model`'s extension role conforms the class as its declaration asks; a source that
+  // begins `// subclass` declares a subclass of a model, which conforms already (the compiler
+  // then gives the roles no conformance to add).
+  let conformances: [TypeSyntax] =
+    source.hasPrefix("// subclass\n")
+    ? [] : ["PersistentModel", "LinksOnFirstUse", "Hashable", "Identifiable"]
   let specs: [String: MacroSpec] = [
     "Model": MacroSpec(type: ModelMacro.self, conformances: conformances),
     "_PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
@@ -132,6 +134,10 @@ struct DiagnosticTests {
       #"@Model final class R { @Relationship(orderBy: \Hotel.name) var hotel: Hotel? }"#
     ),
     ("toOneStart", "@Model final class R { @Relationship var hotel: Hotel? = Hotel() }"),
+    (
+      "subclassRelationship",
+      "// subclass\n@Model class S: Trip { @Relationship var rooms: [Room] = [] }"
+    ),
   ]
 
   @Test("each id, from its declaration, and no other error", arguments: cases.map(\.id))
@@ -214,6 +220,35 @@ struct DiagnosticTests {
     #expect(text.contains(#".attribute(\.b, "café", storage:"#), "\(text)")
     let empty = expand(#"@Model final class E { @Attribute(originalName: "") var a = "" }"#)
     #expect(empty.diagnostics.count == 1 && empty.diagnostics[0].contains(": originalName: "))
+  }
+
+  @Test(
+    "a subclass of a model: its schema over its superclass's declarations, its empty initializer calling the superclass's, overrides only where the superclass declares"
+  )
+  func subclassExpansion() {
+    let (text, diagnostics) = expand(
+      "// subclass\n@Model class BusinessTrip: Trip {\n  var perdiem = 0.0\n}")
+    #expect(diagnostics == [])
+    for expected in [
+      #"static let _$schema_BusinessTrip = PersistenceCore.ModelSchema<BusinessTrip>(subclassOf: Trip.self, entity: "BusinessTrip", _$declarations_BusinessTrip(BusinessTrip.self))"#,
+      "override class var _$subclassSchema: Any? {",
+      "override init(_$persistenceEmpty: Void) {",
+      "super.init(_$persistenceEmpty: ())",
+      "override class func makeForLoading() -> Self {",
+      "static func _$declarations_BusinessTrip<S: BusinessTrip>(_: S.Type) -> [PersistenceCore.ModelAttribute<S>] {",
+      #"Trip._$declarations_Trip(S.self) + ["#,
+      #".attribute(\S.perdiem, "perdiem", storage: \S._perdiem)"#,
+      "required convenience init() {",
+    ] {
+      #expect(text.contains(expected), "\(expected)")
+    }
+    // What it inherits is not declared again.
+    for inherited in ["static let schema", "var linkOrigin", "linkOriginSlot", "var id:"] {
+      #expect(!text.contains(inherited), "\(inherited)")
+    }
+    let refused = expand(
+      "// subclass\n@Model(table: \"b\") class BusinessTrip: Trip { var perdiem = 0.0 }")
+    #expect(refused.diagnostics.map { $0.split(separator: ":")[1] } == [" table"])
   }
 
   @Test("every id the macros can give has a case here, and every case is one of them")

@@ -1185,7 +1185,7 @@ struct ModelMacroNonFinalTests {
       let message = String(decoding: result.standardErrorContent, as: UTF8.self)
       #expect(
         message.contains(
-          "SpecialOpenTrip is a subclass of the model OpenTrip: a subclass is not a model of its own"
+          "SpecialOpenTrip is a subclass of the model OpenTrip not declared with @Model: mark it @Model to keep it"
         ), "\(message)")
     }
   }

@@ -56,9 +56,88 @@ protocol EntityOperations: AnyObject, Sendable {
   /// loads, inserts, saves, deletes or resets it: when the model has relationships or a
   /// ``LinkOrigin``.
   var attachesModels: Bool { get }
+  /// The index of the `"_entity"` column in rows selected with the schema's select list, when
+  /// the model's table holds subclasses (``ModelInheritance``); nil otherwise.
+  var entityColumn: Int32? { get }
+  /// The value of `"_entity"` for this model's own rows: its inheritance path, empty for a
+  /// root model.
+  var inheritancePath: String { get }
+  /// How rows of this model's subclasses are read from rows of its select list, by their
+  /// `"_entity"` value (set by the container when it opens).
+  var subclassReaders: [String: SubclassReader] { get }
+}
+
+/// What the container sets on an entity whose table holds subclasses.
+protocol SubclassReading: EntityOperations {
+  /// The columns of a row of the entity's select list, after the primary key.
+  var readColumns: [String] { get }
+  /// Sets ``EntityOperations/subclassReaders``, once, before the entity is shared.
+  func setSubclassReaders(_ readers: [String: SubclassReader])
+}
+
+/// How a row of a subclass is read from a row selected for one of its superclasses: the
+/// subclass's entity, and for each of its columns (the primary key first), the index of the
+/// column in the superclass's select list, which has every column of the table
+/// (``Entity/readColumns``).
+struct SubclassReader: Sendable {
+  let operations: any EntityOperations
+  let columns: [Int32]
+}
+
+/// A row read through a map of column indexes (``SubclassReader``): made once per query and
+/// subclass, it forwards each read to the query's current row. O(1) a read.
+final class MappedRow: StoreRow {
+  unowned(unsafe) let row: any StoreRow
+  let columns: [Int32]
+
+  init(_ row: any StoreRow, columns: [Int32]) {
+    self.row = row
+    self.columns = columns
+  }
+
+  func storage(at index: Int32) -> ColumnStorage { row.storage(at: columns[Int(index)]) }
+  func int64(at index: Int32) -> Int64 { row.int64(at: columns[Int(index)]) }
+  func double(at index: Int32) -> Double { row.double(at: columns[Int(index)]) }
+  func text(at index: Int32) -> String { row.text(at: columns[Int(index)]) }
+  func bytes(at index: Int32) -> UnsafeRawBufferPointer { row.bytes(at: columns[Int(index)]) }
 }
 
 extension EntityOperations {
+  /// How the current row is read when it is a row of a subclass of this entity (its
+  /// `"_entity"`, at `column`, names another class); nil for a row of this entity itself.
+  /// O(1): the path's bytes compared, then one lookup for a subclass's row.
+  ///
+  /// - Throws: ``PersistenceError/Code/unknownModel`` for a row of a subclass the container
+  ///   does not list, rather than a model of the wrong class.
+  func subclassReader(_ row: any StoreRow, column: Int32) throws -> SubclassReader? {
+    let path = row.bytes(at: column)
+    if path.count == inheritancePath.utf8.count, path.elementsEqual(inheritancePath.utf8) {
+      return nil
+    }
+    let name = String(decoding: path, as: UTF8.self)
+    guard let reader = subclassReaders[name] else {
+      throw PersistenceError(
+        code: .unknownModel,
+        message:
+          "The row \(row.int64(at: 0)) of the table \(self.name) is of the subclass \(name.split(separator: "/").last.map(String.init) ?? name), which this container does not list: pass it to ModelContainer(for:)."
+      )
+    }
+    return reader
+  }
+
+  /// A new model made from the current row as its own class: this entity's, or a subclass's
+  /// when the row is one (``subclassReader(_:column:)``), read through a ``MappedRow``.
+  func makeModelOfRowClass(from row: any StoreRow, cache: LoadCache) throws -> (
+    model: AnyObject, entity: any EntityOperations
+  ) {
+    if let column = entityColumn, let reader = try subclassReader(row, column: column) {
+      let model = try reader.operations.makeModel(
+        into: nil, from: MappedRow(row, columns: reader.columns), firstColumn: 1, cache: cache)
+      return (model, reader.operations)
+    }
+    return (try makeModel(into: nil, from: row, firstColumn: 1, cache: cache), self)
+  }
+
   /// Gives each of `model`'s links the context it is registered in (and the links it will
   /// make on first use). O(relationships).
   func attach(_ model: AnyObject, to context: ModelContext?) {
@@ -112,14 +191,25 @@ final class EntityStatements: Sendable {
   /// ` = ?` or ` IN (…)`.
   let selectRowsWhereKey: String
 
-  init(name: String, columns: [String], unique: [[Int]], preserved: [Int]) {
+  /// `inheritancePath`: a subclass's value of the `"_entity"` column, which its inserts write
+  /// (``ModelInheritance``).
+  init(
+    name: String, columns: [String], unique: [[Int]], preserved: [Int],
+    inheritancePath: String? = nil, selectList: String? = nil
+  ) {
     let table = quoted(name)
     let quotedColumns = columns.map(quoted)
     self.table = table
     self.quotedColumns = quotedColumns
     let list = quotedColumns.joined(separator: ", ")
-    insert =
-      "INSERT INTO \(table) (\(list)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+    let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+    if let inheritancePath {
+      let column = quoted(EntityDescription.entityColumn)
+      insert =
+        "INSERT INTO \(table) (\(list)\(columns.isEmpty ? "" : ", ")\(column)) VALUES (\(placeholders)\(columns.isEmpty ? "" : ", ")'\(inheritancePath)')"
+    } else {
+      insert = "INSERT INTO \(table) (\(list)) VALUES (\(placeholders))"
+    }
     selectByKey = "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
     delete = "DELETE FROM \(table) WHERE \"_pk\" = ?"
     var lookup: [Int: String] = [:]
@@ -131,7 +221,12 @@ final class EntityStatements: Sendable {
     let preservedColumns = preserved.map { quotedColumns[$0] }.joined(separator: ", ")
     tombstone =
       preserved.isEmpty ? nil : "SELECT \(preservedColumns) FROM \(table) WHERE \"_pk\" = ?"
-    selectRowsWhereKey = "SELECT \"_pk\", \(list) FROM \(table) WHERE \"_pk\""
+    // A subclass's rows only; every column of the table when it holds subclasses.
+    let selected = selectList ?? "\"_pk\", \(list)"
+    selectRowsWhereKey =
+      inheritancePath.map {
+        "SELECT \(selected) FROM \(table) WHERE substr(\"_entity\", 1, \($0.utf8.count)) = '\($0)' AND \"_pk\""
+      } ?? "SELECT \(selected) FROM \(table) WHERE \"_pk\""
   }
 
   /// `UPDATE table SET changed = ? … WHERE "_pk" = ?`.
@@ -142,7 +237,7 @@ final class EntityStatements: Sendable {
 
 /// The operations on one model type, and the layout of its snapshots: one slot per attribute,
 /// each holding a value of the attribute's own type, in the tail of the model's registration.
-final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
+final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, Sendable {
   let schema: ModelSchema<Model>
   let name: String
   let columnNames: [String]
@@ -167,9 +262,35 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
   let attachesModels: Bool
   /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
   let checkedValueTypes = Mutex<Set<ObjectIdentifier>>([])
+  let entityColumn: Int32?
+  let inheritancePath: String
+  /// The columns a row of the schema's select list holds after the primary key: the model's
+  /// own, then, when its table holds subclasses, `"_entity"` and every other column of the
+  /// table (what a subclass's row is read from, ``SubclassReader``).
+  let readColumns: [String]
+  /// Set once by the container that makes this entity, before it hands it to any context;
+  /// read-only afterwards.
+  nonisolated(unsafe) var subclassReaders: [String: SubclassReader] = [:]
 
-  init() {
-    let schema = Model.modelSchema
+  func setSubclassReaders(_ readers: [String: SubclassReader]) { subclassReaders = readers }
+
+  /// The entity of `Model`; `table` is the table it is kept in, when it holds subclasses
+  /// (``EntityDescription/tables(_:)``): its rows are then selected with every column.
+  init(table: EntityDescription? = nil) {
+    var schema = Model.modelSchema
+    let own = schema.storedAttributes.map(\.name)
+    if let table, table.columns.contains(where: { $0.name == EntityDescription.entityColumn }) {
+      let extras = table.columns.map(\.name).filter {
+        $0 != EntityDescription.entityColumn && !own.contains($0)
+      }
+      readColumns = own + [EntityDescription.entityColumn] + extras
+      schema.selectList = (["_pk"] + readColumns).map(quoted).joined(separator: ", ")
+      entityColumn = Int32(1 + own.count)
+    } else {
+      readColumns = own
+      entityColumn = nil
+    }
+    inheritancePath = schema.inheritance?.path ?? ""
     self.schema = schema
     name = schema.name
     let stored = schema.storedAttributes
@@ -195,7 +316,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, Sendable {
       stored[$0].preservesValueOnDeletion || (preserves && stored[$0].relationship != nil)
     }
     statements = EntityStatements(
-      name: name, columns: columnNames, unique: uniqueConstraints, preserved: preservedIndexes)
+      name: name, columns: columnNames, unique: uniqueConstraints, preserved: preservedIndexes,
+      inheritancePath: schema.inheritance?.path,
+      selectList: entityColumn == nil ? nil : schema.selectList)
     accesses = stored.map(\.access)
     resolvableIndexes = stored.indices.filter { stored[$0].isCodable }
     snapshotLayout = SnapshotLayout(

@@ -44,7 +44,9 @@ extension ModelContext {
         template: template, keyPaths: [],
         make: {
           try database.cachedStatement(
-            "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \(template.sql)")
+            entity.schema.inheritance.map {
+              "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \($0.condition) AND (\(template.sql))"
+            } ?? "SELECT count(*) FROM \(entity.schema.quotedName) WHERE \(template.sql)")
         })
     {
       statement.bindValues(values)

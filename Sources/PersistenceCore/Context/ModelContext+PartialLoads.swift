@@ -104,7 +104,10 @@ extension ModelContext {
           "propertiesToFetch names \(keyPath), which is not a stored attribute of \(Model.self)."
       )
     }
-    guard entity.linkOrigin?.loadsOnFirstUse == true else { return nil }
+    // A table that holds subclasses is read whole: a row's class decides its columns.
+    guard entity.linkOrigin?.loadsOnFirstUse == true, entity.entityColumn == nil else {
+      return nil
+    }
     // A to-one's key is always read: its link is made with the model.
     let missing = stored.indices.filter {
       stored[$0].relationship == nil && !wanted.contains(stored[$0].keyPath)

@@ -162,11 +162,23 @@ extension ModelContext {
   /// Cost: one lookup by key (none when `allNew`); a new row adds one table entry and two
   /// allocations (the model and its registration, which holds the snapshot). Never inlined:
   /// see `forEachRow(of:bindings:entity:_:)`.
+  ///
+  /// In a table that holds subclasses of the model (``ModelInheritance``), a row of a subclass
+  /// is made as that subclass, read through a ``MappedRow`` (one allocation more a row of a
+  /// subclass, none for the model's own rows).
   @inline(never)
   func materializeRow(
     _ statement: any StoreRow, entity: any EntityOperations, cache: LoadCache, table: RowTable,
-    allNew: Bool = false, relates: Bool? = nil, partial: PartialLoad? = nil
+    allNew: Bool = false, relates: Bool? = nil, partial: PartialLoad? = nil,
+    readsClass: Bool = true
   ) throws -> Registration {
+    if readsClass, let column = entity.entityColumn,
+      let reader = try entity.subclassReader(statement, column: column)
+    {
+      return try materializeRow(
+        MappedRow(statement, columns: reader.columns), entity: reader.operations, cache: cache,
+        table: table, allNew: allNew, partial: partial, readsClass: false)
+    }
     let primaryKey = statement.int64(at: 0)
     if !allNew, let registration = table[primaryKey] {
       if partial == nil, !registration.isDeleted, entity.changedIndexes(registration).isEmpty {

@@ -65,8 +65,10 @@ extension ModelContext {
         return true
       }
     }
-    for registration in inserts
-    where !container.entities.values.contains(where: { $0.name == registration.entity.name }) {
+    // A model of a type the container lists; or a subclass `@Model` did not declare, kept as
+    // its model (its own attributes are not stored); not a subclass the container does not
+    // list, which would be kept as its superclass.
+    for registration in inserts where !isKept(registration) {
       throw PersistenceError(
         code: .unknownModel,
         message:
@@ -644,5 +646,18 @@ final class HistoryWriter {
       insert.bindValue(value, at: 3)
       try insert.run()
     }
+  }
+}
+
+extension ModelContext {
+  /// Whether the container keeps the model of `registration`: its class is listed, or it is a
+  /// subclass `@Model` did not declare (kept as the model it was inserted as) of a listed model.
+  /// O(1).
+  fileprivate func isKept(_ registration: Registration) -> Bool {
+    let dynamicType = Swift.type(of: registration.model)
+    if container.entities[ObjectIdentifier(dynamicType)] != nil { return true }
+    guard let type = dynamicType as? any PersistentModel.Type else { return false }
+    return type._$subclassSchema == nil
+      && container.entities.values.contains { $0.name == registration.entity.name }
   }
 }

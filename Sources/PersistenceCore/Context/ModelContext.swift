@@ -278,6 +278,13 @@ public final class ModelContext {
     return shared
   }
 
+  /// The entity of a subclass of a model, a model's dynamic type; nil when the container does
+  /// not list it (or `@Model` did not declare it), which the next save reports.
+  private func subclassEntity<Model: PersistentModel>(_: Model.Type) -> (any EntityOperations)? {
+    guard container.entities[ObjectIdentifier(Model.self)] != nil else { return nil }
+    return try? entity(for: Model.self)
+  }
+
   // MARK: Inserting and deleting
 
   /// Registers a new model; it is written by the next ``save()``. Inserting a model already in
@@ -294,8 +301,15 @@ public final class ModelContext {
       registration.isDeleted = false
       return
     }
-    // Unknown model types are reported by save(), which can throw.
-    let operations = (try? entity(for: Model.self)) ?? Entity<Model>()
+    // Unknown model types are reported by save(), which can throw. A subclass's model is
+    // kept as its own class, whatever the static type it is inserted as.
+    let operations: any EntityOperations
+    if type(of: model) == Model.self {
+      operations = (try? entity(for: Model.self)) ?? Entity<Model>()
+    } else {
+      let dynamicType: any PersistentModel.Type = type(of: model)
+      operations = subclassEntity(dynamicType) ?? Entity<Model>()
+    }
     if let origin = operations.linkOrigin, let reference = origin.reference(model) {
       let key = origin.key(model)
       let elsewhere =

@@ -50,9 +50,21 @@ struct Query {
     sql += " FROM "
     sql += schema.quotedName
     var bindings: [SQLValue] = []
-    if let condition {
+    // A subclass's rows only, in its root model's table.
+    if let inheritance = schema.inheritance {
       sql += " WHERE "
-      sql += condition.sql
+      sql += inheritance.condition
+      if condition != nil { sql += " AND " }
+    }
+    if let condition {
+      if schema.inheritance == nil {
+        sql += " WHERE "
+        sql += condition.sql
+      } else {
+        sql += "("
+        sql += condition.sql
+        sql += ")"
+      }
       bindings = condition.bindings.values
       if condition.isNarrowed { finishesInSwift = true }
     }

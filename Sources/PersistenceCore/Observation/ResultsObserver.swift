@@ -490,6 +490,8 @@ final class Loader {
   var isNarrowed: Bool { condition?.isNarrowed ?? false }
   private let table: String
   private let columns: String
+  /// ` AND` the rows of a subclass (``ModelInheritance``), or empty.
+  private let typeFilter: String
   /// The tables the predicate reads through relationships (see
   /// `PredicateTranslator.followedTables`).
   let followedTables: Set<String>
@@ -504,8 +506,10 @@ final class Loader {
     // A small page cache: the connection reads changed rows by key, and every observer has
     // one, so a hundred of them must not each grow to the store's full cache.
     database = try container.makeConnection(cacheSizeKiB: 2048)
-    let schema = Model.modelSchema
-    let operations = Entity<Model>()
+    // The container's entity: in a table that holds subclasses, it selects every column and
+    // reads each row as its own class.
+    let operations = try container.operations(for: Model.self)
+    let schema = operations.schema
     var sectionColumn: String?
     if let sectionBy {
       guard let attribute = schema.attribute(for: sectionBy), !attribute.isCodable else {
@@ -522,6 +526,7 @@ final class Loader {
     condition = try descriptor.whereClause(
       schema: schema, narrowing: !database.evaluatesSwiftFunctions)
     table = schema.quotedName
+    typeFilter = schema.inheritance.map { " AND \($0.condition)" } ?? ""
     columns = schema.selectList
     followedTables = try PredicateTranslator.followedTables(descriptor, schema: schema)
     sortsThroughRelationships = !PredicateTranslator.relatedSorts(
@@ -534,10 +539,10 @@ final class Loader {
       ? ContextReference(snapshots: SnapshotSource(container: container)) : nil
     loadRow = { statement in
       do {
-        let model = try operations.makeModel(
-          into: nil, from: statement, firstColumn: 1, cache: cache)
+        // Each row as its own class, in a table that holds subclasses.
+        let (model, made) = try operations.makeModelOfRowClass(from: statement, cache: cache)
         if let snapshots {
-          operations.attachLoaded(model, key: statement.int64(at: 0), reference: snapshots)
+          made.attachLoaded(model, key: statement.int64(at: 0), reference: snapshots)
         }
         return model
       } catch let error as PersistenceError {
@@ -568,7 +573,8 @@ final class Loader {
     defer { try? database.commit() }
     try KeyBatches.forEachRow(
       keys: sorted, database: database, select: "SELECT \(columns) FROM \(table) WHERE \"_pk\"",
-      filter: condition.map { " AND (\($0.sql))" } ?? "", bindings: condition?.bindings.values ?? []
+      filter: typeFilter + (condition.map { " AND (\($0.sql))" } ?? ""),
+      bindings: condition?.bindings.values ?? []
     ) { row in
       result[row.int64(at: 0)] = unsafeDowncast(try loadRow(row), to: Model.self)
     }

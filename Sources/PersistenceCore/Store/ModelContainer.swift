@@ -28,6 +28,12 @@ public final class ModelContainer: Sendable {
   /// The plan the store was migrated by when it opened, if one was given.
   public let migrationPlan: (any SchemaMigrationPlan.Type)?
   let entities: [ObjectIdentifier: EntityDescription]
+  /// The store's tables, one per root model: its columns, and those of the subclasses kept in
+  /// it (``EntityDescription/tables(_:)``).
+  let tables: [EntityDescription]
+  /// The subclasses kept in each table, by table name, then by the path their rows carry in
+  /// `"_entity"`: what a fetch of a root model makes each row with.
+  let subentities: [String: [String: any EntityOperations]]
   /// Each model type by its table name (history names a change's model by its table).
   let modelTypesByEntity: [String: any PersistentModel.Type]
   /// Each table's rank: 0 for a model whose table has no foreign key, else one more than the
@@ -125,8 +131,10 @@ public final class ModelContainer: Sendable {
       types.append(type)
     }
     var reached = Set(types.map { ObjectIdentifier($0) })
+    // The models a model's relationships reach, and a subclass's superclass.
     func targets<Model: PersistentModel>(_: Model.Type) -> [any PersistentModel.Type] {
-      Model.modelSchema.relationships.map(\.target)
+      let schema = Model.modelSchema
+      return schema.relationships.map(\.target) + [schema.inheritance?.superclass].compactMap { $0 }
     }
     var next = 0
     while next < types.count {
@@ -140,20 +148,37 @@ public final class ModelContainer: Sendable {
     var entities: [ObjectIdentifier: EntityDescription] = [:]
     var made: [ObjectIdentifier: any EntityOperations] = [:]
     var names = Set<String>()
-    func describe<Model: PersistentModel>(_ type: Model.Type) throws -> EntityDescription {
-      let entity = try EntityDescription(type)
-      let operations = Entity<Model>()
-      try operations.checkRowCode(defaultValues: entity.columns.map(\.defaultValue))
-      made[ObjectIdentifier(type)] = operations
-      return entity
-    }
     for type in types {
-      let entity = try describe(type)
-      guard names.insert(entity.name.lowercased()).inserted else {
+      let entity = try EntityDescription(type)
+      guard entity.inheritancePath != nil || names.insert(entity.name.lowercased()).inserted else {
         throw PersistenceError(
           code: .invalidValue, message: "Two model types use the table name '\(entity.name)'.")
       }
       entities[entity.modelType] = entity
+    }
+    let tables = try EntityDescription.tables(Array(entities.values))
+    let tablesByName = Dictionary(uniqueKeysWithValues: tables.map { ($0.name, $0) })
+    func makeOperations<Model: PersistentModel>(_: Model.Type) throws {
+      guard let entity = entities[ObjectIdentifier(Model.self)] else { return }
+      let operations = Entity<Model>(table: tablesByName[entity.name])
+      try operations.checkRowCode(defaultValues: entity.columns.map(\.defaultValue))
+      made[ObjectIdentifier(Model.self)] = operations
+    }
+    for type in types { try makeOperations(type) }
+    // Each entity of a table that holds subclasses reads its subclasses' rows from its own
+    // (every column of the table is in its select list).
+    for case let entity as any SubclassReading in made.values where entity.entityColumn != nil {
+      var readers: [String: SubclassReader] = [:]
+      for other in made.values
+      where other.name == entity.name && other.inheritancePath != entity.inheritancePath
+        && other.inheritancePath.hasPrefix(entity.inheritancePath)
+      {
+        let columns = other.columnNames.map { name in
+          Int32(1 + (entity.readColumns.firstIndex(of: name) ?? 0))
+        }
+        readers[other.inheritancePath] = SubclassReader(operations: other, columns: [0] + columns)
+      }
+      entity.setSubclassReaders(readers)
     }
     let identifiers = types.map { ObjectIdentifier($0) }
     var relates = false
@@ -163,17 +188,28 @@ public final class ModelContainer: Sendable {
     }
     for type in types { try validate(type) }
     self.schema = Schema(types, version: schema.version)
-    ranks = try Self.ranks(Array(entities.values))
+    ranks = try Self.ranks(tables)
     hasRelationships = relates
     self.entities = entities
+    self.tables = tables
+    var subentities: [String: [String: any EntityOperations]] = [:]
+    for entity in entities.values {
+      guard let path = entity.inheritancePath, let operations = made[entity.modelType] else {
+        continue
+      }
+      subentities[entity.name, default: [:]][path] = operations
+    }
+    self.subentities = subentities
+    // A table's root model (its subclasses' rows are recorded under its table).
     modelTypesByEntity = Dictionary(
-      types.map { ($0.entityName, $0) }, uniquingKeysWith: { first, _ in first })
+      types.filter { entities[ObjectIdentifier($0)]?.inheritancePath == nil }.map {
+        ($0.entityName, $0)
+      }, uniquingKeysWith: { first, _ in first })
     if let migrationPlan {
       try SchemaMigration.run(
         migrationPlan, to: schema.version, configuration: configuration, engine: engine)
     }
-    store = try engine.openStore(
-      configuration, entities: entities.values.sorted { $0.name < $1.name })
+    store = try engine.openStore(configuration, entities: tables)
     storeIdentifier = store.identifier
     if migrationPlan != nil, configuration.allowsSave {
       let connection = try store.makeConnection(cacheSizeKiB: nil)
@@ -300,7 +336,7 @@ public final class ModelContainer: Sendable {
   /// Cost: one anti-join per foreign key column over its table.
   private func danglingReferences(_ connection: any StoreConnection) throws -> [String] {
     var problems: [String] = []
-    for entity in entities.values.sorted(by: { $0.name < $1.name }) {
+    for entity in tables {
       for column in entity.columns {
         guard let reference = column.reference else { continue }
         let key = quoted(column.name)
@@ -333,5 +369,5 @@ public final class ModelContainer: Sendable {
   public var isImmutable: Bool { store.isImmutable }
 
   /// The table names of the container's models.
-  public var entityNames: [String] { entities.values.map(\.name).sorted() }
+  public var entityNames: [String] { tables.map(\.name) }
 }

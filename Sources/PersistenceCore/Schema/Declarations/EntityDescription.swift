@@ -35,6 +35,10 @@ public struct EntityDescription: Sendable {
   public var columns: [Column]
   /// The model type.
   public var modelType: ObjectIdentifier
+  /// For a subclass of a model, kept in its root model's table, the value of the table's
+  /// `"_entity"` column for its rows (``ModelSchema/init(subclassOf:entity:_:)``); nil for a
+  /// root model.
+  public var inheritancePath: String?
 
   init<Model: PersistentModel>(_: Model.Type) throws {
     let schema = Model.modelSchema
@@ -42,6 +46,7 @@ public struct EntityDescription: Sendable {
     let defaults = Model()
     name = schema.name
     modelType = ObjectIdentifier(Model.self)
+    inheritancePath = schema.inheritance?.path
     columns = try schema.storedAttributes.map { attribute in
       guard let relationship = attribute.relationship else {
         return Column(
@@ -64,6 +69,57 @@ public struct EntityDescription: Sendable {
 }
 
 extension EntityDescription {
+  /// The column naming each row's class in a table that holds subclasses of its model.
+  package static let entityColumn = "_entity"
+
+  /// The tables of `entities`, one per table name: a root model's entity, with, when subclasses
+  /// of it share its table, each subclass's own columns (nullable: the rows of other classes
+  /// hold `NULL`) and the indexed column `"_entity"` naming each row's class (empty for the
+  /// root's rows). O(columns²) per table, a few models.
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when two subclasses declare one column
+  ///   differently, or a subclass's root model is not among `entities`.
+  static func tables(_ entities: [EntityDescription]) throws -> [EntityDescription] {
+    var tables: [String: EntityDescription] = [:]
+    for entity in entities where entity.inheritancePath == nil {
+      tables[entity.name] = entity
+    }
+    for entity in entities.sorted(by: { ($0.inheritancePath ?? "") < ($1.inheritancePath ?? "") }) {
+      guard let path = entity.inheritancePath else { continue }
+      guard var table = tables[entity.name] else {
+        throw PersistenceError(
+          code: .invalidValue,
+          message:
+            "The subclass \(path.dropLast()) is kept in the table \(entity.name), whose root model is not in this container: list it too."
+        )
+      }
+      if !table.columns.contains(where: { $0.name == entityColumn }) {
+        table.columns.append(
+          Column(
+            name: entityColumn, storageType: .text, isOptional: false, isUnique: false,
+            isIndexed: true, indexCompanions: [], defaultValue: .text("")))
+      }
+      for column in entity.columns {
+        if let known = table.columns.first(where: { $0.name == column.name }) {
+          guard known.storageType == column.storageType else {
+            throw PersistenceError(
+              code: .invalidValue,
+              message:
+                "The column \(entity.name).\(column.name) is declared as \(known.storageType) by one model of the table and as \(column.storageType) by the subclass \(path.dropLast()): give one of them another name."
+            )
+          }
+          continue
+        }
+        var own = column
+        own.isOptional = true
+        own.defaultValue = .null
+        table.columns.append(own)
+      }
+      tables[entity.name] = table
+    }
+    return tables.values.sorted { $0.name < $1.name }
+  }
+
   /// Compares this entity's declared columns with the columns its table has (`stored`: name →
   /// the engine's type name, `_pk` left out), as every engine does when it opens a store, and
   /// returns the declared columns the table lacks, in declaration order; without `migrate`,

@@ -35,7 +35,11 @@ import Synchronization
 /// loads, inserts, saves, deletes or resets the model.
 ///
 /// A class that is not final gets a `required init()` (and one it declares must say
-/// `required`); a subclass of it is not a model of its own (see ``PersistentModel``).
+/// `required`). A subclass of it declared with `@Model` (`@Model class BusinessTrip: Trip`) is
+/// a model of its own, kept in its root model's table (see
+/// ``ModelSchema/init(subclassOf:entity:_:)``): it adds its own attributes, inherits the
+/// rest, and a fetch of the root makes each row as its own class. A subclass cannot declare
+/// a relationship yet, nor be declared of a model that has relationships.
 ///
 /// Errors at compile time: a struct, an enum, a generic class, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
@@ -47,10 +51,10 @@ import Synchronization
 /// `@Model(table: "trips")` names the table (letters, digits and underscores): what keeps an
 /// existing store's table when its model is renamed or was declared by hand before.
 @attached(
-  member,
+  member, conformances: PersistentModel,
   names: named(_$observationRegistrar), named(schema), named(_$linkOrigin), named(linkOrigin),
   named(linkOriginSlot), named(loadsPropertiesOnFirstUse), named(init), named(makeForLoading),
-  named(id)
+  named(id), named(_$subclassSchema), arbitrary
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, LinksOnFirstUse, Hashable, Identifiable)

@@ -1,3 +1,22 @@
+/// Where a subclass of a model sits in its root model's table (see
+/// ``ModelSchema/init(subclassOf:entity:_:)``).
+@usableFromInline
+struct ModelInheritance: Sendable {
+  /// The subclass's entity name (its class's name).
+  let entity: String
+  /// The entity names from the root's first subclass down to this one, each followed by `/`:
+  /// the value of the table's `"_entity"` column for the subclass's rows.
+  let path: String
+  /// The superclass.
+  let superclass: any PersistentModel.Type
+
+  /// The rows of this class and of its subclasses: those whose `"_entity"` starts with
+  /// ``path``, tested as exactly on every engine (no collation, no `LIKE` folding case).
+  var condition: String {
+    "substr(\"_entity\", 1, \(path.utf8.count)) = '\(path)'"
+  }
+}
+
 /// An attribute as a predicate sees it (see ``ModelSchema/predicateColumns``).
 struct PredicateColumn: Sendable {
   /// The column's name, quoted for SQL.
@@ -67,17 +86,44 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// The primary key and every attribute's column, quoted and comma-separated: what a fetch
   /// of models selects, made once (built per query it cost about 13k instructions, a third of
   /// a small indexed fetch's own work).
-  let selectList: String
+  var selectList: String
   /// The table's name, quoted.
   let quotedName: String
   /// Each attribute's property name and documentation, by column (``described(_:)``).
   @usableFromInline let descriptions: [String: (name: String, documentation: String)]
   /// The persisted attributes as formats see them, in column order (``ModelField``).
   public let fields: [ModelField<Model>]
+  /// Where a subclass of a model sits in its root model's table (nil for a root model).
+  @usableFromInline let inheritance: ModelInheritance?
 
   /// Declares a schema: the table name, then the attributes.
   public init(_ name: String, _ attributes: ModelAttribute<Model>...) {
     self.init(name: name, attributes: attributes, loader: nil, binder: nil)
+  }
+
+  /// Declares the schema of a subclass of the model `Base` (what `@Model` writes for
+  /// `@Model class BusinessTrip: Trip`): `attributes` are every attribute of the class, the
+  /// inherited ones first (as `Base` declares them, over this class), then its own.
+  ///
+  /// A subclass is kept in its root model's table, which has a column for each attribute of
+  /// every subclass the container lists and a column `"_entity"` naming each row's class (the
+  /// path of entity names below the root, `BusinessTrip/`, empty for the root's own rows). A
+  /// fetch of the subclass reads the rows whose path starts with its own; a fetch of the root,
+  /// every row, each made as its own class.
+  ///
+  /// - Parameters:
+  ///   - base: The superclass, itself a model (a root model or a subclass of one).
+  ///   - entity: The subclass's entity name: the class's name.
+  public init<Base: PersistentModel>(
+    subclassOf base: Base.Type, entity: String, _ attributes: [ModelAttribute<Model>]
+  ) {
+    let baseSchema = Base.modelSchema
+    self.init(
+      name: baseSchema.name, attributes: attributes, descriptions: baseSchema.descriptions,
+      loader: nil, binder: nil,
+      inheritance: ModelInheritance(
+        entity: entity, path: (baseSchema.inheritance?.path ?? "") + entity + "/",
+        superclass: Base.self))
   }
 
   /// The schema, with rows becoming new models through `make`: an initializer call that reads
@@ -105,7 +151,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
           statement, cache: cache, firstColumn: firstColumn, snapshot: snapshot, entity: layout)
         defer { count = row.count }
         return try make(&row)
-      }, binder: binder)
+      }, binder: binder, inheritance: inheritance)
   }
 
   /// The schema, with a new model's attributes bound for its insert by `bind`: a closure that
@@ -142,7 +188,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
           statement, snapshot: snapshot, isInitialized: isInitialized, entity: layout)
         defer { count = row.count }
         try bind(model, &row)
-      })
+      }, inheritance: inheritance)
   }
 
   /// The schema, with each attribute's property name and documentation (by column): what
@@ -159,16 +205,17 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     for field in fields { descriptions[field.column] = (field.name, field.documentation) }
     return ModelSchema(
       name: name, attributes: declarations, descriptions: descriptions, loader: loader,
-      binder: binder)
+      binder: binder, inheritance: inheritance)
   }
 
   @usableFromInline
   init(
     name: String, attributes: [ModelAttribute<Model>],
     descriptions: [String: (name: String, documentation: String)] = [:], loader: RowLoader?,
-    binder: RowBinder?
+    binder: RowBinder?, inheritance: ModelInheritance? = nil
   ) {
     self.name = name
+    self.inheritance = inheritance
     self.descriptions = descriptions
     declarations = attributes
     let plain = attributes.filter { $0.relationship == nil }

@@ -26,9 +26,11 @@ import Observation
 /// only for `.codable` attributes. The empty initializer supplies the default values used when
 /// an attribute is added to an existing store.
 ///
-/// A model that is not `final` (as `@Model class Trip` declares) makes `init()` `required`;
-/// its subclasses are not models of their own: the store traps when asked to keep one, as it
-/// holds the class's attributes only.
+/// A model that is not `final` (as `@Model class Trip` declares) makes `init()` `required`.
+/// A subclass declared with `@Model` (`@Model class BusinessTrip: Trip`) is a model of its own,
+/// kept in its root model's table (see ``ModelSchema/init(subclassOf:entity:_:)``); a subclass
+/// without `@Model` is not: the store traps when asked to keep one, as it holds the class's
+/// attributes only.
 public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
   /// The class the schema describes: the model itself (`Self`, inferred from ``schema``). It
   /// is named apart from `Self` so that a non-final class can declare its schema.
@@ -45,21 +47,32 @@ public protocol PersistentModel: AnyObject, Observable, SendableMetatype {
   /// when `init()` does work that loading overwrites anyway, such as generating a `UUID`
   /// (about 5 µs each on Linux: more than loading the rest of the row).
   static func makeForLoading() -> Self
+  /// The schema of a subclass declared with `@Model`, a `ModelSchema<Self>` (the protocol's
+  /// ``schema`` is its root model's, whose type a subclass cannot change); nil for a root
+  /// model. `@Model` writes it as a `class var` that each subclass overrides.
+  static var _$subclassSchema: Any? { get }
 }
 
 extension PersistentModel {
   /// The schema, as a schema of `Self`: what the store uses. O(1): a comparison of two types
-  /// (none once specialized). Traps for a subclass of a model, whose schema is its model's.
+  /// (none once specialized) for a root model; for a subclass declared with `@Model`, its
+  /// ``_$subclassSchema`` (a class property call and a cast). Traps for a subclass declared
+  /// without `@Model`, whose schema is its model's.
   @inlinable
   static var modelSchema: ModelSchema<Self> {
-    guard SchemaModel.self == Self.self else { subclassIsNotAModel() }
-    return unsafeBitCast(schema, to: ModelSchema<Self>.self)
+    if SchemaModel.self == Self.self { return unsafeBitCast(schema, to: ModelSchema<Self>.self) }
+    guard let schema = _$subclassSchema as? ModelSchema<Self> else { subclassIsNotAModel() }
+    return schema
   }
 
+  /// No subclass schema: a root model's.
+  public static var _$subclassSchema: Any? { nil }
+
   /// `model`, as `Self`: what a class that is not final returns from `makeForLoading()`
-  /// (written by `@Model`). O(1). Traps for a subclass of a model, which the store cannot keep.
-  public static func modelAsSelf(_ model: SchemaModel) -> Self {
-    guard SchemaModel.self == Self.self else { subclassIsNotAModel() }
+  /// (written by `@Model`). O(1). Traps when `Self` is a subclass `@Model` did not declare,
+  /// which the store cannot keep.
+  public static func modelAsSelf<Made: AnyObject>(_ model: Made) -> Self {
+    guard Made.self == Self.self else { subclassIsNotAModel() }
     return unsafeDowncast(model, to: Self.self)
   }
 
@@ -67,7 +80,7 @@ extension PersistentModel {
   @usableFromInline
   static func subclassIsNotAModel() -> Never {
     fatalError(
-      "\(Self.self) is a subclass of the model \(SchemaModel.self): a subclass is not a model of its own; keep \(SchemaModel.self) instances"
+      "\(Self.self) is a subclass of the model \(SchemaModel.self) not declared with @Model: mark it @Model to keep it, or keep \(SchemaModel.self) instances"
     )
   }
 

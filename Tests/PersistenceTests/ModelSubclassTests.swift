@@ -1,0 +1,239 @@
+import Foundation
+import Persistence
+import TestSupport
+import Testing
+
+@testable import PersistenceCore
+
+/// The models of the 2025 talk's hierarchy, without relationships: a root and two levels of
+/// subclasses, each with attributes of its own.
+@Model class Journey {
+  var name: String
+  var destination: String
+  var days = 1
+
+  init(name: String, destination: String, days: Int = 1) {
+    self.name = name
+    self.destination = destination
+    self.days = days
+  }
+}
+
+@Model class PersonalJourney: Journey {
+  enum Reason: String, CaseIterable, Codable, Sendable { case family, reunion, wellness, unknown }
+  var reason: Reason = Reason.unknown
+
+  init(name: String, destination: String, reason: Reason) {
+    self.reason = reason
+    super.init(name: name, destination: destination)
+  }
+}
+
+@Model class BusinessJourney: Journey {
+  var perdiem: Double = 0.0
+  @Attribute(.unique) var code: String = ""
+
+  init(name: String, destination: String, perdiem: Double, code: String) {
+    self.perdiem = perdiem
+    self.code = code
+    super.init(name: name, destination: destination)
+  }
+}
+
+@Model class ExecutiveJourney: BusinessJourney {
+  var lounge = false
+
+  init(name: String, destination: String, code: String) {
+    lounge = true
+    super.init(name: name, destination: destination, perdiem: 500, code: code)
+  }
+}
+
+@Suite("Model subclasses: one table, each row as its own class")
+struct ModelSubclassTests {
+  func container(_ engine: TestEngine) throws -> ModelContainer {
+    try engineContainer(
+      engine, Journey.self, PersonalJourney.self, BusinessJourney.self, ExecutiveJourney.self)
+  }
+
+  /// Four journeys, one of each class, saved.
+  func fill(_ container: ModelContainer) throws {
+    let context = ModelContext(container)
+    context.insert(Journey(name: "Plain", destination: "Oslo", days: 2))
+    context.insert(PersonalJourney(name: "Family", destination: "Lyon", reason: .family))
+    context.insert(BusinessJourney(name: "Fair", destination: "Köln", perdiem: 120, code: "F1"))
+    // Inserted as the root's static type: kept as its own class all the same.
+    let executive: Journey = ExecutiveJourney(name: "Board", destination: "Zürich", code: "B1")
+    context.insert(executive)
+    try context.save()
+  }
+
+  @Test(
+    "a fetch of the root makes each row as its own class with its own values; a fetch of a subclass reads its rows and its subclasses' only",
+    arguments: TestEngine.allCases)
+  func fetchesByClass(engine: TestEngine) throws {
+    let container = try container(engine)
+    try fill(container)
+    let context = ModelContext(container)
+    let all = try context.fetch(FetchDescriptor<Journey>(sortBy: [SortDescriptor(\.name)]))
+    #expect(all.map(\.name) == ["Board", "Fair", "Family", "Plain"])
+    #expect(
+      all.map { "\(type(of: $0))" } == [
+        "ExecutiveJourney", "BusinessJourney", "PersonalJourney", "Journey",
+      ])
+    let board = try #require(all[0] as? ExecutiveJourney)
+    #expect(board.lounge && board.perdiem == 500 && board.code == "B1")
+    #expect(board.destination == "Zürich")
+    #expect((all[2] as? PersonalJourney)?.reason == .family)
+    #expect(all[3].days == 2)
+
+    let business = try context.fetch(
+      FetchDescriptor<BusinessJourney>(sortBy: [SortDescriptor(\.perdiem)]))
+    #expect(business.map(\.name) == ["Fair", "Board"])
+    // One instance per row, whichever fetch met it first.
+    #expect(business[1] === board)
+    #expect(try context.fetchCount(FetchDescriptor<BusinessJourney>()) == 2)
+    #expect(try context.fetchCount(FetchDescriptor<ExecutiveJourney>()) == 1)
+    #expect(try context.fetchCount(FetchDescriptor<PersonalJourney>()) == 1)
+    #expect(try context.fetchCount(FetchDescriptor<Journey>()) == 4)
+
+    // A predicate on an inherited attribute and on the subclass's own.
+    let rich = try context.fetch(
+      FetchDescriptor<BusinessJourney>(predicate: #Predicate { $0.perdiem > 200 }))
+    #expect(rich.map(\.name) == ["Board"])
+    let inLyon = try context.fetch(
+      FetchDescriptor<PersonalJourney>(predicate: #Predicate { $0.destination == "Lyon" }))
+    #expect(inLyon.map(\.name) == ["Family"])
+    let nowhere = try context.fetch(
+      FetchDescriptor<PersonalJourney>(predicate: #Predicate { $0.destination == "Oslo" }))
+    #expect(nowhere.isEmpty)
+
+    // A fresh context meeting a row first through its subclass's fetch.
+    let other = ModelContext(container)
+    let executives = try other.fetch(FetchDescriptor<ExecutiveJourney>())
+    #expect(executives.map(\.code) == ["B1"])
+    let roots = try other.fetch(FetchDescriptor<Journey>())
+    #expect(roots.contains { $0 === executives[0] })
+    // By identifier, as the root or as the subclass; a row of another class is no subclass.
+    let id = board.persistentModelID
+    #expect(try other.model(for: id, as: Journey.self) is ExecutiveJourney)
+    let plainID = all[3].persistentModelID
+    #expect(try ModelContext(container).model(for: plainID, as: BusinessJourney.self) == nil)
+  }
+
+  @Test(
+    "updates and deletes of subclass models, through either class, are saved; history and observers see them",
+    arguments: TestEngine.allCases)
+  func updatesAndDeletes(engine: TestEngine) throws {
+    let container = try container(engine)
+    try fill(container)
+    let context = ModelContext(container)
+    let fair = try #require(
+      context.fetch(FetchDescriptor<Journey>(predicate: #Predicate { $0.name == "Fair" })).first
+        as? BusinessJourney)
+    fair.perdiem = 150
+    fair.days = 3
+    try context.save()
+    let check = ModelContext(container)
+    let reread = try #require(
+      check.fetch(FetchDescriptor<BusinessJourney>()).first { $0.name == "Fair" })
+    #expect(reread.perdiem == 150 && reread.days == 3)
+
+    context.delete(fair)
+    try context.save()
+    let after = ModelContext(container)
+    #expect(try after.fetchCount(FetchDescriptor<BusinessJourney>()) == 1)
+    #expect(
+      try after.fetch(FetchDescriptor<Journey>()).map(\.name).sorted() == [
+        "Board", "Family", "Plain",
+      ])
+    // The subclass's unique attribute is unique among its rows; the other classes' rows hold
+    // no value for it.
+    after.insert(BusinessJourney(name: "Again", destination: "Bern", perdiem: 1, code: "B1"))
+    try after.save()
+    #expect(try ModelContext(container).fetch(FetchDescriptor<BusinessJourney>()).count == 1)
+  }
+
+  @Test(
+    "observers: of the root, each row as its own class; of a subclass, its rows only, told of a change made through the root",
+    arguments: TestEngine.allCases)
+  func observers(engine: TestEngine) throws {
+    let container = try container(engine)
+    try fill(container)
+    let context = ModelContext(container)
+    let all = try ResultsObserver(
+      FetchDescriptor<Journey>(sortBy: [SortDescriptor(\.name)]), modelContext: context)
+    let business = try ResultsObserver(
+      FetchDescriptor<BusinessJourney>(sortBy: [SortDescriptor(\.name)]), modelContext: context)
+    #expect(
+      all.results.map { "\(type(of: $0))" } == [
+        "ExecutiveJourney", "BusinessJourney", "PersonalJourney", "Journey",
+      ])
+    #expect(business.results.map(\.name) == ["Board", "Fair"])
+
+    let other = ModelContext(container)
+    other.insert(ExecutiveJourney(name: "Audit", destination: "Basel", code: "A1"))
+    other.insert(Journey(name: "Walk", destination: "Bern"))
+    try other.delete(model: Journey.self, where: #Predicate { $0.name == "Fair" })
+    try other.save()
+    all.waitForPendingUpdates()
+    business.waitForPendingUpdates()
+    #expect(all.results.map(\.name) == ["Audit", "Board", "Family", "Plain", "Walk"])
+    #expect(all.results.first is ExecutiveJourney)
+    #expect(business.results.map(\.name) == ["Audit", "Board"])
+    #expect(business.results.allSatisfy { $0 is ExecutiveJourney })
+  }
+
+  @Test("the table holds one row per model, its class in _entity, and reopens as it was")
+  func layoutAndReopen() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("journeys.store")
+    do {
+      let container = try ModelContainer(
+        for: Journey.self, PersonalJourney.self, BusinessJourney.self, ExecutiveJourney.self,
+        configurations: ModelConfiguration(url: url))
+      try fill(container)
+    }
+    // Listing the root and one leaf finds the superclasses between them.
+    let container = try ModelContainer(
+      for: Journey.self, PersonalJourney.self, ExecutiveJourney.self,
+      configurations: ModelConfiguration(url: url))
+    #expect(container.entityNames == ["Journey"])
+    let context = ModelContext(container)
+    let all = try context.fetch(FetchDescriptor<Journey>(sortBy: [SortDescriptor(\.name)]))
+    #expect(
+      all.map { "\(type(of: $0))" } == [
+        "ExecutiveJourney", "BusinessJourney", "PersonalJourney", "Journey",
+      ])
+  }
+
+  @Test("a container without the subclasses refuses a table that holds them, naming its columns")
+  func rootAloneRefusesSubclassRows() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("journeys.store")
+    do {
+      try fill(
+        try ModelContainer(
+          for: Journey.self, PersonalJourney.self, BusinessJourney.self, ExecutiveJourney.self,
+          configurations: ModelConfiguration(url: url)))
+    }
+    let error = try #require(throws: PersistenceError.self) {
+      try ModelContainer(for: Journey.self, configurations: ModelConfiguration(url: url))
+    }
+    #expect(error.code == .newerStore)
+    #expect(error.message.contains("_entity"))
+  }
+
+  @Test("a subclass not in the container is refused by the save, nothing written")
+  func unlistedSubclassIsRefused() throws {
+    let container = try ModelContainer(
+      for: Journey.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    let context = ModelContext(container)
+    context.insert(Journey(name: "Plain", destination: "Oslo"))
+    context.insert(PersonalJourney(name: "Family", destination: "Lyon", reason: .family))
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .unknownModel)
+    #expect(error.message.contains("PersonalJourney"))
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<Journey>()) == 0)
+  }
+}
