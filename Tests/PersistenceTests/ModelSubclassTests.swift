@@ -155,6 +155,57 @@ struct ModelSubclassTests {
   }
 
   @Test(
+    "is and as? in a predicate, as the 2025 talk writes them, run in SQL: a type test, a subclass's own attribute, one inside a to-many's rows of another fetch",
+    arguments: TestEngine.allCases)
+  func typeTestsInPredicates(engine: TestEngine) throws {
+    let container = try container(engine)
+    try fill(container)
+    let context = ModelContext(container)
+    func names(_ predicate: Predicate<Journey>) throws -> [String] {
+      try context.fetch(FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.name)]))
+        .map(\.name)
+    }
+    #expect(try names(#Predicate { $0 is BusinessJourney }) == ["Board", "Fair"])
+    #expect(try names(#Predicate { $0 is ExecutiveJourney }) == ["Board"])
+    #expect(try names(#Predicate { !($0 is BusinessJourney) }) == ["Family", "Plain"])
+    #expect(try names(#Predicate { $0 is Journey }) == ["Board", "Fair", "Family", "Plain"])
+    let family = PersonalJourney.Reason.family
+    #expect(
+      try names(
+        #Predicate { journey in
+          if let personal = journey as? PersonalJourney {
+            return personal.reason == family
+          } else {
+            return false
+          }
+        }) == ["Family"])
+    // An inherited attribute read through the cast; a subclass's own, compared.
+    #expect(
+      try names(#Predicate { ($0 as? BusinessJourney)?.perdiem ?? 0 > 200 }) == ["Board"])
+    #expect(
+      try names(#Predicate { ($0 as? BusinessJourney)?.destination == "Köln" }) == ["Fair"])
+    #expect(
+      try context.fetchCount(
+        FetchDescriptor(predicate: #Predicate<Journey> { $0 is PersonalJourney })) == 1)
+    // Of a subclass's fetch: a further subclass.
+    #expect(
+      try context.fetch(
+        FetchDescriptor<BusinessJourney>(predicate: #Predicate { $0 is ExecutiveJourney })
+      ).map(\.name) == ["Board"])
+    // The translation: a test of the row's own column, no Swift evaluation.
+    let sql = try #require(
+      try FetchDescriptor<Journey>(predicate: #Predicate { $0 is BusinessJourney })
+        .whereClause(schema: Journey.modelSchema, narrowing: true))
+    #expect(!sql.isNarrowed)
+    #expect(sql.sql.contains("\"_entity\""))
+    // A cast to a type that is no model is refused, saying why.
+    let refused = try #require(throws: PersistenceError.self) {
+      try context.fetch(FetchDescriptor<Journey>(predicate: #Predicate { $0 is Note }))
+    }
+    #expect(refused.code == .unsupportedPredicate)
+  }
+
+  @Test(
     "observers: of the root, each row as its own class; of a subclass, its rows only, told of a change made through the root",
     arguments: TestEngine.allCases)
   func observers(engine: TestEngine) throws {

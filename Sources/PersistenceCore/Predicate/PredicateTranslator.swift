@@ -407,7 +407,7 @@ struct PredicateTranslator {
     PersistenceError(
       code: .unsupportedPredicate,
       message:
-        "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty; through relationships, key paths of to-ones and contains(where:), allSatisfy, count and isEmpty of to-manys."
+        "The predicate on \(modelName) uses \(construct), which cannot be translated to SQL. Supported: == != < <= > >=, && || !, + - * / %, ?? and flatMap on optionals, if/else, contains, starts(with:), localizedStandardContains, [values].contains(attribute), count and isEmpty, is and as? of a model's subclass; through relationships, key paths of to-ones and contains(where:), allSatisfy, count and isEmpty of to-manys."
     )
   }
 
