@@ -14,6 +14,9 @@ struct ModelDeclaration {
   let access: Keyword?
   let properties: [StoredProperty]
   let declaresEmptyInitializer: Bool
+  /// Whether the class declares a designated initializer (one not marked `convenience`): a
+  /// subclass that declares none inherits its superclass's.
+  let declaresDesignatedInitializer: Bool
   /// Whether the class is final; one that is not makes `init()` required and
   /// `makeForLoading()` return `Self`.
   let isFinal: Bool
@@ -318,6 +321,10 @@ struct ModelDeclaration {
     self.constraints = constraints
     self.table = table
     self.declaresEmptyInitializer = declaresEmptyInitializer
+    declaresDesignatedInitializer = type.memberBlock.members.contains { member in
+      guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { return false }
+      return !initializer.modifiers.contains { $0.name.tokenKind == .keyword(.convenience) }
+    }
     self.isFinal = isFinal
     name = type.name.trimmedDescription
     access =

@@ -135,6 +135,14 @@ struct ModelEmitter {
     var schema: ExprSyntax =
       "PersistenceCore.ModelSchema<\(typeName)>(subclassOf: \(superclass!).self, entity: \(Build.literal(model.name)), \(declarationsName)(\(typeName).self))"
     if let described = describedList { schema = "\(schema)\n.described(\(described))" }
+    // A subclass that declares no designated initializer, each of whose properties has an
+    // initial value, inherits its superclass's initializers (the one the store makes models
+    // with too): declaring one here would take them away from its users.
+    let inheritsInitializers =
+      !model.declaresDesignatedInitializer
+      && persisted.allSatisfy {
+        $0.initializer != nil || $0.wrappedType != nil || $0.isUndeclaredOptional
+      }
     var members: [DeclSyntax] = [
       """
       /// Tells observers of this model's properties (a registrar made on first use).
@@ -149,11 +157,11 @@ struct ModelEmitter {
       /// The subclass's schema (written by `@Model`).
       \(modifiers(.override, .class))var _$subclassSchema: Any? { \(schemaName) }
       """,
-      emptyInitializer,
       makeForLoading,
       inheritedDeclarations,
     ]
-    if !model.declaresEmptyInitializer {
+    if !inheritsInitializers { members.insert(emptyInitializer, at: 3) }
+    if !model.declaresEmptyInitializer && !inheritsInitializers {
       members.append(
         """
         /// A model with each property's initial value, or its type's empty value (written by
@@ -170,32 +178,39 @@ struct ModelEmitter {
   var declarationsName: TokenSyntax { .identifier("_$declarations_" + model.name) }
 
   /// `static func _$declarations_Name<S: Name>(_: S.Type) -> [ModelAttribute<S>]`: the class's
-  /// attributes (its superclass's first, for a subclass) declared over `S`, what a subclass's
-  /// schema starts with. A model with relationships has none yet: a subclass of it is refused
-  /// where it calls this.
+  /// attributes and relationships (its superclass's first, for a subclass) declared over `S`,
+  /// what a subclass's schema starts with.
   var inheritedDeclarations: DeclSyntax {
     let root: TypeSyntax = "S"
+    // A relationship is the class's own, read through the subclass's key path.
+    let entries =
+      persisted.map { attribute($0, root: root) }
+      + relationships.map { property -> ExprSyntax in
+        let arguments = [
+          Build.argument(Build.keyPath(property.identifier, root: root)),
+          Build.argument(Build.literal(property.name)),
+          Build.argument("from", "\(typeName).schema" as ExprSyntax),
+        ]
+        return Build.implicitCall("inherited", arguments)
+      }
     let own = ArrayExprSyntax(
       elements: ArrayElementListSyntax(
-        persisted.enumerated().map { index, property in
+        entries.enumerated().map { index, entry in
           ArrayElementSyntax(
-            leadingTrivia: .newline, expression: attribute(property, root: root),
-            trailingComma: index < persisted.count - 1 ? .commaToken() : nil)
+            leadingTrivia: .newline, expression: entry,
+            trailingComma: index < entries.count - 1 ? .commaToken() : nil)
         }),
-      rightSquare: .rightSquareToken(leadingTrivia: persisted.isEmpty ? [] : .newline))
+      rightSquare: .rightSquareToken(leadingTrivia: entries.isEmpty ? [] : .newline))
     let body: ExprSyntax =
       if let superclass {
         "\(superclass)._$declarations_\(raw: superclass.trimmedDescription)(S.self) + \(own)"
       } else {
         "\(own)"
       }
-    let unavailable: AttributeSyntax? =
-      relationships.isEmpty
-      ? nil
-      : "@available(*, unavailable, message: \"a subclass of a model with relationships is not supported yet\")"
     return """
-      /// The attributes of \(raw: model.name), over a subclass `S` (written by `@Model`).
-      \(unavailable.map { "\($0)\n" } ?? "")\(modifiers(.static))func \(declarationsName)<S: \(typeName)>(_: S.Type) -> [PersistenceCore.ModelAttribute<S>] {
+      /// The attributes and relationships of \(raw: model.name), over a subclass `S`
+      /// (written by `@Model`).
+      \(modifiers(.static))func \(declarationsName)<S: \(typeName)>(_: S.Type) -> [PersistenceCore.ModelAttribute<S>] {
         \(body)
       }
       """

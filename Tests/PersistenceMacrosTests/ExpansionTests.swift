@@ -227,7 +227,8 @@ struct DiagnosticTests {
   )
   func subclassExpansion() {
     let (text, diagnostics) = expand(
-      "// subclass\n@Model class BusinessTrip: Trip {\n  var perdiem = 0.0\n}")
+      "// subclass\n@Model class BusinessTrip: Trip {\n  var perdiem = 0.0\n  var code: String\n  init(code: String) {\n    self.code = code\n    super.init()\n  }\n}"
+    )
     #expect(diagnostics == [])
     for expected in [
       #"static let _$schema_BusinessTrip = PersistenceCore.ModelSchema<BusinessTrip>(subclassOf: Trip.self, entity: "BusinessTrip", _$declarations_BusinessTrip(BusinessTrip.self))"#,
@@ -242,6 +243,14 @@ struct DiagnosticTests {
     ] {
       #expect(text.contains(expected), "\(expected)")
     }
+    // A subclass with no initializer of its own, each property with an initial value, keeps
+    // its superclass's initializers: none is declared for it.
+    let inheriting = expand(
+      "// subclass\n@Model class BusinessTrip: Trip {\n  var perdiem = 0.0\n}")
+    #expect(inheriting.diagnostics == [])
+    #expect(!inheriting.text.contains("init(_$persistenceEmpty"))
+    #expect(!inheriting.text.contains("init() {"))
+    #expect(inheriting.text.contains("override class func makeForLoading() -> Self {"))
     // What it inherits is not declared again.
     for inherited in ["static let schema", "var linkOrigin", "linkOriginSlot", "var id:"] {
       #expect(!text.contains(inherited), "\(inherited)")

@@ -49,6 +49,43 @@ import Testing
   }
 }
 
+/// A root model with a to-many and a one-to-one, as SampleTrips' `Trip` declares them, and a
+/// subclass that inherits both.
+@Model class Voyage {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \Port.voyage) var ports: [Port] = []
+  @Relationship(deleteRule: .cascade, inverse: \Berth.voyage) var berth: Berth?
+
+  init(name: String) { self.name = name }
+}
+
+@Model class Cruise: Voyage {
+  var ship = ""
+
+  init(name: String, ship: String) {
+    self.ship = ship
+    super.init(name: name)
+  }
+}
+
+/// A subclass as the 2025 talk's `BusinessTrip`: no initializer of its own, made with its
+/// superclass's.
+@Model class Tender: Voyage {
+  var seats = 12
+}
+
+@Model final class Port {
+  var title: String
+  var voyage: Voyage?
+  init(title: String) { self.title = title }
+}
+
+@Model final class Berth {
+  var cabin: String
+  var voyage: Voyage?
+  init(cabin: String) { self.cabin = cabin }
+}
+
 @Suite("Model subclasses: one table, each row as its own class")
 struct ModelSubclassTests {
   func container(_ engine: TestEngine) throws -> ModelContainer {
@@ -233,6 +270,75 @@ struct ModelSubclassTests {
     #expect(all.results.first is ExecutiveJourney)
     #expect(business.results.map(\.name) == ["Audit", "Board"])
     #expect(business.results.allSatisfy { $0 is ExecutiveJourney })
+  }
+
+  @Test(
+    "a subclass inherits its root's relationships: read, predicated, the inverse its own instance, cascades from it",
+    arguments: TestEngine.allCases)
+  func inheritedRelationships(engine: TestEngine) throws {
+    // Listing the subclass alone finds its root and the models its relationships reach.
+    let container = try engineContainer(engine, Cruise.self, Tender.self)
+    let context = ModelContext(container)
+    let tender = Tender(name: "Shuttle")
+    context.insert(tender)
+    tender.ports = [Port(title: "Pier")]
+    let cruise = Cruise(name: "Fjords", ship: "Nordlys")
+    context.insert(cruise)
+    cruise.ports = [Port(title: "Bergen"), Port(title: "Ålesund")]
+    cruise.berth = Berth(cabin: "A12")
+    let plain = Voyage(name: "Ferry")
+    context.insert(plain)
+    plain.ports = [Port(title: "Kiel")]
+    try context.save()
+
+    let reader = ModelContext(container)
+    let voyages = try reader.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)]))
+    #expect(voyages.map(\.name) == ["Ferry", "Fjords", "Shuttle"])
+    #expect((voyages[2] as? Tender)?.seats == 12)
+    #expect(voyages[2].ports.map(\.title) == ["Pier"])
+    let read = try #require(voyages[1] as? Cruise)
+    #expect(read.ship == "Nordlys")
+    #expect(Set(read.ports.map(\.title)) == ["Bergen", "Ålesund"])
+    #expect(read.berth?.cabin == "A12")
+    #expect(read.ports.allSatisfy { $0.voyage === read })
+    // From the other side: the to-one holds the subclass's instance, the same one.
+    let ports = try reader.fetch(
+      FetchDescriptor<Port>(
+        predicate: #Predicate { $0.title != "Pier" }, sortBy: [SortDescriptor(\.title)]))
+    #expect(ports.map { $0.voyage?.name } == ["Fjords", "Ferry", "Fjords"])
+    let bergen = try #require(ports.first { $0.title == "Bergen" })
+    #expect(bergen.voyage === read)
+    #expect(!(ports.first { $0.title == "Kiel" }?.voyage is Cruise))
+    // A predicate through an inherited relationship, on the subclass's fetch and the root's.
+    let withBergen = try reader.fetch(
+      FetchDescriptor<Cruise>(predicate: #Predicate { $0.ports.contains { $0.title == "Bergen" } }))
+    #expect(withBergen.map(\.name) == ["Fjords"])
+    let inCabin = try reader.fetch(
+      FetchDescriptor<Voyage>(predicate: #Predicate { $0.berth?.cabin == "A12" }))
+    #expect(inCabin.map(\.name) == ["Fjords"])
+    let portsOfCruises = try reader.fetch(
+      FetchDescriptor<Port>(predicate: #Predicate { $0.voyage?.name == "Fjords" }))
+    #expect(portsOfCruises.count == 2)
+
+    // A port moved from the plain voyage to the cruise; then the cruise deleted: its ports
+    // and berth go with it, the plain voyage stays.
+    let writer = ModelContext(container)
+    let kiel = try #require(
+      writer.fetch(FetchDescriptor<Port>(predicate: #Predicate { $0.title == "Kiel" })).first)
+    let fjords = try #require(writer.fetch(FetchDescriptor<Cruise>()).first)
+    kiel.voyage = fjords
+    try writer.save()
+    let recount = ModelContext(container)
+    #expect(try recount.fetch(FetchDescriptor<Cruise>()).first?.ports.count == 3)
+    writer.delete(fjords)
+    try writer.save()
+    let after = ModelContext(container)
+    #expect(
+      try after.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)])).map(\.name) == [
+        "Ferry", "Shuttle",
+      ])
+    #expect(try after.fetchCount(FetchDescriptor<Port>()) == 1)
+    #expect(try after.fetchCount(FetchDescriptor<Berth>()) == 0)
   }
 
   @Test("the table holds one row per model, its class in _entity, and reopens as it was")

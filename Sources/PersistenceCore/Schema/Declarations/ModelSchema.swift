@@ -114,6 +114,7 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
   /// - Parameters:
   ///   - base: The superclass, itself a model (a root model or a subclass of one).
   ///   - entity: The subclass's entity name: the class's name.
+  ///   - attributes: Every attribute and relationship of the class, its superclass's first.
   public init<Base: PersistentModel>(
     subclassOf base: Base.Type, entity: String, _ attributes: [ModelAttribute<Model>]
   ) {

@@ -123,6 +123,59 @@ final class RelationshipInfo: Sendable {
   }
 
   var targetName: String { "\(target)" }
+
+  /// This relationship, read by users through `keyPath`: a subclass's key path of the
+  /// property its superclass declares (``ModelAttribute/inherited(_:_:from:)``). Every
+  /// closure is the superclass's, which a subclass's model passes as it is.
+  func rerooted(_ keyPath: AnyKeyPath) -> RelationshipInfo {
+    RelationshipInfo(
+      name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: target,
+      keyPath: keyPath, inverse: inverse, order: order, link: link, existingLink: existingLink,
+      ownerReference: ownerReference, isMadeOnFirstUse: isMadeOnFirstUse,
+      observation: observation, inverseInfo: inverseInfo, inversePointsBack: inversePointsBack,
+      targetTable: targetTable, predicateTable: predicateTable, updateInverse: updateInverse)
+  }
+}
+
+extension ModelAttribute {
+  /// The relationship `name` of `base`, a superclass's schema, as a subclass declares it:
+  /// read through the subclass's `keyPath` to the same property, every operation the
+  /// superclass's (what `@Model` writes in a subclass's schema for each relationship it
+  /// inherits).
+  public static func inherited<Base: PersistentModel, Value>(
+    _ keyPath: KeyPath<Model, Value>, _ name: String, from base: ModelSchema<Base>
+  ) -> ModelAttribute {
+    guard let declared = base.declarations.first(where: { $0.relationship?.name == name }),
+      let relationship = declared.relationship
+    else {
+      fatalError("\(Base.self) declares no relationship '\(name)' for \(Model.self) to inherit")
+    }
+    // A key column's entry keeps its own key path; another entry is the property's.
+    let isProperty = declared.keyPath == relationship.keyPath
+    var entry = ModelAttribute(
+      inheriting: declared, keyPath: isProperty ? keyPath : declared.keyPath)
+    entry.relationship = relationship.rerooted(keyPath)
+    return entry
+  }
+
+  /// `other`, a superclass's attribute, as this model's, read through `keyPath`.
+  init<Other>(inheriting other: ModelAttribute<Other>, keyPath: AnyKeyPath) {
+    name = other.name
+    options = other.options
+    storageType = other.storageType
+    isOptional = other.isOptional
+    isCodable = other.isCodable
+    valueTypeName = other.valueTypeName
+    valueType = other.valueType
+    slotSize = other.slotSize
+    slotAlignment = other.slotAlignment
+    slotType = other.slotType
+    destroySlot = other.destroySlot
+    access = other.access
+    self.keyPath = keyPath
+    coder = other.coder
+    relationship = other.relationship
+  }
 }
 
 extension ModelAttribute {

@@ -396,6 +396,13 @@ try checkSampleTrips(
     ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips.sqlite") : url,
   { check($0, $1) })
 
+// The 2025 talk's subclasses of `Trip`, in a store of their own (a file on SQLite; on
+// PostgreSQL, the trips' tables, which the subclasses' columns are added to).
+try checkSampleTripsInheritance(
+  engine == "sqlite"
+    ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips-2025.sqlite") : url,
+  { check($0, $1) })
+
 // A container made as SwiftData's users make it, `ModelContainer(for: Trip.self)`, keeps its
 // data in the persistent default store (`default.store` in the user's data folder, here a
 // folder of the checks' own): a second container reads what the first saved.
