@@ -177,6 +177,15 @@ struct ModelEmitter {
   /// The name of the class's declarations over a subclass (``inheritedDeclarations``).
   var declarationsName: TokenSyntax { .identifier("_$declarations_" + model.name) }
 
+  /// The name of `type`'s declarations over a subclass: by its own name, without the module
+  /// or types it is declared in (`SampleTrips.Trip` has `_$declarations_Trip`).
+  static func declarationsName(of type: TypeSyntax) -> TokenSyntax {
+    let name =
+      type.as(MemberTypeSyntax.self)?.name.text ?? type.as(IdentifierTypeSyntax.self)?.name.text
+      ?? type.trimmedDescription
+    return .identifier("_$declarations_" + name)
+  }
+
   /// `static func _$declarations_Name<S: Name>(_: S.Type) -> [ModelAttribute<S>]`: the class's
   /// attributes and relationships (its superclass's first, for a subclass) declared over `S`,
   /// what a subclass's schema starts with.
@@ -203,7 +212,7 @@ struct ModelEmitter {
       rightSquare: .rightSquareToken(leadingTrivia: entries.isEmpty ? [] : .newline))
     let body: ExprSyntax =
       if let superclass {
-        "\(superclass)._$declarations_\(raw: superclass.trimmedDescription)(S.self) + \(own)"
+        "\(superclass).\(Self.declarationsName(of: superclass))(S.self) + \(own)"
       } else {
         "\(own)"
       }
@@ -350,11 +359,12 @@ struct ModelEmitter {
     }
     // A class that is not final shares it with its subclasses, which call it.
     let modifiers =
-      model.isFinal
-      ? DeclModifierListSyntax([
-        DeclModifierSyntax(name: .keyword(.private, trailingTrivia: .space))
-      ])
-      : superclass == nil ? modifiers() : modifiers(.override)
+      superclass != nil
+      ? modifiers(.override)
+      : model.isFinal
+        ? DeclModifierListSyntax([
+          DeclModifierSyntax(name: .keyword(.private, trailingTrivia: .space))
+        ]) : modifiers()
     let statements =
       superclass == nil ? defaults : defaults + ["super.init(_$persistenceEmpty: ())"]
     return """
@@ -372,8 +382,9 @@ struct ModelEmitter {
     let type: TypeSyntax = model.isFinal ? TypeSyntax(IdentifierTypeSyntax(name: typeName)) : "Self"
     let body: ExprSyntax = model.isFinal ? made : "modelAsSelf(\(made))"
     let modifiers =
-      model.isFinal
-      ? modifiers(.static) : superclass == nil ? modifiers(.class) : modifiers(.override, .class)
+      superclass != nil
+      ? modifiers(.override, model.isFinal ? .static : .class)
+      : model.isFinal ? modifiers(.static) : modifiers(.class)
     return """
       /// What the store makes a model with before it sets a row's values: your initializers
       /// are not run for a fetched model (written by `@Model`).

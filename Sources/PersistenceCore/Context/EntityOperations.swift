@@ -65,6 +65,8 @@ protocol EntityOperations: AnyObject, Sendable {
   /// How rows of this model's subclasses are read from rows of its select list, by their
   /// `"_entity"` value (set by the container when it opens).
   var subclassReaders: [String: SubclassReader] { get }
+  /// The model type, as an `ObjectIdentifier` of its metatype.
+  var modelType: ObjectIdentifier { get }
 }
 
 /// What the container sets on an entity whose table holds subclasses.
@@ -210,7 +212,11 @@ final class EntityStatements: Sendable {
     } else {
       insert = "INSERT INTO \(table) (\(list)) VALUES (\(placeholders))"
     }
-    selectByKey = "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
+    // With the row's class, in a table that holds subclasses: an upsert checks it.
+    selectByKey =
+      selectList == nil
+      ? "SELECT \(list) FROM \(table) WHERE \"_pk\" = ?"
+      : "SELECT \(list)\(columns.isEmpty ? "" : ", ")\"_entity\" FROM \(table) WHERE \"_pk\" = ?"
     delete = "DELETE FROM \(table) WHERE \"_pk\" = ?"
     var lookup: [Int: String] = [:]
     for constraint in unique {
@@ -225,7 +231,7 @@ final class EntityStatements: Sendable {
     let selected = selectList ?? "\"_pk\", \(list)"
     selectRowsWhereKey =
       inheritancePath.map {
-        "SELECT \(selected) FROM \(table) WHERE substr(\"_entity\", 1, \($0.utf8.count)) = '\($0)' AND \"_pk\""
+        "SELECT \(selected) FROM \(table) WHERE \(ModelInheritance.condition(path: $0)) AND \"_pk\""
       } ?? "SELECT \(selected) FROM \(table) WHERE \"_pk\""
   }
 
@@ -273,6 +279,8 @@ final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, S
   nonisolated(unsafe) var subclassReaders: [String: SubclassReader] = [:]
 
   func setSubclassReaders(_ readers: [String: SubclassReader]) { subclassReaders = readers }
+
+  var modelType: ObjectIdentifier { ObjectIdentifier(Model.self) }
 
   /// The entity of `Model`; `table` is the table it is kept in, when it holds subclasses
   /// (``EntityDescription/tables(_:)``): its rows are then selected with every column.

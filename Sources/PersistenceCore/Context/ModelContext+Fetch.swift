@@ -173,7 +173,7 @@ extension ModelContext {
         descriptor, schema: entity.schema,
         select: entity.schema.selectList + ", " + expression + " AS \"_section\"",
         sectionExpression: expression, database: database)
-      return (Int32(entity.columnNames.count + 1), query)
+      return (Int32(entity.readColumns.count + 1), query)  // after the selected row
     }
     throw PersistenceError(
       code: .unsupportedPredicate,

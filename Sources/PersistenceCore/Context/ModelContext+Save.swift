@@ -497,6 +497,20 @@ extension ModelContext {
       let select = try database.cachedStatement(entity.statements.selectByKey)
       select.bindInt64(key, at: 1)
       _ = try select.step()
+      // A model is not turned into another class: a row of another class (a superclass, a
+      // subclass or a sibling sharing the unique column) is not updated as this one.
+      if entity.entityColumn != nil {
+        let path = select.text(at: Int32(entity.columnNames.count))
+        if path != entity.inheritancePath {
+          select.reset()
+          let other = path.split(separator: "/").last.map(String.init) ?? entity.name
+          throw PersistenceError(
+            code: .uniqueConstraint,
+            message:
+              "The new \(type(of: model)) has the unique values of a stored \(other) (row \(key) of \(entity.name)), which is of another class: a model is not changed into another class. Delete the stored one first, or change the values. Nothing was saved."
+          )
+        }
+      }
       var changed: [Int] = []
       for index in entity.columnNames.indices
       where try select.value(at: Int32(index)) != entity.value(model, attribute: index) {
@@ -654,10 +668,12 @@ extension ModelContext {
   /// subclass `@Model` did not declare (kept as the model it was inserted as) of a listed model.
   /// O(1).
   fileprivate func isKept(_ registration: Registration) -> Bool {
-    let dynamicType = Swift.type(of: registration.model)
-    if container.entities[ObjectIdentifier(dynamicType)] != nil { return true }
+    let dynamicType: AnyObject.Type = Swift.type(of: registration.model)
+    let key = ObjectIdentifier(dynamicType)
+    // Kept as its own class, by that class's entity.
+    if key == registration.entity.modelType { return container.entities[key] != nil }
     guard let type = dynamicType as? any PersistentModel.Type else { return false }
     return type._$subclassSchema == nil
-      && container.entities.values.contains { $0.name == registration.entity.name }
+      && container.entities[registration.entity.modelType] != nil
   }
 }

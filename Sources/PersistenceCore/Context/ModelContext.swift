@@ -278,13 +278,6 @@ public final class ModelContext {
     return shared
   }
 
-  /// The entity of a subclass of a model, a model's dynamic type; nil when the container does
-  /// not list it (or `@Model` did not declare it), which the next save reports.
-  private func subclassEntity<Model: PersistentModel>(_: Model.Type) -> (any EntityOperations)? {
-    guard container.entities[ObjectIdentifier(Model.self)] != nil else { return nil }
-    return try? entity(for: Model.self)
-  }
-
   // MARK: Inserting and deleting
 
   /// Registers a new model; it is written by the next ``save()``. Inserting a model already in
@@ -307,8 +300,9 @@ public final class ModelContext {
     if type(of: model) == Model.self {
       operations = (try? entity(for: Model.self)) ?? Entity<Model>()
     } else {
-      let dynamicType: any PersistentModel.Type = type(of: model)
-      operations = subclassEntity(dynamicType) ?? Entity<Model>()
+      // Looked up by the model's own class: no generic call opened on its metatype.
+      let key = ObjectIdentifier(type(of: model) as AnyObject.Type)
+      operations = entities[key] ?? container.operations(ofType: key) ?? Entity<Model>()
     }
     if let origin = operations.linkOrigin, let reference = origin.reference(model) {
       let key = origin.key(model)
@@ -335,24 +329,33 @@ public final class ModelContext {
   /// Marks every model matching `predicate` (all of them when nil) for deletion at the next
   /// ``save()``, without loading them. History records each deleted row.
   ///
-  /// Cost: one indexed or scanning query for the matching keys, O(matches) memory.
+  /// Cost: one indexed or scanning query for the matching keys, O(matches) memory. In a table
+  /// that holds subclasses of a model, the matching models are loaded, so that each row is
+  /// deleted as its own class.
   public func delete<Model: PersistentModel>(
     model: Model.Type, where predicate: Predicate<Model>? = nil
   ) throws {
     let entity = try entity(for: Model.self)
-    for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
-      if let registration = rowTable(entity.name)[key] {
-        registration.isDeleted = true
-      } else {
-        pendingRowDeletes[entity.name, default: []].insert(key)
+    if entity.entityColumn != nil {
+      // A table that holds subclasses: each row deleted as its own class (its tombstone
+      // keeps its class's preserved values), so its model is loaded.
+      var stored = FetchDescriptor<Model>(predicate: predicate)
+      stored.includePendingChanges = false
+      for model in try fetch(stored) { deleteObject(model) }
+    } else {
+      for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
+        if let registration = rowTable(entity.name)[key] {
+          registration.isDeleted = true
+        } else {
+          pendingRowDeletes[entity.name, default: []].insert(key)
+        }
       }
     }
+    // The unsaved inserts of this model (and its subclasses) that match; not those of other
+    // models of its table.
     for registration in pendingInserts where registration.entity.name == entity.name {
-      if let predicate, let model = registration.model as? Model,
-        (try? predicate.evaluate(model)) != true
-      {
-        continue
-      }
+      guard let model = registration.model as? Model else { continue }
+      if let predicate, (try? predicate.evaluate(model)) != true { continue }
       unregister(registration)
     }
   }

@@ -294,6 +294,12 @@ public final class ModelContainer: Sendable {
     return entity
   }
 
+  /// The operations of the model type `type` (an `ObjectIdentifier` of its metatype), when
+  /// the container lists it: what a model's dynamic type is kept with. O(1), one lookup.
+  func operations(ofType type: ObjectIdentifier) -> (any EntityOperations)? {
+    operations.withLock { $0[type] }
+  }
+
   /// The operations of `Model`, made on the first request for the container. O(1) after.
   ///
   /// - Throws: ``PersistenceError/Code/unknownModel`` when `Model` is not in the container.

@@ -24,7 +24,7 @@ struct Options {
 
   /// Phases that run only when named: long measurements beside the comparison.
   static let optInPhaseNames = [
-    "observers", "serve", "streams", "relationships", "plans", "tailored",
+    "observers", "serve", "streams", "relationships", "plans", "tailored", "subclasses",
   ]
 
   /// Whether the phase `name` (one of ``phaseNames`` or ``optInPhaseNames``) runs.
@@ -69,7 +69,7 @@ enum BenchOptions {
   static let phases = Option<Set<String>>(
     name: "phases", valueName: "list",
     help:
-      "Run only these phases, comma-separated, of: \(Options.phaseNames.joined(separator: ", ")); and, only when named, observers (100 observers and 10,000 writes), serve (trips serve under wrk, beside the same requests in-process) streams (1,000 stream clients, a 10,000-change burst, sync over HTTP) and relationships (--size owners with five items and a stay each: a prefetched fetch, the same without prefetch, a predicate through a to-one, a cascade delete of a parent with 1,000 children) and plans (the trips with five bucket-list items and a stay each beside the same without: an export as JSON, a list, bbox pages of 100). (The store is always filled.)",
+      "Run only these phases, comma-separated, of: \(Options.phaseNames.joined(separator: ", ")); and, only when named, observers (100 observers and 10,000 writes), serve (trips serve under wrk, beside the same requests in-process) streams (1,000 stream clients, a 10,000-change burst, sync over HTTP) and relationships (--size owners with five items and a stay each: a prefetched fetch, the same without prefetch, a predicate through a to-one, a cascade delete of a parent with 1,000 children) and plans (the trips with five bucket-list items and a stay each beside the same without: an export as JSON, a list, bbox pages of 100) and subclasses (a fetch of a root model whose table holds a subclass, listed or with a tenth of the rows, beside the same table without). (The store is always filled.)",
     parse: { text in
       let names = Set(text.split(separator: ",").map(String.init))
       let known = Options.phaseNames + Options.optInPhaseNames

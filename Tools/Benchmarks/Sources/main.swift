@@ -1062,6 +1062,10 @@ if options.wants("relationships") { try relationshipsPhase() }
 
 if options.wants("plans") { try plansPhase() }
 
+// MARK: Subclasses (a root model's table holding a subclass)
+
+if options.wants("subclasses") { try subclassesPhase() }
+
 writeJSON()
 
 /// Writes `phases` to `--json`'s file, when given.

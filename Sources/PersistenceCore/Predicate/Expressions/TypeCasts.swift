@@ -41,7 +41,7 @@ extension PredicateTranslator {
     let condition =
       inheritance.map {
         SQLFragment(
-          "substr(\(qualifier).\(quoted(EntityDescription.entityColumn)), 1, \($0.path.utf8.count)) = '\($0.path)'",
+          ModelInheritance.condition(path: $0.path, qualifier: qualifier),
           isCondition: true, canBeNull: false)
       } ?? SQLFragment("1 = 1", isCondition: true, canBeNull: false)
     let key = "(CASE WHEN \(condition.sql) THEN \(qualifier).\"_pk\" END)"

@@ -101,6 +101,17 @@ extension EntityDescription {
       }
       for column in entity.columns {
         if let known = table.columns.first(where: { $0.name == column.name }) {
+          guard
+            known.isUnique == column.isUnique && known.uniqueCompanions == column.uniqueCompanions
+              && known.isIndexed == column.isIndexed
+              && known.indexCompanions == column.indexCompanions
+          else {
+            throw PersistenceError(
+              code: .invalidValue,
+              message:
+                "The column \(entity.name).\(column.name) is declared unique or indexed by one model of the table and not alike by the subclass \(path.dropLast()): one column holds both, so give one of them another name."
+            )
+          }
           guard known.storageType == column.storageType else {
             throw PersistenceError(
               code: .invalidValue,
@@ -136,6 +147,15 @@ extension EntityDescription {
   ) throws -> [Column] {
     let declared = Set(columns.map(\.name))
     let unknown = stored.keys.filter { !declared.contains($0) }.sorted()
+    if !unknown.isEmpty,
+      unknown.contains(Self.entityColumn) || declared.contains(Self.entityColumn)
+    {
+      throw PersistenceError(
+        code: .newerStore,
+        message:
+          "The table \(name) in \(location) holds subclasses of its model that this container does not list, or a newer version of them (its columns \(unknown.filter { $0 != Self.entityColumn }.joined(separator: ", ")) are theirs): pass every subclass of the table's model to ModelContainer(for:) (the values of its column _entity name them); the store was left untouched."
+      )
+    }
     guard unknown.isEmpty else {
       throw PersistenceError(
         code: .newerStore,

@@ -12,8 +12,14 @@ struct ModelInheritance: Sendable {
 
   /// The rows of this class and of its subclasses: those whose `"_entity"` starts with
   /// ``path``, tested as exactly on every engine (no collation, no `LIKE` folding case).
-  var condition: String {
-    "substr(\"_entity\", 1, \(path.utf8.count)) = '\(path)'"
+  var condition: String { Self.condition(path: path) }
+
+  /// The rows whose `"_entity"` (of the table `qualifier` names, when given) starts with
+  /// `path`: `substr` counts characters (code points) on both engines, as the path is counted
+  /// here.
+  static func condition(path: String, qualifier: String? = nil) -> String {
+    let column = (qualifier.map { $0 + "." } ?? "") + quoted(EntityDescription.entityColumn)
+    return "substr(\(column), 1, \(path.unicodeScalars.count)) = '\(path)'"
   }
 }
 
@@ -119,6 +125,15 @@ public struct ModelSchema<Model: PersistentModel>: Sendable {
     subclassOf base: Base.Type, entity: String, _ attributes: [ModelAttribute<Model>]
   ) {
     let baseSchema = Base.modelSchema
+    // Each relationship the superclass declares is the superclass's, whatever entry declared
+    // it here (a to-one the macro found only at run time is declared anew otherwise, its
+    // inverse looked for on this class).
+    let inheritedNames = Set(baseSchema.relationships.map(\.name))
+    let attributes = attributes.map { attribute -> ModelAttribute<Model> in
+      guard let relationship = attribute.relationship, inheritedNames.contains(relationship.name)
+      else { return attribute }
+      return .inherited(relationship.keyPath, relationship.name, from: baseSchema)
+    }
     self.init(
       name: baseSchema.name, attributes: attributes, descriptions: baseSchema.descriptions,
       loader: nil, binder: nil,

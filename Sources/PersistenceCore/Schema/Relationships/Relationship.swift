@@ -145,6 +145,14 @@ extension ModelAttribute {
   public static func inherited<Base: PersistentModel, Value>(
     _ keyPath: KeyPath<Model, Value>, _ name: String, from base: ModelSchema<Base>
   ) -> ModelAttribute {
+    inherited(keyPath as AnyKeyPath, name, from: base)
+  }
+
+  /// The relationship `name` of `base`, read through `keyPath` (see
+  /// ``inherited(_:_:from:)``).
+  static func inherited<Base: PersistentModel>(
+    _ keyPath: AnyKeyPath, _ name: String, from base: ModelSchema<Base>
+  ) -> ModelAttribute {
     guard let declared = base.declarations.first(where: { $0.relationship?.name == name }),
       let relationship = declared.relationship
     else {
