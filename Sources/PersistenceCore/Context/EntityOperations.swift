@@ -107,7 +107,7 @@ final class MappedRow: StoreRow {
 extension EntityOperations {
   /// How the current row is read when it is a row of a subclass of this entity (its
   /// `"_entity"`, at `column`, names another class); nil for a row of this entity itself.
-  /// O(1): the path's bytes compared, then one lookup for a subclass's row.
+  /// O(subclasses) byte comparisons of the path, no allocation.
   ///
   /// - Throws: ``PersistenceError/Code/unknownModel`` for a row of a subclass the container
   ///   does not list, rather than a model of the wrong class.
@@ -116,15 +116,16 @@ extension EntityOperations {
     if path.count == inheritancePath.utf8.count, path.elementsEqual(inheritancePath.utf8) {
       return nil
     }
-    let name = String(decoding: path, as: UTF8.self)
-    guard let reader = subclassReaders[name] else {
-      throw PersistenceError(
-        code: .unknownModel,
-        message:
-          "The row \(row.int64(at: 0)) of the table \(self.name) is of the subclass \(name.split(separator: "/").last.map(String.init) ?? name), which this container does not list: pass it to ModelContainer(for:)."
-      )
+    // Compared byte by byte with each subclass's path: no string made per row.
+    for (known, reader) in subclassReaders where known.utf8.elementsEqual(path) {
+      return reader
     }
-    return reader
+    let name = String(decoding: path, as: UTF8.self)
+    throw PersistenceError(
+      code: .unknownModel,
+      message:
+        "The row \(row.int64(at: 0)) of the table \(self.name) is of the subclass \(name.split(separator: "/").last.map(String.init) ?? name), which this container does not list: pass it to ModelContainer(for:)."
+    )
   }
 
   /// A new model made from the current row as its own class: this entity's, or a subclass's

@@ -97,17 +97,17 @@ func benchJourney(_ index: Int, business: Bool) -> BenchJourney {
   var plainResult = (sum: 0, business: 0)
   var result = (sum: 0, business: 0)
   try compare(
-    "fetch all of a root, its subclass listed / none", n: count,
+    "root fetch: subclass listed/none", n: count,
     ours: { result = fetchAll(listed) }, base: { plainResult = fetchAll(plain) })
   check(result.sum == plainResult.sum && result.business == 0, "listed subclass checksums")
   try compare(
-    "fetch all of a root, 10% subclass rows / none", n: count,
+    "root fetch: 10% subclass/none", n: count,
     ours: { result = fetchAll(mixed) }, base: { plainResult = fetchAll(plain) })
   check(
     result.sum == plainResult.sum && result.business == (count + 9) / 10,
     "subclass rows checksums \(result) vs \(plainResult)")
   try compare(
-    "fetch of the subclass alone (a tenth) / all of the root, none", n: (count + 9) / 10,
+    "subclass fetch (10%)/root, none", n: (count + 9) / 10,
     ours: {
       do {
         let business = try ModelContext(mixed).fetch(

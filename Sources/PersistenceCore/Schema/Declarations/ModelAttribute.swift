@@ -94,8 +94,14 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
 
   /// This entry with `options` in place of its own.
   init(_ other: ModelAttribute, options: Set<Option>) {
+    self.init(inheriting: other, keyPath: other.keyPath, options: options)
+  }
+
+  /// `other`, an entry of this model or of a superclass, as this model's: read through
+  /// `keyPath`, with `options` (nil: its own).
+  init<Other>(inheriting other: ModelAttribute<Other>, keyPath: AnyKeyPath, options: Set<Option>?) {
     name = other.name
-    self.options = options
+    self.options = options ?? other.options
     storageType = other.storageType
     isOptional = other.isOptional
     isCodable = other.isCodable
@@ -106,7 +112,7 @@ public struct ModelAttribute<Model: PersistentModel>: Sendable {
     slotType = other.slotType
     destroySlot = other.destroySlot
     access = other.access
-    keyPath = other.keyPath
+    self.keyPath = keyPath
     coder = other.coder
     relationship = other.relationship
   }

@@ -161,28 +161,9 @@ extension ModelAttribute {
     // A key column's entry keeps its own key path; another entry is the property's.
     let isProperty = declared.keyPath == relationship.keyPath
     var entry = ModelAttribute(
-      inheriting: declared, keyPath: isProperty ? keyPath : declared.keyPath)
+      inheriting: declared, keyPath: isProperty ? keyPath : declared.keyPath, options: nil)
     entry.relationship = relationship.rerooted(keyPath)
     return entry
-  }
-
-  /// `other`, a superclass's attribute, as this model's, read through `keyPath`.
-  init<Other>(inheriting other: ModelAttribute<Other>, keyPath: AnyKeyPath) {
-    name = other.name
-    options = other.options
-    storageType = other.storageType
-    isOptional = other.isOptional
-    isCodable = other.isCodable
-    valueTypeName = other.valueTypeName
-    valueType = other.valueType
-    slotSize = other.slotSize
-    slotAlignment = other.slotAlignment
-    slotType = other.slotType
-    destroySlot = other.destroySlot
-    access = other.access
-    self.keyPath = keyPath
-    coder = other.coder
-    relationship = other.relationship
   }
 }
 
