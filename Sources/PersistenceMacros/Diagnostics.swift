@@ -16,7 +16,7 @@ enum ModelError: String, CaseIterable {
   case constraintKeyPath, constraintList, uniqueTwice, indexTwice
   // A relationship.
   case relationshipStored, relationshipAttribute, optionalToMany, relationshipType
-  case toManyStart, toOneRule, toOneOrder, toOneStart, subclassRelationship
+  case toManyStart, toOneRule, toOneOrder, toOneStart
 }
 
 /// A compile-time error of the persistence macros, shown at the declaration it is about: one

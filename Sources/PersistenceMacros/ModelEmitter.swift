@@ -131,9 +131,22 @@ struct ModelEmitter {
   /// declarations, ``inheritedDeclarations``), empty initializer and `makeForLoading()`; the
   /// rest it inherits.
   var subclassMembers: [DeclSyntax] {
-    let schemaName = TokenSyntax.identifier("_$schema_" + model.name)
+    let schemaName = subclassSchemaName
+    // The superclass's declarations over this class, its own attributes, then its own
+    // relationships, declared over this class as a root's are.
+    let ownEntries = persisted.map { attribute($0) } + relationships.map(relationship)
+    let own = ArrayExprSyntax(
+      elements: ArrayElementListSyntax(
+        ownEntries.enumerated().map { index, entry in
+          ArrayElementSyntax(
+            leadingTrivia: .newline, expression: entry,
+            trailingComma: index < ownEntries.count - 1 ? .commaToken() : nil)
+        }),
+      rightSquare: .rightSquareToken(leadingTrivia: ownEntries.isEmpty ? [] : .newline))
+    let declarations: ExprSyntax =
+      "\(superclass!).\(Self.declarationsName(of: superclass!))(\(typeName).self) + \(own)"
     var schema: ExprSyntax =
-      "PersistenceCore.ModelSchema<\(typeName)>(subclassOf: \(superclass!).self, entity: \(Build.literal(model.name)), \(declarationsName)(\(typeName).self))"
+      "PersistenceCore.ModelSchema<\(typeName)>(subclassOf: \(superclass!).self, entity: \(Build.literal(model.name)), \(declarations))"
     if let described = describedList { schema = "\(schema)\n.described(\(described))" }
     // A subclass that declares no designated initializer, each of whose properties has an
     // initial value, inherits its superclass's initializers (the one the store makes models
@@ -174,6 +187,9 @@ struct ModelEmitter {
     return members
   }
 
+  /// The name of a subclass's schema (`_$schema_BusinessTrip`).
+  var subclassSchemaName: TokenSyntax { .identifier("_$schema_" + model.name) }
+
   /// The name of the class's declarations over a subclass (``inheritedDeclarations``).
   var declarationsName: TokenSyntax { .identifier("_$declarations_" + model.name) }
 
@@ -198,7 +214,10 @@ struct ModelEmitter {
         let arguments = [
           Build.argument(Build.keyPath(property.identifier, root: root)),
           Build.argument(Build.literal(property.name)),
-          Build.argument("from", "\(typeName).schema" as ExprSyntax),
+          Build.argument(
+            "from",
+            superclass == nil
+              ? "\(typeName).schema" as ExprSyntax : "\(typeName).\(subclassSchemaName)"),
         ]
         return Build.implicitCall("inherited", arguments)
       }

@@ -72,15 +72,6 @@ extension ModelMacro: MemberMacro {
             .table,
             "A subclass of a model is kept in its root model's table: leave out table:")))
     }
-    for property in model.properties where property.relationship != nil {
-      problems.append(
-        Diagnostic(
-          node: property.declaration,
-          message: ModelDiagnostic.error(
-            .subclassRelationship,
-            "A subclass of a model cannot declare a relationship yet: declare '\(property.name)' on the root model"
-          )))
-    }
     return problems
   }
 }

@@ -68,6 +68,18 @@ import Testing
   }
 }
 
+/// A subclass with a relationship of its own: a to-many whose inverse, on the crew member, is a
+/// to-one the macro finds at run time.
+@Model class Expedition: Cruise {
+  @Relationship(deleteRule: .cascade, inverse: \CrewMember.expedition) var crew: [CrewMember] = []
+}
+
+@Model final class CrewMember {
+  var name: String
+  var expedition: Expedition?
+  init(name: String) { self.name = name }
+}
+
 /// A subclass as the 2025 talk's `BusinessTrip`: no initializer of its own, made with its
 /// superclass's.
 @Model class Tender: Voyage {
@@ -342,6 +354,42 @@ struct ModelSubclassTests {
       ])
     #expect(try after.fetchCount(FetchDescriptor<Port>()) == 1)
     #expect(try after.fetchCount(FetchDescriptor<Berth>()) == 0)
+  }
+
+  @Test(
+    "a subclass's own relationships, beside its inherited ones: kept in the root's table, read, predicated, cascaded",
+    arguments: TestEngine.allCases)
+  func ownRelationships(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Expedition.self)
+    let context = ModelContext(container)
+    let expedition = Expedition(name: "Svalbard", ship: "Polar")
+    context.insert(expedition)
+    expedition.crew = [CrewMember(name: "Ada"), CrewMember(name: "Bo")]
+    expedition.ports = [Port(title: "Longyearbyen")]
+    context.insert(Voyage(name: "Ferry"))
+    try context.save()
+    let reader = ModelContext(container)
+    let voyages = try reader.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)]))
+    let read = try #require(voyages.last as? Expedition)
+    #expect(Set(read.crew.map(\.name)) == ["Ada", "Bo"])
+    #expect(read.ports.map(\.title) == ["Longyearbyen"])
+    let ada = try #require(
+      reader.fetch(FetchDescriptor<CrewMember>(predicate: #Predicate { $0.name == "Ada" })).first)
+    #expect(ada.expedition === read)
+    #expect(
+      try reader.fetch(
+        FetchDescriptor<Expedition>(predicate: #Predicate { $0.crew.contains { $0.name == "Bo" } })
+      ).map(\.name) == ["Svalbard"])
+    #expect(
+      try reader.fetch(
+        FetchDescriptor<CrewMember>(predicate: #Predicate { $0.expedition?.ship == "Polar" })
+      ).count == 2)
+    reader.delete(read)
+    try reader.save()
+    let after = ModelContext(container)
+    #expect(try after.fetchCount(FetchDescriptor<CrewMember>()) == 0)
+    #expect(try after.fetchCount(FetchDescriptor<Port>()) == 0)
+    #expect(try after.fetch(FetchDescriptor<Voyage>()).map(\.name) == ["Ferry"])
   }
 
   @Test("the table holds one row per model, its class in _entity, and reopens as it was")

@@ -37,9 +37,9 @@ import Synchronization
 /// A class that is not final gets a `required init()` (and one it declares must say
 /// `required`). A subclass of it declared with `@Model` (`@Model class BusinessTrip: Trip`) is
 /// a model of its own, kept in its root model's table (see
-/// ``ModelSchema/init(subclassOf:entity:_:)``): it adds its own attributes, inherits the
-/// rest, and a fetch of the root makes each row as its own class. A subclass cannot declare
-/// a relationship yet, nor be declared of a model that has relationships.
+/// ``ModelSchema/init(subclassOf:entity:_:)``): it adds its own attributes and
+/// relationships, inherits the rest, and a fetch of the root makes each row as its own class
+/// (see <doc:AdoptingInheritance>).
 ///
 /// Errors at compile time: a struct, an enum, a generic class, a `let`
 /// that is not `@Transient`, a persisted property with `willSet` or `didSet`, a name starting
