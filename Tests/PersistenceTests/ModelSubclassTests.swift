@@ -98,6 +98,38 @@ import Testing
   init(cabin: String) { self.cabin = cabin }
 }
 
+/// A store's first version, with trips alone, and its second, which adds a subclass.
+enum SubclassSchemaV1: VersionedSchema {
+  static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+  static var models: [any PersistentModel.Type] { [Outing.self] }
+
+  @Model class Outing {
+    var name: String
+    init(name: String) { self.name = name }
+  }
+}
+
+enum SubclassSchemaV2: VersionedSchema {
+  static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+  static var models: [any PersistentModel.Type] { [Outing.self, PaidOuting.self] }
+
+  @Model class Outing {
+    var name: String
+    init(name: String) { self.name = name }
+  }
+
+  @Model class PaidOuting: Outing {
+    var price: Double = 0
+  }
+}
+
+enum SubclassMigrationPlan: SchemaMigrationPlan {
+  static var schemas: [any VersionedSchema.Type] { [SubclassSchemaV1.self, SubclassSchemaV2.self] }
+  static var stages: [MigrationStage] {
+    [.lightweight(fromVersion: SubclassSchemaV1.self, toVersion: SubclassSchemaV2.self)]
+  }
+}
+
 @Suite("Model subclasses: one table, each row as its own class")
 struct ModelSubclassTests {
   func container(_ engine: TestEngine) throws -> ModelContainer {
@@ -390,6 +422,54 @@ struct ModelSubclassTests {
     #expect(try after.fetchCount(FetchDescriptor<CrewMember>()) == 0)
     #expect(try after.fetchCount(FetchDescriptor<Port>()) == 0)
     #expect(try after.fetch(FetchDescriptor<Voyage>()).map(\.name) == ["Ferry"])
+  }
+
+  @Test(
+    "a versioned schema that adds a subclass: a lightweight stage keeps the stored rows as the root"
+  )
+  func migrationAddsSubclass() throws {
+    let directory = TemporaryDirectory()
+    let url = directory.file("outings.store")
+    do {
+      let container = try ModelContainer(
+        for: SubclassSchemaV1.Outing.self, configurations: ModelConfiguration(url: url))
+      let context = ModelContext(container)
+      context.insert(SubclassSchemaV1.Outing(name: "old"))
+      try context.save()
+    }
+    let container = try ModelContainer(
+      for: Schema(versionedSchema: SubclassSchemaV2.self),
+      migrationPlan: SubclassMigrationPlan.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    let paid = SubclassSchemaV2.PaidOuting(name: "new")
+    paid.price = 12
+    context.insert(paid)
+    try context.save()
+    let all = try ModelContext(container).fetch(
+      FetchDescriptor<SubclassSchemaV2.Outing>(sortBy: [SortDescriptor(\.name)]))
+    #expect(all.map { "\(type(of: $0)):\($0.name)" } == ["PaidOuting:new", "Outing:old"])
+  }
+
+  @Test(
+    "Schema's entities: a subclass named as its class, with its superentity and the root's subentities"
+  )
+  func schemaEntities() throws {
+    let schema = Schema([
+      Journey.self, PersonalJourney.self, BusinessJourney.self, ExecutiveJourney.self,
+    ])
+    let entities = schema.entitiesByName
+    #expect(
+      Set(entities.keys) == ["Journey", "PersonalJourney", "BusinessJourney", "ExecutiveJourney"])
+    #expect(entities["Journey"]?.superentity == nil)
+    #expect(entities["ExecutiveJourney"]?.superentityName == "BusinessJourney")
+    #expect(entities["BusinessJourney"]?.superentity?.name == "Journey")
+    #expect(
+      Set(entities["Journey"]?.subentities.map(\.name) ?? []) == [
+        "PersonalJourney", "BusinessJourney",
+      ])
+    #expect(entities["BusinessJourney"]?.subentities.map(\.name) == ["ExecutiveJourney"])
+    #expect(entities["PersonalJourney"]?.attributesByName["reason"] != nil)
+    #expect(schema.entityNames == ["Journey"])
   }
 
   @Test("the table holds one row per model, its class in _entity, and reopens as it was")

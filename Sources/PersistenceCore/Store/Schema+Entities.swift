@@ -6,11 +6,13 @@ extension Schema {
   /// Cost: O(properties) per model, and one empty model each (`makeForLoading()`) for the
   /// attributes' default values.
   public var entities: [Entity] {
-    func entity<Model: PersistentModel>(_: Model.Type) -> Entity { Entity(Model.self) }
+    func entity<Model: PersistentModel>(_: Model.Type) -> Entity {
+      Entity(Model.self, among: types)
+    }
     return types.map { entity($0) }
   }
 
-  /// The schema's entities by name (their tables' names).
+  /// The schema's entities by name (their tables' names; a subclass's, its class's).
   public var entitiesByName: [String: Entity] {
     Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
   }
@@ -18,7 +20,7 @@ extension Schema {
   /// The entity of `type`, if the schema lists it.
   public func entity<Model: PersistentModel>(for type: Model.Type) -> Entity? {
     guard types.contains(where: { $0 == type }) else { return nil }
-    return Entity(Model.self)
+    return Entity(Model.self, among: types)
   }
 
   /// One model type as the store keeps it: SwiftData's `Schema.Entity`.
@@ -38,13 +40,29 @@ extension Schema {
     public let uniquenessConstraints: [[String]]
     /// Each index's properties, by name (an `#Index` list, or `.indexed`).
     public let indices: [[String]]
-    /// The entity a subclass's inherits from: none here (a subclass of a model is stored as
-    /// the model).
-    public var superentity: Entity? { nil }
+    /// The entity of the model's superclass, for a subclass of a model (kept in its root
+    /// model's table); nil for a root model.
+    public var superentity: Entity? {
+      func entity<Model: PersistentModel>(_: Model.Type) -> Entity {
+        Entity(Model.self, among: schemaTypes)
+      }
+      return superclass.map { entity($0) }
+    }
     /// The name of ``superentity``.
-    public var superentityName: String? { nil }
-    /// The entities that inherit from this one: none here.
-    public var subentities: Set<Entity> { [] }
+    public var superentityName: String? { superentity?.name }
+    /// The entities of the schema's direct subclasses of this model.
+    public var subentities: Set<Entity> {
+      func entity<Model: PersistentModel>(_: Model.Type) -> Entity {
+        Entity(Model.self, among: schemaTypes)
+      }
+      return Set(subclasses.map { entity($0) })
+    }
+    /// The superclass, when the model is a subclass of a model.
+    private let superclass: (any PersistentModel.Type)?
+    /// The schema's types that are direct subclasses of the model.
+    private let subclasses: [any PersistentModel.Type]
+    /// The schema's types, for the entities of the superclass and subclasses.
+    private let schemaTypes: [any PersistentModel.Type]
 
     /// The attributes, by property name.
     public var attributesByName: [String: Attribute] {
@@ -61,9 +79,17 @@ extension Schema {
     /// The stored properties (SwiftData's `properties`).
     public var properties: [any SchemaProperty] { storedProperties }
 
-    init<Model: PersistentModel>(_: Model.Type) {
+    /// The entity of `Model`, among the schema's `types` (which its subentities are found in).
+    init<Model: PersistentModel>(_: Model.Type, among types: [any PersistentModel.Type] = []) {
       let schema = Model.modelSchema
-      name = schema.name
+      // A subclass's entity is named as its class; a root's as its table.
+      name = schema.inheritance?.entity ?? schema.name
+      self.superclass = schema.inheritance?.superclass
+      schemaTypes = types
+      func parent<Other: PersistentModel>(of _: Other.Type) -> ObjectIdentifier? {
+        Other.modelSchema.inheritance.map { ObjectIdentifier($0.superclass) }
+      }
+      subclasses = types.filter { parent(of: $0) == ObjectIdentifier(Model.self) }
       mangledTypeName = String(reflecting: Model.self)
       // Each column's property name, where the declaration says it (`@Model` does).
       let names = Dictionary(

@@ -55,10 +55,11 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
   /// A schema of no types, at version 1.0.0.
   public convenience init() { self.init([]) }
 
-  /// The names of the schema's entities (the models' table names), sorted.
+  /// The names of the schema's tables (a root model's, which its subclasses share), sorted,
+  /// each once.
   public var entityNames: [String] {
     func name<Model: PersistentModel>(_: Model.Type) -> String { Model.modelSchema.name }
-    return types.map { name($0) }.sorted()
+    return Set(types.map { name($0) }).sorted()
   }
 
   /// `Schema(1.0.0: Trip, BucketListItem)`.
