@@ -288,6 +288,13 @@ enum StoreSchema {
       return names
     }
 
+    func texts(_ sql: String) throws -> [String] {
+      let statement = try connection.prepare(sql)
+      var texts: [String] = []
+      while try statement.step() { texts.append(statement.text(at: 0)) }
+      return texts
+    }
+
     func notNullColumns(of table: String) throws -> Set<String> {
       let statement = try connection.prepare(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND is_nullable = 'NO'"

@@ -296,6 +296,13 @@ enum StoreFile {
       return names
     }
 
+    func texts(_ sql: String) throws -> [String] {
+      let statement = try database.prepare(sql)
+      var texts: [String] = []
+      while try statement.step() { texts.append(statement.text(at: 0)) }
+      return texts
+    }
+
     func notNullColumns(of table: String) throws -> Set<String> {
       let info = try database.prepare("PRAGMA table_info(\(quoted(table)))")
       var names = Set<String>()

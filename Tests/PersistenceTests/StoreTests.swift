@@ -1198,6 +1198,13 @@ struct SchemaEntityTests {
     #expect(schema.entity(for: SampleLivingAccommodation.self) == nil)
     let trip = try #require(schema.entity(for: SampleTrip.self))
     #expect(trip == schema.entitiesByName["SampleTrip"])
+    // A schema of entities (SwiftData's `init(_ entities:version:)`) lists their models.
+    let item = try #require(schema.entity(for: SampleBucketListItem.self))
+    let rebuilt = Schema(trip, item, version: Schema.Version(2, 0, 0))
+    #expect(rebuilt.entities.map(\.name) == ["SampleTrip", "SampleBucketListItem"])
+    #expect(rebuilt.version == Schema.Version(2, 0, 0))
+    #expect(Schema(trip, item) == Schema([SampleTrip.self, SampleBucketListItem.self]))
+    #expect(Schema().entities.isEmpty)
     #expect(
       trip.storedProperties.map(\.name) == [
         "name", "destination", "startDate", "endDate", "grade", "bucketList",

@@ -105,6 +105,10 @@ final class MappedRow: StoreRow {
 }
 
 extension EntityOperations {
+  /// What history records as the subentity of this entity's rows: the subclass's path below
+  /// its root (``ModelInheritance``), nil for a root model's rows.
+  var historySubentity: String? { inheritancePath.isEmpty ? nil : inheritancePath }
+
   /// How the current row is read when it is a row of a subclass of this entity (its
   /// `"_entity"`, at `column`, names another class); nil for a row of this entity itself.
   /// O(subclasses) byte comparisons of the path, no allocation.

@@ -21,7 +21,8 @@ extension ModelContext {
     let database = try connection()
     let plan = HistoryQueryPlan(descriptor)
     let after = try historyStart(descriptor, plan, database)
-    var sql = "SELECT t.token, t.author, t.timestamp FROM _history_transactions t WHERE t.token > ?"
+    var sql =
+      "SELECT t.token, t.author, t.timestamp, t.bundle, t.process FROM _history_transactions t WHERE t.token > ?"
     var bindings: [SQLValue] = [.integer(after)]
     Self.addAuthorConditions(descriptor, to: &sql, &bindings)
     for condition in plan.conditions { sql += " AND \(condition)" }
@@ -41,6 +42,8 @@ extension ModelContext {
         token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
         author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
         timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
+        bundleIdentifier: statement.isNull(at: 3) ? "" : statement.text(at: 3),
+        processIdentifier: statement.isNull(at: 4) ? "" : statement.text(at: 4),
         changes: changes)
       if !plan.predicateInSQL, let predicate = descriptor.predicate,
         try !predicate.evaluate(transaction)
@@ -377,7 +380,8 @@ extension ModelContext {
     // told apart here, not in SQL, where a test of the entity would have the engine read its
     // whole index by entity and sort.
     var sql = """
-      SELECT t.token, t.author, t.timestamp, c.id, c.entity, c.pk, c.kind, c.attributes
+      SELECT t.token, t.author, t.timestamp, t.bundle, t.process,
+        c.id, c.entity, c.pk, c.kind, c.attributes, c.subentity
       FROM _history_changes c JOIN _history_transactions t ON t.token = c.token
       WHERE c.token > ?
       """
@@ -392,11 +396,11 @@ extension ModelContext {
     var transaction: DefaultHistoryTransaction?
     var count = 0
     while try statement.step() {
-      if let entityNames = descriptor.entityNames, !entityNames.contains(statement.text(at: 4)) {
+      if let entityNames = descriptor.entityNames, !entityNames.contains(statement.text(at: 6)) {
         continue
       }
       let token = statement.int64(at: 0)
-      guard let change = try change(statement, from: 3, token: token, database: database) else {
+      guard let change = try change(statement, from: 5, token: token, database: database) else {
         continue
       }
       if transaction?.token.value != token {
@@ -405,7 +409,9 @@ extension ModelContext {
         transaction = DefaultHistoryTransaction(
           token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
           author: statement.isNull(at: 1) ? nil : statement.text(at: 1),
-          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)), changes: [])
+          timestamp: Date(timeIntervalSinceReferenceDate: statement.double(at: 2)),
+          bundleIdentifier: statement.isNull(at: 3) ? "" : statement.text(at: 3),
+          processIdentifier: statement.isNull(at: 4) ? "" : statement.text(at: 4), changes: [])
       }
       try body(transaction!, change)
     }
@@ -450,14 +456,21 @@ extension ModelContext {
   }
 
   /// The change of the row the current row of `statement` holds from column `first` on (id,
-  /// entity, pk, kind, attributes), with its tombstone when it is a delete, typed by its
-  /// model; nil for a row of a table this container's schema does not hold.
+  /// entity, pk, kind, attributes, subentity), with its tombstone when it is a delete, typed by
+  /// its model (a subclass's row by the subclass); nil for a row of a table this container's
+  /// schema does not hold. A row of a subclass the container does not list is typed by the
+  /// table's root model.
   private func change(
     _ statement: any StoreStatement, from first: Int32, token: Int64,
     database: any StoreConnection
   ) throws -> HistoryChange? {
     let entity = statement.text(at: first + 1)
-    guard let modelType = container.modelTypesByEntity[entity] else { return nil }
+    guard var modelType = container.modelTypesByEntity[entity] else { return nil }
+    if !statement.isNull(at: first + 5),
+      let subclass = container.modelTypesBySubentity[entity]?[statement.text(at: first + 5)]
+    {
+      modelType = subclass
+    }
     let kind: HistoryChange.Kind =
       switch statement.int64(at: first + 3) {
       case 0: .insert
@@ -485,7 +498,8 @@ extension ModelContext {
     token: Int64, entityNames: Set<String>?, database: any StoreConnection
   ) throws -> [HistoryChange] {
     let statement = try database.cachedStatement(
-      "SELECT id, entity, pk, kind, attributes FROM _history_changes WHERE token = ? ORDER BY id")
+      "SELECT id, entity, pk, kind, attributes, subentity FROM _history_changes WHERE token = ? ORDER BY id"
+    )
     statement.bindInt64(token, at: 1)
     var changes: [HistoryChange] = []
     while try statement.step() {

@@ -275,7 +275,9 @@ extension ModelContext {
     var all = deletes
     var deleting: [String: Set<Int64>] = [:]
     for delete in deletes { deleting[delete.entity.name, default: []].insert(delete.key) }
-    var nullified: [(entity: any EntityOperations, key: Int64, attribute: Int)] = []
+    // With the row's subclass path, when its table holds subclasses (history records it).
+    var nullified:
+      [(entity: any EntityOperations, key: Int64, attribute: Int, subentity: String?)] = []
     var denied: [(parent: String, key: Int64, relationship: String, child: String, row: Int64)] =
       []
     var index = 0
@@ -286,11 +288,21 @@ extension ModelContext {
         guard let column = relationship.keyColumn() else { continue }
         let child = try operations(for: relationship.target)
         guard let attribute = child.columnNames.firstIndex(of: column) else { continue }
+        let subclassed = child.entityColumn != nil
         let statement = try database.cachedStatement(
-          "SELECT \"_pk\" FROM \(quoted(child.name)) WHERE \(quoted(column)) = ?")
+          "SELECT \"_pk\"\(subclassed ? ", \"_entity\"" : "") FROM \(quoted(child.name)) WHERE \(quoted(column)) = ?"
+        )
         statement.bindInt64(key, at: 1)
         var keys: [Int64] = []
-        while try statement.step() { keys.append(statement.int64(at: 0)) }
+        var subentities: [Int64: String] = [:]
+        while try statement.step() {
+          keys.append(statement.int64(at: 0))
+          if subclassed, !statement.isNull(at: 1), case let path = statement.text(at: 1),
+            !path.isEmpty
+          {
+            subentities[statement.int64(at: 0)] = path
+          }
+        }
         statement.reset()
         for childKey in keys {
           guard deleting[child.name]?.contains(childKey) != true else { continue }
@@ -311,7 +323,7 @@ extension ModelContext {
             deleting[child.name, default: []].insert(childKey)
             all.append((child, childKey, registration))
           case .nullify:
-            nullified.append((child, childKey, attribute))
+            nullified.append((child, childKey, attribute, subentities[childKey]))
           case .deny:
             denied.append((entity.name, key, relationship.name, child.name, childKey))
           case .noAction:
@@ -327,13 +339,15 @@ extension ModelContext {
           "Deleting \(refusal.parent) row \(refusal.key) is denied by its relationship '\(refusal.relationship)': \(refusal.child) row \(refusal.row) still points to it. Delete it or point it elsewhere first; nothing was saved."
       )
     }
-    for (child, key, attribute) in nullified where deleting[child.name]?.contains(key) != true {
+    for (child, key, attribute, subentity) in nullified
+    where deleting[child.name]?.contains(key) != true {
       let column = child.columnNames[attribute]
       let update = try database.cachedStatement(
         "UPDATE \(quoted(child.name)) SET \(quoted(column)) = NULL WHERE \"_pk\" = ?")
       update.bindInt64(key, at: 1)
       try update.run()
-      try writer.record(.update, entity: child.name, key: key, attributes: [column])
+      try writer.record(
+        .update, entity: child.name, subentity: subentity, key: key, attributes: [column])
       applied.nullified.append((child, key, attribute, rowTable(child.name)[key]))
     }
     let ranks = container.ranks

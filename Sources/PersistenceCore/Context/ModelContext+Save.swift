@@ -112,7 +112,8 @@ extension ModelContext {
           let key = registration.primaryKey!
           try updateRow(registration, key: key, attributes: changed, database: database)
           try writer.record(
-            .update, entity: registration.entity.name, key: key,
+            .update, entity: registration.entity.name,
+            subentity: registration.entity.historySubentity, key: key,
             attributes: changed.map { registration.entity.columnNames[$0] })
           applied.updated.append((registration, key, changed))
         }
@@ -145,7 +146,8 @@ extension ModelContext {
         let changed = registration.entity.changedIndexes(registration)
         try updateRow(registration, key: key, attributes: changed, database: database)
         try writer.record(
-          .update, entity: registration.entity.name, key: key,
+          .update, entity: registration.entity.name,
+          subentity: registration.entity.historySubentity, key: key,
           attributes: changed.map { registration.entity.columnNames[$0] })
         applied.updated.append((registration, key, changed))
       }
@@ -269,7 +271,9 @@ extension ModelContext {
     statement.bindInt64(key, at: 1)
     try statement.run()
     guard database.changedRowCount > 0 else { return }  // already gone: nothing to record
-    try writer.record(.delete, entity: entity.name, key: key, tombstone: tombstone)
+    try writer.record(
+      .delete, entity: entity.name, subentity: entity.historySubentity, key: key,
+      tombstone: tombstone)
   }
 
   /// Updates changed rows on an engine that runs statements in batches
@@ -310,7 +314,8 @@ extension ModelContext {
       }
       let keys = batch.map { $0.0.primaryKey! }
       try writer.recordUpdates(
-        entity: entity.name, keys: keys, attributes: changed.map { entity.columnNames[$0] })
+        entity: entity.name, subentity: entity.historySubentity, keys: keys,
+        attributes: changed.map { entity.columnNames[$0] })
       for (registration, changed) in batch {
         applied.updated.append((registration, registration.primaryKey!, changed))
       }
@@ -407,7 +412,8 @@ extension ModelContext {
         }
         made.append(key)
       }
-      try writer.recordInserts(entity: entity.name, keys: made)
+      try writer.recordInserts(
+        entity: entity.name, subentity: entity.historySubentity, keys: made)
       for (offset, registration) in batch.enumerated() {
         applied.inserted.append((registration, made[offset], nil))
       }
@@ -525,8 +531,8 @@ extension ModelContext {
         update.bindInt64(key, at: Int32(changed.count + 1))
         try update.run()
         try writer.record(
-          .update, entity: entity.name, key: key, attributes: changed.map { entity.columnNames[$0] }
-        )
+          .update, entity: entity.name, subentity: entity.historySubentity, key: key,
+          attributes: changed.map { entity.columnNames[$0] })
       }
       return (key, changed)
     }
@@ -536,7 +542,7 @@ extension ModelContext {
     try entity.bindAll(model, to: statement)
     try statement.run()
     let key = try database.lastInsertedKey
-    try writer.record(.insert, entity: entity.name, key: key)
+    try writer.record(.insert, entity: entity.name, subentity: entity.historySubentity, key: key)
     return (key, nil)
   }
 }
@@ -551,34 +557,47 @@ final class HistoryWriter {
   /// whose last inserted key needs no `RETURNING` the two are one statement.
   private var changeStatement: (any StoreStatement)?
   private var keyedChangeStatement: (any StoreStatement)?
-  /// The token and entity each of those statements has bound, by the statement's identity: a
-  /// statement that is rewound keeps its bindings, so a save of many rows of one entity binds
-  /// those two once, not per row (about 1k instructions a row). Taking a statement from the
-  /// connection's cache resets it, which forgets its entry.
-  private var bound: [(statement: ObjectIdentifier, token: Int64, entity: String)] = []
+  /// The token, entity and subentity each of those statements has bound, by the statement's
+  /// identity: a statement that is rewound keeps its bindings, so a save of many rows of one
+  /// entity binds those once, not per row (about 1k instructions a row). Taking a statement
+  /// from the connection's cache resets it, which forgets its entry.
+  private var bound:
+    [(statement: ObjectIdentifier, token: Int64, entity: String, subentity: String?)] = []
 
   init(database: any StoreConnection) { self.database = database }
 
+  /// The program that saves, as a transaction records it: its bundle identifier (on Linux,
+  /// where programs have none, its process name) and its process identifier.
+  static let program = (
+    bundle: Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName,
+    process: String(ProcessInfo.processInfo.processIdentifier)
+  )
+
   func begin(author: String?, timestamp: Date) throws {
     let statement = try database.cachedInsert(
-      "INSERT INTO _history_transactions (author, timestamp) VALUES (?, ?)", keyColumn: "token")
+      "INSERT INTO _history_transactions (author, timestamp, bundle, process) VALUES (?, ?, ?, ?)",
+      keyColumn: "token")
     // NFC, as stored text is: a history predicate's `author ==` runs in SQL on the bytes.
     if let author { statement.bindText(author.nfc, at: 1) } else { statement.bindNull(1) }
     statement.bindDouble(timestamp.timeIntervalSinceReferenceDate, at: 2)
+    statement.bindText(Self.program.bundle, at: 3)
+    statement.bindText(Self.program.process, at: 4)
     try statement.run()
     token = try database.lastInsertedKey
   }
 
   /// The statement that writes a change row (the one that returns the row's key when
-  /// `needsKey`), rewound, with this transaction's token and `entity` bound.
-  private func changeStatement(needsKey: Bool, entity: String) throws -> any StoreStatement {
+  /// `needsKey`), rewound, with this transaction's token, `entity` and `subentity` bound.
+  private func changeStatement(needsKey: Bool, entity: String, subentity: String?) throws
+    -> any StoreStatement
+  {
     let statement: any StoreStatement
     if let prepared = needsKey ? keyedChangeStatement : changeStatement {
       statement = prepared
       statement.rewind()
     } else {
       let sql =
-        "INSERT INTO _history_changes (token, entity, pk, kind, attributes) VALUES (?, ?, ?, ?, ?)"
+        "INSERT INTO _history_changes (token, entity, pk, kind, attributes, subentity) VALUES (?, ?, ?, ?, ?, ?)"
       if needsKey {
         statement = try database.cachedInsert(sql, keyColumn: "id")
         keyedChangeStatement = statement
@@ -600,31 +619,41 @@ final class HistoryWriter {
         statement.bindText(entity, at: 2)
         bound[index].entity = entity
       }
+      if bound[index].subentity != subentity {
+        if let subentity { statement.bindText(subentity, at: 6) } else { statement.bindNull(6) }
+        bound[index].subentity = subentity
+      }
     } else {
       statement.bindInt64(token, at: 1)
       statement.bindText(entity, at: 2)
-      bound.append((identity, token, entity))
+      if let subentity { statement.bindText(subentity, at: 6) } else { statement.bindNull(6) }
+      bound.append((identity, token, entity, subentity))
     }
     return statement
   }
 
-  /// Records the insert of each of `keys`, rows of `entity`, in one
-  /// ``StoreConnection/runBatch(_:count:answer:binding:)``. O(`keys`).
-  func recordInserts(entity: String, keys: [Int64]) throws {
-    try recordBatch(.insert, entity: entity, keys: keys, attributes: nil)
+  /// Records the insert of each of `keys`, rows of `entity` (of its subclass at the path
+  /// `subentity`, when one), in one ``StoreConnection/runBatch(_:count:answer:binding:)``.
+  /// O(`keys`).
+  func recordInserts(entity: String, subentity: String?, keys: [Int64]) throws {
+    try recordBatch(.insert, entity: entity, subentity: subentity, keys: keys, attributes: nil)
   }
 
   /// Records the update of `attributes` in each of `keys`, rows of `entity`, in one
   /// ``StoreConnection/runBatch(_:count:answer:binding:)``. O(`keys` + `attributes`).
-  func recordUpdates(entity: String, keys: [Int64], attributes: [String]) throws {
-    try recordBatch(.update, entity: entity, keys: keys, attributes: attributes)
+  func recordUpdates(entity: String, subentity: String?, keys: [Int64], attributes: [String])
+    throws
+  {
+    try recordBatch(
+      .update, entity: entity, subentity: subentity, keys: keys, attributes: attributes)
   }
 
   private func recordBatch(
-    _ kind: ModelContext.ChangeKind, entity: String, keys: [Int64], attributes: [String]?
+    _ kind: ModelContext.ChangeKind, entity: String, subentity: String?, keys: [Int64],
+    attributes: [String]?
   ) throws {
     guard token != nil, !keys.isEmpty else { return }
-    let statement = try changeStatement(needsKey: false, entity: entity)
+    let statement = try changeStatement(needsKey: false, entity: entity, subentity: subentity)
     let listed = attributes?.joined(separator: ",")
     _ = try database.runBatch(statement, count: keys.count, answer: .none) {
       statement.bindInt64(keys[$0], at: 3)
@@ -635,11 +664,12 @@ final class HistoryWriter {
   }
 
   func record(
-    _ kind: ModelContext.ChangeKind, entity: String, key: Int64, attributes: [String] = [],
-    tombstone: [(String, SQLValue)] = []
+    _ kind: ModelContext.ChangeKind, entity: String, subentity: String?, key: Int64,
+    attributes: [String] = [], tombstone: [(String, SQLValue)] = []
   ) throws {
     guard token != nil else { return }
-    let statement = try changeStatement(needsKey: !tombstone.isEmpty, entity: entity)
+    let statement = try changeStatement(
+      needsKey: !tombstone.isEmpty, entity: entity, subentity: subentity)
     statement.bindInt64(key, at: 3)
     statement.bindInt64(kind.rawValue, at: 4)
     if kind == .update {

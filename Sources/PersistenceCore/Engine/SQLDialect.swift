@@ -46,10 +46,11 @@ extension SQLDialect {
       CREATE TABLE IF NOT EXISTS \(meta) (
         key \(text) PRIMARY KEY, value\(anyValue))\(keyedTableSuffix);
       CREATE TABLE IF NOT EXISTS _history_transactions (
-        token \(neverReusedKey), author \(text), timestamp \(real) NOT NULL);
+        token \(neverReusedKey), author \(text), timestamp \(real) NOT NULL, bundle \(text),
+        process \(text));
       CREATE TABLE IF NOT EXISTS _history_changes (
         id \(assignedKey), token \(integer) NOT NULL, entity \(text) NOT NULL,
-        pk \(integer) NOT NULL, kind \(integer) NOT NULL, attributes \(text));
+        pk \(integer) NOT NULL, kind \(integer) NOT NULL, attributes \(text), subentity \(text));
       CREATE INDEX IF NOT EXISTS _history_changes_token ON _history_changes (token);
       CREATE INDEX IF NOT EXISTS _history_changes_row ON _history_changes (entity, pk);
       CREATE TABLE IF NOT EXISTS _history_tombstones (

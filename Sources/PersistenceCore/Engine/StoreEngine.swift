@@ -50,10 +50,12 @@ public protocol OpenStore: Sendable {
 ///
 /// - `_persistence_meta (key TEXT PRIMARY KEY, value)`: `store_identifier` (a UUID string) and
 ///   `history_floor` (an integer: history before it was deleted).
-/// - `_history_transactions (token INTEGER PRIMARY KEY, author TEXT, timestamp REAL)`: tokens
-///   increase and are never reused, even after deletion.
+/// - `_history_transactions (token INTEGER PRIMARY KEY, author TEXT, timestamp REAL, bundle TEXT,
+///   process TEXT)`: tokens increase and are never reused, even after deletion; `bundle` and
+///   `process` name the program that saved (``DefaultHistoryTransaction/bundleIdentifier``).
 /// - `_history_changes (id INTEGER PRIMARY KEY, token, entity TEXT, pk INTEGER, kind INTEGER,
-///   attributes TEXT)`, indexed by `token` and by `(entity, pk)`.
+///   attributes TEXT, subentity TEXT)`, indexed by `token` and by `(entity, pk)`: `entity` is
+///   the table, `subentity` the row's `"_entity"` when it is a subclass's (`NULL` otherwise).
 /// - `_history_tombstones (change, attribute TEXT, value)`, keyed by `(change, attribute)`,
 ///   indexed by `(attribute, value)` (when was the row with this preserved value deleted).
 ///
@@ -65,6 +67,11 @@ public enum StoreLayout {
   /// The history tables, in the order they are created.
   public static let historyTables = [
     "_history_transactions", "_history_changes", "_history_tombstones",
+  ]
+  /// The columns of the history tables that stores made before them lack, by table: opening
+  /// such a store writable adds them (as nullable text), and reads before that refuse it.
+  public static let addedHistoryColumns = [
+    "_history_transactions": ["bundle", "process"], "_history_changes": ["subentity"],
   ]
   /// The indexes of the history tables.
   public static let historyIndexes = [

@@ -42,18 +42,25 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
   /// The identifier of the store the transaction belongs to, as text (lowercase, as a token's
   /// ``DefaultHistoryToken/description`` writes it).
   public var storeIdentifier: String { token.storeIdentifier.uuidString.lowercased() }
-  /// SwiftData's bundle identifier of the program that saved. This store does not record
-  /// which program wrote a transaction: it is always empty. Tell writers apart by
-  /// ``author``.
-  public var bundleIdentifier: String { "" }
-  /// SwiftData's process identifier of the program that saved. Not recorded here (always
-  /// empty); tell writers apart by ``author``.
-  public var processIdentifier: String { "" }
+  /// The bundle identifier of the program that saved: `Bundle.main.bundleIdentifier` where it
+  /// has one, else (on Linux, for a command-line program or a server) its process name, as
+  /// `ProcessInfo.processName` gives it. Empty for a transaction a store made before this was
+  /// recorded.
+  public let bundleIdentifier: String
+  /// The process identifier of the program that saved, in decimal (`ProcessInfo`'s
+  /// `processIdentifier`): with ``bundleIdentifier``, which of several servers sharing a store
+  /// wrote it. Empty for a transaction a store made before this was recorded.
+  public let processIdentifier: String
 
-  init(token: DefaultHistoryToken, author: String?, timestamp: Date, changes: [HistoryChange]) {
+  init(
+    token: DefaultHistoryToken, author: String?, timestamp: Date, bundleIdentifier: String,
+    processIdentifier: String, changes: [HistoryChange]
+  ) {
     self.token = token
     self.author = author
     self.timestamp = timestamp
+    self.bundleIdentifier = bundleIdentifier
+    self.processIdentifier = processIdentifier
     self.changes = changes
   }
 

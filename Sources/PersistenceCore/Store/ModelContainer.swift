@@ -34,8 +34,11 @@ public final class ModelContainer: Sendable {
   /// The subclasses kept in each table, by table name, then by the path their rows carry in
   /// `"_entity"`: what a fetch of a root model makes each row with.
   let subentities: [String: [String: any EntityOperations]]
-  /// Each model type by its table name (history names a change's model by its table).
+  /// Each root model type by its table name (history names a change's model by its table).
   let modelTypesByEntity: [String: any PersistentModel.Type]
+  /// Each subclass model type by its table name, then by its path in `"_entity"` (history
+  /// names a subclass's change by both).
+  let modelTypesBySubentity: [String: [String: any PersistentModel.Type]]
   /// Each table's rank: 0 for a model whose table has no foreign key, else one more than the
   /// highest rank of the tables it points to. A save inserts rows in rank order, so that no
   /// row is written before the rows it points to, and deletes in the reverse.
@@ -205,6 +208,14 @@ public final class ModelContainer: Sendable {
       types.filter { entities[ObjectIdentifier($0)]?.inheritancePath == nil }.map {
         ($0.entityName, $0)
       }, uniquingKeysWith: { first, _ in first })
+    var subclassTypes: [String: [String: any PersistentModel.Type]] = [:]
+    for type in types {
+      guard let entity = entities[ObjectIdentifier(type)], let path = entity.inheritancePath,
+        !path.isEmpty
+      else { continue }
+      subclassTypes[entity.name, default: [:]][path] = type
+    }
+    modelTypesBySubentity = subclassTypes
     if let migrationPlan {
       try SchemaMigration.run(
         migrationPlan, to: schema.version, configuration: configuration, engine: engine)

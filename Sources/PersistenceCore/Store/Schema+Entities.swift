@@ -57,6 +57,8 @@ extension Schema {
       }
       return Set(subclasses.map { entity($0) })
     }
+    /// The model type the entity describes.
+    let modelType: any PersistentModel.Type
     /// The superclass, when the model is a subclass of a model.
     private let superclass: (any PersistentModel.Type)?
     /// The schema's types that are direct subclasses of the model.
@@ -84,6 +86,7 @@ extension Schema {
       let schema = Model.modelSchema
       // A subclass's entity is named as its class; a root's as its table.
       name = schema.inheritance?.entity ?? schema.name
+      modelType = Model.self
       self.superclass = schema.inheritance?.superclass
       schemaTypes = types
       func parent<Other: PersistentModel>(of _: Other.Type) -> ObjectIdentifier? {

@@ -52,6 +52,14 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
     self.version = version
   }
 
+  /// A schema of the models `entities` describe, at `version`: SwiftData's
+  /// `init(_ entities:version:)`. An entity here is always one of a model type (taken from
+  /// another schema's ``entities``), so the schema lists those types; entities are not built
+  /// by hand, as SwiftData's `Schema.Entity(_ name:)` builds them for Core Data's stores.
+  public convenience init(_ entities: Entity..., version: Version = Version(1, 0, 0)) {
+    self.init(entities.map(\.modelType), version: version)
+  }
+
   /// A schema of no types, at version 1.0.0.
   public convenience init() { self.init([]) }
 

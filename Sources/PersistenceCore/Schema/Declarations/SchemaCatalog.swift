@@ -24,6 +24,8 @@ package protocol SchemaCatalog {
   func indexNames(of table: String) throws -> Set<String>
   /// The columns of `table` that are `NOT NULL`.
   func notNullColumns(of table: String) throws -> Set<String>
+  /// The first column of each row `sql` (a query taking no parameters) returns, as text.
+  func texts(_ sql: String) throws -> [String]
 }
 
 extension SchemaCatalog {
@@ -45,6 +47,7 @@ extension SchemaCatalog {
     _ entities: [EntityDescription], migrate: Bool, dropsUndeclared: Bool = false
   ) throws {
     let tables = try tableNames()
+    try reconcileHistoryColumns(tables: tables, migrate: migrate)
     for entity in EntityDescription.referenceOrder(entities) {
       guard tables.contains(entity.name) else {
         guard migrate else {
@@ -63,13 +66,57 @@ extension SchemaCatalog {
       if dropsUndeclared {
         try dropUndeclared(entity, stored: &stored)
       }
-      for column in try entity.missingColumns(
-        stored: stored, typeName: dialect.typeName(of:), location: location, migrate: migrate)
+      let missing: [EntityDescription.Column]
+      do {
+        missing = try entity.missingColumns(
+          stored: stored, typeName: dialect.typeName(of:), location: location, migrate: migrate)
+      } catch let error as PersistenceError
+        where error.code == .newerStore && stored[EntityDescription.entityColumn] != nil
       {
+        throw try namingSubclasses(error, of: entity)
+      }
+      for column in missing {
         try execute(dialect.addColumn(column, to: entity))
       }
       if migrate {
         try addIndexes(of: entity)
+      }
+    }
+  }
+
+  /// `refusal` of a table holding subclasses the container does not list, with the classes
+  /// the table's rows are of named (the last component of each path in `"_entity"`). One
+  /// query over the table's `"_entity"` index.
+  private func namingSubclasses(_ refusal: PersistenceError, of entity: EntityDescription)
+    throws -> PersistenceError
+  {
+    let column = quoted(EntityDescription.entityColumn)
+    let paths = try texts(
+      "SELECT DISTINCT \(column) FROM \(quoted(entity.name)) WHERE \(column) <> '' ORDER BY 1")
+    let classes = paths.compactMap { $0.split(separator: "/").last.map(String.init) }
+    guard !classes.isEmpty else { return refusal }
+    return PersistenceError(
+      code: refusal.code,
+      message:
+        "\(refusal.message) Its rows are of these subclasses: \(classes.joined(separator: ", ")).")
+  }
+
+  /// Adds the history columns a store made before them lacks (``StoreLayout/addedHistoryColumns``);
+  /// without `migrate`, a missing one is a ``PersistenceError/Code/schemaMismatch``.
+  private func reconcileHistoryColumns(tables: Set<String>, migrate: Bool) throws {
+    for (table, columns) in StoreLayout.addedHistoryColumns.sorted(by: { $0.key < $1.key })
+    where tables.contains(table) {
+      let stored = try columnTypes(of: table)
+      for column in columns where stored[column] == nil {
+        guard migrate else {
+          throw PersistenceError(
+            code: .schemaMismatch,
+            message:
+              "The store at \(location) was made by an earlier version of this library: its history lacks the column \(table).\(column). Open it writable once to add it."
+          )
+        }
+        try execute(
+          "ALTER TABLE \(quoted(table)) ADD COLUMN \(quoted(column)) \(dialect.columnType(.text))")
       }
     }
   }

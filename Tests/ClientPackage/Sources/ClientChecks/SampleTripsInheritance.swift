@@ -32,7 +32,7 @@ extension SampleTrips {
 /// Runs the talk's calls on a container of the trips and their subclasses at `url`: trips of
 /// each class inserted (a business trip with the initializer it inherits, a bucket list of its
 /// own), a fetch of every trip as its own class, the talk's two predicates (`is` and `if let …
-/// as?`), and a cascade from a subclass. Each answer is computed here from what was inserted.
+/// as?`), a cascade from a subclass, and history typed by the subclass. Each answer is computed here from what was inserted.
 @MainActor func checkSampleTripsInheritance(
   _ url: URL, _ check: (String, () throws -> Bool) -> Void
 ) throws {
@@ -107,5 +107,41 @@ extension SampleTrips {
     return try check.fetchCount(FetchDescriptor<BusinessTrip>()) == 0
       && check.fetchCount(FetchDescriptor<BucketListItem>()) == items - 1
       && check.fetchCount(FetchDescriptor<Trip>()) == trips - 1
+  }
+  check("SampleTrips 2025: history types a business trip's changes as BusinessTrip's") {
+    let context = ModelContext(container)
+    var latest = HistoryDescriptor<DefaultHistoryTransaction>(
+      sortBy: [SortDescriptor(\.token, order: .reverse)])
+    latest.fetchLimit = 1
+    guard let token = try context.fetchHistory(latest).first?.token else { return false }
+    let trip = BusinessTrip(name: "Trade fair", destination: "Milan", startDate: day, endDate: week)
+    context.insert(trip)
+    try context.save()
+    trip.perdiem = 95
+    try context.save()
+    context.delete(trip)
+    try context.save()
+    let descriptor = HistoryDescriptor<DefaultHistoryTransaction>(
+      predicate: #Predicate { $0.token > token })
+    var seen: [String] = []
+    for transaction in try context.fetchHistory(descriptor) {
+      for change in transaction.changes {
+        switch change {
+        case .insert(_ as DefaultHistoryInsert<BusinessTrip>):
+          seen.append("insert")
+        case .update(let updated as DefaultHistoryUpdate<BusinessTrip>):
+          if updated.updatedAttributes.contains(where: { $0 == \BusinessTrip.perdiem }) {
+            seen.append("perdiem")
+          }
+        case .delete(let deleted as DefaultHistoryDelete<BusinessTrip>):
+          seen.append("delete \(deleted.tombstone[\.name] as? String ?? "?")")
+        case .insert(_ as DefaultHistoryInsert<Trip>), .delete(_ as DefaultHistoryDelete<Trip>):
+          seen.append("as a trip")
+        default:
+          break
+        }
+      }
+    }
+    return seen == ["insert", "perdiem", "delete Trade fair"]
   }
 }
