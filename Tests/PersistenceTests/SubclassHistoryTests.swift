@@ -9,6 +9,27 @@ import Testing
 // changes typed by the subclass, on both engines; bundle and process identifiers; a store made
 // before those columns existed, upgraded when opened writable and refused read-only.
 
+/// An owner whose items (of three classes, each preserving a value of its own) cascade.
+@Model final class HhOwner {
+  var name: String
+  @Relationship(deleteRule: .cascade, inverse: \HhItem.owner) var items: [HhItem] = []
+  init(name: String) { self.name = name }
+}
+
+@Model class HhItem {
+  @Attribute(.preserveValueOnDeletion) var label: String
+  var owner: HhOwner?
+  init(label: String) { self.label = label }
+}
+
+@Model class HhHeavy: HhItem {
+  @Attribute(.preserveValueOnDeletion) var weight: Int = 0
+}
+
+@Model class HhFragile: HhHeavy {
+  @Attribute(.preserveValueOnDeletion) var fragile: Bool = false
+}
+
 @Suite("History of model subclasses, and of the program that saved")
 struct SubclassHistoryTests {
   /// The model type each change of `transactions` is typed by, with its kind.
@@ -110,6 +131,92 @@ struct SubclassHistoryTests {
     #expect(
       typed(history).sorted() == [
         "delete DefaultHistoryDelete<HxCarrier>", "update DefaultHistoryUpdate<HxExpress>",
+      ])
+  }
+
+  @Test(
+    "rows of subclasses deleted by a cascade, loaded or not, are recorded as their classes, with their own preserved values of every type",
+    arguments: TestEngine.allCases, [false, true])
+  func cascadedSubclassRows(engine: TestEngine, loaded: Bool) throws {
+    let container = try engineContainer(
+      engine, HhOwner.self, HhItem.self, HhHeavy.self, HhFragile.self)
+    do {
+      let context = ModelContext(container)
+      let owner = HhOwner(name: "Owner")
+      context.insert(owner)
+      let heavy = HhHeavy(label: "heavy")
+      heavy.weight = 7
+      let fragile = HhFragile(label: "fragile")
+      fragile.weight = 9
+      fragile.fragile = true
+      owner.items = [HhItem(label: "plain"), heavy, fragile]
+      try context.save()
+    }
+    let context = ModelContext(container)
+    let start = try context.currentHistoryToken()
+    let owner = try #require(try context.fetch(FetchDescriptor<HhOwner>()).first)
+    if loaded { #expect(owner.items.count == 3) }
+    context.delete(owner)
+    try context.save()
+    let changes = try ModelContext(container).fetchHistory(HistoryDescriptor(after: start))
+      .flatMap(\.changes)
+    var found: [String] = []
+    for change in changes {
+      switch change {
+      case .delete(let deleted as DefaultHistoryDelete<HhFragile>):
+        let tombstone = deleted.tombstone
+        found.append(
+          "fragile \(tombstone[\.label] as? String ?? "?") \(tombstone[\.weight] as? Int ?? -1) \(tombstone[\.fragile] as? Bool ?? false)"
+        )
+      case .delete(let deleted as DefaultHistoryDelete<HhHeavy>):
+        found.append("heavy \(deleted.tombstone[\.weight] as? Int ?? -1)")
+      case .delete(let deleted as DefaultHistoryDelete<HhItem>):
+        found.append("item \(deleted.tombstone[\.label] as? String ?? "?")")
+      case .delete(_ as DefaultHistoryDelete<HhOwner>):
+        found.append("owner")
+      default:
+        found.append("other")
+      }
+    }
+    #expect(found.sorted() == ["fragile fragile 9 true", "heavy 7", "item plain", "owner"])
+    // `tombstone(as:)` reads a row of the class or of a subclass of it, not of another class.
+    let fragileDelete = try #require(
+      changes.first { $0.tombstone(as: HhFragile.self) != nil })
+    #expect(fragileDelete.tombstone(as: HhItem.self)?[\.label] as? String == "fragile")
+    #expect(fragileDelete.tombstone(as: HhHeavy.self)?[\.weight] as? Int == 9)
+    #expect(changes.filter { $0.tombstone(as: HhHeavy.self) != nil }.count == 2)
+    #expect(changes.filter { $0.tombstone(as: HhItem.self) != nil }.count == 3)
+  }
+
+  @Test(
+    "a descriptor of a subclass's model type selects its changes only: fetchHistory and deleteHistory leave its siblings' and its root's",
+    arguments: TestEngine.allCases)
+  func historyOfOneSubclass(engine: TestEngine) throws {
+    let container = try engineContainer(engine, HxTrip.self, HxBusiness.self, HxPersonal.self)
+    let context = ModelContext(container)
+    let start = try context.currentHistoryToken()
+    context.insert(HxBusiness(name: "b", perdiem: 1))
+    try context.save()
+    context.insert(HxPersonal(name: "p", reason: "r"))
+    context.insert(HxTrip(name: "t"))
+    try context.save()
+    let business = HistoryDescriptor(after: start, modelTypes: [HxBusiness.self])
+    #expect(
+      typed(try context.fetchHistory(business)) == ["insert DefaultHistoryInsert<HxBusiness>"])
+    var streamed: [String] = []
+    try context.enumerateHistory(business) { _, change in
+      if case .insert(let inserted) = change { streamed.append("\(type(of: inserted))") }
+    }
+    #expect(streamed == ["DefaultHistoryInsert<HxBusiness>"])
+    // The root's model type selects the whole table.
+    #expect(
+      typed(try context.fetchHistory(HistoryDescriptor(after: start, modelTypes: [HxTrip.self])))
+        .count == 3)
+    try context.deleteHistory(HistoryDescriptor(modelTypes: [HxBusiness.self]))
+    // The business trip's transaction is gone (so `start` expired); the other one is whole.
+    #expect(
+      typed(try context.fetchHistory()).sorted() == [
+        "insert DefaultHistoryInsert<HxPersonal>", "insert DefaultHistoryInsert<HxTrip>",
       ])
   }
 

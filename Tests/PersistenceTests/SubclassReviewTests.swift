@@ -289,7 +289,7 @@ struct SubclassReviewTests {
       // their names are.
       #expect(error.code == .newerStore)
       #expect(error.message.contains("does not list") && error.message.contains("reason"))
-      #expect(error.message.contains("subclasses: HxBusiness, HxPersonal."))
+      #expect(error.message.contains("subclasses it does not list: HxPersonal."))
     }
   }
 

@@ -36,7 +36,7 @@ extension ModelContext {
     while transactions.count < limit, try statement.step() {
       let token = statement.int64(at: 0)
       let changes = try self.changes(
-        token: token, entityNames: descriptor.entityNames, database: database)
+        token: token, descriptor: descriptor, database: database)
       if descriptor.entityNames != nil && changes.isEmpty { continue }
       let transaction = DefaultHistoryTransaction(
         token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
@@ -76,9 +76,7 @@ extension ModelContext {
     let tokens = try fetchHistory(descriptor).map(\.token.value).sorted()
     guard let newest = tokens.last else { return }
     // With model types, only their changes go; a transaction left without any goes too.
-    let entities = descriptor.entityNames.map { $0.sorted() } ?? []
-    let entityList = Array(repeating: "?", count: entities.count).joined(separator: ", ")
-    let ofEntities = entities.isEmpty ? "" : " AND entity IN (\(entityList))"
+    let (ofEntities, entityBindings) = descriptor.changeCondition
     let database = try connection()
     try database.beginWriting()
     do {
@@ -95,7 +93,7 @@ extension ModelContext {
           ("DELETE FROM _history_changes WHERE token IN (\(list))\(ofEntities)", true),
           (
             "DELETE FROM _history_transactions WHERE token IN (\(list))"
-              + (entities.isEmpty
+              + (descriptor.entityNames == nil
                 ? ""
                 : " AND NOT EXISTS (SELECT 1 FROM _history_changes c WHERE c.token = _history_transactions.token)"),
             false
@@ -103,7 +101,7 @@ extension ModelContext {
         ] {
           let statement = try database.prepare(sql)
           statement.bindValues(
-            batch.map { .integer($0) } + (byEntity ? entities.map { .text($0) } : []))
+            batch.map { .integer($0) } + (byEntity ? entityBindings : []))
           try statement.run()
         }
       }
@@ -396,7 +394,11 @@ extension ModelContext {
     var transaction: DefaultHistoryTransaction?
     var count = 0
     while try statement.step() {
-      if let entityNames = descriptor.entityNames, !entityNames.contains(statement.text(at: 6)) {
+      if descriptor.entityNames != nil,
+        !descriptor.selects(
+          entity: statement.text(at: 6),
+          subentity: statement.isNull(at: 10) ? nil : statement.text(at: 10))
+      {
         continue
       }
       let token = statement.int64(at: 0)
@@ -466,9 +468,8 @@ extension ModelContext {
   ) throws -> HistoryChange? {
     let entity = statement.text(at: first + 1)
     guard var modelType = container.modelTypesByEntity[entity] else { return nil }
-    if !statement.isNull(at: first + 5),
-      let subclass = container.modelTypesBySubentity[entity]?[statement.text(at: first + 5)]
-    {
+    let subentity = statement.isNull(at: first + 5) ? nil : statement.text(at: first + 5)
+    if let subentity, let subclass = container.modelTypesBySubentity[entity]?[subentity] {
       modelType = subclass
     }
     let kind: HistoryChange.Kind =
@@ -487,7 +488,8 @@ extension ModelContext {
       attributeNames: statement.isNull(at: first + 4)
         ? [] : Set(statement.text(at: first + 4).split(separator: ",").map(String.init)),
       preserved: kind == .delete
-        ? try preservedValues(change: changeID, entity: entity, database: database) : [:])
+        ? try preservedValues(change: changeID, entity: entity, database: database) : [:],
+      subentity: subentity)
     func make<Model: PersistentModel>(_ type: Model.Type) -> HistoryChange {
       HistoryChange.make(type, record)
     }
@@ -495,7 +497,8 @@ extension ModelContext {
   }
 
   private func changes(
-    token: Int64, entityNames: Set<String>?, database: any StoreConnection
+    token: Int64, descriptor: HistoryDescriptor<DefaultHistoryTransaction>,
+    database: any StoreConnection
   ) throws -> [HistoryChange] {
     let statement = try database.cachedStatement(
       "SELECT id, entity, pk, kind, attributes, subentity FROM _history_changes WHERE token = ? ORDER BY id"
@@ -503,7 +506,13 @@ extension ModelContext {
     statement.bindInt64(token, at: 1)
     var changes: [HistoryChange] = []
     while try statement.step() {
-      if let entityNames, !entityNames.contains(statement.text(at: 1)) { continue }
+      if descriptor.entityNames != nil,
+        !descriptor.selects(
+          entity: statement.text(at: 1),
+          subentity: statement.isNull(at: 5) ? nil : statement.text(at: 5))
+      {
+        continue
+      }
       if let change = try change(statement, from: 0, token: token, database: database) {
         changes.append(change)
       }
@@ -520,7 +529,8 @@ extension ModelContext {
     let statement = try database.cachedStatement(
       "SELECT attribute, value FROM _history_tombstones WHERE change = ?")
     statement.bindInt64(change, at: 1)
-    let columns = container.entities.values.first { $0.name == entity }?.columns ?? []
+    // The table's columns: a subclass's are among them.
+    let columns = container.tables.first { $0.name == entity }?.columns ?? []
     var values: [String: SQLValue] = [:]
     while try statement.step() {
       let attribute = statement.text(at: 0)

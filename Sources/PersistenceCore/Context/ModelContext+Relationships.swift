@@ -321,7 +321,11 @@ extension ModelContext {
           switch relationship.deleteRule {
           case .cascade:
             deleting[child.name, default: []].insert(childKey)
-            all.append((child, childKey, registration))
+            // Deleted as its own class: its history typed by it, its tombstone its class's.
+            let rowEntity =
+              registration?.entity
+              ?? subentities[childKey].flatMap { container.subentities[child.name]?[$0] } ?? child
+            all.append((rowEntity, childKey, registration))
           case .nullify:
             nullified.append((child, childKey, attribute, subentities[childKey]))
           case .deny:

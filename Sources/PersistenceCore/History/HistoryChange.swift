@@ -56,19 +56,19 @@ public enum HistoryChange: Sendable {
   /// for an insert or a delete. History keeps names, not values.
   public var updatedAttributeNames: Set<String> { record?.attributeNames ?? [] }
 
-  /// Whether this is an update of a `Model` that changed the attribute or to-one at `keyPath`.
+  /// Whether this is an update of a `Model` (or of a subclass of it) that changed the
+  /// attribute or to-one at `keyPath`.
   public func updated<Model: PersistentModel>(_ keyPath: PartialKeyPath<Model>) -> Bool {
-    guard let record, record.identifier.entityName == Model.entityName,
+    guard let record, record.isOf(Model.self),
       let name = Model.modelSchema.storedName(of: keyPath)
     else { return false }
     return record.attributeNames.contains(name)
   }
 
-  /// For a delete of a `Model` row, what it preserved (``HistoryTombstone``); nil for another
-  /// kind of change or a row of another model.
+  /// For a delete of a `Model` row (or of a subclass of it), what it preserved
+  /// (``HistoryTombstone``); nil for another kind of change or a row of another model.
   public func tombstone<Model: PersistentModel>(as _: Model.Type) -> HistoryTombstone<Model>? {
-    guard let record, record.kind == .delete, record.identifier.entityName == Model.entityName
-    else { return nil }
+    guard let record, record.kind == .delete, record.isOf(Model.self) else { return nil }
     return HistoryTombstone(values: record.preserved)
   }
 
@@ -107,6 +107,16 @@ struct HistoryChangeRecord: Sendable {
   var attributeNames: Set<String>
   /// For a delete, the preserved values by stored name.
   var preserved: [String: SQLValue]
+  /// For a row of a model subclass, its path in `"_entity"` (``ModelInheritance``); nil for a
+  /// root model's row.
+  var subentity: String?
+
+  /// Whether the row is one of `Model`'s: of its table, and of its class or a subclass of it.
+  func isOf<Model: PersistentModel>(_: Model.Type) -> Bool {
+    guard identifier.entityName == Model.entityName else { return false }
+    guard let path = Model.modelSchema.inheritance?.path else { return true }
+    return (subentity ?? "").hasPrefix(path)
+  }
 }
 
 /// A change made from a ``HistoryChangeRecord``.

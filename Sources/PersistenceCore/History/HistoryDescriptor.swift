@@ -33,6 +33,11 @@ public struct HistoryDescriptor<TransactionType: HistoryTransaction>: Sendable {
   /// Only changes to these entities (table names); nil for all. Transactions left with no
   /// change are left out.
   public var entityNames: Set<String>?
+  /// For a table of ``entityNames`` whose model types given were subclasses: the paths their
+  /// rows carry in `"_entity"` (``ModelInheritance``), so that only their changes, and their
+  /// own subclasses', are selected. A table without an entry, or with the empty path (its root
+  /// model given), is selected whole.
+  var subentityPaths: [String: Set<String>] = [:]
 
   /// Creates a descriptor, as SwiftData's.
   public init(
@@ -45,7 +50,8 @@ public struct HistoryDescriptor<TransactionType: HistoryTransaction>: Sendable {
 
 extension HistoryDescriptor where TransactionType == DefaultHistoryTransaction {
   /// Creates a descriptor of the transactions after `token`, by `authors`, changing
-  /// `modelTypes`' rows.
+  /// `modelTypes`' rows: a root model's type selects its table's rows, a subclass's its own
+  /// rows and its subclasses' (as a fetch of it does).
   public init(
     after token: DefaultHistoryToken? = nil, authors: Set<String>? = nil,
     modelTypes: [any PersistentModel.Type]? = nil, fetchLimit: Int? = nil
@@ -54,7 +60,50 @@ extension HistoryDescriptor where TransactionType == DefaultHistoryTransaction {
     self.token = token
     self.authors = authors
     self.entityNames = modelTypes.map { Set($0.map { $0.entityName }) }
+    for type in modelTypes ?? [] {
+      subentityPaths[type.entityName, default: []].insert(inheritancePath(of: type))
+    }
     self.fetchLimit = fetchLimit
+  }
+}
+
+/// The path a model's rows carry in `"_entity"`: empty for a root model.
+private func inheritancePath<Model: PersistentModel>(of _: Model.Type) -> String {
+  Model.modelSchema.inheritance?.path ?? ""
+}
+
+extension HistoryDescriptor {
+  /// Whether a change of a row of the table `entity`, of the subclass at the path
+  /// `subentity` (nil for a root's row), is of the model types the descriptor selects.
+  /// O(model types given).
+  func selects(entity: String, subentity: String?) -> Bool {
+    guard let entityNames else { return true }
+    guard entityNames.contains(entity) else { return false }
+    guard let paths = subentityPaths[entity], !paths.contains("") else { return true }
+    let own = subentity ?? ""
+    return paths.contains { own.hasPrefix($0) }
+  }
+
+  /// The condition on `_history_changes` that selects the model types' changes (with its
+  /// bindings), as `selects(entity:subentity:)` does; empty when it selects every change.
+  var changeCondition: (sql: String, bindings: [SQLValue]) {
+    guard let entityNames else { return ("", []) }
+    var parts: [String] = []
+    var bindings: [SQLValue] = []
+    for table in entityNames.sorted() {
+      if let paths = subentityPaths[table], !paths.contains("") {
+        for path in paths.sorted() {
+          parts.append(
+            "(entity = ? AND substr(coalesce(subentity, ''), 1, \(path.unicodeScalars.count)) = ?)")
+          bindings += [.text(table), .text(path)]
+        }
+      } else {
+        parts.append("entity = ?")
+        bindings.append(.text(table))
+      }
+    }
+    // No table at all selects nothing.
+    return (" AND (\(parts.isEmpty ? "1 = 0" : parts.joined(separator: " OR ")))", bindings)
   }
 }
 

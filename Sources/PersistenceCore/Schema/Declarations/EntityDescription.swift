@@ -39,6 +39,9 @@ public struct EntityDescription: Sendable {
   /// `"_entity"` column for its rows (``ModelSchema/init(subclassOf:entity:_:)``); nil for a
   /// root model.
   public var inheritancePath: String?
+  /// For a table (what the container keeps a root model and its subclasses in), the paths of
+  /// the subclasses of its model that the container lists; empty for a model's own entity.
+  public var subclassPaths: Set<String> = []
 
   init<Model: PersistentModel>(_: Model.Type) throws {
     let schema = Model.modelSchema
@@ -93,6 +96,7 @@ extension EntityDescription {
             "The subclass \(path.dropLast()) is kept in the table \(entity.name), whose root model is not in this container: list it too."
         )
       }
+      table.subclassPaths.insert(path)
       if !table.columns.contains(where: { $0.name == entityColumn }) {
         table.columns.append(
           Column(
@@ -150,10 +154,11 @@ extension EntityDescription {
     if !unknown.isEmpty,
       unknown.contains(Self.entityColumn) || declared.contains(Self.entityColumn)
     {
+      let theirs = unknown.filter { $0 != Self.entityColumn }
       throw PersistenceError(
         code: .newerStore,
         message:
-          "The table \(name) in \(location) holds subclasses of its model that this container does not list, or a newer version of them (its columns \(unknown.filter { $0 != Self.entityColumn }.joined(separator: ", ")) are theirs): pass every subclass of the table's model to ModelContainer(for:) (the values of its column _entity name them); the store was left untouched."
+          "The table \(name) in \(location) holds subclasses of its model that this container does not list, or a newer version of them\(theirs.isEmpty ? "" : " (its columns \(theirs.joined(separator: ", ")) are theirs)"): pass every subclass of the table's model to ModelContainer(for:) (the values of its column _entity name them); the store was left untouched."
       )
     }
     guard unknown.isEmpty else {

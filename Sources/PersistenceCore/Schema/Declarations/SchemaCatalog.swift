@@ -84,21 +84,25 @@ extension SchemaCatalog {
     }
   }
 
-  /// `refusal` of a table holding subclasses the container does not list, with the classes
-  /// the table's rows are of named (the last component of each path in `"_entity"`). One
-  /// query over the table's `"_entity"` index.
+  /// `refusal` of a table holding subclasses the container does not list, with the unlisted
+  /// classes the table's rows are of named (the last component of each path in `"_entity"`
+  /// that `entity` does not list). One query over the table's `"_entity"` index. A subclass
+  /// whose rows are all gone leaves no name.
   private func namingSubclasses(_ refusal: PersistenceError, of entity: EntityDescription)
     throws -> PersistenceError
   {
     let column = quoted(EntityDescription.entityColumn)
     let paths = try texts(
       "SELECT DISTINCT \(column) FROM \(quoted(entity.name)) WHERE \(column) <> '' ORDER BY 1")
-    let classes = paths.compactMap { $0.split(separator: "/").last.map(String.init) }
+    let classes = paths.filter { !entity.subclassPaths.contains($0) }.compactMap {
+      $0.split(separator: "/").last.map(String.init)
+    }
     guard !classes.isEmpty else { return refusal }
     return PersistenceError(
       code: refusal.code,
       message:
-        "\(refusal.message) Its rows are of these subclasses: \(classes.joined(separator: ", ")).")
+        "\(refusal.message) Its rows are of these subclasses it does not list: \(classes.joined(separator: ", "))."
+    )
   }
 
   /// Adds the history columns a store made before them lacks (``StoreLayout/addedHistoryColumns``);
