@@ -16,8 +16,12 @@ extension ModelContext {
   /// ``PersistenceError/Code/modelInAnotherContext``, naming it, and writes nothing; the next
   /// save writes the rest.
   ///
-  /// A save with nothing to write does nothing: no transaction, no history, no notification.
-  /// If anything fails, the transaction is rolled back and the context is as it was before
+  /// It posts ``willSave`` first, and ``didSave`` once the transaction is committed, with the
+  /// identifiers of the rows it inserted, updated and deleted (``NotificationKey``), on
+  /// `NotificationCenter.default`, on the saving thread.
+  ///
+  /// A save with nothing to write does nothing more: no transaction, no history, no
+  /// ``didSave``, no notification to observers. If anything fails, the transaction is rolled back and the context is as it was before
   /// the call, so the save can be retried.
   ///
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
@@ -36,6 +40,7 @@ extension ModelContext {
           "Not inserted, as their rows would be written twice: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
       )
     }
+    NotificationCenter.default.post(name: Self.willSave, object: self)
     let relates = container.hasRelationships
     if relates { try prepareRelationships() }
     defer { if relates { savingKeys = [:] } }
@@ -251,7 +256,33 @@ extension ModelContext {
           token: DefaultHistoryToken(storeIdentifier: container.storeIdentifier, value: token),
           author: author, entities: changes.filter { !$0.value.isEmpty }))
       container.broadcaster.settleAnnounced(token)
+      postDidSave(changes)
     }
+  }
+
+  /// Posts ``didSave`` for what a save committed, by table name and key. O(changed rows).
+  private func postDidSave(_ changes: [String: StoreChange.EntityChanges]) {
+    var inserted: [PersistentIdentifier] = []
+    var updated: [PersistentIdentifier] = []
+    var deleted: [PersistentIdentifier] = []
+    let store = container.storeIdentifier
+    for (name, entity) in changes.sorted(by: { $0.key < $1.key }) {
+      func identifiers(_ keys: some Sequence<Int64>) -> [PersistentIdentifier] {
+        keys.sorted().map {
+          PersistentIdentifier(storeIdentifier: store, entityName: name, primaryKey: $0)
+        }
+      }
+      inserted += identifiers(entity.inserted)
+      updated += identifiers(entity.updated.keys)
+      deleted += identifiers(entity.deleted)
+    }
+    NotificationCenter.default.post(
+      name: Self.didSave, object: self,
+      userInfo: [
+        NotificationKey.insertedIdentifiers.rawValue: inserted,
+        NotificationKey.updatedIdentifiers.rawValue: updated,
+        NotificationKey.deletedIdentifiers.rawValue: deleted,
+      ])
   }
 
   private func deleteRow(

@@ -332,8 +332,11 @@ public final class ModelContext {
   /// Cost: one indexed or scanning query for the matching keys, O(matches) memory. In a table
   /// that holds subclasses of a model, the matching models are loaded, so that each row is
   /// deleted as its own class.
+  ///
+  /// With `includeSubclasses` false, only models of `Model`'s own class are deleted, not those
+  /// of its subclasses (<doc:AdoptingInheritance>).
   public func delete<Model: PersistentModel>(
-    model: Model.Type, where predicate: Predicate<Model>? = nil
+    model: Model.Type, where predicate: Predicate<Model>? = nil, includeSubclasses: Bool = true
   ) throws {
     let entity = try entity(for: Model.self)
     if entity.entityColumn != nil {
@@ -341,7 +344,9 @@ public final class ModelContext {
       // keeps its class's preserved values), so its model is loaded.
       var stored = FetchDescriptor<Model>(predicate: predicate)
       stored.includePendingChanges = false
-      for model in try fetch(stored) { deleteObject(model) }
+      for model in try fetch(stored) where includeSubclasses || type(of: model) == Model.self {
+        deleteObject(model)
+      }
     } else {
       for key in try fetchPrimaryKeys(FetchDescriptor<Model>(predicate: predicate)) {
         if let registration = rowTable(entity.name)[key] {
@@ -354,7 +359,9 @@ public final class ModelContext {
     // The unsaved inserts of this model (and its subclasses) that match; not those of other
     // models of its table.
     for registration in pendingInserts where registration.entity.name == entity.name {
-      guard let model = registration.model as? Model else { continue }
+      guard let model = registration.model as? Model,
+        includeSubclasses || type(of: model) == Model.self
+      else { continue }
       if let predicate, (try? predicate.evaluate(model)) != true { continue }
       unregister(registration)
     }

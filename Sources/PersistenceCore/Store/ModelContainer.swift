@@ -48,6 +48,8 @@ public final class ModelContainer: Sendable {
   /// The store the engine opened (it keeps an in-memory store alive while the container lives).
   let store: any OpenStore
   let broadcaster = ChangeBroadcaster()
+  /// Where ``mainContext`` is kept once made.
+  let mainContextStorage = MainContextStorage()
   /// Connections of released contexts, for the next contexts: their page caches and prepared
   /// statements stay warm (a context per request or per task is the common use). Each is
   /// handed to one context at a time, through the mutex.

@@ -18,6 +18,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringRelationships4", exampleDeclaringRelationships4),
   ("exampleMigratingSchemas1", exampleMigratingSchemas1),
   ("exampleObservingResultsAndHistory1", exampleObservingResultsAndHistory1),
+  ("exampleObservingResultsAndHistory2", exampleObservingResultsAndHistory2),
   ("examplePersistence1", examplePersistence1),
   ("examplePredicatesSortsSections1", examplePredicatesSortsSections1),
   ("examplePredicatesSortsSections2", examplePredicatesSortsSections2),
