@@ -181,10 +181,11 @@ final class HTTPServer: Sendable {
       })?.pointer
     else { return }
     stopping.store(true, ordering: .relaxed)
-    // The listening socket is ours to close once the daemon is stopped, not before: its
-    // threads still take it out of their epoll sets, and libmicrohttpd aborts the process when
-    // that fails on a socket already closed ("Failed to remove listen FD from epoll set").
-    let listener = MHD_quiesce_daemon(running)
+    // The daemon is not quiesced: with epoll, `MHD_quiesce_daemon` and the daemon's own thread
+    // both take the listening socket out of its epoll set when they see the daemon quiesced,
+    // and libmicrohttpd 0.9.75 aborts the process when its thread comes second ("Failed to
+    // remove listen FD from epoll set"). During the drain a request that arrives is answered
+    // (a slow one with 503, the server stopping); `MHD_stop_daemon` closes the socket.
     // Streams end (a suspended connection is resumed to finish), then requests drain; idle
     // keep-alive connections hold nothing up (stopping the daemon closes them).
     let (open, offloaded) = suspendable.withLock { suspendable in
@@ -212,7 +213,6 @@ final class HTTPServer: Sendable {
       }
     }
     MHD_stop_daemon(running)
-    if listener >= 0 { close(listener) }
     workers?.stop()
   }
 
