@@ -186,6 +186,44 @@ extension ModelContext {
 
   // MARK: Saving
 
+  /// Inserts `model`, just related to a model of this context, when no context holds it (it
+  /// was never inserted nor loaded), with every model it reaches through a loaded relationship
+  /// that no context holds either: SwiftData inserts them as they are related. A model with no
+  /// ``LinkOrigin`` (a hand-written model that is not ``LinksOnFirstUse``), which cannot say
+  /// where it is, is left to the save. O(models inserted × their relationships).
+  func insertOnRelating<Model: PersistentModel>(_ model: Model) {
+    if isUnattached(model) { insert(model) }
+  }
+
+  /// Inserts the models `registration`'s model reaches through its loaded relationships that
+  /// no context holds, and those they reach in turn (iteratively: a long chain needs no deep
+  /// stack). O(models inserted × their relationships).
+  func insertReachable(from registration: Registration) {
+    var work = [registration]
+    while let next = work.popLast() {
+      for relationship in next.entity.relationships {
+        for related in relationship.existingLink(next.model)?.loadedModels ?? []
+        where isUnattached(related) {
+          func register<Target: PersistentModel>(_: Target.Type) -> Registration? {
+            self.register(unsafeDowncast(related, to: Target.self))
+          }
+          if let inserted = register(relationship.target), inserted.entity.hasRelationships {
+            work.append(inserted)
+          }
+        }
+      }
+    }
+  }
+
+  /// Whether `model` is in no context: not registered here, and its ``LinkOrigin`` names none
+  /// (it was never inserted nor loaded). False for a model without one.
+  private func isUnattached(_ model: AnyObject) -> Bool {
+    guard registration(for: model) == nil, let linked = model as? any LinksOnFirstUse else {
+      return false
+    }
+    return linked.linkOrigin.reference == nil
+  }
+
   /// Before a save: inserts every model that a registered model reaches through a loaded
   /// relationship and that no context holds (as SwiftData does), and refuses what would break
   /// a relationship. O(registered models with relationships × their loaded related models).

@@ -289,10 +289,23 @@ public final class ModelContext {
   /// ``PersistenceError/Code/modelInAnotherContext`` for it, saving nothing; fetch the row in
   /// this context to change it here (``model(for:as:)`` with its `persistentModelID`). Told
   /// for models that have a ``LinkOrigin`` (every `@Model`).
+  ///
+  /// The models it reaches through its relationships that no context holds (never inserted
+  /// nor loaded) are inserted with it, as SwiftData inserts them, and so is a model later
+  /// related to it: their `modelContext` is this context at once. Cost: O(1), plus
+  /// O(relationships) for each model inserted with it.
   public func insert<Model: PersistentModel>(_ model: Model) {
+    guard let registration = register(model) else { return }
+    if registration.entity.hasRelationships { insertReachable(from: registration) }
+  }
+
+  /// Registers a new model for the next save, alone (``insert(_:)`` without the models it
+  /// reaches); nil when it was registered already or is refused. O(1).
+  @discardableResult
+  func register<Model: PersistentModel>(_ model: Model) -> Registration? {
     if let registration = registration(for: model) {
       registration.isDeleted = false
-      return
+      return nil
     }
     // Unknown model types are reported by save(), which can throw. A subclass's model is
     // kept as its own class, whatever the static type it is inserted as.
@@ -311,13 +324,14 @@ public final class ModelContext {
         ?? (reference.snapshots != nil || (reference.whyNone != nil && key != nil))
       if elsewhere {
         refusedInserts.append("\(Model.self) (\(describeOrigin(reference, key: key)))")
-        return
+        return nil
       }
     }
     let registration = Registration.make(model: model, entity: operations)
     index(registration)
     pendingInserts.append(registration)
     if operations.attachesModels { operations.attach(model, to: self) }
+    return registration
   }
 
   /// Marks a model for deletion at the next ``save()``. Deleting a model that was inserted and

@@ -125,6 +125,22 @@ public class RelationshipObservation: Observable {
     }
   }
 
+  /// SwiftData's insert on relating: `owner` was just related to `related`; when one of them is
+  /// in a context and the other in none (never inserted nor loaded), the other is inserted
+  /// there now, with the models it reaches that are in none, so that its `modelContext` is set
+  /// and a fetch that includes pending changes sees it. A model of another context is left to
+  /// the save, which refuses it. O(1) when both are where they were; else O(models inserted ×
+  /// their relationships).
+  final func insertOnRelating<Owner: PersistentModel, Related: PersistentModel>(
+    _ owner: Owner, _ related: Related
+  ) {
+    if let context {
+      context.insertOnRelating(related)
+    } else if let other = (related as? any LinksOnFirstUse)?.modelContext {
+      other.insertOnRelating(owner)
+    }
+  }
+
   /// Changes the relationship, telling observers (none, if it was never read).
   final func mutating<Result>(_ change: () throws -> Result) rethrows -> Result {
     guard let registrar else { return try change() }
@@ -202,7 +218,10 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
       isFault = false
     }
     if let old, old !== newValue { info.updateInverse(owner, old, false) }
-    if let newValue { info.updateInverse(owner, newValue, true) }
+    if let newValue {
+      info.updateInverse(owner, newValue, true)
+      insertOnRelating(owner, newValue)
+    }
   }
 
   /// The stored column's value: the related row's key, ``unsavedKey`` for a related model not
@@ -394,6 +413,7 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     let after = Set(newValue.map(ObjectIdentifier.init))
     for element in newValue where !before.contains(ObjectIdentifier(element)) {
       info.updateInverse(owner, element, true)
+      insertOnRelating(owner, element)
     }
     for element in old where !after.contains(ObjectIdentifier(element)) {
       info.updateInverse(owner, element, false)
