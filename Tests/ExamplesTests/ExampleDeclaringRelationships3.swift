@@ -112,7 +112,7 @@ private func exampleDeclaringRelationships3() async throws {
   context.insert(hotel)
   let room = Room()
   room.number = 101
-  room.hotel = hotel  // hotel.rooms holds it at once; the save inserts the room (it has no LinkOrigin)
+  room.hotel = hotel  // hotel.rooms holds it at once; the save inserts it too
   try context.save()
 
   // Rooms whose hotel is in Kyoto, hotels with a room above 100: SQL subqueries.
