@@ -108,6 +108,65 @@ struct InsertOnRelatingTests {
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrTrip>()) == 0)
   }
 
+  @Test(
+    "a model forgotten by rollback() or reset() stays out: relating it, or relating to it, inserts nothing",
+    arguments: TestEngine.allCases)
+  func forgottenModelsStayOut(engine: TestEngine) throws {
+    let container = try engineContainer(engine, IrTrip.self, IrItem.self)
+    let context = ModelContext(container)
+    let trip = IrTrip(name: "Kyoto", items: [IrItem(title: "Temple")])
+    context.insert(trip)
+    context.rollback()
+    #expect(trip.modelContext == nil && context.insertedModelsArray.isEmpty)
+    let late = IrItem(title: "Late")
+    trip.items.append(late)
+    #expect(late.modelContext == nil && context.insertedModelsArray.isEmpty)
+    let item = IrItem(title: "Alone")
+    context.insert(item)
+    context.rollback()
+    item.trip = IrTrip(name: "Osaka")
+    #expect(item.modelContext == nil && context.insertedModelsArray.isEmpty)
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrTrip>()) == 0)
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrItem>()) == 0)
+
+    let reset = ModelContext(container)
+    let nara = IrTrip(name: "Nara")
+    reset.insert(nara)
+    _ = nara.items
+    reset.reset()
+    let deer = IrItem(title: "Deer")
+    nara.items.append(deer)
+    #expect(deer.modelContext == nil && reset.insertedModelsArray.isEmpty)
+    try reset.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrTrip>()) == 0)
+  }
+
+  @Test(
+    "an observer's model related to a new model is refused by that save, clearly, and not by the next",
+    arguments: TestEngine.allCases)
+  func observersModelRefusedAtOnce(engine: TestEngine) throws {
+    let container = try engineContainer(engine, IrTrip.self, IrItem.self)
+    let writer = ModelContext(container)
+    writer.insert(IrTrip(name: "Kyoto"))
+    try writer.save()
+    let observer = try ResultsObserver(
+      FetchDescriptor<IrTrip>(), modelContext: ModelContext(container))
+    let snapshot = try #require(observer.results.first)
+    let context = ModelContext(container)
+    let item = IrItem(title: "Temple")
+    context.insert(item)
+    item.trip = snapshot
+    let error = try #require(throws: PersistenceError.self) { try context.save() }
+    #expect(error.code == .modelInAnotherContext)
+    #expect(error.message.contains("IrTrip"))
+    // The refusal was this save's: the next one, without the snapshot, saves.
+    item.trip = nil
+    context.insert(IrTrip(name: "Osaka"))
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrTrip>()) == 2)
+  }
+
   @Test("5,000 new items inserted with their trip in one walk")
   func wideGraph() throws {
     let container = try engineContainer(.sqlite, IrTrip.self, IrItem.self)

@@ -218,10 +218,11 @@ extension ModelContext {
   /// Whether `model` is in no context: not registered here, and its ``LinkOrigin`` names none
   /// (it was never inserted nor loaded). False for a model without one.
   private func isUnattached(_ model: AnyObject) -> Bool {
-    guard registration(for: model) == nil, let linked = model as? any LinksOnFirstUse else {
+    // The origin first: O(1), where the first lookup by model indexes every registered one.
+    guard let linked = model as? any LinksOnFirstUse, linked.linkOrigin.reference == nil else {
       return false
     }
-    return linked.linkOrigin.reference == nil
+    return registration(for: model) == nil
   }
 
   /// Before a save: inserts every model that a registered model reaches through a loaded

@@ -31,6 +31,11 @@ extension ModelContext {
   /// costs three round trips a row; and so do changed rows (their updates, then their history
   /// rows), where they change the same attributes.
   public func save() throws {
+    let relates = container.hasRelationships
+    // First: the models it inserts that another context or an observer holds are refused below,
+    // in this save, not the next.
+    if relates { try prepareRelationships() }
+    defer { if relates { savingKeys = [:] } }
     if !refusedInserts.isEmpty {
       let refused = refusedInserts
       refusedInserts.removeAll()
@@ -41,9 +46,6 @@ extension ModelContext {
       )
     }
     NotificationCenter.default.post(name: Self.willSave, object: self)
-    let relates = container.hasRelationships
-    if relates { try prepareRelationships() }
-    defer { if relates { savingKeys = [:] } }
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
     for registration in savedRegistrations {

@@ -131,12 +131,18 @@ public class RelationshipObservation: Observable {
   /// and a fetch that includes pending changes sees it. A model of another context is left to
   /// the save, which refuses it. O(1) when both are where they were; else O(models inserted ×
   /// their relationships).
+  ///
+  /// Where each model is comes from its ``LinkOrigin`` (its `modelContext`), not from this
+  /// link's context, which a model forgotten by `rollback()` or `reset()` still holds.
   final func insertOnRelating<Owner: PersistentModel, Related: PersistentModel>(
     _ owner: Owner, _ related: Related
   ) {
-    if let context {
+    guard let linked = owner as? any LinksOnFirstUse else { return }
+    if let context = linked.modelContext {
       context.insertOnRelating(related)
-    } else if let other = (related as? any LinksOnFirstUse)?.modelContext {
+    } else if linked.linkOrigin.reference == nil,
+      let other = (related as? any LinksOnFirstUse)?.modelContext
+    {
       other.insertOnRelating(owner)
     }
   }
