@@ -171,7 +171,7 @@ struct ModelDeclaration {
             node: variable,
             message: ModelDiagnostic.error(
               .transientWithoutValue,
-              "A @Transient property needs an initial value: the store makes models from rows without calling your initializers"
+              "A @Transient (or .ephemeral) property needs an initial value: the store makes models from rows without calling your initializers"
             ),
             fixIts: ModelFixIts.addInitialValue(variable, type: property.type).map { [$0] } ?? []))
         valid = false

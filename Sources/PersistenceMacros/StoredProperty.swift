@@ -202,9 +202,15 @@ struct StoredProperty {
     if name.hasPrefix("_$") { return nil }
     type = binding.typeAnnotation?.type.trimmed
     initializer = binding.initializer?.value.trimmed
+    // `@Attribute(.ephemeral)` is SwiftData's tracked but unsaved property: here, as
+    // `@Transient`, a property the store neither saves nor loads.
     isTransient = variable.attributes.contains { element in
       guard case .attribute(let attribute) = element else { return false }
-      return attribute.baseName == "Transient"
+      if attribute.baseName == "Transient" { return true }
+      guard attribute.baseName == "Attribute",
+        case .argumentList(let arguments) = attribute.arguments
+      else { return false }
+      return arguments.contains { $0.label == nil && $0.expression.optionName == "ephemeral" }
     }
     isVariable = variable.bindingSpecifier.tokenKind == .keyword(.var)
     let attribute = variable.attributes.lazy.compactMap { element -> AttributeSyntax? in
@@ -253,6 +259,11 @@ struct StoredProperty {
           } else {
             badOriginalName = argument.expression
           }
+          continue
+        }
+        // SwiftData's schema hash, Spotlight and CloudKit options mean nothing to this store.
+        if argument.label?.text == "hashModifier" { continue }
+        if ["spotlight", "allowsCloudEncryption"].contains(argument.expression.optionName) {
           continue
         }
         if argument.expression.optionName == "codable" {

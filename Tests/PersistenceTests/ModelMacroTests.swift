@@ -310,7 +310,7 @@ struct ModelMacroDiagnosticsTests {
         "11: @Model does not apply to a generic class: a table stores one type",
         "14: class 'Properties' has no initializers",
         "15: A @Model class persists its variables: declare 'constant' with 'var', or mark it @Transient",
-        "16: A @Transient property needs an initial value: the store makes models from rows without calling your initializers",
+        "16: A @Transient (or .ephemeral) property needs an initial value: the store makes models from rows without calling your initializers",
         "17: A persisted property's name is its column's, which cannot start with '_': rename '_hidden', or mark it @Transient",
         "18: Declare each property of a @Model class on its own (one name per 'var')",
         "19: A persisted property cannot have willSet or didSet: 'watched' is observed through Observation (withObservationTracking)",

@@ -45,4 +45,15 @@ public struct AttributeOption: Hashable, Sendable {
   /// For `@Attribute` of a `@Model` class: the property is stored as JSON, what `.codable(…)`
   /// declares in a hand-written schema, whose attributes refuse this option.
   public static let codable = AttributeOption("codable")
+  /// SwiftData's property that is tracked but not saved: with `@Model`, the property is not
+  /// stored, as a `@Transient` one (it keeps its initial value in each model the store makes,
+  /// and needs one).
+  public static let ephemeral = AttributeOption("ephemeral")
+  /// SwiftData's Spotlight indexing. Accepted so that a model compiles unchanged; it has no
+  /// effect here (there is no Spotlight on Linux): `@Model` leaves it out of the schema.
+  public static let spotlight = AttributeOption("spotlight")
+  /// SwiftData's encryption of the value in CloudKit. Accepted so that a model compiles
+  /// unchanged; it has no effect here (nothing is synced to CloudKit): `@Model` leaves it out
+  /// of the schema.
+  public static let allowsCloudEncryption = AttributeOption("allowsCloudEncryption")
 }

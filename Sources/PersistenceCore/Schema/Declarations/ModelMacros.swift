@@ -174,9 +174,14 @@ public enum ModelDefaults {
 /// other `Codable` type JSON, without an option. `.codable` stores any `Codable` value as JSON,
 /// opaque to predicates and sorts (an enum's too); an optional one is kept as its stored bytes and decoded on first read
 /// (a ``CodableFault``), a non-optional one is decoded with its row and needs an initial value.
+///
+/// SwiftData's `.ephemeral` makes the property one the store does not keep (as `@Transient`);
+/// `.spotlight`, `.allowsCloudEncryption` and `hashModifier:` are accepted and have no effect
+/// (there is no Spotlight, CloudKit or schema hash here: versions are ``VersionedSchema``'s).
 @attached(peer)
-public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
-  #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
+public macro Attribute(
+  _ options: AttributeOption..., originalName: String? = nil, hashModifier: String? = nil
+) = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
 /// Makes each list of a `@Model` class's properties unique (`#Unique<Note>([\.slug])`,
 /// `#Unique<Trip>([\.name, \.startDate, \.endDate])`): inserting a model whose value, or
@@ -221,10 +226,12 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 /// `orderBy` (ours; SwiftData's to-manys are unordered) orders a to-many when it is read, by
 /// attributes of the related model (`orderBy: \BucketListItem.position, \BucketListItem.id`),
 /// each breaking the ties of those before it. Set a relationship once the model's stored
-/// properties are set, as any computed property of a class.
+/// properties are set, as any computed property of a class. SwiftData's `hashModifier:` is
+/// accepted and has no effect (there is no schema hash here).
 @attached(peer)
 public macro Relationship(
-  deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, orderBy: AnyKeyPath...
+  deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, hashModifier: String? = nil,
+  orderBy: AnyKeyPath...
 ) = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
 /// Accepts a value of a type the store keeps: what `@Model` checks each attribute's type with.

@@ -403,6 +403,13 @@ try checkSampleTripsInheritance(
     ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips-2025.sqlite") : url,
   { check($0, $1) })
 
+// SwiftData's contexts: the main context, inserts on relating, change tracking, didSave (a
+// store of their own on SQLite; on PostgreSQL, the trips' tables).
+try checkContextsAsSwiftData(
+  engine == "sqlite"
+    ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips-contexts.sqlite") : url,
+  { check($0, $1) })
+
 // A container made as SwiftData's users make it, `ModelContainer(for: Trip.self)`, keeps its
 // data in the persistent default store (`default.store` in the user's data folder, here a
 // folder of the checks' own): a second container reads what the first saved.
