@@ -46,6 +46,9 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
     /// A model inserted in a context belongs to another context, or to a row of the store it
     /// was loaded from: inserting it again would write its row twice.
     public static let modelInAnotherContext = Code("modelInAnotherContext")
+    /// A changed model's row was deleted from the store (by another context, process or
+    /// server) after the model was loaded: its changes cannot be saved; nothing was written.
+    public static let rowDeleted = Code("rowDeleted")
     /// The disk, or the store's size limit, is full; nothing was written.
     public static let storeFull = Code("storeFull")
     /// The store is read-only.
@@ -69,7 +72,7 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
       .notAStore, .newerStore, .schemaMismatch, .cannotOpen, .engine, .unsupportedPredicate,
       .invalidValue, .uniqueConstraint, .relationshipConstraint, .busy, .historyTokenExpired,
       .historyTokenForeign, .historyTokenUnknown, .unknownModel, .modelInAnotherContext,
-      .storeFull, .readOnly, .outOfRange, .timedOut, .abandoned, .migrationFailed,
+      .storeFull, .readOnly, .outOfRange, .timedOut, .abandoned, .migrationFailed, .rowDeleted,
     ]
 
     /// What kind of failure the code is: whose fault, and whether trying again may help. The
@@ -80,7 +83,7 @@ public struct PersistenceError: Error, Sendable, CustomStringConvertible {
       case .notAStore, .newerStore, .schemaMismatch, .invalidValue, .outOfRange,
         .historyTokenExpired, .historyTokenForeign, .historyTokenUnknown, .migrationFailed:
         .data
-      case .uniqueConstraint, .relationshipConstraint: .conflict
+      case .uniqueConstraint, .relationshipConstraint, .rowDeleted: .conflict
       case .unsupportedPredicate, .unknownModel, .modelInAnotherContext, .readOnly: .misuse
       default: .transient
       }

@@ -17,6 +17,8 @@ enum ModelError: String, CaseIterable {
   // A relationship.
   case relationshipStored, relationshipAttribute, optionalToMany, relationshipType
   case toManyStart, toOneRule, toOneOrder, toOneStart
+  // `@ModelActor`.
+  case notAnActor
 }
 
 /// A compile-time error of the persistence macros, shown at the declaration it is about: one

@@ -2,8 +2,8 @@
 import SwiftSyntax
 import SwiftSyntaxMacros
 
-/// The compiler plugin that expands the persistence layer's macros (`@Model`, `@Transient` and
-/// the property macro `@Model` puts on each persisted property). Built against the SwiftSyntax
+/// The compiler plugin that expands the persistence layer's macros (`@Model`, `@Transient`,
+/// the property macro `@Model` puts on each persisted property, and `@ModelActor`). Built against the SwiftSyntax
 /// modules the toolchain ships for its own plugin server, it speaks the compiler's plugin
 /// protocol on standard input and output.
 @main
@@ -23,6 +23,7 @@ struct Provider: PluginProvider {
     case "PersistedPropertyMacro": PersistedPropertyMacro.self
     case "MarkerMacro": MarkerMacro.self
     case "SchemaDeclarationMacro": SchemaDeclarationMacro.self
+    case "ModelActorMacro": ModelActorMacro.self
     default: throw PluginError("The plugin PersistenceMacros has no macro named \(typeName).")
     }
   }

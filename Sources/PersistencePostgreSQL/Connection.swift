@@ -492,7 +492,13 @@ final class Connection: StoreConnection {
       position += 1
       switch status {
       case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
-        if isRun { answers.append(answer == .none ? nil : Statement.firstInteger(result)) }
+        if isRun {
+          switch answer {
+          case .none: answers.append(nil)
+          case .changedRowCount: answers.append(Int64(Self.commandRowCount(result)))
+          case .firstColumn, .insertedKey: answers.append(Statement.firstInteger(result))
+          }
+        }
       case PGRES_PIPELINE_ABORTED:
         break
       default:
@@ -527,9 +533,9 @@ final class Connection: StoreConnection {
 
   // MARK: Results and errors
 
-  /// Records what a finished command changed, for ``changedRowCount`` and ``lastInsertedKey``.
-  func noteCompletion(of result: OpaquePointer, sql: String) {
-    // Its decimal digits read in place ("" for a command that changes no rows).
+  /// How many rows a finished command changed: its tag's decimal digits, read in place (0 for
+  /// a command that changes no rows).
+  static func commandRowCount(_ result: OpaquePointer) -> Int {
     var count = 0
     if var digit = PQcmdTuples(result) {
       while digit.pointee >= 0x30 && digit.pointee <= 0x39 {
@@ -537,7 +543,12 @@ final class Connection: StoreConnection {
         digit += 1
       }
     }
-    changedRowCount = count
+    return count
+  }
+
+  /// Records what a finished command changed, for ``changedRowCount`` and ``lastInsertedKey``.
+  func noteCompletion(of result: OpaquePointer, sql: String) {
+    changedRowCount = Self.commandRowCount(result)
     if let status = PQcmdStatus(result), strncmp(status, "INSERT", 6) == 0 {
       insertedKeyIsStale = true
     }

@@ -37,6 +37,7 @@ func expandWithFixIts(_ source: String) -> (text: String, diagnostics: [String],
     "Transient": MacroSpec(type: MarkerMacro.self),
     "Unique": MacroSpec(type: SchemaDeclarationMacro.self),
     "Index": MacroSpec(type: SchemaDeclarationMacro.self),
+    "ModelActor": MacroSpec(type: ModelActorMacro.self, conformances: ["ModelActor"]),
   ]
   let expanded = file.expand(
     macroSpecs: specs, contextGenerator: { _ in context }, indentationWidth: .spaces(2))
@@ -88,6 +89,7 @@ struct ExpansionTests {
 struct DiagnosticTests {
   static let cases: [(id: String, source: String)] = [
     ("notAClass", "@Model struct S { var a = 0 }"),
+    ("notAnActor", "@ModelActor final class Importer {}"),
     ("generic", "@Model final class G<T> { var a = 0 }"),
     ("table", #"@Model(table: "1bad") final class T { var a = 0 }"#),
     ("lazy", "@Model final class L { lazy var a = 0 }"),
@@ -169,6 +171,26 @@ struct DiagnosticTests {
         && index[0].hasSuffix(
           " [note at 2: an #Index list that begins with 'a'] [note at 3: an #Index list that begins with 'a']"
         ), "\(index)")
+  }
+
+  @Test(
+    "@ModelActor gives an actor its container, executor and init(modelContainer:), at the actor's access level, and conforms it"
+  )
+  func modelActor() {
+    let (text, diagnostics) = expand("@ModelActor public actor Importer {\n  func run() {}\n}")
+    #expect(diagnostics == [])
+    for expected in [
+      "public nonisolated let modelExecutor: any PersistenceCore.ModelExecutor",
+      "public nonisolated let modelContainer: PersistenceCore.ModelContainer",
+      "public init(modelContainer: PersistenceCore.ModelContainer) {",
+      "self.modelExecutor = PersistenceCore.DefaultSerialModelExecutor(modelContext: modelContext)",
+      "extension Importer: PersistenceCore.ModelActor {",
+    ] {
+      #expect(text.contains(expected), "\(expected)\n\(text)")
+    }
+    let internalActor = expand("@ModelActor actor Worker {}").text
+    #expect(internalActor.contains("\n  nonisolated let modelContainer:"), "\(internalActor)")
+    #expect(internalActor.contains("\n  init(modelContainer:"), "\(internalActor)")
   }
 
   @Test("options are matched by their last name, however their type is spelled")

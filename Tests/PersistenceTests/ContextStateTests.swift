@@ -101,7 +101,7 @@ struct ContextStateTests {
   }
 
   @Test(
-    "willSave and didSave are posted with the identifiers of the rows inserted, updated and deleted; a save with nothing to write posts no didSave",
+    "willSave and didSave are posted with the identifiers of the rows inserted, updated and deleted; a save with nothing to write posts nothing, an upsert that changes nothing an empty didSave",
     arguments: TestEngine.allCases)
   func saveNotifications(engine: TestEngine) throws {
     let container = try engineContainer(engine, HxTrip.self, HxBusiness.self)
@@ -130,9 +130,15 @@ struct ContextStateTests {
     #expect(
       info[ModelContext.NotificationKey.deletedIdentifiers.rawValue] == [plain.persistentModelID])
 
-    // Nothing to write: willSave only.
+    // Nothing to write: nothing posted.
     try context.save()
-    #expect(notifications.take().map(\.name) == [ModelContext.willSave])
+    #expect(notifications.take().isEmpty)
+    // An upsert that changes nothing: willSave, then didSave with empty lists.
+    context.insert(HxBusiness(name: "Fair", perdiem: 5))
+    try context.save()
+    received = notifications.take()
+    #expect(received.map(\.name) == [ModelContext.willSave, ModelContext.didSave])
+    #expect(received.last?.info.values.allSatisfy(\.isEmpty) == true)
     // Another context's saves are its own.
     let other = ModelContext(container)
     other.insert(HxTrip(name: "Elsewhere"))
@@ -175,5 +181,36 @@ struct ContextStateTests {
     // Autosave: the fetch saves first, so another context sees the row.
     #expect(try container.mainContext.fetch(FetchDescriptor<HxTrip>()).map(\.name) == ["Main"])
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<HxTrip>()) == 1)
+  }
+
+  @Test(
+    "a change to a model whose row another context deleted is refused, naming it, and nothing of the save is written; deleting it too goes on",
+    arguments: TestEngine.allCases)
+  func staleModelRefused(engine: TestEngine) throws {
+    let container = try engineContainer(engine, HxTrip.self, HxBusiness.self)
+    let writer = ModelContext(container)
+    for name in ["A", "B", "C"] { writer.insert(HxTrip(name: name)) }
+    try writer.save()
+    let context = ModelContext(container)
+    let trips = try context.fetch(FetchDescriptor<HxTrip>(sortBy: [SortDescriptor(\.name)]))
+    let other = ModelContext(container)
+    let gone = try #require(
+      try other.fetch(FetchDescriptor<HxTrip>(predicate: #Predicate { $0.name == "B" })).first)
+    other.delete(gone)
+    try other.save()
+    // The same change to each: one batch on PostgreSQL, one row at a time on SQLite.
+    for trip in trips { trip.days = 9 }
+    #expect {
+      try context.save()
+    } throws: { error in
+      let error = error as? PersistenceError
+      return error?.code == .rowDeleted && error?.message.contains("HxTrip name B") == true
+    }
+    let days = try ModelContext(container).fetch(FetchDescriptor<HxTrip>()).map(\.days)
+    #expect(days == [1, 1])
+    context.delete(trips[1])
+    try context.save()
+    #expect(
+      try ModelContext(container).fetch(FetchDescriptor<HxTrip>()).map(\.days) == [9, 9])
   }
 }

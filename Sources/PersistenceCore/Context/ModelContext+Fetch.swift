@@ -491,6 +491,6 @@ extension ModelContext {
       parts.append("\(entity.columnNames[index]) \(value)")
     }
     if let key = registration(for: model)?.primaryKey { parts.append("row \(key)") }
-    return "\(entity.name) " + parts.joined(separator: ", ")
+    return parts.isEmpty ? entity.name : "\(entity.name) " + parts.joined(separator: ", ")
   }
 }

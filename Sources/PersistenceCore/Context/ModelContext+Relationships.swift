@@ -453,5 +453,10 @@ extension ModelContext {
         relationship.existingLink(registration.model)?.refault(relationship)
       }
     }
+    for entry in mergedModels where entry.merged.entity.hasRelationships {
+      for relationship in entry.merged.entity.relationships {
+        relationship.existingLink(entry.merged.model)?.refault(relationship)
+      }
+    }
   }
 }

@@ -18,11 +18,18 @@ extension ModelContext {
   ///
   /// It posts ``willSave`` first, and ``didSave`` once the transaction is committed, with the
   /// identifiers of the rows it inserted, updated and deleted (``NotificationKey``), on
-  /// `NotificationCenter.default`, on the saving thread.
+  /// `NotificationCenter.default`, on the saving thread. A save that had inserts to write
+  /// whose rows were stored already with the same values (upserts that changed nothing) posts
+  /// ``didSave`` with empty lists.
   ///
-  /// A save with nothing to write does nothing more: no transaction, no history, no
-  /// ``didSave``, no notification to observers. If anything fails, the transaction is rolled back and the context is as it was before
+  /// A save with nothing to write does nothing: no notification, no transaction, no history.
+  /// If anything fails, the transaction is rolled back and the context is as it was before
   /// the call, so the save can be retried.
+  ///
+  /// An insert whose unique values name a row this context holds a model of already (one it
+  /// fetched) updates the row, and the inserted model stands for the row from then on (what
+  /// fetches return); the model held before takes the row's values and stays tracked, so that
+  /// a later change made through either is saved (SwiftData's upsert, one live model a row).
   ///
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
   /// row (prepared once per connection). On an engine across a network (PostgreSQL) new rows
@@ -31,6 +38,17 @@ extension ModelContext {
   /// costs three round trips a row; and so do changed rows (their updates, then their history
   /// rows), where they change the same attributes.
   public func save() throws {
+    if !mergedModels.isEmpty {
+      moveMergedChanges()
+      let unmoved = unmovedMergedChanges()
+      if !unmoved.isEmpty {
+        throw PersistenceError(
+          code: .relationshipConstraint,
+          message:
+            "\(unmoved.joined(separator: "; ")): its row was taken over by an inserted model with the same unique values (an upsert), and a change made on it could not be moved to that model. Make it on the model that stands for the row now (the one fetches return); nothing was saved."
+        )
+      }
+    }
     let relates = container.hasRelationships
     // First: the models it inserts that another context or an observer holds are refused below,
     // in this save, not the next.
@@ -45,7 +63,6 @@ extension ModelContext {
           "Not inserted, as their rows would be written twice: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
       )
     }
-    NotificationCenter.default.post(name: Self.willSave, object: self)
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
     for registration in savedRegistrations {
@@ -63,6 +80,7 @@ extension ModelContext {
     }
     let inserts = pendingInserts
     guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else { return }
+    NotificationCenter.default.post(name: Self.willSave, object: self)
     // Rows that point to a model this save inserts are updated after the inserts.
     var lateUpdates: [(Registration, [Int])] = []
     if relates {
@@ -203,7 +221,14 @@ extension ModelContext {
       }
     }
     for delete in applied.deleted {
-      if let registration = delete.registration { unregister(registration) }
+      if let registration = delete.registration {
+        if !mergedModels.isEmpty {
+          forgetMerged(
+            into: registration,
+            reference: ContextReference.deleted(from: container.storeIdentifier))
+        }
+        unregister(registration)
+      }
       changes[delete.entity.name, default: .init()].deleted.insert(delete.key)
     }
     pendingRowDeletes.removeAll()
@@ -235,13 +260,14 @@ extension ModelContext {
         run = (entity, name, rowTable(name), [])
       }
       let table = run.unsafelyUnwrapped.table
-      if let previous = table[key], previous !== registration {
-        unregister(previous)
-      }
+      let previous = table[key].flatMap { $0 !== registration ? $0 : nil }
+      if let previous, changed == nil { unregister(previous) }
       registration.primaryKey = key
       registration.entity.linkOrigin?.set(registration.model, linkReference, key)
       try registration.entity.recordSnapshot(registration)
       table[key] = registration
+      // An upsert of a row this context held a model of: one row, one live model.
+      if let previous, changed != nil { try merge(previous, into: registration) }
       if let changed {
         if !changed.isEmpty {
           changes[registration.entity.name, default: .init()].updated[key] = Set(
@@ -252,6 +278,7 @@ extension ModelContext {
       }
     }
     endRun()
+    if !mergedModels.isEmpty { copyHoldersToMerged() }
     if let token = writer.token, writer.changeCount > 0 {
       container.broadcaster.post(
         StoreChange(
@@ -259,6 +286,9 @@ extension ModelContext {
           author: author, entities: changes.filter { !$0.value.isEmpty }))
       container.broadcaster.settleAnnounced(token)
       postDidSave(changes)
+    } else {
+      // ``willSave`` was posted: what followed it is said, that nothing was written.
+      postDidSave([:])
     }
   }
 
@@ -337,13 +367,16 @@ extension ModelContext {
       start = end
       let statement = try database.cachedStatement(entity.statements.update(changed))
       let keyIndex = Int32(changed.count + 1)
-      _ = try database.runBatch(statement, count: batch.count, answer: .none) {
+      let counts = try database.runBatch(statement, count: batch.count, answer: .changedRowCount) {
         let registration = updates[firstIndex + $0].0
         for (offset, attribute) in changed.enumerated() {
           try entity.bind(
             registration.model, attribute: attribute, to: statement, at: Int32(offset + 1))
         }
         statement.bindInt64(registration.primaryKey!, at: keyIndex)
+      }
+      if let gone = counts.firstIndex(where: { $0 == 0 }) {
+        throw rowDeleted(updates[firstIndex + gone].0)
       }
       let keys = batch.map { $0.0.primaryKey! }
       try writer.recordUpdates(
@@ -366,6 +399,16 @@ extension ModelContext {
     }
     statement.bindInt64(key, at: Int32(attributes.count + 1))
     try statement.run()
+    guard database.changedRowCount > 0 else { throw rowDeleted(registration) }
+  }
+
+  /// The error of a save that changed a model whose row is gone from the store.
+  private func rowDeleted(_ registration: Registration) -> PersistenceError {
+    PersistenceError(
+      code: .rowDeleted,
+      message:
+        "\(describeModel(registration.model, entity: registration.entity)) was deleted from the store (by another context, process or server) after it was loaded here, so its changes cannot be saved. Delete it in this context too (delete(_:)), or roll back; nothing was saved."
+    )
   }
 
   /// Which statement of an entity a save keeps prepared: its insert (`lookup` nil), or the

@@ -11,7 +11,7 @@ extension ModelContext {
   /// Posted on `NotificationCenter.default` when ``save()`` has committed, with the context
   /// as the object and the identifiers of the rows it inserted, updated and deleted in
   /// `userInfo` (``NotificationKey``): SwiftData's `ModelContext.didSave`. Not posted by a save
-  /// with nothing to write. Building the lists costs O(changed rows) per save.
+  /// with nothing to write; posted with empty lists by one whose upserts changed nothing. Building the lists costs O(changed rows) per save.
   public static let didSave = Notification.Name("ModelContext.didSave")
 
   /// The keys of ``didSave``'s `userInfo`, by their raw values: SwiftData's

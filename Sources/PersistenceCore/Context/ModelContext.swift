@@ -205,6 +205,9 @@ public final class ModelContext {
   var pendingInserts: [Registration] = []
   /// The models ``insert(_:)`` refused (of another context), as the next save names them.
   var refusedInserts: [String] = []
+  /// The models of rows an upsert took over, each with the model that stands for its row
+  /// (see ``merge(_:into:)``); empty unless an upsert met a registered model.
+  var mergedModels: [MergedModel] = []
   /// Rows deleted by `delete(model:where:)` that have no registered model.
   var pendingRowDeletes: [String: Set<Int64>] = [:]
   var entities: [ObjectIdentifier: any EntityOperations] = [:]
@@ -385,6 +388,7 @@ public final class ModelContext {
   ///
   /// Cost: O(registered models × attributes).
   public var hasChanges: Bool {
+    if !mergedModels.isEmpty { moveMergedChanges() }
     if !pendingInserts.isEmpty || pendingRowDeletes.values.contains(where: { !$0.isEmpty }) {
       return true
     }
@@ -406,6 +410,11 @@ public final class ModelContext {
       registration.isDeleted = false
       registration.entity.restore(registration)
     }
+    if !mergedModels.isEmpty {
+      // A merged model's unsaved changes are undone as its holder's are.
+      for entry in mergedModels { entry.merged.entity.restore(entry.merged) }
+      copyHoldersToMerged()
+    }
     refaultRelationships()
   }
 
@@ -421,6 +430,10 @@ public final class ModelContext {
     for registration in savedRegistrations where registration.entity.attachesModels {
       registration.entity.detachAtReset(registration.model, reference: detached)
     }
+    for entry in mergedModels where entry.merged.entity.attachesModels {
+      entry.merged.entity.detachAtReset(entry.merged.model, reference: detached)
+    }
+    mergedModels = []
     rowTables = [:]
     objectIndex = nil
     pendingInserts = []
@@ -487,6 +500,7 @@ public final class ModelContext {
 
   /// Whether `model` is inserted or changed in this context and not yet saved.
   public func insertedOrChanged<Model: PersistentModel>(_ model: Model) -> Bool {
+    if !mergedModels.isEmpty { moveMergedChanges() }
     guard let registration = registration(for: model) else { return false }
     if registration.primaryKey == nil { return true }
     return !registration.entity.changedIndexes(registration).isEmpty
@@ -549,6 +563,9 @@ public final class ModelContext {
       for registration in pendingInserts {
         index[ObjectIdentifier(registration.model)] = registration
       }
+      // A merged model is looked up as its holder: deleting it deletes the row, its
+      // identifier is the row's.
+      for entry in mergedModels { index[ObjectIdentifier(entry.merged.model)] = entry.holder }
       objectIndex = index
     }
     return objectIndex?[ObjectIdentifier(model)]
@@ -557,6 +574,17 @@ public final class ModelContext {
   /// Adds a new registration to the index by model, when there is one yet.
   func index(_ registration: Registration) {
     objectIndex?[ObjectIdentifier(registration.model)] = registration
+  }
+
+  /// Indexes `model` as `registration`'s (a merged model as its holder's), when there is an
+  /// index yet.
+  func index(_ model: AnyObject, as registration: Registration) {
+    objectIndex?[ObjectIdentifier(model)] = registration
+  }
+
+  /// Removes `model` from the index by model, when there is one yet.
+  func unindex(_ model: AnyObject) {
+    objectIndex?[ObjectIdentifier(model)] = nil
   }
 
   /// How many models are registered, saved or not.
@@ -574,6 +602,7 @@ public final class ModelContext {
     if let key = registration.primaryKey {
       let table = rowTable(registration.entity.name)
       if table[key] === registration { table[key] = nil }
+      if !mergedModels.isEmpty { forgetMerged(into: registration, reference: nil) }
     } else {
       pendingInserts.removeAll { $0 === registration }
       // Never saved, it leaves the context (rolled back, or deleted before a save): a model

@@ -177,6 +177,8 @@ public enum BatchAnswer: Sendable {
   /// The key of the row the run inserted (``StoreConnection/lastInsertedKey``), for a statement
   /// from ``StoreConnection/cachedInsert(_:keyColumn:)``.
   case insertedKey
+  /// How many rows the run changed (``StoreConnection/changedRowCount``).
+  case changedRowCount
 }
 
 extension StoreConnection {
@@ -243,6 +245,9 @@ extension StoreConnection {
       case .insertedKey:
         try statement.run()
         answers.append(try lastInsertedKey)
+      case .changedRowCount:
+        try statement.run()
+        answers.append(Int64(changedRowCount))
       }
     }
     return answers

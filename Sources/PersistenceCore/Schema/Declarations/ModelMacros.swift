@@ -246,3 +246,10 @@ public func _persistableAttribute<Value: PersistableValue>(_: Value) {}
     "The store keeps String, Int, Int8…Int64, UInt8…UInt32, Double, Float, Bool, Date, UUID, Data, URL and PersistableValue types, enums with their raw values, other Codable types as JSON, and optionals of each: make the type Codable, or a PersistableValue; an array of models is a to-many, marked @Relationship"
 )
 public func _persistableAttribute<Value>(_: Value) {}
+
+/// Makes an actor a ``ModelActor``: it gets `modelContainer`, `modelExecutor` (a
+/// ``DefaultSerialModelExecutor`` holding a context made for the actor) and
+/// `init(modelContainer:)`, as SwiftData's `@ModelActor` gives them.
+@attached(member, names: named(modelExecutor), named(modelContainer), named(init))
+@attached(extension, conformances: ModelActor)
+public macro ModelActor() = #externalMacro(module: "PersistenceMacros", type: "ModelActorMacro")

@@ -448,12 +448,17 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   }
 
   /// The loaded rows as the elements, but those whose inverse was set to another model in
-  /// memory.
+  /// memory (not another model of the same row: one an upsert merged, see
+  /// ``ModelContext/merge(_:into:)``).
   private func take(_ loaded: [AnyObject], owner: AnyObject, inverse: RelationshipInfo?) {
     var taken: [Element] = []
     taken.reserveCapacity(loaded.count)
     for object in loaded {
-      if let inverse, inverse.existingLink(object)?.points(to: owner) == false { continue }
+      if let inverse, let link = inverse.existingLink(object), link.points(to: owner) == false,
+        context?.isSameRow(link.loadedModels.first, owner) != true
+      {
+        continue
+      }
       taken.append(unsafeDowncast(object, to: Element.self))
     }
     elements = taken

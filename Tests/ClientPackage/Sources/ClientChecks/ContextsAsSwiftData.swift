@@ -3,7 +3,8 @@ import Persistence
 
 // SwiftData's contexts as its users write them, with `import Persistence` in place of
 // `import SwiftData`: the container's main context, a bucket list item inserted as it is
-// appended, a model's hasChanges, the context's insertedModelsArray, and didSave.
+// appended, a model's hasChanges, the context's insertedModelsArray, didSave, an upsert onto a
+// fetched trip, and an importer written with @ModelActor.
 
 /// The identifiers a `didSave` notification carried, collected on the saving thread.
 private final class SavedIdentifiers: @unchecked Sendable {
@@ -60,6 +61,32 @@ private final class SavedIdentifiers: @unchecked Sendable {
       && Set(saved.all) == [trip.persistentModelID, item.persistentModelID]
   }
   check(
+    "SwiftData's upsert onto a trip the context fetched: both references see the row, a later change to the fetched one is saved"
+  ) {
+    let context = ModelContext(container)
+    let day = Date(timeIntervalSinceReferenceDate: 830_000_000)
+    context.insert(
+      Trip(
+        name: "Lantern trip", destination: "Nagasaki", startDate: day,
+        endDate: day.addingTimeInterval(86_400)))
+    try context.save()
+    let fetched = try context.fetch(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Lantern trip" }))
+    guard fetched.count == 1 else { return false }
+    let again = Trip(
+      name: "Lantern trip", destination: "Nagasaki harbour", startDate: day,
+      endDate: day.addingTimeInterval(86_400))
+    context.insert(again)
+    try context.save()
+    guard fetched[0].destination == "Nagasaki harbour" else { return false }
+    fetched[0].destination = "Dejima"
+    try context.save()
+    let reader = ModelContext(container)
+    let stored = try reader.fetch(
+      FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Lantern trip" }))
+    return stored.map(\.destination) == ["Dejima"] && again.destination == "Dejima"
+  }
+  check(
     "SwiftData's option spellings: .spotlight, .allowsCloudEncryption, hashModifier:, .ephemeral"
   ) {
     let sketches = try ModelContainer(
@@ -74,4 +101,36 @@ private final class SavedIdentifiers: @unchecked Sendable {
       FetchDescriptor<Sketch>(predicate: #Predicate { $0.title == "Route" }))
     return read.map(\.isEditing) == [false]
   }
+}
+
+/// An importer as SwiftData's users write one: an actor with a context of its own; trips are
+/// made and saved inside, identifiers come out.
+@ModelActor actor TripImporter {
+  func importTrips(named names: [String], on day: Date) throws -> [PersistentIdentifier] {
+    let trips = names.map {
+      SampleTrips.Trip(
+        name: $0, destination: "Imported", startDate: day, endDate: day.addingTimeInterval(3_600))
+    }
+    for trip in trips { modelContext.insert(trip) }
+    try modelContext.save()
+    return trips.map(\.persistentModelID)
+  }
+
+  func destination(of id: PersistentIdentifier) -> String? {
+    self[id, as: SampleTrips.Trip.self]?.destination
+  }
+}
+
+/// Runs the `@ModelActor` check on a container of SampleTrips' trips at `url`.
+@MainActor func checkModelActor(_ url: URL) async throws -> Bool {
+  let container = try ModelContainer(
+    for: SampleTrips.Trip.self, SampleTrips.PersonalTrip.self, SampleTrips.BusinessTrip.self,
+    configurations: ModelConfiguration(url: url))
+  let importer = TripImporter(modelContainer: container)
+  let ids = try await importer.importTrips(
+    named: ["Imported one", "Imported two"],
+    on: Date(timeIntervalSinceReferenceDate: 840_000_000))
+  guard ids.count == 2, await importer.destination(of: ids[1]) == "Imported" else { return false }
+  let context = ModelContext(container)
+  return try context.model(for: ids[0], as: SampleTrips.Trip.self)?.name == "Imported one"
 }

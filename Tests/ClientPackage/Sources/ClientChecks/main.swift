@@ -410,6 +410,15 @@ try checkContextsAsSwiftData(
     ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips-contexts.sqlite") : url,
   { check($0, $1) })
 
+// SwiftData's @ModelActor: an importer with a context of its own, identifiers crossing.
+let actorStore =
+  engine == "sqlite"
+  ? URL(fileURLWithPath: location).appendingPathComponent("sample-trips-actor.sqlite") : url
+let actorAnswer = try await checkModelActor(actorStore)
+check("@ModelActor: an importer actor saves on its own context; self[id, as:] finds a trip") {
+  actorAnswer
+}
+
 // A container made as SwiftData's users make it, `ModelContainer(for: Trip.self)`, keeps its
 // data in the persistent default store (`default.store` in the user's data folder, here a
 // folder of the checks' own): a second container reads what the first saved.

@@ -4,6 +4,8 @@
 /// Each runnable example: where it comes from, and the example.
 let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleAdoptingInheritance1", exampleAdoptingInheritance1),
+  ("exampleContextsAndActors1", exampleContextsAndActors1),
+  ("exampleContextsAndActors2", exampleContextsAndActors2),
   ("exampleDeclaringModels1", exampleDeclaringModels1),
   ("exampleDeclaringModels2", exampleDeclaringModels2),
   ("exampleDeclaringModels3", exampleDeclaringModels3),
