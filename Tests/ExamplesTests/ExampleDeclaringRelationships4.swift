@@ -101,40 +101,36 @@ import Persistence
     .toOne(\.hotel, "hotel", link: \.hotelLink, inverse: \.reviews))
 }
 
-@Observable final private class Gallery: PersistentModel, LinksOnFirstUse {
-  var name = ""
-  @ObservationIgnored private var origin = LinkOrigin()
-  var linkOrigin: LinkOrigin { origin }
-  static let linkOriginSlot = LinkOriginSlot(\Gallery.origin)
-  @ObservationIgnored var paintingsStorage: ToMany<Painting>?
-  var paintingsLink: ToMany<Painting> { link(&paintingsStorage) }
-  var paintings: [Painting] {
-    get { paintingsLink.value(of: self) }
-    set { paintingsLink.set(newValue, of: self) }
+@Model final private class Region {
+  var name: String
+  var parent: Region?
+  @Relationship(deleteRule: .cascade, inverse: \Region.parent) var children: [Region] = []
+  init(name: String, parent: Region? = nil) {
+    self.name = name
+    self.parent = parent
   }
-  init() {}
-  static let schema = ModelSchema<Gallery>(
-    "galleries",
-    .attribute(\.name, "name"),
-    .toMany(
-      \.paintings, "paintings", link: \.paintingsLink, existing: \.paintingsStorage,
-      inverse: \.gallery))
-}
-
-@Observable final private class Painting: PersistentModel {
-  var title = ""
-  let galleryLink = ToOne<Gallery>()
-  var gallery: Gallery? {
-    get { galleryLink.value(of: self) }
-    set { galleryLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Painting>(
-    "paintings",
-    .attribute(\.title, "title"),
-    .toOne(\.gallery, "gallery", link: \.galleryLink, inverse: \.paintings))
 }
 
 private func exampleDeclaringRelationships4() async throws {
 
+  let container = try ModelContainer(
+    for: Region.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+  let context = ModelContext(container)
+  let japan = Region(name: "Japan")
+  let kansai = Region(name: "Kansai", parent: japan)
+  let kyoto = Region(name: "Kyoto", parent: kansai)
+  context.insert(kyoto)  // its parents come with it
+  try context.save()
+  let inKansai = try context.fetch(
+    FetchDescriptor<Region>(predicate: #Predicate { $0.parent?.name == "Kansai" }))
+  print(inKansai.map(\.name))  // ["Kyoto"]
+  context.delete(kansai)  // and Kyoto with it
+  try context.save()
+  print(try context.fetchCount(FetchDescriptor<Region>()))  // 1
+  _ = container
+  _ = context
+  _ = japan
+  _ = kansai
+  _ = kyoto
+  _ = inKansai
 }

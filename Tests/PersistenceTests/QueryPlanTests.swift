@@ -233,4 +233,39 @@ struct QueryPlanTests {
         "\(sql)\n\(plan.joined(separator: "\n"))")
     }
   }
+
+  @Test(
+    "a tree's children, parent, prefetch and cascade read the table by its parent key's index or primary key",
+    arguments: TestEngine.allCases)
+  func treeShapes(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let configuration = ModelConfiguration(url: store.url)
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let container = try ModelContainer(
+      for: [SrPlace.self], configuration: configuration, engine: recorder)
+    defer { withExtendedLifetime(store) {} }
+    let seeding = ModelContext(container)
+    var middles: [SrPlace] = []
+    for index in 0..<20 {
+      let root = SrPlace(name: "root \(index)")
+      let middle = SrPlace(name: "middle \(index)", parent: root)
+      for leaf in 0..<5 { _ = SrPlace(name: "leaf \(index) \(leaf)", parent: middle) }
+      seeding.insert(root)
+      middles.append(middle)
+    }
+    try seeding.save()
+    let ids = middles.map(\.persistentModelID)
+    try expectIndexed(recorder, engine, "a tree's faults, prefetch and cascade") {
+      let context = ModelContext(container)
+      let middle = try #require(try context.model(for: ids[3], as: SrPlace.self))
+      #expect(middle.children.count == 5)
+      #expect(middle.parent?.name == "root 3")
+      let more = try context.models(for: Array(ids[4..<8]), as: SrPlace.self)
+      try context.prefetch([\SrPlace.children], of: more)
+      #expect(more.map(\.children.count) == [5, 5, 5, 5])
+      context.delete(middle)
+      try context.save()
+    }
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<SrPlace>()) == 134)
+  }
 }

@@ -910,6 +910,20 @@ struct RelationshipTests {
     .toMany(\.children, "children", link: \.childrenLink, inverse: \.parent, deleteRule: .cascade))
 }
 
+@Model final class CycleA {
+  var name = ""
+  var b: CycleB?
+  @Relationship(inverse: \CycleB.a) var bs: [CycleB] = []
+  init() {}
+}
+
+@Model final class CycleB {
+  var name = ""
+  var a: CycleA?
+  @Relationship(inverse: \CycleA.b) var owners: [CycleA] = []
+  init() {}
+}
+
 @Observable final class Twin: PersistentModel {
   var name = ""
   let otherLink = ToOne<Twin>()
@@ -987,11 +1001,29 @@ struct RelationshipDeclarationTests {
     #expect(error.message.contains("does not name it as its own inverse"))
   }
 
-  @Test("a cycle of keys (a model pointing to itself, with a cascade back)")
+  @Test("a cycle of keys through two models (each stores a key to the other)")
   func cycle() throws {
-    let error = try refusal([Loop.self])
+    let error = try refusal([CycleA.self, CycleB.self])
     #expect(error.message.contains("cycle"))
-    #expect(error.message.contains("loops → loops"))
+    #expect(error.message.contains("CycleA → CycleB → CycleA"), "\(error.message)")
+  }
+
+  @Test(
+    "a model pointing to its own kind (a tree) is accepted, its key referencing its own table",
+    arguments: TestEngine.allCases)
+  func tree(engine: TestEngine) throws {
+    let container = try engineContainer(engine, Loop.self)
+    let context = ModelContext(container)
+    let root = Loop()
+    root.name = "root"
+    let child = Loop()
+    child.name = "child"
+    child.parent = root
+    context.insert(child)
+    try context.save()
+    let reader = ModelContext(container)
+    let read = try reader.fetch(FetchDescriptor<Loop>(predicate: #Predicate { $0.name == "root" }))
+    #expect(read.first?.children.map(\.name) == ["child"])
   }
 
   @Test("a one-to-one whose both sides store the key, with a rule on a storing side")

@@ -50,6 +50,9 @@ protocol EntityOperations: AnyObject, Sendable {
   var relationships: [RelationshipInfo] { get }
   /// Whether the model declares relationships.
   var hasRelationships: Bool { get }
+  /// The to-ones that store a key to a row of the model's own table (a place's parent): a
+  /// save inserts new rows of a tree a level at a time, and deletes children before parents.
+  var selfReferences: [RelationshipInfo] { get }
   /// How the model's ``LinkOrigin`` is set, when it has one (``LinksOnFirstUse``).
   var linkOrigin: LinkOriginAccess? { get }
   /// Whether the context tells a model where it is (its links, its ``LinkOrigin``) when it
@@ -269,6 +272,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, S
   let declaredCount: Int
   let relationships: [RelationshipInfo]
   let hasRelationships: Bool
+  let selfReferences: [RelationshipInfo]
   let linkOrigin: LinkOriginAccess?
   let attachesModels: Bool
   /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
@@ -310,6 +314,10 @@ final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, S
     declaredCount = schema.attributes.count
     relationships = schema.relationships
     hasRelationships = !schema.relationships.isEmpty
+    let table = schema.name
+    selfReferences = schema.relationships.filter {
+      $0.kind == .toOne && $0.storesKey && $0.targetTable() == table
+    }
     linkOrigin = LinkOriginAccess.of(Model.self)
     attachesModels = hasRelationships || linkOrigin != nil
     columnNames = stored.map(\.name)

@@ -288,14 +288,83 @@ extension ModelContext {
     }
   }
 
-  /// `inserts` with each model after those it points to (stable: insertion order within a
-  /// rank, see ``ModelContainer/ranks``).
-  func orderedByRank(_ inserts: [Registration]) -> [[Registration]] {
+  /// `inserts` in groups, each model in a group after those it points to (stable: insertion
+  /// order within a rank, see ``ModelContainer/ranks``). A model that points to a model of its
+  /// own table inserted by the same save (a new place under a new parent) goes in a group
+  /// after its target's, one group per level of the new tree, so that each group's keys are
+  /// known when the next is bound (a batch binds its rows before any key is made).
+  ///
+  /// Cost: O(inserts); for a table that points to itself, O(inserts × its self-references).
+  ///
+  /// - Throws: ``PersistenceError/Code/relationshipConstraint`` when new models of one table
+  ///   point to each other in a cycle (a place that is its own ancestor): no order can insert
+  ///   them; nothing is saved.
+  func orderedByRank(_ inserts: [Registration]) throws -> [[Registration]] {
     var groups: [Int: [Registration]] = [:]
+    var trees: [Registration] = []
     for registration in inserts {
+      if registration.entity.hasRelationships, !registration.entity.selfReferences.isEmpty {
+        trees.append(registration)
+        continue
+      }
       groups[container.ranks[registration.entity.name] ?? 0, default: []].append(registration)
     }
-    return groups.keys.sorted().map { groups[$0]! }
+    guard !trees.isEmpty else { return groups.keys.sorted().map { groups[$0]! } }
+    // The level of each new model in a tree: 0 when it points to no new model of its table.
+    var pending: [ObjectIdentifier: Registration] = [:]
+    for registration in trees { pending[ObjectIdentifier(registration.model)] = registration }
+    var levels: [ObjectIdentifier: Int] = [:]
+    func level(_ registration: Registration) throws -> Int {
+      let start = ObjectIdentifier(registration.model)
+      if let known = levels[start] { return known }
+      // Up the chain of new parents, iteratively (a deep tree needs no deep stack).
+      var chain: [Registration] = [registration]
+      var seen: Set<ObjectIdentifier> = [start]
+      var base = -1
+      while let current = chain.last {
+        var next: Registration?
+        for relationship in current.entity.selfReferences {
+          guard let target = relationship.existingLink(current.model)?.loadedModels.first,
+            let parent = pending[ObjectIdentifier(target)]
+          else { continue }
+          next = parent
+          break
+        }
+        guard let parent = next else { break }
+        let id = ObjectIdentifier(parent.model)
+        if let known = levels[id] {
+          base = known
+          break
+        }
+        guard seen.insert(id).inserted else {
+          throw PersistenceError(
+            code: .relationshipConstraint,
+            message:
+              "\(describeModel(parent.model, entity: parent.entity)) is its own ancestor through new models of its table (a cycle of '\(current.entity.selfReferences.map(\.name).joined(separator: "', '"))'): no order can insert them. Break the cycle; nothing was saved."
+          )
+        }
+        chain.append(parent)
+      }
+      for (offset, member) in chain.reversed().enumerated() {
+        levels[ObjectIdentifier(member.model)] = base + 1 + offset
+      }
+      return levels[start]!
+    }
+    var byRankAndLevel: [Int: [Int: [Registration]]] = [:]
+    for registration in trees {
+      let rank = container.ranks[registration.entity.name] ?? 0
+      byRankAndLevel[rank, default: [:]][try level(registration), default: []].append(
+        registration)
+    }
+    // Each rank's other models, then its trees' levels, root level first.
+    var result: [[Registration]] = []
+    for rank in Set(groups.keys).union(byRankAndLevel.keys).sorted() {
+      if let group = groups[rank] { result.append(group) }
+      if let byLevel = byRankAndLevel[rank] {
+        for level in byLevel.keys.sorted() { result.append(byLevel[level]!) }
+      }
+    }
+    return result
   }
 
   /// Applies the delete rules of the relationships of the rows `deletes` removes, inside the
@@ -319,6 +388,10 @@ extension ModelContext {
       [(entity: any EntityOperations, key: Int64, attribute: Int, subentity: String?)] = []
     var denied: [(parent: String, key: Int64, relationship: String, child: String, row: Int64)] =
       []
+    // Rows of a table that points to itself (a tree), each with a row that points to it: a
+    // child deleted with its parent goes first, whatever its rule (the store's key would
+    // cascade, restrict or fail on the parent's delete otherwise).
+    var treeEdges: [String: [(parent: Int64, child: Int64)]] = [:]
     var index = 0
     while index < all.count {
       let (entity, key, _) = all[index]
@@ -344,6 +417,9 @@ extension ModelContext {
         }
         statement.reset()
         for childKey in keys {
+          if child.name == entity.name {
+            treeEdges[child.name, default: []].append((key, childKey))
+          }
           guard deleting[child.name]?.contains(childKey) != true else { continue }
           let registration = rowTable(child.name)[childKey]
           // A row moved to another model in memory keeps its new owner: its key is cleared
@@ -394,11 +470,38 @@ extension ModelContext {
       applied.nullified.append((child, key, attribute, rowTable(child.name)[key]))
     }
     let ranks = container.ranks
+    let depths = treeEdges.mapValues { treeDepths($0) }
     return all.sorted {
       let (a, b) = (ranks[$0.entity.name] ?? 0, ranks[$1.entity.name] ?? 0)
       if a != b { return a > b }
+      if $0.entity.name == $1.entity.name, let depth = depths[$0.entity.name] {
+        let (c, d) = (depth[$0.key] ?? 0, depth[$1.key] ?? 0)
+        if c != d { return c > d }
+      }
       return ($0.entity.name, $0.key) < ($1.entity.name, $1.key)
     }
+  }
+
+  /// The depth of each deleted row of a tree among the deleted rows (0 for a row whose parent
+  /// stays), from the pairs `edges` of a parent and a row pointing to it: deleting deeper rows
+  /// first deletes every child before its parent. A cycle stored in the table stops after as
+  /// many passes as pairs. O(pairs × depth).
+  private func treeDepths(_ edges: [(parent: Int64, child: Int64)]) -> [Int64: Int] {
+    var depth: [Int64: Int] = [:]
+    var changed = true
+    var passes = 0
+    while changed, passes <= edges.count {
+      changed = false
+      passes += 1
+      for (parent, child) in edges {
+        let want = (depth[parent] ?? 0) + 1
+        if (depth[child] ?? 0) < want {
+          depth[child] = want
+          changed = true
+        }
+      }
+    }
+    return depth
   }
 
   /// After a commit: related models in memory follow what the save did. A deleted model

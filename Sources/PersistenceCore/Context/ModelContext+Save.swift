@@ -146,7 +146,7 @@ extension ModelContext {
       var insertStatements: [PreparedKey: any StoreStatement] = [:]
       let limit = database.batchLimit
       // Models after those they point to, each group's keys known to the next.
-      for group in relates ? orderedByRank(inserts) : [inserts] {
+      for group in relates ? try orderedByRank(inserts) : [inserts] {
         let first = applied.inserted.count
         if limit > 1 {
           try insertInBatches(

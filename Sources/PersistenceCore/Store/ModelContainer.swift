@@ -235,9 +235,12 @@ public final class ModelContainer: Sendable {
 
   /// The rank of each table (see ``ranks``).
   ///
-  /// - Throws: ``PersistenceError/Code/invalidValue`` when foreign keys form a cycle (a model
-  ///   that points to itself, or A → B → A), naming it: a save could not order its rows, and a
-  ///   cascade could come back to where it started.
+  /// A table's key that points to its own rows (a tree: a place's parent place) does not
+  /// count: a save orders those rows itself, a parent before its children
+  /// (``ModelContext/orderedByRank(_:)``).
+  ///
+  /// - Throws: ``PersistenceError/Code/invalidValue`` when foreign keys of different tables
+  ///   form a cycle (A → B → A), naming it: a save could not order its rows.
   static func ranks(_ entities: [EntityDescription]) throws -> [String: Int] {
     let byName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
     var ranks: [String: Int] = [:]
@@ -247,12 +250,12 @@ public final class ModelContainer: Sendable {
         throw PersistenceError(
           code: .invalidValue,
           message:
-            "The relationships form a cycle of keys (\((path.drop { $0 != name } + [name]).joined(separator: " → "))): a model cannot point to itself, directly or through others. Make one side of the cycle a model of its own."
+            "The relationships form a cycle of keys (\((path.drop { $0 != name } + [name]).joined(separator: " → "))): a model cannot point to itself through other models. Make one side of the cycle a model of its own, or store the key on the other side."
         )
       }
       var result = 0
       for column in byName[name]?.columns ?? [] {
-        if let table = column.reference?.table {
+        if let table = column.reference?.table, table != name {
           result = max(result, try rank(table, path: path + [name]) + 1)
         }
       }

@@ -3,7 +3,7 @@
 
 import Persistence
 
-@Model final private class Place {
+@Model final private class Landmark {
   @Attribute(.unique) var name: String
   var visits: Int
   init(name: String, visits: Int) {
@@ -16,12 +16,12 @@ import Persistence
 func exampleContextsAndActors1() async throws {
 
   let container = try ModelContainer(
-    for: Place.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    for: Landmark.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
   let context = ModelContext(container)
-  context.insert(Place(name: "Kyoto", visits: 1))
+  context.insert(Landmark(name: "Kyoto", visits: 1))
   try context.save()
-  let fetched = try context.fetch(FetchDescriptor<Place>())[0]
-  let again = Place(name: "Kyoto", visits: 2)
+  let fetched = try context.fetch(FetchDescriptor<Landmark>())[0]
+  let again = Landmark(name: "Kyoto", visits: 2)
   context.insert(again)
   try context.save()
   print(fetched.visits)  // 2

@@ -3,7 +3,7 @@
 
 import Persistence
 
-@Model final private class Place {
+@Model final private class Landmark {
   @Attribute(.unique) var name: String
   var visits: Int
   init(name: String, visits: Int) {
@@ -14,17 +14,17 @@ import Persistence
 
 @ModelActor private actor Importer {
   func add(_ names: [String]) throws -> [PersistentIdentifier] {
-    let places = names.map { Place(name: $0, visits: 0) }
-    for place in places { modelContext.insert(place) }
+    let landmarks = names.map { Landmark(name: $0, visits: 0) }
+    for landmark in landmarks { modelContext.insert(landmark) }
     try modelContext.save()
-    return places.map(\.persistentModelID)
+    return landmarks.map(\.persistentModelID)
   }
 
   func visit(_ id: PersistentIdentifier) throws -> Int? {
-    guard let place = self[id, as: Place.self] else { return nil }
-    place.visits += 1
+    guard let landmark = self[id, as: Landmark.self] else { return nil }
+    landmark.visits += 1
     try modelContext.save()
-    return place.visits
+    return landmark.visits
   }
 }
 
@@ -32,7 +32,7 @@ import Persistence
 func exampleContextsAndActors2() async throws {
 
   let container = try ModelContainer(
-    for: Place.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    for: Landmark.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
   let importer = Importer(modelContainer: container)
   let ids = try await importer.add(["Nara", "Osaka"])
   print(try await importer.visit(ids[0]) ?? 0)  // 1

@@ -18,6 +18,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringRelationships2", exampleDeclaringRelationships2),
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
   ("exampleDeclaringRelationships4", exampleDeclaringRelationships4),
+  ("exampleDeclaringRelationships5", exampleDeclaringRelationships5),
   ("exampleMigratingSchemas1", exampleMigratingSchemas1),
   ("exampleObservingResultsAndHistory1", exampleObservingResultsAndHistory1),
   ("exampleObservingResultsAndHistory2", exampleObservingResultsAndHistory2),

@@ -1,0 +1,197 @@
+import Foundation
+import Persistence
+import TestSupport
+import Testing
+
+@testable import PersistenceCore
+
+// A model that refers to its own kind, as SwiftData's users write it: a place's parent and its
+// children. Trees of any depth are saved a level at a time, cascades terminate, children are
+// deleted before their parents, predicates and sorts through the parent read the parent's row.
+
+@Model final class SrPlace {
+  var name: String
+  var parent: SrPlace?
+  @Relationship(deleteRule: .cascade, inverse: \SrPlace.parent) var children: [SrPlace] = []
+  init(name: String, parent: SrPlace? = nil) {
+    self.name = name
+    self.parent = parent
+  }
+}
+
+/// A tree whose children are nullified when their parent goes, and whose preserved names are
+/// in history's tombstones.
+@Model final class SrFolder {
+  @Attribute(.preserveValueOnDeletion) var name: String
+  var parent: SrFolder?
+  @Relationship(inverse: \SrFolder.parent) var children: [SrFolder] = []
+  init(name: String, parent: SrFolder? = nil) {
+    self.name = name
+    self.parent = parent
+  }
+}
+
+@Suite("A model that refers to its own kind: trees")
+struct SelfReferenceTests {
+  /// Japan → Kansai → Kyoto → Gion, and Japan → Kanto → Tokyo.
+  func japan() -> SrPlace {
+    let japan = SrPlace(name: "Japan")
+    let kansai = SrPlace(name: "Kansai", parent: japan)
+    let kyoto = SrPlace(name: "Kyoto", parent: kansai)
+    _ = SrPlace(name: "Gion", parent: kyoto)
+    let kanto = SrPlace(name: "Kanto", parent: japan)
+    _ = SrPlace(name: "Tokyo", parent: kanto)
+    return japan
+  }
+
+  func names(_ context: ModelContext, _ predicate: Predicate<SrPlace>? = nil) throws -> [String] {
+    try context.fetch(
+      FetchDescriptor<SrPlace>(predicate: predicate, sortBy: [SortDescriptor(\.name)])
+    ).map(\.name)
+  }
+
+  @Test(
+    "a tree inserted in one save, its deepest node inserted first, reads back level by level",
+    arguments: TestEngine.allCases)
+  func insertAndRead(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrPlace.self)
+    let context = ModelContext(container)
+    let root = japan()
+    // The deepest first: the save orders the rows, parents before children.
+    let gion = root.children[0].children[0].children[0]
+    context.insert(gion)
+    #expect(root.modelContext === context)
+    try context.save()
+    let reader = ModelContext(container)
+    let japan = try #require(
+      try reader.fetch(FetchDescriptor<SrPlace>(predicate: #Predicate { $0.parent == nil })).first)
+    #expect(japan.name == "Japan")
+    #expect(Set(japan.children.map(\.name)) == ["Kansai", "Kanto"])
+    let kansai = try #require(japan.children.first { $0.name == "Kansai" })
+    #expect(kansai.children.map(\.name) == ["Kyoto"])
+    #expect(kansai.children[0].children.map(\.name) == ["Gion"])
+    #expect(kansai.children[0].children[0].parent === kansai.children[0])
+    #expect(kansai.parent === japan)
+  }
+
+  @Test(
+    "a deep chain (a thousand levels) saves and cascades without a deep stack",
+    arguments: TestEngine.allCases)
+  func deepChain(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrPlace.self)
+    let context = ModelContext(container)
+    let root = SrPlace(name: "0")
+    var last = root
+    for level in 1..<1000 { last = SrPlace(name: "\(level)", parent: last) }
+    context.insert(last)
+    try context.save()
+    #expect(try context.fetchCount(FetchDescriptor<SrPlace>()) == 1000)
+    let reader = ModelContext(container)
+    let deepest = try #require(
+      try reader.fetch(FetchDescriptor<SrPlace>(predicate: #Predicate { $0.name == "999" })).first)
+    #expect(deepest.parent?.parent?.name == "997")
+    context.delete(root)
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<SrPlace>()) == 0)
+  }
+
+  @Test(
+    "predicates and sorts through the parent read the parent's row, not the row's own",
+    arguments: TestEngine.allCases)
+  func predicatesThroughParent(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrPlace.self)
+    let context = ModelContext(container)
+    context.insert(japan())
+    try context.save()
+    let reader = ModelContext(container)
+    #expect(try names(reader, #Predicate { $0.parent?.name == "Kansai" }) == ["Kyoto"])
+    #expect(
+      try names(reader, #Predicate { $0.parent?.parent?.name == "Japan" }) == ["Kyoto", "Tokyo"])
+    #expect(
+      try names(reader, #Predicate { $0.children.contains { $0.name == "Gion" } }) == ["Kyoto"])
+    #expect(try names(reader, #Predicate { $0.children.count == 2 }) == ["Japan"])
+    #expect(try names(reader, #Predicate { $0.children.isEmpty }) == ["Gion", "Tokyo"])
+    let byParent = try reader.fetch(
+      FetchDescriptor<SrPlace>(
+        predicate: #Predicate { $0.parent != nil },
+        sortBy: [SortDescriptor(\.parent?.name), SortDescriptor(\.name)]))
+    // By the parent's name (Japan, Kansai, Kanto, Kyoto), then their own.
+    #expect(byParent.map(\.name) == ["Kansai", "Kanto", "Kyoto", "Tokyo", "Gion"])
+  }
+
+  @Test(
+    "prefetching children loads one level; deleting a subtree cascades to its end and leaves the rest, history typing each delete",
+    arguments: TestEngine.allCases)
+  func prefetchAndCascade(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrPlace.self)
+    let context = ModelContext(container)
+    context.insert(japan())
+    try context.save()
+    let reader = ModelContext(container)
+    var descriptor = FetchDescriptor<SrPlace>(predicate: #Predicate { $0.parent == nil })
+    descriptor.relationshipKeyPathsForPrefetching = [\.children]
+    let roots = try reader.fetch(descriptor)
+    let before = reader.relationshipQueryCount
+    #expect(Set(roots[0].children.map(\.name)) == ["Kansai", "Kanto"])
+    #expect(reader.relationshipQueryCount == before)
+    let kansai = try #require(roots[0].children.first { $0.name == "Kansai" })
+    reader.delete(kansai)
+    try reader.save()
+    #expect(try names(ModelContext(container)) == ["Japan", "Kanto", "Tokyo"])
+    #expect(roots[0].children.map(\.name) == ["Kanto"])
+    let deleted = try ModelContext(container).fetchHistory(
+      HistoryDescriptor<DefaultHistoryTransaction>()
+    )
+    .last?.changes.filter { $0.kind == .delete }.count
+    #expect(deleted == 3)
+  }
+
+  @Test(
+    "a parent and its grandchild deleted in one save, each named by the user: children go first, the nullified rule keeps the rest and tombstones keep their names",
+    arguments: TestEngine.allCases)
+  func deleteOrderAndNullify(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrFolder.self)
+    let context = ModelContext(container)
+    let root = SrFolder(name: "root")
+    let middle = SrFolder(name: "middle", parent: root)
+    let leaf = SrFolder(name: "leaf", parent: middle)
+    let other = SrFolder(name: "other", parent: root)
+    context.insert(root)
+    try context.save()
+    _ = (leaf, other)
+    // The grandchild first by key order would come after: the save orders by depth.
+    context.delete(root)
+    context.delete(leaf)
+    try context.save()
+    let reader = ModelContext(container)
+    let left = try reader.fetch(FetchDescriptor<SrFolder>(sortBy: [SortDescriptor(\.name)]))
+    #expect(left.map(\.name) == ["middle", "other"])
+    #expect(left.allSatisfy { $0.parent == nil })
+    let tombstones = try reader.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+      .last?.changes.compactMap { change -> String? in
+        guard change.kind == .delete else { return nil }
+        return change.tombstone(as: SrFolder.self)?[\.name] as? String
+      }
+    #expect(Set(tombstones ?? []) == ["root", "leaf"])
+  }
+
+  @Test(
+    "new places that are each other's parent are refused, naming one, and nothing is written",
+    arguments: TestEngine.allCases)
+  func cycleRefused(engine: TestEngine) throws {
+    let container = try engineContainer(engine, SrPlace.self)
+    let context = ModelContext(container)
+    let a = SrPlace(name: "A")
+    let b = SrPlace(name: "B", parent: a)
+    a.parent = b
+    context.insert(a)
+    #expect {
+      try context.save()
+    } throws: { error in
+      let error = error as? PersistenceError
+      return error?.code == .relationshipConstraint
+        && error?.message.contains("its own ancestor") == true
+    }
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<SrPlace>()) == 0)
+  }
+}
