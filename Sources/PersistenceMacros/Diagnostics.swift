@@ -16,7 +16,7 @@ enum ModelError: String, CaseIterable {
   case constraintKeyPath, constraintList, uniqueTwice, indexTwice
   // A relationship.
   case relationshipStored, relationshipAttribute, optionalToMany, relationshipType
-  case toManyStart, toOneRule, toOneOrder, toOneStart
+  case toManyStart, toOneRule, toOneOrder, toOneStart, relationshipOriginalName
   // `@ModelActor`.
   case notAnActor
 }

@@ -27,7 +27,8 @@ extension ModelDeclaration {
       let macro = expansion.macroName.text
       guard macro == "Index" || macro == "Unique" else { continue }
       for argument in expansion.arguments {
-        guard let array = argument.expression.as(ArrayExprSyntax.self), !array.elements.isEmpty
+        guard let array = Self.keyPathList(argument.expression, in: macro),
+          !array.elements.isEmpty
         else {
           diagnostics.append(
             Diagnostic(
@@ -124,6 +125,21 @@ extension ModelDeclaration {
 }
 
 /// `.name`, or `.name(with: "b", "c")` when the constraint has further columns.
+extension ModelDeclaration {
+  /// The list of key paths a constraint's argument writes: `[\.a, \.b]`, or for `#Index`
+  /// SwiftData's `.binary([\.a])` and `.rtree([\.a, \.b])` (however the type is spelled
+  /// before the dot); nil for anything else.
+  static func keyPathList(_ expression: ExprSyntax, in macro: String) -> ArrayExprSyntax? {
+    if let array = expression.as(ArrayExprSyntax.self) { return array }
+    guard macro == "Index", let call = expression.as(FunctionCallExprSyntax.self),
+      let member = call.calledExpression.as(MemberAccessExprSyntax.self),
+      ["binary", "rtree"].contains(member.declName.baseName.text), call.arguments.count == 1,
+      call.arguments.first?.label == nil, call.trailingClosure == nil
+    else { return nil }
+    return call.arguments.first?.expression.as(ArrayExprSyntax.self)
+  }
+}
+
 private func option(_ name: String, with columns: [String]) -> ExprSyntax {
   guard !columns.isEmpty else { return ExprSyntax(MemberAccessExprSyntax(name: .identifier(name))) }
   return Build.implicitCall(

@@ -329,8 +329,9 @@ struct ModelEmitter {
       Build.argument(Build.literal(property.name)),
     ]
     guard property.isLinkedOnFirstUse else {
-      return Build.implicitCall(
-        "toOne", head + [Build.argument("link", Build.keyPath(property.backing))])
+      return counted(
+        Build.implicitCall(
+          "toOne", head + [Build.argument("link", Build.keyPath(property.backing))]), property)
     }
     var arguments =
       head + [
@@ -343,10 +344,26 @@ struct ModelEmitter {
     for (index, order) in property.orderBy.enumerated() {
       arguments.append(Build.argument(index == 0 ? "orderBy" : nil, order))
     }
-    if case .toMany = property.relationship { return Build.implicitCall("toMany", arguments) }
     // An inverse that is a to-many picks an overload that is refused, saying to name it on the
     // to-many.
-    return Build.implicitCall("toOne", arguments)
+    let call: ExprSyntax
+    if case .toMany = property.relationship {
+      call = Build.implicitCall("toMany", arguments)
+    } else {
+      call = Build.implicitCall("toOne", arguments)
+    }
+    return counted(call, property)
+  }
+
+  /// `declaration`, with SwiftData's `minimumModelCount:` and `maximumModelCount:` when the
+  /// property's `@Relationship` gives either.
+  func counted(_ declaration: ExprSyntax, _ property: StoredProperty) -> ExprSyntax {
+    guard property.minimumModelCount != nil || property.maximumModelCount != nil else {
+      return declaration
+    }
+    let minimum = property.minimumModelCount ?? "nil"
+    let maximum = property.maximumModelCount ?? "nil"
+    return "\(declaration).modelCount(minimum: \(minimum), maximum: \(maximum))"
   }
 
   /// `init(_$persistenceLoading:)`: a model made from a row through its backing storage (no

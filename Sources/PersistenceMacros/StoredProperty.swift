@@ -21,6 +21,11 @@ struct StoredProperty {
   let deleteRule: ExprSyntax?
   /// `@Relationship`'s `orderBy:` key paths, as written.
   let orderBy: [ExprSyntax]
+  /// `@Relationship`'s `minimumModelCount:` and `maximumModelCount:`, as written.
+  let minimumModelCount: ExprSyntax?
+  let maximumModelCount: ExprSyntax?
+  /// `@Relationship`'s `originalName:`, as written (a to-many has no column it could name).
+  let relationshipOriginalName: ExprSyntax?
 
   /// Whether the relationship's link is made on first use (``LinksOnFirstUse``): a to-many, or
   /// a to-one that names its inverse (the side of a one-to-one that does not store the key).
@@ -90,6 +95,12 @@ struct StoredProperty {
       }
       if !orderBy.isEmpty {
         return (.toOneOrder, "orderBy: orders a to-many: '\(name)' is a to-one")
+      }
+      if relationshipOriginalName != nil {
+        return (
+          .relationshipOriginalName,
+          "originalName: would name the key column of the to-one '\(name)', which is named as the property here: leave it out (on a to-many, which has no column, it is accepted)"
+        )
       }
       if initializer != nil {
         return (
@@ -231,6 +242,9 @@ struct StoredProperty {
     var inverse: ExprSyntax?
     var deleteRule: ExprSyntax?
     var orderBy: [ExprSyntax] = []
+    var minimumModelCount: ExprSyntax?
+    var maximumModelCount: ExprSyntax?
+    var relationshipOriginalName: ExprSyntax?
     if case .argumentList(let arguments) = relationshipAttribute?.arguments {
       // A variadic's further values have no label: they belong to the label before them.
       var label = ""
@@ -239,8 +253,14 @@ struct StoredProperty {
         if label == "inverse" { inverse = argument.expression.trimmed }
         if label == "deleteRule" { deleteRule = argument.expression.trimmed }
         if label == "orderBy" { orderBy.append(argument.expression.trimmed) }
+        if label == "minimumModelCount" { minimumModelCount = argument.expression.trimmed }
+        if label == "maximumModelCount" { maximumModelCount = argument.expression.trimmed }
+        if label == "originalName" { relationshipOriginalName = argument.expression.trimmed }
       }
     }
+    self.minimumModelCount = minimumModelCount
+    self.maximumModelCount = maximumModelCount
+    self.relationshipOriginalName = relationshipOriginalName
     self.inverse = inverse
     self.deleteRule = deleteRule
     self.orderBy = orderBy

@@ -90,6 +90,10 @@ struct DiagnosticTests {
   static let cases: [(id: String, source: String)] = [
     ("notAClass", "@Model struct S { var a = 0 }"),
     ("notAnActor", "@ModelActor final class Importer {}"),
+    (
+      "relationshipOriginalName",
+      "@Model final class R { @Relationship(originalName: \"h\") var hotel: Hotel?; var a = 0 }"
+    ),
     ("generic", "@Model final class G<T> { var a = 0 }"),
     ("table", #"@Model(table: "1bad") final class T { var a = 0 }"#),
     ("lazy", "@Model final class L { lazy var a = 0 }"),
@@ -191,6 +195,25 @@ struct DiagnosticTests {
     let internalActor = expand("@ModelActor actor Worker {}").text
     #expect(internalActor.contains("\n  nonisolated let modelContainer:"), "\(internalActor)")
     #expect(internalActor.contains("\n  init(modelContainer:"), "\(internalActor)")
+  }
+
+  @Test(
+    "#Index in SwiftData's typed spelling: .binary and .rtree lists are indexes, as plain lists")
+  func typedIndexes() {
+    let (text, diagnostics) = expand(
+      """
+      @Model final class P {
+        #Index<P>(.binary([\\.name]), .rtree([\\.latitude, \\.longitude]))
+        var name = ""
+        var latitude = 0.0
+        var longitude = 0.0
+      }
+      """)
+    #expect(diagnostics == [])
+    #expect(text.contains(#".attribute(\.name, "name", .indexed, storage:"#), "\(text)")
+    #expect(
+      text.contains(#".attribute(\.latitude, "latitude", .indexed(with: "longitude"), storage:"#),
+      "\(text)")
   }
 
   @Test("options are matched by their last name, however their type is spelled")

@@ -101,7 +101,7 @@ struct ContextStateTests {
   }
 
   @Test(
-    "willSave and didSave are posted with the identifiers of the rows inserted, updated and deleted; a save with nothing to write posts nothing, an upsert that changes nothing an empty didSave",
+    "willSave and didSave are posted with the identifiers of the rows inserted, updated and deleted; a save that writes nothing posts an empty didSave",
     arguments: TestEngine.allCases)
   func saveNotifications(engine: TestEngine) throws {
     let container = try engineContainer(engine, HxTrip.self, HxBusiness.self)
@@ -130,9 +130,11 @@ struct ContextStateTests {
     #expect(
       info[ModelContext.NotificationKey.deletedIdentifiers.rawValue] == [plain.persistentModelID])
 
-    // Nothing to write: nothing posted.
+    // Nothing to write: both, empty.
     try context.save()
-    #expect(notifications.take().isEmpty)
+    received = notifications.take()
+    #expect(received.map(\.name) == [ModelContext.willSave, ModelContext.didSave])
+    #expect(received.last?.info.values.allSatisfy(\.isEmpty) == true)
     // An upsert that changes nothing: willSave, then didSave with empty lists.
     context.insert(HxBusiness(name: "Fair", perdiem: 5))
     try context.save()
@@ -212,5 +214,31 @@ struct ContextStateTests {
     try context.save()
     #expect(
       try ModelContext(container).fetch(FetchDescriptor<HxTrip>()).map(\.days) == [9, 9])
+  }
+
+  @Test(
+    "what a willSave observer changes or inserts is saved with the rest",
+    arguments: TestEngine.allCases)
+  func willSaveObserverChanges(engine: TestEngine) throws {
+    let container = try engineContainer(engine, HxTrip.self, HxBusiness.self)
+    let context = ModelContext(container)
+    let trip = HxTrip(name: "Plain")
+    context.insert(trip)
+    try context.save()
+    let audited = UncheckedSendable(context)
+    let token = NotificationCenter.default.addObserver(
+      forName: ModelContext.willSave, object: context, queue: nil
+    ) { _ in
+      for case let model as HxTrip in audited.value.changedModelsArray { model.days += 100 }
+      audited.value.insert(HxTrip(name: "Audit"))
+    }
+    defer { NotificationCenter.default.removeObserver(token) }
+    trip.days = 2
+    try context.save()
+    let read = try ModelContext(container).fetch(
+      FetchDescriptor<HxTrip>(sortBy: [SortDescriptor(\.name)]))
+    #expect(read.map(\.name) == ["Audit", "Plain"])
+    #expect(read.last?.days == 102)
+    #expect(!context.hasChanges)
   }
 }

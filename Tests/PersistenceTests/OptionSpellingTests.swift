@@ -53,3 +53,61 @@ struct OptionSpellingTests {
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<OsNote>()) == 1)
   }
 }
+
+@Model final class CnTrip {
+  var name: String
+  @Relationship(
+    deleteRule: .cascade, minimumModelCount: 0, maximumModelCount: 2, originalName: "legs",
+    inverse: \CnStop.trip)
+  var stops: [CnStop] = []
+  init(name: String) { self.name = name }
+}
+
+@Model final class CnStop {
+  var title: String
+  @Relationship(minimumModelCount: 1) var trip: CnTrip?
+  init(title: String) { self.title = title }
+}
+
+@Suite("SwiftData's relationship counts, checked at save")
+struct RelationshipCountTests {
+  func refusal(_ context: ModelContext, naming text: String) {
+    #expect {
+      try context.save()
+    } throws: { error in
+      let error = error as? PersistenceError
+      return error?.code == .invalidValue && error?.message.contains(text) == true
+    }
+  }
+
+  @Test(
+    "maximumModelCount refuses a third stop, inserted or appended later; minimumModelCount refuses a stop without its trip; nothing is written",
+    arguments: TestEngine.allCases)
+  func counts(engine: TestEngine) throws {
+    let container = try engineContainer(engine, CnTrip.self, CnStop.self)
+    let context = ModelContext(container)
+    let trip = CnTrip(name: "Kyoto")
+    context.insert(trip)
+    trip.stops = [CnStop(title: "a"), CnStop(title: "b"), CnStop(title: "c")]
+    refusal(context, naming: "relates 3 through 'stops', which allows at most 2")
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<CnTrip>()) == 0)
+    trip.stops.removeLast()
+    try context.save()
+    // A saved trip whose stops a new context loads and appends to.
+    let other = ModelContext(container)
+    let saved = try #require(try other.fetch(FetchDescriptor<CnTrip>()).first)
+    saved.stops.append(CnStop(title: "d"))
+    refusal(other, naming: "allows at most 2 (maximumModelCount)")
+    other.rollback()
+    // A stop with no trip: minimumModelCount 1 on the to-one.
+    let lonely = CnStop(title: "alone")
+    other.insert(lonely)
+    refusal(other, naming: "relates 0 through 'trip', which allows at least 1")
+    lonely.trip = saved
+    saved.stops.removeFirst()
+    try other.save()
+    let stops = try ModelContext(container).fetch(
+      FetchDescriptor<CnStop>(sortBy: [SortDescriptor(\.title)]))
+    #expect(stops.map(\.title) == ["alone", "b"])
+  }
+}

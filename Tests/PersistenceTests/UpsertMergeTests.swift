@@ -196,4 +196,108 @@ struct UpsertMergeTests {
     let later = ModelContext(container)
     #expect(try later.fetch(FetchDescriptor<UmStop>()).first?.trip?.name == "Kyoto")
   }
+
+  @Test(
+    "repeated upserts by inserts alone keep no merged model nobody holds: the old ones are released",
+    arguments: TestEngine.allCases)
+  func mergedModelsReleased(engine: TestEngine) throws {
+    let container = try seeded(engine)
+    let context = ModelContext(container)
+    weak var first: UmTrip?
+    do {
+      let trip = UmTrip(name: "Kyoto", days: 0)
+      first = trip
+      context.insert(trip)
+      try context.save()
+    }
+    for round in 1...50 {
+      context.insert(UmTrip(name: "Kyoto", days: round))
+      try context.save()
+    }
+    #expect(first == nil)
+    #expect(context.mergedModels.count <= 1)
+    #expect(try stored(container).map(\.1) == [50])
+  }
+
+  @Test(
+    "a merged stop moved off its trip leaves the trip's list, and emptying the list later deletes nothing of it",
+    arguments: TestEngine.allCases)
+  func mergedToOneClearedLeavesInverse(engine: TestEngine) throws {
+    let container = try seeded(engine)
+    let context = ModelContext(container)
+    let kyoto = try #require(try context.fetch(FetchDescriptor<UmTrip>()).first)
+    let fetched = try #require(kyoto.stops.first)
+    let inserted = UmStop(title: "Temple")
+    inserted.trip = kyoto
+    context.insert(inserted)
+    try context.save()
+    #expect(kyoto.stops.count == 1)
+    fetched.trip = nil
+    try context.save()
+    #expect(inserted.trip == nil && kyoto.stops.isEmpty)
+    kyoto.stops = []
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmStop>()) == 1)
+
+    // An upsert that writes no trip: the trip no longer lists the stop held before.
+    let other = ModelContext(container)
+    let trip = try #require(
+      try other.fetch(FetchDescriptor<UmTrip>()).first)
+    let stop = UmStop(title: "Garden")
+    trip.stops.append(stop)
+    try other.save()
+    let held = try #require(trip.stops.first { $0.title == "Garden" })
+    other.insert(UmStop(title: "Garden"))
+    try other.save()
+    #expect(held.trip == nil && !trip.stops.contains { $0 === held })
+    trip.stops = []
+    try other.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmStop>()) == 2)
+  }
+
+  @Test(
+    "a merged trip deleted: its stops are gone from it too; a refetch refreshes both models of the row",
+    arguments: TestEngine.allCases)
+  func mergedDeletedAndRefreshed(engine: TestEngine) throws {
+    let container = try seeded(engine)
+    let context = ModelContext(container)
+    let fetched = try #require(try context.fetch(FetchDescriptor<UmTrip>()).first)
+    #expect(fetched.stops.count == 1)
+    let inserted = UmTrip(name: "Kyoto", days: 5)
+    context.insert(inserted)
+    try context.save()
+    // Another context changes the row; this one fetches again.
+    let other = ModelContext(container)
+    try #require(try other.fetch(FetchDescriptor<UmTrip>()).first).days = 42
+    try other.save()
+    _ = try context.fetch(FetchDescriptor<UmTrip>())
+    #expect(inserted.days == 42 && fetched.days == 42)
+    context.delete(fetched)
+    try context.save()
+    #expect(fetched.stops.isEmpty && inserted.stops.isEmpty)
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmStop>()) == 0)
+  }
+
+  @Test(
+    "a changed stop whose trip the same save deletes is deleted, not refused as deleted elsewhere; so is a row deleted unloaded, then loaded and changed",
+    arguments: TestEngine.allCases)
+  func changedChildOfDeletedParent(engine: TestEngine) throws {
+    let container = try seeded(engine)
+    let context = ModelContext(container)
+    let trip = try #require(try context.fetch(FetchDescriptor<UmTrip>()).first)
+    trip.stops.first?.title = "Changed"
+    context.delete(trip)
+    try context.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmStop>()) == 0)
+
+    let again = ModelContext(container)
+    again.insert(UmTrip(name: "Nara", days: 1))
+    try again.save()
+    let id = try #require(try again.fetchIdentifiers(FetchDescriptor<UmTrip>()).first)
+    let later = ModelContext(container)
+    try later.delete(model: UmTrip.self)
+    try #require(try later.model(for: id, as: UmTrip.self)).days = 9
+    try later.save()
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmTrip>()) == 0)
+  }
 }

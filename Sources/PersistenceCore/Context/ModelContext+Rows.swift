@@ -189,6 +189,7 @@ extension ModelContext {
         } catch let error as PersistenceError {
           throw error.naming(row: describeRow(statement, entity: entity))
         }
+        if !mergedModels.isEmpty { refreshMerged(into: registration) }
       }
       registration.isFresh = false
       return registration
@@ -223,6 +224,9 @@ extension ModelContext {
   }
 
   func autosaveIfNeeded() throws {
+    // A merged model's changes are its holder's before the fetch refreshes it (a changed model
+    // is not refreshed).
+    if !mergedModels.isEmpty { moveMergedChanges() }
     if autosaveEnabled && hasChanges { try save() }
   }
 }

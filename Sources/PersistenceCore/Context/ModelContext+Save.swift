@@ -16,13 +16,12 @@ extension ModelContext {
   /// ``PersistenceError/Code/modelInAnotherContext``, naming it, and writes nothing; the next
   /// save writes the rest.
   ///
-  /// It posts ``willSave`` first, and ``didSave`` once the transaction is committed, with the
-  /// identifiers of the rows it inserted, updated and deleted (``NotificationKey``), on
-  /// `NotificationCenter.default`, on the saving thread. A save that had inserts to write
-  /// whose rows were stored already with the same values (upserts that changed nothing) posts
-  /// ``didSave`` with empty lists.
+  /// It posts ``willSave`` first (what an observer changes or inserts then is saved too), and
+  /// ``didSave`` once it has committed, with the identifiers of the rows it inserted, updated
+  /// and deleted (``NotificationKey``), on `NotificationCenter.default`, on the saving thread:
+  /// a save that succeeds posts both, with empty lists when it wrote nothing.
   ///
-  /// A save with nothing to write does nothing: no notification, no transaction, no history.
+  /// A save with nothing to write writes nothing: no transaction, no history.
   /// If anything fails, the transaction is rolled back and the context is as it was before
   /// the call, so the save can be retried.
   ///
@@ -30,6 +29,8 @@ extension ModelContext {
   /// fetched) updates the row, and the inserted model stands for the row from then on (what
   /// fetches return); the model held before takes the row's values and stays tracked, so that
   /// a later change made through either is saved (SwiftData's upsert, one live model a row).
+  /// The inserted model's values are the row's: a change made to the model held before and
+  /// not saved yet is replaced by them.
   ///
   /// Cost: O(registered models × attributes) to find changes, plus one statement per changed
   /// row (prepared once per connection). On an engine across a network (PostgreSQL) new rows
@@ -39,6 +40,7 @@ extension ModelContext {
   /// rows), where they change the same attributes.
   public func save() throws {
     if !mergedModels.isEmpty {
+      pruneMergedModels()
       moveMergedChanges()
       let unmoved = unmovedMergedChanges()
       if !unmoved.isEmpty {
@@ -63,6 +65,8 @@ extension ModelContext {
           "Not inserted, as their rows would be written twice: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
       )
     }
+    // First, so that what an observer changes or inserts is saved with the rest.
+    NotificationCenter.default.post(name: Self.willSave, object: self)
     var deletes: [(entity: any EntityOperations, key: Int64, registration: Registration?)] = []
     var updates: [(Registration, [Int])] = []
     for registration in savedRegistrations {
@@ -76,11 +80,15 @@ extension ModelContext {
     }
     for (name, keys) in pendingRowDeletes {
       guard let entity = entities.values.first(where: { $0.name == name }) else { continue }
-      for key in keys.sorted() { deletes.append((entity, key, nil)) }
+      // A row deleted unloaded may have been loaded since: its model goes with it.
+      let table = rowTables[name]
+      for key in keys.sorted() { deletes.append((entity, key, table?[key])) }
     }
     let inserts = pendingInserts
-    guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else { return }
-    NotificationCenter.default.post(name: Self.willSave, object: self)
+    guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else {
+      postDidSave([:])
+      return
+    }
     // Rows that point to a model this save inserts are updated after the inserts.
     var lateUpdates: [(Registration, [Int])] = []
     if relates {
@@ -101,6 +109,7 @@ extension ModelContext {
       )
     }
     for registration in inserts { try registration.entity.validate(registration.model) }
+    if container.hasCountedRelationships { try checkModelCounts() }
     for (registration, _) in updates { try registration.entity.validate(registration.model) }
     guard container.configuration.allowsSave else {
       throw PersistenceError(
@@ -125,6 +134,13 @@ extension ModelContext {
           deletes, database: database, writer: writer, applied: &applied)
       } else {
         deletes.sort { ($0.entity.name, $0.key) < ($1.entity.name, $1.key) }
+      }
+      // A changed model this save deletes (a cascade's child, a row deleted unloaded and
+      // loaded since) is not updated: its row is gone by then.
+      if !deletes.isEmpty, !updates.isEmpty || !lateUpdates.isEmpty {
+        let deleted = Set(deletes.compactMap { $0.registration.map(ObjectIdentifier.init) })
+        updates.removeAll { deleted.contains(ObjectIdentifier($0.0)) }
+        lateUpdates.removeAll { deleted.contains(ObjectIdentifier($0.0)) }
       }
       for delete in deletes {
         try deleteRow(delete.entity, key: delete.key, database: database, writer: writer)
@@ -635,5 +651,41 @@ extension ModelContext {
     guard let type = dynamicType as? any PersistentModel.Type else { return false }
     return type._$subclassSchema == nil
       && container.entities[registration.entity.modelType] != nil
+  }
+}
+
+extension ModelContext {
+  /// Refuses the save when a model relates fewer or more models than its relationship's
+  /// bounds (``ModelAttribute/modelCount(minimum:maximum:)``), as far as this context knows
+  /// the count: a loaded to-many, a to-one, and every relationship of a model not saved yet.
+  /// O(registered models of models with bounds).
+  fileprivate func checkModelCounts() throws {
+    func check(_ registration: Registration) throws {
+      guard !registration.isDeleted else { return }
+      for relationship in registration.entity.relationships where relationship.isCounted {
+        let count =
+          relationship.existingLink(registration.model)?.knownCount
+          ?? (registration.primaryKey == nil ? 0 : nil)
+        guard let count else { continue }
+        let tooFew = relationship.minimumModelCount.map { count < $0 } ?? false
+        let tooMany = relationship.maximumModelCount.map { count > $0 } ?? false
+        guard tooFew || tooMany else { continue }
+        let bound =
+          tooFew
+          ? "at least \(relationship.minimumModelCount!) (minimumModelCount)"
+          : "at most \(relationship.maximumModelCount!) (maximumModelCount)"
+        throw PersistenceError(
+          code: .invalidValue,
+          message:
+            "\(describeModel(registration.model, entity: registration.entity)) relates \(count) through '\(relationship.name)', which allows \(bound). Nothing was saved."
+        )
+      }
+    }
+    for registration in pendingInserts where registration.entity.hasRelationships {
+      try check(registration)
+    }
+    for registration in savedRegistrations where registration.entity.hasRelationships {
+      try check(registration)
+    }
   }
 }

@@ -10,8 +10,8 @@ extension ModelContext {
   public static let willSave = Notification.Name("ModelContext.willSave")
   /// Posted on `NotificationCenter.default` when ``save()`` has committed, with the context
   /// as the object and the identifiers of the rows it inserted, updated and deleted in
-  /// `userInfo` (``NotificationKey``): SwiftData's `ModelContext.didSave`. Not posted by a save
-  /// with nothing to write; posted with empty lists by one whose upserts changed nothing. Building the lists costs O(changed rows) per save.
+  /// `userInfo` (``NotificationKey``): SwiftData's `ModelContext.didSave`. Posted by every save that
+  /// succeeds, with empty lists when it wrote nothing. Building the lists costs O(changed rows) per save.
   public static let didSave = Notification.Name("ModelContext.didSave")
 
   /// The keys of ``didSave``'s `userInfo`, by their raw values: SwiftData's
@@ -115,4 +115,76 @@ extension ModelContainer {
 @MainActor final class MainContextStorage {
   var context: ModelContext?
   nonisolated init() {}
+}
+
+extension PersistentModel {
+  /// The identifier of the model's row, as SwiftData's `persistentModelID` reads on any model,
+  /// `any PersistentModel` included (`context.insertedModelsArray.map(\.persistentModelID)`):
+  /// the ``LinksOnFirstUse/persistentModelID`` of a model whose class is ``LinksOnFirstUse``
+  /// (every `@Model`). A hand-written model without a ``LinkOrigin`` cannot say where it is:
+  /// it gets a temporary identifier; ask its context
+  /// (``ModelContext/persistentIdentifier(for:)``). O(1), one dynamic cast.
+  public var persistentModelID: PersistentIdentifier {
+    if let linked = self as? any LinksOnFirstUse { return linked.persistentModelID }
+    return PersistentIdentifier(temporaryFor: self, entityName: Self.schema.name)
+  }
+
+  /// The model's context, as SwiftData's `modelContext` reads on any model: the
+  /// ``LinksOnFirstUse/modelContext`` of a ``LinksOnFirstUse`` model (every `@Model`); nil for
+  /// a hand-written model without a ``LinkOrigin``. O(1), one dynamic cast.
+  public var modelContext: ModelContext? { (self as? any LinksOnFirstUse)?.modelContext }
+
+  /// Whether the model has unsaved changes, as ``LinksOnFirstUse/hasChanges`` says (false for
+  /// a hand-written model without a ``LinkOrigin``). O(attributes).
+  public var hasChanges: Bool { (self as? any LinksOnFirstUse)?.hasChanges ?? false }
+
+  /// Whether the model is marked for deletion, as ``LinksOnFirstUse/isDeleted`` says (false
+  /// for a hand-written model without a ``LinkOrigin``). O(1).
+  public var isDeleted: Bool { (self as? any LinksOnFirstUse)?.isDeleted ?? false }
+}
+
+extension ModelContext {
+  /// The model with `persistentModelID`, as SwiftData's `model(for:)` spells it: the
+  /// registered instance (an inserted model's by its temporary identifier too), or loaded from
+  /// the store, of whatever model type the identifier names.
+  ///
+  /// SwiftData's answer cannot be nil: for an identifier of another store, of a table this
+  /// container does not keep, or of a row that is not there (deleted, or never saved), or
+  /// when the store cannot be read, this traps, saying which. Where the identifier comes from
+  /// outside (a request, a file), use ``model(for:as:)``, which answers nil for a missing row
+  /// and throws for the rest.
+  ///
+  /// Cost: O(1) for a registered model; else one query by primary key.
+  public func model(for persistentModelID: PersistentIdentifier) -> any PersistentModel {
+    if persistentModelID.isTemporary,
+      let inserted = pendingInserts.lazy.compactMap({ $0.model as? any PersistentModel }).first(
+        where: { $0.persistentModelID == persistentModelID })
+    {
+      return inserted
+    }
+    guard persistentModelID.storeIdentifier == container.storeIdentifier else {
+      preconditionFailure(
+        "model(for:): \(persistentModelID) names a row of another store than this context's.")
+    }
+    guard let type = container.modelTypesByEntity[persistentModelID.entityName] else {
+      preconditionFailure(
+        "model(for:): \(persistentModelID) names the table '\(persistentModelID.entityName)', which this container does not keep."
+      )
+    }
+    func load<Model: PersistentModel>(_: Model.Type) -> any PersistentModel {
+      let found: Model?
+      do {
+        found = try model(for: persistentModelID, as: Model.self)
+      } catch {
+        preconditionFailure("model(for:): \(persistentModelID) could not be read: \(error)")
+      }
+      guard let found else {
+        preconditionFailure(
+          "model(for:): there is no row for \(persistentModelID) (deleted, or never saved); use model(for:as:), which answers nil."
+        )
+      }
+      return found
+    }
+    return load(type)
+  }
 }

@@ -114,6 +114,18 @@ public final class ModelContext {
       set { state.pointee.hasSnapshot = newValue }
     }
 
+    /// Lets the model go when this registration holds the only strong reference to it
+    /// (nothing else can reach it: no variable, no related model), and says whether it did;
+    /// else keeps it. (`isKnownUniquelyReferenced` answers false for any `AnyObject` here, so
+    /// the reference is dropped and a weak one tells whether the model outlived it.)
+    func releaseModelIfUnreachable() -> Bool {
+      weak let kept = state.pointee.model
+      state.pointee.model = Self.unloaded
+      guard let model = kept else { return true }
+      state.pointee.model = model
+      return false
+    }
+
     /// The header, valid as long as this object.
     private var state: UnsafeMutablePointer<RegistrationState> {
       withUnsafeMutablePointerToHeader { $0 }
@@ -584,7 +596,12 @@ public final class ModelContext {
 
   /// Removes `model` from the index by model, when there is one yet.
   func unindex(_ model: AnyObject) {
-    objectIndex?[ObjectIdentifier(model)] = nil
+    unindex(ObjectIdentifier(model))
+  }
+
+  /// Removes the model `identifier` names from the index by model, when there is one yet.
+  func unindex(_ identifier: ObjectIdentifier) {
+    objectIndex?[identifier] = nil
   }
 
   /// How many models are registered, saved or not.

@@ -45,6 +45,8 @@ public final class ModelContainer: Sendable {
   let ranks: [String: Int]
   /// Whether any model declares a relationship (else saves skip the relationships' work).
   let hasRelationships: Bool
+  /// Whether a model of the container bounds a relationship's count (a save then checks).
+  let hasCountedRelationships: Bool
   /// The store the engine opened (it keeps an in-memory store alive while the container lives).
   let store: any OpenStore
   let broadcaster = ChangeBroadcaster()
@@ -187,14 +189,17 @@ public final class ModelContainer: Sendable {
     }
     let identifiers = types.map { ObjectIdentifier($0) }
     var relates = false
+    var counts = false
     func validate<Model: PersistentModel>(_: Model.Type) throws {
       try Model.modelSchema.validateRelationships(in: identifiers)
       if !Model.modelSchema.relationships.isEmpty { relates = true }
+      if Model.modelSchema.relationships.contains(where: \.isCounted) { counts = true }
     }
     for type in types { try validate(type) }
     self.schema = Schema(types, version: schema.version)
     ranks = try Self.ranks(tables)
     hasRelationships = relates
+    hasCountedRelationships = counts
     self.entities = entities
     self.tables = tables
     var subentities: [String: [String: any EntityOperations]] = [:]

@@ -226,11 +226,18 @@ public macro Index<Model>(_ indexes: [PartialKeyPath<Model>]...) =
 /// `orderBy` (ours; SwiftData's to-manys are unordered) orders a to-many when it is read, by
 /// attributes of the related model (`orderBy: \BucketListItem.position, \BucketListItem.id`),
 /// each breaking the ties of those before it. Set a relationship once the model's stored
-/// properties are set, as any computed property of a class. SwiftData's `hashModifier:` is
-/// accepted and has no effect (there is no schema hash here).
+/// properties are set, as any computed property of a class.
+///
+/// `minimumModelCount` and `maximumModelCount` bound how many models it relates (nil or 0: no
+/// bound, SwiftData's defaults); a save refuses a model outside them, as far as the context
+/// knows its count (``ModelAttribute/modelCount(minimum:maximum:)``). `originalName:` is
+/// accepted on a to-many, which has no column for it to name; on a to-one it is a
+/// compile-time error (its key column is named as the property). SwiftData's `hashModifier:`
+/// is accepted and has no effect (there is no schema hash here).
 @attached(peer)
 public macro Relationship(
-  deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, hashModifier: String? = nil,
+  deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = 0, maximumModelCount: Int? = 0,
+  originalName: String? = nil, inverse: AnyKeyPath? = nil, hashModifier: String? = nil,
   orderBy: AnyKeyPath...
 ) = #externalMacro(module: "PersistenceMacros", type: "MarkerMacro")
 
@@ -253,3 +260,24 @@ public func _persistableAttribute<Value>(_: Value) {}
 @attached(member, names: named(modelExecutor), named(modelContainer), named(init))
 @attached(extension, conformances: ModelActor)
 public macro ModelActor() = #externalMacro(module: "PersistenceMacros", type: "ModelActorMacro")
+
+/// Indexes `#Index<Trip>(.binary([\.name]), .binary([\.start, \.end]))`, as SwiftData's
+/// index types spell it: each `.binary` list is an index as ``Index(_:)-1ehco``'s lists are.
+/// An `.rtree` list (SwiftData's spatial index) is an ordinary index over its columns in that
+/// order here: range predicates on its first column use it; there is no R-tree.
+@freestanding(declaration)
+public macro Index<Model: PersistentModel>(_ indices: Schema.Index<Model>.Types<Model>...) =
+  #externalMacro(module: "PersistenceMacros", type: "SchemaDeclarationMacro")
+
+extension Schema {
+  /// SwiftData's `Schema.Index`: the spelling of `#Index`'s index types.
+  public struct Index<T: PersistentModel>: Sendable {
+    /// One index of ``Index(_:)-3y0me``'s typed spelling.
+    public enum Types<P: PersistentModel>: @unchecked Sendable {
+      /// An index over the key paths' columns, in order.
+      case binary([PartialKeyPath<P>])
+      /// SwiftData's R-tree; here an ordinary index over the columns, in order.
+      case rtree([PartialKeyPath<P>])
+    }
+  }
+}

@@ -57,6 +57,11 @@ final class RelationshipInfo: Sendable {
   /// For a to-many, the child's attributes it is ordered by, first to last (empty when none
   /// is declared).
   nonisolated(unsafe) let order: [AnyKeyPath]
+  /// The fewest and the most related models a saved model may have (SwiftData's
+  /// `minimumModelCount` and `maximumModelCount`); nil (or 0) for no bound. A save checks them
+  /// (``ModelContext/save()``).
+  let minimumModelCount: Int?
+  let maximumModelCount: Int?
   /// The owner's link object (``ToOne`` or ``ToMany``), made now when the owner makes its
   /// links on first use (``LinksOnFirstUse``).
   let link: @Sendable (AnyObject) -> any RelationshipLink
@@ -99,8 +104,11 @@ final class RelationshipInfo: Sendable {
     inversePointsBack: @escaping @Sendable () -> Bool,
     targetTable: @escaping @Sendable () -> String,
     predicateTable: @escaping @Sendable () -> PredicateTable,
-    updateInverse: @escaping @Sendable (AnyObject, AnyObject, Bool) -> Void
+    updateInverse: @escaping @Sendable (AnyObject, AnyObject, Bool) -> Void,
+    minimumModelCount: Int? = nil, maximumModelCount: Int? = nil
   ) {
+    self.minimumModelCount = minimumModelCount.flatMap { $0 > 0 ? $0 : nil }
+    self.maximumModelCount = maximumModelCount.flatMap { $0 > 0 ? $0 : nil }
     self.name = name
     self.kind = kind
     self.storesKey = storesKey
@@ -128,13 +136,26 @@ final class RelationshipInfo: Sendable {
   /// property its superclass declares (``ModelAttribute/inherited(_:_:from:)``). Every
   /// closure is the superclass's, which a subclass's model passes as it is.
   func rerooted(_ keyPath: AnyKeyPath) -> RelationshipInfo {
+    copy(keyPath: keyPath, minimum: minimumModelCount, maximum: maximumModelCount)
+  }
+
+  /// This relationship with the bounds on its count given (see ``minimumModelCount``).
+  func counted(minimum: Int?, maximum: Int?) -> RelationshipInfo {
+    copy(keyPath: keyPath, minimum: minimum, maximum: maximum)
+  }
+
+  private func copy(keyPath: AnyKeyPath, minimum: Int?, maximum: Int?) -> RelationshipInfo {
     RelationshipInfo(
       name: name, kind: kind, storesKey: storesKey, deleteRule: deleteRule, target: target,
       keyPath: keyPath, inverse: inverse, order: order, link: link, existingLink: existingLink,
       ownerReference: ownerReference, isMadeOnFirstUse: isMadeOnFirstUse,
       observation: observation, inverseInfo: inverseInfo, inversePointsBack: inversePointsBack,
-      targetTable: targetTable, predicateTable: predicateTable, updateInverse: updateInverse)
+      targetTable: targetTable, predicateTable: predicateTable, updateInverse: updateInverse,
+      minimumModelCount: minimum, maximumModelCount: maximum)
   }
+
+  /// Whether the relationship bounds its count.
+  var isCounted: Bool { minimumModelCount != nil || maximumModelCount != nil }
 }
 
 extension ModelAttribute {
@@ -332,5 +353,23 @@ extension ModelAttribute {
       keyPath, name, link: link, existing: existing, kind: .toMany, storesKey: false,
       deleteRule: deleteRule, inverse: nil as PartialKeyPath<Target>?, order: orderBy,
       keyColumn: nil)
+  }
+}
+
+extension ModelAttribute {
+  /// This relationship with bounds on how many models it relates, SwiftData's
+  /// `@Relationship(minimumModelCount:maximumModelCount:)` (what `@Model` writes for them): a
+  /// save refuses a model whose relationship, as the save knows it, relates fewer or more
+  /// (``PersistenceError/Code/invalidValue``, naming the model and the relationship). nil or 0
+  /// is no bound, as in SwiftData.
+  ///
+  /// What the save knows: a to-many loaded in memory (inserted models', and those read or
+  /// changed), and a to-one's key. A to-many never read by this context is not counted (its
+  /// rows changed elsewhere are those writers' to check). Cost: O(registered models of the
+  /// model) per save, for models that declare a bound; nothing for the others.
+  public func modelCount(minimum: Int?, maximum: Int?) -> ModelAttribute {
+    var copy = self
+    copy.relationship = relationship?.counted(minimum: minimum, maximum: maximum)
+    return copy
   }
 }

@@ -12,6 +12,10 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func points(to object: AnyObject) -> Bool?
   /// The related models held in memory (the target, the array), none while a fault.
   var loadedModels: [AnyObject] { get }
+  /// How many models the link relates, when known without a query: a loaded to-many's
+  /// count, a to-one's 1 or 0 (a fault of a stored key is 1); nil for a to-many or inverse
+  /// to-one not loaded.
+  var knownCount: Int? { get }
   /// ``loadedModels``, and for a to-one that is a fault of a stored key, the model of that key
   /// when the context has it registered (no query): what must hear of the owner's deletion.
   var registeredModels: [AnyObject] { get }
@@ -341,6 +345,12 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 
   var loadedModels: [AnyObject] { isFault || isInverseFault ? [] : target.map { [$0] } ?? [] }
 
+  var knownCount: Int? {
+    if isFault { return 1 }
+    if isInverseFault { return nil }
+    return target == nil ? 0 : 1
+  }
+
   var registeredModels: [AnyObject] {
     if isFault { return registeredTarget().map { [$0] } ?? [] }
     return loadedModels
@@ -489,6 +499,8 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   func points(to object: AnyObject) -> Bool? { nil }
 
   var loadedModels: [AnyObject] { elements ?? [] }
+
+  var knownCount: Int? { elements?.count }
 
   var registeredModels: [AnyObject] { loadedModels }
 

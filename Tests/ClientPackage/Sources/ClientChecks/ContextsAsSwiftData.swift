@@ -18,9 +18,23 @@ private final class SavedIdentifiers: @unchecked Sendable {
 /// A model written with SwiftData's option spellings: Spotlight, CloudKit encryption and a hash
 /// modifier (without effect here), and an ephemeral property (not stored).
 @Model final class Sketch {
+  #Index<Sketch>(.binary([\.title]))
   @Attribute(.spotlight, .allowsCloudEncryption, hashModifier: "v2") var title: String
   @Attribute(.ephemeral) var isEditing = false
   init(title: String) { self.title = title }
+}
+
+/// A tree, as SwiftData's users declare one: a folder's parent and its subfolders, at most
+/// three a folder.
+@Model final class Folder {
+  var name: String
+  var parent: Folder?
+  @Relationship(deleteRule: .cascade, maximumModelCount: 3, inverse: \Folder.parent)
+  var subfolders: [Folder] = []
+  init(name: String, parent: Folder? = nil) {
+    self.name = name
+    self.parent = parent
+  }
 }
 
 /// Runs the checks on a container of SampleTrips' trips at `url`.
@@ -85,6 +99,39 @@ private final class SavedIdentifiers: @unchecked Sendable {
     let stored = try reader.fetch(
       FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Lantern trip" }))
     return stored.map(\.destination) == ["Dejima"] && again.destination == "Dejima"
+  }
+  check(
+    "A tree of folders: saved deepest first, read level by level, maximumModelCount refuses a fourth subfolder, a cascade deletes a subtree"
+  ) {
+    let folders = try ModelContainer(
+      for: Folder.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(folders)
+    let root = Folder(name: "Trips")
+    let japan = Folder(name: "Japan", parent: root)
+    let kyoto = Folder(name: "Kyoto", parent: japan)
+    context.insert(kyoto)
+    try context.save()
+    let ids = context.changedModelsArray.map(\.persistentModelID)
+    guard ids.isEmpty, context.model(for: kyoto.persistentModelID) as? Folder === kyoto else {
+      return false
+    }
+    for name in ["Osaka", "Nara"] { _ = Folder(name: name, parent: japan) }
+    try context.save()
+    _ = Folder(name: "Kobe", parent: japan)
+    do {
+      try context.save()
+      return false
+    } catch let error as PersistenceError where error.code == .invalidValue {
+      context.rollback()
+    }
+    let reader = ModelContext(folders)
+    let top = try reader.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.parent == nil }))
+    guard top.map(\.name) == ["Trips"], top[0].subfolders.first?.subfolders.count == 3 else {
+      return false
+    }
+    reader.delete(top[0].subfolders[0])
+    try reader.save()
+    return try ModelContext(folders).fetchCount(FetchDescriptor<Folder>()) == 1
   }
   check(
     "SwiftData's option spellings: .spotlight, .allowsCloudEncryption, hashModifier:, .ephemeral"
