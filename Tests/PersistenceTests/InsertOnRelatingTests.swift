@@ -178,4 +178,67 @@ struct InsertOnRelatingTests {
     try context.save()
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrItem>()) == 5_000)
   }
+
+  @Test(
+    "a related model inserted and deleted before a save leaves its trip's list and is not written; its cascaded new items go with it",
+    arguments: TestEngine.allCases)
+  func insertedThenDeleted(engine: TestEngine) throws {
+    let container = try engineContainer(engine, IrTrip.self, IrItem.self)
+    let context = ModelContext(container)
+    let trip = IrTrip(name: "Kyoto")
+    context.insert(trip)
+    try context.save()
+    let item = IrItem(title: "Temple")
+    trip.items.append(item)
+    context.delete(item)
+    #expect(trip.items.isEmpty && item.modelContext == nil)
+    // A new trip deleted before its save takes its new items (cascade) with it.
+    let other = IrTrip(name: "Nara", items: [IrItem(title: "Deer")])
+    context.insert(other)
+    context.delete(other)
+    #expect(context.insertedModelsArray.isEmpty)
+    try context.save()
+    #expect(try titles(ModelContext(container)).isEmpty)
+  }
+
+  @Test(
+    "a model deleted and saved, then related to a new model, is refused by the save, saying so, and nothing is written",
+    arguments: TestEngine.allCases)
+  func deletedThenRelated(engine: TestEngine) throws {
+    let container = try engineContainer(engine, IrTrip.self, IrItem.self)
+    let context = ModelContext(container)
+    let item = IrItem(title: "Temple")
+    context.insert(IrTrip(name: "Kyoto", items: [item]))
+    try context.save()
+    context.delete(item)
+    try context.save()
+    let other = IrTrip(name: "Nara")
+    context.insert(other)
+    other.items.append(item)
+    #expect {
+      try context.save()
+    } throws: { error in
+      let error = error as? PersistenceError
+      return error?.code == .modelInAnotherContext
+        && error?.message.contains("a deleted model is not inserted again") == true
+    }
+    #expect(try titles(ModelContext(container)).isEmpty)
+  }
+
+  @Test(
+    "a model detached by reset(), related to a new model, is refused by the save (no trap)",
+    arguments: TestEngine.allCases)
+  func resetThenRelated(engine: TestEngine) throws {
+    let container = try engineContainer(engine, IrTrip.self, IrItem.self)
+    let context = ModelContext(container)
+    context.insert(IrTrip(name: "Kyoto", items: [IrItem(title: "Temple")]))
+    try context.save()
+    let fetched = try #require(try context.fetch(FetchDescriptor<IrItem>()).first)
+    context.reset()
+    let other = IrTrip(name: "Nara")
+    context.insert(other)
+    other.items.append(fetched)
+    #expect(throws: PersistenceError.self) { try context.save() }
+    #expect(try ModelContext(container).fetchCount(FetchDescriptor<IrTrip>()) == 1)
+  }
 }

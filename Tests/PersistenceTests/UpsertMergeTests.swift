@@ -300,4 +300,22 @@ struct UpsertMergeTests {
     try later.save()
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<UmTrip>()) == 0)
   }
+
+  @Test(
+    "a merged model changed and then let go before the save has its change saved",
+    arguments: TestEngine.allCases)
+  func mergedChangedThenReleased(engine: TestEngine) throws {
+    let container = try seeded(engine)
+    let context = ModelContext(container)
+    let inserted = UmTrip(name: "Kyoto", days: 5)
+    do {
+      let fetched = try #require(try context.fetch(FetchDescriptor<UmTrip>()).first)
+      context.insert(inserted)
+      try context.save()
+      fetched.notes = "changed, then let go"
+    }
+    try context.save()
+    #expect(try stored(container).map(\.2) == ["changed, then let go"])
+    #expect(inserted.notes == "changed, then let go")
+  }
 }

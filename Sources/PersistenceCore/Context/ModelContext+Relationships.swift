@@ -179,6 +179,17 @@ extension ModelContext {
     guard let registration = registration(for: object) else { return }
     if registration.primaryKey == nil {
       unregister(registration)
+      // Never saved: it leaves the models it is related to (a save would otherwise find it
+      // there and insert it again), and takes its cascaded new models with it.
+      for relationship in registration.entity.relationships {
+        guard let link = relationship.existingLink(object) else { continue }
+        for related in link.loadedModels {
+          relationship.updateInverse(object, related, false)
+          if relationship.deleteRule == .cascade, !relationship.storesKey {
+            deleteObject(related)
+          }
+        }
+      }
     } else {
       registration.isDeleted = true
     }

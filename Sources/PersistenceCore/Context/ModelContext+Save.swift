@@ -40,8 +40,9 @@ extension ModelContext {
   /// rows), where they change the same attributes.
   public func save() throws {
     if !mergedModels.isEmpty {
-      pruneMergedModels()
+      // Changes first: a merged model changed, then let go, has its change saved.
       moveMergedChanges()
+      pruneMergedModels()
       let unmoved = unmovedMergedChanges()
       if !unmoved.isEmpty {
         throw PersistenceError(
@@ -62,7 +63,7 @@ extension ModelContext {
       throw PersistenceError(
         code: .modelInAnotherContext,
         message:
-          "Not inserted, as their rows would be written twice: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
+          "Not inserted: \(refused.joined(separator: "; ")). A model belongs to the context that inserted or fetched it; fetch it in this one (model(for:) with its persistentModelID) to change it here. Nothing was saved."
       )
     }
     // First, so that what an observer changes or inserts is saved with the rest.

@@ -336,7 +336,8 @@ public final class ModelContext {
       let key = origin.key(model)
       let elsewhere =
         reference.context.map { $0 !== self }
-        ?? (reference.snapshots != nil || (reference.whyNone != nil && key != nil))
+        ?? (reference.snapshots != nil || reference.isDeletedModel
+          || (reference.whyNone != nil && key != nil))
       if elsewhere {
         refusedInserts.append("\(Model.self) (\(describeOrigin(reference, key: key)))")
         return nil
@@ -533,6 +534,9 @@ public final class ModelContext {
   /// Where a refused insert's model belongs, for the error ``save()`` throws.
   private func describeOrigin(_ reference: ContextReference, key: Int64?) -> String {
     let row = key.map { "row \($0)" } ?? "not saved"
+    if reference.isDeletedModel {
+      return "deleted from the store: a deleted model is not inserted again; make a new one"
+    }
     if reference.context != nil { return "\(row), in another context" }
     if reference.snapshots != nil { return "\(row), a results observer's" }
     return "\(row) of the store it was loaded from"
@@ -643,6 +647,8 @@ final class ContextReference {
   /// Why a link of this reference cannot load when its context is nil; nil when it need not
   /// (a deleted model's: it answers what is in memory).
   let whyNone: String?
+  /// Whether the models that hold the reference were deleted from the store (and saved).
+  let isDeletedModel: Bool
   /// The store of the models that hold the reference: what names their rows
   /// (``LinksOnFirstUse/persistentModelID``) after their context is gone.
   let storeIdentifier: UUID
@@ -650,6 +656,7 @@ final class ContextReference {
   init(_ context: ModelContext) {
     self.context = context
     snapshots = nil
+    isDeletedModel = false
     storeIdentifier = context.container.storeIdentifier
     whyNone =
       "its context is gone. Keep the context for as long as its models' relationships are read, or load them with the fetch (FetchDescriptor.relationshipKeyPathsForPrefetching)"
@@ -660,13 +667,15 @@ final class ContextReference {
     self.snapshots = snapshots
     storeIdentifier = snapshots.container.storeIdentifier
     whyNone = "its observer's store is gone"
+    isDeletedModel = false
   }
 
-  private init(storeIdentifier: UUID, whyNone: String?) {
+  private init(storeIdentifier: UUID, whyNone: String?, isDeletedModel: Bool = false) {
     context = nil
     snapshots = nil
     self.storeIdentifier = storeIdentifier
     self.whyNone = whyNone
+    self.isDeletedModel = isDeletedModel
   }
 
   /// What the models of a context reset (``ModelContext/reset()``) hold: they are detached
@@ -680,9 +689,9 @@ final class ContextReference {
   }
 
   /// What a model deleted from the store holds: no context; its relationships answer what is
-  /// in memory.
+  /// in memory. Such a model is not inserted again (its row is gone, its identity with it).
   static func deleted(from storeIdentifier: UUID) -> ContextReference {
-    ContextReference(storeIdentifier: storeIdentifier, whyNone: nil)
+    ContextReference(storeIdentifier: storeIdentifier, whyNone: nil, isDeletedModel: true)
   }
 }
 
