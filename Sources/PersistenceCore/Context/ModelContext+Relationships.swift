@@ -324,42 +324,48 @@ extension ModelContext {
     // The level of each new model in a tree: 0 when it points to no new model of its table.
     var pending: [ObjectIdentifier: Registration] = [:]
     for registration in trees { pending[ObjectIdentifier(registration.model)] = registration }
+    // The new models of its table each one points to (every self-reference, not only one).
+    func parents(_ registration: Registration) -> [Registration] {
+      registration.entity.selfReferences.compactMap { relationship in
+        relationship.existingLink(registration.model)?.loadedModels.first.flatMap {
+          pending[ObjectIdentifier($0)]
+        }
+      }
+    }
+    // Levels by a depth-first walk with a stack of its own (a deep tree needs no deep call
+    // stack): a model's level is one more than its highest new parent's. A model met again
+    // while its parents are being walked is its own ancestor.
     var levels: [ObjectIdentifier: Int] = [:]
+    var walking: Set<ObjectIdentifier> = []
     func level(_ registration: Registration) throws -> Int {
-      let start = ObjectIdentifier(registration.model)
-      if let known = levels[start] { return known }
-      // Up the chain of new parents, iteratively (a deep tree needs no deep stack).
-      var chain: [Registration] = [registration]
-      var seen: Set<ObjectIdentifier> = [start]
-      var base = -1
-      while let current = chain.last {
-        var next: Registration?
-        for relationship in current.entity.selfReferences {
-          guard let target = relationship.existingLink(current.model)?.loadedModels.first,
-            let parent = pending[ObjectIdentifier(target)]
-          else { continue }
-          next = parent
-          break
+      var stack: [(registration: Registration, parents: [Registration]?)] = [(registration, nil)]
+      while let (current, known) = stack.last {
+        let id = ObjectIdentifier(current.model)
+        if levels[id] != nil {
+          stack.removeLast()
+          continue
         }
-        guard let parent = next else { break }
-        let id = ObjectIdentifier(parent.model)
-        if let known = levels[id] {
-          base = known
-          break
+        let above = known ?? parents(current)
+        if known == nil {
+          walking.insert(id)
+          stack[stack.count - 1].parents = above
         }
-        guard seen.insert(id).inserted else {
-          throw PersistenceError(
-            code: .relationshipConstraint,
-            message:
-              "\(describeModel(parent.model, entity: parent.entity)) is its own ancestor through new models of its table (a cycle of '\(current.entity.selfReferences.map(\.name).joined(separator: "', '"))'): no order can insert them. Break the cycle; nothing was saved."
-          )
+        if let next = above.first(where: { levels[ObjectIdentifier($0.model)] == nil }) {
+          guard !walking.contains(ObjectIdentifier(next.model)) else {
+            throw PersistenceError(
+              code: .relationshipConstraint,
+              message:
+                "\(describeModel(next.model, entity: next.entity)) is its own ancestor through new models of its table (a cycle of '\(current.entity.selfReferences.map(\.name).joined(separator: "', '"))'): no order can insert them. Break the cycle; nothing was saved."
+            )
+          }
+          stack.append((next, nil))
+          continue
         }
-        chain.append(parent)
+        levels[id] = (above.map { levels[ObjectIdentifier($0.model)]! }.max() ?? -1) + 1
+        walking.remove(id)
+        stack.removeLast()
       }
-      for (offset, member) in chain.reversed().enumerated() {
-        levels[ObjectIdentifier(member.model)] = base + 1 + offset
-      }
-      return levels[start]!
+      return levels[ObjectIdentifier(registration.model)]!
     }
     var byRankAndLevel: [Int: [Int: [Registration]]] = [:]
     for registration in trees {
@@ -402,7 +408,7 @@ extension ModelContext {
     // Rows of a table that points to itself (a tree), each with a row that points to it: a
     // child deleted with its parent goes first, whatever its rule (the store's key would
     // cascade, restrict or fail on the parent's delete otherwise).
-    var treeEdges: [String: [(parent: Int64, child: Int64)]] = [:]
+    var treeEdges: [String: [TreeEdge]] = [:]
     var index = 0
     while index < all.count {
       let (entity, key, _) = all[index]
@@ -429,7 +435,8 @@ extension ModelContext {
         statement.reset()
         for childKey in keys {
           if child.name == entity.name {
-            treeEdges[child.name, default: []].append((key, childKey))
+            treeEdges[child.name, default: []].append(
+              TreeEdge(parent: key, child: childKey, column: column))
           }
           guard deleting[child.name]?.contains(childKey) != true else { continue }
           let registration = rowTable(child.name)[childKey]
@@ -481,7 +488,20 @@ extension ModelContext {
       applied.nullified.append((child, key, attribute, rowTable(child.name)[key]))
     }
     let ranks = container.ranks
-    let depths = treeEdges.mapValues { treeDepths($0) }
+    var depths: [String: [Int64: Int]] = [:]
+    for (table, edges) in treeEdges {
+      let (depth, cyclic) = treeDepths(edges, deleting: deleting[table] ?? [])
+      depths[table] = depth
+      // Rows of a cycle stored in the table (and rows below one) have no order that deletes
+      // children first: their keys to the table are cleared first (not recorded: the rows
+      // are deleted in the same transaction), so that each row's own delete is recorded.
+      for edge in edges where cyclic.contains(edge.child) {
+        let clear = try database.cachedStatement(
+          "UPDATE \(quoted(table)) SET \(quoted(edge.column)) = NULL WHERE \"_pk\" = ?")
+        clear.bindInt64(edge.child, at: 1)
+        try clear.run()
+      }
+    }
     return all.sorted {
       let (a, b) = (ranks[$0.entity.name] ?? 0, ranks[$1.entity.name] ?? 0)
       if a != b { return a > b }
@@ -493,26 +513,40 @@ extension ModelContext {
     }
   }
 
-  /// The depth of each deleted row of a tree among the deleted rows (0 for a row whose parent
-  /// stays), from the pairs `edges` of a parent and a row pointing to it: deleting deeper rows
-  /// first deletes every child before its parent. A cycle stored in the table stops after as
-  /// many passes as pairs. O(pairs × depth).
-  private func treeDepths(_ edges: [(parent: Int64, child: Int64)]) -> [Int64: Int] {
+  /// A row of a tree that a delete found pointing to a deleted row through `column`.
+  struct TreeEdge {
+    let parent: Int64
+    let child: Int64
+    let column: String
+  }
+
+  /// The depth of each deleted row of a tree among the deleted rows (`deleting`; 0 for a row
+  /// whose parent stays), from the pairs of a parent and a row pointing to it: deleting deeper
+  /// rows first deletes every child before its parent. Also the deleted rows no order can
+  /// put after their children: those of a cycle stored in the table, and those below one.
+  ///
+  /// Cost: O(pairs), one pass in topological order (Kahn's).
+  private func treeDepths(_ edges: [TreeEdge], deleting: Set<Int64>) -> (
+    depth: [Int64: Int], cyclic: Set<Int64>
+  ) {
+    var children: [Int64: [Int64]] = [:]
+    var parentsLeft: [Int64: Int] = [:]
+    for edge in edges where deleting.contains(edge.child) && deleting.contains(edge.parent) {
+      children[edge.parent, default: []].append(edge.child)
+      parentsLeft[edge.child, default: 0] += 1
+      if parentsLeft[edge.parent] == nil { parentsLeft[edge.parent] = 0 }
+    }
     var depth: [Int64: Int] = [:]
-    var changed = true
-    var passes = 0
-    while changed, passes <= edges.count {
-      changed = false
-      passes += 1
-      for (parent, child) in edges {
-        let want = (depth[parent] ?? 0) + 1
-        if (depth[child] ?? 0) < want {
-          depth[child] = want
-          changed = true
-        }
+    var ready = parentsLeft.filter { $0.value == 0 }.map(\.key)
+    while let row = ready.popLast() {
+      let below = (depth[row] ?? 0) + 1
+      for child in children[row] ?? [] {
+        depth[child] = max(depth[child] ?? 0, below)
+        parentsLeft[child]! -= 1
+        if parentsLeft[child] == 0 { ready.append(child) }
       }
     }
-    return depth
+    return (depth, Set(parentsLeft.filter { $0.value > 0 }.map(\.key)))
   }
 
   /// After a commit: related models in memory follow what the save did. A deleted model

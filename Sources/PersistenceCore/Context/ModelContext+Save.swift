@@ -664,10 +664,15 @@ extension ModelContext {
     func check(_ registration: Registration) throws {
       guard !registration.isDeleted else { return }
       for relationship in registration.entity.relationships where relationship.isCounted {
-        let count =
-          relationship.existingLink(registration.model)?.knownCount
-          ?? (registration.primaryKey == nil ? 0 : nil)
-        guard let count else { continue }
+        let count: Int
+        if let link = relationship.existingLink(registration.model) {
+          guard let known = link.knownCount else { continue }
+          // Related models this save deletes do not count.
+          count = known - link.registeredModels.count { isMarkedDeleted($0) }
+        } else {
+          guard registration.primaryKey == nil else { continue }
+          count = 0
+        }
         let tooFew = relationship.minimumModelCount.map { count < $0 } ?? false
         let tooMany = relationship.maximumModelCount.map { count > $0 } ?? false
         guard tooFew || tooMany else { continue }
