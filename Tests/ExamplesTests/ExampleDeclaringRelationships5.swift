@@ -111,40 +111,43 @@ import Persistence
   }
 }
 
-@Observable final private class Gallery: PersistentModel, LinksOnFirstUse {
-  var name = ""
-  @ObservationIgnored private var origin = LinkOrigin()
-  var linkOrigin: LinkOrigin { origin }
-  static let linkOriginSlot = LinkOriginSlot(\Gallery.origin)
-  @ObservationIgnored var paintingsStorage: ToMany<Painting>?
-  var paintingsLink: ToMany<Painting> { link(&paintingsStorage) }
-  var paintings: [Painting] {
-    get { paintingsLink.value(of: self) }
-    set { paintingsLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Gallery>(
-    "galleries",
-    .attribute(\.name, "name"),
-    .toMany(
-      \.paintings, "paintings", link: \.paintingsLink, existing: \.paintingsStorage,
-      inverse: \.gallery))
+@Model final private class Journey {
+  var name: String
+  @Relationship var travelers: [Companion] = []
+  init(name: String) { self.name = name }
 }
 
-@Observable final private class Painting: PersistentModel {
-  var title = ""
-  let galleryLink = ToOne<Gallery>()
-  var gallery: Gallery? {
-    get { galleryLink.value(of: self) }
-    set { galleryLink.set(newValue, of: self) }
-  }
-  init() {}
-  static let schema = ModelSchema<Painting>(
-    "paintings",
-    .attribute(\.title, "title"),
-    .toOne(\.gallery, "gallery", link: \.galleryLink, inverse: \.paintings))
+@Model final private class Companion {
+  var name: String
+  @Relationship(inverse: \Journey.travelers) var journeys: [Journey] = []
+  init(name: String) { self.name = name }
 }
 
 private func exampleDeclaringRelationships5() async throws {
 
+  let container = try ModelContainer(
+    for: Journey.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+  let context = ModelContext(container)
+  let kyoto = Journey(name: "Kyoto")
+  let lisbon = Journey(name: "Lisbon")
+  context.insert(kyoto)
+  context.insert(lisbon)
+  let ana = Companion(name: "Ana")
+  kyoto.travelers = [ana, Companion(name: "Ben")]
+  ana.journeys.append(lisbon)  // from the other side: Lisbon lists Ana
+  try context.save()
+  print(lisbon.travelers.map(\.name))  // ["Ana"]
+  let withBen = try context.fetch(
+    FetchDescriptor<Journey>(predicate: #Predicate { $0.travelers.contains { $0.name == "Ben" } }))
+  print(withBen.map(\.name))  // ["Kyoto"]
+  context.delete(ana)  // her links go with her; the journeys stay
+  try context.save()
+  print(kyoto.travelers.map(\.name))  // ["Ben"]
+  print(try context.fetchCount(FetchDescriptor<Journey>()))  // 2
+  _ = container
+  _ = context
+  _ = kyoto
+  _ = lisbon
+  _ = ana
+  _ = withBen
 }

@@ -268,4 +268,58 @@ struct QueryPlanTests {
     }
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<SrPlace>()) == 134)
   }
+
+  @Test(
+    "a many-to-many's loads, prefetch, predicates, link writes and delete rules read the join table through its indexes",
+    arguments: TestEngine.allCases)
+  func joinTableShapes(engine: TestEngine) throws {
+    let store = try engine.makeStore()
+    let configuration = ModelConfiguration(url: store.url)
+    let recorder = RecordingEngine(try configuration.defaultEngine())
+    let container = try ModelContainer(
+      for: [MmTrip.self, MmTraveler.self], configuration: configuration, engine: recorder)
+    defer { withExtendedLifetime(store) {} }
+    let seeding = ModelContext(container)
+    var trips: [MmTrip] = []
+    var travelers: [MmTraveler] = []
+    for index in 0..<40 { travelers.append(MmTraveler(name: "traveler \(index)")) }
+    for index in 0..<40 {
+      let trip = MmTrip(name: "trip \(index)")
+      seeding.insert(trip)
+      trip.travelers = (0..<5).map { travelers[(index + $0 * 7) % 40] }
+      trips.append(trip)
+    }
+    try seeding.save()
+    let tripIDs = trips.map(\.persistentModelID)
+    let travelerIDs = travelers.map(\.persistentModelID)
+    try expectIndexed(recorder, engine, "a many-to-many's reads and writes") {
+      let context = ModelContext(container)
+      let trip = try #require(try context.model(for: tripIDs[3], as: MmTrip.self))
+      #expect(trip.travelers.count == 5)
+      let traveler = try #require(try context.model(for: travelerIDs[3], as: MmTraveler.self))
+      #expect(traveler.trips.count == 5)
+      let more = try context.models(for: Array(tripIDs[4..<8]), as: MmTrip.self)
+      try context.prefetch([\MmTrip.travelers], of: more)
+      trip.travelers.removeFirst()
+      trip.travelers.append(
+        try #require(try context.model(for: travelerIDs[39], as: MmTraveler.self)))
+      try context.save()
+      context.delete(traveler)
+      try context.save()
+    }
+    // A predicate tests every row of the table it filters (no index on a name): the join
+    // table is read through its index all the same.
+    try expectIndexed(
+      recorder, engine, scanning: ["MmTrip", "MmTraveler", "\"MmTrip\"", "\"MmTraveler\""],
+      "a many-to-many's predicates"
+    ) {
+      let context = ModelContext(container)
+      let name = "traveler 9"
+      _ = try context.fetch(
+        FetchDescriptor<MmTrip>(predicate: #Predicate { $0.travelers.contains { $0.name == name } })
+      )
+      _ = try context.fetchCount(
+        FetchDescriptor<MmTraveler>(predicate: #Predicate { $0.trips.count > 4 }))
+    }
+  }
 }

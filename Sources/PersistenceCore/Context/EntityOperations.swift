@@ -53,6 +53,8 @@ protocol EntityOperations: AnyObject, Sendable {
   /// The to-ones that store a key to a row of the model's own table (a place's parent): a
   /// save inserts new rows of a tree a level at a time, and deletes children before parents.
   var selfReferences: [RelationshipInfo] { get }
+  /// The many-to-manys, each with its join table as this side reads it.
+  var joins: [(relationship: RelationshipInfo, table: JoinTable)] { get }
   /// How the model's ``LinkOrigin`` is set, when it has one (``LinksOnFirstUse``).
   var linkOrigin: LinkOriginAccess? { get }
   /// Whether the context tells a model where it is (its links, its ``LinkOrigin``) when it
@@ -273,6 +275,7 @@ final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, S
   let relationships: [RelationshipInfo]
   let hasRelationships: Bool
   let selfReferences: [RelationshipInfo]
+  let joins: [(relationship: RelationshipInfo, table: JoinTable)]
   let linkOrigin: LinkOriginAccess?
   let attachesModels: Bool
   /// The ``ModelValue`` types whose initializers ``checkValueCode(_:_:)`` accepted.
@@ -317,6 +320,9 @@ final class Entity<Model: PersistentModel>: EntityOperations, SubclassReading, S
     let table = schema.name
     selfReferences = schema.relationships.filter {
       $0.kind == .toOne && $0.storesKey && $0.targetTable() == table
+    }
+    joins = schema.relationships.compactMap { relationship in
+      relationship.joinTable().map { (relationship, $0) }
     }
     linkOrigin = LinkOriginAccess.of(Model.self)
     attachesModels = hasRelationships || linkOrigin != nil

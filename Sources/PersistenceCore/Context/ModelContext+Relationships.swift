@@ -30,17 +30,26 @@ extension ModelContext {
       as: type)
   }
 
-  /// A to-many's rows: the related models whose key column holds `key`, in the relationship's
-  /// order (then by primary key). One query over the index on the key column, O(rows).
+  /// A to-many's rows: the related models whose key column holds `key`, or for a
+  /// many-to-many those the join table links to the row `key`, in the relationship's order
+  /// (then by primary key). One query over the index on the key column (or over the join
+  /// table's index from this side, then the related table's primary key), O(rows).
   func relatedModels(_ relationship: RelationshipInfo, key: Int64) throws -> [AnyObject] {
-    guard let column = relationship.keyColumn() else { return [] }
+    let condition: String
+    if let join = relationship.joinTable() {
+      condition = "\"_pk\" IN (\(join.linkedKeysSQL))"
+    } else if let column = relationship.keyColumn() {
+      condition = "\(quoted(column)) = ?"
+    } else {
+      return []
+    }
     let order = relationship.orderColumns()
     func load<Target: PersistentModel>(_ type: Target.Type) throws -> [AnyObject] {
       let entity = try entity(for: type)
       let schema = entity.schema
       let sorting = order.map(quoted) + ["\"_pk\""]
       let sql =
-        "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(quoted(column)) = ? ORDER BY \(sorting.joined(separator: ", "))"
+        "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(condition) ORDER BY \(sorting.joined(separator: ", "))"
       let database = try connection()
       relationshipQueryCount += 1
       var results: [AnyObject] = []
@@ -148,6 +157,10 @@ extension ModelContext {
         ) { _, _ in }
         return
       }
+      if let join = relationship.joinTable() {
+        try prefetchLinks(relationship, join: join, of: owners, keys: ownerKeys, target: target)
+        return
+      }
       guard let column = relationship.keyColumn(),
         let attribute = target.columnNames.firstIndex(of: column)
       else { return }
@@ -171,6 +184,53 @@ extension ModelContext {
       }
     }
     try load(relationship.target)
+  }
+
+  /// Prefetches a many-to-many for `owners`, the rows `ownerKeys`: one query for their links
+  /// (the join table's index from this side), one for the related rows not registered yet (by
+  /// primary key), each in the relationship's order; then fills each owner's link that is
+  /// still a fault. O(owners + links + related rows).
+  private func prefetchLinks<Target: PersistentModel>(
+    _ relationship: RelationshipInfo, join: JoinTable, of owners: [AnyObject],
+    keys ownerKeys: [Int64],
+    target: Entity<Target>
+  ) throws {
+    let database = try connection()
+    let schema = target.schema
+    relationshipQueryCount += 1
+    let links = try database.cachedStatement(
+      "SELECT \(quoted(join.ownColumn)), \(quoted(join.otherColumn)) FROM \(quoted(join.name)) WHERE \(database.keyListCondition(quoted(join.ownColumn)))"
+    )
+    links.bindValues([.text(database.keyListText(ownerKeys))])
+    var linked: [Int64: [Int64]] = [:]
+    var related = Set<Int64>()
+    do {
+      defer { links.reset() }
+      while try links.step() {
+        linked[links.int64(at: 0), default: []].append(links.int64(at: 1))
+        related.insert(links.int64(at: 1))
+      }
+    }
+    let table = rowTable(target.name)
+    // Each related row's place in the relationship's order: the rows are read in it.
+    var rank: [Int64: Int] = [:]
+    if !related.isEmpty {
+      let sorting = relationship.orderColumns().map(quoted) + ["\"_pk\""]
+      relationshipQueryCount += 1
+      let statement = try database.cachedStatement(
+        "SELECT \(schema.selectList) FROM \(schema.quotedName) WHERE \(database.keyListCondition("\"_pk\"")) ORDER BY \(sorting.joined(separator: ", "))"
+      )
+      try forEachRow(
+        of: statement, bindings: [.text(database.keyListText(related.sorted()))], entity: target
+      ) { _, row in rank[row.int64(at: 0)] = rank.count }
+    }
+    let inverse = relationship.inverseInfo()
+    for (owner, key) in zip(owners, ownerKeys) {
+      let models: [AnyObject] = (linked[key] ?? []).filter { rank[$0] != nil }
+        .sorted { rank[$0]! < rank[$1]! }.compactMap { table[$0]?.model }
+      relationship.link(owner).fill(
+        models, owner: owner, relationship: relationship, inverse: inverse)
+    }
   }
 
   /// Deletes a model whatever its type (`delete(_:)`, and a to-many's cascade on an element
@@ -403,8 +463,11 @@ extension ModelContext {
     // With the row's subclass path, when its table holds subclasses (history records it).
     var nullified:
       [(entity: any EntityOperations, key: Int64, attribute: Int, subentity: String?)] = []
-    var denied: [(parent: String, key: Int64, relationship: String, child: String, row: Int64)] =
-      []
+    var denied:
+      [(parent: String, key: Int64, relationship: String, child: String, row: Int64, linked: Bool)] =
+        []
+    // Rows a many-to-many linked to a deleted row, whose link the delete takes (nullify).
+    var unlinked: [AppliedChanges.Unlinked] = []
     // Rows of a table that points to itself (a tree), each with a row that points to it: a
     // child deleted with its parent goes first, whatever its rule (the store's key would
     // cascade, restrict or fail on the parent's delete otherwise).
@@ -462,9 +525,31 @@ extension ModelContext {
           case .nullify:
             nullified.append((child, childKey, attribute, subentities[childKey]))
           case .deny:
-            denied.append((entity.name, key, relationship.name, child.name, childKey))
+            denied.append((entity.name, key, relationship.name, child.name, childKey, false))
           case .noAction:
             break
+          }
+        }
+      }
+      guard !entity.joins.isEmpty else { continue }
+      for (relationship, keys) in try linkedRows(of: entity, key: key, database: database) {
+        let other = try operations(for: relationship.target)
+        let inverse = relationship.inverseInfo()
+        for otherKey in keys {
+          switch relationship.deleteRule {
+          case .cascade:
+            guard deleting[other.name]?.contains(otherKey) != true else { continue }
+            deleting[other.name, default: []].insert(otherKey)
+            let registration = rowTable(other.name)[otherKey]
+            all.append((registration?.entity ?? other, otherKey, registration))
+          case .deny:
+            denied.append((entity.name, key, relationship.name, other.name, otherKey, true))
+          case .nullify, .noAction:
+            guard let inverse else { continue }
+            unlinked.append(
+              AppliedChanges.Unlinked(
+                entity: other.name, key: otherKey, relationship: inverse,
+                deletedEntity: entity.name, deletedKey: key))
           }
         }
       }
@@ -473,8 +558,18 @@ extension ModelContext {
       throw PersistenceError(
         code: .relationshipConstraint,
         message:
-          "Deleting \(refusal.parent) row \(refusal.key) is denied by its relationship '\(refusal.relationship)': \(refusal.child) row \(refusal.row) still points to it. Delete it or point it elsewhere first; nothing was saved."
+          refusal.linked
+          ? "Deleting \(refusal.parent) row \(refusal.key) is denied by its relationship '\(refusal.relationship)': it is still linked to \(refusal.child) row \(refusal.row). Remove the link (or delete that row) first; nothing was saved."
+          : "Deleting \(refusal.parent) row \(refusal.key) is denied by its relationship '\(refusal.relationship)': \(refusal.child) row \(refusal.row) still points to it. Delete it or point it elsewhere first; nothing was saved."
       )
+    }
+    // Each row that stays and loses links is recorded (once, with the save's other link
+    // changes), naming its relationships.
+    for entry in unlinked where deleting[entry.entity]?.contains(entry.key) != true {
+      applied.noteLinked(
+        entry.entity, rowTable(entry.entity)[entry.key]?.entity.historySubentity, entry.key,
+        entry.relationship.name)
+      applied.unlinked.append(entry)
     }
     for (child, key, attribute, subentity) in nullified
     where deleting[child.name]?.contains(key) != true {
@@ -553,6 +648,7 @@ extension ModelContext {
   /// leaves its owners' arrays and its links; a nullified one points to nothing.
   /// O(deleted + nullified rows × relationships).
   func settleRelationships(_ applied: AppliedChanges) throws {
+    if container.hasJoinTables { settleLinks(applied) }
     // One reference for every model the save deleted (made only when there is one).
     lazy var deleted = ContextReference.deleted(from: container.storeIdentifier)
     for delete in applied.deleted {
@@ -563,6 +659,16 @@ extension ModelContext {
       delete.entity.linkOrigin?.set(model, deleted, nil)
       for relationship in delete.entity.relationships {
         guard let link = relationship.existingLink(model) else { continue }
+        if relationship.joinTable() != nil {
+          // Its links went with the row: the models it held forget it, with no change to save.
+          if let inverse = relationship.inverseInfo() {
+            for related in link.loadedModels {
+              inverse.existingLink(related)?.forgetDeleted(model, key: delete.key)
+            }
+          }
+          link.context = nil
+          continue
+        }
         // A to-one still a fault of its key included: the registered model it points to
         // must stop pointing back (a one-to-one's other side would still hold the deleted).
         for related in link.registeredModels { relationship.updateInverse(model, related, false) }

@@ -86,7 +86,8 @@ extension ModelContext {
       for key in keys.sorted() { deletes.append((entity, key, table?[key])) }
     }
     let inserts = pendingInserts
-    guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty else {
+    let linkWrites = container.hasJoinTables ? changedLinks() : []
+    guard !deletes.isEmpty || !updates.isEmpty || !inserts.isEmpty || !linkWrites.isEmpty else {
       postDidSave([:])
       return
     }
@@ -130,6 +131,9 @@ extension ModelContext {
     }
     do {
       try writer.begin(author: author, timestamp: historyTimestamp ?? Date())
+      if !linkWrites.isEmpty {
+        try writeLinks(linkWrites, additions: false, database: database, applied: &applied)
+      }
       if relates {
         deletes = try applyDeleteRules(
           deletes, database: database, writer: writer, applied: &applied)
@@ -193,6 +197,10 @@ extension ModelContext {
           attributes: changed.map { registration.entity.columnNames[$0] })
         applied.updated.append((registration, key, changed))
       }
+      if !linkWrites.isEmpty {
+        try writeLinks(linkWrites, additions: true, database: database, applied: &applied)
+      }
+      try recordLinkedRows(writer: writer, applied: &applied)
       if writer.changeCount == 0 {
         try database.rollback()
       } else {
@@ -223,6 +231,33 @@ extension ModelContext {
     var nullified:
       [(entity: any EntityOperations, key: Int64, attribute: Int, registration: Registration?)] =
         []
+    /// Many-to-many links written, each with the keys it links now.
+    var linksSaved: [(any RelationshipLink, Set<Int64>)] = []
+    /// Rows whose links the save made or broke, by entity and key, until recorded; then those
+    /// recorded (each as an update).
+    var linkedRows: [String: LinkedRow] = [:]
+    var linked: [LinkedRow] = []
+
+    /// Notes that the row `key` of `entity` gained or lost a link of `relationship`.
+    mutating func noteLinked(
+      _ entity: String, _ subentity: String?, _ key: Int64, _ relationship: String
+    ) {
+      linkedRows[
+        "\(entity)#\(key)",
+        default: LinkedRow(
+          entity: entity, subentity: subentity, key: key, relationships: [])
+      ].relationships.insert(relationship)
+    }
+    /// A row that stays, linked to a deleted row through a many-to-many (`relationship` is the
+    /// staying row's side).
+    struct Unlinked {
+      let entity: String
+      let key: Int64
+      let relationship: RelationshipInfo
+      let deletedEntity: String
+      let deletedKey: Int64
+    }
+    var unlinked: [Unlinked] = []
   }
 
   /// Bookkeeping after a successful commit: new snapshots, keys, unregistered deletes, and the
@@ -236,6 +271,7 @@ extension ModelContext {
           nullified.entity.columnNames[nullified.attribute]
         ]
       }
+
     }
     for delete in applied.deleted {
       if let registration = delete.registration {
@@ -295,6 +331,10 @@ extension ModelContext {
       }
     }
     endRun()
+    for row in applied.linked {
+      changes[row.entity, default: .init()].updated[row.key, default: []].formUnion(
+        row.relationships)
+    }
     if !mergedModels.isEmpty { copyHoldersToMerged() }
     if let token = writer.token, writer.changeCount > 0 {
       container.broadcaster.post(

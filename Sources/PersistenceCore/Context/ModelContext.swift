@@ -409,7 +409,7 @@ public final class ModelContext {
       registration.isDeleted
         || (registration.primaryKey != nil
           && !registration.entity.changedIndexes(registration).isEmpty)
-    }
+    } || (container.hasJoinTables && !changedLinks().isEmpty)
   }
 
   /// Discards unsaved work: forgets inserted models, cancels deletes, and puts the values of
@@ -516,7 +516,11 @@ public final class ModelContext {
     if !mergedModels.isEmpty { moveMergedChanges() }
     guard let registration = registration(for: model) else { return false }
     if registration.primaryKey == nil { return true }
-    return !registration.entity.changedIndexes(registration).isEmpty
+    if !registration.entity.changedIndexes(registration).isEmpty { return true }
+    // A many-to-many's array changed (either side: the other side's change is this one's).
+    return registration.entity.joins.contains { relationship, _ in
+      relationship.existingLink(model)?.linkChanges(key: { _ in nil }) != nil
+    }
   }
 
   /// The identifier of a model's row, or nil when the model is not saved in this context.

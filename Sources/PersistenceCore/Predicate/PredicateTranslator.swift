@@ -146,6 +146,9 @@ struct PredicateTranslator {
       }
       return .related(RelatedRow(table: table, key: key, alias: nil))
     }
+    if let join = relationship.joinTable() {
+      return .relatedMany(RelatedRows(table: table, column: "", ownerKey: ownKey, join: join))
+    }
     guard let inverseColumn = relationship.keyColumn().map(quoted) else {
       throw unsupported("the relationship '\(relationship.name)', whose inverse is not declared")
     }
@@ -233,7 +236,7 @@ struct PredicateTranslator {
     -> SQLFragment
   {
     var sql =
-      "\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(rows.table.quotedName) AS \(alias) WHERE \(alias).\(rows.column) = \(rows.ownerKey)"
+      "\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(rows.table.quotedName) AS \(alias) WHERE \(rows.links(alias))"
     if let condition { sql += " AND \(condition.sql)" }
     sql += ")"
     return SQLFragment(sql, condition?.bindings ?? [], isCondition: true, canBeNull: false)

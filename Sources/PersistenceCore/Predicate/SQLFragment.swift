@@ -167,11 +167,22 @@ struct RelatedRow {
   }
 }
 
-/// The rows of a to-many: those of `table` whose `column` (quoted) holds `ownerKey`.
+/// The rows of a to-many: those of `table` whose `column` (quoted) holds `ownerKey`, or for a
+/// many-to-many (`join`) those its join table links to the row `ownerKey`.
 struct RelatedRows {
   let table: PredicateTable
   let column: String
   let ownerKey: String
+  var join: JoinTable? = nil
+
+  /// The condition that a row of `table` named `alias` is one of them: `alias.column = key`,
+  /// or for a many-to-many `alias._pk IN (SELECT other FROM join WHERE own = key)` (the join
+  /// table read through its index from this side).
+  func links(_ alias: String) -> String {
+    guard let join else { return "\(alias).\(column) = \(ownerKey)" }
+    return
+      "\(alias).\"_pk\" IN (SELECT \(quoted(join.otherColumn)) FROM \(quoted(join.name)) WHERE \(quoted(join.ownColumn)) = \(ownerKey))"
+  }
 }
 
 /// An attribute of a related row read by its key: `(SELECT alias.column FROM table AS alias

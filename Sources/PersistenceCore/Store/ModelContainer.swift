@@ -47,6 +47,8 @@ public final class ModelContainer: Sendable {
   let hasRelationships: Bool
   /// Whether a model of the container bounds a relationship's count (a save then checks).
   let hasCountedRelationships: Bool
+  /// Whether a model declares a many-to-many (a save then writes join tables' links).
+  let hasJoinTables: Bool
   /// The store the engine opened (it keeps an in-memory store alive while the container lives).
   let store: any OpenStore
   let broadcaster = ChangeBroadcaster()
@@ -196,6 +198,24 @@ public final class ModelContainer: Sendable {
       if Model.modelSchema.relationships.contains(where: \.isCounted) { counts = true }
     }
     for type in types { try validate(type) }
+    // The join tables of the many-to-manys, one per pair, named by the side that owns it.
+    var joins: [String: EntityDescription] = [:]
+    func joinTables<Model: PersistentModel>(_: Model.Type) {
+      for relationship in Model.modelSchema.relationships {
+        guard let join = relationship.joinTable(), join.isOwner else { continue }
+        joins[join.name] = EntityDescription(
+          join: join, ownerTable: relationship.ownerTable(),
+          targetTable: relationship.targetTable())
+      }
+    }
+    for type in types { joinTables(type) }
+    for name in joins.keys where names.contains(name.lowercased()) {
+      throw PersistenceError(
+        code: .invalidValue,
+        message:
+          "A model's table is named '\(name)', the name of the join table of a many-to-many: give the model another table name."
+      )
+    }
     self.schema = Schema(types, version: schema.version)
     ranks = try Self.ranks(tables)
     hasRelationships = relates
@@ -227,7 +247,9 @@ public final class ModelContainer: Sendable {
       try SchemaMigration.run(
         migrationPlan, to: schema.version, configuration: configuration, engine: engine)
     }
-    store = try engine.openStore(configuration, entities: tables)
+    hasJoinTables = !joins.isEmpty
+    store = try engine.openStore(
+      configuration, entities: tables + joins.keys.sorted().map { joins[$0]! })
     storeIdentifier = store.identifier
     if migrationPlan != nil, configuration.allowsSave {
       let connection = try store.makeConnection(cacheSizeKiB: nil)

@@ -67,7 +67,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
       if keyPath == collection.countKeyPath {
         return .sql(
           SQLFragment(
-            "(SELECT count(*) FROM \(rows.table.quotedName) AS \(alias) WHERE \(alias).\(rows.column) = \(rows.ownerKey))",
+            "(SELECT count(*) FROM \(rows.table.quotedName) AS \(alias) WHERE \(rows.links(alias)))",
             canBeNull: false))
       }
       throw translator.unsupported(

@@ -72,6 +72,29 @@ public struct EntityDescription: Sendable {
 }
 
 extension EntityDescription {
+  /// The table of a many-to-many's links (``JoinTable``): `owner` and `target`, each a key of
+  /// a row of `ownerTable` and `targetTable` that cascades (deleting a row deletes its links),
+  /// unique as a pair (`owner` first: one row's links by that index) and `target` indexed
+  /// (the other side's links by it).
+  init(join: JoinTable, ownerTable: String, targetTable: String) {
+    func key(_ name: String, of table: String, unique: Bool) -> Column {
+      Column(
+        name: name, storageType: .integer, isOptional: false, isUnique: unique,
+        uniqueCompanions: unique ? [JoinTable.targetColumn] : [], isIndexed: !unique,
+        indexCompanions: [], defaultValue: .integer(0),
+        reference: Reference(table: table, onDelete: .cascade))
+    }
+    name = join.name
+    columns = [
+      key(JoinTable.ownerColumn, of: ownerTable, unique: true),
+      key(JoinTable.targetColumn, of: targetTable, unique: false),
+    ]
+    modelType = ObjectIdentifier(JoinTable.self)
+    inheritancePath = nil
+  }
+}
+
+extension EntityDescription {
   /// The column naming each row's class in a table that holds subclasses of its model.
   package static let entityColumn = "_entity"
 

@@ -97,12 +97,55 @@ extension ModelAttribute {
   }
 
   /// A to-many relationship whose link is made on first use (see ``LinksOnFirstUse``): as
-  /// ``toMany(_:_:link:inverse:deleteRule:orderBy:)``, with `link` the property that makes it
+  /// ``toMany(_:_:link:inverse:deleteRule:orderBy:)-(_,_,_,KeyPath<Target,Model?>,_,_)``, with `link` the property that makes it
   /// (`link(&storage)`) and `existing` its storage, read where no link must be made.
   public static func toMany<Target: PersistentModel>(
     _ keyPath: KeyPath<Model, [Target]>, _ name: String,
     link: @escaping @Sendable (Model) -> ToMany<Target>,
     existing: @escaping @Sendable (Model) -> ToMany<Target>?, inverse: KeyPath<Target, Model?>,
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
+  ) -> ModelAttribute where Model: LinksOnFirstUse {
+    relationship(
+      keyPath, name, link: link, existing: existing, kind: .toMany, storesKey: false,
+      deleteRule: deleteRule, inverse: inverse, order: orderBy, keyColumn: nil)
+  }
+
+  /// One side of a many-to-many: a to-many whose inverse is a to-many of the related model
+  /// (a trip's travelers, each traveler's trips). Neither table keeps a key: the links are rows
+  /// of a join table the store keeps for the pair (`_<table>_<relationship>` of
+  /// the side that names its inverse), written by the save from what this side's and the
+  /// inverse's arrays gained and lost; each row of the join table is a link, unique, and
+  /// deleting either model deletes its links. Removing a model from the array unlinks it
+  /// whatever the rule (it may belong to other models); deleting the owner applies `deleteRule`
+  /// to the related models: ``DeleteRule/nullify`` (the default) and ``DeleteRule/noAction``
+  /// delete the links only, ``DeleteRule/cascade`` deletes the related models too,
+  /// ``DeleteRule/deny`` refuses the save while links exist.
+  ///
+  /// ```swift
+  /// // Trip: var travelers: [Traveler] (no inverse named there)
+  /// // Traveler, in the schema:
+  /// .toMany(\.trips, "trips", link: \.tripsLink, inverse: \.travelers)
+  /// ```
+  ///
+  /// The array's order is `orderBy` (the related model's attributes), then the order the related
+  /// rows were first saved in.
+  public static func toMany<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToMany<Target>, inverse: KeyPath<Target, [Model]>,
+    deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
+  ) -> ModelAttribute {
+    relationship(
+      keyPath, name, link: link, kind: .toMany, storesKey: false, deleteRule: deleteRule,
+      inverse: inverse, order: orderBy, keyColumn: nil)
+  }
+
+  /// One side of a many-to-many, its link made on first use (see ``LinksOnFirstUse``): as the
+  /// eager one above (`inverse:` a to-many), with `link` the property that makes it and
+  /// `existing` its storage.
+  public static func toMany<Target: PersistentModel>(
+    _ keyPath: KeyPath<Model, [Target]>, _ name: String,
+    link: @escaping @Sendable (Model) -> ToMany<Target>,
+    existing: @escaping @Sendable (Model) -> ToMany<Target>?, inverse: KeyPath<Target, [Model]>,
     deleteRule: DeleteRule = .nullify, orderBy: PartialKeyPath<Target>...
   ) -> ModelAttribute where Model: LinksOnFirstUse {
     relationship(
@@ -191,6 +234,7 @@ extension ModelAttribute {
           && (back.inverse == userPath || (back.inverse == nil && declaredInverse != nil))
       },
       targetTable: { Target.modelSchema.name },
+      ownerTable: { Model.modelSchema.name },
       predicateTable: { PredicateTable(Target.modelSchema) },
       updateInverse: { owner, related, linked in
         guard let back = back() else { return }

@@ -86,6 +86,8 @@ final class RelationshipInfo: Sendable {
   let inversePointsBack: @Sendable () -> Bool
   /// The target's table name.
   let targetTable: @Sendable () -> String
+  /// The table of the model that declares the relationship (a subclass's: its root model's).
+  let ownerTable: @Sendable () -> String
   /// What a predicate reads of the target.
   let predicateTable: @Sendable () -> PredicateTable
   /// Links `object` (an owner) to `related` on the inverse side only (the caller changed this
@@ -103,6 +105,7 @@ final class RelationshipInfo: Sendable {
     inverseInfo: @escaping @Sendable () -> RelationshipInfo?,
     inversePointsBack: @escaping @Sendable () -> Bool,
     targetTable: @escaping @Sendable () -> String,
+    ownerTable: @escaping @Sendable () -> String,
     predicateTable: @escaping @Sendable () -> PredicateTable,
     updateInverse: @escaping @Sendable (AnyObject, AnyObject, Bool) -> Void,
     minimumModelCount: Int? = nil, maximumModelCount: Int? = nil
@@ -126,6 +129,7 @@ final class RelationshipInfo: Sendable {
     self.inverseInfo = inverseInfo
     self.inversePointsBack = inversePointsBack
     self.targetTable = targetTable
+    self.ownerTable = ownerTable
     self.predicateTable = predicateTable
     self.updateInverse = updateInverse
   }
@@ -150,8 +154,8 @@ final class RelationshipInfo: Sendable {
       keyPath: keyPath, inverse: inverse, order: order, link: link, existingLink: existingLink,
       ownerReference: ownerReference, isMadeOnFirstUse: isMadeOnFirstUse,
       observation: observation, inverseInfo: inverseInfo, inversePointsBack: inversePointsBack,
-      targetTable: targetTable, predicateTable: predicateTable, updateInverse: updateInverse,
-      minimumModelCount: minimum, maximumModelCount: maximum)
+      targetTable: targetTable, ownerTable: ownerTable, predicateTable: predicateTable,
+      updateInverse: updateInverse, minimumModelCount: minimum, maximumModelCount: maximum)
   }
 
   /// Whether the relationship bounds its count.
@@ -275,11 +279,6 @@ extension ModelSchema {
         )
       }
       switch (relationship.kind, inverse.kind) {
-      case (.toMany, .toMany):
-        throw bad(
-          relationship,
-          "a many-to-many relationship is not supported; declare a model for the pairs, with a to-one to each side"
-        )
       case (.toOne, .toOne):
         guard relationship.storesKey != inverse.storesKey else {
           throw bad(
@@ -311,7 +310,56 @@ extension RelationshipInfo {
   /// The column of the key the inverse stores in the target's table (for a side that does not
   /// store it), or this side's own column.
   func keyColumn() -> String? {
-    storesKey ? name : inverseInfo()?.name
+    if storesKey { return name }
+    guard let inverse = inverseInfo(), inverse.kind == .toOne else { return nil }
+    return inverse.name
+  }
+
+  /// The join table of a many-to-many (a to-many whose inverse is a to-many), as this side
+  /// reads it; nil for every other relationship. O(the target's relationships).
+  func joinTable() -> JoinTable? {
+    guard kind == .toMany, let inverse = inverseInfo(), inverse.kind == .toMany else {
+      return nil
+    }
+    let owns = ownsJoinTable(inverse: inverse)
+    let owner = owns ? self : inverse
+    return JoinTable(
+      name: "_\(owner.ownerTable())_\(owner.name)",
+      ownColumn: owns ? JoinTable.ownerColumn : JoinTable.targetColumn,
+      otherColumn: owns ? JoinTable.targetColumn : JoinTable.ownerColumn, isOwner: owns)
+  }
+
+  /// Whether this side of a many-to-many names its join table: the side that names its
+  /// inverse (`inverse:`); when both do, the one first by table and name.
+  private func ownsJoinTable(inverse: RelationshipInfo) -> Bool {
+    switch (self.inverse != nil, inverse.inverse != nil) {
+    case (true, false): return true
+    case (false, true): return false
+    default: return (ownerTable(), name) <= (inverse.ownerTable(), inverse.name)
+    }
+  }
+}
+
+/// The table a many-to-many keeps its links in: one row per pair of related rows, `owner` the
+/// key of a row of the side that names the table (``RelationshipInfo/joinTable()``), `target`
+/// the other's, both foreign keys that cascade (a row's delete takes its links), unique as a
+/// pair, and indexed each way (`owner` first in the unique index, `target` alone), so that one
+/// row's links are read through an index from either side.
+struct JoinTable: Equatable, Sendable {
+  static let ownerColumn = "owner"
+  static let targetColumn = "target"
+  /// `_<table of the owning side>_<its relationship>`: `_travelers_trips`.
+  let name: String
+  /// The column holding this side's row's key, and the one holding the other side's.
+  let ownColumn: String
+  let otherColumn: String
+  /// Whether this side names the table (its links are the ones a save writes).
+  let isOwner: Bool
+
+  /// `SELECT other FROM join WHERE own = ?`: the keys of the rows one row is linked to, read
+  /// through the index whose first column is `own`.
+  var linkedKeysSQL: String {
+    "SELECT \(quoted(otherColumn)) FROM \(quoted(name)) WHERE \(quoted(ownColumn)) = ?"
   }
 }
 
@@ -340,7 +388,7 @@ extension ModelAttribute {
   }
 
   /// A to-many whose inverse names it, its link made on first use: as
-  /// ``toMany(_:_:link:existing:inverse:deleteRule:orderBy:)``, with the inverse (the related
+  /// ``toMany(_:_:link:existing:inverse:deleteRule:orderBy:)-(_,_,_,_,KeyPath<Target,Model?>,_,_)``, with the inverse (the related
   /// model's to-one that says `inverse:`) found in the related model's schema when the
   /// container opens.
   public static func toMany<Target: PersistentModel>(

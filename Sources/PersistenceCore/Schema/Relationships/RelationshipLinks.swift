@@ -30,6 +30,22 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func fill(
     _ models: [AnyObject], owner: AnyObject, relationship: RelationshipInfo,
     inverse: RelationshipInfo?)
+  /// For a link of a many-to-many whose array changed since its links were read or saved:
+  /// the keys of the rows it relates now (`key` gives a related model's, nil for one the save
+  /// must not link, such as one it deletes) and those it related when read or last saved; nil
+  /// for an unchanged link and every other relationship. O(related models).
+  func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)?
+  /// A save wrote `keys` as this many-to-many link's links.
+  func linksSaved(_ keys: Set<Int64>)
+  /// The row `key` (`object` when it is loaded) was deleted, and its links with it: a
+  /// many-to-many link forgets it (no query, and no change to save). Nothing for others.
+  func forgetDeleted(_ object: AnyObject?, key: Int64)
+}
+
+extension RelationshipLink {
+  func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)? { nil }
+  func linksSaved(_ keys: Set<Int64>) {}
+  func forgetDeleted(_ object: AnyObject?, key: Int64) {}
 }
 
 /// What ``ToOne`` and ``ToMany`` share: their observation. An observation-tracking block that
@@ -389,7 +405,8 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 /// read (a fault until then), in the declared order.
 ///
 /// A model keeps one as a `let` and exposes the relationship as a computed array property
-/// that goes through it (see ``ModelAttribute/toMany(_:_:link:inverse:deleteRule:orderBy:)``).
+/// that goes through it (see
+/// ``ModelAttribute/toMany(_:_:link:inverse:deleteRule:orderBy:)-(_,_,_,KeyPath<Target,Model?>,_,_)``).
 /// Setting the array updates the inverse of every model it gains or loses, before any save.
 /// Observable, as ``ToOne``.
 ///
@@ -400,6 +417,20 @@ public final class ToOne<Target: PersistentModel>: RelationshipObservation, Rela
 public final class ToMany<Element: PersistentModel>: RelationshipObservation, RelationshipLink {
   /// The related models, nil while a fault.
   private var elements: [Element]?
+  /// For a many-to-many: the keys of the rows the store linked the owner to when the array
+  /// was read or last saved (empty for an owner not saved), and whether the array changed
+  /// since (what a save writes to the join table).
+  private var storedLinks: Set<Int64> = []
+  private var linksChanged = false
+  /// Whether the relationship is a many-to-many, found on first use.
+  private var joined: Bool?
+
+  private func isJoined(_ info: RelationshipInfo) -> Bool {
+    if let joined { return joined }
+    let found = info.joinTable() != nil
+    joined = found
+    return found
+  }
 
   /// A link holding no models.
   public override init() {}
@@ -420,11 +451,14 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
 
   /// Sets the related models: those added point back to `owner` (leaving their former
   /// owner's array), those removed are deleted under ``DeleteRule/cascade`` and else point to
-  /// nothing.
+  /// nothing. In a many-to-many, those added list `owner` in their inverse too, and those
+  /// removed are unlinked only, whatever the rule (they may be related to other models).
   public func set<Owner: PersistentModel>(_ newValue: [Element], of owner: Owner) {
     let info = relationship(of: owner)
     let old = value(of: owner)
+    let joined = isJoined(info)
     mutating { elements = newValue }
+    if joined { linksChanged = true }
     let before = Set(old.map(ObjectIdentifier.init))
     let after = Set(newValue.map(ObjectIdentifier.init))
     for element in newValue where !before.contains(ObjectIdentifier(element)) {
@@ -433,7 +467,7 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     }
     for element in old where !after.contains(ObjectIdentifier(element)) {
       info.updateInverse(owner, element, false)
-      if info.deleteRule == .cascade { context?.deleteObject(element) }
+      if info.deleteRule == .cascade, !joined { context?.deleteObject(element) }
     }
   }
 
@@ -445,6 +479,7 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
       let key = ownerKey ?? context.savedKey(of: owner)
     else {
       elements = []
+      storedLinks = []
       return
     }
     let loaded: [AnyObject]
@@ -455,6 +490,12 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     }
     adopt(loaded, as: Element.self, loadedBy: context, owner: owner, info: info)
     take(loaded, owner: owner, inverse: info.inverseInfo())
+    if isJoined(info) { storedLinks = linkedKeys(loaded, in: context) }
+  }
+
+  /// The keys of `models`, rows `context` just loaded.
+  private func linkedKeys(_ models: [AnyObject], in context: ModelContext) -> Set<Int64> {
+    Set(models.compactMap { context.savedKey(of: $0) })
   }
 
   /// The loaded rows as the elements, but those whose inverse was set to another model in
@@ -480,19 +521,43 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   ) {
     guard elements == nil else { return }
     take(models, owner: owner, inverse: inverse)
+    if isJoined(relationship), let context {
+      storedLinks = linkedKeys(models, in: context)
+    }
   }
 
   func linkInverse(of owner: AnyObject, to other: AnyObject, linked: Bool, info: RelationshipInfo) {
+    // A many-to-many's removal is a change to save: the array is read first to know it.
+    if elements == nil, linked || isJoined(info) { load(owner, info: info) }
     if linked {
-      if elements == nil { load(owner, info: info) }
       guard elements?.contains(where: { $0 === other }) == false else { return }
       mutating {
         elements?.append(unsafeDowncast(other, to: Element.self))
       }
+      if isJoined(info) { linksChanged = true }
     } else if let index = elements?.firstIndex(where: { $0 === other }) {
       _ = mutating {
         elements?.remove(at: index)
       }
+      if isJoined(info) { linksChanged = true }
+    }
+  }
+
+  func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)? {
+    guard linksChanged, let elements else { return nil }
+    return (Set(elements.compactMap { key($0) }), storedLinks)
+  }
+
+  func linksSaved(_ keys: Set<Int64>) {
+    storedLinks = keys
+    linksChanged = false
+  }
+
+  func forgetDeleted(_ object: AnyObject?, key: Int64) {
+    storedLinks.remove(key)
+    guard let object, let index = elements?.firstIndex(where: { $0 === object }) else { return }
+    _ = mutating {
+      elements?.remove(at: index)
     }
   }
 
@@ -505,6 +570,8 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
   var registeredModels: [AnyObject] { loadedModels }
 
   func refault(_ relationship: RelationshipInfo) {
+    storedLinks = []
+    linksChanged = false
     guard elements != nil else { return }
     mutating { elements = nil }
   }

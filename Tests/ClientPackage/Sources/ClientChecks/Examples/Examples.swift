@@ -19,6 +19,7 @@ let examples: [(name: String, run: @Sendable () async throws -> Void)] = [
   ("exampleDeclaringRelationships3", exampleDeclaringRelationships3),
   ("exampleDeclaringRelationships4", exampleDeclaringRelationships4),
   ("exampleDeclaringRelationships5", exampleDeclaringRelationships5),
+  ("exampleDeclaringRelationships6", exampleDeclaringRelationships6),
   ("exampleMigratingSchemas1", exampleMigratingSchemas1),
   ("exampleObservingResultsAndHistory1", exampleObservingResultsAndHistory1),
   ("exampleObservingResultsAndHistory2", exampleObservingResultsAndHistory2),
