@@ -33,7 +33,8 @@ struct ModelEmitter {
         if case .codable = $0.storage { return true }
         return false
       } && relationships.allSatisfy(\.isLinkedOnFirstUse)
-      && !persisted.contains(where: \.isUndeclaredOptional) && superclass == nil
+      && !persisted.contains(where: { $0.isUndeclaredOptional || $0.isUndeclaredArray })
+      && superclass == nil
   }
 
   var typeName: TokenSyntax { .identifier(model.name) }
@@ -312,6 +313,9 @@ struct ModelEmitter {
     let backing = Build.keyPath(property.backing, root: root)
     if property.isUndeclaredOptional {
       return Build.implicitCall("_optional", head + [Build.argument("storage", backing)])
+    }
+    if property.isUndeclaredArray {
+      return Build.implicitCall("_array", head + [Build.argument("storage", backing)])
     }
     return switch property.storage {
     case .native: Build.implicitCall("attribute", head + [Build.argument("storage", backing)])

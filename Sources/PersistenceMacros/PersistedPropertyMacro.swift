@@ -51,6 +51,30 @@ extension PersistedPropertyMacro: AccessorMacro {
         PersistenceCore.LinkOrigin.loadProperties(of: self, \(keyPath))
       }
       """
+    if property.isUndeclaredArray, let type = property.type {
+      // A to-many or an attribute, as the compiler finds `X` to be (`_ArrayProperty`).
+      return [
+        """
+        @storageRestrictions(initializes: \(property.backing))
+        init(initialValue) {
+          \(property.backing) = PersistenceCore._ArrayProperty.storage(\(type).self, initialValue)
+        }
+        """,
+        """
+        get {
+          \(load)
+          return PersistenceCore._ArrayProperty.get(self, \(Build.keyPath(property.backing)), \(keyPath), _$observationRegistrar)
+        }
+        """,
+        """
+        set {
+          \(load)
+          PersistenceCore._ArrayProperty.set(
+            self, \(Build.keyPath(property.backing)), newValue, \(keyPath), _$observationRegistrar)
+        }
+        """,
+      ]
+    }
     if property.isUndeclaredOptional {
       // A to-one or an attribute, as the compiler finds `X` to be (`_OptionalProperty`).
       return [
@@ -154,6 +178,11 @@ extension PersistedPropertyMacro: PeerMacro {
         firstUseLink(of: property, link),
       ]
     case nil: break
+    }
+    if property.isUndeclaredArray, let type = property.type, let initial = property.initializer {
+      return [
+        "private var \(backing) = PersistenceCore._ArrayProperty.storage(\(type).self, \(initial))"
+      ]
     }
     if property.isUndeclaredOptional, let wrapped = property.wrappedType {
       return ["private var \(backing) = PersistenceCore._OptionalProperty.storage(\(wrapped).self)"]

@@ -157,6 +157,32 @@ struct StoredProperty {
     return !NativeTypes.contains(wrapped.trimmedDescription)
   }
 
+  /// Whether it is `var x: [X] = …` with nothing saying what `X` is: no `@Relationship`, no
+  /// `@Attribute`, and `X` not a type the store keeps natively by name. `X` may be a model
+  /// (SwiftData infers a to-many: the side of a relationship whose inverse the other side
+  /// names) or a `Codable` type kept as JSON; the code `@Model` writes leaves the choice to the
+  /// compiler (`_ArrayProperty`). An array without an initial value stays an attribute.
+  var isUndeclaredArray: Bool {
+    guard !isTransient, isVariable, relationshipAttribute == nil, attribute == nil,
+      initializer != nil, let element = arrayElementType,
+      !element.is(ArrayTypeSyntax.self), !element.is(DictionaryTypeSyntax.self),
+      !element.is(OptionalTypeSyntax.self), !element.is(TupleTypeSyntax.self)
+    else { return false }
+    return !NativeTypes.contains(element.trimmedDescription)
+  }
+
+  /// The element type of an array type annotation (`[T]`, `Array<T>`), else nil.
+  var arrayElementType: TypeSyntax? {
+    guard let type else { return nil }
+    if let array = type.as(ArrayTypeSyntax.self) { return array.element.trimmed }
+    if let named = type.as(IdentifierTypeSyntax.self), named.name.text == "Array",
+      let argument = named.genericArgumentClause?.arguments.first
+    {
+      return TypeSyntax(stringLiteral: argument.argument.trimmedDescription)
+    }
+    return nil
+  }
+
   /// The wrapped type of an optional type annotation (`T?`, `Optional<T>`), else nil.
   var wrappedType: TypeSyntax? {
     guard let type else { return nil }

@@ -84,6 +84,35 @@ struct ExpansionTests {
   }
 }
 
+@Suite("@Model leaves an undeclared array of an unknown type to the compiler")
+struct UndeclaredArrayTests {
+  @Test(
+    "var tags: [Tag] = [] goes through _ArrayProperty (a to-many if Tag is a model); [String], an annotated or uninitialized array do not"
+  )
+  func undeclaredArray() {
+    let (text, diagnostics) = expand(
+      """
+      @Model final class Note {
+        var tags: [Tag] = []
+        var stops: Array<Stop> = []
+        var names: [String] = []
+        @Relationship var links: [Link] = []
+        var later: [Spot]
+        init(later: [Spot]) { self.later = later }
+      }
+      """)
+    #expect(diagnostics == [])
+    #expect(text.contains("_ArrayProperty.storage([Tag].self, [])"))
+    #expect(text.contains("_ArrayProperty.storage(Array<Stop>.self, [])"))
+    #expect(text.contains(#"._array(\.tags, "tags", storage: \._tags)"#))
+    #expect(text.contains(#"._array(\.stops, "stops", storage: \._stops)"#))
+    #expect(!text.contains(#"_array(\.names"#) && !text.contains(#"_array(\.later"#))
+    #expect(text.contains(#".toMany(\.links"#))
+    // No row loader: the compiler, not the macro, knows which entries have columns.
+    #expect(!text.contains("_$persistenceLoading: &row"))
+  }
+}
+
 /// Each diagnostic `@Model` can give, by its id, from a declaration that earns it.
 @Suite("@Model's diagnostics, each by its id")
 struct DiagnosticTests {

@@ -12,7 +12,7 @@ import Testing
 
 @Model final class MmTrip {
   var name: String
-  @Relationship var travelers: [MmTraveler] = []
+  var travelers: [MmTraveler] = []
   init(name: String) { self.name = name }
 }
 
@@ -44,7 +44,7 @@ import Testing
 
 @Model final class MmNote {
   var text: String
-  @Relationship var tags: [MmTag] = []
+  var tags: [MmTag] = []
   init(text: String) { self.text = text }
 }
 

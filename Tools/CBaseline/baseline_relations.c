@@ -279,3 +279,157 @@ long tb_rel_items_of_owner_named(void *handle, const char *name, unsigned long l
   sqlite3_finalize(statement);
   return count;
 }
+
+/* The many-to-many baseline: groups and members linked through the join table the Swift layer
+   keeps ("_m2m_members_groups": owner the member, target the group). */
+
+typedef struct {
+  long long group, member;
+} link_row;
+
+typedef struct {
+  long long key;
+  char *name;
+  long long weight;
+} member_row;
+
+static int compare_links(const void *a, const void *b) {
+  const link_row *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return x->member < y->member ? -1 : x->member > y->member;
+}
+
+static int compare_keys(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return x < y ? -1 : x > y;
+}
+
+static long long find_member(const member_row *members, size_t count, long long key) {
+  size_t low = 0, high = count;
+  while (low < high) {
+    size_t middle = (low + high) / 2;
+    if (members[middle].key < key) low = middle + 1; else high = middle;
+  }
+  return low < count && members[low].key == key ? (long long)low : -1;
+}
+
+int tb_m2m_fetch(void *handle, unsigned long long *checksum) {
+  sqlite3 *db = handle;
+  sqlite3_stmt *statement = NULL;
+  owner_row *groups = NULL;
+  link_row *links = NULL;
+  member_row *members = NULL;
+  size_t group_count = 0, group_capacity = 1024, link_count = 0, link_capacity = 4096;
+  size_t member_count = 0, member_capacity = 1024;
+  char *keys = NULL, *member_keys = NULL;
+  int rc = SQLITE_NOMEM;
+  groups = malloc(group_capacity * sizeof *groups);
+  links = malloc(link_capacity * sizeof *links);
+  members = malloc(member_capacity * sizeof *members);
+  if (!groups || !links || !members) goto done;
+  rc = sqlite3_prepare_v2(db, "SELECT \"_pk\", \"name\" FROM \"m2m_groups\" ORDER BY \"_pk\"", -1,
+                          &statement, NULL);
+  if (rc != SQLITE_OK) goto done;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    if (group_count == group_capacity) {
+      group_capacity *= 2;
+      owner_row *grown = realloc(groups, group_capacity * sizeof *groups);
+      if (!grown) { rc = SQLITE_NOMEM; goto done; }
+      groups = grown;
+    }
+    groups[group_count++] = (owner_row){sqlite3_column_int64(statement, 0), copy_text(statement, 1), 0, 0, -1};
+  }
+  sqlite3_finalize(statement);
+  statement = NULL;
+  if (rc != SQLITE_DONE) goto done;
+  /* The links of every group, one query over the join table's index on target. */
+  keys = key_list(groups, group_count);
+  if (!keys) { rc = SQLITE_NOMEM; goto done; }
+  rc = sqlite3_prepare_v2(db,
+                          "SELECT \"target\", \"owner\" FROM \"_m2m_members_groups\" WHERE \"target\" IN "
+                          "(SELECT value FROM json_each(?))",
+                          -1, &statement, NULL);
+  if (rc != SQLITE_OK) goto done;
+  sqlite3_bind_text(statement, 1, keys, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    if (link_count == link_capacity) {
+      link_capacity *= 2;
+      link_row *grown = realloc(links, link_capacity * sizeof *links);
+      if (!grown) { rc = SQLITE_NOMEM; goto done; }
+      links = grown;
+    }
+    links[link_count++] = (link_row){sqlite3_column_int64(statement, 0), sqlite3_column_int64(statement, 1)};
+  }
+  sqlite3_finalize(statement);
+  statement = NULL;
+  if (rc != SQLITE_DONE) goto done;
+  /* The members linked, by primary key, in key order (each member once). */
+  qsort(links, link_count, sizeof *links, compare_links);
+  size_t capacity = link_count * 21 + 3, length = 0;
+  member_keys = malloc(capacity);
+  if (!member_keys) { rc = SQLITE_NOMEM; goto done; }
+  length = 0;
+  member_keys[length++] = '[';
+  {
+    long long *sorted = malloc((link_count + 1) * sizeof *sorted);
+    if (!sorted) { rc = SQLITE_NOMEM; goto done; }
+    for (size_t i = 0; i < link_count; i++) sorted[i] = links[i].member;
+    qsort(sorted, link_count, sizeof *sorted, compare_keys);
+    int first = 1;
+    for (size_t i = 0; i < link_count; i++) {
+      if (i > 0 && sorted[i] == sorted[i - 1]) continue;
+      length += (size_t)snprintf(member_keys + length, capacity - length, first ? "%lld" : ",%lld", sorted[i]);
+      first = 0;
+    }
+    free(sorted);
+  }
+  member_keys[length++] = ']';
+  member_keys[length] = 0;
+  rc = sqlite3_prepare_v2(db,
+                          "SELECT \"_pk\", \"name\", \"weight\" FROM \"m2m_members\" WHERE \"_pk\" IN "
+                          "(SELECT value FROM json_each(?)) ORDER BY \"_pk\"",
+                          -1, &statement, NULL);
+  if (rc != SQLITE_OK) goto done;
+  sqlite3_bind_text(statement, 1, member_keys, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    if (member_count == member_capacity) {
+      member_capacity *= 2;
+      member_row *grown = realloc(members, member_capacity * sizeof *members);
+      if (!grown) { rc = SQLITE_NOMEM; goto done; }
+      members = grown;
+    }
+    members[member_count++] = (member_row){sqlite3_column_int64(statement, 0), copy_text(statement, 1),
+                                           sqlite3_column_int64(statement, 2)};
+  }
+  sqlite3_finalize(statement);
+  statement = NULL;
+  if (rc != SQLITE_DONE) goto done;
+  /* Each group's members in key order: the links sorted by (group, member). */
+  unsigned long long sum = 0;
+  size_t walk = 0;
+  for (size_t g = 0; g < group_count; g++) {
+    size_t count = 0;
+    while (walk < link_count && links[walk].group < groups[g].key) walk++;
+    while (walk < link_count && links[walk].group == groups[g].key) {
+      long long index = find_member(members, member_count, links[walk].member);
+      if (index >= 0) {
+        count++;
+        sum += (unsigned long long)members[index].weight * count;
+      }
+      walk++;
+    }
+    sum += (unsigned long long)(g + 1) * count;
+  }
+  *checksum = sum;
+  rc = SQLITE_OK;
+done:
+  if (statement) sqlite3_finalize(statement);
+  for (size_t i = 0; i < group_count; i++) free(groups[i].name);
+  for (size_t i = 0; i < member_count; i++) free(members[i].name);
+  free(groups);
+  free(links);
+  free(members);
+  free(keys);
+  free(member_keys);
+  return rc == SQLITE_OK ? 0 : rc;
+}

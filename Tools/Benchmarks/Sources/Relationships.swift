@@ -64,6 +64,80 @@ import TripsBaseline
     .toOne(\.owner, "owner", link: \.ownerLink, inverse: \.stay))
 }
 
+/// Groups and members, a many-to-many as SwiftData's users declare it: the members' side names
+/// the inverse (so the join table is `_m2m_members_groups`), the groups' side is a plain array.
+@Model(table: "m2m_groups") final class BenchGroup {
+  var name: String
+  var members: [BenchMember] = []
+  init(name: String) { self.name = name }
+}
+
+@Model(table: "m2m_members") final class BenchMember {
+  var name: String
+  var weight: Int
+  @Relationship(inverse: \BenchGroup.members) var groups: [BenchGroup] = []
+  init(name: String, weight: Int) {
+    self.name = name
+    self.weight = weight
+  }
+}
+
+/// The checksum `tb_m2m_fetch` computes, over groups in key order, each one's members in key
+/// order.
+func manyToManyChecksum(_ groups: [BenchGroup]) -> UInt64 {
+  var sum: UInt64 = 0
+  for (ordinal, group) in groups.enumerated() {
+    let members = group.members
+    for (index, member) in members.enumerated() {
+      sum &+= UInt64(member.weight) &* UInt64(index + 1)
+    }
+    sum &+= UInt64(ordinal + 1) &* UInt64(members.count)
+  }
+  return sum
+}
+
+/// The many-to-many part of the relationships phase: `groups` groups, each linked to five of
+/// `groups / 2` members (so each member is in about ten groups), fetched with the members
+/// prefetched, beside the C baseline running the same three queries (`tb_m2m_fetch`).
+@MainActor func manyToManyPrefetch(groups: Int) throws {
+  let url = storeURL("many-to-many.sqlite")
+  removeStore(url)
+  let container = try ModelContainer(
+    for: [BenchGroup.self, BenchMember.self], configuration: ModelConfiguration(url: url))
+  do {
+    let context = ModelContext(container)
+    let pool = max(groups / 2, 5)
+    var members: [BenchMember] = []
+    for index in 0..<pool {
+      let member = BenchMember(name: "member \(index)", weight: (index * 7) % 101)
+      context.insert(member)
+      members.append(member)
+    }
+    try context.save()
+    for index in 0..<groups {
+      let group = BenchGroup(name: "group \(index)")
+      context.insert(group)
+      group.members = (0..<5).map { members[(index * 3 + $0 * 17) % pool] }
+      if index % 10_000 == 9_999 { try context.save() }
+    }
+    try context.save()
+  }
+  let db = tb_open(url.path, Int32(ModelConfiguration(url: url).cacheSizeKiB))
+  defer { tb_close(db) }
+  var ours: UInt64 = 0
+  var base: UInt64 = 0
+  try compare(
+    "many-to-many fetch, members prefetched", n: groups,
+    ours: {
+      let context = ModelContext(container)
+      var descriptor = FetchDescriptor<BenchGroup>()
+      descriptor.relationshipKeyPathsForPrefetching = [\.members]
+      ours = manyToManyChecksum(try context.fetch(descriptor))
+    },
+    base: { check(tb_m2m_fetch(db, &base) == 0, "C many-to-many fetch failed") })
+  check(ours == base, "many-to-many checksums \(ours) vs \(base)")
+}
+
 /// An owner with `count` items and a stay, not saved.
 func benchOwner(_ name: String, items count: Int, seed: Int) -> BenchOwner {
   let owner = BenchOwner()
@@ -130,6 +204,8 @@ func relationshipChecksum(_ owners: [BenchOwner], stays: Bool) -> UInt64 {
     },
     base: { check(tb_rel_fetch(db, 0, &base) == 0, "C relationship fetch failed") })
   check(ours == base, "N+1 checksums \(ours) vs \(base)")
+
+  try manyToManyPrefetch(groups: parents)
 
   let names = (0..<100).map { "owner \($0 * max(parents / 100, 1))" }
   try compare(

@@ -69,6 +69,12 @@ int tb_rel_fetch(void *db, int prefetch, unsigned long long *checksum);
 /// IMMEDIATE transaction, a history transaction row, the related keys selected, then each
 /// related row deleted with its history change row, then the owner. 0 on success.
 int tb_rel_cascade(void *db, long long owner, const char *author);
+/// The many-to-many baseline: every group ("m2m_groups") with its members ("m2m_members",
+/// linked through the join table "_m2m_members_groups"), as a prefetch reads them: the groups,
+/// the links of all of them in one query (their keys as one JSON parameter, over the join
+/// table's index on target), then the members linked, by primary key. `checksum` folds each
+/// group's ordinal times its member count and its members' weights in key order. 0 on success.
+int tb_m2m_fetch(void *db, unsigned long long *checksum);
 /// The items whose owner has `name`, through a join, read into memory; adds each one's
 /// position + 1 to `checksum`. Returns how many, -1 on failure.
 long tb_rel_items_of_owner_named(void *db, const char *name, unsigned long long *checksum);

@@ -113,7 +113,7 @@ import Persistence
 
 @Model final private class Journey {
   var name: String
-  @Relationship var travelers: [Companion] = []
+  var travelers: [Companion] = []  // a relationship: Companion is a model
   init(name: String) { self.name = name }
 }
 
