@@ -307,9 +307,12 @@ struct StoredProperty {
           }
           continue
         }
-        // SwiftData's schema hash, Spotlight and CloudKit options mean nothing to this store.
+        // SwiftData's schema hash, Spotlight and CloudKit options mean nothing to this store;
+        // external storage is not built yet (the value stays in its row).
         if argument.label?.text == "hashModifier" { continue }
-        if ["spotlight", "allowsCloudEncryption"].contains(argument.expression.optionName) {
+        if ["spotlight", "allowsCloudEncryption", "externalStorage"].contains(
+          argument.expression.optionName)
+        {
           continue
         }
         if argument.expression.optionName == "codable" {

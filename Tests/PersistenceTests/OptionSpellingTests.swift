@@ -6,11 +6,13 @@ import Testing
 @testable import PersistenceCore
 
 // SwiftData's option spellings that a ported model writes: `.ephemeral` (not stored),
-// `.spotlight`, `.allowsCloudEncryption` and `hashModifier:` (accepted, without effect here).
+// `.spotlight`, `.allowsCloudEncryption`, `.externalStorage` and `hashModifier:` (accepted,
+// without effect here: an external value stays in its row).
 
 @Model final class OsNote {
   @Attribute(.unique, .spotlight, .allowsCloudEncryption, hashModifier: "v2") var title: String
   @Attribute(.ephemeral) var draft = "unsaved"
+  @Attribute(.externalStorage) var photo: Data? = nil
   @Relationship(deleteRule: .cascade, inverse: \OsLine.note, hashModifier: "v2")
   var lines: [OsLine] = []
   init(title: String) { self.title = title }
@@ -30,12 +32,14 @@ struct OptionSpellingTests {
   func options(engine: TestEngine) throws {
     let container = try engineContainer(engine, OsNote.self, OsLine.self)
     let entity = try #require(Schema([OsNote.self]).entity(for: OsNote.self))
-    #expect(entity.attributes.map(\.name).sorted() == ["title"])
+    #expect(entity.attributes.map(\.name).sorted() == ["photo", "title"])
+    #expect(try #require(entity.attributesByName["photo"]).options == [])
     let title = try #require(entity.attributesByName["title"])
     #expect(title.options == [.unique])
     let context = ModelContext(container)
     let note = OsNote(title: "Packing")
     note.draft = "typed, not saved"
+    note.photo = Data(repeating: 7, count: 300_000)
     note.lines = [OsLine(text: "passport")]
     context.insert(note)
     try context.save()
@@ -45,6 +49,7 @@ struct OptionSpellingTests {
     let reader = ModelContext(container)
     let again = try #require(try reader.fetch(FetchDescriptor<OsNote>()).first)
     #expect(again.title == "Packing" && again.draft == "unsaved")
+    #expect(again.photo == Data(repeating: 7, count: 300_000))
     #expect(again.lines.map(\.text) == ["passport"])
     // Unique still upserts.
     let other = ModelContext(container)

@@ -44,6 +44,10 @@ extension ModelContext {
     for registration in savedRegistrations where !registration.entity.joins.isEmpty {
       collect(registration)
     }
+    // A model an upsert merged keeps its own links: what it changed is saved for the row.
+    for entry in mergedModels where !entry.merged.entity.joins.isEmpty {
+      collect(entry.merged)
+    }
     return writes
   }
 
@@ -60,15 +64,29 @@ extension ModelContext {
     _ writes: [LinkWrite], additions: Bool, database: any StoreConnection,
     applied: inout AppliedChanges
   ) throws {
+    // The rows the save deleted (cascades included): no link is made to or from them.
+    var deleted: [String: Set<Int64>] = [:]
+    if additions {
+      for delete in applied.deleted { deleted[delete.entity.name, default: []].insert(delete.key) }
+    }
     for write in writes {
       guard let ownerKey = savedKey(of: write.registration.model),
-        !additions || !write.registration.isDeleted
+        !additions
+          || (!write.registration.isDeleted
+            && deleted[write.registration.entity.name]?.contains(ownerKey) != true)
       else { continue }
+      let targetTable = write.relationship.targetTable()
+      let deletedTargets = deleted[targetTable] ?? []
+      // Before the deletes, a related model marked deleted is still linked: its delete takes
+      // the link, through the rules (a removal now would hide it from them).
       let changes = write.link.linkChanges { related in
-        guard let registration = self.registration(for: related), !registration.isDeleted else {
-          return nil
-        }
-        return registration.primaryKey ?? self.savingKeys[ObjectIdentifier(related)]
+        guard let registration = self.registration(for: related) else { return nil }
+        guard additions else { return registration.primaryKey }
+        guard !registration.isDeleted,
+          let key = registration.primaryKey ?? self.savingKeys[ObjectIdentifier(related)],
+          !deletedTargets.contains(key)
+        else { return nil }
+        return key
       }
       guard let (now, stored) = changes else { continue }
       let join = quoted(write.table.name)
@@ -78,7 +96,6 @@ extension ModelContext {
           ? "INSERT INTO \(join) (\(owner), \(target)) VALUES (?, ?) ON CONFLICT (\(owner), \(target)) DO NOTHING"
           : "DELETE FROM \(join) WHERE \(owner) = ? AND \(target) = ?")
       let inverse = write.relationship.inverseInfo()?.name ?? write.relationship.name
-      let targetTable = write.relationship.targetTable()
       let targetRows = rowTable(targetTable)
       let keys = additions ? now.subtracting(stored) : stored.subtracting(now)
       for key in keys.sorted() {
@@ -101,10 +118,14 @@ extension ModelContext {
   /// row per row.
   func recordLinkedRows(writer: HistoryWriter, applied: inout AppliedChanges) throws {
     guard !applied.linkedRows.isEmpty else { return }
-    var deleted: [String: Set<Int64>] = [:]
-    for delete in applied.deleted { deleted[delete.entity.name, default: []].insert(delete.key) }
+    // A row the save deleted or inserted is recorded as that, with nothing more.
+    var skipped: [String: Set<Int64>] = [:]
+    for delete in applied.deleted { skipped[delete.entity.name, default: []].insert(delete.key) }
+    for (registration, key, changed) in applied.inserted where changed == nil {
+      skipped[registration.entity.name, default: []].insert(key)
+    }
     for row in applied.linkedRows.values.sorted(by: { ($0.entity, $0.key) < ($1.entity, $1.key) })
-    where deleted[row.entity]?.contains(row.key) != true {
+    where skipped[row.entity]?.contains(row.key) != true {
       try writer.record(
         .update, entity: row.entity, subentity: row.subentity, key: row.key,
         attributes: row.relationships.sorted())
@@ -113,21 +134,35 @@ extension ModelContext {
   }
 
   /// The rows linked to the row `key` of `entity` (being deleted) through its many-to-manys,
-  /// by relationship: what the delete rules act on. One query per many-to-many, over the join
-  /// table's index from this side.
+  /// by relationship, each with its class's path when the related table holds subclasses
+  /// (read from its `"_entity"`): what the delete rules act on. One query per many-to-many,
+  /// over the join table's index from this side (and the related table's primary key).
   func linkedRows(of entity: any EntityOperations, key: Int64, database: any StoreConnection)
-    throws -> [(relationship: RelationshipInfo, keys: [Int64])]
+    throws -> [(relationship: RelationshipInfo, keys: [Int64], paths: [Int64: String])]
   {
-    var result: [(relationship: RelationshipInfo, keys: [Int64])] = []
+    var result: [(relationship: RelationshipInfo, keys: [Int64], paths: [Int64: String])] = []
     for (relationship, table) in entity.joins {
-      let statement = try database.cachedStatement(table.linkedKeysSQL)
+      let subclassed = try operations(for: relationship.target).entityColumn != nil
+      let sql =
+        subclassed
+        ? "SELECT j.\(quoted(table.otherColumn)), t.\(quoted(EntityDescription.entityColumn)) FROM \(quoted(table.name)) AS j JOIN \(quoted(relationship.targetTable())) AS t ON t.\"_pk\" = j.\(quoted(table.otherColumn)) WHERE j.\(quoted(table.ownColumn)) = ?"
+        : table.linkedKeysSQL
+      let statement = try database.cachedStatement(sql)
       statement.bindInt64(key, at: 1)
       var keys: [Int64] = []
+      var paths: [Int64: String] = [:]
       do {
         defer { statement.reset() }
-        while try statement.step() { keys.append(statement.int64(at: 0)) }
+        while try statement.step() {
+          keys.append(statement.int64(at: 0))
+          if subclassed, !statement.isNull(at: 1), case let path = statement.text(at: 1),
+            !path.isEmpty
+          {
+            paths[statement.int64(at: 0)] = path
+          }
+        }
       }
-      result.append((relationship, keys))
+      result.append((relationship, keys, paths))
     }
     return result
   }
@@ -136,12 +171,53 @@ extension ModelContext {
   /// to deleted rows forget them. O(links written + links of deleted rows).
   func settleLinks(_ applied: AppliedChanges) {
     for (link, keys) in applied.linksSaved { link.linksSaved(keys) }
+    // The other side's arrays are as the store has them now too: no change left to save.
+    for registration in pendingInserts + savedRegistrations
+    where !registration.entity.joins.isEmpty && !registration.isDeleted {
+      for (relationship, table) in registration.entity.joins where !table.isOwner {
+        guard let link = relationship.existingLink(registration.model),
+          let (now, _) = link.linkChanges(key: { self.savedKey(of: $0) })
+        else { continue }
+        link.linksSaved(now)
+      }
+    }
+    // Each link of a model linked to deleted rows forgets them all at once.
+    var forgetting: [ObjectIdentifier: (link: any RelationshipLink, forgotten: Forgotten)] = [:]
+    func forget(_ link: any RelationshipLink, _ object: AnyObject?, key: Int64) {
+      forgetting[ObjectIdentifier(link), default: (link, Forgotten())].forgotten.add(object, key)
+    }
     for unlinked in applied.unlinked {
       guard let registration = rowTable(unlinked.entity)[unlinked.key],
         let link = unlinked.relationship.existingLink(registration.model)
       else { continue }
-      let deleted = rowTable(unlinked.deletedEntity)[unlinked.deletedKey]?.model
-      link.forgetDeleted(deleted, key: unlinked.deletedKey)
+      forget(
+        link, rowTable(unlinked.deletedEntity)[unlinked.deletedKey]?.model, key: unlinked.deletedKey
+      )
     }
+    // Models the deleted ones held in memory (linked in memory only, or loaded).
+    for delete in applied.deleted {
+      guard let registration = delete.registration else { continue }
+      for (relationship, _) in delete.entity.joins {
+        guard let inverse = relationship.inverseInfo(),
+          let link = relationship.existingLink(registration.model)
+        else { continue }
+        for related in link.loadedModels {
+          guard let other = inverse.existingLink(related) else { continue }
+          forget(other, registration.model, key: delete.key)
+        }
+      }
+    }
+    for (link, forgotten) in forgetting.values { link.forgetDeleted(forgotten) }
+  }
+}
+
+/// The deleted rows a many-to-many link forgets at once: their models (those loaded) and keys.
+struct Forgotten {
+  var objects: Set<ObjectIdentifier> = []
+  var keys: Set<Int64> = []
+
+  mutating func add(_ object: AnyObject?, _ key: Int64) {
+    if let object { objects.insert(ObjectIdentifier(object)) }
+    keys.insert(key)
   }
 }

@@ -532,24 +532,28 @@ extension ModelContext {
         }
       }
       guard !entity.joins.isEmpty else { continue }
-      for (relationship, keys) in try linkedRows(of: entity, key: key, database: database) {
+      for (relationship, keys, paths) in try linkedRows(of: entity, key: key, database: database) {
         let other = try operations(for: relationship.target)
         let inverse = relationship.inverseInfo()
         for otherKey in keys {
+          // As its own class: its history typed by it, its rules and tombstone its class's.
+          let registration = rowTable(other.name)[otherKey]
+          let rowEntity =
+            registration?.entity
+            ?? paths[otherKey].flatMap { container.subentities[other.name]?[$0] } ?? other
           switch relationship.deleteRule {
           case .cascade:
             guard deleting[other.name]?.contains(otherKey) != true else { continue }
             deleting[other.name, default: []].insert(otherKey)
-            let registration = rowTable(other.name)[otherKey]
-            all.append((registration?.entity ?? other, otherKey, registration))
+            all.append((rowEntity, otherKey, registration))
           case .deny:
             denied.append((entity.name, key, relationship.name, other.name, otherKey, true))
           case .nullify, .noAction:
             guard let inverse else { continue }
             unlinked.append(
               AppliedChanges.Unlinked(
-                entity: other.name, key: otherKey, relationship: inverse,
-                deletedEntity: entity.name, deletedKey: key))
+                entity: other.name, subentity: rowEntity.historySubentity, key: otherKey,
+                relationship: inverse, deletedEntity: entity.name, deletedKey: key))
           }
         }
       }
@@ -566,9 +570,7 @@ extension ModelContext {
     // Each row that stays and loses links is recorded (once, with the save's other link
     // changes), naming its relationships.
     for entry in unlinked where deleting[entry.entity]?.contains(entry.key) != true {
-      applied.noteLinked(
-        entry.entity, rowTable(entry.entity)[entry.key]?.entity.historySubentity, entry.key,
-        entry.relationship.name)
+      applied.noteLinked(entry.entity, entry.subentity, entry.key, entry.relationship.name)
       applied.unlinked.append(entry)
     }
     for (child, key, attribute, subentity) in nullified
@@ -660,12 +662,7 @@ extension ModelContext {
       for relationship in delete.entity.relationships {
         guard let link = relationship.existingLink(model) else { continue }
         if relationship.joinTable() != nil {
-          // Its links went with the row: the models it held forget it, with no change to save.
-          if let inverse = relationship.inverseInfo() {
-            for related in link.loadedModels {
-              inverse.existingLink(related)?.forgetDeleted(model, key: delete.key)
-            }
-          }
+          // Its links went with the row: the models it held forget it (``settleLinks(_:)``).
           link.context = nil
           continue
         }

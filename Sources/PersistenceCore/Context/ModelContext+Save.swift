@@ -252,6 +252,7 @@ extension ModelContext {
     /// staying row's side).
     struct Unlinked {
       let entity: String
+      let subentity: String?
       let key: Int64
       let relationship: RelationshipInfo
       let deletedEntity: String

@@ -200,15 +200,24 @@ public final class ModelContainer: Sendable {
     for type in types { try validate(type) }
     // The join tables of the many-to-manys, one per pair, named by the side that owns it.
     var joins: [String: EntityDescription] = [:]
-    func joinTables<Model: PersistentModel>(_: Model.Type) {
+    func joinTables<Model: PersistentModel>(_: Model.Type) throws {
       for relationship in Model.modelSchema.relationships {
         guard let join = relationship.joinTable(), join.isOwner else { continue }
+        let references = [relationship.ownerTable(), relationship.targetTable()]
+        if let known = joins[join.name], known.columns.compactMap(\.reference?.table) != references
+        {
+          throw PersistenceError(
+            code: .invalidValue,
+            message:
+              "Two many-to-manys would keep their links in one join table, '\(join.name)': rename the relationship '\(relationship.name)' of \(Model.self)."
+          )
+        }
         joins[join.name] = EntityDescription(
           join: join, ownerTable: relationship.ownerTable(),
           targetTable: relationship.targetTable())
       }
     }
-    for type in types { joinTables(type) }
+    for type in types { try joinTables(type) }
     for name in joins.keys where names.contains(name.lowercased()) {
       throw PersistenceError(
         code: .invalidValue,

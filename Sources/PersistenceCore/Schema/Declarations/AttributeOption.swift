@@ -56,4 +56,9 @@ public struct AttributeOption: Hashable, Sendable {
   /// unchanged; it has no effect here (nothing is synced to CloudKit): `@Model` leaves it out
   /// of the schema.
   public static let allowsCloudEncryption = AttributeOption("allowsCloudEncryption")
+  /// SwiftData's storage of a large value beside the store. Accepted so that a model compiles
+  /// unchanged; the value is kept in its row here, as any other (`@Model` leaves the option
+  /// out of the schema): a fetch that does not need it can leave it out with
+  /// `propertiesToFetch`.
+  public static let externalStorage = AttributeOption("externalStorage")
 }

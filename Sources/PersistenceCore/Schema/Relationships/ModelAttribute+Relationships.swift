@@ -235,6 +235,7 @@ extension ModelAttribute {
       },
       targetTable: { Target.modelSchema.name },
       ownerTable: { Model.modelSchema.name },
+      ownerEntity: { Model.modelSchema.inheritance?.entity ?? Model.modelSchema.name },
       predicateTable: { PredicateTable(Target.modelSchema) },
       updateInverse: { owner, related, linked in
         guard let back = back() else { return }

@@ -88,6 +88,8 @@ final class RelationshipInfo: Sendable {
   let targetTable: @Sendable () -> String
   /// The table of the model that declares the relationship (a subclass's: its root model's).
   let ownerTable: @Sendable () -> String
+  /// The entity of the model that declares it: its table's name, or a subclass's own name.
+  let ownerEntity: @Sendable () -> String
   /// What a predicate reads of the target.
   let predicateTable: @Sendable () -> PredicateTable
   /// Links `object` (an owner) to `related` on the inverse side only (the caller changed this
@@ -106,6 +108,7 @@ final class RelationshipInfo: Sendable {
     inversePointsBack: @escaping @Sendable () -> Bool,
     targetTable: @escaping @Sendable () -> String,
     ownerTable: @escaping @Sendable () -> String,
+    ownerEntity: @escaping @Sendable () -> String,
     predicateTable: @escaping @Sendable () -> PredicateTable,
     updateInverse: @escaping @Sendable (AnyObject, AnyObject, Bool) -> Void,
     minimumModelCount: Int? = nil, maximumModelCount: Int? = nil
@@ -130,6 +133,7 @@ final class RelationshipInfo: Sendable {
     self.inversePointsBack = inversePointsBack
     self.targetTable = targetTable
     self.ownerTable = ownerTable
+    self.ownerEntity = ownerEntity
     self.predicateTable = predicateTable
     self.updateInverse = updateInverse
   }
@@ -154,7 +158,8 @@ final class RelationshipInfo: Sendable {
       keyPath: keyPath, inverse: inverse, order: order, link: link, existingLink: existingLink,
       ownerReference: ownerReference, isMadeOnFirstUse: isMadeOnFirstUse,
       observation: observation, inverseInfo: inverseInfo, inversePointsBack: inversePointsBack,
-      targetTable: targetTable, ownerTable: ownerTable, predicateTable: predicateTable,
+      targetTable: targetTable, ownerTable: ownerTable, ownerEntity: ownerEntity,
+      predicateTable: predicateTable,
       updateInverse: updateInverse, minimumModelCount: minimum, maximumModelCount: maximum)
   }
 
@@ -324,7 +329,7 @@ extension RelationshipInfo {
     let owns = ownsJoinTable(inverse: inverse)
     let owner = owns ? self : inverse
     return JoinTable(
-      name: "_\(owner.ownerTable())_\(owner.name)",
+      name: "_\(owner.ownerEntity())_\(owner.name)",
       ownColumn: owns ? JoinTable.ownerColumn : JoinTable.targetColumn,
       otherColumn: owns ? JoinTable.targetColumn : JoinTable.ownerColumn, isOwner: owns)
   }
@@ -348,7 +353,9 @@ extension RelationshipInfo {
 struct JoinTable: Equatable, Sendable {
   static let ownerColumn = "owner"
   static let targetColumn = "target"
-  /// `_<table of the owning side>_<its relationship>`: `_travelers_trips`.
+  /// `_<entity of the owning side>_<its relationship>`: `_travelers_trips` (a subclass's
+  /// relationship is named by its class, so two subclasses of one table may declare the same
+  /// name).
   let name: String
   /// The column holding this side's row's key, and the one holding the other side's.
   let ownColumn: String

@@ -37,15 +37,15 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)?
   /// A save wrote `keys` as this many-to-many link's links.
   func linksSaved(_ keys: Set<Int64>)
-  /// The row `key` (`object` when it is loaded) was deleted, and its links with it: a
-  /// many-to-many link forgets it (no query, and no change to save). Nothing for others.
-  func forgetDeleted(_ object: AnyObject?, key: Int64)
+  /// The rows `forgotten` were deleted, and their links with them: a many-to-many link forgets
+  /// them (no query, and no change to save), in one pass over its array. Nothing for others.
+  func forgetDeleted(_ forgotten: Forgotten)
 }
 
 extension RelationshipLink {
   func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)? { nil }
   func linksSaved(_ keys: Set<Int64>) {}
-  func forgetDeleted(_ object: AnyObject?, key: Int64) {}
+  func forgetDeleted(_ forgotten: Forgotten) {}
 }
 
 /// What ``ToOne`` and ``ToMany`` share: their observation. An observation-tracking block that
@@ -553,11 +553,13 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
     linksChanged = false
   }
 
-  func forgetDeleted(_ object: AnyObject?, key: Int64) {
-    storedLinks.remove(key)
-    guard let object, let index = elements?.firstIndex(where: { $0 === object }) else { return }
-    _ = mutating {
-      elements?.remove(at: index)
+  func forgetDeleted(_ forgotten: Forgotten) {
+    storedLinks.subtract(forgotten.keys)
+    guard !forgotten.objects.isEmpty,
+      elements?.contains(where: { forgotten.objects.contains(ObjectIdentifier($0)) }) == true
+    else { return }
+    mutating {
+      elements?.removeAll { forgotten.objects.contains(ObjectIdentifier($0)) }
     }
   }
 

@@ -21,7 +21,22 @@ private final class SavedIdentifiers: @unchecked Sendable {
   #Index<Sketch>(.binary([\.title]))
   @Attribute(.spotlight, .allowsCloudEncryption, hashModifier: "v2") var title: String
   @Attribute(.ephemeral) var isEditing = false
+  @Attribute(.externalStorage) var preview: Data? = nil
   init(title: String) { self.title = title }
+}
+
+/// A many-to-many, as SwiftData's users declare one: the inverse named on one side, the other a
+/// plain array of models.
+@Model final class Excursion {
+  var title: String
+  var voyagers: [Voyager] = []
+  init(title: String) { self.title = title }
+}
+
+@Model final class Voyager {
+  var name: String
+  @Relationship(inverse: \Excursion.voyagers) var excursions: [Excursion] = []
+  init(name: String) { self.name = name }
 }
 
 /// A tree, as SwiftData's users declare one: a folder's parent and its subfolders, at most
@@ -134,19 +149,49 @@ private final class SavedIdentifiers: @unchecked Sendable {
     return try ModelContext(folders).fetchCount(FetchDescriptor<Folder>()) == 1
   }
   check(
-    "SwiftData's option spellings: .spotlight, .allowsCloudEncryption, hashModifier:, .ephemeral"
+    "SwiftData's option spellings: .spotlight, .allowsCloudEncryption, hashModifier:, .ephemeral, .externalStorage"
   ) {
     let sketches = try ModelContainer(
       for: Sketch.self, configurations: ModelConfiguration(url: url))
     let context = ModelContext(sketches)
     let sketch = Sketch(title: "Route")
     sketch.isEditing = true
+    sketch.preview = Data(repeating: 1, count: 200_000)
     context.insert(sketch)
     try context.save()
     let reader = ModelContext(sketches)
     let read = try reader.fetch(
       FetchDescriptor<Sketch>(predicate: #Predicate { $0.title == "Route" }))
-    return read.map(\.isEditing) == [false]
+    return read.map(\.isEditing) == [false] && read.first?.preview?.count == 200_000
+  }
+  check(
+    "SwiftData's many-to-many: links made from both sides, a predicate through them, a delete that takes them"
+  ) {
+    let trips = try ModelContainer(
+      for: Excursion.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(trips)
+    let temples = Excursion(title: "Temples")
+    let market = Excursion(title: "Market")
+    context.insert(temples)
+    context.insert(market)
+    let ana = Voyager(name: "Ana")
+    temples.voyagers = [ana, Voyager(name: "Ben")]
+    ana.excursions.append(market)
+    try context.save()
+    let reader = ModelContext(trips)
+    let withBen = try reader.fetch(
+      FetchDescriptor<Excursion>(
+        predicate: #Predicate { $0.voyagers.contains { $0.name == "Ben" } }))
+    let readAna = try reader.fetch(
+      FetchDescriptor<Voyager>(predicate: #Predicate { $0.name == "Ana" }))
+    guard withBen.map(\.title) == ["Temples"],
+      readAna.first?.excursions.map(\.title).sorted() == ["Market", "Temples"]
+    else { return false }
+    reader.delete(readAna[0])
+    try reader.save()
+    let after = ModelContext(trips)
+    let left = try after.fetch(FetchDescriptor<Excursion>(sortBy: [SortDescriptor(\.title)]))
+    return left.map { $0.voyagers.map(\.name) } == [[], ["Ben"]]
   }
 }
 
