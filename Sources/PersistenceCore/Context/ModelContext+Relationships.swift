@@ -587,7 +587,7 @@ extension ModelContext {
     let ranks = container.ranks
     var depths: [String: [Int64: Int]] = [:]
     for (table, edges) in treeEdges {
-      let (depth, cyclic) = treeDepths(edges, deleting: deleting[table] ?? [])
+      let (depth, cyclic) = Self.treeDepths(edges, deleting: deleting[table] ?? [])
       depths[table] = depth
       // Rows of a cycle stored in the table (and rows below one) have no order that deletes
       // children first: their keys to the table are cleared first (not recorded: the rows
@@ -623,7 +623,7 @@ extension ModelContext {
   /// put after their children: those of a cycle stored in the table, and those below one.
   ///
   /// Cost: O(pairs), one pass in topological order (Kahn's).
-  private func treeDepths(_ edges: [TreeEdge], deleting: Set<Int64>) -> (
+  static func treeDepths(_ edges: [TreeEdge], deleting: Set<Int64>) -> (
     depth: [Int64: Int], cyclic: Set<Int64>
   ) {
     var children: [Int64: [Int64]] = [:]
