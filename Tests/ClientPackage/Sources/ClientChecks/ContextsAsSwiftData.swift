@@ -27,15 +27,15 @@ private final class SavedIdentifiers: @unchecked Sendable {
 
 /// A many-to-many, as SwiftData's users declare one: the inverse named on one side, the other a
 /// plain array of models.
-@Model final class Excursion {
+@Model final class Jaunt {
   var title: String
-  var voyagers: [Voyager] = []
+  var voyagers: [Wayfarer] = []
   init(title: String) { self.title = title }
 }
 
-@Model final class Voyager {
+@Model final class Wayfarer {
   var name: String
-  @Relationship(inverse: \Excursion.voyagers) var excursions: [Excursion] = []
+  @Relationship(inverse: \Jaunt.voyagers) var excursions: [Jaunt] = []
   init(name: String) { self.name = name }
 }
 
@@ -168,29 +168,29 @@ private final class SavedIdentifiers: @unchecked Sendable {
     "SwiftData's many-to-many: links made from both sides, a predicate through them, a delete that takes them"
   ) {
     let trips = try ModelContainer(
-      for: Excursion.self, configurations: ModelConfiguration(url: url))
+      for: Jaunt.self, configurations: ModelConfiguration(url: url))
     let context = ModelContext(trips)
-    let temples = Excursion(title: "Temples")
-    let market = Excursion(title: "Market")
+    let temples = Jaunt(title: "Temples")
+    let market = Jaunt(title: "Market")
     context.insert(temples)
     context.insert(market)
-    let ana = Voyager(name: "Ana")
-    temples.voyagers = [ana, Voyager(name: "Ben")]
+    let ana = Wayfarer(name: "Ana")
+    temples.voyagers = [ana, Wayfarer(name: "Ben")]
     ana.excursions.append(market)
     try context.save()
     let reader = ModelContext(trips)
     let withBen = try reader.fetch(
-      FetchDescriptor<Excursion>(
+      FetchDescriptor<Jaunt>(
         predicate: #Predicate { $0.voyagers.contains { $0.name == "Ben" } }))
     let readAna = try reader.fetch(
-      FetchDescriptor<Voyager>(predicate: #Predicate { $0.name == "Ana" }))
+      FetchDescriptor<Wayfarer>(predicate: #Predicate { $0.name == "Ana" }))
     guard withBen.map(\.title) == ["Temples"],
       readAna.first?.excursions.map(\.title).sorted() == ["Market", "Temples"]
     else { return false }
     reader.delete(readAna[0])
     try reader.save()
     let after = ModelContext(trips)
-    let left = try after.fetch(FetchDescriptor<Excursion>(sortBy: [SortDescriptor(\.title)]))
+    let left = try after.fetch(FetchDescriptor<Jaunt>(sortBy: [SortDescriptor(\.title)]))
     return left.map { $0.voyagers.map(\.name) } == [[], ["Ben"]]
   }
 }
