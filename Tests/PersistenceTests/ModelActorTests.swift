@@ -93,4 +93,29 @@ struct ModelActorTests {
     }
     #expect(try ModelContext(container).fetchCount(FetchDescriptor<MaTrip>()) == 100)
   }
+
+  @Test(
+    "a temporary identifier goes on naming its model after the save, in the context that holds it",
+    arguments: TestEngine.allCases)
+  func temporaryIdentifierFollowsModel(engine: TestEngine) throws {
+    let container = try engineContainer(engine, MaTrip.self)
+    let context = ModelContext(container)
+    let trip = MaTrip(name: "Kyoto", days: 3)
+    let temporary = trip.persistentModelID
+    #expect(temporary.isTemporary)
+    #expect(try context.model(for: temporary, as: MaTrip.self) == nil)
+    context.insert(trip)
+    #expect(try context.model(for: temporary, as: MaTrip.self) === trip)
+    try context.save()
+    #expect(!trip.persistentModelID.isTemporary)
+    #expect(try context.model(for: temporary, as: MaTrip.self) === trip)
+    #expect(context.model(for: temporary) as? MaTrip === trip)
+    #expect(context.registeredModel(for: temporary) as MaTrip? === trip)
+    // Another context does not hold the model: nothing for its temporary identifier.
+    #expect(try ModelContext(container).model(for: temporary, as: MaTrip.self) == nil)
+    // Deleted and saved, the model is in no context.
+    context.delete(trip)
+    try context.save()
+    #expect(try context.model(for: temporary, as: MaTrip.self) == nil)
+  }
 }

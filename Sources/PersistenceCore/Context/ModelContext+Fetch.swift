@@ -321,8 +321,8 @@ extension ModelContext {
   }
 
   /// The model with `identifier`: the registered instance, or loaded from the store; nil when
-  /// the row does not exist. A temporary identifier finds the model inserted in this context
-  /// and not yet saved, if any.
+  /// the row does not exist. A temporary identifier finds the model it was made for when this
+  /// context holds it (inserted here, saved since or not), else nil.
   public func model<Model: PersistentModel>(
     for identifier: PersistentIdentifier, as _: Model.Type = Model.self
   ) throws -> Model? {

@@ -156,11 +156,14 @@ extension ModelContext {
   ///
   /// Cost: O(1) for a registered model; else one query by primary key.
   public func model(for persistentModelID: PersistentIdentifier) -> any PersistentModel {
-    if persistentModelID.isTemporary,
-      let inserted = pendingInserts.lazy.compactMap({ $0.model as? any PersistentModel }).first(
-        where: { $0.persistentModelID == persistentModelID })
-    {
-      return inserted
+    if persistentModelID.isTemporary {
+      guard let model = registeredModel(forTemporary: persistentModelID) as? any PersistentModel
+      else {
+        preconditionFailure(
+          "model(for:): \(persistentModelID) is the temporary identifier of a model this context does not hold; use model(for:as:), which answers nil."
+        )
+      }
+      return model
     }
     guard persistentModelID.storeIdentifier == container.storeIdentifier else {
       preconditionFailure(

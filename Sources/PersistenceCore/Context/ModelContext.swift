@@ -547,17 +547,16 @@ public final class ModelContext {
   }
 
   /// The model registered in this context for `identifier`, without touching the store: a
-  /// row's of this context's store, or an inserted model's not yet saved by its temporary
-  /// identifier (``PersistentIdentifier/isTemporary``). O(1) for a row; O(inserts not yet
-  /// saved) for a temporary identifier.
+  /// row's of this context's store, or by its temporary identifier
+  /// (``PersistentIdentifier/isTemporary``) a model inserted here, saved since or not (as
+  /// SwiftData's, a temporary identifier goes on naming its model). O(1) (the first lookup
+  /// by model indexes the registered models).
   public func registeredModel<Model: PersistentModel>(for identifier: PersistentIdentifier)
     -> Model?
   {
     if identifier.isTemporary {
       guard Model.schema.name == identifier.entityName else { return nil }
-      return pendingInserts.lazy.compactMap { $0.model as? Model }.first {
-        PersistentIdentifier(temporaryFor: $0, entityName: identifier.entityName) == identifier
-      }
+      return registeredModel(forTemporary: identifier) as? Model
     }
     guard identifier.storeIdentifier == container.storeIdentifier else { return nil }
     return rowTables[identifier.entityName]?[identifier.primaryKey]?.model as? Model
@@ -571,9 +570,35 @@ public final class ModelContext {
     return table
   }
 
+  /// The model a temporary identifier was made for, when it is registered here (inserted, and
+  /// saved since or not; a merged one's holder stands for it): found by its identity in the
+  /// index by model, so an identifier of a model gone names nothing. O(1) after the index.
+  func registeredModel(forTemporary identifier: PersistentIdentifier) -> AnyObject? {
+    guard let identity = identifier.temporaryModel else { return nil }
+    guard let registration = indexedRegistration(identity) else { return nil }
+    // The registration of that identity holds the model, alive: compare the identifier made
+    // for it (of a merged model, the merged one's own identity named it).
+    let model = registration.model
+    if ObjectIdentifier(model) == identity,
+      PersistentIdentifier(temporaryFor: model, entityName: identifier.entityName) == identifier
+    {
+      return model
+    }
+    for entry in mergedModels where ObjectIdentifier(entry.merged.model) == identity {
+      return entry.merged.model
+    }
+    return nil
+  }
+
   /// The registration of `model`, if registered. The first call after a fetch registered
   /// models indexes every registered model: O(registered) once, then O(1).
   func registration(for model: AnyObject) -> Registration? {
+    indexedRegistration(ObjectIdentifier(model))
+  }
+
+  /// The registration of the model whose identity is `identity`, through the index by model
+  /// (made now if there is none yet).
+  private func indexedRegistration(_ identity: ObjectIdentifier) -> Registration? {
     if objectIndex == nil {
       var index: [ObjectIdentifier: Registration] = [:]
       index.reserveCapacity(registeredCount)
@@ -588,7 +613,7 @@ public final class ModelContext {
       for entry in mergedModels { index[ObjectIdentifier(entry.merged.model)] = entry.holder }
       objectIndex = index
     }
-    return objectIndex?[ObjectIdentifier(model)]
+    return objectIndex?[identity]
   }
 
   /// Adds a new registration to the index by model, when there is one yet.

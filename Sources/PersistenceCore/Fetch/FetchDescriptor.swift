@@ -217,6 +217,14 @@ public struct PersistentIdentifier: Hashable, Codable, Sendable, CustomStringCon
       primaryKey: -Int64(bitPattern: mixed & UInt64(Int64.max)))
   }
 
+  /// For a temporary identifier, the identity of the model it was made for (which may be gone:
+  /// compare it only with live models' identities, never dereference it); nil for a row's.
+  var temporaryModel: ObjectIdentifier? {
+    guard isTemporary, primaryKey <= 0 else { return nil }
+    let address = UInt64(-primaryKey) ^ Self.temporarySalt
+    return unsafeBitCast(UInt(truncatingIfNeeded: address), to: ObjectIdentifier.self)
+  }
+
   /// What a temporary identifier's key is mixed with: drawn once per process.
   private static let temporarySalt = UInt64.random(in: 0...UInt64(Int64.max))
 

@@ -104,7 +104,8 @@ extension LinksOnFirstUse {
   /// table's and its key, from the model's ``LinkOrigin`` (no lookup), also after its context
   /// is gone or it was deleted. For a model not yet saved, a temporary identifier
   /// (``PersistentIdentifier/isTemporary``) unique among the models alive, which names no row
-  /// and changes when the model is saved. O(1).
+  /// and changes when the model is saved (the context that holds the model goes on finding it
+  /// by the temporary one, ``ModelContext/model(for:as:)``, as SwiftData's). O(1).
   public var persistentModelID: PersistentIdentifier {
     if let key = linkOrigin.ownerKey, let store = linkOrigin.reference?.storeIdentifier {
       return PersistentIdentifier(
