@@ -33,11 +33,13 @@ extension PersistedPropertyMacro: AccessorMacro {
       ]
     case .toMany:
       // Its link made on first use (`LinksOnFirstUse`). It starts empty (`= []`, which the
-      // model's check requires): the initial value is not kept.
+      // model's check requires): a non-empty value set before the model's other stored
+      // properties could not be kept (its inverse needs the model whole), so it traps, saying so.
       return [
         """
         @storageRestrictions(accesses: \(property.backing))
         init(initialValue) {
+          PersistenceCore._ArrayProperty.checkStartsEmpty(initialValue, \(literal: property.name))
         }
         """,
         "get { \(property.link).value(of: self) }",

@@ -11,14 +11,34 @@
 /// optional is (``_OptionalProperty``).
 public enum _ArrayProperty {
   /// The backing storage of a to-many: its link, made on first use. A relationship starts
-  /// empty: the initial value is not kept.
+  /// empty, and is set once the model's stored properties are: a non-empty value here (an
+  /// initial value, or an initializer that sets the array before the other stored properties)
+  /// would be lost, so it traps, saying what to do.
   public static func storage<Target: PersistentModel>(_: [Target].Type, _ initial: [Target])
     -> ToMany<Target>?
-  { nil }
+  {
+    precondition(
+      initial.isEmpty,
+      "A to-many relationship of \(Target.self) models starts empty: declare it '= []', and set it in the initializer after the model's other stored properties (set before them, its models would be lost)."
+    )
+    return nil
+  }
 
-  /// The backing storage of an attribute: the value.
-  public static func storage<Value: PersistableValue>(_: Value.Type, _ initial: Value) -> Value {
-    initial
+  /// The backing storage of an attribute (an array of `Codable` values, kept as JSON): the
+  /// value.
+  @_disfavoredOverload
+  public static func storage<Value: Codable & SendableMetatype>(_: Value.Type, _ initial: Value)
+    -> Value
+  { initial }
+
+  /// Traps for a to-many set before the model's other stored properties (its init accessor is
+  /// given the models, which it cannot keep: relating them needs the model whole), naming it.
+  public static func checkStartsEmpty<Target: PersistentModel>(_ initial: [Target], _ name: String)
+  {
+    precondition(
+      initial.isEmpty,
+      "The to-many '\(name)' is set before the model's other stored properties: set it after them in the initializer (its \(Target.self) models would be lost)."
+    )
   }
 
   /// Reads a to-many through its link, made now if it is not yet.
@@ -30,7 +50,8 @@ public enum _ArrayProperty {
   }
 
   /// Reads an attribute, recording the read for observers.
-  public static func get<Owner: PersistentModel, Value: PersistableValue>(
+  @_disfavoredOverload
+  public static func get<Owner: PersistentModel, Value: Codable & SendableMetatype>(
     _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Value>,
     _ keyPath: KeyPath<Owner, Value>, _ registrar: borrowing ModelObservationRegistrar
   ) -> Value {
@@ -48,8 +69,19 @@ public enum _ArrayProperty {
     owner.link(&owner[keyPath: storage]).set(newValue, of: owner)
   }
 
-  /// Sets an attribute, telling observers of a change, not of an equal value.
-  public static func set<Owner: PersistentModel, Value: PersistableValue>(
+  /// Sets an attribute, telling observers.
+  @_disfavoredOverload
+  public static func set<Owner: PersistentModel, Value: Codable & SendableMetatype>(
+    _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Value>, _ newValue: Value,
+    _ keyPath: KeyPath<Owner, Value>, _ registrar: borrowing ModelObservationRegistrar
+  ) {
+    registrar.withMutation(of: owner, keyPath: keyPath) { owner[keyPath: storage] = newValue }
+  }
+
+  /// Sets an attribute of equatable values, telling observers of a change, not of an equal
+  /// value.
+  @_disfavoredOverload
+  public static func set<Owner: PersistentModel, Value: Codable & SendableMetatype & Equatable>(
     _ owner: Owner, _ storage: ReferenceWritableKeyPath<Owner, Value>, _ newValue: Value,
     _ keyPath: KeyPath<Owner, Value>, _ registrar: borrowing ModelObservationRegistrar
   ) {
@@ -74,8 +106,10 @@ extension ModelAttribute {
       keyPath, name, link: { $0.link(&$0[keyPath: storage]) }, existing: { $0[keyPath: storage] })
   }
 
-  /// The schema's entry for a `@Model` property of ``_ArrayProperty``: an attribute.
-  public static func _array<Value: PersistableValue>(
+  /// The schema's entry for a `@Model` property of ``_ArrayProperty``: an attribute of an
+  /// array of `Codable` values, kept as JSON.
+  @_disfavoredOverload
+  public static func _array<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
     storage: ReferenceWritableKeyPath<Model, Value>
   ) -> ModelAttribute {
@@ -84,7 +118,8 @@ extension ModelAttribute {
 
   /// The schema's entry for a `@Model` property of ``_ArrayProperty`` that a `#Unique` or
   /// `#Index` names: an attribute with those options.
-  public static func _array<Value: PersistableValue>(
+  @_disfavoredOverload
+  public static func _array<Value: Codable & SendableMetatype>(
     _ keyPath: ReferenceWritableKeyPath<Model, Value>, _ name: String,
     _ option: AttributeOption, _ more: AttributeOption...,
     storage: ReferenceWritableKeyPath<Model, Value>
