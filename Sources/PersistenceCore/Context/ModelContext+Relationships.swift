@@ -211,10 +211,11 @@ extension ModelContext {
         related.insert(links.int64(at: 1))
       }
     }
-    let table = rowTable(target.name)
-    // Each related row's place in the relationship's order: the rows are read in it.
-    var rank: [Int64: Int] = [:]
+    // Each related row's model and place in the relationship's order (the rows are read in
+    // it): one lookup a link, not one per comparison of a sort.
+    var found: [Int64: (rank: Int, model: AnyObject)] = [:]
     if !related.isEmpty {
+      found.reserveCapacity(related.count)
       let sorting = relationship.orderColumns().map(quoted) + ["\"_pk\""]
       relationshipQueryCount += 1
       let statement = try database.cachedStatement(
@@ -222,14 +223,14 @@ extension ModelContext {
       )
       try forEachRow(
         of: statement, bindings: [.text(database.keyListText(related.sorted()))], entity: target
-      ) { _, row in rank[row.int64(at: 0)] = rank.count }
+      ) { model, row in found[row.int64(at: 0)] = (found.count, model) }
     }
     let inverse = relationship.inverseInfo()
     for (owner, key) in zip(owners, ownerKeys) {
-      let models: [AnyObject] = (linked[key] ?? []).filter { rank[$0] != nil }
-        .sorted { rank[$0]! < rank[$1]! }.compactMap { table[$0]?.model }
+      var entries = (linked[key] ?? []).compactMap { found[$0] }
+      entries.sort { $0.rank < $1.rank }
       relationship.link(owner).fill(
-        models, owner: owner, relationship: relationship, inverse: inverse)
+        entries.map(\.model), owner: owner, relationship: relationship, inverse: inverse)
     }
   }
 
