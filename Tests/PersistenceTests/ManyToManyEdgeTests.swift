@@ -101,6 +101,34 @@ import Testing
   init(name: String) { self.name = name }
 }
 
+/// Two pairs whose join tables would have one name, `_MeClashC_d_e`: of `MeClashC`'s `d_e`,
+/// and of `MeClashC_d`'s `e` (each side names its inverse, so owns the table).
+@Model final class MeClashC {
+  var name = ""
+  // The name the clash needs.
+  // swift-format-ignore: AlwaysUseLowerCamelCase
+  @Relationship(inverse: \MeClashE.cs) var d_e: [MeClashE] = []
+  init() {}
+}
+
+@Model final class MeClashE {
+  var name = ""
+  var cs: [MeClashC] = []
+  init() {}
+}
+
+@Model final class MeClashC_d {
+  var name = ""
+  @Relationship(inverse: \MeClashF.ds) var e: [MeClashF] = []
+  init() {}
+}
+
+@Model final class MeClashF {
+  var name = ""
+  var ds: [MeClashC_d] = []
+  init() {}
+}
+
 @Suite("Many-to-many at its edges")
 struct ManyToManyEdgeTests {
   func first<M: PersistentModel>(_ context: ModelContext, _ predicate: Predicate<M>? = nil) throws
@@ -296,5 +324,16 @@ struct ManyToManyEdgeTests {
     try other.save()
     #expect(!trip.hasChanges && !traveler.hasChanges && !other.hasChanges)
     #expect(trip.travelers.map(\.name) == ["Ben"])
+  }
+
+  @Test(
+    "two pairs whose join tables would have one name are refused when the container opens"
+  )
+  func joinTableNameClashes() throws {
+    let shared = #expect(throws: PersistenceError.self) {
+      _ = try engineContainer(.sqlite, MeClashC.self, MeClashE.self, MeClashC_d.self, MeClashF.self)
+    }
+    #expect(shared?.code == .invalidValue)
+    #expect(shared?.message.contains("one join table, '_MeClashC_d_e'") == true)
   }
 }

@@ -29,8 +29,7 @@ extension ModelContext {
     var writes: [LinkWrite] = []
     func collect(_ registration: Registration) {
       for (relationship, table) in registration.entity.joins where table.isOwner {
-        guard let link = relationship.existingLink(registration.model),
-          link.linkChanges(key: { _ in nil }) != nil
+        guard let link = relationship.existingLink(registration.model), link.hasLinkChanges
         else { continue }
         writes.append(
           LinkWrite(
@@ -65,10 +64,7 @@ extension ModelContext {
     applied: inout AppliedChanges
   ) throws {
     // The rows the save deleted (cascades included): no link is made to or from them.
-    var deleted: [String: Set<Int64>] = [:]
-    if additions {
-      for delete in applied.deleted { deleted[delete.entity.name, default: []].insert(delete.key) }
-    }
+    let deleted = additions ? applied.deletedKeys : [:]
     for write in writes {
       guard let ownerKey = savedKey(of: write.registration.model),
         !additions
@@ -119,8 +115,7 @@ extension ModelContext {
   func recordLinkedRows(writer: HistoryWriter, applied: inout AppliedChanges) throws {
     guard !applied.linkedRows.isEmpty else { return }
     // A row the save deleted or inserted is recorded as that, with nothing more.
-    var skipped: [String: Set<Int64>] = [:]
-    for delete in applied.deleted { skipped[delete.entity.name, default: []].insert(delete.key) }
+    var skipped = applied.deletedKeys
     for (registration, key, changed) in applied.inserted where changed == nil {
       skipped[registration.entity.name, default: []].insert(key)
     }
@@ -172,15 +167,17 @@ extension ModelContext {
   func settleLinks(_ applied: AppliedChanges) {
     for (link, keys) in applied.linksSaved { link.linksSaved(keys) }
     // The other side's arrays are as the store has them now too: no change left to save.
-    for registration in pendingInserts + savedRegistrations
-    where !registration.entity.joins.isEmpty && !registration.isDeleted {
+    func settleOtherSide(_ registration: Registration) {
+      guard !registration.entity.joins.isEmpty, !registration.isDeleted else { return }
       for (relationship, table) in registration.entity.joins where !table.isOwner {
-        guard let link = relationship.existingLink(registration.model),
+        guard let link = relationship.existingLink(registration.model), link.hasLinkChanges,
           let (now, _) = link.linkChanges(key: { self.savedKey(of: $0) })
         else { continue }
         link.linksSaved(now)
       }
     }
+    pendingInserts.forEach(settleOtherSide)
+    savedRegistrations.forEach(settleOtherSide)
     // Each link of a model linked to deleted rows forgets them all at once.
     var forgetting: [ObjectIdentifier: (link: any RelationshipLink, forgotten: Forgotten)] = [:]
     func forget(_ link: any RelationshipLink, _ object: AnyObject?, key: Int64) {

@@ -360,7 +360,7 @@ public final class ModelContext {
     if !registration.entity.changedIndexes(registration).isEmpty { return true }
     // A many-to-many's array changed (either side: the other side's change is this one's).
     return registration.entity.joins.contains { relationship, _ in
-      relationship.existingLink(model)?.linkChanges(key: { _ in nil }) != nil
+      relationship.existingLink(model)?.hasLinkChanges == true
     }
   }
 

@@ -218,13 +218,7 @@ public final class ModelContainer: Sendable {
       }
     }
     for type in types { try joinTables(type) }
-    for name in joins.keys where names.contains(name.lowercased()) {
-      throw PersistenceError(
-        code: .invalidValue,
-        message:
-          "A model's table is named '\(name)', the name of the join table of a many-to-many: give the model another table name."
-      )
-    }
+    // A model's table never starts with '_' (the schema's check): no join table's name is one.
     self.schema = Schema(types, version: schema.version)
     ranks = try Self.ranks(tables)
     hasRelationships = relates

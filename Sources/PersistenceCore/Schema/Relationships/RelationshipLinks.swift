@@ -35,6 +35,9 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
   /// must not link, such as one it deletes) and those it related when read or last saved; nil
   /// for an unchanged link and every other relationship. O(related models).
   func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)?
+  /// Whether ``linkChanges(key:)`` has changes to give: a many-to-many's array changed since
+  /// read or saved. O(1).
+  var hasLinkChanges: Bool { get }
   /// A save wrote `keys` as this many-to-many link's links.
   func linksSaved(_ keys: Set<Int64>)
   /// The rows `forgotten` were deleted, and their links with them: a many-to-many link forgets
@@ -44,6 +47,7 @@ protocol RelationshipLink: AnyObject, SendableMetatype {
 
 extension RelationshipLink {
   func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)? { nil }
+  var hasLinkChanges: Bool { false }
   func linksSaved(_ keys: Set<Int64>) {}
   func forgetDeleted(_ forgotten: Forgotten) {}
 }
@@ -542,6 +546,8 @@ public final class ToMany<Element: PersistentModel>: RelationshipObservation, Re
       if isJoined(info) { linksChanged = true }
     }
   }
+
+  var hasLinkChanges: Bool { linksChanged && elements != nil }
 
   func linkChanges(key: (AnyObject) -> Int64?) -> (now: Set<Int64>, stored: Set<Int64>)? {
     guard linksChanged, let elements else { return nil }
